@@ -1,0 +1,166 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+	"github.com/uptrace/bun"
+
+	"agentmemory/internal/auth"
+	"agentmemory/internal/fault"
+	"agentmemory/internal/receipts"
+)
+
+func (s *Server) healthz(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"status": "ok"})
+}
+
+// createKey: POST /v1/keys (role admin) -> 201 {"key_id", "key"}; the key is shown once.
+func (s *Server) createKey(c *gin.Context) {
+	p := principal(c)
+	if err := p.RequireRole(auth.RoleAdmin); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	var spec auth.KeySpec
+	if err := bind(c, &spec); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	if err := spec.Validate(); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	var keyID, key string
+	err := s.DB.RunInTx(s.ctx(c), nil, func(ctx ctxT, tx bun.Tx) error {
+		var err error
+		keyID, key, err = auth.Mint(ctx, tx, p.SpaceID, p.KeyID, spec, s.Now())
+		if err != nil {
+			return err
+		}
+		_, err = receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
+			Kind: receipts.KindAdmin, Action: "key.create", ActorKey: p.KeyID, ObjectIDs: []string{keyID},
+			Detail: map[string]any{"kind": spec.Kind},
+		}, s.Now())
+		return err
+	})
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, gin.H{"key_id": keyID, "key": key})
+}
+
+// revokeKey: DELETE /v1/keys/{key_id} (role admin) -> 204; effective on the next request.
+func (s *Server) revokeKey(c *gin.Context) {
+	p := principal(c)
+	if err := p.RequireRole(auth.RoleAdmin); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	keyID := c.Param("key_id")
+	err := s.DB.RunInTx(s.ctx(c), nil, func(ctx ctxT, tx bun.Tx) error {
+		if err := auth.Revoke(ctx, tx, p.SpaceID, keyID, s.Now()); err != nil {
+			return err
+		}
+		_, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
+			Kind: receipts.KindAdmin, Action: "key.revoke", ActorKey: p.KeyID, ObjectIDs: []string{keyID},
+		}, s.Now())
+		return err
+	})
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+// getDocument: GET /v1/documents/{name} (any person key) -> the document JSON, with its
+// version in the ETag-like header X-Document-Version.
+func (s *Server) getDocument(c *gin.Context) {
+	p := principal(c)
+	if p.IsAgent() {
+		s.writeError(c, fault.New(fault.Forbidden, "role_required", "documents are read by people"))
+		return
+	}
+	text, version, err := s.Docs.Get(s.ctx(c), p.SpaceID, c.Param("name"))
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.Header("X-Document-Version", strconv.FormatInt(version, 10))
+	c.Data(http.StatusOK, "application/json; charset=utf-8", []byte(text))
+}
+
+// putDocument: PUT /v1/documents/{name}; features needs role security, object-types admin or
+// integration. Invalid documents are 400 naming the member and change nothing.
+func (s *Server) putDocument(c *gin.Context) {
+	p := principal(c)
+	data, err := readBody(c)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	text, version, err := s.Docs.Put(s.ctx(c), s.DB, p, c.Param("name"), data, s.Now())
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.Header("X-Document-Version", strconv.FormatInt(version, 10))
+	c.Data(http.StatusOK, "application/json; charset=utf-8", []byte(text))
+}
+
+// listReceipts: GET /v1/receipts?after=&limit= (admin or compliance).
+func (s *Server) listReceipts(c *gin.Context) {
+	p := principal(c)
+	if err := p.RequireRole(auth.RoleAdmin, auth.RoleCompliance); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	after, err := queryInt(c, "after", 0, 0, 1<<62)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	limit, err := queryInt(c, "limit", 100, 1, 1000)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	list, err := receipts.List(s.ctx(c), s.DB, p.SpaceID, after, int(limit))
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"receipts": list})
+}
+
+// verifyReceipts: GET /v1/receipts/verify (admin or compliance) -> {"ok", "count"} or the
+// first broken entry and why.
+func (s *Server) verifyReceipts(c *gin.Context) {
+	p := principal(c)
+	if err := p.RequireRole(auth.RoleAdmin, auth.RoleCompliance); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	v, err := receipts.Verify(s.ctx(c), s.DB, p.SpaceID)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, v)
+}
+
+// queryInt reads an integer query parameter within [min, max], def when absent.
+func queryInt(c *gin.Context, name string, def, min, max int64) (int64, error) {
+	raw, ok := c.GetQuery(name)
+	if !ok || raw == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < min || n > max {
+		return 0, fault.New(fault.Invalid, "invalid_query", "%s must be an integer from %d to %d", name, min, max).With("member", name)
+	}
+	return n, nil
+}

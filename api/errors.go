@@ -1,0 +1,73 @@
+package api
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"agentmemory/internal/fault"
+)
+
+// statusOf maps each fault kind to its HTTP status: the only place statuses are chosen.
+var statusOf = map[fault.Kind]int{
+	fault.Invalid:       http.StatusBadRequest,
+	fault.Unauthorized:  http.StatusUnauthorized,
+	fault.Forbidden:     http.StatusForbidden,
+	fault.NotFound:      http.StatusNotFound,
+	fault.Conflict:      http.StatusConflict,
+	fault.Stale:         http.StatusPreconditionFailed,
+	fault.TooLarge:      http.StatusRequestEntityTooLarge,
+	fault.Unprocessable: http.StatusUnprocessableEntity,
+	fault.TooMany:       http.StatusTooManyRequests,
+	fault.Unavailable:   http.StatusServiceUnavailable,
+}
+
+// errorBody is the JSON shape of every error: {"error": {"code", "message", ...details}}.
+type errorBody map[string]any
+
+// writeError answers err as JSON. A *fault.Error gets its mapped status, code and details; a
+// body over the cap gets 413; anything else is logged once and answered 500 "internal" with
+// no detail.
+func (s *Server) writeError(c *gin.Context, err error) {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		err = fault.New(fault.TooLarge, "body_too_large", "the request body is over %d bytes", tooBig.Limit)
+	}
+	fe := fault.As(err)
+	if fe == nil {
+		s.log.ErrorContext(c.Request.Context(), "internal error", "route", c.FullPath(), "request_id", c.GetString(requestIDKey), "err", err.Error())
+		c.AbortWithStatusJSON(http.StatusInternalServerError, errorBody{"error": gin.H{"code": "internal", "message": "internal error"}})
+		return
+	}
+	inner := gin.H{"code": fe.Code, "message": fe.Message}
+	for k, v := range fe.Details {
+		inner[k] = v
+	}
+	body := errorBody{"error": inner}
+	for k, v := range fe.Extra {
+		body[k] = v
+	}
+	if fe.RetryAfter > 0 {
+		c.Header("Retry-After", strconv.Itoa(int(math.Ceil(fe.RetryAfter.Seconds()))))
+	}
+	status, ok := statusOf[fe.Kind]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	if status >= 500 && fe.Kind != fault.Unavailable {
+		s.log.ErrorContext(c.Request.Context(), "request failed", "route", c.FullPath(), "code", fe.Code)
+	}
+	c.AbortWithStatusJSON(status, body)
+}
+
+// recoverJSON turns a panic into a logged 500 "internal".
+func (s *Server) recoverJSON() gin.HandlerFunc {
+	return gin.CustomRecovery(func(c *gin.Context, rec any) {
+		s.log.ErrorContext(c.Request.Context(), "panic", "route", c.FullPath(), "request_id", c.GetString(requestIDKey))
+		c.AbortWithStatusJSON(http.StatusInternalServerError, errorBody{"error": gin.H{"code": "internal", "message": "internal error"}})
+	})
+}
+

@@ -1,0 +1,160 @@
+// Package api is the Gin HTTP API: it parses requests, authenticates keys, calls the domain
+// packages and maps their errors to HTTP. No SQL and no business rules live here.
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/uptrace/bun"
+
+	"agentmemory/internal/auth"
+	"agentmemory/internal/fault"
+	"agentmemory/internal/spaces"
+	"agentmemory/internal/state"
+	"agentmemory/internal/strictjson"
+	"agentmemory/internal/subjects"
+)
+
+// Deps are what the API needs; cmd/agentmemory wires them.
+type Deps struct {
+	DB           *bun.DB
+	Logger       *slog.Logger
+	State        *state.Service
+	Subjects     *subjects.Service
+	Docs         spaces.Documents
+	MaxBodyBytes int64
+	Now          func() time.Time
+}
+
+// Server is the HTTP API.
+type Server struct {
+	Deps
+	log    *slog.Logger
+	engine *gin.Engine
+}
+
+const (
+	principalKey = "principal"
+	requestIDKey = "request_id"
+)
+
+// NewServer builds the API with every route of routes.go.
+func NewServer(d Deps) *Server {
+	gin.SetMode(gin.ReleaseMode)
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.MaxBodyBytes == 0 {
+		d.MaxBodyBytes = 1 << 20
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	s := &Server{Deps: d, log: d.Logger, engine: gin.New()}
+	s.engine.HandleMethodNotAllowed = true
+	s.engine.Use(s.requestID(), s.recoverJSON(), s.accessLog(), s.limitBody())
+	s.engine.NoRoute(func(c *gin.Context) {
+		s.writeError(c, fault.New(fault.NotFound, "not_found", "no such route"))
+	})
+	s.engine.NoMethod(func(c *gin.Context) {
+		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, errorBody{"error": gin.H{"code": "method_not_allowed", "message": "method not allowed on this route"}})
+	})
+	s.routes()
+	return s
+}
+
+// ServeHTTP makes Server an http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.engine.ServeHTTP(w, r) }
+
+// HTTPServer returns an http.Server for addr with read, write and idle timeouts set.
+func (s *Server) HTTPServer(addr string) *http.Server {
+	return &http.Server{
+		Addr: addr, Handler: s,
+		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
+	}
+}
+
+func (s *Server) requestID() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id := c.GetHeader("X-Request-Id")
+		if id == "" || len(id) > 64 {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		c.Set(requestIDKey, id)
+		c.Header("X-Request-Id", id)
+		c.Next()
+	}
+}
+
+// accessLog logs one line per request: method, route template (never the raw path, which may
+// hold ids), status, duration and request id.
+func (s *Server) accessLog() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		s.log.InfoContext(c.Request.Context(), "request",
+			"method", c.Request.Method, "route", c.FullPath(), "status", c.Writer.Status(),
+			"duration_ms", time.Since(start).Milliseconds(), "request_id", c.GetString(requestIDKey))
+	}
+}
+
+func (s *Server) limitBody() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if c.Request.Body != nil {
+			c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, s.MaxBodyBytes)
+		}
+		c.Next()
+	}
+}
+
+// authenticate resolves the Bearer key into a Principal; nothing in the request body, query
+// or path can choose the space.
+func (s *Server) authenticate() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		h := c.GetHeader("Authorization")
+		key, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok || key == "" {
+			s.writeError(c, fault.New(fault.Unauthorized, "missing_key", "send Authorization: Bearer <key>"))
+			return
+		}
+		p, err := auth.Authenticate(c.Request.Context(), s.DB, strings.TrimSpace(key))
+		if err != nil {
+			s.writeError(c, err)
+			return
+		}
+		c.Set(principalKey, p)
+		c.Next()
+	}
+}
+
+func principal(c *gin.Context) auth.Principal {
+	return c.MustGet(principalKey).(auth.Principal)
+}
+
+// bind reads the body (capped) and decodes it strictly into v: duplicate keys, unknown
+// members and trailing data are 400.
+func bind(c *gin.Context, v any) error {
+	data, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		return err
+	}
+	return strictjson.Decode(data, v)
+}
+
+func (s *Server) ctx(c *gin.Context) context.Context { return c.Request.Context() }
+
+type ctxT = context.Context
+
+// readBody reads the capped body.
+func readBody(c *gin.Context) ([]byte, error) { return io.ReadAll(c.Request.Body) }

@@ -1,0 +1,93 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"agentmemory/internal/auth"
+	"agentmemory/internal/state"
+	"agentmemory/internal/subjects"
+)
+
+// writeState: PUT /v1/agent-state (WM-4..WM-8). Stored or refused by rule: 200 with
+// {stored, version, reason}; stale if_version: 412 agent_state_conflict with "version".
+func (s *Server) writeState(c *gin.Context) {
+	var req state.WriteRequest
+	if err := bind(c, &req); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	res, err := s.State.Write(s.ctx(c), principal(c), c.GetHeader("Agent-Version"), req)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, res)
+}
+
+// readState: POST /v1/agent-state/read (WM-9) -> {body, version, updated_at}.
+func (s *Server) readState(c *gin.Context) {
+	var req state.ReadRequest
+	if err := bind(c, &req); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	res, err := s.State.Read(s.ctx(c), principal(c), req)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, res)
+}
+
+// createProfile: POST /v1/profiles (role integration) -> 201 {"profile_id"}.
+func (s *Server) createProfile(c *gin.Context) {
+	var req subjects.ProfileRequest
+	if err := bind(c, &req); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	id, err := s.Subjects.Create(s.ctx(c), principal(c), req)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, gin.H{"profile_id": id})
+}
+
+// getProfile: GET /v1/profiles/{id} (integration or compliance) -> the unsealed profile.
+func (s *Server) getProfile(c *gin.Context) {
+	p := principal(c)
+	if err := p.RequireRole(auth.RoleIntegration, auth.RoleCompliance); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	prof, err := s.Subjects.Get(s.ctx(c), p.SpaceID, c.Param("profile_id"))
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, prof)
+}
+
+// profileAgentState: GET /v1/profiles/{id}/agent-state (WM-11): the subject's states with
+// agent, scope kind, size, version and dates; never their content.
+func (s *Server) profileAgentState(c *gin.Context) {
+	p := principal(c)
+	if err := p.RequireRole(auth.RoleIntegration, auth.RoleAdmin, auth.RoleCompliance, auth.RoleSecurity); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	hashes, err := s.Subjects.HandleHashes(s.ctx(c), p.SpaceID, c.Param("profile_id"))
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	list, err := s.State.ListBySubject(s.ctx(c), p.SpaceID, hashes)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"profile_id": c.Param("profile_id"), "states": list})
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"agentmemory/api"
+	"agentmemory/internal/config"
+	"agentmemory/internal/db"
+	"agentmemory/internal/keyed"
+	"agentmemory/internal/keystore"
+	"agentmemory/internal/spaces"
+	"agentmemory/internal/state"
+	"agentmemory/internal/subjects"
+)
+
+// app holds the wired domain services shared by serve, worker and dev.
+type app struct {
+	cfg      config.Config
+	log      *slog.Logger
+	db       *bun.DB
+	hasher   keyed.Hasher
+	keys     keystore.Store
+	docs     spaces.Documents
+	subjects *subjects.Service
+	state    *state.Service
+}
+
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, nil))
+	}
+	return slog.New(slog.NewJSONHandler(w, nil))
+}
+
+// databaseURL is DATABASE_URL, or the SQLite file in the data dir.
+func databaseURL(cfg config.Config) string {
+	if cfg.DatabaseURL != "" {
+		return cfg.DatabaseURL
+	}
+	return "sqlite://" + filepath.Join(cfg.DataDir, "agentmemory.db")
+}
+
+// ensureSecret returns AGENTMEMORY_SECRET or, when generate is set, the secret kept in the
+// data dir (created on first use, mode 0600).
+func ensureSecret(cfg config.Config, generate bool) (string, error) {
+	if cfg.Secret != "" {
+		return cfg.Secret, nil
+	}
+	path := filepath.Join(cfg.DataDir, "secret")
+	if b, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	if !generate {
+		return "", errors.New("AGENTMEMORY_SECRET is not set (and no secret file in the data dir)")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return "", err
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	secret := hex.EncodeToString(b[:])
+	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return secret, nil
+}
+
+// openApp opens the database (migrating it), the key store and the domain services.
+func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateSecret bool) (*app, error) {
+	secret, err := ensureSecret(cfg, generateSecret)
+	if err != nil {
+		return nil, err
+	}
+	if !config.IsPostgres(databaseURL(cfg)) {
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	d, err := db.Open(ctx, databaseURL(cfg), db.Options{MaxOpenConns: cfg.DBMaxOpenConns})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := db.Migrate(ctx, d); err != nil {
+		d.Close()
+		return nil, err
+	}
+	hasher := keyed.New([]byte(secret))
+	ksPath := cfg.KeystorePath
+	if ksPath == "" {
+		ksPath = filepath.Join(cfg.DataDir, "keys.json")
+	}
+	ks, err := keystore.OpenFile(ksPath, hasher.Key("subject-keys"))
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	a := &app{cfg: cfg, log: log, db: d, hasher: hasher, keys: ks, docs: spaces.Documents{DB: d}}
+	a.subjects = &subjects.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Now: time.Now}
+	a.state = &state.Service{DB: d, Docs: a.docs, Hasher: hasher, Masker: a.subjects, Canonical: a.subjects.Canonical, Now: time.Now}
+	return a, nil
+}
+
+func (a *app) close() { a.db.Close() }
+
+func (a *app) apiServer() *api.Server {
+	return api.NewServer(api.Deps{
+		DB: a.db, Logger: a.log, State: a.state, Subjects: a.subjects, Docs: a.docs,
+		MaxBodyBytes: a.cfg.MaxBodyBytes, Now: time.Now,
+	})
+}

@@ -1,0 +1,233 @@
+// Package auth mints, stores and checks API keys. A key is "am_" followed by 43 characters of
+// base64url (32 random bytes); only its SHA-256 is stored, and it is shown once. The space,
+// agent, vendor, scopes and roles of a request come from its key alone (MS-1).
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+
+	"agentmemory/internal/fault"
+	"agentmemory/models"
+)
+
+// Key kinds.
+const (
+	KindAgent  = "agent"
+	KindPerson = "person"
+)
+
+// Agent scopes (DESIGN.md, Concepts).
+const (
+	ScopeAgentState       = "agent_state"
+	ScopeAgentMemory      = "agent_memory"
+	ScopeAgentMemoryWrite = "agent_memory:write"
+	ScopeContext          = "context"
+)
+
+// Person roles.
+const (
+	RoleIntegration = "integration"
+	RoleAdmin       = "admin"
+	RoleSecurity    = "security"
+	RoleReviewer    = "reviewer"
+	RoleCompliance  = "compliance"
+)
+
+// AllScopes and AllRoles list the valid values, in a stable order.
+var (
+	AllScopes = []string{ScopeAgentState, ScopeAgentMemory, ScopeAgentMemoryWrite, ScopeContext}
+	AllRoles  = []string{RoleAdmin, RoleSecurity, RoleIntegration, RoleReviewer, RoleCompliance}
+)
+
+// Prefix starts every key.
+const Prefix = "am_"
+
+// Principal is who a request acts as, derived from its key.
+type Principal struct {
+	SpaceID string
+	KeyID   string
+	Kind    string // KindAgent or KindPerson
+	Agent   string // agent keys
+	Vendor  string // agent keys
+	Name    string // person keys
+	Scopes  []string
+	Roles   []string
+}
+
+// HasScope reports whether an agent key carries scope.
+func (p Principal) HasScope(scope string) bool { return slices.Contains(p.Scopes, scope) }
+
+// HasRole reports whether a person key carries role.
+func (p Principal) HasRole(role string) bool { return slices.Contains(p.Roles, role) }
+
+// HasAnyRole reports whether a person key carries one of roles.
+func (p Principal) HasAnyRole(roles ...string) bool {
+	return slices.ContainsFunc(roles, p.HasRole)
+}
+
+// IsAgent reports whether the key is an agent's.
+func (p Principal) IsAgent() bool { return p.Kind == KindAgent }
+
+// RequireRole returns a fault.Forbidden "role_required" unless p holds one of roles.
+func (p Principal) RequireRole(roles ...string) error {
+	if p.HasAnyRole(roles...) {
+		return nil
+	}
+	return fault.New(fault.Forbidden, "role_required", "this call needs role %s", strings.Join(roles, " or "))
+}
+
+// NewKey returns a fresh random key and its stored hash.
+func NewKey() (key, hash string) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	key = Prefix + base64.RawURLEncoding.EncodeToString(b[:])
+	return key, HashKey(key)
+}
+
+// HashKey returns the stored form of a key: hex SHA-256. Keys carry 256 bits of entropy, so a
+// fast hash is safe.
+func HashKey(key string) string {
+	s := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(s[:])
+}
+
+// NewID returns a new time-ordered id with a readable prefix, e.g. "key_0193...".
+func NewID(prefix string) string {
+	return prefix + "_" + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", "")
+}
+
+// KeySpec describes a key to mint. For an agent key: Agent, Vendor, Scopes; for a person key:
+// Name, Roles.
+type KeySpec struct {
+	Kind   string   `json:"kind"`
+	Agent  string   `json:"agent,omitempty"`
+	Vendor string   `json:"vendor,omitempty"`
+	Name   string   `json:"name,omitempty"`
+	Scopes []string `json:"scopes,omitempty"`
+	Roles  []string `json:"roles,omitempty"`
+}
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$`)
+
+// Validate checks a KeySpec; errors are fault.Invalid naming the member.
+func (s KeySpec) Validate() error {
+	switch s.Kind {
+	case KindAgent:
+		if !namePattern.MatchString(s.Agent) {
+			return fault.New(fault.Invalid, "invalid_member", "agent must be 1-64 characters of letters, digits, _ . : -").With("member", "agent")
+		}
+		if !namePattern.MatchString(s.Vendor) {
+			return fault.New(fault.Invalid, "invalid_member", "vendor must be 1-64 characters of letters, digits, _ . : -").With("member", "vendor")
+		}
+		if len(s.Roles) > 0 || s.Name != "" {
+			return fault.New(fault.Invalid, "invalid_member", "an agent key takes agent, vendor and scopes, not name or roles").With("member", "roles")
+		}
+		for _, sc := range s.Scopes {
+			if !slices.Contains(AllScopes, sc) {
+				return fault.New(fault.Invalid, "invalid_member", "unknown scope %q (known: %s)", sc, strings.Join(AllScopes, ", ")).With("member", "scopes")
+			}
+		}
+	case KindPerson:
+		if strings.TrimSpace(s.Name) == "" || len(s.Name) > 120 {
+			return fault.New(fault.Invalid, "invalid_member", "name must be 1-120 characters").With("member", "name")
+		}
+		if s.Agent != "" || s.Vendor != "" || len(s.Scopes) > 0 {
+			return fault.New(fault.Invalid, "invalid_member", "a person key takes name and roles, not agent, vendor or scopes").With("member", "scopes")
+		}
+		if len(s.Roles) == 0 {
+			return fault.New(fault.Invalid, "invalid_member", "a person key needs at least one role").With("member", "roles")
+		}
+		for _, r := range s.Roles {
+			if !slices.Contains(AllRoles, r) {
+				return fault.New(fault.Invalid, "invalid_member", "unknown role %q (known: %s)", r, strings.Join(AllRoles, ", ")).With("member", "roles")
+			}
+		}
+	default:
+		return fault.New(fault.Invalid, "invalid_member", `kind must be "agent" or "person"`).With("member", "kind")
+	}
+	return nil
+}
+
+// Mint stores a new key of spec in space, created by createdBy (a key id, or "cli"), and
+// returns its id and the key itself, which is never retrievable again.
+func Mint(ctx context.Context, db bun.IDB, spaceID, createdBy string, spec KeySpec, now time.Time) (keyID, key string, err error) {
+	if err := spec.Validate(); err != nil {
+		return "", "", err
+	}
+	key, hash := NewKey()
+	row := &models.APIKey{
+		ID: NewID("key"), SpaceID: spaceID, Hash: hash, Kind: spec.Kind,
+		Agent: spec.Agent, Vendor: spec.Vendor, Name: spec.Name,
+		Scopes: nonNil(spec.Scopes), Roles: nonNil(spec.Roles),
+		CreatedBy: createdBy, CreatedAt: now.UTC(),
+	}
+	if _, err := db.NewInsert().Model(row).Exec(ctx); err != nil {
+		return "", "", fmt.Errorf("auth: insert key: %w", err)
+	}
+	return row.ID, key, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return slices.Clone(s)
+}
+
+// Authenticate resolves a presented key to its Principal. An unknown, malformed or revoked key
+// is fault.Unauthorized "invalid_key"; the key itself never appears in the error.
+func Authenticate(ctx context.Context, db bun.IDB, key string) (Principal, error) {
+	if !strings.HasPrefix(key, Prefix) || len(key) != len(Prefix)+43 {
+		return Principal{}, errInvalidKey
+	}
+	hash := HashKey(key)
+	var row models.APIKey
+	err := db.NewSelect().Model(&row).Where("hash = ?", hash).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Principal{}, errInvalidKey
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("auth: load key: %w", err)
+	}
+	if subtle.ConstantTimeCompare([]byte(row.Hash), []byte(hash)) != 1 || row.RevokedAt != nil {
+		return Principal{}, errInvalidKey
+	}
+	return Principal{
+		SpaceID: row.SpaceID, KeyID: row.ID, Kind: row.Kind, Agent: row.Agent,
+		Vendor: row.Vendor, Name: row.Name, Scopes: row.Scopes, Roles: row.Roles,
+	}, nil
+}
+
+var errInvalidKey = fault.New(fault.Unauthorized, "invalid_key", "the key is unknown or revoked")
+
+// Revoke marks key keyID of spaceID revoked; it takes effect on the next request. An unknown
+// key (or one of another space) is fault.NotFound "key_not_found".
+func Revoke(ctx context.Context, db bun.IDB, spaceID, keyID string, now time.Time) error {
+	res, err := db.NewUpdate().Model((*models.APIKey)(nil)).
+		Set("revoked_at = ?", now.UTC()).
+		Where("id = ? AND space_id = ? AND revoked_at IS NULL", keyID, spaceID).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("auth: revoke: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fault.New(fault.NotFound, "key_not_found", "no active key with that id in this space")
+	}
+	return nil
+}

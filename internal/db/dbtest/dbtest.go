@@ -1,0 +1,82 @@
+// Package dbtest opens fresh, migrated databases for tests: a SQLite file in t.TempDir() and
+// a PostgreSQL schema of its own on the development machine's server (127.0.0.1:5432, trust
+// auth, database test; override with AGENTMEMORY_TEST_POSTGRES).
+package dbtest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
+
+	"agentmemory/internal/db"
+)
+
+// PostgresURL is the base URL of the test PostgreSQL server.
+func PostgresURL() string {
+	if u := os.Getenv("AGENTMEMORY_TEST_POSTGRES"); u != "" {
+		return u
+	}
+	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+}
+
+// Each runs fn once per database engine ("sqlite", "postgres") as a subtest, each with a
+// fresh migrated database.
+func Each(t *testing.T, fn func(t *testing.T, db *bun.DB)) {
+	t.Helper()
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			fn(t, Open(t, engine))
+		})
+	}
+}
+
+// Open returns a fresh migrated database of the engine ("sqlite" or "postgres"), closed (and
+// for PostgreSQL its schema dropped) when the test ends. URL returns its connection URL.
+func Open(t testing.TB, engine string) *bun.DB {
+	t.Helper()
+	u := URL(t, engine)
+	ctx := context.Background()
+	d, err := db.Open(ctx, u, db.Options{MaxOpenConns: 30})
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	_, err = db.Migrate(ctx, d)
+	require.NoError(t, err)
+	return d
+}
+
+// URL creates an empty database of the engine and returns its URL: a SQLite file under
+// t.TempDir(), or a new PostgreSQL schema selected through search_path.
+func URL(t testing.TB, engine string) string {
+	t.Helper()
+	switch engine {
+	case "sqlite":
+		return "sqlite://" + filepath.Join(t.TempDir(), "agentmemory.db")
+	case "postgres":
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		schema := "t_" + hex.EncodeToString(b[:])
+		admin, err := sql.Open("pgx", PostgresURL())
+		require.NoError(t, err)
+		defer admin.Close()
+		_, err = admin.Exec("CREATE SCHEMA " + schema)
+		require.NoError(t, err, "PostgreSQL must run at %s", PostgresURL())
+		t.Cleanup(func() {
+			admin, err := sql.Open("pgx", PostgresURL())
+			if err == nil {
+				_, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE")
+				admin.Close()
+			}
+		})
+		return PostgresURL() + "&search_path=" + schema
+	default:
+		t.Fatalf("dbtest: unknown engine %q", engine)
+		return ""
+	}
+}

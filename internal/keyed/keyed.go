@@ -1,0 +1,41 @@
+// Package keyed derives keyed hashes (HMAC-SHA256 under the server secret) for identifiers
+// that must be looked up but never stored in clear: scope ids, subject handles (WM-3).
+package keyed
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+)
+
+// Hasher computes keyed hashes. The zero value is not usable; build one with New.
+type Hasher struct {
+	key []byte
+}
+
+// New returns a Hasher keyed by secret (the server secret, at least 32 bytes).
+func New(secret []byte) Hasher {
+	return Hasher{key: append([]byte(nil), secret...)}
+}
+
+// Hash returns the hex HMAC-SHA256 of (space, kind, value), each part length-prefixed so that
+// no two different triples collide. The same inputs give the same hash on every replica.
+func (h Hasher) Hash(spaceID, kind, value string) string {
+	m := hmac.New(sha256.New, h.key)
+	for _, part := range []string{spaceID, kind, value} {
+		var n [4]byte
+		l := len(part)
+		n[0], n[1], n[2], n[3] = byte(l>>24), byte(l>>16), byte(l>>8), byte(l)
+		m.Write(n[:])
+		m.Write([]byte(part))
+	}
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Key derives a sub-key for a named purpose (e.g. "known-subjects", "subject-keys") so that one
+// secret never serves two purposes directly.
+func (h Hasher) Key(purpose string) []byte {
+	m := hmac.New(sha256.New, h.key)
+	m.Write([]byte("agentmemory/" + purpose))
+	return m.Sum(nil)
+}

@@ -1,0 +1,215 @@
+// Package keystore keeps the per-subject data keys that seal a subject's personal data
+// (GOV-2, MS-4). Keys live apart from the database (by default in their own file), wrapped by
+// a key derived from the server secret; destroying a subject's key makes every copy of its
+// sealed data unreadable, backups of the database included.
+package keystore
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+)
+
+// ErrNoKey is returned by DataKey when the subject has no key: never created, or destroyed.
+var ErrNoKey = errors.New("keystore: no key for this subject")
+
+// Store holds data keys by subject id. Implementations must be safe for concurrent use; a KMS
+// or Vault can stand in for File.
+type Store interface {
+	// DataKey returns the subject's 32-byte key, creating it when create is true. Without
+	// create, a missing or destroyed key is ErrNoKey.
+	DataKey(ctx context.Context, subjectID string, create bool) ([]byte, error)
+	// Destroy forgets the subject's key for good; destroying a missing key is not an error.
+	Destroy(ctx context.Context, subjectID string) error
+}
+
+// File is a Store in one JSON file of wrapped keys, shared safely by several processes on one
+// machine through an exclusive file lock around every change.
+type File struct {
+	path string
+	kek  cipher.AEAD
+	mu   sync.Mutex
+	keys map[string]string // subject id -> base64 of the wrapped key
+}
+
+// OpenFile opens (or creates) the key file at path; kek is the 32-byte key-encryption key
+// (derived from the server secret).
+func OpenFile(path string, kek []byte) (*File, error) {
+	aead, err := newAEAD(kek)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("keystore: %w", err)
+	}
+	f := &File{path: path, kek: aead}
+	if err := f.withLock(func() error { return nil }); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// DataKey implements Store.
+func (f *File) DataKey(_ context.Context, subjectID string, create bool) ([]byte, error) {
+	f.mu.Lock()
+	wrapped, ok := f.keys[subjectID]
+	f.mu.Unlock()
+	if !ok {
+		// Another process may have created it: re-read under the lock, and create if asked.
+		err := f.withLock(func() error {
+			if w, found := f.keys[subjectID]; found {
+				wrapped, ok = w, true
+				return nil
+			}
+			if !create {
+				return nil
+			}
+			key := make([]byte, 32)
+			if _, err := rand.Read(key); err != nil {
+				return err
+			}
+			w, err := seal(f.kek, key, []byte(subjectID))
+			if err != nil {
+				return err
+			}
+			f.keys[subjectID] = base64.StdEncoding.EncodeToString(w)
+			wrapped, ok = f.keys[subjectID], true
+			return f.save()
+		})
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, ErrNoKey
+		}
+	}
+	raw, err := base64.StdEncoding.DecodeString(wrapped)
+	if err != nil {
+		return nil, fmt.Errorf("keystore: corrupt entry: %w", err)
+	}
+	key, err := open(f.kek, raw, []byte(subjectID))
+	if err != nil {
+		return nil, fmt.Errorf("keystore: unwrap: %w", err)
+	}
+	return key, nil
+}
+
+// Destroy implements Store: the entry is removed from the file, which is rewritten and synced.
+func (f *File) Destroy(_ context.Context, subjectID string) error {
+	return f.withLock(func() error {
+		if _, ok := f.keys[subjectID]; !ok {
+			return nil
+		}
+		delete(f.keys, subjectID)
+		return f.save()
+	})
+}
+
+// withLock takes the file lock, reloads the file into memory, and runs fn.
+func (f *File) withLock(fn func() error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lock, err := os.OpenFile(f.path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("keystore: lock: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("keystore: lock: %w", err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
+	data, err := os.ReadFile(f.path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		f.keys = map[string]string{}
+	case err != nil:
+		return fmt.Errorf("keystore: read: %w", err)
+	default:
+		keys := map[string]string{}
+		if err := json.Unmarshal(data, &keys); err != nil {
+			return fmt.Errorf("keystore: parse %s: %w", f.path, err)
+		}
+		f.keys = keys
+	}
+	return fn()
+}
+
+// save writes the keys to a temporary file, syncs it and renames it over the old one.
+func (f *File) save() error {
+	data, err := json.Marshal(f.keys)
+	if err != nil {
+		return err
+	}
+	tmp := f.path + ".tmp"
+	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("keystore: write: %w", err)
+	}
+	if _, err := out.Write(data); err != nil {
+		out.Close()
+		return fmt.Errorf("keystore: write: %w", err)
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return fmt.Errorf("keystore: sync: %w", err)
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, f.path)
+}
+
+// Seal encrypts plaintext under a 32-byte data key with AES-256-GCM; ad (e.g. the row id) is
+// authenticated but not stored. The output is nonce || ciphertext.
+func Seal(key, plaintext, ad []byte) ([]byte, error) {
+	aead, err := newAEAD(key)
+	if err != nil {
+		return nil, err
+	}
+	return seal(aead, plaintext, ad)
+}
+
+// Open decrypts what Seal produced; a wrong key, ad or tampered data is an error.
+func Open(key, sealed, ad []byte) ([]byte, error) {
+	aead, err := newAEAD(key)
+	if err != nil {
+		return nil, err
+	}
+	return open(aead, sealed, ad)
+}
+
+func newAEAD(key []byte) (cipher.AEAD, error) {
+	if len(key) != 32 {
+		return nil, errors.New("keystore: keys are 32 bytes")
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+func seal(aead cipher.AEAD, plaintext, ad []byte) ([]byte, error) {
+	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plaintext)+aead.Overhead())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	return aead.Seal(nonce, nonce, plaintext, ad), nil
+}
+
+func open(aead cipher.AEAD, sealed, ad []byte) ([]byte, error) {
+	if len(sealed) < aead.NonceSize() {
+		return nil, errors.New("keystore: sealed data too short")
+	}
+	n := aead.NonceSize()
+	return aead.Open(nil, sealed[:n], sealed[n:], ad)
+}

@@ -1,0 +1,344 @@
+package spaces
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"agentmemory/internal/fault"
+	"agentmemory/internal/strictjson"
+)
+
+// Document names.
+const (
+	DocFeatures    = "features"
+	DocObjectTypes = "object-types"
+)
+
+// Features is the "features" document: which features are on, with their settings. Every
+// feature is off by default (WM-1, AM-3).
+type Features struct {
+	AgentState  AgentStateFeature  `json:"agent_state"`
+	AgentMemory AgentMemoryFeature `json:"agent_memory"`
+	Masking     MaskingSettings    `json:"masking"`
+	Turns       TurnsSettings      `json:"turns"`
+}
+
+// AgentStateFeature turns working memory on (WM-1).
+type AgentStateFeature struct {
+	Enabled bool `json:"enabled"`
+}
+
+// AgentMemoryFeature configures agent memory (AM-3): Writes is "agents" (default) or
+// "human_only"; MaxNotesPerSource caps active notes per agent (default 500); ReviewerApproves
+// lets role reviewer approve proposals (default true); WebhookURL receives events when set.
+type AgentMemoryFeature struct {
+	Enabled           bool   `json:"enabled"`
+	Writes            string `json:"writes,omitempty"`
+	MaxNotesPerSource int    `json:"max_notes_per_source,omitempty"`
+	ReviewerApproves  *bool  `json:"reviewer_approves,omitempty"`
+	WebhookURL        string `json:"webhook_url,omitempty"`
+}
+
+// MaskingSettings are the space's masking rules: DefaultRegion is the ISO 3166 region used to
+// read national phone numbers (default "BR").
+type MaskingSettings struct {
+	DefaultRegion string `json:"default_region,omitempty"`
+}
+
+// TurnsSettings: RetentionDays keeps masked turns that many days (default 90).
+type TurnsSettings struct {
+	RetentionDays int `json:"retention_days,omitempty"`
+}
+
+// Region returns the default phone region.
+func (f Features) Region() string {
+	if f.Masking.DefaultRegion == "" {
+		return "BR"
+	}
+	return f.Masking.DefaultRegion
+}
+
+// NotesCap returns the cap of active notes per source.
+func (f Features) NotesCap() int {
+	if f.AgentMemory.MaxNotesPerSource <= 0 {
+		return 500
+	}
+	return f.AgentMemory.MaxNotesPerSource
+}
+
+// HumanOnly reports whether agents' note writes become proposals (AM-8).
+func (f Features) HumanOnly() bool { return f.AgentMemory.Writes == "human_only" }
+
+// ReviewersMayApprove reports whether role reviewer may approve proposals.
+func (f Features) ReviewersMayApprove() bool {
+	return f.AgentMemory.ReviewerApproves == nil || *f.AgentMemory.ReviewerApproves
+}
+
+var regionPattern = regexp.MustCompile(`^[A-Z]{2}$`)
+
+// ParseFeatures parses and validates a features document. Errors are fault.Invalid naming
+// the member.
+func ParseFeatures(data []byte) (Features, error) {
+	var f Features
+	if err := strictjson.Decode(data, &f); err != nil {
+		return f, err
+	}
+	switch f.AgentMemory.Writes {
+	case "", "agents", "human_only":
+	default:
+		return f, invalidMember("agent_memory.writes", `must be "agents" or "human_only"`)
+	}
+	if f.AgentMemory.MaxNotesPerSource < 0 || f.AgentMemory.MaxNotesPerSource > 100000 {
+		return f, invalidMember("agent_memory.max_notes_per_source", "must be between 1 and 100000")
+	}
+	if u := f.AgentMemory.WebhookURL; u != "" && !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+		return f, invalidMember("agent_memory.webhook_url", "must be an http(s) URL")
+	}
+	if r := f.Masking.DefaultRegion; r != "" && !regionPattern.MatchString(r) {
+		return f, invalidMember("masking.default_region", "must be an ISO 3166 alpha-2 region such as BR")
+	}
+	if d := f.Turns.RetentionDays; d < 0 || d > 3650 {
+		return f, invalidMember("turns.retention_days", "must be between 1 and 3650")
+	}
+	return f, nil
+}
+
+// ObjectTypes is the "object-types" document: the registry of types.
+type ObjectTypes struct {
+	Types []ObjectType `json:"types"`
+}
+
+// ObjectType declares a type's fields; with Ownership "agent" it is a working-memory schema
+// (WM-2) and AgentState is required.
+type ObjectType struct {
+	Type       string            `json:"type"`
+	Ownership  string            `json:"ownership,omitempty"`
+	Fields     map[string]Field  `json:"fields"`
+	AgentState *AgentStateSpec   `json:"agent_state,omitempty"`
+	Retention  map[string]string `json:"retention,omitempty"`
+	Description string           `json:"description,omitempty"`
+}
+
+// Field declares one field: Type is one of FieldTypes; PII fields are masked at write;
+// Sensitivity is "low", "medium" or "high" (default "low"); Values lists an enum's values.
+type Field struct {
+	Type        string   `json:"type"`
+	PII         bool     `json:"pii,omitempty"`
+	Sensitivity string   `json:"sensitivity,omitempty"`
+	Values      []string `json:"values,omitempty"`
+	Description string   `json:"description,omitempty"`
+}
+
+// AgentStateSpec is a schema's agent_state section (WM-2).
+type AgentStateSpec struct {
+	Scope    string `json:"scope"`
+	MaxBytes int    `json:"max_bytes,omitempty"`
+	Write    string `json:"write,omitempty"`
+	OverCap  string `json:"over_cap,omitempty"`
+}
+
+// FieldTypes are the declarable field types.
+var FieldTypes = []string{"string", "text", "enum", "integer", "number", "boolean", "object", "array", "date", "datetime", "json"}
+
+// ScopeKinds are the kinds of working-memory scope (WM-2).
+var ScopeKinds = []string{"conversation", "task", "object", "subject"}
+
+// Working-memory limits (WM-2).
+const (
+	DefaultMaxBytes   = 16384
+	MaxMaxBytes       = 65536
+	DefaultStateTTL   = 30 * 24 * time.Hour
+	MinStateRetention = 24 * time.Hour
+	MaxStateRetention = 180 * 24 * time.Hour
+)
+
+var typeNamePattern = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,63}$`)
+var fieldNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+
+// ParseObjectTypes parses and validates an object-types document: unknown members, unknown
+// field types, a scope outside the four kinds, max_bytes over 65,536, a retention outside
+// 1d..180d (fields: 1h..180d) or naming an undeclared field are fault.Invalid naming the member.
+func ParseObjectTypes(data []byte) (ObjectTypes, error) {
+	var d ObjectTypes
+	if err := strictjson.Decode(data, &d); err != nil {
+		return d, err
+	}
+	seen := map[string]bool{}
+	for i := range d.Types {
+		t := &d.Types[i]
+		at := fmt.Sprintf("types[%d]", i)
+		if !typeNamePattern.MatchString(t.Type) {
+			return d, invalidMember(at+".type", "must be 1-64 characters of a-z, 0-9, _ . - starting with a letter")
+		}
+		if seen[t.Type] {
+			return d, invalidMember(at+".type", fmt.Sprintf("type %q is declared twice", t.Type))
+		}
+		seen[t.Type] = true
+		switch t.Ownership {
+		case "", "agent", "space", "integration":
+		default:
+			return d, invalidMember(at+".ownership", `must be "agent", "space" or "integration"`)
+		}
+		names := make([]string, 0, len(t.Fields))
+		for name := range t.Fields {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			f := t.Fields[name]
+			fat := at + ".fields." + name
+			if !fieldNamePattern.MatchString(name) {
+				return d, invalidMember(fat, "field names are 1-64 characters of letters, digits and _")
+			}
+			if !contains(FieldTypes, f.Type) {
+				return d, invalidMember(fat+".type", fmt.Sprintf("unknown field type %q (known: %s)", f.Type, strings.Join(FieldTypes, ", ")))
+			}
+			switch f.Sensitivity {
+			case "", "low", "medium", "high":
+			default:
+				return d, invalidMember(fat+".sensitivity", `must be "low", "medium" or "high"`)
+			}
+			if len(f.Values) > 0 && f.Type != "enum" {
+				return d, invalidMember(fat+".values", "only an enum takes values")
+			}
+		}
+		if t.Ownership == "agent" {
+			if t.AgentState == nil {
+				return d, invalidMember(at+".agent_state", "a type with ownership agent needs an agent_state section")
+			}
+			s := t.AgentState
+			if !contains(ScopeKinds, s.Scope) {
+				return d, invalidMember(at+".agent_state.scope", "must be one of conversation, task, object, subject")
+			}
+			if s.MaxBytes < 0 || s.MaxBytes > MaxMaxBytes {
+				return d, invalidMember(at+".agent_state.max_bytes", "must be between 1 and 65536")
+			}
+			switch s.Write {
+			case "", "both", "cas", "merge_by_key":
+			default:
+				return d, invalidMember(at+".agent_state.write", `must be "cas", "merge_by_key" or "both"`)
+			}
+			if s.OverCap != "" && s.OverCap != "keep_previous" {
+				return d, invalidMember(at+".agent_state.over_cap", `must be "keep_previous"`)
+			}
+		} else if t.AgentState != nil {
+			return d, invalidMember(at+".agent_state", "only a type with ownership agent takes an agent_state section")
+		}
+		for key, val := range t.Retention {
+			rat := at + ".retention." + key
+			dur, err := ParseRetention(val)
+			if err != nil {
+				return d, invalidMember(rat, err.Error())
+			}
+			if key == "state" {
+				if dur < MinStateRetention || dur > MaxStateRetention {
+					return d, invalidMember(rat, "must be between 1d and 180d")
+				}
+				continue
+			}
+			if _, ok := t.Fields[key]; !ok {
+				return d, invalidMember(rat, fmt.Sprintf("names no declared field %q", key))
+			}
+			if dur < time.Hour || dur > MaxStateRetention {
+				return d, invalidMember(rat, "must be between 1h and 180d")
+			}
+		}
+	}
+	return d, nil
+}
+
+// ParseRetention reads a retention such as "30d" or "12h".
+func ParseRetention(s string) (time.Duration, error) {
+	if len(s) < 2 {
+		return 0, fmt.Errorf("must look like 30d or 12h")
+	}
+	n, err := strconv.Atoi(s[:len(s)-1])
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("must look like 30d or 12h")
+	}
+	switch s[len(s)-1] {
+	case 'd':
+		return time.Duration(n) * 24 * time.Hour, nil
+	case 'h':
+		return time.Duration(n) * time.Hour, nil
+	}
+	return 0, fmt.Errorf("must look like 30d or 12h")
+}
+
+// SchemaFor returns the working-memory schema of agent (WM-2): the type named like the agent
+// with ownership agent, else the only type of that ownership; ok is false when none is declared.
+func (d ObjectTypes) SchemaFor(agent string) (ObjectType, bool) {
+	var only []ObjectType
+	for _, t := range d.Types {
+		if t.Ownership != "agent" {
+			continue
+		}
+		if t.Type == agent {
+			return t, true
+		}
+		only = append(only, t)
+	}
+	if len(only) == 1 {
+		return only[0], true
+	}
+	return ObjectType{}, false
+}
+
+// MaxBytes returns the state cap of t.
+func (t ObjectType) MaxBytes() int {
+	if t.AgentState == nil || t.AgentState.MaxBytes == 0 {
+		return DefaultMaxBytes
+	}
+	return t.AgentState.MaxBytes
+}
+
+// AllowsMode reports whether t's agent_state.write allows mode ("cas" or "merge_by_key").
+func (t ObjectType) AllowsMode(mode string) bool {
+	w := ""
+	if t.AgentState != nil {
+		w = t.AgentState.Write
+	}
+	return w == "" || w == "both" || w == mode
+}
+
+// StateTTL returns how long a state lives after its last write.
+func (t ObjectType) StateTTL() time.Duration {
+	if d, err := ParseRetention(t.Retention["state"]); err == nil {
+		return d
+	}
+	return DefaultStateTTL
+}
+
+// FieldTTL returns how long field lives after its own last write (the state's TTL unless the
+// type sets a shorter one).
+func (t ObjectType) FieldTTL(field string) time.Duration {
+	st := t.StateTTL()
+	if d, err := ParseRetention(t.Retention[field]); err == nil && d < st {
+		return d
+	}
+	return st
+}
+
+func invalidMember(member, msg string) error {
+	return fault.New(fault.Invalid, "invalid_document", "%s %s", member, msg).With("member", member)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// marshal encodes a document for storage without HTML escaping.
+func marshal(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,155 @@
+// Package spaces creates spaces (tenants) and keeps their documents: "features" (which
+// features are on, WM-1, AM-3) and "object-types" (the type registry, WM-2).
+package spaces
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"agentmemory/internal/auth"
+	"agentmemory/internal/fault"
+	"agentmemory/internal/receipts"
+	"agentmemory/models"
+)
+
+// Create makes a space named name and its first person key holding every role. It returns
+// the space id and that key (shown once).
+func Create(ctx context.Context, db *bun.DB, name string, now time.Time) (spaceID, adminKey string, err error) {
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 120 {
+		return "", "", fault.New(fault.Invalid, "invalid_member", "a space name is 1-120 characters").With("member", "name")
+	}
+	err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		sp := &models.Space{ID: auth.NewID("sp"), Name: name, CreatedAt: now.UTC()}
+		if _, err := tx.NewInsert().Model(sp).Exec(ctx); err != nil {
+			return fmt.Errorf("spaces: insert: %w", err)
+		}
+		keyID, key, err := auth.Mint(ctx, tx, sp.ID, "cli", auth.KeySpec{Kind: auth.KindPerson, Name: "admin", Roles: auth.AllRoles}, now)
+		if err != nil {
+			return err
+		}
+		if _, err := receipts.Append(ctx, tx, sp.ID, receipts.Entry{
+			Kind: receipts.KindAdmin, Action: "space.create", ActorKey: "cli", ObjectIDs: []string{sp.ID, keyID},
+		}, now); err != nil {
+			return err
+		}
+		spaceID, adminKey = sp.ID, key
+		return nil
+	})
+	return spaceID, adminKey, err
+}
+
+// Documents reads and writes a space's documents.
+type Documents struct {
+	DB bun.IDB
+}
+
+// Features returns the space's features document, or all features off when never written.
+func (d Documents) Features(ctx context.Context, spaceID string) (Features, error) {
+	raw, err := d.raw(ctx, spaceID, DocFeatures)
+	if err != nil || raw == "" {
+		return Features{}, err
+	}
+	return ParseFeatures([]byte(raw))
+}
+
+// ObjectTypes returns the space's type registry, empty when never written.
+func (d Documents) ObjectTypes(ctx context.Context, spaceID string) (ObjectTypes, error) {
+	raw, err := d.raw(ctx, spaceID, DocObjectTypes)
+	if err != nil || raw == "" {
+		return ObjectTypes{}, err
+	}
+	return ParseObjectTypes([]byte(raw))
+}
+
+// Get returns the document as stored JSON text (a default when never written) and its
+// version (0 when never written). An unknown name is fault.NotFound.
+func (d Documents) Get(ctx context.Context, spaceID, name string) (string, int64, error) {
+	var row models.Document
+	err := d.DB.NewSelect().Model(&row).Where("space_id = ? AND name = ?", spaceID, name).Scan(ctx)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		switch name {
+		case DocFeatures:
+			return marshal(Features{}), 0, nil
+		case DocObjectTypes:
+			return `{"types":[]}`, 0, nil
+		}
+		return "", 0, fault.New(fault.NotFound, "document_not_found", "no document named %q", name)
+	case err != nil:
+		return "", 0, fmt.Errorf("spaces: load %s: %w", name, err)
+	}
+	return row.Body, row.Version, nil
+}
+
+func (d Documents) raw(ctx context.Context, spaceID, name string) (string, error) {
+	var row models.Document
+	err := d.DB.NewSelect().Model(&row).Column("body").Where("space_id = ? AND name = ?", spaceID, name).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("spaces: load %s: %w", name, err)
+	}
+	return row.Body, nil
+}
+
+// Put validates and stores a document written by p, with an admin receipt, and returns the
+// stored text and its new version. Writing features needs role security; object-types needs
+// admin or integration. Invalid documents are fault.Invalid naming the member; nothing changes.
+func (d Documents) Put(ctx context.Context, db *bun.DB, p auth.Principal, name string, body []byte, now time.Time) (string, int64, error) {
+	var text string
+	switch name {
+	case DocFeatures:
+		if err := p.RequireRole(auth.RoleSecurity); err != nil {
+			return "", 0, err
+		}
+		f, err := ParseFeatures(body)
+		if err != nil {
+			return "", 0, err
+		}
+		text = marshal(f)
+	case DocObjectTypes:
+		if err := p.RequireRole(auth.RoleAdmin, auth.RoleIntegration); err != nil {
+			return "", 0, err
+		}
+		t, err := ParseObjectTypes(body)
+		if err != nil {
+			return "", 0, err
+		}
+		if t.Types == nil {
+			t.Types = []ObjectType{}
+		}
+		text = marshal(t)
+	default:
+		return "", 0, fault.New(fault.NotFound, "document_not_found", "no document named %q", name)
+	}
+	var version int64
+	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var cur models.Document
+		err := tx.NewSelect().Model(&cur).Where("space_id = ? AND name = ?", p.SpaceID, name).Scan(ctx)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("spaces: load %s: %w", name, err)
+		}
+		row := &models.Document{SpaceID: p.SpaceID, Name: name, Body: text, Version: cur.Version + 1, UpdatedBy: p.KeyID, UpdatedAt: now.UTC()}
+		if _, err := tx.NewInsert().Model(row).
+			On("CONFLICT (space_id, name) DO UPDATE").
+			Set("body = EXCLUDED.body, version = EXCLUDED.version, updated_by = EXCLUDED.updated_by, updated_at = EXCLUDED.updated_at").
+			Exec(ctx); err != nil {
+			return fmt.Errorf("spaces: store %s: %w", name, err)
+		}
+		version = row.Version
+		_, err = receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
+			Kind: receipts.KindAdmin, Action: "document.put", ActorKey: p.KeyID,
+			ObjectIDs: []string{name}, Detail: map[string]any{"version": version},
+		}, now)
+		return err
+	})
+	return text, version, err
+}

@@ -1,0 +1,593 @@
+// Package state is working memory (WM-1..WM-13): small per-scope, per-agent states written by
+// an agent's code, with a declared schema, compare-and-swap and merge-by-key writes, a byte
+// cap, masking of pii fields and retention per field. Scope ids are stored only as keyed
+// hashes (WM-3); operators see sizes, versions and dates, never content (WM-11).
+package state
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"agentmemory/internal/auth"
+	"agentmemory/internal/fault"
+	"agentmemory/internal/keyed"
+	"agentmemory/internal/spaces"
+	"agentmemory/internal/strictjson"
+	"agentmemory/models"
+)
+
+// Write modes (WM-5, WM-6).
+const (
+	ModeCAS   = "cas"
+	ModeMerge = "merge_by_key"
+)
+
+// Reasons a write was not stored (WM-7, WM-8).
+const (
+	ReasonNotDeclared = "not_declared_field"
+	ReasonOverCap     = "over_cap"
+)
+
+// Masker masks personal data inside a pii field's text by the space's masking rules.
+type Masker interface {
+	MaskText(ctx context.Context, spaceID, text string) (string, error)
+}
+
+// Canonicalizer turns a customer handle ("email:Ana@Example.com") into its canonical form.
+type Canonicalizer func(ctx context.Context, spaceID, handle string) (string, error)
+
+// Service reads and writes working memory.
+type Service struct {
+	DB        *bun.DB
+	Docs      spaces.Documents
+	Hasher    keyed.Hasher
+	Masker    Masker
+	Canonical Canonicalizer
+	Now       func() time.Time
+}
+
+// Scope names what a state belongs to (WM-3): Kind is conversation, task, object or subject;
+// ID is the conversation/task id, "type:namespace:id" for an object, or a customer handle.
+type Scope struct {
+	Kind string `json:"kind"`
+	ID   string `json:"id"`
+}
+
+// WriteRequest is the body of PUT /v1/agent-state (WM-4). IfVersion is required for cas.
+type WriteRequest struct {
+	Scope     *Scope          `json:"scope"`
+	Agent     string          `json:"agent"`
+	Mode      string          `json:"mode"`
+	IfVersion *int64          `json:"if_version"`
+	Body      json.RawMessage `json:"body"`
+	Subject   string          `json:"subject"`
+}
+
+// WriteResult is the answer of a write (WM-7, WM-8). Reason is nil when stored. Fields lists
+// undeclared fields; Bytes and MaxBytes are set for over_cap.
+type WriteResult struct {
+	Stored   bool     `json:"stored"`
+	Version  int64    `json:"version"`
+	Reason   *string  `json:"reason"`
+	Fields   []string `json:"fields,omitempty"`
+	Bytes    int      `json:"bytes,omitempty"`
+	MaxBytes int      `json:"max_bytes,omitempty"`
+}
+
+// ReadRequest is the body of POST /v1/agent-state/read (WM-9).
+type ReadRequest struct {
+	Scope *Scope `json:"scope"`
+	Agent string `json:"agent"`
+}
+
+// ReadResult is a state as served: never-written or expired states read as an empty body at
+// version 0 with a null updated_at.
+type ReadResult struct {
+	Body      json.RawMessage `json:"body"`
+	Version   int64           `json:"version"`
+	UpdatedAt *time.Time      `json:"updated_at"`
+}
+
+// Meta is what operators see of a state (WM-11): never its content or scope id.
+type Meta struct {
+	Agent     string    `json:"agent"`
+	ScopeKind string    `json:"scope_kind"`
+	Bytes     int       `json:"bytes"`
+	Version   int64     `json:"version"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// ErrConflict is the code of a stale if_version (412, WM-5).
+const ErrConflict = "agent_state_conflict"
+
+const maxAttempts = 200
+
+// target is a resolved request: who writes, which state, under which schema.
+type target struct {
+	spaceID     string
+	agent       string
+	scopeKind   string
+	scopeHash   string
+	subjectHash string
+	schema      spaces.ObjectType
+	declared    bool
+}
+
+// Write applies a write of p (WM-4..WM-8). Check order: version (fault.Stale
+// "agent_state_conflict" with the current version), declared fields (stored:false
+// not_declared_field), field values (fault.Invalid), cap (stored:false over_cap). Feature off
+// or scope missing is fault.Forbidden; a malformed request is fault.Invalid. Parallel merge
+// writers of different fields never lose each other's writes.
+func (s *Service) Write(ctx context.Context, p auth.Principal, agentVersion string, req WriteRequest) (WriteResult, error) {
+	if req.Mode == "" {
+		req.Mode = ModeMerge
+	}
+	if req.Mode != ModeCAS && req.Mode != ModeMerge {
+		return WriteResult{}, invalid("mode", `mode must be "cas" or "merge_by_key"`)
+	}
+	if req.Mode == ModeCAS && req.IfVersion == nil {
+		return WriteResult{}, invalid("if_version", "a cas write needs if_version (0 when the state must not exist yet)")
+	}
+	if req.IfVersion != nil && *req.IfVersion < 0 {
+		return WriteResult{}, invalid("if_version", "if_version must be 0 or more")
+	}
+	if len(bytes.TrimSpace(req.Body)) == 0 || bytes.Equal(bytes.TrimSpace(req.Body), []byte("null")) {
+		return WriteResult{}, invalid("body", "body is required and must be a JSON object")
+	}
+	body, err := strictjson.ParseObject(req.Body)
+	if err != nil {
+		return WriteResult{}, invalid("body", "body must be a JSON object")
+	}
+	deletes, err := splitDeletes(body, req.Mode)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	t, err := s.resolve(ctx, p, req.Scope, req.Agent, req.Subject)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	if t.declared && !t.schema.AllowsMode(req.Mode) {
+		return WriteResult{}, invalid("mode", fmt.Sprintf("this agent's schema allows only %s writes", t.schema.AgentState.Write))
+	}
+	for attempt := 0; ; attempt++ {
+		res, retry, err := s.tryWrite(ctx, p, agentVersion, t, req, body, deletes)
+		if err != nil || !retry {
+			return res, err
+		}
+		if attempt >= maxAttempts {
+			return WriteResult{}, fault.New(fault.Unavailable, "agent_state_busy", "too many concurrent writers on this state; retry").With("retry_after", 1)
+		}
+		if attempt > 2 {
+			time.Sleep(time.Duration(rand.IntN(200*attempt)) * time.Microsecond)
+		}
+	}
+}
+
+// splitDeletes removes {"$delete": true} members from body and returns their names. Any other
+// object whose only member is "$delete" is fault.Invalid; cas takes no deletes.
+func splitDeletes(body strictjson.Object, mode string) ([]string, error) {
+	var deletes []string
+	for name, raw := range body {
+		trimmed := bytes.TrimSpace(raw)
+		if len(trimmed) == 0 || trimmed[0] != '{' {
+			continue
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(trimmed, &obj); err != nil || len(obj) != 1 {
+			continue
+		}
+		v, ok := obj["$delete"]
+		if !ok {
+			continue
+		}
+		if string(bytes.TrimSpace(v)) != "true" {
+			return nil, invalid("body."+name, `only exactly {"$delete": true} removes a field`)
+		}
+		if mode == ModeCAS {
+			return nil, invalid("body."+name, `{"$delete": true} is for merge_by_key; a cas body is the whole state`)
+		}
+		deletes = append(deletes, name)
+		delete(body, name)
+	}
+	sort.Strings(deletes)
+	return deletes, nil
+}
+
+func (s *Service) resolve(ctx context.Context, p auth.Principal, scope *Scope, agent, subject string) (target, error) {
+	t := target{spaceID: p.SpaceID}
+	switch {
+	case p.IsAgent():
+		if !p.HasScope(auth.ScopeAgentState) {
+			return t, fault.New(fault.Forbidden, "scope_required", "this key lacks scope agent_state")
+		}
+		if agent != "" && agent != p.Agent {
+			return t, fault.New(fault.Forbidden, "agent_mismatch", "an agent key writes only its own agent's state")
+		}
+		t.agent = p.Agent
+	default:
+		if !p.HasRole(auth.RoleIntegration) {
+			return t, fault.New(fault.Forbidden, "role_required", "a person needs role integration for working memory")
+		}
+		if agent == "" {
+			return t, invalid("agent", "agent is required with a person key")
+		}
+		t.agent = agent
+	}
+	features, err := s.Docs.Features(ctx, p.SpaceID)
+	if err != nil {
+		return t, err
+	}
+	if !features.AgentState.Enabled {
+		return t, fault.New(fault.Forbidden, "feature_disabled", "working memory (agent_state) is off for this space")
+	}
+	if scope == nil {
+		return t, invalid("scope", "scope is required")
+	}
+	if !contains(spaces.ScopeKinds, scope.Kind) {
+		return t, invalid("scope.kind", "scope.kind must be conversation, task, object or subject")
+	}
+	id := strings.TrimSpace(scope.ID)
+	if id == "" || len(id) > 512 {
+		return t, invalid("scope.id", "scope.id must be 1-512 characters")
+	}
+	types, err := s.Docs.ObjectTypes(ctx, p.SpaceID)
+	if err != nil {
+		return t, err
+	}
+	t.schema, t.declared = types.SchemaFor(t.agent)
+	if t.declared && t.schema.AgentState.Scope != scope.Kind {
+		return t, invalid("scope.kind", fmt.Sprintf("this agent's state is scoped by %s", t.schema.AgentState.Scope))
+	}
+	switch scope.Kind {
+	case "object":
+		parts := strings.SplitN(id, ":", 3)
+		if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+			return t, invalid("scope.id", "an object scope id reads type:namespace:id")
+		}
+	case "subject":
+		c, err := s.Canonical(ctx, p.SpaceID, id)
+		if err != nil {
+			return t, invalid("scope.id", "a subject scope id is a customer handle such as email:... or phone:...")
+		}
+		id = c
+		t.subjectHash = s.Hasher.Hash(p.SpaceID, "subject", c)
+	}
+	t.scopeKind = scope.Kind
+	t.scopeHash = s.Hasher.Hash(p.SpaceID, "scope:"+scope.Kind, id)
+	if subject != "" && t.subjectHash == "" {
+		c, err := s.Canonical(ctx, p.SpaceID, subject)
+		if err != nil {
+			return t, invalid("subject", "subject is a customer handle such as email:... or phone:...")
+		}
+		t.subjectHash = s.Hasher.Hash(p.SpaceID, "subject", c)
+	}
+	return t, nil
+}
+
+// tryWrite makes one optimistic attempt; retry is true when another writer won the race and
+// the write should be recomputed on the new version.
+func (s *Service) tryWrite(ctx context.Context, p auth.Principal, agentVersion string, t target, req WriteRequest, body strictjson.Object, deletes []string) (WriteResult, bool, error) {
+	now := s.Now().UTC()
+	row, err := s.load(ctx, t)
+	if err != nil {
+		return WriteResult{}, false, err
+	}
+	current, times, effective := live(row, t.schema, now)
+	if req.IfVersion != nil && *req.IfVersion != effective {
+		return WriteResult{}, false, conflict(effective)
+	}
+	if !t.declared {
+		return notDeclared(effective, sortedKeys(body)), false, nil
+	}
+	var undeclared []string
+	for name := range body {
+		if _, ok := t.schema.Fields[name]; !ok {
+			undeclared = append(undeclared, name)
+		}
+	}
+	if len(undeclared) > 0 {
+		sort.Strings(undeclared)
+		return notDeclared(effective, undeclared), false, nil
+	}
+	written := strictjson.Object{}
+	for name, raw := range body {
+		f := t.schema.Fields[name]
+		if err := checkValue(name, f, raw); err != nil {
+			return WriteResult{}, false, err
+		}
+		if f.PII {
+			masked, err := s.maskValue(ctx, t.spaceID, raw)
+			if err != nil {
+				return WriteResult{}, false, err
+			}
+			raw = masked
+		}
+		written[name] = raw
+	}
+	next := strictjson.Object{}
+	nextTimes := map[string]time.Time{}
+	if req.Mode == ModeMerge {
+		for k, v := range current {
+			next[k] = v
+			nextTimes[k] = times[k]
+		}
+		for _, name := range deletes {
+			delete(next, name)
+			delete(nextTimes, name)
+		}
+	}
+	for k, v := range written {
+		next[k] = v
+		nextTimes[k] = now
+	}
+	canon := next.Canonical()
+	if max := t.schema.MaxBytes(); len(canon) > max {
+		reason := ReasonOverCap
+		return WriteResult{Stored: false, Version: effective, Reason: &reason, Bytes: len(canon), MaxBytes: max}, false, nil
+	}
+	timesJSON := encodeTimes(nextTimes)
+	expires := now.Add(t.schema.StateTTL())
+	if row == nil {
+		fresh := &models.AgentState{
+			ID: auth.NewID("st"), SpaceID: t.spaceID, ScopeHash: t.scopeHash, ScopeKind: t.scopeKind,
+			Agent: t.agent, SubjectHash: t.subjectHash, Body: canon, FieldTimes: timesJSON, Version: 1,
+			Bytes: len(canon), KeyID: p.KeyID, AgentVersion: agentVersion,
+			CreatedAt: now, UpdatedAt: now, ExpiresAt: expires,
+		}
+		res, err := s.DB.NewInsert().Model(fresh).On("CONFLICT (space_id, scope_hash, agent) DO NOTHING").Exec(ctx)
+		if err != nil {
+			return WriteResult{}, false, fmt.Errorf("state: insert: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return WriteResult{}, true, nil
+		}
+		return stored(1), false, nil
+	}
+	subjectHash := row.SubjectHash
+	if t.subjectHash != "" {
+		subjectHash = t.subjectHash
+	}
+	var version int64
+	err = s.DB.NewUpdate().Model((*models.AgentState)(nil)).
+		Set("body = ?", canon).Set("field_times = ?", timesJSON).Set("version = version + 1").
+		Set("bytes = ?", len(canon)).Set("key_id = ?", p.KeyID).Set("agent_version = ?", agentVersion).
+		Set("subject_hash = ?", subjectHash).Set("updated_at = ?", now).Set("expires_at = ?", expires).
+		Where("id = ? AND version = ?", row.ID, row.Version).
+		Returning("version").Scan(ctx, &version)
+	if errors.Is(err, sql.ErrNoRows) {
+		// Another writer won the race: recompute on its version (a conditional write then
+		// meets the version check and answers 412 with the current version).
+		return WriteResult{}, true, nil
+	}
+	if err != nil {
+		return WriteResult{}, false, fmt.Errorf("state: update: %w", err)
+	}
+	return stored(version), false, nil
+}
+
+func (s *Service) load(ctx context.Context, t target) (*models.AgentState, error) {
+	var row models.AgentState
+	err := s.DB.NewSelect().Model(&row).
+		Where("space_id = ? AND scope_hash = ? AND agent = ?", t.spaceID, t.scopeHash, t.agent).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state: load: %w", err)
+	}
+	return &row, nil
+}
+
+// live returns the fields of row still within retention at now, their last-write times, and
+// the version callers see: 0 when there is no row or the whole state expired (WM-12).
+func live(row *models.AgentState, schema spaces.ObjectType, now time.Time) (strictjson.Object, map[string]time.Time, int64) {
+	fields, times := strictjson.Object{}, map[string]time.Time{}
+	if row == nil || !now.Before(row.ExpiresAt.UTC()) {
+		return fields, times, 0
+	}
+	var all strictjson.Object
+	_ = json.Unmarshal(row.Body, &all)
+	var stamps map[string]string
+	_ = json.Unmarshal([]byte(row.FieldTimes), &stamps)
+	for name, raw := range all {
+		at, err := time.Parse(time.RFC3339Nano, stamps[name])
+		if err != nil {
+			at = row.UpdatedAt.UTC()
+		}
+		if now.Before(at.Add(schema.FieldTTL(name))) {
+			fields[name] = raw
+			times[name] = at
+		}
+	}
+	return fields, times, row.Version
+}
+
+// Read returns the state of scope and agent as p may see it (WM-9, WM-12): expired fields
+// are never served, and a never-written or expired state reads as version 0.
+func (s *Service) Read(ctx context.Context, p auth.Principal, req ReadRequest) (ReadResult, error) {
+	t, err := s.resolve(ctx, p, req.Scope, req.Agent, "")
+	if err != nil {
+		return ReadResult{}, err
+	}
+	row, err := s.load(ctx, t)
+	if err != nil {
+		return ReadResult{}, err
+	}
+	fields, _, version := live(row, t.schema, s.Now().UTC())
+	if version == 0 {
+		return ReadResult{Body: json.RawMessage("{}"), Version: 0}, nil
+	}
+	at := row.UpdatedAt.UTC()
+	return ReadResult{Body: json.RawMessage(fields.Canonical()), Version: version, UpdatedAt: &at}, nil
+}
+
+// ListBySubject returns what operators may see of the states tied to any of subjectHashes
+// (their scope or their subject member names the customer), newest first (WM-11).
+func (s *Service) ListBySubject(ctx context.Context, spaceID string, subjectHashes []string) ([]Meta, error) {
+	out := []Meta{}
+	if len(subjectHashes) == 0 {
+		return out, nil
+	}
+	var rows []models.AgentState
+	if err := s.DB.NewSelect().Model(&rows).
+		Column("agent", "scope_kind", "bytes", "version", "created_at", "updated_at", "expires_at").
+		Where("space_id = ? AND subject_hash IN (?)", spaceID, bun.In(subjectHashes)).
+		Where("expires_at > ?", s.Now().UTC()).
+		Order("updated_at DESC").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("state: list by subject: %w", err)
+	}
+	for _, r := range rows {
+		out = append(out, Meta{Agent: r.Agent, ScopeKind: r.ScopeKind, Bytes: r.Bytes, Version: r.Version,
+			CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC()})
+	}
+	return out, nil
+}
+
+func (s *Service) maskValue(ctx context.Context, spaceID string, raw json.RawMessage) (json.RawMessage, error) {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return raw, nil
+	}
+	changed := false
+	var walk func(any) (any, error)
+	walk = func(x any) (any, error) {
+		switch x := x.(type) {
+		case string:
+			m, err := s.Masker.MaskText(ctx, spaceID, x)
+			if err != nil {
+				return nil, err
+			}
+			if m != x {
+				changed = true
+			}
+			return m, nil
+		case []any:
+			for i := range x {
+				y, err := walk(x[i])
+				if err != nil {
+					return nil, err
+				}
+				x[i] = y
+			}
+		case map[string]any:
+			for k := range x {
+				y, err := walk(x[k])
+				if err != nil {
+					return nil, err
+				}
+				x[k] = y
+			}
+		}
+		return x, nil
+	}
+	v, err := walk(v)
+	if err != nil {
+		return nil, err
+	}
+	if !changed {
+		return raw, nil
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("state: mask: %w", err)
+	}
+	return json.RawMessage(bytes.TrimSpace(b.Bytes())), nil
+}
+
+// checkValue checks raw against the declared type of field name; null is always a value.
+func checkValue(name string, f spaces.Field, raw json.RawMessage) error {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil || v == nil {
+		return nil
+	}
+	ok := true
+	switch f.Type {
+	case "string", "text", "date", "datetime":
+		_, ok = v.(string)
+	case "enum":
+		str, isStr := v.(string)
+		ok = isStr && (len(f.Values) == 0 || contains(f.Values, str))
+	case "integer":
+		n, isNum := v.(json.Number)
+		_, err := n.Int64()
+		ok = isNum && err == nil
+	case "number":
+		_, ok = v.(json.Number)
+	case "boolean":
+		_, ok = v.(bool)
+	case "object":
+		_, ok = v.(map[string]any)
+	case "array":
+		_, ok = v.([]any)
+	}
+	if !ok {
+		what := f.Type
+		if f.Type == "enum" && len(f.Values) > 0 {
+			what = "one of " + strings.Join(f.Values, ", ")
+		}
+		return fault.New(fault.Invalid, "invalid_field_value", "field %q must be %s", name, what).With("member", "body."+name)
+	}
+	return nil
+}
+
+func stored(v int64) WriteResult { return WriteResult{Stored: true, Version: v} }
+
+func notDeclared(version int64, fields []string) WriteResult {
+	reason := ReasonNotDeclared
+	return WriteResult{Stored: false, Version: version, Reason: &reason, Fields: fields}
+}
+
+func conflict(current int64) error {
+	e := fault.New(fault.Stale, ErrConflict, "the state is at another version than if_version; read it and retry")
+	e.Extra = map[string]any{"version": current}
+	return e
+}
+
+func invalid(member, msg string) error {
+	return fault.New(fault.Invalid, "invalid_member", "%s", msg).With("member", member)
+}
+
+func encodeTimes(times map[string]time.Time) string {
+	m := make(map[string]string, len(times))
+	for k, v := range times {
+		m[k] = v.UTC().Format(time.RFC3339Nano)
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+func sortedKeys(o strictjson.Object) []string {
+	keys := make([]string, 0, len(o))
+	for k := range o {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

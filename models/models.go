@@ -1,0 +1,123 @@
+// Package models holds the bun row structs, one per table, without logic. Times are UTC.
+package models
+
+import (
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Space is a tenant. Every key belongs to exactly one space.
+type Space struct {
+	bun.BaseModel `bun:"table:spaces"`
+
+	ID        string    `bun:"id,pk"`
+	Name      string    `bun:"name"`
+	CreatedAt time.Time `bun:"created_at"`
+}
+
+// APIKey is a stored key: only the SHA-256 of the secret is kept. Kind is "agent" (Agent,
+// Vendor and Scopes set) or "person" (Name and Roles set).
+type APIKey struct {
+	bun.BaseModel `bun:"table:api_keys"`
+
+	ID        string     `bun:"id,pk"`
+	SpaceID   string     `bun:"space_id"`
+	Hash      string     `bun:"hash"`
+	Kind      string     `bun:"kind"`
+	Agent     string     `bun:"agent"`
+	Vendor    string     `bun:"vendor"`
+	Name      string     `bun:"name"`
+	Scopes    []string   `bun:"scopes,type:text"`
+	Roles     []string   `bun:"roles,type:text"`
+	CreatedBy string     `bun:"created_by"`
+	CreatedAt time.Time  `bun:"created_at"`
+	RevokedAt *time.Time `bun:"revoked_at"`
+}
+
+// Document is one of a space's configuration documents ("features", "object-types"), kept
+// as the JSON text that was accepted.
+type Document struct {
+	bun.BaseModel `bun:"table:documents"`
+
+	SpaceID   string    `bun:"space_id,pk"`
+	Name      string    `bun:"name,pk"`
+	Body      string    `bun:"body"`
+	Version   int64     `bun:"version"`
+	UpdatedBy string    `bun:"updated_by"`
+	UpdatedAt time.Time `bun:"updated_at"`
+}
+
+// Profile is a data subject. Its name and handles are sealed (encrypted), never stored in clear.
+type Profile struct {
+	bun.BaseModel `bun:"table:profiles"`
+
+	ID        string    `bun:"id,pk"`
+	SpaceID   string    `bun:"space_id"`
+	Sealed    []byte    `bun:"sealed"`
+	CreatedAt time.Time `bun:"created_at"`
+	UpdatedAt time.Time `bun:"updated_at"`
+}
+
+// ProfileHandle maps the keyed hash of a canonical handle to its profile.
+type ProfileHandle struct {
+	bun.BaseModel `bun:"table:profile_handles"`
+
+	SpaceID    string `bun:"space_id,pk"`
+	HandleHash string `bun:"handle_hash,pk"`
+	ProfileID  string `bun:"profile_id"`
+}
+
+// AgentState is one working-memory state, named by (SpaceID, ScopeHash, Agent). Body is the
+// canonical JSON of the state; FieldTimes maps each field to its last write (RFC 3339).
+type AgentState struct {
+	bun.BaseModel `bun:"table:agent_states"`
+
+	ID           string    `bun:"id,pk"`
+	SpaceID      string    `bun:"space_id"`
+	ScopeHash    string    `bun:"scope_hash"`
+	ScopeKind    string    `bun:"scope_kind"`
+	Agent        string    `bun:"agent"`
+	SubjectHash  string    `bun:"subject_hash"`
+	Body         []byte    `bun:"body"`
+	FieldTimes   string    `bun:"field_times"`
+	Version      int64     `bun:"version"`
+	Bytes        int       `bun:"bytes"`
+	KeyID        string    `bun:"key_id"`
+	AgentVersion string    `bun:"agent_version"`
+	CreatedAt    time.Time `bun:"created_at"`
+	UpdatedAt    time.Time `bun:"updated_at"`
+	ExpiresAt    time.Time `bun:"expires_at"`
+}
+
+// Receipt is one entry of a space's hash-chained, append-only log (GOV-1).
+type Receipt struct {
+	bun.BaseModel `bun:"table:receipts"`
+
+	SpaceID    string    `bun:"space_id,pk"`
+	Seq        int64     `bun:"seq,pk"`
+	ID         string    `bun:"id"`
+	Kind       string    `bun:"kind"`
+	Action     string    `bun:"action"`
+	ActorKeyID string    `bun:"actor_key_id"`
+	ObjectIDs  string    `bun:"object_ids"`
+	Detail     string    `bun:"detail"`
+	At         time.Time `bun:"at"`
+	PrevHash   string    `bun:"prev_hash"`
+	Hash       string    `bun:"hash"`
+}
+
+// OutboxEvent is an event waiting for (or past) delivery by the relay (GOV-4).
+type OutboxEvent struct {
+	bun.BaseModel `bun:"table:outbox"`
+
+	Seq       int64      `bun:"seq,pk,autoincrement"`
+	ID        string     `bun:"id"`
+	SpaceID   string     `bun:"space_id"`
+	Type      string     `bun:"type"`
+	Payload   string     `bun:"payload"`
+	CreatedAt time.Time  `bun:"created_at"`
+	SentAt    *time.Time `bun:"sent_at"`
+	Attempts  int        `bun:"attempts"`
+	LastError string     `bun:"last_error"`
+}
