@@ -1,0 +1,146 @@
+package redact
+
+import "regexp"
+
+var (
+	cnpjRe = regexp.MustCompile(`\d{2}\.?\d{3}\.?\d{3}/?\d{4}-?\d{2}`)
+	cpfRe  = regexp.MustCompile(`\d{3}\.?\d{3}\.?\d{3}-?\d{2}`)
+)
+
+func digitsOf(s string) []byte {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] >= '0' && s[i] <= '9' {
+			out = append(out, s[i]-'0')
+		}
+	}
+	return out
+}
+
+func allSame(d []byte) bool {
+	for _, x := range d[1:] {
+		if x != d[0] {
+			return false
+		}
+	}
+	return true
+}
+
+// validCPF checks the 11 digits d (values 0..9) for CPF check digits.
+func validCPF(d []byte) bool {
+	if len(d) != 11 || allSame(d) {
+		return false
+	}
+	for k := 9; k <= 10; k++ {
+		sum := 0
+		for i := 0; i < k; i++ {
+			sum += int(d[i]) * (k + 1 - i)
+		}
+		r := (sum * 10) % 11
+		if r == 10 {
+			r = 0
+		}
+		if r != int(d[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// validCNPJ checks the 14 digits d (values 0..9) for CNPJ check digits.
+func validCNPJ(d []byte) bool {
+	if len(d) != 14 || allSame(d) {
+		return false
+	}
+	w1 := []int{5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2}
+	w2 := []int{6, 5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2}
+	for k, w := range [][]int{w1, w2} {
+		sum := 0
+		for i, x := range w {
+			sum += int(d[i]) * x
+		}
+		r := sum % 11
+		if r < 2 {
+			r = 0
+		} else {
+			r = 11 - r
+		}
+		if r != int(d[12+k]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// digitBounded reports whether s[a:b] is not glued to further digits.
+func digitBounded(s string, a, b int) bool {
+	if a > 0 && isDigit(s[a-1]) {
+		return false
+	}
+	if b < len(s) && isDigit(s[b]) {
+		return false
+	}
+	return true
+}
+
+// findDocuments adds CNPJ and CPF spans found in s to sp.
+func findDocuments(s string, sp *spans, known *KnownSubjects) {
+	for _, kind := range []Kind{KindCNPJ, KindCPF} {
+		re, valid := cnpjRe, validCNPJ
+		if kind == KindCPF {
+			re, valid = cpfRe, validCPF
+		}
+		for _, m := range docClusters(s, re) {
+			a, b := m[0], m[1]
+			if !digitBounded(s, a, b) || sp.overlaps(a, b) {
+				continue
+			}
+			d := digitsOf(s[a:b])
+			if !valid(d) {
+				continue
+			}
+			kinds := []Kind{kind}
+			if known.hasHandle("document:" + digitString(d)) {
+				kinds = append(kinds, KindSubject)
+			}
+			sp.add(a, b, kinds...)
+		}
+	}
+}
+
+func digitString(d []byte) string {
+	b := make([]byte, len(d))
+	for i, x := range d {
+		b[i] = x + '0'
+	}
+	return string(b)
+}
+
+// docClusters runs re only on clusters of digits and ./- holding at least 11
+// digits, and returns the matches as offsets in s.
+func docClusters(s string, re *regexp.Regexp) [][2]int {
+	var out [][2]int
+	i := 0
+	for i < len(s) {
+		if !isDigit(s[i]) {
+			i++
+			continue
+		}
+		a, nd := i, 0
+		for i < len(s) && (isDigit(s[i]) || s[i] == '.' || s[i] == '-' || s[i] == '/') {
+			if isDigit(s[i]) {
+				nd++
+			}
+			i++
+		}
+		if nd < 11 {
+			continue
+		}
+		for _, m := range re.FindAllStringIndex(s[a:i], -1) {
+			out = append(out, [2]int{a + m[0], a + m[1]})
+		}
+	}
+	return out
+}

@@ -1,0 +1,369 @@
+package redact
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/nyaruka/phonenumbers"
+)
+
+// fallbackRegions are tried after Options.DefaultRegion.
+var fallbackRegions = []string{"BR", "US", "GB", "FR", "DE", "PT", "ES", "IN", "IT", "MX", "AR"}
+
+// bareRegions are used for bare digit runs when DefaultRegion is empty.
+var bareRegions = []string{"BR", "US"}
+
+const (
+	minNationalDigits = 8
+	maxPhoneDigits    = 15
+	maxChunks         = 7
+)
+
+var (
+	dateRe     = regexp.MustCompile(`^(?:\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{2,4})$`)
+	dottedRe   = regexp.MustCompile(`^\d{1,3}(?:\.\d{1,3}){2,}$`)
+	cepRe      = regexp.MustCompile(`^\d{5}-\d{3}$`)
+	cpfShapeRe = regexp.MustCompile(`^\d{3}\.\d{3}\.\d{3}-\d{2}$`)
+)
+
+// idWords, when they precede a digit run, make it an id, not a phone.
+var idWords = map[string]bool{
+	"order": true, "orders": true, "pedido": true, "pedidos": true, "ticket": true,
+	"tickets": true, "form": true, "build": true, "invoice": true, "invoices": true,
+	"id": true, "ids": true, "ref": true, "reference": true, "referencia": true,
+	"protocolo": true, "protocol": true, "sku": true, "serial": true, "version": true,
+	"versao": true, "release": true, "case": true, "chamado": true,
+	"nota": true, "nf": true, "nfe": true, "tracking": true, "rastreio": true,
+	"rastreamento": true, "codigo": true, "code": true, "cod": true, "transaction": true,
+	"transacao": true, "boleto": true, "fatura": true, "receipt": true, "recibo": true,
+	"lote": true, "batch": true, "po": true, "job": true, "issue": true, "pr": true,
+	"commit": true, "cep": true, "zip": true, "zipcode": true, "postcode": true,
+	"item": true, "v": true, "rev": true, "revision": true,
+}
+
+// idFillers may sit between an id word and the number ("order number 123").
+var idFillers = map[string]bool{
+	"number": true, "numero": true, "no": true, "nr": true, "num": true, "n": true,
+	"do": true, "da": true, "de": true, "of": true, "the": true, "is": true, "nro": true,
+}
+
+type chunk struct {
+	a, b   int // byte span in the working text
+	digits int
+	bad    bool // date, version, IP or postal code: never part of a phone
+}
+
+// regionsFor returns the regions tried for formatted numbers.
+func regionsFor(def string) []string {
+	def = strings.ToUpper(strings.TrimSpace(def))
+	if def == "" {
+		return fallbackRegions
+	}
+	out := make([]string, 0, len(fallbackRegions)+1)
+	out = append(out, def)
+	for _, r := range fallbackRegions {
+		if r != def {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func lastRune(s string) rune {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return r
+}
+
+func isAlnum(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// prevWord returns the word (letters only, folded) ending at s[:p], skipping
+// spaces and light punctuation first, and the offset where it starts.
+// hash reports a "#" met while skipping.
+func prevWord(s string, p int) (word string, start int, hash bool) {
+	for p > 0 {
+		r, n := utf8.DecodeLastRuneInString(s[:p])
+		if r == '#' {
+			hash = true
+		} else if !(unicode.IsSpace(r) || strings.ContainsRune(":.,=-()[]°º", r)) {
+			break
+		}
+		p -= n
+	}
+	end := p
+	for p > 0 {
+		r, n := utf8.DecodeLastRuneInString(s[:p])
+		if !unicode.IsLetter(r) && !unicode.Is(unicode.Mn, r) {
+			break
+		}
+		p -= n
+	}
+	return foldToken(s[p:end]), p, hash
+}
+
+// idContext reports whether the run starting at p is an id by its context.
+func idContext(s string, p int) bool {
+	if p == 0 {
+		return false
+	}
+	r, n := utf8.DecodeLastRuneInString(s[:p])
+	if strings.ContainsRune("-_/\\.=", r) && p-n > 0 && isAlnum(lastRune(s[:p-n])) {
+		return true // part of an identifier: eu-20260812-09, a/b/123
+	}
+	if unicode.IsLetter(r) {
+		w, _, _ := prevWord(s, p)
+		if utf8.RuneCountInString(w) == 1 || idWords[w] {
+			return true // v1.2.3, SKU12345678
+		}
+	}
+	w, start, hash := prevWord(s, p)
+	if hash || idWords[w] {
+		return true
+	}
+	if idFillers[w] {
+		w2, _, hash2 := prevWord(s, start)
+		if hash2 || idWords[w2] {
+			return true
+		}
+	}
+	return false
+}
+
+// trailingIdent reports whether the run ending at e continues as an identifier.
+func trailingIdent(s string, e int) bool {
+	if e >= len(s) {
+		return false
+	}
+	if !strings.ContainsRune("-_/\\.", rune(s[e])) {
+		return false
+	}
+	if e+1 >= len(s) {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(s[e+1:])
+	return isAlnum(r)
+}
+
+// splitChunks splits the run s[a:b] into space-separated chunks.
+func splitChunks(s string, a, b int) []chunk {
+	var out []chunk
+	i := a
+	for i < b {
+		for i < b && (s[i] == ' ' || s[i] == '\t') || strings.HasPrefix(s[i:b], "\u00a0") {
+			if strings.HasPrefix(s[i:b], "\u00a0") {
+				i += 2
+			} else {
+				i++
+			}
+		}
+		j := i
+		for j < b && s[j] != ' ' && s[j] != '\t' && !strings.HasPrefix(s[j:b], "\u00a0") {
+			j++
+		}
+		if j > i {
+			ca, cb := i, j
+			for ca < cb && strings.IndexByte("-.)", s[ca]) >= 0 {
+				ca++
+			}
+			for cb > ca && strings.IndexByte("-.(", s[cb-1]) >= 0 {
+				cb--
+			}
+			c := chunk{a: ca, b: cb, digits: len(digitsOf(s[ca:cb]))}
+			txt := s[ca:cb]
+			c.bad = dateRe.MatchString(txt) || dottedRe.MatchString(txt) || cepRe.MatchString(txt) || cpfShapeRe.MatchString(txt)
+			out = append(out, c)
+		}
+		i = j
+	}
+	return out
+}
+
+func digitGroups(s string) []int {
+	var out []int
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if isDigit(s[i]) {
+			n++
+		} else if n > 0 {
+			out = append(out, n)
+			n = 0
+		}
+	}
+	if n > 0 {
+		out = append(out, n)
+	}
+	return out
+}
+
+// orderShaped reports groups of exactly four digits, three or more of them.
+func orderShaped(groups []int) bool {
+	if len(groups) < 3 {
+		return false
+	}
+	for _, g := range groups {
+		if g != 4 {
+			return false
+		}
+	}
+	return true
+}
+
+// smallGroups reports a list of one- and two-digit numbers ("36 38 40 42
+// 44") that does not start with a trunk "0" as in "06 12 34 56 78".
+func smallGroups(groups []int, d string) bool {
+	for _, g := range groups {
+		if g > 2 {
+			return false
+		}
+	}
+	return d[0] != '0'
+}
+
+// phoneVerdict classifies one candidate. It returns whether it is a phone by
+// the package rule and whether it is a known subject's phone.
+func phoneVerdict(cand string, opt Options, regions []string) (phone, subject bool) {
+	d := digitString(digitsOf(cand))
+	nd := len(d)
+	if nd > maxPhoneDigits {
+		return false, false
+	}
+	plus := strings.HasPrefix(cand, "+")
+	if opt.Known.hasPhones() && (plus || nd >= minNationalDigits) {
+		subject = opt.Known.knownPhoneDigits(d)
+	}
+	if plus {
+		num, err := phonenumbers.Parse("+"+d, "")
+		if err != nil || !phonenumbers.IsPossibleNumber(num) {
+			return false, subject
+		}
+		return true, subject
+	}
+	if nd < minNationalDigits {
+		return false, subject
+	}
+	groups := digitGroups(cand)
+	if orderShaped(groups) || len(groups) > maxChunks || smallGroups(groups, d) {
+		return false, subject
+	}
+	check := regions
+	if len(groups) == 1 && len(cand) == nd { // bare digit run
+		if nd < 10 || nd > 11 {
+			check = nil
+		} else if def := strings.ToUpper(strings.TrimSpace(opt.DefaultRegion)); def != "" {
+			check = []string{def}
+		} else {
+			check = bareRegions
+		}
+	}
+	for _, r := range check {
+		num, err := phonenumbers.Parse(d, r)
+		if err == nil && phonenumbers.IsPossibleNumber(num) && phonenumbers.IsValidNumber(num) {
+			return true, subject
+		}
+	}
+	return false, subject
+}
+
+// phoneRuns returns the spans of phone-shaped runs: an optional "+" or "(",
+// a digit, then digits, spaces, tabs, no-break spaces, "-", ".", "(", ")".
+func phoneRuns(s string) [][2]int {
+	var out [][2]int
+	i := 0
+	for i < len(s) {
+		a := i
+		if (s[i] == '+' || s[i] == '(') && i+1 < len(s) && isDigit(s[i+1]) {
+			i++
+		} else if s[i] == '+' && i+2 < len(s) && s[i+1] == '(' && isDigit(s[i+2]) {
+			i += 2
+		} else if !isDigit(s[i]) {
+			i++
+			continue
+		}
+		for i < len(s) {
+			c := s[i]
+			if isDigit(c) || c == ' ' || c == '\t' || c == '-' || c == '.' || c == '(' || c == ')' {
+				i++
+			} else if c == 0xc2 && i+1 < len(s) && s[i+1] == 0xa0 {
+				i += 2
+			} else {
+				break
+			}
+		}
+		out = append(out, [2]int{a, i})
+	}
+	return out
+}
+
+// findPhones adds phone spans (and known subjects' phones) found in s to sp.
+func findPhones(s string, sp *spans, opt Options) {
+	regions := regionsFor(opt.DefaultRegion)
+	for _, m := range phoneRuns(s) {
+		a, b := m[0], m[1]
+		for b > a && !isDigit(s[b-1]) {
+			if s[b-1] == ')' && strings.Contains(s[a:b], "(") {
+				break
+			}
+			b--
+		}
+		if b <= a || !digitBounded(s, a, b) {
+			continue
+		}
+		// An id by context is never a phone, but may still hold a known
+		// subject's phone.
+		isID := idContext(s, a) || trailingIdent(s, b)
+		if isID && !opt.Known.hasPhones() {
+			continue
+		}
+		chunks := splitChunks(s, a, b)
+		i := 0
+		for i < len(chunks) {
+			if chunks[i].bad || chunks[i].digits == 0 {
+				i++
+				continue
+			}
+			found := false
+			for j := min(len(chunks)-1, i+maxChunks-1); j >= i; j-- {
+				ok := true
+				nd := 0
+				for k := i; k <= j; k++ {
+					if chunks[k].bad || chunks[k].digits == 0 {
+						ok = false
+						break
+					}
+					nd += chunks[k].digits
+				}
+				if !ok || nd > maxPhoneDigits {
+					continue
+				}
+				ca, cb := chunks[i].a, chunks[j].b
+				if i == 0 && s[a] == '+' {
+					ca = a
+				}
+				cand := s[ca:cb]
+				if sp.overlaps(ca, cb) {
+					continue
+				}
+				phone, subject := phoneVerdict(cand, opt, regions)
+				phone = phone && !isID
+				if !phone && !subject {
+					continue
+				}
+				var kinds []Kind
+				if phone {
+					kinds = append(kinds, KindPhone)
+				}
+				if subject {
+					kinds = append(kinds, KindSubject)
+				}
+				sp.add(ca, cb, kinds...)
+				i = j + 1
+				found = true
+				break
+			}
+			if !found {
+				i++
+			}
+		}
+	}
+}
