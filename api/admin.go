@@ -13,7 +13,7 @@ import (
 )
 
 func (s *Server) healthz(c *gin.Context) {
-	c.JSON(http.StatusOK, gin.H{"status": "ok"})
+	c.PureJSON(http.StatusOK, gin.H{"status": "ok"})
 }
 
 // createKey: POST /v1/keys (role admin) -> 201 {"key_id", "key"}; the key is shown once.
@@ -49,7 +49,7 @@ func (s *Server) createKey(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	c.JSON(http.StatusCreated, gin.H{"key_id": keyID, "key": key})
+	c.PureJSON(http.StatusCreated, gin.H{"key_id": keyID, "key": key})
 }
 
 // revokeKey: DELETE /v1/keys/{key_id} (role admin) -> 204; effective on the next request.
@@ -133,7 +133,7 @@ func (s *Server) listReceipts(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"receipts": list})
+	c.PureJSON(http.StatusOK, gin.H{"receipts": list})
 }
 
 // verifyReceipts: GET /v1/receipts/verify (admin or compliance) -> {"ok", "count"} or the
@@ -149,7 +149,7 @@ func (s *Server) verifyReceipts(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, v)
+	c.PureJSON(http.StatusOK, v)
 }
 
 // queryInt reads an integer query parameter within [min, max], def when absent.

@@ -23,7 +23,7 @@ func (s *Server) writeState(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, res)
+	c.PureJSON(http.StatusOK, res)
 }
 
 // readState: POST /v1/agent-state/read (WM-9) -> {body, version, updated_at}.
@@ -38,7 +38,7 @@ func (s *Server) readState(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, res)
+	c.PureJSON(http.StatusOK, res)
 }
 
 // createProfile: POST /v1/profiles (role integration) -> 201 {"profile_id"}.
@@ -53,7 +53,7 @@ func (s *Server) createProfile(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	c.JSON(http.StatusCreated, gin.H{"profile_id": id})
+	c.PureJSON(http.StatusCreated, gin.H{"profile_id": id})
 }
 
 // getProfile: GET /v1/profiles/{id} (integration or compliance) -> the unsealed profile.
@@ -68,7 +68,7 @@ func (s *Server) getProfile(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, prof)
+	c.PureJSON(http.StatusOK, prof)
 }
 
 // profileAgentState: GET /v1/profiles/{id}/agent-state (WM-11): the subject's states with
@@ -89,5 +89,5 @@ func (s *Server) profileAgentState(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"profile_id": c.Param("profile_id"), "states": list})
+	c.PureJSON(http.StatusOK, gin.H{"profile_id": c.Param("profile_id"), "states": list})
 }

@@ -124,7 +124,6 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req ProfileReque
 		return "", fmt.Errorf("subjects: seal: %w", err)
 	}
 	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		var taken int
 		taken, err := tx.NewSelect().Model((*models.ProfileHandle)(nil)).
 			Where("space_id = ? AND handle_hash IN (?)", p.SpaceID, bun.In(hashes)).Count(ctx)
 		if err != nil {
