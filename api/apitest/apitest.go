@@ -1,0 +1,175 @@
+// Package apitest runs the real API over a fresh database for tests: it wires the same
+// services as cmd/agentmemory, creates a space with an admin key, and offers small helpers to
+// call the API and decode its JSON.
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
+
+	"agentmemory/api"
+	"agentmemory/internal/db/dbtest"
+	"agentmemory/internal/keyed"
+	"agentmemory/internal/keystore"
+	"agentmemory/internal/spaces"
+	"agentmemory/internal/state"
+	"agentmemory/internal/subjects"
+)
+
+// Env is one API over one database, with a space and its admin key (every person role).
+type Env struct {
+	T        testing.TB
+	Engine   string
+	DB       *bun.DB
+	Deps     api.Deps
+	Server   *api.Server
+	Hasher   keyed.Hasher
+	Keys     keystore.Store
+	SpaceID  string
+	AdminKey string
+}
+
+// Secret is the server secret every Env uses.
+const Secret = "apitest-secret-0123456789abcdef0123456789abcdef"
+
+// Each runs fn on a fresh Env per engine ("sqlite", "postgres") as subtests.
+func Each(t *testing.T, fn func(t *testing.T, e *Env)) {
+	t.Helper()
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) { fn(t, New(t, engine)) })
+	}
+}
+
+// New builds an Env on a fresh database of engine. Options may adjust Deps before the server
+// is built (e.g. a fixed clock).
+func New(t testing.TB, engine string, opts ...func(*api.Deps)) *Env {
+	t.Helper()
+	d := dbtest.Open(t, engine)
+	hasher := keyed.New([]byte(Secret))
+	ks, err := keystore.OpenFile(filepath.Join(t.TempDir(), "keys.json"), hasher.Key("subject-keys"))
+	require.NoError(t, err)
+	docs := spaces.Documents{DB: d}
+	subj := &subjects.Service{DB: d, Docs: docs, Hasher: hasher, Keys: ks, Now: time.Now}
+	st := &state.Service{DB: d, Docs: docs, Hasher: hasher, Masker: subj, Canonical: subj.Canonical, Now: time.Now}
+	deps := api.Deps{DB: d, State: st, Subjects: subj, Docs: docs, Now: time.Now, MaxBodyBytes: 1 << 20}
+	for _, o := range opts {
+		o(&deps)
+	}
+	spaceID, admin, err := spaces.Create(context.Background(), d, "test", time.Now())
+	require.NoError(t, err)
+	return &Env{T: t, Engine: engine, DB: d, Deps: deps, Server: api.NewServer(deps), Hasher: hasher, Keys: ks, SpaceID: spaceID, AdminKey: admin}
+}
+
+// Response is a recorded answer.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the answer's body into a map (numbers as json.Number).
+func (r Response) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(r.Body))
+	dec.UseNumber()
+	require.NoError(t, dec.Decode(&m), "body: %s", r.Body)
+	return m
+}
+
+// ErrorCode returns error.code of an error answer ("" when absent).
+func (r Response) ErrorCode(t testing.TB) string {
+	t.Helper()
+	m := r.JSON(t)
+	e, _ := m["error"].(map[string]any)
+	code, _ := e["code"].(string)
+	return code
+}
+
+// Do sends a request with key as Bearer (none when empty). body may be nil, a string or
+// []byte (sent as is) or any value (sent as JSON).
+func (e *Env) Do(method, path, key string, body any, headers ...string) Response {
+	e.T.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = bytes.NewBufferString(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		require.NoError(e.T, err)
+		rd = bytes.NewReader(data)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	rec := httptest.NewRecorder()
+	e.Server.ServeHTTP(rec, req)
+	return Response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+}
+
+// MustDo is Do that requires the given status.
+func (e *Env) MustDo(status int, method, path, key string, body any, headers ...string) Response {
+	e.T.Helper()
+	r := e.Do(method, path, key, body, headers...)
+	require.Equal(e.T, status, r.Status, "%s %s: got %d, want %d: %s", method, path, r.Status, status, r.Body)
+	return r
+}
+
+// AgentKey mints an agent key with scopes and returns it.
+func (e *Env) AgentKey(agent, vendor string, scopes ...string) string {
+	e.T.Helper()
+	r := e.MustDo(http.StatusCreated, "POST", "/v1/keys", e.AdminKey, map[string]any{
+		"kind": "agent", "agent": agent, "vendor": vendor, "scopes": scopes,
+	})
+	return r.JSON(e.T)["key"].(string)
+}
+
+// PersonKey mints a person key with roles and returns it.
+func (e *Env) PersonKey(name string, roles ...string) string {
+	e.T.Helper()
+	r := e.MustDo(http.StatusCreated, "POST", "/v1/keys", e.AdminKey, map[string]any{
+		"kind": "person", "name": name, "roles": roles,
+	})
+	return r.JSON(e.T)["key"].(string)
+}
+
+// PutDocument stores a space document (features, object-types) as the admin.
+func (e *Env) PutDocument(name string, doc any) {
+	e.T.Helper()
+	e.MustDo(http.StatusOK, "PUT", "/v1/documents/"+name, e.AdminKey, doc)
+}
+
+// ShopBotTypes is the object-types document of spec/working-memory.en.md's example, named
+// for agent shop-bot.
+func ShopBotTypes() map[string]any {
+	return map[string]any{"types": []any{map[string]any{
+		"type": "shop-bot", "ownership": "agent",
+		"fields": map[string]any{
+			"step":      map[string]any{"type": "enum"},
+			"offer":     map[string]any{"type": "string"},
+			"cart_note": map[string]any{"type": "text", "pii": true},
+		},
+		"agent_state": map[string]any{"scope": "conversation", "max_bytes": 16384, "write": "both"},
+		"retention":   map[string]any{"state": "30d", "cart_note": "7d"},
+	}}}
+}
