@@ -1,0 +1,43 @@
+# agentmemory: make run (the embedded default), make test (every test), make bench.
+SHELL := /bin/bash
+GO ?= go
+TEMPORAL_VERSION := v1.5.1
+TEMPORAL := $(CURDIR)/bin/temporal
+DATA_DIR ?= ./data
+ADDR ?= 127.0.0.1:8080
+
+.PHONY: run build test test-short bench demo lint temporal postgres
+
+## run: install what is missing and start `agentmemory dev` (SQLite + Temporal dev server).
+run: temporal build
+	./bin/agentmemory dev --addr $(ADDR) --data-dir $(DATA_DIR)
+
+## build: the agentmemory binary in ./bin.
+build:
+	$(GO) build -o bin/agentmemory ./cmd/agentmemory
+
+## temporal: the Temporal CLI (dev server) in ./bin, installed once with go install.
+temporal: $(TEMPORAL)
+$(TEMPORAL):
+	GOBIN=$(CURDIR)/bin $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_VERSION)
+
+## test: every test, on SQLite and PostgreSQL (127.0.0.1:5432, database test) and a Temporal dev server.
+test: temporal
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 30m ./...
+
+## test-short: the fast tests only (no Temporal dev server, no long integration runs).
+test-short:
+	$(GO) test -count=1 -short ./...
+
+## bench: API throughput and latency against the database's own compare-and-swap limit.
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 2000x ./bench/... ./internal/... 
+
+## demo: replay the ABCD sample conversations against a running `make run`.
+demo: build
+	./scripts/demo.sh
+
+## postgres: start the local PostgreSQL cluster if it is down.
+postgres:
+	@pg_isready -h 127.0.0.1 -p 5432 >/dev/null 2>&1 || pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql) main start
