@@ -9,13 +9,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/testsuite"
 
 	"agentmemory/internal/config"
 	"agentmemory/internal/db"
@@ -212,67 +209,6 @@ func spaceCmd(load func() (config.Config, error), stdout io.Writer) *cobra.Comma
 	create.Flags().StringVar(&dataDir, "data-dir", "./data", "data directory (when DATABASE_URL is not set)")
 	space.AddCommand(create)
 	return space
-}
-
-// startTemporal dials TEMPORAL_ADDRESS when set; otherwise it starts the Temporal dev server
-// (./bin/temporal or temporal on PATH) with its database in the data dir, so workflows survive
-// restarts, and prints its web UI address.
-func startTemporal(ctx context.Context, cfg config.Config, stdout io.Writer) (client.Client, func(), error) {
-	if cfg.TemporalAddress != "" {
-		c, err := dialTemporal(cfg)
-		if err != nil {
-			return nil, nil, err
-		}
-		return c, c.Close, nil
-	}
-	path, err := temporalCLI()
-	if err != nil {
-		return nil, nil, err
-	}
-	uiPort, err := freePort()
-	if err != nil {
-		return nil, nil, err
-	}
-	srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
-		ExistingPath:  path,
-		DBFilename:    filepath.Join(cfg.DataDir, "temporal.db"),
-		ClientOptions: &client.Options{Namespace: cfg.TemporalNamespace, Logger: quietLogger{}},
-		EnableUI:      true,
-		UIPort:        fmt.Sprint(uiPort),
-		LogLevel:      "error",
-		Stdout:        io.Discard,
-		Stderr:        io.Discard,
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("start the Temporal dev server: %w", err)
-	}
-	fmt.Fprintf(stdout, "Temporal dev server at %s, web UI at http://127.0.0.1:%d\n", srv.FrontendHostPort(), uiPort)
-	c := srv.Client()
-	return c, func() { c.Close(); _ = srv.Stop() }, nil
-}
-
-// temporalCLI finds the Temporal CLI: ./bin/temporal (installed by make), then PATH.
-func temporalCLI() (string, error) {
-	if p, err := filepath.Abs(filepath.Join("bin", "temporal")); err == nil {
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	if p, err := exec.LookPath("temporal"); err == nil {
-		return p, nil
-	}
-	return "", errors.New("the Temporal CLI is not installed: run `make run` (it installs ./bin/temporal) or set TEMPORAL_ADDRESS")
-}
-
-func dialTemporal(cfg config.Config) (client.Client, error) {
-	if cfg.TemporalAddress == "" {
-		return nil, errors.New("TEMPORAL_ADDRESS is not set")
-	}
-	c, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Logger: quietLogger{}})
-	if err != nil {
-		return nil, fmt.Errorf("TEMPORAL_ADDRESS %s: %w", cfg.TemporalAddress, err)
-	}
-	return c, nil
 }
 
 func freePort() (int, error) {

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"agentmemory/internal/config"
+)
+
+// startTemporal dials TEMPORAL_ADDRESS when set; otherwise it starts the Temporal dev server
+// (./bin/temporal or temporal on PATH) with its database in the data dir, so workflows survive
+// restarts (even a kill -9: the child dies with this process and a restart reopens the same
+// file), and prints its web UI address.
+func startTemporal(ctx context.Context, cfg config.Config, stdout io.Writer) (client.Client, func(), error) {
+	if cfg.TemporalAddress != "" {
+		c, err := dialTemporal(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, c.Close, nil
+	}
+	path, err := temporalCLI()
+	if err != nil {
+		return nil, nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, nil, err
+	}
+	uiPort, err := freePort()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.Command(path, "server", "start-dev",
+		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--ui-port", strconv.Itoa(uiPort),
+		"--db-filename", filepath.Join(cfg.DataDir, "temporal.db"),
+		"--namespace", cfg.TemporalNamespace, "--log-level", "error",
+		"--dynamic-config-value", "frontend.enableServerVersionCheck=false")
+	logFile, err := os.OpenFile(filepath.Join(cfg.DataDir, "temporal.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// The dev server must not outlive this process, or a restart would find two servers on
+	// one database file.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, nil, fmt.Errorf("start the Temporal dev server: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited); logFile.Close() }()
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}
+	hostPort := "127.0.0.1:" + strconv.Itoa(port)
+	c, err := dialUntilReady(ctx, hostPort, cfg.TemporalNamespace, exited)
+	if err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("the Temporal dev server did not come up (see %s): %w", filepath.Join(cfg.DataDir, "temporal.log"), err)
+	}
+	fmt.Fprintf(stdout, "Temporal dev server at %s, web UI at http://127.0.0.1:%d\n", hostPort, uiPort)
+	return c, func() { c.Close(); stop() }, nil
+}
+
+// dialUntilReady dials hostPort until the namespace answers, the process exits, or 60 s pass.
+func dialUntilReady(ctx context.Context, hostPort, namespace string, exited <-chan struct{}) (client.Client, error) {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c, err := client.Dial(client.Options{HostPort: hostPort, Namespace: namespace, Logger: quietLogger{}})
+		if err == nil {
+			_, err = c.WorkflowService().DescribeNamespace(ctx, describeNamespace(namespace))
+			if err == nil {
+				return c, nil
+			}
+			c.Close()
+		}
+		if time.Now().After(deadline) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-exited:
+			return nil, errors.New("the process exited")
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// temporalCLI finds the Temporal CLI: ./bin/temporal (installed by make), then PATH.
+func temporalCLI() (string, error) {
+	if p, err := filepath.Abs(filepath.Join("bin", "temporal")); err == nil {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("temporal"); err == nil {
+		return p, nil
+	}
+	return "", errors.New("the Temporal CLI is not installed: run `make run` (it installs ./bin/temporal) or set TEMPORAL_ADDRESS")
+}
+
+func dialTemporal(cfg config.Config) (client.Client, error) {
+	if cfg.TemporalAddress == "" {
+		return nil, errors.New("TEMPORAL_ADDRESS is not set")
+	}
+	c, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Logger: quietLogger{}})
+	if err != nil {
+		return nil, fmt.Errorf("TEMPORAL_ADDRESS %s: %w", cfg.TemporalAddress, err)
+	}
+	return c, nil
+}
+
+func describeNamespace(ns string) *workflowservice.DescribeNamespaceRequest {
+	return &workflowservice.DescribeNamespaceRequest{Namespace: ns}
+}
