@@ -30,7 +30,7 @@ func startTemporal(ctx context.Context, cfg config.Config, stdout io.Writer) (cl
 		}
 		return c, c.Close, nil
 	}
-	path, err := temporalCLI()
+	path, err := temporalCLI(cfg.TemporalCLI)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -105,8 +105,12 @@ func dialUntilReady(ctx context.Context, hostPort, namespace string, exited <-ch
 	}
 }
 
-// temporalCLI finds the Temporal CLI: ./bin/temporal (installed by make), then PATH.
-func temporalCLI() (string, error) {
+// temporalCLI finds the Temporal CLI: the configured path, ./bin/temporal (installed by make),
+// then PATH.
+func temporalCLI(configured string) (string, error) {
+	if configured != "" {
+		return configured, nil
+	}
 	if p, err := filepath.Abs(filepath.Join("bin", "temporal")); err == nil {
 		if _, err := os.Stat(p); err == nil {
 			return p, nil

@@ -29,6 +29,9 @@ type Config struct {
 	KeystorePath string `env:"AGENTMEMORY_KEYSTORE"`
 	// TemporalAddress is host:port of a Temporal frontend. Empty in dev starts a dev server.
 	TemporalAddress string `env:"TEMPORAL_ADDRESS"`
+	// TemporalCLI is the path of the Temporal CLI that dev starts; empty means ./bin/temporal,
+	// then temporal on PATH.
+	TemporalCLI string `env:"AGENTMEMORY_TEMPORAL_CLI"`
 	// TemporalNamespace is the Temporal namespace the worker and API use.
 	TemporalNamespace string `env:"TEMPORAL_NAMESPACE" envDefault:"default"`
 	// TaskQueue is the Temporal task queue of the worker.

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// repoTemporal returns the Temporal CLI installed by `make temporal`.
+func repoTemporal(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", "bin", "temporal"))
+	require.NoError(t, err)
+	if _, err := os.Stat(p); err != nil {
+		t.Skip("the Temporal CLI is not installed: run make temporal")
+	}
+	return p
+}
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// syncBuffer is a bytes.Buffer safe for the command's goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestSpaceCreatePrintsOneJSONObject(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"space", "create", "acme", "--data-dir", dir}, env(nil), &out, io.Discard)
+	require.NoError(t, err)
+	var got map[string]string
+	require.NoError(t, json.Unmarshal(out.Bytes(), &got), "stdout: %s", out.String())
+	require.Len(t, got, 2)
+	require.True(t, strings.HasPrefix(got["space_id"], "sp_"), "space_id %q", got["space_id"])
+	require.True(t, strings.HasPrefix(got["admin_key"], "am_"), "admin_key must start with am_")
+}
+
+// TestDevServesAndRestartsOnItsDataDir starts `agentmemory dev`, writes a state through the
+// API, stops it, starts it again on the same data dir and reads the state back.
+func TestDevServesAndRestartsOnItsDataDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the Temporal dev server")
+	}
+	cli := repoTemporal(t)
+	dir := t.TempDir()
+	port, err := freePort()
+	require.NoError(t, err)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	getenv := env(map[string]string{"AGENTMEMORY_TEMPORAL_CLI": cli})
+
+	startDev := func() (stop func(), out *syncBuffer) {
+		ctx, cancel := context.WithCancel(context.Background())
+		out = &syncBuffer{}
+		done := make(chan error, 1)
+		go func() { done <- run(ctx, []string{"dev", "--addr", addr, "--data-dir", dir}, getenv, out, io.Discard) }()
+		require.Eventually(t, func() bool {
+			resp, err := http.Get("http://" + addr + "/healthz")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		}, 60*time.Second, 100*time.Millisecond, "dev did not serve /healthz; output: %s", out)
+		return func() {
+			cancel()
+			require.NoError(t, <-done)
+		}, out
+	}
+
+	stop, out := startDev()
+	require.Contains(t, out.String(), "space create")
+	require.Contains(t, out.String(), "web UI at http://")
+
+	var created bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"space", "create", "acme", "--data-dir", dir}, getenv, &created, io.Discard))
+	var sp map[string]string
+	require.NoError(t, json.Unmarshal(created.Bytes(), &sp))
+	admin := sp["admin_key"]
+
+	call := func(method, path, key, body string) (int, map[string]any) {
+		req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var m map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&m))
+		return resp.StatusCode, m
+	}
+	code, _ := call("PUT", "/v1/documents/features", admin, `{"agent_state":{"enabled":true}}`)
+	require.Equal(t, 200, code)
+	code, _ = call("PUT", "/v1/documents/object-types", admin, `{"types":[{"type":"bot","ownership":"agent","fields":{"step":{"type":"string"}},"agent_state":{"scope":"conversation"}}]}`)
+	require.Equal(t, 200, code)
+	code, key := call("POST", "/v1/keys", admin, `{"kind":"agent","agent":"bot","vendor":"v","scopes":["agent_state"]}`)
+	require.Equal(t, 201, code)
+	agentKey := key["key"].(string)
+	code, res := call("PUT", "/v1/agent-state", agentKey, `{"scope":{"kind":"conversation","id":"c-1"},"body":{"step":"sizes"}}`)
+	require.Equal(t, 200, code)
+	require.Equal(t, true, res["stored"])
+	stop()
+
+	stop, _ = startDev()
+	defer stop()
+	code, res = call("POST", "/v1/agent-state/read", agentKey, `{"scope":{"kind":"conversation","id":"c-1"}}`)
+	require.Equal(t, 200, code)
+	require.Equal(t, float64(1), res["version"])
+	require.Equal(t, map[string]any{"step": "sizes"}, res["body"])
+}
