@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -36,7 +37,8 @@ var temporalClient client.Client
 
 func TestMain(m *testing.M) {
 	code := func() int {
-		if !testingShort() {
+		flag.Parse()
+		if !testing.Short() {
 			root, err := filepath.Abs("../..")
 			if err != nil {
 				panic(err)
@@ -57,15 +59,6 @@ func TestMain(m *testing.M) {
 		return m.Run()
 	}()
 	os.Exit(code)
-}
-
-func testingShort() bool {
-	for _, a := range os.Args {
-		if a == "-test.short=true" || a == "-test.short" {
-			return true
-		}
-	}
-	return false
 }
 
 // flakyTurns stands in for the turns store: it fails its first call (after the states were
