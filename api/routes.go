@@ -22,6 +22,15 @@ func (s *Server) routes() {
 	v1.PUT("/agent-state", s.writeState)
 	v1.POST("/agent-state/read", s.readState)
 
+	// Compliance (GOV-2, GOV-3, WM-12, WM-13): workflows started here. The agent-note erasure
+	// handler (DELETE /agent-memory/notes, s.eraseAgentNotes) is wired with the notes package.
+	v1.POST("/erasures", s.createErasure)
+	v1.GET("/erasures/:erasure_id", s.getErasure)
+	v1.POST("/exports", s.createExport)
+	v1.GET("/exports/:export_id", s.getExport)
+	v1.GET("/exports/:export_id/package", s.exportPackage)
+	v1.POST("/retention/sweep", s.runSweep)
+
 	// Receipts (GOV-1).
 	v1.GET("/receipts", s.listReceipts)
 	v1.GET("/receipts/verify", s.verifyReceipts)

@@ -16,6 +16,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"agentmemory/internal/auth"
+	"agentmemory/internal/compliance"
 	"agentmemory/internal/fault"
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
@@ -32,6 +33,11 @@ type Deps struct {
 	Docs         spaces.Documents
 	MaxBodyBytes int64
 	Now          func() time.Time
+	// Workflows starts Temporal workflows; TaskQueue is the worker's queue.
+	Workflows Workflows
+	TaskQueue string
+	// Compliance runs erasures, exports and sweeps (issue 5).
+	Compliance *compliance.Service
 }
 
 // Server is the HTTP API.

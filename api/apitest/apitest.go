@@ -18,6 +18,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"agentmemory/api"
+	"agentmemory/internal/compliance"
 	"agentmemory/internal/db/dbtest"
 	"agentmemory/internal/keyed"
 	"agentmemory/internal/keystore"
@@ -60,8 +61,9 @@ func New(t testing.TB, engine string, opts ...func(*api.Deps)) *Env {
 	require.NoError(t, err)
 	docs := spaces.Documents{DB: d}
 	subj := &subjects.Service{DB: d, Docs: docs, Hasher: hasher, Keys: ks, Now: time.Now}
-	st := &state.Service{DB: d, Docs: docs, Hasher: hasher, Masker: subj, Canonical: subj.Canonical, Now: time.Now}
-	deps := api.Deps{DB: d, State: st, Subjects: subj, Docs: docs, Now: time.Now, MaxBodyBytes: 1 << 20}
+	st := &state.Service{DB: d, Docs: docs, Hasher: hasher, Masker: subj, Canonical: subj.Canonical, Now: time.Now, Keys: ks}
+	comp := &compliance.Service{DB: d, Docs: docs, Hasher: hasher, Keys: ks, Subjects: subj, State: st, Now: time.Now}
+	deps := api.Deps{DB: d, State: st, Subjects: subj, Docs: docs, Now: time.Now, MaxBodyBytes: 1 << 20, Compliance: comp}
 	for _, o := range opts {
 		o(&deps)
 	}

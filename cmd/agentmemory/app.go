@@ -16,6 +16,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"agentmemory/api"
+	"agentmemory/internal/compliance"
 	"agentmemory/internal/config"
 	"agentmemory/internal/db"
 	"agentmemory/internal/keyed"
@@ -35,6 +36,8 @@ type app struct {
 	docs     spaces.Documents
 	subjects *subjects.Service
 	state    *state.Service
+	// compliance runs erasures, exports and retention sweeps.
+	compliance *compliance.Service
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
@@ -112,15 +115,17 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 	}
 	a := &app{cfg: cfg, log: log, db: d, hasher: hasher, keys: ks, docs: spaces.Documents{DB: d}}
 	a.subjects = &subjects.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Now: time.Now}
-	a.state = &state.Service{DB: d, Docs: a.docs, Hasher: hasher, Masker: a.subjects, Canonical: a.subjects.Canonical, Now: time.Now}
+	a.state = &state.Service{DB: d, Docs: a.docs, Hasher: hasher, Masker: a.subjects, Canonical: a.subjects.Canonical, Now: time.Now, Keys: ks}
+	a.compliance = &compliance.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Subjects: a.subjects, State: a.state, Now: time.Now}
 	return a, nil
 }
 
 func (a *app) close() { a.db.Close() }
 
-func (a *app) apiServer() *api.Server {
+func (a *app) apiServer(wf api.Workflows) *api.Server {
 	return api.NewServer(api.Deps{
 		DB: a.db, Logger: a.log, State: a.state, Subjects: a.subjects, Docs: a.docs,
 		MaxBodyBytes: a.cfg.MaxBodyBytes, Now: time.Now,
+		Workflows: wf, TaskQueue: a.cfg.TaskQueue, Compliance: a.compliance,
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"agentmemory/api"
 	"agentmemory/internal/config"
 	"agentmemory/internal/db"
 	"agentmemory/internal/spaces"
@@ -221,8 +222,12 @@ func freePort() (int, error) {
 }
 
 // serveHTTP serves the API on addr until ctx ends, then drains requests.
-func (a *app) serveHTTP(ctx context.Context, addr string, _ client.Client) error {
-	srv := a.apiServer().HTTPServer(addr)
+func (a *app) serveHTTP(ctx context.Context, addr string, tc client.Client) error {
+	var wf api.Workflows
+	if tc != nil {
+		wf = tc
+	}
+	srv := a.apiServer(wf).HTTPServer(addr)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err

@@ -1,14 +1,23 @@
 package main
 
 import (
+	"context"
+
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
+
+	"agentmemory/activities"
+	"agentmemory/worker"
 )
 
 // startWorker starts the Temporal worker with every workflow and activity.
 func (a *app) startWorker(c client.Client) (sdkworker.Worker, error) {
 	w := sdkworker.New(c, a.cfg.TaskQueue, sdkworker.Options{})
+	worker.RegisterCompliance(w, &activities.ComplianceActivities{Compliance: a.compliance})
+	if err := worker.EnsureRetentionSchedule(context.Background(), c, a.cfg.TaskQueue, a.cfg.SweepEvery); err != nil {
+		return nil, err
+	}
 	if err := w.Start(); err != nil {
 		return nil, err
 	}

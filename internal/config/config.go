@@ -52,6 +52,8 @@ type Config struct {
 	LogFormat string `env:"AGENTMEMORY_LOG_FORMAT" envDefault:"json"`
 	// DBMaxOpenConns caps the PostgreSQL pool.
 	DBMaxOpenConns int `env:"AGENTMEMORY_DB_MAX_OPEN_CONNS" envDefault:"20"`
+	// SweepEvery is how often the retention schedule sweeps expired data (WM-12, MS-3).
+	SweepEvery time.Duration `env:"AGENTMEMORY_SWEEP_EVERY" envDefault:"1h"`
 	// ShutdownTimeout bounds the drain of HTTP requests on SIGTERM.
 	ShutdownTimeout time.Duration `env:"AGENTMEMORY_SHUTDOWN_TIMEOUT" envDefault:"15s"`
 }

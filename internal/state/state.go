@@ -21,6 +21,7 @@ import (
 	"agentmemory/internal/auth"
 	"agentmemory/internal/fault"
 	"agentmemory/internal/keyed"
+	"agentmemory/internal/keystore"
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/strictjson"
 	"agentmemory/models"
@@ -54,6 +55,8 @@ type Service struct {
 	Masker    Masker
 	Canonical Canonicalizer
 	Now       func() time.Time
+	// Keys, when set, seals the states of customers under their data keys (sealing.go).
+	Keys keystore.Store
 }
 
 // Scope names what a state belongs to (WM-3): Kind is conversation, task, object or subject;
@@ -340,9 +343,14 @@ func (s *Service) tryWrite(ctx context.Context, p auth.Principal, agentVersion s
 	timesJSON := encodeTimes(nextTimes)
 	expires := now.Add(t.schema.StateTTL())
 	if row == nil {
+		id := auth.NewID("st")
+		sealed, sealedTimes, err := s.seal(ctx, id, t.subjectHash, canon, timesJSON)
+		if err != nil {
+			return WriteResult{}, false, err
+		}
 		fresh := &models.AgentState{
-			ID: auth.NewID("st"), SpaceID: t.spaceID, ScopeHash: t.scopeHash, ScopeKind: t.scopeKind,
-			Agent: t.agent, SubjectHash: t.subjectHash, Body: canon, FieldTimes: timesJSON, Version: 1,
+			ID: id, SpaceID: t.spaceID, ScopeHash: t.scopeHash, ScopeKind: t.scopeKind,
+			Agent: t.agent, SubjectHash: t.subjectHash, Body: sealed, FieldTimes: sealedTimes, Version: 1,
 			Bytes: len(canon), KeyID: p.KeyID, AgentVersion: agentVersion,
 			CreatedAt: now, UpdatedAt: now, ExpiresAt: expires,
 		}
@@ -359,9 +367,13 @@ func (s *Service) tryWrite(ctx context.Context, p auth.Principal, agentVersion s
 	if t.subjectHash != "" {
 		subjectHash = t.subjectHash
 	}
+	sealed, sealedTimes, err := s.seal(ctx, row.ID, subjectHash, canon, timesJSON)
+	if err != nil {
+		return WriteResult{}, false, err
+	}
 	var version int64
 	err = s.DB.NewUpdate().Model((*models.AgentState)(nil)).
-		Set("body = ?", canon).Set("field_times = ?", timesJSON).Set("version = version + 1").
+		Set("body = ?", sealed).Set("field_times = ?", sealedTimes).Set("version = version + 1").
 		Set("bytes = ?", len(canon)).Set("key_id = ?", p.KeyID).Set("agent_version = ?", agentVersion).
 		Set("subject_hash = ?", subjectHash).Set("updated_at = ?", now).Set("expires_at = ?", expires).
 		Where("id = ? AND version = ?", row.ID, row.Version).
@@ -386,6 +398,9 @@ func (s *Service) load(ctx context.Context, t target) (*models.AgentState, error
 	}
 	if err != nil {
 		return nil, fmt.Errorf("state: load: %w", err)
+	}
+	if err := s.openRow(ctx, &row); err != nil {
+		return nil, err
 	}
 	return &row, nil
 }

@@ -1,0 +1,183 @@
+// Package activities holds the Temporal activities: thin, idempotent steps over the domain
+// packages. Inputs and outputs are ids and counts only, so no personal data enters a
+// workflow history (which erasure cannot reach).
+package activities
+
+import (
+	"context"
+
+	"go.temporal.io/sdk/temporal"
+
+	"agentmemory/internal/compliance"
+	"agentmemory/internal/fault"
+)
+
+// ComplianceActivities are the steps of ErasureWorkflow, ExportWorkflow,
+// RetentionSweepWorkflow and NoteErasureWorkflow over a compliance.Service.
+type ComplianceActivities struct {
+	Compliance *compliance.Service
+}
+
+// ErasureRef names an erasure of a space.
+type ErasureRef struct {
+	SpaceID   string
+	ErasureID string
+}
+
+// ExportRef names an export of a space.
+type ExportRef struct {
+	SpaceID  string
+	ExportID string
+}
+
+// FailRef names a failed erasure or export with a short reason code.
+type FailRef struct {
+	SpaceID string
+	ID      string
+	Reason  string
+}
+
+// SweepBatchInput is one retention batch: a phase (compliance.SweepPhases), the cursor
+// within it, a batch size and the space (every space when empty).
+type SweepBatchInput struct {
+	SpaceID string
+	Phase   string
+	Cursor  string
+	Limit   int
+}
+
+// SweepBatchResult is what a batch removed and where the next one starts.
+type SweepBatchResult struct {
+	Removed int
+	Cursor  string
+	Done    bool
+}
+
+// NoteErasureInput names the source (agent) whose notes are erased, and who asked.
+type NoteErasureInput struct {
+	SpaceID  string
+	SourceID string
+	ActorKey string
+}
+
+// NoteErasureResult counts what a note erasure removed.
+type NoteErasureResult struct {
+	Notes     int
+	Proposals int
+}
+
+// ExportResult counts what a package holds.
+type ExportResult struct {
+	Profiles int
+	States   int
+	Turns    int
+}
+
+// CertificateResult is where an erasure's certificate sits: its receipt and total count.
+type CertificateResult struct {
+	ReceiptID    string
+	Seq          int64
+	Total        int
+	NothingFound bool
+}
+
+// ResolveErasure fixes what the erasure covers; it returns the number of profiles found.
+func (a *ComplianceActivities) ResolveErasure(ctx context.Context, in ErasureRef) (int, error) {
+	n, err := a.Compliance.ResolveErasure(ctx, in.SpaceID, in.ErasureID)
+	return n, classify(err)
+}
+
+// EraseSubjectStates deletes the working states in the erasure's scope.
+func (a *ComplianceActivities) EraseSubjectStates(ctx context.Context, in ErasureRef) (int, error) {
+	n, err := a.Compliance.EraseStates(ctx, in.SpaceID, in.ErasureID)
+	return n, classify(err)
+}
+
+// EraseSubjectTurns deletes the identity links and turns in the erasure's scope.
+func (a *ComplianceActivities) EraseSubjectTurns(ctx context.Context, in ErasureRef) (int, error) {
+	n, err := a.Compliance.EraseTurns(ctx, in.SpaceID, in.ErasureID)
+	return n, classify(err)
+}
+
+// EraseSubjectExports deletes the subject's data packages.
+func (a *ComplianceActivities) EraseSubjectExports(ctx context.Context, in ErasureRef) (int, error) {
+	n, err := a.Compliance.EraseExports(ctx, in.SpaceID, in.ErasureID)
+	return n, classify(err)
+}
+
+// EraseSubjectProfiles deletes the subject's profiles and handles.
+func (a *ComplianceActivities) EraseSubjectProfiles(ctx context.Context, in ErasureRef) (int, error) {
+	n, err := a.Compliance.EraseProfiles(ctx, in.SpaceID, in.ErasureID)
+	return n, classify(err)
+}
+
+// DestroySubjectKeys destroys the subject's data keys.
+func (a *ComplianceActivities) DestroySubjectKeys(ctx context.Context, in ErasureRef) (int, error) {
+	n, err := a.Compliance.DestroyKeys(ctx, in.SpaceID, in.ErasureID)
+	return n, classify(err)
+}
+
+// PurgeSubjectCaches drops this worker's cached subjects of the space.
+func (a *ComplianceActivities) PurgeSubjectCaches(ctx context.Context, in ErasureRef) error {
+	a.Compliance.PurgeCaches(ctx, in.SpaceID)
+	return nil
+}
+
+// CheckpointStore makes deleted rows leave the database files (SQLite checkpoint).
+func (a *ComplianceActivities) CheckpointStore(ctx context.Context, _ ErasureRef) error {
+	return classify(a.Compliance.Checkpoint(ctx))
+}
+
+// CertifyErasure completes the erasure with its certificate receipt.
+func (a *ComplianceActivities) CertifyErasure(ctx context.Context, in ErasureRef) (CertificateResult, error) {
+	c, err := a.Compliance.Certify(ctx, in.SpaceID, in.ErasureID)
+	if err != nil {
+		return CertificateResult{}, classify(err)
+	}
+	out := CertificateResult{Total: c.Total, NothingFound: c.NothingFound}
+	if c.Receipt != nil {
+		out.ReceiptID, out.Seq = c.Receipt.ReceiptID, c.Receipt.Seq
+	}
+	return out, nil
+}
+
+// FailErasure marks the erasure failed.
+func (a *ComplianceActivities) FailErasure(ctx context.Context, in FailRef) error {
+	return classify(a.Compliance.FailErasure(ctx, in.SpaceID, in.ID, in.Reason))
+}
+
+// BuildExport builds and seals the subject's data package.
+func (a *ComplianceActivities) BuildExport(ctx context.Context, in ExportRef) (ExportResult, error) {
+	c, err := a.Compliance.BuildExport(ctx, in.SpaceID, in.ExportID)
+	return ExportResult{Profiles: c.Profiles, States: c.States, Turns: c.Turns}, classify(err)
+}
+
+// FailExport marks the export failed.
+func (a *ComplianceActivities) FailExport(ctx context.Context, in FailRef) error {
+	return classify(a.Compliance.FailExport(ctx, in.SpaceID, in.ID, in.Reason))
+}
+
+// SweepRetentionBatch runs one retention batch.
+func (a *ComplianceActivities) SweepRetentionBatch(ctx context.Context, in SweepBatchInput) (SweepBatchResult, error) {
+	o, err := a.Compliance.SweepBatch(ctx, in.SpaceID, in.Phase, in.Cursor, in.Limit)
+	return SweepBatchResult{Removed: o.Removed, Cursor: o.Cursor, Done: o.Done}, classify(err)
+}
+
+// EraseSourceNotes erases every note and proposal of one agent (AM-12).
+func (a *ComplianceActivities) EraseSourceNotes(ctx context.Context, in NoteErasureInput) (NoteErasureResult, error) {
+	c, err := a.Compliance.EraseNotes(ctx, in.SpaceID, in.SourceID, in.ActorKey)
+	return NoteErasureResult{Notes: c.Notes, Proposals: c.Proposals}, classify(err)
+}
+
+// classify makes domain refusals (not found, invalid) non-retryable, under their code only
+// (messages never carry personal data, but codes are all a history needs); other errors are
+// retried by the workflow's policy.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if fe := fault.As(err); fe != nil && fe.Kind != fault.Unavailable {
+		return temporal.NewNonRetryableApplicationError(fe.Code, fe.Code, nil)
+	}
+	return err
+}

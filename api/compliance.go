@@ -1,0 +1,163 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+	"go.temporal.io/sdk/client"
+
+	"agentmemory/internal/auth"
+	"agentmemory/internal/compliance"
+	"agentmemory/internal/fault"
+	"agentmemory/internal/strictjson"
+	"agentmemory/workflows"
+)
+
+// Workflows starts Temporal workflows: the subset of client.Client the API needs.
+type Workflows interface {
+	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
+}
+
+// start runs workflow with id on the worker's task queue; without a Temporal client it is
+// fault.Unavailable.
+func (s *Server) start(ctx context.Context, id string, workflow any, arg any) error {
+	if s.Workflows == nil {
+		return fault.New(fault.Unavailable, "workflows_unavailable", "the workflow engine is not configured")
+	}
+	_, err := s.Workflows.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: id, TaskQueue: s.TaskQueue, WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}, workflow, arg)
+	if err != nil {
+		return fault.New(fault.Unavailable, "workflows_unavailable", "the workflow engine did not accept the request; retry")
+	}
+	return nil
+}
+
+// createErasure: POST /v1/erasures (role compliance) {"subject"} | {"conversation_id"} ->
+// 202 {"erasure_id", "status": "running"}; ErasureWorkflow does the rest (GOV-2, WM-13).
+func (s *Server) createErasure(c *gin.Context) {
+	var req compliance.ErasureRequest
+	if err := bind(c, &req); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	p := principal(c)
+	id, err := s.Compliance.RequestErasure(s.ctx(c), p, req)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	if err := s.start(s.ctx(c), workflows.ErasureWorkflowID(id), workflows.ErasureWorkflow, workflows.ErasureInput{SpaceID: p.SpaceID, ErasureID: id}); err != nil {
+		_ = s.Compliance.FailErasure(context.WithoutCancel(s.ctx(c)), p.SpaceID, id, "start_failed")
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusAccepted, gin.H{"erasure_id": id, "status": compliance.StatusRunning})
+}
+
+// getErasure: GET /v1/erasures/{id} (compliance or admin) -> {erasure_id, status, certificate}.
+func (s *Server) getErasure(c *gin.Context) {
+	v, err := s.Compliance.GetErasure(s.ctx(c), principal(c), c.Param("erasure_id"))
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusOK, v)
+}
+
+// createExport: POST /v1/exports (role compliance) {"subject"} -> 202 {"export_id", "status"};
+// ExportWorkflow builds the package (GOV-3).
+func (s *Server) createExport(c *gin.Context) {
+	var req compliance.ExportRequest
+	if err := bind(c, &req); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	p := principal(c)
+	id, err := s.Compliance.RequestExport(s.ctx(c), p, req)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	if err := s.start(s.ctx(c), workflows.ExportWorkflowID(id), workflows.ExportWorkflow, workflows.ExportInput{SpaceID: p.SpaceID, ExportID: id}); err != nil {
+		_ = s.Compliance.FailExport(context.WithoutCancel(s.ctx(c)), p.SpaceID, id, "start_failed")
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusAccepted, gin.H{"export_id": id, "status": compliance.StatusRunning})
+}
+
+// getExport: GET /v1/exports/{id} (role compliance) -> {export_id, status, expires_at, counts}.
+func (s *Server) getExport(c *gin.Context) {
+	v, err := s.Compliance.GetExport(s.ctx(c), principal(c), c.Param("export_id"))
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusOK, v)
+}
+
+// exportPackage: GET /v1/exports/{id}/package (role compliance) -> the package as a JSON
+// download; 409 export_not_ready while running; 404 once expired or erased.
+func (s *Server) exportPackage(c *gin.Context) {
+	id := c.Param("export_id")
+	data, err := s.Compliance.PackageJSON(s.ctx(c), principal(c), id)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.Header("Content-Disposition", `attachment; filename="`+id+`.json"`)
+	c.Header("Cache-Control", "no-store")
+	c.Data(http.StatusOK, "application/json", data)
+}
+
+// runSweep: POST /v1/retention/sweep (role admin) -> 202 {"workflow_id"}: one retention
+// sweep of the caller's space, now (the schedule sweeps every space hourly).
+func (s *Server) runSweep(c *gin.Context) {
+	p := principal(c)
+	if err := p.RequireRole(auth.RoleAdmin); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	// The body is optional; when given it must be an empty object.
+	if body, err := readBody(c); err != nil {
+		s.writeError(c, err)
+		return
+	} else if len(bytes.TrimSpace(body)) > 0 {
+		if err := strictjson.Decode(body, &struct{}{}); err != nil {
+			s.writeError(c, err)
+			return
+		}
+	}
+	id := workflows.SweepWorkflowID(auth.NewID("sw"))
+	if err := s.start(s.ctx(c), id, workflows.RetentionSweepWorkflow, workflows.RetentionSweepInput{SpaceID: p.SpaceID}); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusAccepted, gin.H{"workflow_id": id})
+}
+
+// eraseAgentNotes: DELETE /v1/agent-memory/notes?source_id= (role admin) -> 202
+// {"workflow_id"}: NoteErasureWorkflow erases every note and proposal of that agent (AM-12).
+// Not routed yet: the lead wires it once the notes package provides compliance.NoteEraser.
+func (s *Server) eraseAgentNotes(c *gin.Context) {
+	p := principal(c)
+	if err := p.RequireRole(auth.RoleAdmin); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	source := strings.TrimSpace(c.Query("source_id"))
+	if source == "" || len(source) > 64 {
+		s.writeError(c, fault.New(fault.Invalid, "invalid_member", "source_id (the agent) is required").With("member", "source_id"))
+		return
+	}
+	id := workflows.NoteErasureWorkflowID(auth.NewID("ne"))
+	if err := s.start(s.ctx(c), id, workflows.NoteErasureWorkflow, workflows.NoteErasureInput{SpaceID: p.SpaceID, SourceID: source, ActorKey: p.KeyID}); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusAccepted, gin.H{"workflow_id": id, "status": "running"})
+}

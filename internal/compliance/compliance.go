@@ -1,0 +1,153 @@
+// Package compliance erases, exports and sweeps a space's personal data (WM-12, WM-13,
+// GOV-2, GOV-3, MS-3, MS-4, AM-12). Its steps are small, idempotent methods that the
+// Temporal activities call one by one: each commits what it deletes together with the
+// record of what it deleted, so a retried step finds nothing more and the totals stay right.
+// Nothing here logs or returns personal data: erasure records hold keyed hashes, certificates
+// hold kinds, counts and SHA-256 hashes of ids.
+package compliance
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"agentmemory/internal/keyed"
+	"agentmemory/internal/keystore"
+	"agentmemory/internal/spaces"
+	"agentmemory/internal/state"
+	"agentmemory/internal/subjects"
+)
+
+// Statuses of erasures and exports.
+const (
+	StatusRunning   = "running"
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+)
+
+// Target kinds of an erasure.
+const (
+	TargetSubject      = "subject"
+	TargetConversation = "conversation"
+)
+
+// Item kinds named in certificates and sweep counts.
+const (
+	KindAgentState    = "agent_state"
+	KindStateField    = "agent_state_field"
+	KindProfile       = "profile"
+	KindProfileHandle = "profile_handle"
+	KindExportPackage = "export_package"
+	KindSubjectKey    = "subject_key"
+	KindTurn          = "turn"
+	KindIdentityLink  = "identity_link"
+)
+
+// DefaultExportTTL is how long a data package can be downloaded (GOV-3).
+const DefaultExportTTL = 7 * 24 * time.Hour
+
+// SubjectRef names a customer to the turns store: their profiles and the keyed hashes of
+// their canonical handles (subjects.Service.HandleHash).
+type SubjectRef struct {
+	ProfileIDs   []string
+	HandleHashes []string
+}
+
+// Erased lists the ids of one kind (KindTurn, KindIdentityLink, ...) that a store deleted.
+type Erased struct {
+	Kind string
+	IDs  []string
+}
+
+// TurnEraser deletes a customer's identity links and the masked turns of the conversations
+// linked to them, or one conversation's turns. Both run inside idb (the erasure step's
+// transaction) and return what they deleted; a second call finds nothing. The turns package
+// implements it.
+type TurnEraser interface {
+	EraseSubject(ctx context.Context, idb bun.IDB, spaceID string, s SubjectRef) ([]Erased, error)
+	EraseConversation(ctx context.Context, idb bun.IDB, spaceID, conversationID string) ([]Erased, error)
+}
+
+// ExportedLink is an identity link in a data package.
+type ExportedLink struct {
+	ID             string    `json:"link_id"`
+	ConversationID string    `json:"conversation_id"`
+	Status         string    `json:"status"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+// ExportedTurn is a masked turn in a data package.
+type ExportedTurn struct {
+	ID             string    `json:"turn_id"`
+	ConversationID string    `json:"conversation_id"`
+	Role           string    `json:"role"`
+	Text           string    `json:"text"`
+	At             time.Time `json:"at"`
+}
+
+// TurnExporter returns a customer's identity links and the masked turns of their linked
+// conversations, for the data package. The turns package implements it.
+type TurnExporter interface {
+	ExportSubject(ctx context.Context, idb bun.IDB, spaceID string, s SubjectRef) ([]ExportedLink, []ExportedTurn, error)
+}
+
+// TurnSweeper deletes up to limit turns past their retention at now (the space's
+// turns.retention_days, 90 days by default) of spaceID (every space when empty) inside idb;
+// it returns the counts per space and whether fewer than limit were left. The turns package
+// implements it.
+type TurnSweeper interface {
+	SweepTurns(ctx context.Context, idb bun.IDB, spaceID string, now time.Time, limit int) (map[string]int, bool, error)
+}
+
+// NoteCounts is what an agent-note erasure removed (AM-12).
+type NoteCounts struct {
+	Notes     int `json:"notes"`
+	Proposals int `json:"proposals"`
+}
+
+// NoteEraser erases every note (all versions) and proposal of one source (agent) of a space.
+// The notes package implements it.
+type NoteEraser interface {
+	EraseSource(ctx context.Context, spaceID, sourceID string) (NoteCounts, error)
+}
+
+// Service runs the compliance steps. Turns, TurnExports, TurnSweeps and Notes may be nil
+// until their packages are wired: certificates and packages then say what they did not cover.
+type Service struct {
+	DB          *bun.DB
+	Docs        spaces.Documents
+	Hasher      keyed.Hasher
+	Keys        keystore.Store
+	Subjects    *subjects.Service
+	State       *state.Service
+	Turns       TurnEraser
+	TurnExports TurnExporter
+	TurnSweeps  TurnSweeper
+	Notes       NoteEraser
+	// ExportTTL is how long packages live (DefaultExportTTL when zero).
+	ExportTTL time.Duration
+	Now       func() time.Time
+}
+
+func (s *Service) now() time.Time {
+	if s.Now == nil {
+		return time.Now().UTC()
+	}
+	return s.Now().UTC()
+}
+
+// HashID is how certificates name an erased id: "sha256:" and the hex SHA-256 of the id, so
+// whoever holds an id can check it was erased while the certificate reveals none.
+func HashID(id string) string {
+	s := sha256.Sum256([]byte(id))
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

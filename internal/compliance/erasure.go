@@ -1,0 +1,493 @@
+package compliance
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"agentmemory/internal/auth"
+	"agentmemory/internal/db"
+	"agentmemory/internal/fault"
+	"agentmemory/internal/keystore"
+	"agentmemory/internal/receipts"
+	"agentmemory/internal/state"
+	"agentmemory/models"
+)
+
+// ErasureRequest is the body of POST /v1/erasures: exactly one of Subject (a customer handle
+// such as "email:ana@example.com") or ConversationID.
+type ErasureRequest struct {
+	Subject        string `json:"subject"`
+	ConversationID string `json:"conversation_id"`
+}
+
+// Item is what an erasure removed of one kind: how many, and the SHA-256 of each id.
+type Item struct {
+	Kind      string   `json:"kind"`
+	Count     int      `json:"count"`
+	HashedIDs []string `json:"hashed_ids"`
+}
+
+// ChainPosition places a receipt in its space's chain.
+type ChainPosition struct {
+	ReceiptID string `json:"receipt_id"`
+	Seq       int64  `json:"seq"`
+	PrevHash  string `json:"prev_hash"`
+	Hash      string `json:"hash"`
+}
+
+// Certificate is the proof of an erasure (GOV-2): what kinds of data, how many items, their
+// hashed ids, who asked, when it started and ended, and where its receipt sits in the chain.
+// It never holds a value, a handle or a conversation id. NothingFound is true when nothing
+// was left to erase (a repeated erasure). NotCovered names kinds this build could not reach.
+type Certificate struct {
+	ErasureID    string         `json:"erasure_id"`
+	SpaceID      string         `json:"space_id"`
+	TargetKind   string         `json:"target_kind"`
+	RequestedBy  string         `json:"requested_by"`
+	StartedAt    time.Time      `json:"started_at"`
+	EndedAt      time.Time      `json:"ended_at"`
+	Items        []Item         `json:"items"`
+	Total        int            `json:"total"`
+	NothingFound bool           `json:"nothing_found"`
+	NotCovered   []string       `json:"not_covered"`
+	Receipt      *ChainPosition `json:"receipt,omitempty"`
+}
+
+// ErasureView is GET /v1/erasures/{id}; Certificate is null until the erasure completes.
+type ErasureView struct {
+	ErasureID   string       `json:"erasure_id"`
+	Status      string       `json:"status"`
+	TargetKind  string       `json:"target_kind"`
+	CreatedAt   time.Time    `json:"created_at"`
+	EndedAt     *time.Time   `json:"ended_at"`
+	Certificate *Certificate `json:"certificate"`
+}
+
+type itemSet map[string]*Item
+
+// RequestErasure validates req for p (role compliance), records a running erasure with an
+// "erasure.request" compliance receipt, and returns its id; the caller then starts the
+// workflow. The handle is kept only as its keyed hash. Errors: fault.Forbidden (role),
+// fault.Invalid (both or neither target, malformed handle).
+func (s *Service) RequestErasure(ctx context.Context, p auth.Principal, req ErasureRequest) (string, error) {
+	if err := p.RequireRole(auth.RoleCompliance); err != nil {
+		return "", err
+	}
+	subject, conv := strings.TrimSpace(req.Subject), strings.TrimSpace(req.ConversationID)
+	row := &models.Erasure{
+		ID: auth.NewID("er"), SpaceID: p.SpaceID, ScopeHashes: "[]", ProfileIDs: "[]", Items: "{}",
+		Status: StatusRunning, RequestedBy: p.KeyID, CreatedAt: s.now(),
+	}
+	switch {
+	case (subject == "") == (conv == ""):
+		return "", fault.New(fault.Invalid, "invalid_member", `give exactly one of "subject" or "conversation_id"`).With("member", "subject")
+	case subject != "":
+		c, err := s.Subjects.Canonical(ctx, p.SpaceID, subject)
+		if err != nil {
+			return "", fault.New(fault.Invalid, "invalid_handle", "subject is a customer handle such as email:... or phone:...").With("member", "subject")
+		}
+		row.TargetKind, row.TargetHash = TargetSubject, s.Subjects.HandleHash(p.SpaceID, c)
+	default:
+		if len(conv) > 512 {
+			return "", fault.New(fault.Invalid, "invalid_member", "conversation_id is 1-512 characters").With("member", "conversation_id")
+		}
+		row.TargetKind, row.TargetHash, row.TargetRef = TargetConversation, s.Hasher.Hash(p.SpaceID, "scope:conversation", conv), conv
+	}
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
+			return fmt.Errorf("compliance: insert erasure: %w", err)
+		}
+		_, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
+			Kind: receipts.KindCompliance, Action: "erasure.request", ActorKey: p.KeyID,
+			ObjectIDs: []string{row.ID}, Detail: map[string]any{"target_kind": row.TargetKind},
+		}, row.CreatedAt)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return row.ID, nil
+}
+
+// GetErasure returns an erasure of p's space (role compliance or admin). Unknown is
+// fault.NotFound "erasure_not_found".
+func (s *Service) GetErasure(ctx context.Context, p auth.Principal, id string) (ErasureView, error) {
+	if err := p.RequireRole(auth.RoleCompliance, auth.RoleAdmin); err != nil {
+		return ErasureView{}, err
+	}
+	row, err := s.loadErasure(ctx, s.DB, p.SpaceID, id)
+	if err != nil {
+		return ErasureView{}, err
+	}
+	v := ErasureView{ErasureID: row.ID, Status: row.Status, TargetKind: row.TargetKind, CreatedAt: row.CreatedAt.UTC()}
+	if row.EndedAt != nil {
+		t := row.EndedAt.UTC()
+		v.EndedAt = &t
+	}
+	if row.Certificate != "" {
+		var c Certificate
+		if err := json.Unmarshal([]byte(row.Certificate), &c); err != nil {
+			return ErasureView{}, fmt.Errorf("compliance: decode certificate: %w", err)
+		}
+		v.Certificate = &c
+	}
+	return v, nil
+}
+
+func (s *Service) loadErasure(ctx context.Context, idb bun.IDB, spaceID, id string) (*models.Erasure, error) {
+	var row models.Erasure
+	err := idb.NewSelect().Model(&row).Where("id = ? AND space_id = ?", id, spaceID).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fault.New(fault.NotFound, "erasure_not_found", "no erasure with that id in this space")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("compliance: load erasure: %w", err)
+	}
+	return &row, nil
+}
+
+// ResolveErasure fixes what a subject erasure covers: the profiles holding the handle and
+// the keyed hashes of every handle of theirs (plus the requested one). It is stored on the
+// erasure, so later steps (and retries) work from it after the handles are deleted. Calling
+// it again changes nothing. It returns the number of profiles found.
+func (s *Service) ResolveErasure(ctx context.Context, spaceID, id string) (int, error) {
+	var profiles int
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		row, err := s.loadErasure(ctx, tx, spaceID, id)
+		if err != nil {
+			return err
+		}
+		if row.Resolved {
+			var ids []string
+			_ = json.Unmarshal([]byte(row.ProfileIDs), &ids)
+			profiles = len(ids)
+			return nil
+		}
+		hashes, ids := []string{}, []string{}
+		if row.TargetKind == TargetSubject {
+			if err := tx.NewSelect().Model((*models.ProfileHandle)(nil)).Column("profile_id").
+				Where("space_id = ? AND handle_hash = ?", spaceID, row.TargetHash).Scan(ctx, &ids); err != nil {
+				return fmt.Errorf("compliance: resolve profile: %w", err)
+			}
+			if len(ids) > 0 {
+				if err := tx.NewSelect().Model((*models.ProfileHandle)(nil)).Column("handle_hash").
+					Where("space_id = ? AND profile_id IN (?)", spaceID, bun.In(ids)).Scan(ctx, &hashes); err != nil {
+					return fmt.Errorf("compliance: resolve handles: %w", err)
+				}
+			}
+			if !contains(hashes, row.TargetHash) {
+				hashes = append(hashes, row.TargetHash)
+			}
+			sort.Strings(hashes)
+		}
+		profiles = len(ids)
+		_, err = tx.NewUpdate().Model((*models.Erasure)(nil)).
+			Set("resolved = ?", true).Set("scope_hashes = ?", mustJSON(hashes)).Set("profile_ids = ?", mustJSON(ids)).
+			Where("id = ?", id).Exec(ctx)
+		return err
+	})
+	return profiles, err
+}
+
+// step runs fn inside one transaction with the resolved erasure, then adds what fn erased to
+// the erasure's items in the same transaction, so a retried step counts nothing twice.
+func (s *Service) step(ctx context.Context, spaceID, id string, fn func(ctx context.Context, tx bun.Tx, row *models.Erasure, hashes, profileIDs []string) ([]Erased, error)) (int, error) {
+	n := 0
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		row, err := s.loadErasure(ctx, tx, spaceID, id)
+		if err != nil {
+			return err
+		}
+		if !row.Resolved {
+			return fmt.Errorf("compliance: erasure %s is not resolved", id)
+		}
+		if row.Status != StatusRunning {
+			return nil
+		}
+		var hashes, profileIDs []string
+		_ = json.Unmarshal([]byte(row.ScopeHashes), &hashes)
+		_ = json.Unmarshal([]byte(row.ProfileIDs), &profileIDs)
+		erased, err := fn(ctx, tx, row, hashes, profileIDs)
+		if err != nil {
+			return err
+		}
+		items := itemSet{}
+		_ = json.Unmarshal([]byte(row.Items), &items)
+		for _, e := range erased {
+			it := items[e.Kind]
+			if it == nil {
+				it = &Item{Kind: e.Kind, HashedIDs: []string{}}
+				items[e.Kind] = it
+			}
+			for _, x := range e.IDs {
+				it.HashedIDs = append(it.HashedIDs, HashID(x))
+			}
+			it.Count += len(e.IDs)
+			n += len(e.IDs)
+		}
+		_, err = tx.NewUpdate().Model((*models.Erasure)(nil)).Set("items = ?", mustJSON(items)).Where("id = ?", id).Exec(ctx)
+		return err
+	})
+	return n, err
+}
+
+// EraseStates deletes the working states in scope (WM-13): for a subject, every state whose
+// scope is one of their handles or whose `subject` names them; for a conversation, the states
+// of that conversation's scope. It returns how many it deleted.
+func (s *Service) EraseStates(ctx context.Context, spaceID, id string) (int, error) {
+	return s.step(ctx, spaceID, id, func(ctx context.Context, tx bun.Tx, row *models.Erasure, hashes, _ []string) ([]Erased, error) {
+		q := tx.NewSelect().Model((*models.AgentState)(nil)).Column("id").Where("space_id = ?", spaceID)
+		if row.TargetKind == TargetSubject {
+			if len(hashes) == 0 {
+				return nil, nil
+			}
+			q = q.Where("subject_hash IN (?)", bun.In(hashes))
+		} else {
+			q = q.Where("scope_kind = 'conversation' AND scope_hash = ?", row.TargetHash)
+		}
+		var ids []string
+		if err := q.Order("id ASC").Scan(ctx, &ids); err != nil {
+			return nil, fmt.Errorf("compliance: find states: %w", err)
+		}
+		if len(ids) == 0 {
+			return nil, nil
+		}
+		if _, err := tx.NewDelete().Model((*models.AgentState)(nil)).Where("id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
+			return nil, fmt.Errorf("compliance: delete states: %w", err)
+		}
+		return []Erased{{Kind: KindAgentState, IDs: ids}}, nil
+	})
+}
+
+// EraseTurns deletes, through the TurnEraser, a subject's identity links and the turns of
+// their linked conversations, or a conversation's turns. Without a TurnEraser it erases
+// nothing and the certificate lists turns and identity links as not covered.
+func (s *Service) EraseTurns(ctx context.Context, spaceID, id string) (int, error) {
+	if s.Turns == nil {
+		return 0, nil
+	}
+	return s.step(ctx, spaceID, id, func(ctx context.Context, tx bun.Tx, row *models.Erasure, hashes, profileIDs []string) ([]Erased, error) {
+		if row.TargetKind == TargetSubject {
+			return s.Turns.EraseSubject(ctx, tx, spaceID, SubjectRef{ProfileIDs: profileIDs, HandleHashes: hashes})
+		}
+		return s.Turns.EraseConversation(ctx, tx, spaceID, row.TargetRef)
+	})
+}
+
+// EraseExports deletes the subject's data packages (GOV-3: packages are erased too).
+func (s *Service) EraseExports(ctx context.Context, spaceID, id string) (int, error) {
+	return s.step(ctx, spaceID, id, func(ctx context.Context, tx bun.Tx, row *models.Erasure, hashes, _ []string) ([]Erased, error) {
+		if row.TargetKind != TargetSubject || len(hashes) == 0 {
+			return nil, nil
+		}
+		var ids []string
+		if err := tx.NewSelect().Model((*models.ExportPackage)(nil)).Column("id").
+			Where("space_id = ? AND subject_hash IN (?)", spaceID, bun.In(hashes)).Order("id ASC").Scan(ctx, &ids); err != nil {
+			return nil, fmt.Errorf("compliance: find exports: %w", err)
+		}
+		if len(ids) == 0 {
+			return nil, nil
+		}
+		if _, err := tx.NewDelete().Model((*models.ExportPackage)(nil)).Where("id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
+			return nil, fmt.Errorf("compliance: delete exports: %w", err)
+		}
+		return []Erased{{Kind: KindExportPackage, IDs: ids}}, nil
+	})
+}
+
+// EraseProfiles deletes the subject's profiles and their handles.
+func (s *Service) EraseProfiles(ctx context.Context, spaceID, id string) (int, error) {
+	return s.step(ctx, spaceID, id, func(ctx context.Context, tx bun.Tx, row *models.Erasure, hashes, profileIDs []string) ([]Erased, error) {
+		if len(profileIDs) == 0 {
+			return nil, nil
+		}
+		var handles []string
+		if err := tx.NewSelect().Model((*models.ProfileHandle)(nil)).Column("handle_hash").
+			Where("space_id = ? AND profile_id IN (?)", spaceID, bun.In(profileIDs)).Order("handle_hash ASC").Scan(ctx, &handles); err != nil {
+			return nil, fmt.Errorf("compliance: find handles: %w", err)
+		}
+		if _, err := tx.NewDelete().Model((*models.ProfileHandle)(nil)).
+			Where("space_id = ? AND profile_id IN (?)", spaceID, bun.In(profileIDs)).Exec(ctx); err != nil {
+			return nil, fmt.Errorf("compliance: delete handles: %w", err)
+		}
+		var gone []string
+		if err := tx.NewDelete().Model((*models.Profile)(nil)).
+			Where("space_id = ? AND id IN (?)", spaceID, bun.In(profileIDs)).Returning("id").Scan(ctx, &gone); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("compliance: delete profiles: %w", err)
+		}
+		var out []Erased
+		if len(gone) > 0 {
+			out = append(out, Erased{Kind: KindProfile, IDs: gone})
+		}
+		if len(handles) > 0 {
+			out = append(out, Erased{Kind: KindProfileHandle, IDs: handles})
+		}
+		return out, nil
+	})
+}
+
+// DestroyKeys destroys the subject's data keys (GOV-2, MS-4): each profile's key and the key
+// of every handle hash (state.SubjectKeyID). Data sealed under them, in the database or any
+// backup of it, can no longer be opened. A conversation erasure destroys no key. It returns
+// how many keys existed and were destroyed.
+func (s *Service) DestroyKeys(ctx context.Context, spaceID, id string) (int, error) {
+	row, err := s.loadErasure(ctx, s.DB, spaceID, id)
+	if err != nil {
+		return 0, err
+	}
+	if row.TargetKind != TargetSubject || row.Status != StatusRunning {
+		return 0, nil
+	}
+	var hashes, profileIDs []string
+	_ = json.Unmarshal([]byte(row.ScopeHashes), &hashes)
+	_ = json.Unmarshal([]byte(row.ProfileIDs), &profileIDs)
+	keyIDs := append([]string{}, profileIDs...)
+	for _, h := range hashes {
+		keyIDs = append(keyIDs, state.SubjectKeyID(h))
+	}
+	var destroyed []string
+	for _, k := range keyIDs {
+		_, err := s.Keys.DataKey(ctx, k, false)
+		if errors.Is(err, keystore.ErrNoKey) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("compliance: data key: %w", err)
+		}
+		if err := s.Keys.Destroy(ctx, k); err != nil {
+			return 0, fmt.Errorf("compliance: destroy key: %w", err)
+		}
+		destroyed = append(destroyed, k)
+	}
+	return s.step(ctx, spaceID, id, func(context.Context, bun.Tx, *models.Erasure, []string, []string) ([]Erased, error) {
+		if len(destroyed) == 0 {
+			return nil, nil
+		}
+		return []Erased{{Kind: KindSubjectKey, IDs: destroyed}}, nil
+	})
+}
+
+// PurgeCaches drops this process's cached view of the space's subjects (MS-4). Other
+// processes refresh theirs within 30 s, and an erased profile's key is gone, so no cache can
+// serve it past that.
+func (s *Service) PurgeCaches(_ context.Context, spaceID string) {
+	if s.Subjects != nil {
+		s.Subjects.Forget(spaceID)
+	}
+}
+
+// Checkpoint makes deleted data leave the database files: on SQLite (secure_delete is on) it
+// checkpoints the WAL into the main file and truncates it, failing (to be retried) while
+// readers hold it back; on PostgreSQL it vacuums the tables an erasure touches.
+func (s *Service) Checkpoint(ctx context.Context) error {
+	if db.IsSQLite(s.DB) {
+		var busy, logFrames, done int
+		if err := s.DB.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
+			return fmt.Errorf("compliance: checkpoint: %w", err)
+		}
+		if busy != 0 {
+			return fmt.Errorf("compliance: checkpoint blocked by readers")
+		}
+		return nil
+	}
+	for _, table := range []string{"agent_states", "profiles", "profile_handles", "export_packages"} {
+		if _, err := s.DB.ExecContext(ctx, "VACUUM "+table); err != nil {
+			return fmt.Errorf("compliance: vacuum: %w", err)
+		}
+	}
+	return nil
+}
+
+// Certify completes the erasure: it writes the certificate as a "erasure.certificate"
+// compliance receipt (in the same transaction as the status change), clears the conversation
+// id it held, and returns the certificate with its chain position. Certifying a completed
+// erasure returns its certificate unchanged.
+func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate, error) {
+	var cert Certificate
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		row, err := s.loadErasure(ctx, tx, spaceID, id)
+		if err != nil {
+			return err
+		}
+		if row.Status == StatusCompleted {
+			return json.Unmarshal([]byte(row.Certificate), &cert)
+		}
+		items := itemSet{}
+		_ = json.Unmarshal([]byte(row.Items), &items)
+		kinds := make([]string, 0, len(items))
+		for k := range items {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		now := s.now()
+		cert = Certificate{
+			ErasureID: row.ID, SpaceID: spaceID, TargetKind: row.TargetKind, RequestedBy: row.RequestedBy,
+			StartedAt: row.CreatedAt.UTC(), EndedAt: now, Items: []Item{}, NotCovered: []string{},
+		}
+		for _, k := range kinds {
+			cert.Items = append(cert.Items, *items[k])
+			cert.Total += items[k].Count
+		}
+		cert.NothingFound = cert.Total == 0
+		if s.Turns == nil {
+			cert.NotCovered = append(cert.NotCovered, KindIdentityLink, KindTurn)
+		}
+		var detail map[string]any
+		_ = json.Unmarshal([]byte(mustJSON(cert)), &detail)
+		rc, err := receipts.Append(ctx, tx, spaceID, receipts.Entry{
+			Kind: receipts.KindCompliance, Action: "erasure.certificate", ActorKey: row.RequestedBy,
+			ObjectIDs: []string{row.ID}, Detail: detail,
+		}, now)
+		if err != nil {
+			return err
+		}
+		cert.Receipt = &ChainPosition{ReceiptID: rc.ID, Seq: rc.Seq, PrevHash: rc.PrevHash, Hash: rc.Hash}
+		_, err = tx.NewUpdate().Model((*models.Erasure)(nil)).
+			Set("status = ?", StatusCompleted).Set("ended_at = ?", now).Set("certificate = ?", mustJSON(cert)).
+			Set("target_ref = ''").Where("id = ?", id).Exec(ctx)
+		return err
+	})
+	return cert, err
+}
+
+// FailErasure marks a running erasure failed with a short reason code (never personal data)
+// and an "erasure.fail" receipt. What was erased so far stays erased; a new request finishes
+// the rest.
+func (s *Service) FailErasure(ctx context.Context, spaceID, id, reason string) error {
+	return s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		row, err := s.loadErasure(ctx, tx, spaceID, id)
+		if err != nil {
+			return err
+		}
+		if row.Status != StatusRunning {
+			return nil
+		}
+		now := s.now()
+		if _, err := tx.NewUpdate().Model((*models.Erasure)(nil)).Set("status = ?", StatusFailed).
+			Set("failure = ?", reason).Set("ended_at = ?", now).Set("target_ref = ''").Where("id = ?", id).Exec(ctx); err != nil {
+			return fmt.Errorf("compliance: fail erasure: %w", err)
+		}
+		_, err = receipts.Append(ctx, tx, spaceID, receipts.Entry{
+			Kind: receipts.KindCompliance, Action: "erasure.fail", ActorKey: row.RequestedBy,
+			ObjectIDs: []string{row.ID}, Detail: map[string]any{"reason": reason},
+		}, now)
+		return err
+	})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,130 @@
+package compliance
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/uptrace/bun"
+
+	"agentmemory/internal/fault"
+	"agentmemory/internal/receipts"
+	"agentmemory/models"
+)
+
+// Sweep phases, run in this order by RetentionSweepWorkflow (WM-12, MS-3).
+const (
+	PhaseStates  = "states"  // whole states past retention.state
+	PhaseFields  = "fields"  // expired fields inside live states
+	PhaseTurns   = "turns"   // turns past their retention (TurnSweeper)
+	PhaseExports = "exports" // expired data packages
+)
+
+// SweepPhases lists the phases in order.
+var SweepPhases = []string{PhaseStates, PhaseFields, PhaseTurns, PhaseExports}
+
+// SweepOutcome is what one batch did: how many items it removed, the cursor of the next
+// batch of the same phase, and whether the phase is done.
+type SweepOutcome struct {
+	Removed int
+	Cursor  string
+	Done    bool
+}
+
+// SweepBatch runs one batch of phase over spaceID (every space when empty) at the service's
+// clock, in UTC: it removes at most limit items (fields: examines at most limit states after
+// cursor) and, in the same transaction, leaves one "retention.sweep" compliance receipt per
+// space it removed something from (counts only). Reads never serve expired data even before
+// a sweep; the sweep only removes it from storage. An unknown phase is fault.Invalid.
+func (s *Service) SweepBatch(ctx context.Context, spaceID, phase, cursor string, limit int) (SweepOutcome, error) {
+	if limit <= 0 {
+		limit = 500
+	}
+	now := s.now()
+	var out SweepOutcome
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		out = SweepOutcome{}
+		perSpace := map[string]int{}
+		switch phase {
+		case PhaseStates:
+			res, err := s.State.DeleteExpired(ctx, tx, spaceID, limit, now)
+			if err != nil {
+				return err
+			}
+			perSpace, out.Done = res.States, res.Done
+		case PhaseFields:
+			res, err := s.State.SweepFields(ctx, tx, spaceID, cursor, limit, now)
+			if err != nil {
+				return err
+			}
+			perSpace, out.Done, out.Cursor = res.Fields, res.Done, res.Last
+		case PhaseTurns:
+			if s.TurnSweeps == nil {
+				out.Done = true
+				return nil
+			}
+			counts, done, err := s.TurnSweeps.SweepTurns(ctx, tx, spaceID, now, limit)
+			if err != nil {
+				return err
+			}
+			perSpace, out.Done = counts, done
+		case PhaseExports:
+			var rows []models.ExportPackage
+			q := tx.NewSelect().Model(&rows).Column("id", "space_id").Where("expires_at <= ?", now).Order("id ASC").Limit(int64(limit))
+			if spaceID != "" {
+				q = q.Where("space_id = ?", spaceID)
+			}
+			if err := q.Scan(ctx); err != nil {
+				return fmt.Errorf("compliance: sweep exports: %w", err)
+			}
+			out.Done = len(rows) < limit
+			for _, r := range rows {
+				if _, err := tx.NewDelete().Model((*models.ExportPackage)(nil)).Where("id = ?", r.ID).Exec(ctx); err != nil {
+					return fmt.Errorf("compliance: sweep exports: %w", err)
+				}
+				perSpace[r.SpaceID]++
+			}
+		default:
+			return fault.New(fault.Invalid, "invalid_phase", "unknown sweep phase %q", phase)
+		}
+		spaceIDs := make([]string, 0, len(perSpace))
+		for sp, n := range perSpace {
+			if n > 0 {
+				spaceIDs = append(spaceIDs, sp)
+			}
+		}
+		sort.Strings(spaceIDs)
+		for _, sp := range spaceIDs {
+			out.Removed += perSpace[sp]
+			if _, err := receipts.Append(ctx, tx, sp, receipts.Entry{
+				Kind: receipts.KindCompliance, Action: "retention.sweep", ActorKey: "system",
+				Detail: map[string]any{"phase": phase, "removed": perSpace[sp]},
+			}, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// EraseNotes erases every note (all versions) and proposal of source in the space through the
+// NoteEraser (AM-12) and leaves a "notes.erase" admin receipt with the counts. Subject erasure
+// never calls it. Without a NoteEraser it is fault.Unavailable "notes_not_wired".
+func (s *Service) EraseNotes(ctx context.Context, spaceID, sourceID, actorKey string) (NoteCounts, error) {
+	if s.Notes == nil {
+		return NoteCounts{}, fault.New(fault.Unavailable, "notes_not_wired", "agent notes are not available in this build")
+	}
+	counts, err := s.Notes.EraseSource(ctx, spaceID, sourceID)
+	if err != nil {
+		return NoteCounts{}, err
+	}
+	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		_, err := receipts.Append(ctx, tx, spaceID, receipts.Entry{
+			Kind: receipts.KindAdmin, Action: "notes.erase", ActorKey: actorKey, ObjectIDs: []string{sourceID},
+			Detail: map[string]any{"notes": counts.Notes, "proposals": counts.Proposals},
+		}, s.now())
+		return err
+	})
+	return counts, err
+}

@@ -1,0 +1,49 @@
+package models
+
+import (
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Erasure is one erasure request (GOV-2, WM-13): its target as a keyed hash (never the
+// handle), what it resolved to, what it erased so far (Items, JSON kind -> {count, hashed
+// ids}) and, once completed, its certificate (JSON). TargetRef holds a conversation id while
+// a conversation erasure runs and is cleared when it ends.
+type Erasure struct {
+	bun.BaseModel `bun:"table:erasures"`
+
+	ID          string     `bun:"id,pk"`
+	SpaceID     string     `bun:"space_id"`
+	TargetKind  string     `bun:"target_kind"`
+	TargetHash  string     `bun:"target_hash"`
+	TargetRef   string     `bun:"target_ref"`
+	ScopeHashes string     `bun:"scope_hashes"`
+	ProfileIDs  string     `bun:"profile_ids"`
+	Resolved    bool       `bun:"resolved"`
+	Items       string     `bun:"items"`
+	Status      string     `bun:"status"`
+	RequestedBy string     `bun:"requested_by"`
+	Certificate string     `bun:"certificate"`
+	Failure     string     `bun:"failure"`
+	CreatedAt   time.Time  `bun:"created_at"`
+	EndedAt     *time.Time `bun:"ended_at"`
+}
+
+// ExportPackage is a subject's data package (GOV-3): Package is the JSON package sealed under
+// the subject's key; it expires at ExpiresAt and is erased with the subject.
+type ExportPackage struct {
+	bun.BaseModel `bun:"table:export_packages"`
+
+	ID          string     `bun:"id,pk"`
+	SpaceID     string     `bun:"space_id"`
+	SubjectHash string     `bun:"subject_hash"`
+	Status      string     `bun:"status"`
+	RequestedBy string     `bun:"requested_by"`
+	Package     []byte     `bun:"package"`
+	Counts      string     `bun:"counts"`
+	Failure     string     `bun:"failure"`
+	CreatedAt   time.Time  `bun:"created_at"`
+	CompletedAt *time.Time `bun:"completed_at"`
+	ExpiresAt   time.Time  `bun:"expires_at"`
+}

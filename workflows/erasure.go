@@ -1,0 +1,97 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"agentmemory/activities"
+)
+
+// ErasureInput names the erasure to run; the target itself stays in the database (as a keyed
+// hash), never in the history.
+type ErasureInput struct {
+	SpaceID   string
+	ErasureID string
+}
+
+// ErasureResult is where the certificate's receipt sits and how many items were erased.
+type ErasureResult struct {
+	ReceiptID    string
+	Seq          int64
+	Total        int
+	NothingFound bool
+}
+
+// complianceActivityOptions: each step may take two minutes and is retried with backoff up to
+// ten times (steps are idempotent: a retry finds nothing it already erased).
+func complianceActivityOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 10,
+		},
+	})
+}
+
+// ErasureWorkflow erases a subject or a conversation (WM-13, GOV-2, MS-4): it resolves the
+// scope, deletes states, turns and identity links, data packages and profiles, destroys the
+// subject's keys, purges caches, checkpoints the database, and completes with the
+// certificate receipt. It waits on nothing but its activities (2 min each, 10 attempts); it
+// takes no signals. A step that still fails marks the erasure failed (what was erased stays
+// erased; a new request finishes the rest) and fails the workflow.
+func ErasureWorkflow(ctx workflow.Context, in ErasureInput) (ErasureResult, error) {
+	var a *activities.ComplianceActivities
+	ctx = complianceActivityOptions(ctx)
+	ref := activities.ErasureRef{SpaceID: in.SpaceID, ErasureID: in.ErasureID}
+	steps := []struct {
+		name string
+		fn   any
+	}{
+		{"resolve", a.ResolveErasure},
+		{"states", a.EraseSubjectStates},
+		{"turns", a.EraseSubjectTurns},
+		{"exports", a.EraseSubjectExports},
+		{"profiles", a.EraseSubjectProfiles},
+		{"keys", a.DestroySubjectKeys},
+		{"caches", a.PurgeSubjectCaches},
+		{"checkpoint", a.CheckpointStore},
+	}
+	for _, st := range steps {
+		if err := workflow.ExecuteActivity(ctx, st.fn, ref).Get(ctx, nil); err != nil {
+			return ErasureResult{}, failErasure(ctx, in, "step_failed:"+st.name, err)
+		}
+	}
+	var c activities.CertificateResult
+	if err := workflow.ExecuteActivity(ctx, a.CertifyErasure, ref).Get(ctx, &c); err != nil {
+		return ErasureResult{}, failErasure(ctx, in, "step_failed:certify", err)
+	}
+	return ErasureResult{ReceiptID: c.ReceiptID, Seq: c.Seq, Total: c.Total, NothingFound: c.NothingFound}, nil
+}
+
+func failErasure(ctx workflow.Context, in ErasureInput, reason string, cause error) error {
+	var a *activities.ComplianceActivities
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	_ = workflow.ExecuteActivity(dctx, a.FailErasure, activities.FailRef{SpaceID: in.SpaceID, ID: in.ErasureID, Reason: reason}).Get(dctx, nil)
+	return cause
+}
+
+// NoteErasureInput names the agent (source) whose notes and proposals are erased, and who
+// asked (a key id).
+type NoteErasureInput struct {
+	SpaceID  string
+	SourceID string
+	ActorKey string
+}
+
+// NoteErasureWorkflow erases every note (all versions) and proposal of one agent through the
+// notes package, with an admin receipt (AM-12). One activity, 2 min, 10 attempts; no signals.
+func NoteErasureWorkflow(ctx workflow.Context, in NoteErasureInput) (activities.NoteErasureResult, error) {
+	var a *activities.ComplianceActivities
+	ctx = complianceActivityOptions(ctx)
+	var out activities.NoteErasureResult
+	err := workflow.ExecuteActivity(ctx, a.EraseSourceNotes, activities.NoteErasureInput(in)).Get(ctx, &out)
+	return out, err
+}

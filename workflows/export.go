@@ -1,0 +1,29 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"agentmemory/activities"
+)
+
+// ExportInput names the export to build; the subject stays in the database as a keyed hash.
+type ExportInput struct {
+	SpaceID  string
+	ExportID string
+}
+
+// ExportWorkflow builds a subject's data package (GOV-3, WM-13) in one activity (2 min, 10
+// attempts) that seals it under the subject's key; on failure it marks the export failed.
+// No signals, no timers: the package's expiry is enforced on read and by the sweep.
+func ExportWorkflow(ctx workflow.Context, in ExportInput) (activities.ExportResult, error) {
+	var a *activities.ComplianceActivities
+	ctx = complianceActivityOptions(ctx)
+	var out activities.ExportResult
+	if err := workflow.ExecuteActivity(ctx, a.BuildExport, activities.ExportRef(in)).Get(ctx, &out); err != nil {
+		dctx, cancel := workflow.NewDisconnectedContext(ctx)
+		defer cancel()
+		_ = workflow.ExecuteActivity(dctx, a.FailExport, activities.FailRef{SpaceID: in.SpaceID, ID: in.ExportID, Reason: "build_failed"}).Get(dctx, nil)
+		return out, err
+	}
+	return out, nil
+}

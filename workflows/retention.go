@@ -1,0 +1,89 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"agentmemory/activities"
+)
+
+// Sweep phases in order (mirrors compliance.SweepPhases; workflows do not import internal).
+var sweepPhases = []string{"states", "fields", "turns", "exports"}
+
+// SweepTotals counts what a sweep removed so far, by phase.
+type SweepTotals struct {
+	States  int
+	Fields  int
+	Turns   int
+	Exports int
+}
+
+// RetentionSweepInput configures a sweep. SpaceID limits it to one space (empty: every
+// space, as the schedule runs it). BatchSize and MaxBatches default to DefaultSweepBatch and
+// DefaultSweepMaxBatches. Phase, Cursor and Totals carry progress across continue-as-new.
+type RetentionSweepInput struct {
+	SpaceID    string
+	BatchSize  int
+	MaxBatches int
+	Phase      string
+	Cursor     string
+	Totals     SweepTotals
+}
+
+// RetentionSweepWorkflow removes expired data (WM-12, MS-3): whole states past retention,
+// expired fields, turns past retention and expired data packages, in batches of one activity
+// each (2 min, 10 attempts). After MaxBatches batches (or when Temporal suggests it) it
+// continues as new with its progress, so a sweep of millions of rows keeps a small history.
+// No signals or timers. Expiry is computed by the activities in UTC.
+func RetentionSweepWorkflow(ctx workflow.Context, in RetentionSweepInput) (SweepTotals, error) {
+	var a *activities.ComplianceActivities
+	ctx = complianceActivityOptions(ctx)
+	if in.BatchSize <= 0 {
+		in.BatchSize = DefaultSweepBatch
+	}
+	if in.MaxBatches <= 0 {
+		in.MaxBatches = DefaultSweepMaxBatches
+	}
+	if in.Phase == "" {
+		in.Phase = sweepPhases[0]
+	}
+	for batches := 0; ; batches++ {
+		if batches >= in.MaxBatches || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			return SweepTotals{}, workflow.NewContinueAsNewError(ctx, RetentionSweepWorkflow, in)
+		}
+		var out activities.SweepBatchResult
+		err := workflow.ExecuteActivity(ctx, a.SweepRetentionBatch, activities.SweepBatchInput{
+			SpaceID: in.SpaceID, Phase: in.Phase, Cursor: in.Cursor, Limit: in.BatchSize,
+		}).Get(ctx, &out)
+		if err != nil {
+			return in.Totals, err
+		}
+		switch in.Phase {
+		case "states":
+			in.Totals.States += out.Removed
+		case "fields":
+			in.Totals.Fields += out.Removed
+		case "turns":
+			in.Totals.Turns += out.Removed
+		case "exports":
+			in.Totals.Exports += out.Removed
+		}
+		if !out.Done {
+			in.Cursor = out.Cursor
+			continue
+		}
+		next := nextPhase(in.Phase)
+		if next == "" {
+			return in.Totals, nil
+		}
+		in.Phase, in.Cursor = next, ""
+	}
+}
+
+func nextPhase(p string) string {
+	for i, x := range sweepPhases {
+		if x == p && i+1 < len(sweepPhases) {
+			return sweepPhases[i+1]
+		}
+	}
+	return ""
+}
