@@ -22,6 +22,10 @@ func (s *Server) routes() {
 	v1.PUT("/agent-state", s.writeState)
 	v1.POST("/agent-state/read", s.readState)
 
+	// Turns and identity links (AM-9).
+	v1.POST("/turns", s.writeTurns)
+	v1.POST("/identity-links", s.linkIdentity)
+
 	// Receipts (GOV-1).
 	v1.GET("/receipts", s.listReceipts)
 	v1.GET("/receipts/verify", s.verifyReceipts)

@@ -21,6 +21,7 @@ import (
 	"agentmemory/internal/state"
 	"agentmemory/internal/strictjson"
 	"agentmemory/internal/subjects"
+	"agentmemory/internal/turns"
 )
 
 // Deps are what the API needs; cmd/agentmemory wires them.
@@ -30,6 +31,7 @@ type Deps struct {
 	State        *state.Service
 	Subjects     *subjects.Service
 	Docs         spaces.Documents
+	Turns        *turns.Service
 	MaxBodyBytes int64
 	Now          func() time.Time
 }

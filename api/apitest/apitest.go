@@ -24,6 +24,7 @@ import (
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
 	"agentmemory/internal/subjects"
+	"agentmemory/internal/turns"
 )
 
 // Env is one API over one database, with a space and its admin key (every person role).
@@ -62,6 +63,7 @@ func New(t testing.TB, engine string, opts ...func(*api.Deps)) *Env {
 	subj := &subjects.Service{DB: d, Docs: docs, Hasher: hasher, Keys: ks, Now: time.Now}
 	st := &state.Service{DB: d, Docs: docs, Hasher: hasher, Masker: subj, Canonical: subj.Canonical, Now: time.Now}
 	deps := api.Deps{DB: d, State: st, Subjects: subj, Docs: docs, Now: time.Now, MaxBodyBytes: 1 << 20}
+	deps.Turns = &turns.Service{DB: d, Subjects: subj, Hasher: hasher, Keys: ks, Now: time.Now}
 	for _, o := range opts {
 		o(&deps)
 	}
