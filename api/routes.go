@@ -26,6 +26,9 @@ func (s *Server) routes() {
 	v1.POST("/turns", s.writeTurns)
 	v1.POST("/identity-links", s.linkIdentity)
 
+	// Distillation (AM-9); approve/reject live with the proposals.
+	v1.POST("/agent-memory/distill", s.distill)
+
 	// Receipts (GOV-1).
 	v1.GET("/receipts", s.listReceipts)
 	v1.GET("/receipts/verify", s.verifyReceipts)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"go.temporal.io/sdk/client"
 
 	"agentmemory/api"
 	"agentmemory/internal/config"
@@ -121,9 +122,10 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 
 func (a *app) close() { a.db.Close() }
 
-func (a *app) apiServer() *api.Server {
+func (a *app) apiServer(tc client.Client) *api.Server {
 	return api.NewServer(api.Deps{
 		DB: a.db, Logger: a.log, State: a.state, Subjects: a.subjects, Docs: a.docs, Turns: a.turns,
+		Workflows: tc, TaskQueue: a.cfg.TaskQueue,
 		MaxBodyBytes: a.cfg.MaxBodyBytes, Now: time.Now,
 	})
 }

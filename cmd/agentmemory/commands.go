@@ -285,8 +285,8 @@ func freePort() (int, error) {
 }
 
 // serveHTTP serves the API on addr until ctx ends, then drains requests.
-func (a *app) serveHTTP(ctx context.Context, addr string, _ client.Client) error {
-	srv := a.apiServer().HTTPServer(addr)
+func (a *app) serveHTTP(ctx context.Context, addr string, tc client.Client) error {
+	srv := a.apiServer(tc).HTTPServer(addr)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err

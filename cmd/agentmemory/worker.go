@@ -1,14 +1,36 @@
 package main
 
 import (
+	"time"
+
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
+
+	"agentmemory/activities"
+	"agentmemory/internal/llm"
+	"agentmemory/worker"
 )
+
+// defaultOllamaHost is used when OLLAMA_HOST is empty: distillations wait (durably) while
+// nothing answers there.
+const defaultOllamaHost = "http://127.0.0.1:11434"
 
 // startWorker starts the Temporal worker with every workflow and activity.
 func (a *app) startWorker(c client.Client) (sdkworker.Worker, error) {
-	w := sdkworker.New(c, a.cfg.TaskQueue, sdkworker.Options{})
+	host := a.cfg.OllamaHost
+	if host == "" {
+		host = defaultOllamaHost
+	}
+	model, err := llm.New(llm.Config{Host: host, Model: a.cfg.OllamaModel, DetectorModel: a.cfg.DetectorModel})
+	if err != nil {
+		return nil, err
+	}
+	acts := &activities.Activities{
+		Turns: a.turns, Model: model, Now: time.Now,
+		// Proposals and Gate come from internal/notes (the notes branch) when it is merged.
+	}
+	w := worker.New(c, a.cfg.TaskQueue, acts)
 	if err := w.Start(); err != nil {
 		return nil, err
 	}

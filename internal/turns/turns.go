@@ -76,8 +76,9 @@ type Scope struct {
 	TaskID         string `json:"task_id,omitempty"`
 }
 
-// kindID returns ("conversation"|"task", id) or a fault.Invalid.
-func (s Scope) kindID() (string, string, error) {
+// KindID returns ("conversation"|"task", id), or a fault.Invalid naming the member when not
+// exactly one id is given or the id is malformed.
+func (s Scope) KindID() (string, string, error) {
 	switch {
 	case s.ConversationID != "" && s.TaskID != "":
 		return "", "", fault.New(fault.Invalid, "invalid_member", "give conversation_id or task_id, not both").With("member", "task_id")
@@ -201,7 +202,7 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, in []Input, batch
 }
 
 func (s *Service) prepare(ctx context.Context, p auth.Principal, t Input, now time.Time) (prepared, error) {
-	kind, id, err := t.Scope.kindID()
+	kind, id, err := t.Scope.KindID()
 	if err != nil {
 		return prepared{}, err
 	}
@@ -295,7 +296,7 @@ func (s *Service) Link(ctx context.Context, p auth.Principal, req LinkRequest) (
 	if err := authorize(p); err != nil {
 		return LinkResult{}, err
 	}
-	kind, id, err := req.Scope.kindID()
+	kind, id, err := req.Scope.KindID()
 	if err != nil {
 		return LinkResult{}, err
 	}
