@@ -88,4 +88,3 @@ func waitStatus(t *testing.T, e *apitest.Env, id, want string) map[string]any {
 		}
 	}
 }
-

@@ -212,4 +212,3 @@ func TestDistillCustomDeadline(t *testing.T) {
 	st := e.result(t, workflows.DistillInput{ProposalID: pid, ApprovalDeadline: time.Hour})
 	require.Equal(t, workflows.Status{Status: workflows.StatusExpired}, st)
 }
-
