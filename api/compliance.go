@@ -16,11 +16,6 @@ import (
 	"agentmemory/workflows"
 )
 
-// Workflows starts Temporal workflows: the subset of client.Client the API needs.
-type Workflows interface {
-	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
-}
-
 // start runs workflow with id on the worker's task queue; without a Temporal client it is
 // fault.Unavailable.
 func (s *Server) start(ctx context.Context, id string, workflow any, arg any) error {

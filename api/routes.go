@@ -22,6 +22,13 @@ func (s *Server) routes() {
 	v1.PUT("/agent-state", s.writeState)
 	v1.POST("/agent-state/read", s.readState)
 
+	// Turns and identity links (AM-9).
+	v1.POST("/turns", s.writeTurns)
+	v1.POST("/identity-links", s.linkIdentity)
+
+	// Distillation (AM-9); approve/reject live with the proposals.
+	v1.POST("/agent-memory/distill", s.distill)
+
 	// Compliance (GOV-2, GOV-3, WM-12, WM-13): workflows started here. The agent-note erasure
 	// handler (DELETE /agent-memory/notes, s.eraseAgentNotes) is wired with the notes package.
 	v1.POST("/erasures", s.createErasure)

@@ -22,21 +22,29 @@ import (
 	"agentmemory/internal/state"
 	"agentmemory/internal/strictjson"
 	"agentmemory/internal/subjects"
+	"agentmemory/internal/turns"
+	"agentmemory/workflows"
 )
 
 // Deps are what the API needs; cmd/agentmemory wires them.
 type Deps struct {
-	DB           *bun.DB
-	Logger       *slog.Logger
-	State        *state.Service
-	Subjects     *subjects.Service
-	Docs         spaces.Documents
-	MaxBodyBytes int64
-	Now          func() time.Time
-	// Workflows starts Temporal workflows; TaskQueue is the worker's queue.
+	DB       *bun.DB
+	Logger   *slog.Logger
+	State    *state.Service
+	Subjects *subjects.Service
+	Docs     spaces.Documents
+	Turns    *turns.Service
+	// Workflows starts and signals Temporal workflows (nil: distillation answers 503).
 	Workflows Workflows
+	// Proposals creates distillation proposals (internal/notes; nil: distillation answers 503).
+	Proposals DistillProposals
+	// TaskQueue is the Temporal task queue of the worker (default workflows.DefaultTaskQueue).
 	TaskQueue string
-	// Compliance runs erasures, exports and sweeps (issue 5).
+	// ApprovalDeadline is how long a distilled proposal waits for approval (0: 14 days).
+	ApprovalDeadline time.Duration
+	MaxBodyBytes     int64
+	Now              func() time.Time
+	// Compliance runs erasures, exports and sweeps.
 	Compliance *compliance.Service
 }
 
@@ -57,6 +65,9 @@ func NewServer(d Deps) *Server {
 	gin.SetMode(gin.ReleaseMode)
 	if d.Now == nil {
 		d.Now = time.Now
+	}
+	if d.TaskQueue == "" {
+		d.TaskQueue = workflows.DefaultTaskQueue
 	}
 	if d.MaxBodyBytes == 0 {
 		d.MaxBodyBytes = 1 << 20

@@ -25,6 +25,7 @@ import (
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
 	"agentmemory/internal/subjects"
+	"agentmemory/internal/turns"
 )
 
 // Env is one API over one database, with a space and its admin key (every person role).
@@ -64,6 +65,7 @@ func New(t testing.TB, engine string, opts ...func(*api.Deps)) *Env {
 	st := &state.Service{DB: d, Docs: docs, Hasher: hasher, Masker: subj, Canonical: subj.Canonical, Now: time.Now, Keys: ks}
 	comp := &compliance.Service{DB: d, Docs: docs, Hasher: hasher, Keys: ks, Subjects: subj, State: st, Now: time.Now}
 	deps := api.Deps{DB: d, State: st, Subjects: subj, Docs: docs, Now: time.Now, MaxBodyBytes: 1 << 20, Compliance: comp}
+	deps.Turns = &turns.Service{DB: d, Subjects: subj, Hasher: hasher, Keys: ks, Now: time.Now}
 	for _, o := range opts {
 		o(&deps)
 	}

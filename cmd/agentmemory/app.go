@@ -24,6 +24,7 @@ import (
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
 	"agentmemory/internal/subjects"
+	"agentmemory/internal/turns"
 )
 
 // app holds the wired domain services shared by serve, worker and dev.
@@ -38,6 +39,7 @@ type app struct {
 	state    *state.Service
 	// compliance runs erasures, exports and retention sweeps.
 	compliance *compliance.Service
+	turns      *turns.Service
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
@@ -115,6 +117,7 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 	}
 	a := &app{cfg: cfg, log: log, db: d, hasher: hasher, keys: ks, docs: spaces.Documents{DB: d}}
 	a.subjects = &subjects.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Now: time.Now}
+	a.turns = &turns.Service{DB: d, Subjects: a.subjects, Hasher: hasher, Keys: ks, Now: time.Now}
 	a.state = &state.Service{DB: d, Docs: a.docs, Hasher: hasher, Masker: a.subjects, Canonical: a.subjects.Canonical, Now: time.Now, Keys: ks}
 	a.compliance = &compliance.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Subjects: a.subjects, State: a.state, Now: time.Now}
 	return a, nil
@@ -122,10 +125,11 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 
 func (a *app) close() { a.db.Close() }
 
+// apiServer builds the API; wf starts and signals workflows (nil: those calls answer 503).
 func (a *app) apiServer(wf api.Workflows) *api.Server {
 	return api.NewServer(api.Deps{
-		DB: a.db, Logger: a.log, State: a.state, Subjects: a.subjects, Docs: a.docs,
-		MaxBodyBytes: a.cfg.MaxBodyBytes, Now: time.Now,
+		DB: a.db, Logger: a.log, State: a.state, Subjects: a.subjects, Docs: a.docs, Turns: a.turns,
 		Workflows: wf, TaskQueue: a.cfg.TaskQueue, Compliance: a.compliance,
+		MaxBodyBytes: a.cfg.MaxBodyBytes, Now: time.Now,
 	})
 }

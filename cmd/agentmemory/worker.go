@@ -2,22 +2,39 @@ package main
 
 import (
 	"context"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"agentmemory/activities"
+	"agentmemory/internal/llm"
 	"agentmemory/worker"
 )
 
+// defaultOllamaHost is used when OLLAMA_HOST is empty: distillations wait (durably) while
+// nothing answers there.
+const defaultOllamaHost = "http://127.0.0.1:11434"
+
 // startWorker starts the Temporal worker with every workflow and activity.
 func (a *app) startWorker(c client.Client) (sdkworker.Worker, error) {
-	w := sdkworker.New(c, a.cfg.TaskQueue, sdkworker.Options{})
-	worker.RegisterCompliance(w, &activities.ComplianceActivities{Compliance: a.compliance})
 	if err := worker.EnsureRetentionSchedule(context.Background(), c, a.cfg.TaskQueue, a.cfg.SweepEvery); err != nil {
 		return nil, err
 	}
+	host := a.cfg.OllamaHost
+	if host == "" {
+		host = defaultOllamaHost
+	}
+	model, err := llm.New(llm.Config{Host: host, Model: a.cfg.OllamaModel, DetectorModel: a.cfg.DetectorModel})
+	if err != nil {
+		return nil, err
+	}
+	acts := &activities.Activities{
+		Turns: a.turns, Model: model, Now: time.Now,
+		// Proposals and Gate come from internal/notes (the notes branch) when it is merged.
+	}
+	w := worker.New(c, a.cfg.TaskQueue, acts, &activities.ComplianceActivities{Compliance: a.compliance})
 	if err := w.Start(); err != nil {
 		return nil, err
 	}

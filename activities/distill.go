@@ -1,0 +1,287 @@
+// Package activities holds the side effects of the Temporal workflows: thin methods over the
+// domain packages, the model client and the notes store. Their inputs and results are small
+// id structs: no note text, turn text or personal data ever enters Temporal's history, which
+// erasure cannot reach; each activity loads and writes the data itself.
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"agentmemory/internal/llm"
+	"agentmemory/internal/turns"
+)
+
+// Failure reasons of a distillation (AM-9), recorded on the proposal.
+const (
+	ReasonNoTurns          = "no_turns"
+	ReasonUnconfirmedLink  = "unconfirmed_link"
+	ReasonModelError       = "model_error"
+	ReasonNothingToPropose = "nothing_to_propose"
+	ReasonPersonalData     = "personal_data"
+)
+
+// Outcomes of Draft besides the failure reasons.
+const (
+	// OutcomePending: the proposed note passed the gate and the proposal is pending.
+	OutcomePending = "pending"
+)
+
+// Error types of Draft's application errors (Temporal retries by these).
+const (
+	// ErrTypeModelUnavailable: the model server did not answer; retried until the workflow's
+	// model wait runs out.
+	ErrTypeModelUnavailable = "ModelUnavailable"
+	// ErrTypeBadAnswer: the model's answer was unusable; retried up to MaxBadAnswers attempts.
+	ErrTypeBadAnswer = "BadModelAnswer"
+	// ErrTypeModelError: the model kept answering badly; final (not retried).
+	ErrTypeModelError = "ModelError"
+)
+
+// Last-error codes a drafting proposal shows while the workflow retries.
+const (
+	LastErrorModelUnreachable = "model_unreachable"
+	LastErrorBadAnswer        = "model_bad_answer"
+)
+
+// Distillation is what a proposal distils: its space and the conversation or task it reads.
+type Distillation struct {
+	SpaceID string
+	Scope   turns.Scope
+}
+
+// ProposedNote is the note the model proposed, in the fixed schema of AM-1.
+type ProposedNote struct {
+	Kind  string
+	Title string
+	Body  string
+	Tags  []string
+}
+
+// ApproveOutcome is what ProposalStore.Approve did: NoteID of the written (or, for a repeated
+// approve, already written) note; or the kinds of personal data that made the gate refuse
+// the approval's edits (the proposal then stays pending).
+type ApproveOutcome struct {
+	NoteID       string
+	RefusedKinds []string
+}
+
+// ProposalStore is what distillation needs from the notes side; internal/notes implements
+// it. Every method is idempotent (an activity may run more than once) and takes the
+// proposal's id only; the store knows the space.
+type ProposalStore interface {
+	// Distillation returns the proposal's space and evidence (conversation or task id).
+	Distillation(ctx context.Context, proposalID string) (Distillation, error)
+	// SetLastError records why a drafting proposal is still drafting (a code such as
+	// model_unreachable, never a message from outside).
+	SetLastError(ctx context.Context, proposalID, code string) error
+	// MarkPending stores the proposed note and moves the proposal from drafting to pending,
+	// clearing its last error.
+	MarkPending(ctx context.Context, proposalID string, note ProposedNote) error
+	// MarkFailed moves the proposal to failed with reason and, for personal_data, the kinds
+	// found (never the values).
+	MarkFailed(ctx context.Context, proposalID, reason string, kinds []string) error
+	// Approve writes the note (origin distilled, evidence the proposal's conversation or task)
+	// from the proposal, with the edits the API stored under editsID ("" for none) passed
+	// through the gate again, in one transaction with its receipt; the proposal becomes
+	// approved. Refused edits leave it pending (RefusedKinds set). Approving an approved
+	// proposal returns its note and changes nothing.
+	Approve(ctx context.Context, proposalID, editsID, byKeyID string) (ApproveOutcome, error)
+	// Reject moves a pending proposal to rejected, with a receipt.
+	Reject(ctx context.Context, proposalID, byKeyID string) error
+	// Expire moves a pending proposal to expired.
+	Expire(ctx context.Context, proposalID string) error
+}
+
+// Gate is the personal-data gate (AM-6): Check returns the kinds of personal data found in
+// text (none: it passes). An error means the gate could not decide; the caller retries.
+type Gate interface {
+	Check(ctx context.Context, spaceID, text string) ([]string, error)
+}
+
+// Model distils a note from masked turns (internal/llm.Client).
+type Model interface {
+	Distill(ctx context.Context, turns []llm.Turn) (llm.Proposal, bool, error)
+}
+
+// TurnReader reads a conversation's masked turns and identity links (internal/turns.Service).
+type TurnReader interface {
+	Recent(ctx context.Context, spaceID, kind, id string, since time.Time) ([]turns.Stored, error)
+	LinkStatus(ctx context.Context, spaceID, kind, id string) (turns.Links, error)
+}
+
+// Activities holds the dependencies of every activity. Workflows call its methods through a
+// nil *Activities; the worker registers a wired one.
+type Activities struct {
+	Turns     TurnReader
+	Model     Model
+	Proposals ProposalStore
+	Gate      Gate
+	// Now is the clock of the 90-day window; nil means time.Now.
+	Now func() time.Time
+	// MaxBadAnswers is the attempt after which an unusable model answer is final
+	// (model_error); 0 means 3.
+	MaxBadAnswers int32
+}
+
+// ProposalRef names a proposal: the only thing most activities take.
+type ProposalRef struct {
+	ProposalID string
+}
+
+// CheckResult is CheckTurns' answer: Turns counted in the window, and Reason set
+// (no_turns, unconfirmed_link) when the distillation must stop.
+type CheckResult struct {
+	Turns  int
+	Reason string
+}
+
+// DraftResult is Draft's answer: Outcome is pending, nothing_to_propose or personal_data
+// (then Kinds lists the kinds found, never the values).
+type DraftResult struct {
+	Outcome string
+	Kinds   []string
+}
+
+// FailInput asks to end a proposal failed with Reason (and Kinds for personal_data).
+type FailInput struct {
+	ProposalID string
+	Reason     string
+	Kinds      []string
+}
+
+// DecisionInput is an approval or rejection: the deciding key's id and, for an approval, the
+// id under which the API stored the edits ("" for none).
+type DecisionInput struct {
+	ProposalID string
+	EditsID    string
+	ByKeyID    string
+}
+
+func (a *Activities) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// load returns the proposal's distillation and the kind and id of its scope.
+func (a *Activities) load(ctx context.Context, proposalID string) (Distillation, string, string, error) {
+	d, err := a.Proposals.Distillation(ctx, proposalID)
+	if err != nil {
+		return d, "", "", fmt.Errorf("activities: load proposal: %w", err)
+	}
+	if d.Scope.TaskID != "" {
+		return d, "task", d.Scope.TaskID, nil
+	}
+	if d.Scope.ConversationID == "" {
+		return d, "", "", temporal.NewNonRetryableApplicationError("the proposal names no conversation or task", "BadProposal", nil)
+	}
+	return d, "conversation", d.Scope.ConversationID, nil
+}
+
+// CheckTurns counts the conversation's masked turns of the last 90 days (UTC) and checks its
+// identity links: no turns gives no_turns; a conversation tied to its subject only through
+// unconfirmed links gives unconfirmed_link (the model is then never called).
+func (a *Activities) CheckTurns(ctx context.Context, in ProposalRef) (CheckResult, error) {
+	d, kind, id, err := a.load(ctx, in.ProposalID)
+	if err != nil {
+		return CheckResult{}, err
+	}
+	links, err := a.Turns.LinkStatus(ctx, d.SpaceID, kind, id)
+	if err != nil {
+		return CheckResult{}, err
+	}
+	list, err := a.Turns.Recent(ctx, d.SpaceID, kind, id, a.now().UTC().Add(-turns.Window))
+	if err != nil {
+		return CheckResult{}, err
+	}
+	res := CheckResult{Turns: len(list)}
+	switch {
+	case len(list) == 0:
+		res.Reason = ReasonNoTurns
+	case links.OnlyUnconfirmed():
+		res.Reason = ReasonUnconfirmedLink
+	}
+	return res, nil
+}
+
+// Draft asks the model for one note from the conversation's masked turns, passes it through
+// the personal-data gate and, when it passes, stores it and makes the proposal pending.
+// A model server that does not answer is a retryable ModelUnavailable error (the proposal's
+// last error says model_unreachable); an unusable answer is a retryable BadModelAnswer error
+// until attempt MaxBadAnswers, then a final ModelError.
+func (a *Activities) Draft(ctx context.Context, in ProposalRef) (DraftResult, error) {
+	d, kind, id, err := a.load(ctx, in.ProposalID)
+	if err != nil {
+		return DraftResult{}, err
+	}
+	list, err := a.Turns.Recent(ctx, d.SpaceID, kind, id, a.now().UTC().Add(-turns.Window))
+	if err != nil {
+		return DraftResult{}, err
+	}
+	if len(list) == 0 {
+		return DraftResult{Outcome: ReasonNoTurns}, nil
+	}
+	mt := make([]llm.Turn, len(list))
+	for i, t := range list {
+		mt[i] = llm.Turn{Speaker: t.Speaker, Text: t.Text}
+	}
+	p, ok, err := a.Model.Distill(ctx, mt)
+	switch {
+	case errors.Is(err, llm.ErrBadAnswer):
+		maxBad := a.MaxBadAnswers
+		if maxBad <= 0 {
+			maxBad = 3
+		}
+		if activity.GetInfo(ctx).Attempt >= maxBad {
+			return DraftResult{}, temporal.NewNonRetryableApplicationError("the model's answers were unusable", ErrTypeModelError, nil)
+		}
+		_ = a.Proposals.SetLastError(ctx, in.ProposalID, LastErrorBadAnswer)
+		return DraftResult{}, temporal.NewApplicationError("the model's answer was unusable", ErrTypeBadAnswer)
+	case err != nil:
+		_ = a.Proposals.SetLastError(ctx, in.ProposalID, LastErrorModelUnreachable)
+		return DraftResult{}, temporal.NewApplicationError("the model server did not answer", ErrTypeModelUnavailable)
+	case !ok:
+		return DraftResult{Outcome: ReasonNothingToPropose}, nil
+	}
+	kinds, err := a.Gate.Check(ctx, d.SpaceID, p.Title+"\n"+p.Body+"\n"+strings.Join(p.Tags, " "))
+	if err != nil {
+		return DraftResult{}, fmt.Errorf("activities: gate: %w", err)
+	}
+	if len(kinds) > 0 {
+		return DraftResult{Outcome: ReasonPersonalData, Kinds: kinds}, nil
+	}
+	note := ProposedNote{Kind: p.Kind, Title: p.Title, Body: p.Body, Tags: p.Tags}
+	if err := a.Proposals.MarkPending(ctx, in.ProposalID, note); err != nil {
+		return DraftResult{}, fmt.Errorf("activities: mark pending: %w", err)
+	}
+	return DraftResult{Outcome: OutcomePending}, nil
+}
+
+// Fail ends the proposal failed with the input's reason (and kinds).
+func (a *Activities) Fail(ctx context.Context, in FailInput) error {
+	return a.Proposals.MarkFailed(ctx, in.ProposalID, in.Reason, in.Kinds)
+}
+
+// Approve writes the approved note (edits gated again) and returns its id, or the refused
+// kinds when the gate refused the edits (the proposal stays pending).
+func (a *Activities) Approve(ctx context.Context, in DecisionInput) (ApproveOutcome, error) {
+	return a.Proposals.Approve(ctx, in.ProposalID, in.EditsID, in.ByKeyID)
+}
+
+// Reject ends the proposal rejected.
+func (a *Activities) Reject(ctx context.Context, in DecisionInput) error {
+	return a.Proposals.Reject(ctx, in.ProposalID, in.ByKeyID)
+}
+
+// Expire ends the proposal expired (its approval deadline passed).
+func (a *Activities) Expire(ctx context.Context, in ProposalRef) error {
+	return a.Proposals.Expire(ctx, in.ProposalID)
+}

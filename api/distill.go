@@ -1,0 +1,100 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"agentmemory/internal/auth"
+	"agentmemory/internal/fault"
+	"agentmemory/internal/turns"
+	"agentmemory/workflows"
+)
+
+// Workflows is the part of the Temporal client the API uses (client.Client has it): start a
+// workflow, signal it, and wait for its result.
+type Workflows interface {
+	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
+	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
+	GetWorkflow(ctx context.Context, workflowID, runID string) client.WorkflowRun
+}
+
+// DistillProposals creates the drafting proposal of a distillation (internal/notes implements
+// it): it checks the caller's rights and the feature, validates sourceID (the agent the note
+// will belong to; "" for the caller's own agent), stores the proposal in drafting with the
+// scope as evidence, and appends its admin receipt, all in one transaction. It returns the
+// proposal's id.
+type DistillProposals interface {
+	CreateDistillProposal(ctx context.Context, p auth.Principal, scope turns.Scope, sourceID string) (string, error)
+}
+
+// DistillRequest is the body of POST /v1/agent-memory/distill.
+type DistillRequest struct {
+	turns.Scope
+	// SourceID names the agent the note will belong to (people); agents distil for themselves.
+	SourceID string `json:"source_id,omitempty"`
+}
+
+// distill: POST /v1/agent-memory/distill {"conversation_id"|"task_id", "source_id"?} (AM-9)
+// -> 202 {"proposal_id", "status": "drafting"}, after starting DistillWorkflow with a
+// workflow id derived from the proposal id. Role admin or integration, or an agent key with
+// agent_memory:write; the proposal store checks the rest.
+func (s *Server) distill(c *gin.Context) {
+	p := principal(c)
+	if p.IsAgent() {
+		if !p.HasScope(auth.ScopeAgentMemoryWrite) {
+			s.writeError(c, fault.New(fault.Forbidden, "scope_required", "this key lacks scope agent_memory:write"))
+			return
+		}
+	} else if err := p.RequireRole(auth.RoleAdmin, auth.RoleIntegration); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	var req DistillRequest
+	if err := bind(c, &req); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	if _, _, err := req.Scope.KindID(); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	if s.Proposals == nil || s.Workflows == nil {
+		s.writeError(c, fault.New(fault.Unavailable, "distillation_unavailable", "distillation is not configured on this server"))
+		return
+	}
+	id, err := s.Proposals.CreateDistillProposal(s.ctx(c), p, req.Scope, req.SourceID)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	if err := workflows.StartDistill(s.ctx(c), s.Workflows, s.TaskQueue, workflows.DistillInput{
+		ProposalID: id, ApprovalDeadline: s.ApprovalDeadline,
+	}); err != nil {
+		s.writeError(c, workflowError(err))
+		return
+	}
+	c.PureJSON(http.StatusAccepted, gin.H{"proposal_id": id, "status": workflows.StatusDrafting})
+}
+
+// workflowError maps a Temporal client error to a fault: an existing workflow is Conflict,
+// a missing one NotFound, anything else Unavailable (retry later).
+func workflowError(err error) error {
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	var missing *serviceerror.NotFound
+	switch {
+	case errors.As(err, &started):
+		return fault.New(fault.Conflict, "distillation_started", "this proposal's distillation was already started")
+	case errors.As(err, &missing):
+		return fault.New(fault.NotFound, "workflow_not_found", "no distillation runs for this proposal")
+	default:
+		fe := fault.New(fault.Unavailable, "workflows_unavailable", "the workflow service did not answer; try again")
+		fe.RetryAfter = 5 * time.Second
+		return fe
+	}
+}

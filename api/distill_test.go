@@ -1,0 +1,100 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"agentmemory/api"
+	"agentmemory/api/apitest"
+	"agentmemory/internal/auth"
+	"agentmemory/internal/turns"
+	"agentmemory/workflows"
+)
+
+// fakeWorkflows records starts and answers with err.
+type fakeWorkflows struct {
+	err    error
+	starts []client.StartWorkflowOptions
+	inputs []workflows.DistillInput
+}
+
+func (f *fakeWorkflows) ExecuteWorkflow(_ context.Context, o client.StartWorkflowOptions, _ any, args ...any) (client.WorkflowRun, error) {
+	f.starts = append(f.starts, o)
+	f.inputs = append(f.inputs, args[0].(workflows.DistillInput))
+	return nil, f.err
+}
+
+func (f *fakeWorkflows) SignalWorkflow(context.Context, string, string, string, any) error {
+	return errors.New("not used")
+}
+
+func (f *fakeWorkflows) GetWorkflow(context.Context, string, string) client.WorkflowRun { return nil }
+
+// fakeProposals hands out proposal ids.
+type fakeProposals struct{ scopes []turns.Scope }
+
+func (f *fakeProposals) CreateDistillProposal(_ context.Context, _ auth.Principal, s turns.Scope, _ string) (string, error) {
+	f.scopes = append(f.scopes, s)
+	return "prop_fake", nil
+}
+
+func TestDistillStartsTheWorkflow(t *testing.T) {
+	wf, props := &fakeWorkflows{}, &fakeProposals{}
+	e := apitest.New(t, "sqlite", func(d *api.Deps) { d.Workflows, d.Proposals, d.TaskQueue = wf, props, "q1" })
+	r := e.MustDo(http.StatusAccepted, "POST", "/v1/agent-memory/distill", e.AdminKey, map[string]any{"task_id": "t-7"})
+	require.Equal(t, map[string]any{"proposal_id": "prop_fake", "status": "drafting"}, r.JSON(t))
+	require.Equal(t, []turns.Scope{{TaskID: "t-7"}}, props.scopes)
+	require.Len(t, wf.starts, 1)
+	require.Equal(t, workflows.DistillID("prop_fake"), wf.starts[0].ID)
+	require.Equal(t, "q1", wf.starts[0].TaskQueue)
+	require.True(t, wf.starts[0].WorkflowExecutionErrorWhenAlreadyStarted)
+	require.Equal(t, workflows.DistillInput{ProposalID: "prop_fake"}, wf.inputs[0], "the workflow input carries ids only")
+
+	wf.err = serviceerror.NewWorkflowExecutionAlreadyStarted("started", "", "")
+	r = e.Do("POST", "/v1/agent-memory/distill", e.AdminKey, map[string]any{"task_id": "t-7"})
+	require.Equal(t, http.StatusConflict, r.Status, "got %d: %s", r.Status, r.Body)
+	require.Equal(t, "distillation_started", r.ErrorCode(t))
+
+	wf.err = errors.New("connection refused")
+	r = e.Do("POST", "/v1/agent-memory/distill", e.AdminKey, map[string]any{"task_id": "t-7"})
+	require.Equal(t, http.StatusServiceUnavailable, r.Status)
+	require.Equal(t, "workflows_unavailable", r.ErrorCode(t))
+	require.NotEmpty(t, r.Header.Get("Retry-After"))
+	require.NotContains(t, string(r.Body), "connection refused")
+}
+
+func TestDistillRefused(t *testing.T) {
+	wf, props := &fakeWorkflows{}, &fakeProposals{}
+	e := apitest.New(t, "sqlite", func(d *api.Deps) { d.Workflows, d.Proposals = wf, props })
+	cases := []struct {
+		name   string
+		key    string
+		body   any
+		status int
+		code   string
+	}{
+		{"no id", e.AdminKey, map[string]any{}, 400, "invalid_member"},
+		{"both ids", e.AdminKey, map[string]any{"conversation_id": "c", "task_id": "t"}, 400, "invalid_member"},
+		{"unknown member", e.AdminKey, map[string]any{"conversation_id": "c", "text": "hi"}, 400, "unknown_member"},
+		{"reviewer", e.PersonKey("rev", "reviewer"), map[string]any{"conversation_id": "c"}, 403, "role_required"},
+		{"agent without write", e.AgentKey("bot", "acme", "agent_memory"), map[string]any{"conversation_id": "c"}, 403, "scope_required"},
+	}
+	for _, tc := range cases {
+		r := e.Do("POST", "/v1/agent-memory/distill", tc.key, tc.body)
+		require.Equal(t, tc.status, r.Status, "%s: got %d, want %d: %s", tc.name, r.Status, tc.status, r.Body)
+		require.Equal(t, tc.code, r.ErrorCode(t), tc.name)
+	}
+	require.Empty(t, props.scopes, "a refused request creates no proposal")
+	require.Empty(t, wf.starts, "a refused request starts no workflow")
+
+	bare := apitest.New(t, "sqlite")
+	r := bare.Do("POST", "/v1/agent-memory/distill", bare.AdminKey, map[string]any{"conversation_id": "c"})
+	require.Equal(t, http.StatusServiceUnavailable, r.Status)
+	require.Equal(t, "distillation_unavailable", r.ErrorCode(t))
+}

@@ -1,0 +1,468 @@
+// Package turns stores the turns of conversations and tasks, masked at write (personal data
+// replaced by typed placeholders), and the identity links that tie a conversation to a subject
+// (AM-9). Turns are subject data: while a conversation is linked to a known profile, its turns
+// are sealed under that subject's key (internal/keystore), so erasing the subject (destroying
+// the key) erases them everywhere, backups included (GOV-2, MS-4). Raw text is never stored or
+// logged, and a conversation or task id is kept only as a keyed hash.
+package turns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/uptrace/bun"
+
+	"agentmemory/internal/auth"
+	"agentmemory/internal/fault"
+	"agentmemory/internal/keyed"
+	"agentmemory/internal/keystore"
+	"agentmemory/internal/receipts"
+	"agentmemory/models"
+)
+
+// Limits of a write.
+const (
+	// MaxBatch is the most turns one request may carry.
+	MaxBatch = 500
+	// MaxTextBytes is the most bytes of one turn's text.
+	MaxTextBytes = 16 << 10
+	// MaxIDLength is the most bytes of a conversation or task id.
+	MaxIDLength = 200
+	// Window is how far back a distillation reads a conversation (AM-9): 90 days.
+	Window = 90 * 24 * time.Hour
+)
+
+// Speakers of a turn.
+const (
+	SpeakerCustomer = "customer"
+	SpeakerAgent    = "agent"
+	SpeakerSystem   = "system"
+)
+
+// Link statuses.
+const (
+	LinkConfirmed   = "confirmed"
+	LinkUnconfirmed = "unconfirmed"
+)
+
+// Subjects is what the package needs from the subjects service: masking by the space's rules
+// and finding a subject's handle.
+type Subjects interface {
+	// MaskText replaces personal data in text with typed placeholders.
+	MaskText(ctx context.Context, spaceID, text string) (string, error)
+	// Canonical returns a handle's canonical form (fault.Invalid when malformed).
+	Canonical(ctx context.Context, spaceID, handle string) (string, error)
+	// HandleHash returns the keyed hash a canonical handle is looked up by.
+	HandleHash(spaceID, canonical string) string
+}
+
+// Service writes and reads turns and identity links.
+type Service struct {
+	DB       *bun.DB
+	Subjects Subjects
+	Hasher   keyed.Hasher
+	Keys     keystore.Store
+	Now      func() time.Time
+}
+
+// Scope names a conversation or a task: exactly one of the two ids is set.
+type Scope struct {
+	ConversationID string `json:"conversation_id,omitempty"`
+	TaskID         string `json:"task_id,omitempty"`
+}
+
+// KindID returns ("conversation"|"task", id), or a fault.Invalid naming the member when not
+// exactly one id is given or the id is malformed.
+func (s Scope) KindID() (string, string, error) {
+	switch {
+	case s.ConversationID != "" && s.TaskID != "":
+		return "", "", fault.New(fault.Invalid, "invalid_member", "give conversation_id or task_id, not both").With("member", "task_id")
+	case s.ConversationID != "":
+		return "conversation", s.ConversationID, checkID("conversation_id", s.ConversationID)
+	case s.TaskID != "":
+		return "task", s.TaskID, checkID("task_id", s.TaskID)
+	default:
+		return "", "", fault.New(fault.Invalid, "invalid_member", "give conversation_id or task_id").With("member", "conversation_id")
+	}
+}
+
+func checkID(member, id string) error {
+	if len(id) > MaxIDLength || !utf8.ValidString(id) || strings.IndexFunc(id, unicode.IsControl) >= 0 || strings.TrimSpace(id) != id {
+		return fault.New(fault.Invalid, "invalid_member", "%s must be 1-%d printable characters without surrounding spaces", member, MaxIDLength).With("member", member)
+	}
+	return nil
+}
+
+// ScopeHash returns the keyed hash a conversation or task id is stored under; it is the same
+// hash working memory gives the scope (WM-3), so erasing a conversation finds both.
+func (s *Service) ScopeHash(spaceID, kind, id string) string {
+	return s.Hasher.Hash(spaceID, "scope:"+kind, id)
+}
+
+// Input is one turn of POST /v1/turns.
+type Input struct {
+	Scope
+	// Speaker is customer, agent or system.
+	Speaker string `json:"speaker"`
+	// Text is the raw text; it is masked before it is stored.
+	Text string `json:"text"`
+	// At is RFC 3339; empty means now.
+	At string `json:"at,omitempty"`
+}
+
+// Turn is a stored turn as the API answers it: Text is the masked text.
+type Turn struct {
+	ID string `json:"id"`
+	Scope
+	Speaker string    `json:"speaker"`
+	Text    string    `json:"text"`
+	At      time.Time `json:"at"`
+}
+
+// authorize allows agent keys with scope context and person keys with role integration.
+func authorize(p auth.Principal) error {
+	if p.IsAgent() {
+		if !p.HasScope(auth.ScopeContext) {
+			return fault.New(fault.Forbidden, "scope_required", "this key lacks scope context")
+		}
+		return nil
+	}
+	return p.RequireRole(auth.RoleIntegration)
+}
+
+type prepared struct {
+	row   models.Turn
+	scope Scope
+	text  string
+}
+
+// Write masks and stores turns for p (scope context or role integration), all or none, and
+// returns them as stored (masked). Errors: fault.Forbidden (scope or role), fault.Invalid
+// naming the member (turns[i].x for a batch).
+func (s *Service) Write(ctx context.Context, p auth.Principal, in []Input, batch bool) ([]Turn, error) {
+	if err := authorize(p); err != nil {
+		return nil, err
+	}
+	if len(in) == 0 || len(in) > MaxBatch {
+		return nil, fault.New(fault.Invalid, "invalid_member", "turns must hold 1 to %d turns", MaxBatch).With("member", "turns")
+	}
+	now := s.Now().UTC()
+	list := make([]prepared, 0, len(in))
+	for i, t := range in {
+		member := func(m string) string {
+			if batch {
+				return fmt.Sprintf("turns[%d].%s", i, m)
+			}
+			return m
+		}
+		pr, err := s.prepare(ctx, p, t, now)
+		if fe := fault.As(err); fe != nil && fe.Details["member"] != nil {
+			fe.Details["member"] = member(fe.Details["member"].(string))
+			return nil, fe
+		}
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, pr)
+	}
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		profiles := map[string]string{} // scope hash -> profile id ("" when none)
+		for i := range list {
+			r := &list[i].row
+			prof, ok := profiles[r.ScopeHash]
+			if !ok {
+				var err error
+				if prof, err = linkedProfile(ctx, tx, r.SpaceID, r.ScopeHash); err != nil {
+					return err
+				}
+				profiles[r.ScopeHash] = prof
+			}
+			if err := s.seal(ctx, r, prof); err != nil {
+				return err
+			}
+			if _, err := tx.NewInsert().Model(r).Exec(ctx); err != nil {
+				return fmt.Errorf("turns: insert: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Turn, len(list))
+	for i, pr := range list {
+		out[i] = Turn{ID: pr.row.ID, Scope: pr.scope, Speaker: pr.row.Speaker, Text: pr.text, At: pr.row.At}
+	}
+	return out, nil
+}
+
+func (s *Service) prepare(ctx context.Context, p auth.Principal, t Input, now time.Time) (prepared, error) {
+	kind, id, err := t.Scope.KindID()
+	if err != nil {
+		return prepared{}, err
+	}
+	switch t.Speaker {
+	case SpeakerCustomer, SpeakerAgent, SpeakerSystem:
+	default:
+		return prepared{}, fault.New(fault.Invalid, "invalid_member", `speaker must be "customer", "agent" or "system"`).With("member", "speaker")
+	}
+	if t.Text == "" || len(t.Text) > MaxTextBytes || !utf8.ValidString(t.Text) {
+		return prepared{}, fault.New(fault.Invalid, "invalid_member", "text must be 1 to %d bytes of UTF-8", MaxTextBytes).With("member", "text")
+	}
+	at := now
+	if t.At != "" {
+		at, err = time.Parse(time.RFC3339Nano, t.At)
+		if err != nil {
+			return prepared{}, fault.New(fault.Invalid, "invalid_member", "at must be an RFC 3339 time such as 2026-01-02T15:04:05Z").With("member", "at")
+		}
+		at = at.UTC()
+	}
+	masked, err := s.Subjects.MaskText(ctx, p.SpaceID, t.Text)
+	if err != nil {
+		return prepared{}, fmt.Errorf("turns: mask: %w", err)
+	}
+	row := models.Turn{
+		ID: auth.NewID("turn"), SpaceID: p.SpaceID, ScopeKind: kind, ScopeHash: s.ScopeHash(p.SpaceID, kind, id),
+		Speaker: t.Speaker, KeyID: p.KeyID, At: at.Truncate(time.Microsecond), CreatedAt: now,
+		Text: []byte(masked),
+	}
+	return prepared{row: row, scope: t.Scope, text: masked}, nil
+}
+
+// seal puts the row's masked text under profileID's key; with no profile (or a destroyed
+// key) the masked text stays in clear.
+func (s *Service) seal(ctx context.Context, r *models.Turn, profileID string) error {
+	if profileID == "" {
+		return nil
+	}
+	key, err := s.Keys.DataKey(ctx, profileID, false)
+	if errors.Is(err, keystore.ErrNoKey) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("turns: data key: %w", err)
+	}
+	sealed, err := keystore.Seal(key, r.Text, []byte(r.ID))
+	if err != nil {
+		return fmt.Errorf("turns: seal: %w", err)
+	}
+	r.Text, r.ProfileID = sealed, profileID
+	return nil
+}
+
+// linkedProfile returns the profile a scope is linked to (the oldest link to a known
+// profile), or "".
+func linkedProfile(ctx context.Context, db bun.IDB, spaceID, scopeHash string) (string, error) {
+	var ids []string
+	err := db.NewSelect().Model((*models.IdentityLink)(nil)).Column("profile_id").
+		Where("space_id = ? AND scope_hash = ? AND profile_id <> ''", spaceID, scopeHash).
+		Order("created_at", "id").Limit(1).Scan(ctx, &ids)
+	if err != nil {
+		return "", fmt.Errorf("turns: links: %w", err)
+	}
+	if len(ids) == 0 {
+		return "", nil
+	}
+	return ids[0], nil
+}
+
+// LinkRequest is the body of POST /v1/identity-links.
+type LinkRequest struct {
+	Scope
+	// Subject is a handle, kind:value (email:, phone:, document:, username:).
+	Subject string `json:"subject"`
+	// Status is confirmed or unconfirmed.
+	Status string `json:"status"`
+}
+
+// LinkResult is the answer of POST /v1/identity-links: never the subject's handle.
+type LinkResult struct {
+	LinkID string `json:"link_id"`
+	Status string `json:"status"`
+	// Created is false when an existing link of the same conversation and subject was updated.
+	Created bool `json:"created"`
+}
+
+// Link records (or updates the status of) the link between a conversation or task and a
+// subject, for p (scope context or role integration), with an admin receipt. When the subject
+// has a profile, the conversation's turns stored so far in clear are sealed under its key in
+// the same transaction. Errors: fault.Forbidden, fault.Invalid naming the member.
+func (s *Service) Link(ctx context.Context, p auth.Principal, req LinkRequest) (LinkResult, error) {
+	if err := authorize(p); err != nil {
+		return LinkResult{}, err
+	}
+	kind, id, err := req.Scope.KindID()
+	if err != nil {
+		return LinkResult{}, err
+	}
+	if req.Status != LinkConfirmed && req.Status != LinkUnconfirmed {
+		return LinkResult{}, fault.New(fault.Invalid, "invalid_member", `status must be "confirmed" or "unconfirmed"`).With("member", "status")
+	}
+	canonical, err := s.Subjects.Canonical(ctx, p.SpaceID, req.Subject)
+	if err != nil {
+		if fe := fault.As(err); fe != nil {
+			return LinkResult{}, fe.With("member", "subject")
+		}
+		return LinkResult{}, err
+	}
+	handleHash := s.Subjects.HandleHash(p.SpaceID, canonical)
+	scopeHash := s.ScopeHash(p.SpaceID, kind, id)
+	now := s.Now().UTC()
+	var res LinkResult
+	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var ph []models.ProfileHandle
+		if err := tx.NewSelect().Model(&ph).Where("space_id = ? AND handle_hash = ?", p.SpaceID, handleHash).Scan(ctx); err != nil {
+			return fmt.Errorf("turns: find profile: %w", err)
+		}
+		profileID := ""
+		if len(ph) > 0 {
+			profileID = ph[0].ProfileID
+		}
+		var existing []models.IdentityLink
+		if err := tx.NewSelect().Model(&existing).
+			Where("space_id = ? AND scope_hash = ? AND handle_hash = ?", p.SpaceID, scopeHash, handleHash).Scan(ctx); err != nil {
+			return fmt.Errorf("turns: load link: %w", err)
+		}
+		action := "identity_link.create"
+		if len(existing) == 0 {
+			row := &models.IdentityLink{
+				ID: auth.NewID("link"), SpaceID: p.SpaceID, ScopeKind: kind, ScopeHash: scopeHash,
+				HandleHash: handleHash, ProfileID: profileID, Status: req.Status, KeyID: p.KeyID,
+				CreatedAt: now, UpdatedAt: now,
+			}
+			if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
+				return fmt.Errorf("turns: insert link: %w", err)
+			}
+			res = LinkResult{LinkID: row.ID, Status: row.Status, Created: true}
+		} else {
+			action = "identity_link.update"
+			if _, err := tx.NewUpdate().Model((*models.IdentityLink)(nil)).
+				Set("status = ?, profile_id = ?, updated_at = ?", req.Status, profileID, now).
+				Where("id = ?", existing[0].ID).Exec(ctx); err != nil {
+				return fmt.Errorf("turns: update link: %w", err)
+			}
+			res = LinkResult{LinkID: existing[0].ID, Status: req.Status}
+		}
+		sealed := 0
+		if profileID != "" {
+			owner, err := linkedProfile(ctx, tx, p.SpaceID, scopeHash)
+			if err != nil {
+				return err
+			}
+			if sealed, err = s.sealClear(ctx, tx, p.SpaceID, scopeHash, owner); err != nil {
+				return err
+			}
+		}
+		_, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
+			Kind: receipts.KindAdmin, Action: action, ActorKey: p.KeyID, ObjectIDs: []string{res.LinkID},
+			Detail: map[string]any{"status": req.Status, "scope_kind": kind, "turns_sealed": sealed},
+		}, now)
+		return err
+	})
+	return res, err
+}
+
+// sealClear seals the scope's turns still stored in clear under profileID's key.
+func (s *Service) sealClear(ctx context.Context, tx bun.IDB, spaceID, scopeHash, profileID string) (int, error) {
+	var rows []models.Turn
+	if err := tx.NewSelect().Model(&rows).
+		Where("space_id = ? AND scope_hash = ? AND profile_id = ''", spaceID, scopeHash).Scan(ctx); err != nil {
+		return 0, fmt.Errorf("turns: load clear turns: %w", err)
+	}
+	n := 0
+	for i := range rows {
+		r := &rows[i]
+		if err := s.seal(ctx, r, profileID); err != nil {
+			return 0, err
+		}
+		if r.ProfileID == "" {
+			continue // the key is gone
+		}
+		if _, err := tx.NewUpdate().Model((*models.Turn)(nil)).Set("text = ?, profile_id = ?", r.Text, r.ProfileID).
+			Where("id = ?", r.ID).Exec(ctx); err != nil {
+			return 0, fmt.Errorf("turns: seal turn: %w", err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// Stored is a turn as the distillation reads it: speaker, masked text, time.
+type Stored struct {
+	Speaker string
+	Text    string
+	At      time.Time
+}
+
+// Recent returns the masked turns of the conversation (kind "conversation") or task (kind
+// "task") id at or after since, oldest first. Turns whose subject key was destroyed
+// (erased) are left out.
+func (s *Service) Recent(ctx context.Context, spaceID, kind, id string, since time.Time) ([]Stored, error) {
+	var rows []models.Turn
+	if err := s.DB.NewSelect().Model(&rows).
+		Where("space_id = ? AND scope_hash = ? AND at >= ?", spaceID, s.ScopeHash(spaceID, kind, id), since.UTC()).
+		Order("at", "id").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("turns: list: %w", err)
+	}
+	out := make([]Stored, 0, len(rows))
+	keys := map[string][]byte{}
+	for _, r := range rows {
+		text := r.Text
+		if r.ProfileID != "" {
+			key, ok := keys[r.ProfileID]
+			if !ok {
+				var err error
+				key, err = s.Keys.DataKey(ctx, r.ProfileID, false)
+				if errors.Is(err, keystore.ErrNoKey) {
+					key = nil
+				} else if err != nil {
+					return nil, fmt.Errorf("turns: data key: %w", err)
+				}
+				keys[r.ProfileID] = key
+			}
+			if key == nil {
+				continue
+			}
+			plain, err := keystore.Open(key, r.Text, []byte(r.ID))
+			if err != nil {
+				return nil, fmt.Errorf("turns: unseal %s: %w", r.ID, err)
+			}
+			text = plain
+		}
+		out = append(out, Stored{Speaker: r.Speaker, Text: string(text), At: r.At.UTC()})
+	}
+	return out, nil
+}
+
+// Links counts a scope's identity links by status.
+type Links struct {
+	Confirmed   int
+	Unconfirmed int
+}
+
+// OnlyUnconfirmed reports whether the scope reaches a subject only through unconfirmed links
+// (AM-9: the model is then never called).
+func (l Links) OnlyUnconfirmed() bool { return l.Unconfirmed > 0 && l.Confirmed == 0 }
+
+// LinkStatus counts the identity links of the conversation or task id.
+func (s *Service) LinkStatus(ctx context.Context, spaceID, kind, id string) (Links, error) {
+	var rows []models.IdentityLink
+	if err := s.DB.NewSelect().Model(&rows).Column("status").
+		Where("space_id = ? AND scope_hash = ?", spaceID, s.ScopeHash(spaceID, kind, id)).Scan(ctx); err != nil {
+		return Links{}, fmt.Errorf("turns: links: %w", err)
+	}
+	var l Links
+	for _, r := range rows {
+		if r.Status == LinkConfirmed {
+			l.Confirmed++
+		} else {
+			l.Unconfirmed++
+		}
+	}
+	return l, nil
+}

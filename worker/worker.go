@@ -1,0 +1,27 @@
+// Package worker builds the Temporal worker that runs every workflow and activity; nothing
+// else. `agentmemory worker` runs it alone, `agentmemory dev` in-process beside the API.
+package worker
+
+import (
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"agentmemory/activities"
+	"agentmemory/workflows"
+)
+
+// New returns a worker polling taskQueue with every workflow and the activities of a
+// (distillation) and ca (compliance) registered. Call Start (or Run) on it.
+func New(c client.Client, taskQueue string, a *activities.Activities, ca *activities.ComplianceActivities) sdkworker.Worker {
+	w := sdkworker.New(c, taskQueue, sdkworker.Options{})
+	Register(w, a)
+	RegisterCompliance(w, ca)
+	return w
+}
+
+// Register adds every workflow and activity to r (a worker, a replayer's registry or a test
+// environment).
+func Register(r sdkworker.Registry, a *activities.Activities) {
+	r.RegisterWorkflow(workflows.DistillWorkflow)
+	r.RegisterActivity(a)
+}

@@ -1,0 +1,113 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/client"
+)
+
+// DefaultTaskQueue is the task queue the worker polls unless AGENTMEMORY_TASK_QUEUE says
+// otherwise.
+const DefaultTaskQueue = "agentmemory"
+
+// DistillID is the workflow id of a proposal's distillation: derived from the proposal id,
+// so a repeated start of the same proposal never runs two workflows.
+func DistillID(proposalID string) string { return "distill/" + proposalID }
+
+// ApprovalSignal is the name of the signal a reviewer's decision reaches DistillWorkflow by;
+// its payload is Approval.
+const ApprovalSignal = "approval"
+
+// Decisions of an Approval.
+const (
+	DecisionApprove = "approve"
+	DecisionReject  = "reject"
+)
+
+// Approval is ApprovalSignal's payload: ids only. The API checks the approver's role and the
+// proposal's state, gates and stores the edits itself, and sends their id here; never the
+// edited text.
+type Approval struct {
+	// Decision is DecisionApprove or DecisionReject.
+	Decision string
+	// ByKeyID is the deciding key's id.
+	ByKeyID string
+	// EditsID names the edits the API stored for this approval; "" for none.
+	EditsID string
+}
+
+// StatusQuery is the name of the query answering DistillWorkflow's Status.
+const StatusQuery = "status"
+
+// Proposal statuses as DistillWorkflow sees them.
+const (
+	StatusDrafting = "drafting"
+	StatusPending  = "pending"
+	StatusApproved = "approved"
+	StatusRejected = "rejected"
+	StatusFailed   = "failed"
+	StatusExpired  = "expired"
+)
+
+// Status is DistillWorkflow's result and the answer of StatusQuery: the proposal's status,
+// the reason (for failed) and the note's id (once approved).
+type Status struct {
+	Status string
+	Reason string `json:",omitempty"`
+	NoteID string `json:",omitempty"`
+}
+
+// Starter, Signaler and Getter are the pieces of the Temporal client the helpers use;
+// client.Client has all three.
+type (
+	Starter interface {
+		ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
+	}
+	Signaler interface {
+		SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
+	}
+	Getter interface {
+		GetWorkflow(ctx context.Context, workflowID, runID string) client.WorkflowRun
+	}
+)
+
+// StartDistill starts DistillWorkflow for in.ProposalID on taskQueue. Starting a proposal
+// whose workflow exists (running or closed) fails with
+// *serviceerror.WorkflowExecutionAlreadyStarted.
+func StartDistill(ctx context.Context, c Starter, taskQueue string, in DistillInput) error {
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                                       DistillID(in.ProposalID),
+		TaskQueue:                                taskQueue,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		WorkflowIDReusePolicy:                    reuseRejectDuplicate,
+	}, DistillWorkflow, in)
+	return err
+}
+
+// SendApproval delivers a decision to the proposal's DistillWorkflow. A workflow that ended
+// (already approved, rejected, expired or failed) is *serviceerror.NotFound: the caller
+// answers from the stored proposal (a repeated approve returns the same note).
+func SendApproval(ctx context.Context, c Signaler, proposalID string, a Approval) error {
+	if a.Decision != DecisionApprove && a.Decision != DecisionReject {
+		return errors.New("workflows: decision must be approve or reject")
+	}
+	return c.SignalWorkflow(ctx, DistillID(proposalID), "", ApprovalSignal, a)
+}
+
+// AwaitOutcome waits up to wait for the proposal's DistillWorkflow to end and returns its
+// final Status and true; when it has not ended by then, false (the API answers 202).
+func AwaitOutcome(ctx context.Context, c Getter, proposalID string, wait time.Duration) (Status, bool, error) {
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	var st Status
+	err := c.GetWorkflow(wctx, DistillID(proposalID), "").Get(wctx, &st)
+	if err != nil {
+		if wctx.Err() != nil && ctx.Err() == nil {
+			return Status{}, false, nil
+		}
+		return Status{}, false, err
+	}
+	return st, true, nil
+}
