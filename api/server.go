@@ -16,6 +16,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"agentmemory/internal/auth"
+	"agentmemory/internal/events"
 	"agentmemory/internal/fault"
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
@@ -32,6 +33,8 @@ type Deps struct {
 	Docs         spaces.Documents
 	MaxBodyBytes int64
 	Now          func() time.Time
+	// EventSigner derives the spaces' webhook secrets (GET /v1/events/webhook-secret).
+	EventSigner events.Signer
 }
 
 // Server is the HTTP API.

@@ -18,6 +18,7 @@ import (
 	"agentmemory/api"
 	"agentmemory/internal/config"
 	"agentmemory/internal/db"
+	"agentmemory/internal/events"
 	"agentmemory/internal/keyed"
 	"agentmemory/internal/keystore"
 	"agentmemory/internal/spaces"
@@ -35,6 +36,8 @@ type app struct {
 	docs     spaces.Documents
 	subjects *subjects.Service
 	state    *state.Service
+	// eventMetrics is the outbox collector (register it where /metrics is served).
+	eventMetrics *events.Metrics
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
@@ -112,6 +115,7 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 	}
 	a := &app{cfg: cfg, log: log, db: d, hasher: hasher, keys: ks, docs: spaces.Documents{DB: d}}
 	a.subjects = &subjects.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Now: time.Now}
+	a.eventMetrics = events.NewMetrics(d)
 	a.state = &state.Service{DB: d, Docs: a.docs, Hasher: hasher, Masker: a.subjects, Canonical: a.subjects.Canonical, Now: time.Now}
 	return a, nil
 }
@@ -122,5 +126,6 @@ func (a *app) apiServer() *api.Server {
 	return api.NewServer(api.Deps{
 		DB: a.db, Logger: a.log, State: a.state, Subjects: a.subjects, Docs: a.docs,
 		MaxBodyBytes: a.cfg.MaxBodyBytes, Now: time.Now,
+		EventSigner: events.Signer{Hasher: &a.hasher},
 	})
 }
