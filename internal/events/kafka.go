@@ -26,7 +26,7 @@ type Kafka struct {
 
 // NewKafka returns a Kafka publisher for brokers (host:port) and topic. The topic must exist
 // (or the cluster must create topics on demand). No connection is made until the first
-// publish, so a broker that is down now is fine.
+// publish, so a broker that is down now is fine; one that comes back is used within about 2 s.
 func NewKafka(brokers []string, topic string) *Kafka {
 	return &Kafka{w: &kafka.Writer{
 		Addr:            kafka.TCP(brokers...),
@@ -39,6 +39,9 @@ func NewKafka(brokers []string, topic string) *Kafka {
 		WriteBackoffMin: 50 * time.Millisecond,
 		WriteBackoffMax: 500 * time.Millisecond,
 		WriteTimeout:    10 * time.Second,
+		// The transport caches metadata, and a failed fetch, until the TTL: a broker that
+		// comes back is seen within 2 s.
+		Transport: &kafka.Transport{MetadataTTL: 2 * time.Second, MetadataTopics: []string{topic}, DialTimeout: 5 * time.Second},
 	}}
 }
 
