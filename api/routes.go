@@ -41,4 +41,8 @@ func (s *Server) routes() {
 	// Receipts (GOV-1).
 	v1.GET("/receipts", s.listReceipts)
 	v1.GET("/receipts/verify", s.verifyReceipts)
+
+	// Events (AM-13, GOV-4): the outbox and the webhook signing secret.
+	v1.GET("/events", s.listEvents)
+	v1.GET("/events/webhook-secret", s.webhookSecret)
 }

@@ -17,6 +17,7 @@ import (
 
 	"agentmemory/internal/auth"
 	"agentmemory/internal/compliance"
+	"agentmemory/internal/events"
 	"agentmemory/internal/fault"
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
@@ -46,6 +47,8 @@ type Deps struct {
 	Now              func() time.Time
 	// Compliance runs erasures, exports and sweeps.
 	Compliance *compliance.Service
+	// EventSigner derives the spaces' webhook secrets (GET /v1/events/webhook-secret).
+	EventSigner events.Signer
 }
 
 // Server is the HTTP API.

@@ -20,6 +20,7 @@ import (
 	"agentmemory/api"
 	"agentmemory/internal/compliance"
 	"agentmemory/internal/db/dbtest"
+	"agentmemory/internal/events"
 	"agentmemory/internal/keyed"
 	"agentmemory/internal/keystore"
 	"agentmemory/internal/spaces"
@@ -65,6 +66,7 @@ func New(t testing.TB, engine string, opts ...func(*api.Deps)) *Env {
 	st := &state.Service{DB: d, Docs: docs, Hasher: hasher, Masker: subj, Canonical: subj.Canonical, Now: time.Now, Keys: ks}
 	comp := &compliance.Service{DB: d, Docs: docs, Hasher: hasher, Keys: ks, Subjects: subj, State: st, Now: time.Now}
 	deps := api.Deps{DB: d, State: st, Subjects: subj, Docs: docs, Now: time.Now, MaxBodyBytes: 1 << 20, Compliance: comp}
+	deps.EventSigner = events.Signer{Hasher: &hasher}
 	deps.Turns = &turns.Service{DB: d, Subjects: subj, Hasher: hasher, Keys: ks, Now: time.Now}
 	for _, o := range opts {
 		o(&deps)

@@ -19,6 +19,7 @@ import (
 	"agentmemory/internal/compliance"
 	"agentmemory/internal/config"
 	"agentmemory/internal/db"
+	"agentmemory/internal/events"
 	"agentmemory/internal/keyed"
 	"agentmemory/internal/keystore"
 	"agentmemory/internal/spaces"
@@ -40,6 +41,8 @@ type app struct {
 	// compliance runs erasures, exports and retention sweeps.
 	compliance *compliance.Service
 	turns      *turns.Service
+	// eventMetrics is the outbox collector (register it where /metrics is served).
+	eventMetrics *events.Metrics
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
@@ -120,6 +123,7 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 	a.turns = &turns.Service{DB: d, Subjects: a.subjects, Hasher: hasher, Keys: ks, Now: time.Now}
 	a.state = &state.Service{DB: d, Docs: a.docs, Hasher: hasher, Masker: a.subjects, Canonical: a.subjects.Canonical, Now: time.Now, Keys: ks}
 	a.compliance = &compliance.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Subjects: a.subjects, State: a.state, Now: time.Now}
+	a.eventMetrics = events.NewMetrics(d)
 	return a, nil
 }
 
@@ -131,5 +135,6 @@ func (a *app) apiServer(wf api.Workflows) *api.Server {
 		DB: a.db, Logger: a.log, State: a.state, Subjects: a.subjects, Docs: a.docs, Turns: a.turns,
 		Workflows: wf, TaskQueue: a.cfg.TaskQueue, Compliance: a.compliance,
 		MaxBodyBytes: a.cfg.MaxBodyBytes, Now: time.Now,
+		EventSigner: events.Signer{Hasher: &a.hasher},
 	})
 }

@@ -70,6 +70,7 @@ func devCmd(load func() (config.Config, error), stdout, stderr io.Writer) *cobra
 				return err
 			}
 			defer w.Stop()
+			defer a.startRelay(ctx)()
 			exe, _ := os.Executable()
 			fmt.Fprintf(stdout, "agentmemory dev: API on http://%s (data in %s)\n", cfg.Addr, cfg.DataDir)
 			fmt.Fprintf(stdout, "create a space and its admin key with:\n  %s space create my-space --data-dir %s\n", exe, cfg.DataDir)
@@ -131,6 +132,7 @@ func workerCmd(load func() (config.Config, error), stderr io.Writer) *cobra.Comm
 				return err
 			}
 			defer w.Stop()
+			defer a.startRelay(ctx)()
 			<-ctx.Done()
 			return nil
 		},
