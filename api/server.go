@@ -17,6 +17,7 @@ import (
 
 	"agentmemory/internal/auth"
 	"agentmemory/internal/fault"
+	"agentmemory/internal/notes"
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
 	"agentmemory/internal/strictjson"
@@ -29,6 +30,7 @@ type Deps struct {
 	Logger       *slog.Logger
 	State        *state.Service
 	Subjects     *subjects.Service
+	Notes        *notes.Service
 	Docs         spaces.Documents
 	MaxBodyBytes int64
 	Now          func() time.Time

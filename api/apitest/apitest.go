@@ -21,6 +21,7 @@ import (
 	"agentmemory/internal/db/dbtest"
 	"agentmemory/internal/keyed"
 	"agentmemory/internal/keystore"
+	"agentmemory/internal/notes"
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
 	"agentmemory/internal/subjects"
@@ -62,6 +63,7 @@ func New(t testing.TB, engine string, opts ...func(*api.Deps)) *Env {
 	subj := &subjects.Service{DB: d, Docs: docs, Hasher: hasher, Keys: ks, Now: time.Now}
 	st := &state.Service{DB: d, Docs: docs, Hasher: hasher, Masker: subj, Canonical: subj.Canonical, Now: time.Now}
 	deps := api.Deps{DB: d, State: st, Subjects: subj, Docs: docs, Now: time.Now, MaxBodyBytes: 1 << 20}
+	deps.Notes = &notes.Service{DB: d, Docs: docs, Subjects: subj, Now: func() time.Time { return deps.Now() }}
 	for _, o := range opts {
 		o(&deps)
 	}

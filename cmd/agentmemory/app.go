@@ -20,6 +20,7 @@ import (
 	"agentmemory/internal/db"
 	"agentmemory/internal/keyed"
 	"agentmemory/internal/keystore"
+	"agentmemory/internal/notes"
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
 	"agentmemory/internal/subjects"
@@ -35,6 +36,7 @@ type app struct {
 	docs     spaces.Documents
 	subjects *subjects.Service
 	state    *state.Service
+	notes    *notes.Service
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
@@ -113,6 +115,7 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 	a := &app{cfg: cfg, log: log, db: d, hasher: hasher, keys: ks, docs: spaces.Documents{DB: d}}
 	a.subjects = &subjects.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Now: time.Now}
 	a.state = &state.Service{DB: d, Docs: a.docs, Hasher: hasher, Masker: a.subjects, Canonical: a.subjects.Canonical, Now: time.Now}
+	a.notes = &notes.Service{DB: d, Docs: a.docs, Subjects: a.subjects, Now: time.Now}
 	return a, nil
 }
 
@@ -120,7 +123,7 @@ func (a *app) close() { a.db.Close() }
 
 func (a *app) apiServer() *api.Server {
 	return api.NewServer(api.Deps{
-		DB: a.db, Logger: a.log, State: a.state, Subjects: a.subjects, Docs: a.docs,
+		DB: a.db, Logger: a.log, State: a.state, Subjects: a.subjects, Docs: a.docs, Notes: a.notes,
 		MaxBodyBytes: a.cfg.MaxBodyBytes, Now: time.Now,
 	})
 }
