@@ -91,10 +91,12 @@ type Service struct {
 }
 
 func (s *Service) now() time.Time {
-	if s.Now == nil {
-		return time.Now().UTC()
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
 	}
-	return s.Now().UTC()
+	// Stored times keep microseconds (PostgreSQL's precision): answers equal later reads.
+	return now().UTC().Truncate(time.Microsecond)
 }
 
 // Evidence names where a note was learned: exactly one of a conversation or a task id (the

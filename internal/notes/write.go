@@ -94,20 +94,21 @@ func (s *Service) NewVersion(ctx context.Context, p auth.Principal, agentVersion
 	if err != nil {
 		return WriteResult{}, err
 	}
-	if prev.Status != StatusActive {
-		return WriteResult{}, notActive()
-	}
 	a := actor{p: p, sourceID: prev.SourceID, vendor: prev.Vendor}
 	now := s.now()
-	c := noteContent(prev).apply(&patch)
-	if err := c.validate(now); err != nil {
-		return WriteResult{}, err
-	}
-	w := write{a: a, f: f, c: c, prev: &prev, agentVersion: agentVersion, idemKey: idemKey,
+	w := write{a: a, f: f, prev: &prev, agentVersion: agentVersion, idemKey: idemKey,
 		bodyHash: hashOf("version:"+noteID, patch), now: now}
 	if res, done, err := s.replay(ctx, w); done || err != nil {
 		return res, err
 	}
+	if prev.Status != StatusActive {
+		return WriteResult{}, notActive()
+	}
+	w.c = noteContent(prev).apply(&patch)
+	if err := w.c.validate(now); err != nil {
+		return WriteResult{}, err
+	}
+	c := w.c
 	if err := s.Check(ctx, p.SpaceID, c.gateText()); err != nil {
 		return WriteResult{}, err
 	}
