@@ -11,6 +11,7 @@ import (
 
 	"agentmemory/api"
 	"agentmemory/api/apitest"
+	"agentmemory/internal/notes"
 )
 
 // clock is a settable clock shared by the API and the notes service of one Env.
@@ -113,4 +114,12 @@ func requireError(t testing.TB, r apitest.Response, status int, code string) map
 	m := r.JSON(t)["error"].(map[string]any)
 	require.Equal(t, code, m["code"], "got code %v, want %s: %s", m["code"], code, r.Body)
 	return m
+}
+
+func notesDraft(e *apitest.Env) notes.DraftRequest {
+	return notes.DraftRequest{SpaceID: e.SpaceID, SourceID: "shop-bot", Vendor: "acme", ActorKey: "key_test", Evidence: notes.Evidence{ConversationID: "conv-9"}}
+}
+
+func distilled(title, body string) notes.DistilledNote {
+	return notes.DistilledNote{Kind: "procedure", Title: title, Body: body, Tags: []string{"refund"}}
 }
