@@ -174,45 +174,84 @@ func renderNote(r models.Note) string {
 	return "\n## " + r.Title + " (" + r.Kind + ")\n" + r.Body + "\n"
 }
 
-// assemble adds whole notes in order while the whole text fits max tokens.
+// assemble adds whole notes in order while the whole text fits max tokens. Each note's
+// token count is cached by note id (a version never changes); the decision sums them and the
+// whole text is then counted exactly once (cached by its hash), dropping the last added note
+// in the rare case where the exact count of the joined text exceeds the budget.
 func assemble(rows []models.Note, max int) (Block, error) {
 	b := Block{NoteIDs: []string{}}
 	head := BlockOpen + "\n" + BlockHeader + "\n"
-	tail := BlockClose
-	base, err := countTokens(head + tail)
+	base, err := cachedCount("", head+BlockClose)
 	if err != nil {
 		return b, err
 	}
-	var body strings.Builder
 	used := base
+	var chosen []models.Note
 	for _, r := range rows {
-		part := renderNote(r)
-		est, err := countTokens(part)
+		n, err := cachedCount(r.ID, renderNote(r))
 		if err != nil {
 			return b, err
 		}
-		// Token counts are nearly additive at our newline boundaries; the estimate only skips
-		// notes that clearly cannot fit. The decision uses the exact count of the whole text.
-		if used+est > max+4 {
+		if used+n > max {
 			continue
 		}
-		exact, err := countTokens(head + body.String() + part + tail)
+		used += n
+		chosen = append(chosen, r)
+	}
+	for len(chosen) > 0 {
+		var body strings.Builder
+		body.WriteString(head)
+		for _, r := range chosen {
+			body.WriteString(renderNote(r))
+		}
+		body.WriteString(BlockClose)
+		text := body.String()
+		exact, err := cachedCount("", text)
 		if err != nil {
 			return b, err
 		}
-		if exact > max {
-			continue
+		if exact <= max {
+			for _, r := range chosen {
+				b.NoteIDs = append(b.NoteIDs, r.ID)
+			}
+			b.Text, b.Tokens = text, exact
+			return b, nil
 		}
-		body.WriteString(part)
-		used = exact
-		b.NoteIDs = append(b.NoteIDs, r.ID)
+		chosen = chosen[:len(chosen)-1]
 	}
-	if len(b.NoteIDs) == 0 {
-		return b, nil
-	}
-	b.Text = head + body.String() + tail
-	b.Tokens = used
 	return b, nil
+}
+
+// tokenCache keeps token counts by note id (immutable) or by the SHA-256 of a text; it is
+// emptied when it reaches 20,000 entries.
+var tokenCache = struct {
+	sync.Mutex
+	m map[string]int
+}{m: map[string]int{}}
+
+func cachedCount(noteID, text string) (int, error) {
+	key := noteID
+	if key == "" {
+		h := sha256.Sum256([]byte(text))
+		key = hex.EncodeToString(h[:])
+	}
+	tokenCache.Lock()
+	n, ok := tokenCache.m[key]
+	tokenCache.Unlock()
+	if ok {
+		return n, nil
+	}
+	n, err := countTokens(text)
+	if err != nil {
+		return 0, err
+	}
+	tokenCache.Lock()
+	if len(tokenCache.m) >= 20000 {
+		tokenCache.m = map[string]int{}
+	}
+	tokenCache.m[key] = n
+	tokenCache.Unlock()
+	return n, nil
 }
 
 // etag hashes everything the answer depends on: the request's ordering inputs and limit, the
