@@ -72,7 +72,7 @@ type importSummary struct {
 
 // guideline shapes of guidelines.json.
 type guidelineFlow struct {
-	Description string                     `json:"description"`
+	Description string                      `json:"description"`
 	Subflows    map[string]guidelineSubflow `json:"subflows"`
 }
 
@@ -96,7 +96,9 @@ const maxNoteBody = 2000
 
 var slugRe = regexp.MustCompile(`[^a-z0-9]+`)
 
-func slug(s string) string { return strings.Trim(slugRe.ReplaceAllString(strings.ToLower(s), "-"), "-") }
+func slug(s string) string {
+	return strings.Trim(slugRe.ReplaceAllString(strings.ToLower(s), "-"), "-")
+}
 
 // guidelineNotes renders the guidelines as notes, in a stable order (flows, then subflows, by
 // name), splitting a body over 2,000 code points at step boundaries.

@@ -339,7 +339,6 @@ func toNote(r models.Note) Note {
 	}
 }
 
-
 func noteContent(r models.Note) content {
 	return content{Kind: r.Kind, Title: r.Title, Body: r.Body, Tags: decodeTags(r.Tags),
 		Visibility: r.Visibility, Evidence: evidenceOf(r.EvidenceKind, r.EvidenceID), ValidUntil: utcPtr(r.ValidUntil)}
