@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,21 +89,38 @@ func TestNoteGateKnownSubjects(t *testing.T) {
 }
 
 // detector is the model layer as seen by the gate: it answers kinds, fails, or never
-// answers (until the gate's deadline).
+// answers (until the gate's deadline). Its fields are guarded: a hanging call outlives the
+// request that made it.
 type detector struct {
+	mu    sync.Mutex
 	kinds []string
 	err   error
 	hang  bool
 	calls int
 }
 
+func (d *detector) set(kinds []string, err error, hang bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.kinds, d.err, d.hang = kinds, err, hang
+}
+
+func (d *detector) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.calls
+}
+
 func (d *detector) DetectKinds(ctx context.Context, text string) ([]string, error) {
+	d.mu.Lock()
 	d.calls++
-	if d.hang {
+	kinds, err, hang := d.kinds, d.err, d.hang
+	d.mu.Unlock()
+	if hang {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	return d.kinds, d.err
+	return kinds, err
 }
 
 // AM-6: the model layer: its kinds refuse the note (sanitised: no value comes back through
@@ -119,27 +137,27 @@ func TestNoteGateModelLayer(t *testing.T) {
 			enableNotes(e, nil)
 			bot := writer(e, "shop-bot", "acme")
 			create(e, bot, note("Clean", "Validate the purchase first."))
-			require.Equal(t, 1, det.calls)
+			require.Equal(t, 1, det.count())
 
-			det.kinds = []string{"name", "ana@example.com"}
+			det.set([]string{"name", "ana@example.com"}, nil, false)
 			m := requireError(t, e.Do("POST", notesPath, bot, note("t", "Talk to Ana.")), 422, "personal_data_in_agent_memory")
 			require.Equal(t, []string{"name", "personal_data"}, strs(m["kinds"]))
 
-			det.kinds, det.err = nil, errors.New("model not loaded")
+			det.set(nil, errors.New("model not loaded"), false)
 			r := e.Do("POST", notesPath, bot, note("t", "b"))
 			requireError(t, r, 503, "detector_unavailable")
 			require.NotEmpty(t, r.Header.Get("Retry-After"))
 
-			det.err, det.hang = nil, true
+			det.set(nil, nil, true)
 			r = e.Do("POST", notesPath, bot, note("t", "b"))
 			requireError(t, r, 503, "detector_unavailable")
 			require.Equal(t, "1", r.Header.Get("Retry-After"))
 
 			// The local layer refuses before the model is asked.
-			det.hang = false
-			calls := det.calls
+			det.set(nil, nil, false)
+			calls := det.count()
 			requireError(t, e.Do("POST", notesPath, bot, note("t", "+44 20 7123 4567")), 422, "personal_data_in_agent_memory")
-			require.Equal(t, calls, det.calls)
+			require.Equal(t, calls, det.count())
 			require.Len(t, listIDs(e, bot, ""), 1, "nothing unchecked was stored")
 		})
 	}
