@@ -22,6 +22,19 @@ func (s *Server) routes() {
 	v1.PUT("/agent-state", s.writeState)
 	v1.POST("/agent-state/read", s.readState)
 
+	// Agent memory (AM).
+	v1.POST("/agent-memory/notes", s.createNote)
+	v1.GET("/agent-memory/notes", s.listNotes)
+	v1.GET("/agent-memory/notes/:id", s.getNote)
+	v1.POST("/agent-memory/notes/:id/versions", s.noteVersion)
+	v1.POST("/agent-memory/notes/:id/retire", s.retireNote)
+	v1.GET("/agent-memory/proposals", s.listProposals)
+	v1.GET("/agent-memory/proposals/:id", s.getProposal)
+	v1.POST("/agent-memory/proposals/:id/approve", s.approveProposal)
+	v1.POST("/agent-memory/proposals/:id/reject", s.rejectProposal)
+	v1.GET("/agent-memory/block", s.noteBlock)
+	v1.GET("/agent-memory/search", s.searchNotes)
+
 	// Turns and identity links (AM-9).
 	v1.POST("/turns", s.writeTurns)
 	v1.POST("/identity-links", s.linkIdentity)

@@ -19,6 +19,7 @@ import (
 	"agentmemory/internal/compliance"
 	"agentmemory/internal/events"
 	"agentmemory/internal/fault"
+	"agentmemory/internal/notes"
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
 	"agentmemory/internal/strictjson"
@@ -33,6 +34,7 @@ type Deps struct {
 	Logger   *slog.Logger
 	State    *state.Service
 	Subjects *subjects.Service
+	Notes    *notes.Service
 	Docs     spaces.Documents
 	Turns    *turns.Service
 	// Workflows starts and signals Temporal workflows (nil: distillation answers 503).

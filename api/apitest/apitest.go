@@ -23,6 +23,7 @@ import (
 	"agentmemory/internal/events"
 	"agentmemory/internal/keyed"
 	"agentmemory/internal/keystore"
+	"agentmemory/internal/notes"
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
 	"agentmemory/internal/subjects"
@@ -68,6 +69,7 @@ func New(t testing.TB, engine string, opts ...func(*api.Deps)) *Env {
 	deps := api.Deps{DB: d, State: st, Subjects: subj, Docs: docs, Now: time.Now, MaxBodyBytes: 1 << 20, Compliance: comp}
 	deps.EventSigner = events.Signer{Hasher: &hasher}
 	deps.Turns = &turns.Service{DB: d, Subjects: subj, Hasher: hasher, Keys: ks, Now: time.Now}
+	deps.Notes = &notes.Service{DB: d, Docs: docs, Subjects: subj, Now: func() time.Time { return deps.Now() }}
 	for _, o := range opts {
 		o(&deps)
 	}

@@ -22,6 +22,7 @@ import (
 	"agentmemory/internal/events"
 	"agentmemory/internal/keyed"
 	"agentmemory/internal/keystore"
+	"agentmemory/internal/notes"
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
 	"agentmemory/internal/subjects"
@@ -43,6 +44,7 @@ type app struct {
 	turns      *turns.Service
 	// eventMetrics is the outbox collector (register it where /metrics is served).
 	eventMetrics *events.Metrics
+	notes        *notes.Service
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
@@ -124,6 +126,7 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 	a.state = &state.Service{DB: d, Docs: a.docs, Hasher: hasher, Masker: a.subjects, Canonical: a.subjects.Canonical, Now: time.Now, Keys: ks}
 	a.compliance = &compliance.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Subjects: a.subjects, State: a.state, Now: time.Now}
 	a.eventMetrics = events.NewMetrics(d)
+	a.notes = &notes.Service{DB: d, Docs: a.docs, Subjects: a.subjects, Now: time.Now}
 	return a, nil
 }
 
@@ -132,7 +135,7 @@ func (a *app) close() { a.db.Close() }
 // apiServer builds the API; wf starts and signals workflows (nil: those calls answer 503).
 func (a *app) apiServer(wf api.Workflows) *api.Server {
 	return api.NewServer(api.Deps{
-		DB: a.db, Logger: a.log, State: a.state, Subjects: a.subjects, Docs: a.docs, Turns: a.turns,
+		DB: a.db, Logger: a.log, State: a.state, Subjects: a.subjects, Docs: a.docs, Turns: a.turns, Notes: a.notes,
 		Workflows: wf, TaskQueue: a.cfg.TaskQueue, Compliance: a.compliance,
 		MaxBodyBytes: a.cfg.MaxBodyBytes, Now: time.Now,
 		EventSigner: events.Signer{Hasher: &a.hasher},

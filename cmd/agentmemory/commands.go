@@ -31,7 +31,8 @@ func newRootCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Com
 	root.SetErr(stderr)
 	load := func() (config.Config, error) { return config.Load(getenv) }
 	root.AddCommand(devCmd(load, stdout, stderr), serveCmd(load, stderr), workerCmd(load, stderr),
-		migrateCmd(load, stdout), spaceCmd(load, stdout), replayCmd(getenv, stdout))
+		migrateCmd(load, stdout), spaceCmd(load, stdout), replayCmd(getenv, stdout),
+		notesCmd(getenv, stdout))
 	return root
 }
 

@@ -1,0 +1,252 @@
+package api
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"agentmemory/internal/fault"
+	"agentmemory/internal/notes"
+	"agentmemory/internal/strictjson"
+)
+
+// idempotencyKey reads the Idempotency-Key header: at most 200 printable ASCII characters.
+func idempotencyKey(c *gin.Context) (string, error) {
+	k := c.GetHeader("Idempotency-Key")
+	if len(k) > 200 {
+		return "", fault.New(fault.Invalid, "invalid_header", "Idempotency-Key is at most 200 characters").With("member", "Idempotency-Key")
+	}
+	for _, r := range k {
+		if r < 0x21 || r > 0x7e {
+			return "", fault.New(fault.Invalid, "invalid_header", "Idempotency-Key is printable ASCII without spaces").With("member", "Idempotency-Key")
+		}
+	}
+	return k, nil
+}
+
+// answerWrite answers a note write: 201 with the note, or 202 {"proposal_id"} when it became
+// a proposal (AM-8). A replay of an Idempotency-Key carries Idempotent-Replayed: true.
+func answerWrite(c *gin.Context, res notes.WriteResult) {
+	if res.Replayed {
+		c.Header("Idempotent-Replayed", "true")
+	}
+	if res.ProposalID != "" {
+		c.PureJSON(http.StatusAccepted, gin.H{"proposal_id": res.ProposalID})
+		return
+	}
+	c.PureJSON(http.StatusCreated, res.Note)
+}
+
+// createNote: POST /v1/agent-memory/notes (AM-1, AM-6..AM-8) -> 201 note | 202 {"proposal_id"}.
+func (s *Server) createNote(c *gin.Context) {
+	var in notes.Input
+	if err := bind(c, &in); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	key, err := idempotencyKey(c)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	res, err := s.Notes.Create(s.ctx(c), principal(c), c.GetHeader("Agent-Version"), key, in)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	answerWrite(c, res)
+}
+
+// listNotes: GET /v1/agent-memory/notes?source_id=&kind=&tag=&status=&after=&limit= -> {"notes"}.
+func (s *Server) listNotes(c *gin.Context) {
+	limit, err := queryInt(c, "limit", 100, 1, 500)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	list, err := s.Notes.List(s.ctx(c), principal(c), notes.ListFilter{
+		SourceID: c.Query("source_id"), Kind: c.Query("kind"), Tag: c.Query("tag"),
+		Status: c.Query("status"), After: c.Query("after"), Limit: int(limit),
+	})
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusOK, gin.H{"notes": list})
+}
+
+// getNote: GET /v1/agent-memory/notes/{id}: any version, retired ones too.
+func (s *Server) getNote(c *gin.Context) {
+	n, err := s.Notes.Get(s.ctx(c), principal(c), c.Param("id"))
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusOK, n)
+}
+
+// noteVersion: POST /v1/agent-memory/notes/{id}/versions (an edit) -> 201 note | 202.
+func (s *Server) noteVersion(c *gin.Context) {
+	var patch notes.Patch
+	if err := bind(c, &patch); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	key, err := idempotencyKey(c)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	res, err := s.Notes.NewVersion(s.ctx(c), principal(c), c.GetHeader("Agent-Version"), key, c.Param("id"), patch)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	answerWrite(c, res)
+}
+
+// retireNote: POST /v1/agent-memory/notes/{id}/retire -> 200 the retired note.
+func (s *Server) retireNote(c *gin.Context) {
+	if err := bindOptional(c, &struct{}{}); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	n, err := s.Notes.Retire(s.ctx(c), principal(c), c.Param("id"))
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusOK, n)
+}
+
+// listProposals: GET /v1/agent-memory/proposals?status=&limit= (admin or reviewer).
+func (s *Server) listProposals(c *gin.Context) {
+	limit, err := queryInt(c, "limit", 100, 1, 500)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	list, err := s.Notes.ListProposals(s.ctx(c), principal(c), c.Query("status"), int(limit))
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusOK, gin.H{"proposals": list})
+}
+
+// getProposal: GET /v1/agent-memory/proposals/{id} (admin or reviewer).
+func (s *Server) getProposal(c *gin.Context) {
+	pr, err := s.Notes.GetProposal(s.ctx(c), principal(c), c.Param("id"))
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusOK, pr)
+}
+
+// approveRequest is the optional body of .../approve.
+type approveRequest struct {
+	Edits *notes.Patch `json:"edits"`
+}
+
+// approveProposal: POST /v1/agent-memory/proposals/{id}/approve {"edits"?} -> 201 the note.
+func (s *Server) approveProposal(c *gin.Context) {
+	var req approveRequest
+	if err := bindOptional(c, &req); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	n, err := s.Notes.Approve(s.ctx(c), principal(c), c.Param("id"), req.Edits)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusCreated, n)
+}
+
+// rejectRequest is the optional body of .../reject.
+type rejectRequest struct {
+	Reason string `json:"reason"`
+}
+
+// rejectProposal: POST /v1/agent-memory/proposals/{id}/reject {"reason"?} -> 200 the proposal.
+func (s *Server) rejectProposal(c *gin.Context) {
+	var req rejectRequest
+	if err := bindOptional(c, &req); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	pr, err := s.Notes.Reject(s.ctx(c), principal(c), c.Param("id"), req.Reason)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusOK, pr)
+}
+
+// noteBlock: GET /v1/agent-memory/block?max_tokens=&tags=a,b&view=&source_id= (AM-4) ->
+// {text, enabled, note_ids, tokens} with ETag; If-None-Match -> 304.
+func (s *Server) noteBlock(c *gin.Context) {
+	max, err := queryInt(c, "max_tokens", notes.DefaultBlockTokens, notes.MinBlockTokens, notes.MaxBlockTokens)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	b, err := s.Notes.Block(s.ctx(c), principal(c), notes.BlockRequest{
+		MaxTokens: int(max), Tags: splitList(c.Query("tags")), View: c.Query("view"),
+		SourceID: c.Query("source_id"), IfNoneMatch: c.GetHeader("If-None-Match"),
+	})
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.Header("ETag", b.ETag)
+	c.Header("Cache-Control", "private, no-cache")
+	if b.NotModified {
+		c.Status(http.StatusNotModified)
+		return
+	}
+	c.PureJSON(http.StatusOK, b)
+}
+
+// searchNotes: GET /v1/agent-memory/search?q=&tags=&limit=&source_id= (AM-14) -> {enabled, notes}.
+func (s *Server) searchNotes(c *gin.Context) {
+	limit, err := queryInt(c, "limit", notes.DefaultSearchLimit, 1, notes.MaxSearchLimit)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	res, err := s.Notes.Search(s.ctx(c), principal(c), notes.SearchRequest{
+		Q: c.Query("q"), Tags: splitList(c.Query("tags")), Limit: int(limit), SourceID: c.Query("source_id"),
+	})
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusOK, res)
+}
+
+// splitList splits a comma-separated query value, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// bindOptional is bind for a body that may be absent or empty.
+func bindOptional(c *gin.Context, v any) error {
+	data, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	return strictjson.Decode(data, v)
+}

@@ -1,0 +1,92 @@
+package notes_test
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"agentmemory/api/apitest"
+)
+
+// report adds p50/p99 latency (ms) and requests per second to b.
+func report(b *testing.B, lat []time.Duration, elapsed time.Duration) {
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50_ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99_ms")
+	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "req/s")
+}
+
+func benchEnv(b *testing.B, engine string) (*apitest.Env, string) {
+	e := apitest.New(b, engine)
+	e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true, "max_notes_per_source": 100000}})
+	e.AgentKey("bench-bot", "acme", "agent_memory")
+	return e, e.PersonKey("loader", "integration")
+}
+
+// BenchmarkNoteWrite: POST /v1/agent-memory/notes through the whole gate (local layer, the
+// space's known subjects), receipt and outbox event, on each database.
+func BenchmarkNoteWrite(b *testing.B) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		b.Run(engine, func(b *testing.B) {
+			e, key := benchEnv(b, engine)
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				body := map[string]any{"kind": "procedure", "source_id": "bench-bot", "title": fmt.Sprintf("Refund step %d", i),
+					"body": fmt.Sprintf("Validate the purchase with the order id, then offer a gift card or a paper check. Variant %d.", i),
+					"tags": []string{"refund", "orders"}}
+				t0 := time.Now()
+				r := e.Do("POST", "/v1/agent-memory/notes", key, body)
+				lat = append(lat, time.Since(t0))
+				if r.Status != http.StatusCreated {
+					b.Fatalf("got %d, want 201: %s", r.Status, r.Body)
+				}
+			}
+			report(b, lat, time.Since(start))
+		})
+	}
+}
+
+// BenchmarkBlockRead: GET /v1/agent-memory/block over 40 notes, with and without a matching
+// If-None-Match (304), on each database. Each read appends an agent_memory receipt.
+func BenchmarkBlockRead(b *testing.B) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		for _, cached := range []bool{false, true} {
+			name := engine + "/full"
+			if cached {
+				name = engine + "/if-none-match"
+			}
+			b.Run(name, func(b *testing.B) {
+				e, key := benchEnv(b, engine)
+				for i := 0; i < 40; i++ {
+					e.MustDo(http.StatusCreated, "POST", "/v1/agent-memory/notes", key, map[string]any{
+						"kind": "procedure", "source_id": "bench-bot", "title": fmt.Sprintf("Step %d", i), "visibility": "vendor",
+						"body": "Pull up the account, validate the purchase, record the reason and enter the details.",
+						"tags": []string{fmt.Sprintf("t%d", i%5)}})
+				}
+				path := "/v1/agent-memory/block?max_tokens=1000&tags=t1&source_id=bench-bot"
+				first := e.MustDo(http.StatusOK, "GET", path, key, nil)
+				var headers []string
+				want := http.StatusOK
+				if cached {
+					headers, want = []string{"If-None-Match", first.Header.Get("ETag")}, http.StatusNotModified
+				}
+				lat := make([]time.Duration, 0, b.N)
+				b.ResetTimer()
+				start := time.Now()
+				for i := 0; i < b.N; i++ {
+					t0 := time.Now()
+					r := e.Do("GET", path, key, nil, headers...)
+					lat = append(lat, time.Since(t0))
+					if r.Status != want {
+						b.Fatalf("got %d, want %d", r.Status, want)
+					}
+				}
+				report(b, lat, time.Since(start))
+			})
+		}
+	}
+}

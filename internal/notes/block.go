@@ -1,0 +1,281 @@
+package notes
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/tiktoken-go/tokenizer"
+	"github.com/uptrace/bun"
+
+	"agentmemory/internal/auth"
+	"agentmemory/internal/receipts"
+	"agentmemory/models"
+)
+
+// Block limits (AM-4).
+const (
+	MinBlockTokens     = 50
+	MaxBlockTokens     = 2000
+	DefaultBlockTokens = 300
+)
+
+// BlockOpen and BlockClose wrap the block; BlockHeader is its first line.
+const (
+	BlockOpen   = "<agent_notes>"
+	BlockClose  = "</agent_notes>"
+	BlockHeader = "These are your own procedures and working notes as an agent, learned about your trade; they are not customer data and not instructions from a customer."
+)
+
+// BlockRequest is GET /v1/agent-memory/block: MaxTokens 50..2000 (0 means 300); Tags and View
+// name the task's tags: notes carrying one of them come first; SourceID is named by a person
+// (integration) reading as an agent; IfNoneMatch is the If-None-Match header.
+type BlockRequest struct {
+	MaxTokens   int
+	Tags        []string
+	View        string
+	SourceID    string
+	IfNoneMatch string
+}
+
+// Block is the prompt block (AM-4). ETag is a strong validator of the whole answer;
+// NotModified is set when IfNoneMatch matched it (answer 304 without a body).
+type Block struct {
+	Text        string   `json:"text"`
+	Enabled     bool     `json:"enabled"`
+	NoteIDs     []string `json:"note_ids"`
+	Tokens      int      `json:"tokens"`
+	ETag        string   `json:"-"`
+	NotModified bool     `json:"-"`
+}
+
+var (
+	codecOnce sync.Once
+	codec     tokenizer.Codec
+	codecErr  error
+)
+
+// countTokens counts the tokens of text with cl100k_base.
+func countTokens(text string) (int, error) {
+	codecOnce.Do(func() { codec, codecErr = tokenizer.Get(tokenizer.Cl100kBase) })
+	if codecErr != nil {
+		return 0, fmt.Errorf("notes: tokenizer: %w", codecErr)
+	}
+	return codec.Count(text)
+}
+
+// CountTokens is the block's token count of text (cl100k_base), exported for tests and tools.
+func CountTokens(text string) (int, error) { return countTokens(text) }
+
+func (r *BlockRequest) validate() error {
+	if r.MaxTokens == 0 {
+		r.MaxTokens = DefaultBlockTokens
+	}
+	if r.MaxTokens < MinBlockTokens || r.MaxTokens > MaxBlockTokens {
+		return invalid("max_tokens", "max_tokens must be from %d to %d", MinBlockTokens, MaxBlockTokens)
+	}
+	if len(r.Tags) > MaxTags {
+		return invalid("tags", "at most %d tags", MaxTags)
+	}
+	for _, t := range r.Tags {
+		if !tagPattern.MatchString(t) || len(t) > MaxTagLen {
+			return invalid("tags", "a tag is lower-case a-z, 0-9, _ . : -")
+		}
+	}
+	if r.View != "" && (!tagPattern.MatchString(r.View) || len(r.View) > MaxTagLen) {
+		return invalid("view", "a view is lower-case a-z, 0-9, _ . : -")
+	}
+	return nil
+}
+
+// Block builds the prompt block p may read (AM-4): the active, unexpired notes visible to p,
+// ordered (1) notes carrying one of the requested tags or the view first, (2) higher version
+// first, (3) older first, (4) id; then whole notes in that order while the whole text
+// (wrapper included) stays within MaxTokens by cl100k_base. A note that does not fit is
+// skipped whole (a later, shorter one may still fit); a note is never cut. No note delivered
+// gives an empty text. The same request over the same notes gives the same bytes and ETag,
+// whoever the customer is; any change to a delivered note makes it a new version (a new id),
+// which changes the ETag.
+//
+// Every answer, a 304 included, leaves an agent_memory receipt "block.read" naming the
+// delivered note ids (detail not_modified true for a 304): the prompt the agent used is
+// answerable either way. Feature off: Enabled false, empty text, no receipt.
+func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest) (Block, error) {
+	if err := req.validate(); err != nil {
+		return Block{}, err
+	}
+	v, err := s.reader(ctx, p, req.SourceID, false)
+	if err != nil {
+		return Block{}, err
+	}
+	f, err := s.Docs.Features(ctx, p.SpaceID)
+	if err != nil {
+		return Block{}, err
+	}
+	if !f.AgentMemory.Enabled {
+		b := Block{NoteIDs: []string{}}
+		b.ETag = etag(b, req)
+		b.NotModified = matches(req.IfNoneMatch, b.ETag)
+		return b, nil
+	}
+	now := s.now()
+	var rows []models.Note
+	if err := deliverable(s.DB.NewSelect().Model(&rows), v, now).Scan(ctx); err != nil {
+		return Block{}, fmt.Errorf("notes: block: %w", err)
+	}
+	want := slices.Clone(req.Tags)
+	if req.View != "" {
+		want = append(want, req.View)
+	}
+	match := make(map[string]bool, len(rows))
+	for _, r := range rows {
+		match[r.ID] = slices.ContainsFunc(decodeTags(r.Tags), func(t string) bool { return slices.Contains(want, t) })
+	}
+	slices.SortFunc(rows, func(a, b models.Note) int {
+		switch {
+		case match[a.ID] != match[b.ID]:
+			if match[a.ID] {
+				return -1
+			}
+			return 1
+		case a.Version != b.Version:
+			return b.Version - a.Version
+		case !a.CreatedAt.Equal(b.CreatedAt):
+			return a.CreatedAt.Compare(b.CreatedAt)
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	b, err := assemble(rows, req.MaxTokens)
+	if err != nil {
+		return Block{}, err
+	}
+	b.Enabled = true
+	b.ETag = etag(b, req)
+	b.NotModified = matches(req.IfNoneMatch, b.ETag)
+	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		_, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
+			Kind: receipts.KindAgentMemory, Action: "block.read", ActorKey: p.KeyID, ObjectIDs: b.NoteIDs,
+			Detail: map[string]any{"tokens": b.Tokens, "not_modified": b.NotModified, "source_id": v.source},
+		}, now)
+		return err
+	})
+	if err != nil {
+		return Block{}, err
+	}
+	return b, nil
+}
+
+// renderNote is one note's part of the block.
+func renderNote(r models.Note) string {
+	return "\n## " + r.Title + " (" + r.Kind + ")\n" + r.Body + "\n"
+}
+
+// assemble adds whole notes in order while the whole text fits max tokens. Each note's
+// token count is cached by note id (a version never changes); the decision sums them and the
+// whole text is then counted exactly once (cached by its hash), dropping the last added note
+// in the rare case where the exact count of the joined text exceeds the budget.
+func assemble(rows []models.Note, max int) (Block, error) {
+	b := Block{NoteIDs: []string{}}
+	head := BlockOpen + "\n" + BlockHeader + "\n"
+	base, err := cachedCount("", head+BlockClose)
+	if err != nil {
+		return b, err
+	}
+	used := base
+	var chosen []models.Note
+	for _, r := range rows {
+		n, err := cachedCount(r.ID, renderNote(r))
+		if err != nil {
+			return b, err
+		}
+		if used+n > max {
+			continue
+		}
+		used += n
+		chosen = append(chosen, r)
+	}
+	for len(chosen) > 0 {
+		var body strings.Builder
+		body.WriteString(head)
+		for _, r := range chosen {
+			body.WriteString(renderNote(r))
+		}
+		body.WriteString(BlockClose)
+		text := body.String()
+		exact, err := cachedCount("", text)
+		if err != nil {
+			return b, err
+		}
+		if exact <= max {
+			for _, r := range chosen {
+				b.NoteIDs = append(b.NoteIDs, r.ID)
+			}
+			b.Text, b.Tokens = text, exact
+			return b, nil
+		}
+		chosen = chosen[:len(chosen)-1]
+	}
+	return b, nil
+}
+
+// tokenCache keeps token counts by note id (immutable) or by the SHA-256 of a text; it is
+// emptied when it reaches 20,000 entries.
+var tokenCache = struct {
+	sync.Mutex
+	m map[string]int
+}{m: map[string]int{}}
+
+func cachedCount(noteID, text string) (int, error) {
+	key := noteID
+	if key == "" {
+		h := sha256.Sum256([]byte(text))
+		key = hex.EncodeToString(h[:])
+	}
+	tokenCache.Lock()
+	n, ok := tokenCache.m[key]
+	tokenCache.Unlock()
+	if ok {
+		return n, nil
+	}
+	n, err := countTokens(text)
+	if err != nil {
+		return 0, err
+	}
+	tokenCache.Lock()
+	if len(tokenCache.m) >= 20000 {
+		tokenCache.m = map[string]int{}
+	}
+	tokenCache.m[key] = n
+	tokenCache.Unlock()
+	return n, nil
+}
+
+// etag hashes everything the answer depends on: the request's ordering inputs and limit, the
+// enabled flag, the text and the delivered note ids (each id is one immutable version).
+func etag(b Block, req BlockRequest) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "block/v1\n%t\n%d\n%s\n%s\n%d\n", b.Enabled, req.MaxTokens, strings.Join(req.Tags, ","), req.View, b.Tokens)
+	for _, id := range b.NoteIDs {
+		fmt.Fprintf(h, "%s\n", id)
+	}
+	h.Write([]byte(b.Text))
+	return `"` + hex.EncodeToString(h.Sum(nil))[:32] + `"`
+}
+
+// matches reports whether an If-None-Match header value names etag (or is "*").
+func matches(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,110 @@
+package notes
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"time"
+
+	"agentmemory/internal/fault"
+	"agentmemory/internal/redact"
+)
+
+// Detector is the optional model layer of the personal-data gate (AM-6): it returns the kinds
+// of personal data it finds in text (e.g. "email", "name"), never the values. An error or a
+// call that outlives the gate's timeout makes the write fail retryably; nothing is stored
+// unchecked.
+type Detector interface {
+	DetectKinds(ctx context.Context, text string) ([]string, error)
+}
+
+// DefaultDetectorTimeout bounds one call to the model layer.
+const DefaultDetectorTimeout = 10 * time.Second
+
+// Codes of the gate's refusals.
+const (
+	CodePersonalData        = "personal_data_in_agent_memory"
+	CodeDetectorUnavailable = "detector_unavailable"
+)
+
+var kindPattern = regexp.MustCompile(`^[a-z][a-z_]{0,31}$`)
+
+// Check runs the personal-data gate over text for space spaceID: the local layer always
+// (e-mail, phone, CPF, CNPJ and the space's known subjects, under the space's default phone
+// region), then the model layer when configured. It returns nil when text may be stored;
+// fault.Unprocessable "personal_data_in_agent_memory" with detail "kinds" (sorted kinds,
+// never values) when it may not; fault.Unavailable "detector_unavailable" with RetryAfter
+// when the model layer is configured and fails or does not answer in time.
+func (s *Service) Check(ctx context.Context, spaceID, text string) error {
+	opt, err := s.Subjects.Options(ctx, spaceID)
+	if err != nil {
+		return err
+	}
+	if found := redact.Detect(text, opt); len(found) > 0 {
+		ks := make([]string, 0, len(found))
+		for _, k := range found {
+			ks = append(ks, string(k))
+		}
+		return refused(ks)
+	}
+	if s.Detector == nil {
+		return nil
+	}
+	ks, err := s.detectWithModel(ctx, text)
+	if err != nil {
+		return err
+	}
+	if len(ks) > 0 {
+		return refused(ks)
+	}
+	return nil
+}
+
+func refused(ks []string) error {
+	slices.Sort(ks)
+	ks = slices.Compact(ks)
+	return fault.New(fault.Unprocessable, CodePersonalData,
+		"the note carries personal data (%d kind(s)); agent memory holds no customer data: rewrite it without them", len(ks)).
+		With("kinds", ks)
+}
+
+// detectWithModel calls the Detector within the timeout, even if the Detector ignores its
+// context. Kinds the model returns are reduced to short lower-case words so that a value can
+// never come back through a kind; anything else reads "personal_data".
+func (s *Service) detectWithModel(ctx context.Context, text string) ([]string, error) {
+	timeout := s.DetectorTimeout
+	if timeout <= 0 {
+		timeout = DefaultDetectorTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	type answer struct {
+		kinds []string
+		err   error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		ks, err := s.Detector.DetectKinds(ctx, text)
+		ch <- answer{ks, err}
+	}()
+	var a answer
+	select {
+	case a = <-ch:
+	case <-ctx.Done():
+		a.err = ctx.Err()
+	}
+	if a.err != nil {
+		e := fault.New(fault.Unavailable, CodeDetectorUnavailable, "the personal-data detector did not answer; nothing was stored: retry later")
+		e.RetryAfter = timeout
+		return nil, e
+	}
+	out := make([]string, 0, len(a.kinds))
+	for _, k := range a.kinds {
+		if kindPattern.MatchString(k) {
+			out = append(out, k)
+		} else {
+			out = append(out, "personal_data")
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,366 @@
+// Package notes is agent memory (AM-1..AM-14): notes an agent learned about its own trade,
+// never about a customer. Every door (REST today; MCP, proposal approval and distillation
+// later) writes through the one Service, which validates, runs the personal-data gate,
+// applies the limits and idempotency, and commits each change whole with its admin receipt
+// and its outbox event. Reads (list, block, search) apply the visibility rules of AM-2 and
+// leave agent_memory receipts naming the notes delivered.
+//
+// The package never imports gin or Temporal; errors are *fault.Error.
+package notes
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/uptrace/bun"
+
+	"agentmemory/internal/auth"
+	"agentmemory/internal/fault"
+	"agentmemory/internal/redact"
+	"agentmemory/internal/spaces"
+	"agentmemory/models"
+)
+
+// Note kinds (AM-1).
+const (
+	KindProcedure   = "procedure"
+	KindToolNote    = "tool_note"
+	KindProcessNote = "process_note"
+	KindPitfall     = "pitfall"
+)
+
+// Visibilities (AM-1, AM-2).
+const (
+	VisibilitySource = "source" // the owning agent only (the default)
+	VisibilityVendor = "vendor" // agents of the owner's vendor
+	VisibilitySpace  = "space"  // every agent of the space: an explicit choice of the writer
+)
+
+// Origins (AM-1).
+const (
+	OriginAgent     = "agent"
+	OriginHuman     = "human"
+	OriginDistilled = "distilled"
+)
+
+// Note statuses.
+const (
+	StatusActive  = "active"
+	StatusRetired = "retired"
+)
+
+// Limits (AM-1, AM-7), in Unicode code points where they concern text.
+const (
+	MaxTitle       = 120
+	MaxBody        = 2000
+	MaxTags        = 8
+	MaxTagLen      = 64
+	MaxEvidenceLen = 128
+	RateLimit      = 20
+	RateWindow     = time.Hour
+)
+
+var (
+	kinds        = []string{KindProcedure, KindToolNote, KindProcessNote, KindPitfall}
+	visibilities = []string{VisibilitySource, VisibilityVendor, VisibilitySpace}
+	tagPattern   = regexp.MustCompile(`^[a-z0-9_.:-]+$`)
+	idPattern    = regexp.MustCompile(`^[A-Za-z0-9_.:-]+$`)
+)
+
+// OptionsSource gives the personal-data options of a space (its default phone region and
+// known subjects); *subjects.Service implements it.
+type OptionsSource interface {
+	Options(ctx context.Context, spaceID string) (redact.Options, error)
+}
+
+// Service is agent memory. DB, Docs and Subjects are required; Detector is the optional model
+// layer of the gate (nil: local layer only); DetectorTimeout bounds one model call (default
+// 10 s); Now is the clock (default time.Now).
+type Service struct {
+	DB              *bun.DB
+	Docs            spaces.Documents
+	Subjects        OptionsSource
+	Detector        Detector
+	DetectorTimeout time.Duration
+	Now             func() time.Time
+}
+
+func (s *Service) now() time.Time {
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	// Stored times keep microseconds (PostgreSQL's precision): answers equal later reads.
+	return now().UTC().Truncate(time.Microsecond)
+}
+
+// Evidence names where a note was learned: exactly one of a conversation or a task id (the
+// id only, never content).
+type Evidence struct {
+	ConversationID string `json:"conversation_id,omitempty"`
+	TaskID         string `json:"task_id,omitempty"`
+}
+
+// Input is the body of POST /v1/agent-memory/notes. SourceID is named only by a person with
+// role integration (an agent writes as itself). Visibility defaults to "source".
+type Input struct {
+	SourceID   string     `json:"source_id,omitempty"`
+	Kind       string     `json:"kind"`
+	Title      string     `json:"title"`
+	Body       string     `json:"body"`
+	Tags       []string   `json:"tags"`
+	Visibility string     `json:"visibility,omitempty"`
+	Evidence   *Evidence  `json:"evidence,omitempty"`
+	ValidUntil *time.Time `json:"valid_until,omitempty"`
+}
+
+// Patch is an edit (POST .../notes/{id}/versions, or approval edits): members left out keep
+// the previous value.
+type Patch struct {
+	Kind       *string    `json:"kind,omitempty"`
+	Title      *string    `json:"title,omitempty"`
+	Body       *string    `json:"body,omitempty"`
+	Tags       *[]string  `json:"tags,omitempty"`
+	Visibility *string    `json:"visibility,omitempty"`
+	Evidence   *Evidence  `json:"evidence,omitempty"`
+	ValidUntil *time.Time `json:"valid_until,omitempty"`
+}
+
+// Note is a note version as the API shows it.
+type Note struct {
+	ID               string     `json:"id"`
+	Version          int        `json:"version"`
+	SupersedesNoteID *string    `json:"supersedes_note_id"`
+	SourceID         string     `json:"source_id"`
+	Vendor           string     `json:"vendor"`
+	Kind             string     `json:"kind"`
+	Title            string     `json:"title"`
+	Body             string     `json:"body"`
+	Tags             []string   `json:"tags"`
+	Visibility       string     `json:"visibility"`
+	Evidence         *Evidence  `json:"evidence"`
+	Origin           string     `json:"origin"`
+	Status           string     `json:"status"`
+	ValidUntil       *time.Time `json:"valid_until"`
+	ProposalID       *string    `json:"proposal_id"`
+	CreatedAt        time.Time  `json:"created_at"`
+	UpdatedAt        time.Time  `json:"updated_at"`
+	RetiredAt        *time.Time `json:"retired_at"`
+}
+
+// content is a validated note body.
+type content struct {
+	Kind       string
+	Title      string
+	Body       string
+	Tags       []string
+	Visibility string
+	Evidence   *Evidence
+	ValidUntil *time.Time
+}
+
+func invalid(member, format string, args ...any) error {
+	return fault.New(fault.Invalid, "invalid_member", format, args...).With("member", member)
+}
+
+// validate checks c against AM-1's limits; errors are fault.Invalid naming the member. Text
+// is never truncated.
+func (c *content) validate(now time.Time) error {
+	if !slices.Contains(kinds, c.Kind) {
+		return invalid("kind", "kind must be one of %s", strings.Join(kinds, ", "))
+	}
+	if strings.TrimSpace(c.Title) == "" {
+		return invalid("title", "title is required")
+	}
+	if n := utf8.RuneCountInString(c.Title); n > MaxTitle {
+		return invalid("title", "title is %d characters (code points); at most %d", n, MaxTitle)
+	}
+	if strings.TrimSpace(c.Body) == "" {
+		return invalid("body", "body is required")
+	}
+	if n := utf8.RuneCountInString(c.Body); n > MaxBody {
+		return invalid("body", "body is %d characters (code points); at most %d", n, MaxBody)
+	}
+	if !utf8.ValidString(c.Title) || !utf8.ValidString(c.Body) {
+		return invalid("body", "title and body must be valid UTF-8")
+	}
+	if c.Tags == nil {
+		c.Tags = []string{}
+	}
+	if len(c.Tags) > MaxTags {
+		return invalid("tags", "at most %d tags, got %d", MaxTags, len(c.Tags))
+	}
+	for i, t := range c.Tags {
+		if len(t) == 0 || len(t) > MaxTagLen || !tagPattern.MatchString(t) {
+			return invalid("tags", "tags[%d] must be 1-%d characters of lower-case a-z, 0-9, _ . : -", i, MaxTagLen)
+		}
+		if slices.Contains(c.Tags[:i], t) {
+			return invalid("tags", "tags[%d] repeats a tag", i)
+		}
+	}
+	if c.Visibility == "" {
+		c.Visibility = VisibilitySource
+	}
+	if !slices.Contains(visibilities, c.Visibility) {
+		return invalid("visibility", "visibility must be one of %s", strings.Join(visibilities, ", "))
+	}
+	if e := c.Evidence; e != nil {
+		switch {
+		case (e.ConversationID == "") == (e.TaskID == ""):
+			return invalid("evidence", "evidence names exactly one of conversation_id or task_id")
+		case len(e.ConversationID+e.TaskID) > MaxEvidenceLen || !idPattern.MatchString(e.ConversationID+e.TaskID):
+			return invalid("evidence", "an evidence id is 1-%d characters of letters, digits, _ . : -", MaxEvidenceLen)
+		}
+	}
+	if c.ValidUntil != nil {
+		v := c.ValidUntil.UTC().Truncate(time.Microsecond)
+		if !v.After(now) {
+			return invalid("valid_until", "valid_until must be in the future")
+		}
+		c.ValidUntil = &v
+	}
+	return nil
+}
+
+// gateText is everything of c the personal-data gate reads.
+func (c content) gateText() string {
+	var b strings.Builder
+	b.WriteString(c.Title)
+	b.WriteString("\n")
+	b.WriteString(c.Body)
+	b.WriteString("\n")
+	b.WriteString(strings.Join(c.Tags, " "))
+	if c.Evidence != nil {
+		b.WriteString("\n")
+		b.WriteString(c.Evidence.ConversationID + c.Evidence.TaskID)
+	}
+	return b.String()
+}
+
+func (in Input) content() content {
+	return content{Kind: in.Kind, Title: in.Title, Body: in.Body, Tags: slices.Clone(in.Tags),
+		Visibility: in.Visibility, Evidence: in.Evidence, ValidUntil: in.ValidUntil}
+}
+
+// apply returns c with p's members applied.
+func (c content) apply(p *Patch) content {
+	if p == nil {
+		return c
+	}
+	if p.Kind != nil {
+		c.Kind = *p.Kind
+	}
+	if p.Title != nil {
+		c.Title = *p.Title
+	}
+	if p.Body != nil {
+		c.Body = *p.Body
+	}
+	if p.Tags != nil {
+		c.Tags = slices.Clone(*p.Tags)
+	}
+	if p.Visibility != nil {
+		c.Visibility = *p.Visibility
+	}
+	if p.Evidence != nil {
+		c.Evidence = p.Evidence
+	}
+	if p.ValidUntil != nil {
+		c.ValidUntil = p.ValidUntil
+	}
+	return c
+}
+
+func evidenceOf(kind, id string) *Evidence {
+	switch kind {
+	case "conversation":
+		return &Evidence{ConversationID: id}
+	case "task":
+		return &Evidence{TaskID: id}
+	}
+	return nil
+}
+
+func evidenceCols(e *Evidence) (kind, id string) {
+	switch {
+	case e == nil:
+		return "", ""
+	case e.ConversationID != "":
+		return "conversation", e.ConversationID
+	default:
+		return "task", e.TaskID
+	}
+}
+
+func decodeTags(s string) []string {
+	var tags []string
+	_ = json.Unmarshal([]byte(s), &tags)
+	if tags == nil {
+		tags = []string{}
+	}
+	return tags
+}
+
+func encodeTags(tags []string) string {
+	if tags == nil {
+		tags = []string{}
+	}
+	b, _ := json.Marshal(tags)
+	return string(b)
+}
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func toNote(r models.Note) Note {
+	return Note{
+		ID: r.ID, Version: r.Version, SupersedesNoteID: strPtr(r.SupersedesNoteID), SourceID: r.SourceID,
+		Vendor: r.Vendor, Kind: r.Kind, Title: r.Title, Body: r.Body, Tags: decodeTags(r.Tags),
+		Visibility: r.Visibility, Evidence: evidenceOf(r.EvidenceKind, r.EvidenceID), Origin: r.Origin,
+		Status: r.Status, ValidUntil: utcPtr(r.ValidUntil), ProposalID: strPtr(r.ProposalID),
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), RetiredAt: utcPtr(r.RetiredAt),
+	}
+}
+
+func noteContent(r models.Note) content {
+	return content{Kind: r.Kind, Title: r.Title, Body: r.Body, Tags: decodeTags(r.Tags),
+		Visibility: r.Visibility, Evidence: evidenceOf(r.EvidenceKind, r.EvidenceID), ValidUntil: utcPtr(r.ValidUntil)}
+}
+
+// actor is who writes and for which source.
+type actor struct {
+	p        auth.Principal
+	sourceID string
+	vendor   string
+}
+
+func (a actor) kind() string {
+	if a.p.IsAgent() {
+		return auth.KindAgent
+	}
+	return auth.KindPerson
+}
+
+func (a actor) origin() string {
+	if a.p.IsAgent() {
+		return OriginAgent
+	}
+	return OriginHuman
+}

@@ -1,0 +1,394 @@
+package notes
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"agentmemory/internal/auth"
+	"agentmemory/internal/events"
+	"agentmemory/internal/fault"
+	"agentmemory/internal/receipts"
+	"agentmemory/models"
+)
+
+// Proposal statuses (AM-8, AM-9). drafting: created by distillation, content not yet there;
+// pending: waiting for a person; approved/rejected: decided; failed: distillation gave up
+// (Reason says why); expired: nobody decided in time.
+const (
+	ProposalDrafting = "drafting"
+	ProposalPending  = "pending"
+	ProposalApproved = "approved"
+	ProposalRejected = "rejected"
+	ProposalFailed   = "failed"
+	ProposalExpired  = "expired"
+)
+
+// ProposalStatuses lists every status, in lifecycle order.
+var ProposalStatuses = []string{ProposalDrafting, ProposalPending, ProposalApproved, ProposalRejected, ProposalFailed, ProposalExpired}
+
+// Codes of proposal errors.
+const (
+	CodeProposalNotFound   = "proposal_not_found"
+	CodeProposalNotPending = "proposal_not_pending"
+)
+
+// Proposal is a proposal as the API shows it. Content members are empty while drafting.
+type Proposal struct {
+	ID               string     `json:"id"`
+	Status           string     `json:"status"`
+	Reason           *string    `json:"reason"`
+	SourceID         string     `json:"source_id"`
+	Vendor           string     `json:"vendor"`
+	Origin           string     `json:"origin"`
+	Kind             string     `json:"kind"`
+	Title            string     `json:"title"`
+	Body             string     `json:"body"`
+	Tags             []string   `json:"tags"`
+	Visibility       string     `json:"visibility"`
+	Evidence         *Evidence  `json:"evidence"`
+	ValidUntil       *time.Time `json:"valid_until"`
+	SupersedesNoteID *string    `json:"supersedes_note_id"`
+	NoteID           *string    `json:"note_id"`
+	DecidedBy        *string    `json:"decided_by"`
+	DecidedAt        *time.Time `json:"decided_at"`
+	CreatedAt        time.Time  `json:"created_at"`
+	UpdatedAt        time.Time  `json:"updated_at"`
+}
+
+func toProposal(r models.NoteProposal) Proposal {
+	return Proposal{
+		ID: r.ID, Status: r.Status, Reason: strPtr(r.Reason), SourceID: r.SourceID, Vendor: r.Vendor,
+		Origin: r.Origin, Kind: r.Kind, Title: r.Title, Body: r.Body, Tags: decodeTags(r.Tags),
+		Visibility: r.Visibility, Evidence: evidenceOf(r.EvidenceKind, r.EvidenceID), ValidUntil: utcPtr(r.ValidUntil),
+		SupersedesNoteID: strPtr(r.SupersedesNoteID), NoteID: strPtr(r.NoteID), DecidedBy: strPtr(r.DecidedBy),
+		DecidedAt: utcPtr(r.DecidedAt), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+}
+
+func proposalRow(w write, id string) models.NoteProposal {
+	ek, eid := evidenceCols(w.c.Evidence)
+	r := models.NoteProposal{
+		ID: id, SpaceID: w.a.p.SpaceID, SourceID: w.a.sourceID, Vendor: w.a.vendor, Origin: w.a.origin(),
+		Status: ProposalPending, Kind: w.c.Kind, Title: w.c.Title, Body: w.c.Body, Tags: encodeTags(w.c.Tags),
+		Visibility: w.c.Visibility, EvidenceKind: ek, EvidenceID: eid, ValidUntil: w.c.ValidUntil,
+		ActorKeyID: w.a.p.KeyID, ActorKind: w.a.kind(), AgentVersion: w.agentVersion, CreatedAt: w.now, UpdatedAt: w.now,
+	}
+	if w.prev != nil {
+		r.SupersedesNoteID = w.prev.ID
+	}
+	return r
+}
+
+func proposalContent(r models.NoteProposal) content {
+	return content{Kind: r.Kind, Title: r.Title, Body: r.Body, Tags: decodeTags(r.Tags), Visibility: r.Visibility,
+		Evidence: evidenceOf(r.EvidenceKind, r.EvidenceID), ValidUntil: utcPtr(r.ValidUntil)}
+}
+
+// mayDecide: role admin, or reviewer when the space lets reviewers approve (AM-10).
+func (s *Service) mayDecide(ctx context.Context, p auth.Principal) error {
+	f, err := s.Docs.Features(ctx, p.SpaceID)
+	if err != nil {
+		return err
+	}
+	if p.HasRole(auth.RoleAdmin) || (p.HasRole(auth.RoleReviewer) && f.ReviewersMayApprove()) {
+		return nil
+	}
+	if f.ReviewersMayApprove() {
+		return p.RequireRole(auth.RoleAdmin, auth.RoleReviewer)
+	}
+	return p.RequireRole(auth.RoleAdmin)
+}
+
+func (s *Service) loadProposal(ctx context.Context, idb bun.IDB, spaceID, id string) (models.NoteProposal, error) {
+	var r models.NoteProposal
+	err := idb.NewSelect().Model(&r).Where("id = ? AND space_id = ?", id, spaceID).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fault.New(fault.NotFound, CodeProposalNotFound, "no proposal with that id in this space")
+	}
+	if err != nil {
+		return r, fmt.Errorf("notes: load proposal: %w", err)
+	}
+	return r, nil
+}
+
+// ListProposals returns the space's proposals, newest first, optionally of one status, for
+// admin or reviewer (fault.Forbidden otherwise; an unknown status is fault.Invalid).
+func (s *Service) ListProposals(ctx context.Context, p auth.Principal, status string, limit int) ([]Proposal, error) {
+	if err := s.mayDecide(ctx, p); err != nil {
+		return nil, err
+	}
+	if status != "" && !slices.Contains(ProposalStatuses, status) {
+		return nil, invalid("status", "status must be one of %s", strings.Join(ProposalStatuses, ", "))
+	}
+	var rows []models.NoteProposal
+	q := s.DB.NewSelect().Model(&rows).Where("space_id = ?", p.SpaceID)
+	if status != "" {
+		q = q.Where("status = ?", status)
+	}
+	if err := q.Order("created_at DESC", "id DESC").Limit(int64(limit)).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("notes: list proposals: %w", err)
+	}
+	out := make([]Proposal, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, toProposal(r))
+	}
+	return out, nil
+}
+
+// GetProposal returns one proposal for admin or reviewer (fault.NotFound proposal_not_found).
+func (s *Service) GetProposal(ctx context.Context, p auth.Principal, id string) (Proposal, error) {
+	if err := s.mayDecide(ctx, p); err != nil {
+		return Proposal{}, err
+	}
+	r, err := s.loadProposal(ctx, s.DB, p.SpaceID, id)
+	if err != nil {
+		return Proposal{}, err
+	}
+	return toProposal(r), nil
+}
+
+// Approve turns pending proposal id into a note (AM-8), applying the reviewer's optional
+// edits, which pass the personal-data gate again (the whole content is re-checked, since the
+// space's known subjects may have changed since it was proposed). The note keeps the
+// proposal's source and origin ("agent" or "distilled") and does not count against the
+// agent's hourly limit; it counts against the cap. An edit proposal retires the note it
+// supersedes. The distillation workflow's activity calls this too, with the approving
+// person's principal.
+//
+// Errors: fault.Forbidden (role), fault.NotFound proposal_not_found, fault.Conflict
+// proposal_not_pending / note_not_active / note_cap_reached, fault.Invalid for edits,
+// fault.Unprocessable personal_data_in_agent_memory, fault.Unavailable detector_unavailable.
+func (s *Service) Approve(ctx context.Context, p auth.Principal, id string, edits *Patch) (Note, error) {
+	if err := s.mayDecide(ctx, p); err != nil {
+		return Note{}, err
+	}
+	f, err := s.Docs.Features(ctx, p.SpaceID)
+	if err != nil {
+		return Note{}, err
+	}
+	pr, err := s.loadProposal(ctx, s.DB, p.SpaceID, id)
+	if err != nil {
+		return Note{}, err
+	}
+	if pr.Status != ProposalPending {
+		return Note{}, notPending(pr.Status)
+	}
+	now := s.now()
+	c := proposalContent(pr).apply(edits)
+	if err := c.validate(now); err != nil {
+		return Note{}, err
+	}
+	if err := s.Check(ctx, p.SpaceID, c.gateText()); err != nil {
+		return Note{}, err
+	}
+	noteID := auth.NewID("note")
+	var out Note
+	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		objs := []string{id, noteID}
+		if pr.SupersedesNoteID != "" {
+			objs = append(objs, pr.SupersedesNoteID)
+		}
+		if _, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
+			Kind: receipts.KindAdmin, Action: "proposal.approve", ActorKey: p.KeyID, ObjectIDs: objs,
+			Detail: map[string]any{"edited": edits != nil, "source_id": pr.SourceID, "origin": pr.Origin},
+		}, now); err != nil {
+			return err
+		}
+		res, err := tx.NewUpdate().Model((*models.NoteProposal)(nil)).
+			Set("status = ?, note_id = ?, decided_by = ?, decided_at = ?, updated_at = ?", ProposalApproved, noteID, p.KeyID, now, now).
+			Where("id = ? AND space_id = ? AND status = ?", id, p.SpaceID, ProposalPending).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("notes: approve: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notPending("decided")
+		}
+		w := write{a: actor{p: p, sourceID: pr.SourceID, vendor: pr.Vendor}, f: f, c: c, agentVersion: pr.AgentVersion, now: now}
+		if pr.SupersedesNoteID != "" {
+			var prev models.Note
+			if err := tx.NewSelect().Model(&prev).Where("id = ? AND space_id = ?", pr.SupersedesNoteID, p.SpaceID).Scan(ctx); err != nil {
+				return fmt.Errorf("notes: load superseded: %w", err)
+			}
+			w.prev = &prev
+		}
+		out, err = insertNote(ctx, tx, w, noteID, pr.Origin, id)
+		return err
+	})
+	if err != nil {
+		return Note{}, err
+	}
+	return out, nil
+}
+
+// Reject closes pending proposal id without a note; reason (optional, at most 200
+// characters, e.g. "duplicate") is kept. Errors as Approve's.
+func (s *Service) Reject(ctx context.Context, p auth.Principal, id, reason string) (Proposal, error) {
+	if err := s.mayDecide(ctx, p); err != nil {
+		return Proposal{}, err
+	}
+	if len([]rune(reason)) > 200 {
+		return Proposal{}, invalid("reason", "reason is at most 200 characters")
+	}
+	if reason != "" {
+		if err := s.Check(ctx, p.SpaceID, reason); err != nil {
+			return Proposal{}, err
+		}
+	}
+	return s.transition(ctx, p.SpaceID, p.KeyID, id, "proposal.reject", ProposalPending, ProposalRejected, reason, true)
+}
+
+// transition moves proposal id from status from to status to (compare-and-swap), with an
+// admin receipt, in one transaction.
+func (s *Service) transition(ctx context.Context, spaceID, actorKey, id, action, from, to, reason string, decided bool) (Proposal, error) {
+	now := s.now()
+	var out models.NoteProposal
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := receipts.Append(ctx, tx, spaceID, receipts.Entry{
+			Kind: receipts.KindAdmin, Action: action, ActorKey: actorKey, ObjectIDs: []string{id},
+			Detail: map[string]any{"status": to, "reason": reason},
+		}, now); err != nil {
+			return err
+		}
+		q := tx.NewUpdate().Model((*models.NoteProposal)(nil)).
+			Set("status = ?, reason = ?, updated_at = ?", to, reason, now)
+		if decided {
+			q = q.Set("decided_by = ?, decided_at = ?", actorKey, now)
+		}
+		res, err := q.Where("id = ? AND space_id = ? AND status = ?", id, spaceID, from).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("notes: %s: %w", action, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			cur, err := s.loadProposal(ctx, tx, spaceID, id)
+			if err != nil {
+				return err
+			}
+			return notPending(cur.Status)
+		}
+		return tx.NewSelect().Model(&out).Where("id = ?", id).Scan(ctx)
+	})
+	if err != nil {
+		return Proposal{}, err
+	}
+	return toProposal(out), nil
+}
+
+func notPending(status string) error {
+	return fault.New(fault.Conflict, CodeProposalNotPending, "the proposal is %s, not pending", status).With("status", status)
+}
+
+// DraftRequest starts a distilled proposal (AM-9): the source agent and the evidence it is
+// distilled from. ActorKey is the key that asked for the distillation (receipts).
+type DraftRequest struct {
+	SpaceID  string
+	SourceID string
+	Vendor   string
+	ActorKey string
+	Evidence Evidence
+}
+
+// Draft stores a proposal in status drafting with origin "distilled", its admin receipt and
+// its note_created event (AM-13), and returns its id. The distillation workflow fills it with
+// Propose or ends it with Fail.
+func (s *Service) Draft(ctx context.Context, d DraftRequest) (string, error) {
+	c := content{Kind: KindProcedure, Title: "-", Body: "-", Evidence: &d.Evidence}
+	if err := c.validate(s.now()); err != nil {
+		return "", err
+	}
+	now := s.now()
+	id := auth.NewID("prop")
+	ek, eid := evidenceCols(&d.Evidence)
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := receipts.Append(ctx, tx, d.SpaceID, receipts.Entry{
+			Kind: receipts.KindAdmin, Action: "proposal.draft", ActorKey: d.ActorKey, ObjectIDs: []string{id},
+			Detail: map[string]any{"source_id": d.SourceID, "origin": OriginDistilled},
+		}, now); err != nil {
+			return err
+		}
+		r := models.NoteProposal{
+			ID: id, SpaceID: d.SpaceID, SourceID: d.SourceID, Vendor: d.Vendor, Origin: OriginDistilled,
+			Status: ProposalDrafting, Tags: "[]", EvidenceKind: ek, EvidenceID: eid, ActorKeyID: d.ActorKey,
+			ActorKind: "workflow", CreatedAt: now, UpdatedAt: now,
+		}
+		if _, err := tx.NewInsert().Model(&r).Exec(ctx); err != nil {
+			return fmt.Errorf("notes: insert draft: %w", err)
+		}
+		_, err := events.Enqueue(ctx, tx, events.Event{
+			Type: events.TypeNoteCreated, SpaceID: d.SpaceID, ProposalID: id, Origin: OriginDistilled, SourceID: d.SourceID,
+		}, now)
+		return err
+	})
+	return id, err
+}
+
+// DistilledNote is what the model proposes for a drafting proposal.
+type DistilledNote struct {
+	Kind  string   `json:"kind"`
+	Title string   `json:"title"`
+	Body  string   `json:"body"`
+	Tags  []string `json:"tags"`
+}
+
+// Propose fills drafting proposal id with n and makes it pending, after validation and the
+// personal-data gate. A note over the limits ends the proposal failed with reason
+// "invalid_note", one with personal data failed with reason "personal_data"; both return
+// the fault as well. fault.Unavailable detector_unavailable leaves it drafting (retry).
+func (s *Service) Propose(ctx context.Context, spaceID, id string, n DistilledNote) error {
+	pr, err := s.loadProposal(ctx, s.DB, spaceID, id)
+	if err != nil {
+		return err
+	}
+	if pr.Status != ProposalDrafting {
+		return notPending(pr.Status)
+	}
+	c := content{Kind: n.Kind, Title: n.Title, Body: n.Body, Tags: n.Tags, Visibility: VisibilitySource,
+		Evidence: evidenceOf(pr.EvidenceKind, pr.EvidenceID)}
+	if err := c.validate(s.now()); err != nil {
+		_, _ = s.Fail(ctx, spaceID, id, "invalid_note")
+		return err
+	}
+	if err := s.Check(ctx, spaceID, c.gateText()); err != nil {
+		if fault.IsCode(err, CodePersonalData) {
+			_, _ = s.Fail(ctx, spaceID, id, "personal_data")
+		}
+		return err
+	}
+	now := s.now()
+	return s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := receipts.Append(ctx, tx, spaceID, receipts.Entry{
+			Kind: receipts.KindAdmin, Action: "proposal.propose", ActorKey: pr.ActorKeyID, ObjectIDs: []string{id},
+			Detail: map[string]any{"kind": c.Kind},
+		}, now); err != nil {
+			return err
+		}
+		res, err := tx.NewUpdate().Model((*models.NoteProposal)(nil)).
+			Set("status = ?, kind = ?, title = ?, body = ?, tags = ?, visibility = ?, updated_at = ?",
+				ProposalPending, c.Kind, c.Title, c.Body, encodeTags(c.Tags), c.Visibility, now).
+			Where("id = ? AND space_id = ? AND status = ?", id, spaceID, ProposalDrafting).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("notes: propose: %w", err)
+		}
+		if k, _ := res.RowsAffected(); k == 0 {
+			return notPending("decided")
+		}
+		return nil
+	})
+}
+
+// Fail ends drafting proposal id as failed with reason (nothing_to_propose, personal_data,
+// unconfirmed_link, no_turns, invalid_note). A proposal no longer drafting is
+// fault.Conflict proposal_not_pending.
+func (s *Service) Fail(ctx context.Context, spaceID, id, reason string) (Proposal, error) {
+	pr, err := s.loadProposal(ctx, s.DB, spaceID, id)
+	if err != nil {
+		return Proposal{}, err
+	}
+	return s.transition(ctx, spaceID, pr.ActorKeyID, id, "proposal.fail", ProposalDrafting, ProposalFailed, reason, false)
+}

@@ -1,0 +1,505 @@
+package notes
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"agentmemory/internal/auth"
+	"agentmemory/internal/db"
+	"agentmemory/internal/events"
+	"agentmemory/internal/fault"
+	"agentmemory/internal/receipts"
+	"agentmemory/internal/spaces"
+	"agentmemory/models"
+)
+
+// Error codes of writes (besides the gate's and fault.Invalid "invalid_member").
+const (
+	CodeFeatureDisabled  = "feature_disabled"
+	CodeScopeRequired    = "scope_required"
+	CodeRateLimited      = "note_rate_limited"
+	CodeCapReached       = "note_cap_reached"
+	CodeIdempotencyReuse = "idempotency_key_reused"
+	CodeNotActive        = "note_not_active"
+	CodeNotOwner         = "not_note_owner"
+	CodeNoteNotFound     = "note_not_found"
+	CodeUnknownSource    = "unknown_source"
+	CodeSourceMismatch   = "source_mismatch"
+)
+
+// WriteResult is the answer of a note write: Note when a note was stored (201), ProposalID
+// when the write became a proposal (202, AM-8). Replayed is true when an Idempotency-Key
+// matched an earlier write: the first answer is returned and nothing is written.
+type WriteResult struct {
+	Note       *Note  `json:"note,omitempty"`
+	ProposalID string `json:"proposal_id,omitempty"`
+	Replayed   bool   `json:"-"`
+}
+
+// Create writes a new note for p (AM-1, AM-6, AM-7, AM-8). idemKey is the Idempotency-Key
+// header ("" for none); agentVersion is the Agent-Version header (provenance, MS-5).
+//
+// Errors: fault.Forbidden (feature_disabled, scope_required, role_required, source_mismatch),
+// fault.Invalid naming the member (limits, unknown_source), fault.Unprocessable
+// personal_data_in_agent_memory, fault.Unavailable detector_unavailable, fault.TooMany
+// note_rate_limited (RetryAfter in whole seconds), fault.Conflict note_cap_reached or
+// idempotency_key_reused. A refused write stores nothing and does not count.
+func (s *Service) Create(ctx context.Context, p auth.Principal, agentVersion, idemKey string, in Input) (WriteResult, error) {
+	f, err := s.features(ctx, p.SpaceID)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	a, err := s.writer(ctx, p, in.SourceID)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	now := s.now()
+	c := in.content()
+	if err := c.validate(now); err != nil {
+		return WriteResult{}, err
+	}
+	w := write{a: a, f: f, c: c, agentVersion: agentVersion, idemKey: idemKey, bodyHash: hashOf("create", in), now: now}
+	if res, done, err := s.replay(ctx, w); done || err != nil {
+		return res, err
+	}
+	if err := s.Check(ctx, p.SpaceID, c.gateText()); err != nil {
+		return WriteResult{}, err
+	}
+	return s.commit(ctx, w)
+}
+
+// NewVersion edits note noteID (AM-1): the previous version is retired and a new one is
+// stored with version+1 and supersedes_note_id set; members left out of patch keep their
+// value. An agent edits only its own notes (fault.Forbidden not_note_owner; a note it cannot
+// see is fault.NotFound note_not_found); a retired note is fault.Conflict note_not_active.
+// Otherwise as Create.
+func (s *Service) NewVersion(ctx context.Context, p auth.Principal, agentVersion, idemKey, noteID string, patch Patch) (WriteResult, error) {
+	f, err := s.features(ctx, p.SpaceID)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	if err := requireWrite(p); err != nil {
+		return WriteResult{}, err
+	}
+	prev, err := s.ownNote(ctx, p, noteID)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	a := actor{p: p, sourceID: prev.SourceID, vendor: prev.Vendor}
+	now := s.now()
+	w := write{a: a, f: f, prev: &prev, agentVersion: agentVersion, idemKey: idemKey,
+		bodyHash: hashOf("version:"+noteID, patch), now: now}
+	if res, done, err := s.replay(ctx, w); done || err != nil {
+		return res, err
+	}
+	if prev.Status != StatusActive {
+		return WriteResult{}, notActive()
+	}
+	w.c = noteContent(prev).apply(&patch)
+	if err := w.c.validate(now); err != nil {
+		return WriteResult{}, err
+	}
+	c := w.c
+	if err := s.Check(ctx, p.SpaceID, c.gateText()); err != nil {
+		return WriteResult{}, err
+	}
+	return s.commit(ctx, w)
+}
+
+// Retire retires note noteID (AM-1): it stays readable by id but leaves block and search. The
+// owner rules are NewVersion's; an already retired note is fault.Conflict note_not_active.
+func (s *Service) Retire(ctx context.Context, p auth.Principal, noteID string) (Note, error) {
+	if _, err := s.features(ctx, p.SpaceID); err != nil {
+		return Note{}, err
+	}
+	if err := requireWrite(p); err != nil {
+		return Note{}, err
+	}
+	prev, err := s.ownNote(ctx, p, noteID)
+	if err != nil {
+		return Note{}, err
+	}
+	now := s.now()
+	var out models.Note
+	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
+			Kind: receipts.KindAdmin, Action: "note.retire", ActorKey: p.KeyID, ObjectIDs: []string{noteID},
+			Detail: map[string]any{"source_id": prev.SourceID},
+		}, now); err != nil {
+			return err
+		}
+		if err := retireRow(ctx, tx, p.SpaceID, noteID, now); err != nil {
+			return err
+		}
+		return tx.NewSelect().Model(&out).Where("id = ?", noteID).Scan(ctx)
+	})
+	if err != nil {
+		return Note{}, err
+	}
+	return toNote(out), nil
+}
+
+// features returns the space's features, or fault.Forbidden feature_disabled when agent
+// memory is off (AM-3).
+func (s *Service) features(ctx context.Context, spaceID string) (spaces.Features, error) {
+	f, err := s.Docs.Features(ctx, spaceID)
+	if err != nil {
+		return f, err
+	}
+	if !f.AgentMemory.Enabled {
+		return f, fault.New(fault.Forbidden, CodeFeatureDisabled, "agent memory is off for this space (features.agent_memory.enabled)")
+	}
+	return f, nil
+}
+
+// requireWrite: an agent needs scope agent_memory:write; a person role integration (AM-10).
+func requireWrite(p auth.Principal) error {
+	if p.IsAgent() {
+		if !p.HasScope(auth.ScopeAgentMemoryWrite) {
+			return fault.New(fault.Forbidden, CodeScopeRequired, "this key lacks scope agent_memory:write")
+		}
+		return nil
+	}
+	return p.RequireRole(auth.RoleIntegration)
+}
+
+// writer resolves who writes for which source: an agent writes as itself (naming another
+// source is fault.Forbidden source_mismatch); a person with integration names source_id, an
+// agent of the space whose vendor comes from that agent's key (fault.Invalid unknown_source).
+func (s *Service) writer(ctx context.Context, p auth.Principal, sourceID string) (actor, error) {
+	if err := requireWrite(p); err != nil {
+		return actor{}, err
+	}
+	if p.IsAgent() {
+		if sourceID != "" && sourceID != p.Agent {
+			return actor{}, fault.New(fault.Forbidden, CodeSourceMismatch, "an agent writes only its own notes; leave source_id out").With("member", "source_id")
+		}
+		return actor{p: p, sourceID: p.Agent, vendor: p.Vendor}, nil
+	}
+	vendor, err := s.sourceVendor(ctx, p.SpaceID, sourceID)
+	if err != nil {
+		return actor{}, err
+	}
+	return actor{p: p, sourceID: sourceID, vendor: vendor}, nil
+}
+
+// sourceVendor returns the vendor of agent sourceID, from its newest key in the space.
+func (s *Service) sourceVendor(ctx context.Context, spaceID, sourceID string) (string, error) {
+	if sourceID == "" {
+		return "", invalid("source_id", "a person names the agent the note belongs to in source_id")
+	}
+	var key models.APIKey
+	err := s.DB.NewSelect().Model(&key).Column("vendor").
+		Where("space_id = ? AND kind = ? AND agent = ?", spaceID, auth.KindAgent, sourceID).
+		Order("created_at DESC").Limit(1).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fault.New(fault.Invalid, CodeUnknownSource, "source_id names no agent of this space").With("member", "source_id")
+	}
+	if err != nil {
+		return "", fmt.Errorf("notes: source vendor: %w", err)
+	}
+	return key.Vendor, nil
+}
+
+// ownNote loads a note p may change: any note of the space for a person, only its own for an
+// agent.
+func (s *Service) ownNote(ctx context.Context, p auth.Principal, noteID string) (models.Note, error) {
+	var r models.Note
+	err := s.DB.NewSelect().Model(&r).Where("id = ? AND space_id = ?", noteID, p.SpaceID).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, noteNotFound()
+	}
+	if err != nil {
+		return r, fmt.Errorf("notes: load: %w", err)
+	}
+	if p.IsAgent() {
+		v := viewer{spaceID: p.SpaceID, source: p.Agent, vendor: p.Vendor}
+		if !v.sees(r) {
+			return r, noteNotFound()
+		}
+		if r.SourceID != p.Agent || r.Vendor != p.Vendor {
+			return r, fault.New(fault.Forbidden, CodeNotOwner, "an agent edits and retires only its own notes")
+		}
+	}
+	return r, nil
+}
+
+func noteNotFound() error {
+	return fault.New(fault.NotFound, CodeNoteNotFound, "no note with that id visible to this key")
+}
+
+func notActive() error {
+	return fault.New(fault.Conflict, CodeNotActive, "the note is retired or superseded; edit its newest version")
+}
+
+// write is one validated, not yet gated or committed, note write.
+type write struct {
+	a            actor
+	f            spaces.Features
+	c            content
+	prev         *models.Note // the version an edit supersedes
+	agentVersion string
+	idemKey      string
+	bodyHash     string
+	now          time.Time
+}
+
+// proposal reports whether the write becomes a proposal (AM-8): an agent's write under
+// writes: human_only.
+func (w write) proposal() bool { return w.a.p.IsAgent() && w.f.HumanOnly() }
+
+func hashOf(op string, v any) string {
+	b, _ := json.Marshal(v)
+	h := sha256.Sum256(append([]byte(op+"\n"), b...))
+	return hex.EncodeToString(h[:])
+}
+
+var errReplayed = errors.New("notes: replayed")
+
+// replay answers an Idempotency-Key seen before: (first answer, true) for the same request,
+// fault.Conflict idempotency_key_reused for a different one.
+func (s *Service) replay(ctx context.Context, w write) (WriteResult, bool, error) {
+	if w.idemKey == "" {
+		return WriteResult{}, false, nil
+	}
+	return lookupRequest(ctx, s.DB, w)
+}
+
+func lookupRequest(ctx context.Context, idb bun.IDB, w write) (WriteResult, bool, error) {
+	var r models.NoteRequest
+	err := idb.NewSelect().Model(&r).
+		Where("space_id = ? AND key_id = ? AND idem_key = ?", w.a.p.SpaceID, w.a.p.KeyID, w.idemKey).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return WriteResult{}, false, nil
+	}
+	if err != nil {
+		return WriteResult{}, false, fmt.Errorf("notes: idempotency: %w", err)
+	}
+	if r.BodyHash != w.bodyHash {
+		return WriteResult{}, true, fault.New(fault.Conflict, CodeIdempotencyReuse, "this Idempotency-Key was used for a different request")
+	}
+	var res WriteResult
+	if err := json.Unmarshal([]byte(r.Response), &res); err != nil {
+		return WriteResult{}, true, fmt.Errorf("notes: idempotency answer: %w", err)
+	}
+	res.Replayed = true
+	return res, true, nil
+}
+
+// commit stores w in one transaction: the admin receipt first (its chain head row serialises
+// the space's writers, so the limits below are exact across replicas), then the idempotency
+// re-check, the hourly limit and the cap, the rows, the outbox event and the idempotency
+// record.
+func (s *Service) commit(ctx context.Context, w write) (WriteResult, error) {
+	var res WriteResult
+	var replayed WriteResult
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		res = WriteResult{}
+		id := auth.NewID("note")
+		action := "note.create"
+		objs := []string{id}
+		if w.proposal() {
+			id = auth.NewID("prop")
+			action = "proposal.create"
+			objs = []string{id}
+		} else if w.prev != nil {
+			action = "note.version"
+			objs = []string{id, w.prev.ID}
+		}
+		if w.proposal() && w.prev != nil {
+			objs = append(objs, w.prev.ID)
+		}
+		if _, err := receipts.Append(ctx, tx, w.a.p.SpaceID, receipts.Entry{
+			Kind: receipts.KindAdmin, Action: action, ActorKey: w.a.p.KeyID, ObjectIDs: objs,
+			Detail: map[string]any{"kind": w.c.Kind, "origin": w.a.origin(), "source_id": w.a.sourceID},
+		}, w.now); err != nil {
+			return err
+		}
+		if w.idemKey != "" {
+			r, done, err := lookupRequest(ctx, tx, w)
+			if err != nil {
+				return err
+			}
+			if done {
+				replayed = r
+				return errReplayed
+			}
+		}
+		if w.a.p.IsAgent() {
+			if err := checkRate(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.now); err != nil {
+				return err
+			}
+		}
+		if w.proposal() {
+			pr := proposalRow(w, id)
+			if _, err := tx.NewInsert().Model(&pr).Exec(ctx); err != nil {
+				return fmt.Errorf("notes: insert proposal: %w", err)
+			}
+			if _, err := events.Enqueue(ctx, tx, events.Event{
+				Type: events.TypeNoteCreated, SpaceID: w.a.p.SpaceID, ProposalID: id, Kind: w.c.Kind,
+				Origin: pr.Origin, SourceID: w.a.sourceID,
+			}, w.now); err != nil {
+				return err
+			}
+			res.ProposalID = id
+		} else {
+			n, err := insertNote(ctx, tx, w, id, w.a.origin(), "")
+			if err != nil {
+				return err
+			}
+			res.Note = &n
+		}
+		if w.idemKey != "" {
+			body, _ := json.Marshal(res)
+			status := 201
+			if res.ProposalID != "" {
+				status = 202
+			}
+			if _, err := tx.NewInsert().Model(&models.NoteRequest{
+				SpaceID: w.a.p.SpaceID, KeyID: w.a.p.KeyID, IdemKey: w.idemKey, BodyHash: w.bodyHash,
+				Status: status, Response: string(body), CreatedAt: w.now,
+			}).Exec(ctx); err != nil {
+				return fmt.Errorf("notes: idempotency record: %w", err)
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errReplayed) {
+		return replayed, nil
+	}
+	if err != nil {
+		return WriteResult{}, err
+	}
+	return res, nil
+}
+
+// insertNote checks the cap, retires the superseded version (compare-and-swap on its status),
+// inserts the note, its tags and its search row, and enqueues note_created. Call inside a
+// transaction that already appended the receipt.
+func insertNote(ctx context.Context, tx bun.Tx, w write, id, origin, proposalID string) (Note, error) {
+	if w.prev != nil {
+		if err := retireRow(ctx, tx, w.a.p.SpaceID, w.prev.ID, w.now); err != nil {
+			return Note{}, err
+		}
+	} else if err := checkCap(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.f.NotesCap(), w.now); err != nil {
+		return Note{}, err
+	}
+	ek, eid := evidenceCols(w.c.Evidence)
+	r := models.Note{
+		ID: id, SpaceID: w.a.p.SpaceID, LineageID: id, Version: 1, SourceID: w.a.sourceID, Vendor: w.a.vendor,
+		Kind: w.c.Kind, Title: w.c.Title, Body: w.c.Body, Tags: encodeTags(w.c.Tags), TagsText: joinTags(w.c.Tags),
+		Visibility: w.c.Visibility, EvidenceKind: ek, EvidenceID: eid, Origin: origin, Status: StatusActive,
+		ValidUntil: w.c.ValidUntil, ProposalID: proposalID, ActorKeyID: w.a.p.KeyID, ActorKind: w.a.kind(),
+		AgentVersion: w.agentVersion, CreatedAt: w.now, UpdatedAt: w.now,
+	}
+	if w.prev != nil {
+		r.LineageID, r.Version, r.SupersedesNoteID = w.prev.LineageID, w.prev.Version+1, w.prev.ID
+	}
+	if _, err := tx.NewInsert().Model(&r).Exec(ctx); err != nil {
+		return Note{}, fmt.Errorf("notes: insert: %w", err)
+	}
+	for _, t := range w.c.Tags {
+		if _, err := tx.NewInsert().Model(&models.NoteTag{NoteID: id, Tag: t, SpaceID: r.SpaceID}).Exec(ctx); err != nil {
+			return Note{}, fmt.Errorf("notes: insert tag: %w", err)
+		}
+	}
+	if db.IsSQLite(tx) {
+		// SQLite keeps its FTS5 index in a table of its own; PostgreSQL's search column is
+		// generated from the row.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO notes_fts (note_id, title, body, tags) VALUES (?, ?, ?, ?)`,
+			id, r.Title, r.Body, r.TagsText); err != nil {
+			return Note{}, fmt.Errorf("notes: index: %w", err)
+		}
+	}
+	if _, err := events.Enqueue(ctx, tx, events.Event{
+		Type: events.TypeNoteCreated, SpaceID: r.SpaceID, NoteID: id, ProposalID: proposalID, Kind: r.Kind,
+		Origin: origin, SourceID: r.SourceID,
+	}, w.now); err != nil {
+		return Note{}, err
+	}
+	return toNote(r), nil
+}
+
+func joinTags(tags []string) string {
+	out := ""
+	for i, t := range tags {
+		if i > 0 {
+			out += " "
+		}
+		out += t
+	}
+	return out
+}
+
+// retireRow retires an active note by compare-and-swap on its status; a note no longer
+// active is fault.Conflict note_not_active.
+func retireRow(ctx context.Context, tx bun.IDB, spaceID, noteID string, now time.Time) error {
+	res, err := tx.NewUpdate().Model((*models.Note)(nil)).
+		Set("status = ?, retired_at = ?, updated_at = ?", StatusRetired, now, now).
+		Where("id = ? AND space_id = ? AND status = ?", noteID, spaceID, StatusActive).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("notes: retire: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return notActive()
+	}
+	return nil
+}
+
+// checkRate refuses the write when the agent already made RateLimit counted writes (notes and
+// proposals written with an agent key) in the hour before now: fault.TooMany with RetryAfter
+// until enough of them leave the hour. Counted from stored rows, so it holds across replicas.
+func checkRate(ctx context.Context, tx bun.IDB, spaceID, sourceID string, now time.Time) error {
+	since := now.Add(-RateWindow)
+	var times []time.Time
+	for _, m := range []any{(*models.Note)(nil), (*models.NoteProposal)(nil)} {
+		var ts []time.Time
+		if err := tx.NewSelect().Model(m).Column("created_at").
+			Where("space_id = ? AND source_id = ? AND actor_kind = ? AND created_at > ?", spaceID, sourceID, auth.KindAgent, since).
+			Scan(ctx, &ts); err != nil {
+			return fmt.Errorf("notes: rate: %w", err)
+		}
+		times = append(times, ts...)
+	}
+	if len(times) < RateLimit {
+		return nil
+	}
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	// The write is allowed again once len(times)-RateLimit+1 of them have left the hour.
+	leaves := times[len(times)-RateLimit].UTC().Add(RateWindow)
+	wait := leaves.Sub(now)
+	secs := int64((wait + time.Second - 1) / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	e := fault.New(fault.TooMany, CodeRateLimited, "an agent writes at most %d notes per hour; retry after %d s", RateLimit, secs).
+		With("retry_after", secs)
+	e.RetryAfter = time.Duration(secs) * time.Second
+	return e
+}
+
+// checkCap refuses a new note when the source already has max active, unexpired notes:
+// fault.Conflict note_cap_reached.
+func checkCap(ctx context.Context, tx bun.IDB, spaceID, sourceID string, max int, now time.Time) error {
+	n, err := tx.NewSelect().Model((*models.Note)(nil)).
+		Where("space_id = ? AND source_id = ? AND status = ?", spaceID, sourceID, StatusActive).
+		Where("(valid_until IS NULL OR valid_until > ?)", now).Count(ctx)
+	if err != nil {
+		return fmt.Errorf("notes: cap: %w", err)
+	}
+	if n >= int64(max) {
+		return fault.New(fault.Conflict, CodeCapReached,
+			"this agent has %d active notes, the space's cap (features.agent_memory.max_notes_per_source); retire one first", n).
+			With("max_notes_per_source", max)
+	}
+	return nil
+}
