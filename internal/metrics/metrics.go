@@ -97,6 +97,9 @@ func New() *Metrics {
 	for _, r := range []string{StateStored, StateConflict, StateNotDeclared, StateOverCap} {
 		m.stateWrites.WithLabelValues(r)
 	}
+	for _, k := range []string{"email", "phone", "cpf", "cnpj"} { // the local layer's kinds (AM-6)
+		m.notesRefused.WithLabelValues(m.kindLabel(k))
+	}
 	return m
 }
 
