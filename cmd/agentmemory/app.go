@@ -20,6 +20,8 @@ import (
 	"agentmemory/internal/db"
 	"agentmemory/internal/keyed"
 	"agentmemory/internal/keystore"
+	"agentmemory/internal/logs"
+	"agentmemory/internal/metrics"
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
 	"agentmemory/internal/subjects"
@@ -35,13 +37,12 @@ type app struct {
 	docs     spaces.Documents
 	subjects *subjects.Service
 	state    *state.Service
+	metrics  *metrics.Metrics
+	ready    []api.ReadyCheck // GET /readyz's checks besides the database; set by serveHTTP
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
-	if cfg.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(w, nil))
-	}
-	return slog.New(slog.NewJSONHandler(w, nil))
+	return logs.New(cfg.LogFormat, cfg.LogLevel, w)
 }
 
 // databaseURL is DATABASE_URL, or the SQLite file in the data dir.
@@ -92,7 +93,7 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 			return nil, err
 		}
 	}
-	d, err := db.Open(ctx, databaseURL(cfg), db.Options{MaxOpenConns: cfg.DBMaxOpenConns})
+	d, err := db.Open(ctx, databaseURL(cfg), dbOptions(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +111,8 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 		d.Close()
 		return nil, err
 	}
-	a := &app{cfg: cfg, log: log, db: d, hasher: hasher, keys: ks, docs: spaces.Documents{DB: d}}
+	a := &app{cfg: cfg, log: log, db: d, hasher: hasher, keys: ks, docs: spaces.Documents{DB: d}, metrics: metrics.New()}
+	a.metrics.WatchOutbox(metrics.OutboxBacklog(d))
 	a.subjects = &subjects.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Now: time.Now}
 	a.state = &state.Service{DB: d, Docs: a.docs, Hasher: hasher, Masker: a.subjects, Canonical: a.subjects.Canonical, Now: time.Now}
 	return a, nil
@@ -122,5 +124,14 @@ func (a *app) apiServer() *api.Server {
 	return api.NewServer(api.Deps{
 		DB: a.db, Logger: a.log, State: a.state, Subjects: a.subjects, Docs: a.docs,
 		MaxBodyBytes: a.cfg.MaxBodyBytes, Now: time.Now,
+		Metrics: a.metrics, MetricsOnOwnPort: a.cfg.MetricsAddr != "", Ready: a.ready,
 	})
+}
+
+// dbOptions is the pool configuration of cfg.
+func dbOptions(cfg config.Config) db.Options {
+	return db.Options{
+		MaxOpenConns: cfg.DBMaxOpenConns, MaxIdleConns: cfg.DBMaxIdleConns,
+		ConnMaxLifetime: cfg.DBConnMaxLifetime, StatementTimeout: cfg.DBStatementTimeout,
+	}
 }

@@ -6,9 +6,10 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 )
 
-// startWorker starts the Temporal worker with every workflow and activity.
+// startWorker starts the Temporal worker with every workflow and activity. Its Stop waits up
+// to AGENTMEMORY_SHUTDOWN_TIMEOUT for running activities.
 func (a *app) startWorker(c client.Client) (sdkworker.Worker, error) {
-	w := sdkworker.New(c, a.cfg.TaskQueue, sdkworker.Options{})
+	w := sdkworker.New(c, a.cfg.TaskQueue, sdkworker.Options{WorkerStopTimeout: a.cfg.ShutdownTimeout})
 	if err := w.Start(); err != nil {
 		return nil, err
 	}
