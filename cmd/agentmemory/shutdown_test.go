@@ -229,7 +229,9 @@ func TestSIGTERMLosesNoAcknowledgedWrite(t *testing.T) {
 			create := exec.Command(bin, "space", "create", "shutdown")
 			create.Env, create.Stdout, create.Stderr = env, &out, &out
 			require.NoError(t, create.Run(), "space create: %s", out.String())
-			var space struct{ AdminKey string `json:"admin_key"` }
+			var space struct {
+				AdminKey string `json:"admin_key"`
+			}
 			require.NoError(t, json.Unmarshal(out.Bytes(), &space), "space create printed %q", out.String())
 
 			base := fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -330,4 +332,3 @@ func TestSIGTERMLosesNoAcknowledgedWrite(t *testing.T) {
 		})
 	}
 }
-
