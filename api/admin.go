@@ -12,10 +12,6 @@ import (
 	"agentmemory/internal/receipts"
 )
 
-func (s *Server) healthz(c *gin.Context) {
-	c.PureJSON(http.StatusOK, gin.H{"status": "ok"})
-}
-
 // createKey: POST /v1/keys (role admin) -> 201 {"key_id", "key"}; the key is shown once.
 func (s *Server) createKey(c *gin.Context) {
 	p := principal(c)

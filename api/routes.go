@@ -4,6 +4,10 @@ package api
 func (s *Server) routes() {
 	r := s.engine
 	r.GET("/healthz", s.healthz)
+	r.GET("/readyz", s.readyz)
+	if !s.MetricsOnOwnPort {
+		r.GET("/metrics", s.serveMetrics)
+	}
 
 	v1 := r.Group("/v1", s.authenticate())
 

@@ -19,6 +19,8 @@ import (
 	"agentmemory/internal/compliance"
 	"agentmemory/internal/events"
 	"agentmemory/internal/fault"
+	"agentmemory/internal/logs"
+	"agentmemory/internal/metrics"
 	"agentmemory/internal/notes"
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
@@ -51,6 +53,13 @@ type Deps struct {
 	Compliance *compliance.Service
 	// EventSigner derives the spaces' webhook secrets (GET /v1/events/webhook-secret).
 	EventSigner events.Signer
+	// Metrics records request, state-write and other metrics; nil gets a fresh set.
+	Metrics *metrics.Metrics
+	// MetricsOnOwnPort leaves GET /metrics off this server (cmd serves it on
+	// AGENTMEMORY_METRICS_ADDR).
+	MetricsOnOwnPort bool
+	// Ready are GET /readyz's checks besides the database (Temporal, Kafka when configured).
+	Ready []ReadyCheck
 }
 
 // Server is the HTTP API.
@@ -77,12 +86,15 @@ func NewServer(d Deps) *Server {
 	if d.MaxBodyBytes == 0 {
 		d.MaxBodyBytes = 1 << 20
 	}
+	if d.Metrics == nil {
+		d.Metrics = metrics.New()
+	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
 	s := &Server{Deps: d, log: d.Logger, engine: gin.New()}
 	s.engine.HandleMethodNotAllowed = true
-	s.engine.Use(s.requestID(), s.recoverJSON(), s.accessLog(), s.limitBody())
+	s.engine.Use(s.requestID(), s.accessLog(), s.observe(), s.recoverJSON(), s.limitBody())
 	s.engine.NoRoute(func(c *gin.Context) {
 		s.writeError(c, fault.New(fault.NotFound, "not_found", "no such route"))
 	})
@@ -114,6 +126,7 @@ func (s *Server) requestID() gin.HandlerFunc {
 			id = hex.EncodeToString(b[:])
 		}
 		c.Set(requestIDKey, id)
+		c.Request = c.Request.WithContext(logs.WithRequestID(c.Request.Context(), id))
 		c.Header("X-Request-Id", id)
 		c.Next()
 	}

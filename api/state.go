@@ -19,6 +19,7 @@ func (s *Server) writeState(c *gin.Context) {
 		return
 	}
 	res, err := s.State.Write(s.ctx(c), principal(c), c.GetHeader("Agent-Version"), req)
+	s.Metrics.StateWrite(stateWriteResult(res.Stored, res.Reason, err))
 	if err != nil {
 		s.writeError(c, err)
 		return

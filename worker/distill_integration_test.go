@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	sdkworker "go.temporal.io/sdk/worker"
 	"net/http"
 	"os"
 	"os/exec"
@@ -112,7 +113,7 @@ func newRig(t *testing.T, engine string, answers ...llmtest.Answer) *rig {
 	})
 	model, err := llm.New(llm.Config{Host: r.model.URL, Model: "distiller"})
 	require.NoError(t, err)
-	w := worker.New(temporalClient, r.taskQueue, &activities.Activities{
+	w := worker.New(temporalClient, r.taskQueue, sdkworker.Options{}, &activities.Activities{
 		Turns: r.Deps.Turns, Model: model, Proposals: r.proposals, Gate: r.proposals, Now: time.Now,
 	}, &activities.ComplianceActivities{Compliance: r.Deps.Compliance})
 	require.NoError(t, w.Start())

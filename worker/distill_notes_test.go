@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"fmt"
+	sdkworker "go.temporal.io/sdk/worker"
 	"net/http"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func TestDistillThroughNotesAPI(t *testing.T) {
 			model := llmtest.New(t, goodNote)
 			mc, err := llm.New(llm.Config{Host: model.URL, Model: "distiller"})
 			require.NoError(t, err)
-			w := worker.New(temporalClient, tq, &activities.Activities{Turns: e.Deps.Turns, Model: mc, Proposals: store, Gate: gate}, &activities.ComplianceActivities{Compliance: e.Deps.Compliance})
+			w := worker.New(temporalClient, tq, sdkworker.Options{}, &activities.Activities{Turns: e.Deps.Turns, Model: mc, Proposals: store, Gate: gate}, &activities.ComplianceActivities{Compliance: e.Deps.Compliance})
 			require.NoError(t, w.Start())
 			t.Cleanup(w.Stop)
 

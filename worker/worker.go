@@ -11,9 +11,9 @@ import (
 )
 
 // New returns a worker polling taskQueue with every workflow and the activities of a
-// (distillation) and ca (compliance) registered. Call Start (or Run) on it.
-func New(c client.Client, taskQueue string, a *activities.Activities, ca *activities.ComplianceActivities) sdkworker.Worker {
-	w := sdkworker.New(c, taskQueue, sdkworker.Options{})
+// (distillation) and ca (compliance) registered, with opts. Call Start (or Run) on it.
+func New(c client.Client, taskQueue string, opts sdkworker.Options, a *activities.Activities, ca *activities.ComplianceActivities) sdkworker.Worker {
+	w := sdkworker.New(c, taskQueue, opts)
 	Register(w, a)
 	RegisterCompliance(w, ca)
 	return w

@@ -22,6 +22,8 @@ import (
 	"agentmemory/internal/events"
 	"agentmemory/internal/keyed"
 	"agentmemory/internal/keystore"
+	"agentmemory/internal/logs"
+	"agentmemory/internal/metrics"
 	"agentmemory/internal/notes"
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
@@ -45,13 +47,12 @@ type app struct {
 	// eventMetrics is the outbox collector (register it where /metrics is served).
 	eventMetrics *events.Metrics
 	notes        *notes.Service
+	metrics      *metrics.Metrics
+	ready        []api.ReadyCheck // GET /readyz's checks besides the database; set by serveHTTP
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
-	if cfg.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(w, nil))
-	}
-	return slog.New(slog.NewJSONHandler(w, nil))
+	return logs.New(cfg.LogFormat, cfg.LogLevel, w)
 }
 
 // databaseURL is DATABASE_URL, or the SQLite file in the data dir.
@@ -102,7 +103,7 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 			return nil, err
 		}
 	}
-	d, err := db.Open(ctx, databaseURL(cfg), db.Options{MaxOpenConns: cfg.DBMaxOpenConns})
+	d, err := db.Open(ctx, databaseURL(cfg), dbOptions(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +121,8 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 		d.Close()
 		return nil, err
 	}
-	a := &app{cfg: cfg, log: log, db: d, hasher: hasher, keys: ks, docs: spaces.Documents{DB: d}}
+	a := &app{cfg: cfg, log: log, db: d, hasher: hasher, keys: ks, docs: spaces.Documents{DB: d}, metrics: metrics.New()}
+	a.metrics.WatchOutbox(metrics.OutboxBacklog(d))
 	a.subjects = &subjects.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Now: time.Now}
 	a.turns = &turns.Service{DB: d, Subjects: a.subjects, Hasher: hasher, Keys: ks, Now: time.Now}
 	a.state = &state.Service{DB: d, Docs: a.docs, Hasher: hasher, Masker: a.subjects, Canonical: a.subjects.Canonical, Now: time.Now, Keys: ks}
@@ -139,5 +141,14 @@ func (a *app) apiServer(wf api.Workflows) *api.Server {
 		Workflows: wf, TaskQueue: a.cfg.TaskQueue, Compliance: a.compliance,
 		MaxBodyBytes: a.cfg.MaxBodyBytes, Now: time.Now,
 		EventSigner: events.Signer{Hasher: &a.hasher},
+		Metrics:     a.metrics, MetricsOnOwnPort: a.cfg.MetricsAddr != "", Ready: a.ready,
 	})
+}
+
+// dbOptions is the pool configuration of cfg.
+func dbOptions(cfg config.Config) db.Options {
+	return db.Options{
+		MaxOpenConns: cfg.DBMaxOpenConns, MaxIdleConns: cfg.DBMaxIdleConns,
+		ConnMaxLifetime: cfg.DBConnMaxLifetime, StatementTimeout: cfg.DBStatementTimeout,
+	}
 }

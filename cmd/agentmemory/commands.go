@@ -32,7 +32,7 @@ func newRootCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Com
 	load := func() (config.Config, error) { return config.Load(getenv) }
 	root.AddCommand(devCmd(load, stdout, stderr), serveCmd(load, stderr), workerCmd(load, stderr),
 		migrateCmd(load, stdout), spaceCmd(load, stdout), replayCmd(getenv, stdout),
-		notesCmd(getenv, stdout))
+		notesCmd(getenv, stdout), healthcheckCmd())
 	return root
 }
 
@@ -132,9 +132,18 @@ func workerCmd(load func() (config.Config, error), stderr io.Writer) *cobra.Comm
 			if err != nil {
 				return err
 			}
-			defer w.Stop()
+			stopMetrics, err := a.serveMetrics(cfg.MetricsAddr)
+			if err != nil {
+				w.Stop()
+				return err
+			}
+			defer stopMetrics()
 			defer a.startRelay(ctx)()
+			a.log.Info("worker started", "task_queue", cfg.TaskQueue)
 			<-ctx.Done()
+			a.log.Info("worker stopping: waiting for running activities", "timeout", cfg.ShutdownTimeout.String())
+			w.Stop()
+			a.log.Info("worker stopped")
 			return nil
 		},
 	}
@@ -158,7 +167,7 @@ func migrateCmd(load func() (config.Config, error), stdout io.Writer) *cobra.Com
 					return err
 				}
 			}
-			d, err := db.Open(cmd.Context(), databaseURL(cfg), db.Options{MaxOpenConns: cfg.DBMaxOpenConns})
+			d, err := db.Open(cmd.Context(), databaseURL(cfg), dbOptions(cfg))
 			if err != nil {
 				return err
 			}
@@ -224,8 +233,17 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// serveHTTP serves the API on addr until ctx ends, then drains requests.
+// serveHTTP serves the API on addr (and the metrics on AGENTMEMORY_METRICS_ADDR when set)
+// until ctx ends, then stops accepting connections and drains the requests in flight for at
+// most AGENTMEMORY_SHUTDOWN_TIMEOUT. /readyz checks the database, tc and, when configured,
+// Kafka.
 func (a *app) serveHTTP(ctx context.Context, addr string, tc client.Client) error {
+	if tc != nil {
+		a.ready = append(a.ready, api.TemporalCheck(tc))
+	}
+	if len(a.cfg.KafkaBrokers) > 0 {
+		a.ready = append(a.ready, api.KafkaCheck(a.cfg.KafkaBrokers))
+	}
 	var wf api.Workflows
 	if tc != nil {
 		wf = tc
@@ -235,17 +253,81 @@ func (a *app) serveHTTP(ctx context.Context, addr string, tc client.Client) erro
 	if err != nil {
 		return err
 	}
+	stopMetrics, err := a.serveMetrics(a.cfg.MetricsAddr)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopMetrics()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	a.log.Info("api listening", "addr", ln.Addr().String())
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
+	a.log.Info("api stopping: draining requests", "timeout", a.cfg.ShutdownTimeout.String())
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+		return fmt.Errorf("drain HTTP requests: %w", err)
 	}
+	a.log.Info("api stopped")
 	return nil
+}
+
+// serveMetrics serves GET /metrics and GET /healthz on addr (AGENTMEMORY_METRICS_ADDR) and
+// returns a function that stops it; with addr empty it serves nothing (the API port serves
+// /metrics instead).
+func (a *app) serveMetrics(addr string) (func(), error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("AGENTMEMORY_METRICS_ADDR %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", a.metrics.Handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"status":"ok"}`)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	a.log.Info("metrics listening", "addr", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
+
+// healthcheckCmd is the container health check (the image has no shell or curl): it GETs
+// URL and exits 0 on a 2xx answer within 3 seconds, 1 otherwise.
+func healthcheckCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "healthcheck URL",
+		Short:  "Exit 0 when URL answers 2xx within 3 s (for container health checks)",
+		Args:   cobra.ExactArgs(1),
+		Hidden: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[0], nil)
+			if err != nil {
+				return err
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return err
+			}
+			res.Body.Close()
+			if res.StatusCode/100 != 2 {
+				return fmt.Errorf("%s answered %d", args[0], res.StatusCode)
+			}
+			return nil
+		},
+	}
 }

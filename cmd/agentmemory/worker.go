@@ -17,7 +17,8 @@ import (
 // nothing answers there.
 const defaultOllamaHost = "http://127.0.0.1:11434"
 
-// startWorker starts the Temporal worker with every workflow and activity.
+// startWorker starts the Temporal worker with every workflow and activity. Its Stop waits up
+// to AGENTMEMORY_SHUTDOWN_TIMEOUT for running activities.
 func (a *app) startWorker(c client.Client) (sdkworker.Worker, error) {
 	if err := worker.EnsureRetentionSchedule(context.Background(), c, a.cfg.TaskQueue, a.cfg.SweepEvery); err != nil {
 		return nil, err
@@ -34,7 +35,7 @@ func (a *app) startWorker(c client.Client) (sdkworker.Worker, error) {
 		Turns: a.turns, Model: model, Now: time.Now,
 		// Proposals and Gate come from internal/notes (the notes branch) when it is merged.
 	}
-	w := worker.New(c, a.cfg.TaskQueue, acts, &activities.ComplianceActivities{Compliance: a.compliance})
+	w := worker.New(c, a.cfg.TaskQueue, sdkworker.Options{WorkerStopTimeout: a.cfg.ShutdownTimeout}, acts, &activities.ComplianceActivities{Compliance: a.compliance})
 	if err := w.Start(); err != nil {
 		return nil, err
 	}

@@ -3,7 +3,11 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"reflect"
 	"strings"
 	"time"
 
@@ -11,7 +15,8 @@ import (
 )
 
 // Config is the whole configuration of the service. Each field names its environment variable
-// and default; the README's configuration table lists the same.
+// and default; docs/production.md's configuration table lists the same (a test keeps the two
+// in step).
 type Config struct {
 	// DatabaseURL selects the store: "postgres://..." for PostgreSQL, "sqlite://PATH" or
 	// "file:PATH" for SQLite. Empty means the SQLite file in DataDir.
@@ -19,10 +24,13 @@ type Config struct {
 	// DataDir holds the embedded default's durable files: database, Temporal's database,
 	// the subject key store and the generated server secret.
 	DataDir string `env:"AGENTMEMORY_DATA_DIR" envDefault:"./data"`
-	// Addr is the API's listen address.
+	// Addr is the API's listen address (host:port).
 	Addr string `env:"AGENTMEMORY_ADDR" envDefault:"127.0.0.1:8080"`
+	// MetricsAddr, when set, serves GET /metrics (and /healthz) on this host:port instead of
+	// on the API's port; the worker serves its metrics only there.
+	MetricsAddr string `env:"AGENTMEMORY_METRICS_ADDR"`
 	// Secret keys every keyed hash (scope ids, handles) and wraps subject keys. Required by
-	// serve and worker; dev generates one in DataDir.
+	// serve and worker (at least 32 characters); dev generates one in DataDir.
 	Secret string `env:"AGENTMEMORY_SECRET"`
 	// KeystorePath is the subject key store file; empty means keys.json in DataDir. Back it up
 	// apart from the database, with short-lived backups (erasure destroys keys here).
@@ -36,7 +44,8 @@ type Config struct {
 	TemporalNamespace string `env:"TEMPORAL_NAMESPACE" envDefault:"default"`
 	// TaskQueue is the Temporal task queue of the worker.
 	TaskQueue string `env:"AGENTMEMORY_TASK_QUEUE" envDefault:"agentmemory"`
-	// KafkaBrokers lists host:port of Kafka brokers; empty leaves the outbox relay off.
+	// KafkaBrokers lists host:port of Kafka brokers, comma-separated; empty leaves the outbox
+	// relay off (events stay in the outbox table).
 	KafkaBrokers []string `env:"KAFKA_BROKERS" envSeparator:","`
 	// KafkaTopic receives the events.
 	KafkaTopic string `env:"KAFKA_TOPIC" envDefault:"agentmemory.events"`
@@ -46,48 +55,181 @@ type Config struct {
 	OllamaModel string `env:"OLLAMA_MODEL" envDefault:"llama3.2"`
 	// DetectorModel, when set with OllamaHost, turns on the model layer of the personal-data gate.
 	DetectorModel string `env:"AGENTMEMORY_DETECTOR_MODEL"`
-	// MaxBodyBytes caps every request body (413 past it).
+	// MaxBodyBytes caps every request body (413 past it); at least 1024.
 	MaxBodyBytes int64 `env:"AGENTMEMORY_MAX_BODY_BYTES" envDefault:"1048576"`
 	// LogFormat is "json" (production) or "text".
 	LogFormat string `env:"AGENTMEMORY_LOG_FORMAT" envDefault:"json"`
-	// DBMaxOpenConns caps the PostgreSQL pool.
+	// LogLevel is "debug", "info", "warn" or "error".
+	LogLevel string `env:"AGENTMEMORY_LOG_LEVEL" envDefault:"info"`
+	// DBMaxOpenConns caps the PostgreSQL pool of one process (at least 1). Size it so that
+	// replicas x DBMaxOpenConns stays under the server's max_connections.
 	DBMaxOpenConns int `env:"AGENTMEMORY_DB_MAX_OPEN_CONNS" envDefault:"20"`
 	// SweepEvery is how often the retention schedule sweeps expired data (WM-12, MS-3).
 	SweepEvery time.Duration `env:"AGENTMEMORY_SWEEP_EVERY" envDefault:"1h"`
-	// ShutdownTimeout bounds the drain of HTTP requests on SIGTERM.
+	// DBMaxIdleConns is how many PostgreSQL connections stay open while idle (0 to
+	// DBMaxOpenConns; -1 means equal to DBMaxOpenConns).
+	DBMaxIdleConns int `env:"AGENTMEMORY_DB_MAX_IDLE_CONNS" envDefault:"-1"`
+	// DBConnMaxLifetime recycles a PostgreSQL connection after this long (0: never), so a
+	// failover or a pooler's rebalancing reaches every replica.
+	DBConnMaxLifetime time.Duration `env:"AGENTMEMORY_DB_CONN_MAX_LIFETIME" envDefault:"30m"`
+	// DBStatementTimeout is PostgreSQL's statement_timeout for every connection of the pool
+	// (0: no limit): a statement running longer is cancelled by the server.
+	DBStatementTimeout time.Duration `env:"AGENTMEMORY_DB_STATEMENT_TIMEOUT" envDefault:"30s"`
+	// ShutdownTimeout bounds the drain of HTTP requests and of running activities on SIGTERM.
 	ShutdownTimeout time.Duration `env:"AGENTMEMORY_SHUTDOWN_TIMEOUT" envDefault:"15s"`
 }
 
+// Variable is one environment variable the service reads.
+type Variable struct {
+	// Name is the environment variable, e.g. "DATABASE_URL".
+	Name string
+	// Default is the value used when the variable is unset or empty ("" for none).
+	Default string
+}
+
+// Variables lists every environment variable Load reads, in Config's field order.
+func Variables() []Variable {
+	params, err := env.GetFieldParams(&Config{})
+	if err != nil {
+		panic(err) // Config's tags are static: a failure here is a programming error.
+	}
+	out := make([]Variable, 0, len(params))
+	for _, p := range params {
+		out = append(out, Variable{Name: p.Key, Default: p.DefaultValue})
+	}
+	return out
+}
+
 // Load reads the configuration through getenv (os.Getenv in main, a map in tests). A value
-// that does not parse is an error naming its variable.
+// that does not parse or is out of range is an error that starts with the variable's name.
 func Load(getenv func(string) string) (Config, error) {
 	var cfg Config
-	params, err := env.GetFieldParams(&cfg)
-	if err != nil {
-		return cfg, fmt.Errorf("config: %w", err)
-	}
-	environ := make(map[string]string, len(params))
-	for _, p := range params {
-		if v := getenv(p.Key); v != "" {
-			environ[p.Key] = v
+	environ := map[string]string{}
+	for _, v := range Variables() {
+		if s := getenv(v.Name); s != "" {
+			environ[v.Name] = s
 		}
 	}
 	if err := env.ParseWithOptions(&cfg, env.Options{Environment: environ}); err != nil {
+		return cfg, explain(err, environ)
+	}
+	if err := cfg.validate(); err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
-	if cfg.LogFormat != "json" && cfg.LogFormat != "text" {
-		return cfg, fmt.Errorf("config: AGENTMEMORY_LOG_FORMAT must be json or text, got %q", cfg.LogFormat)
-	}
-	if cfg.MaxBodyBytes < 1024 {
-		return cfg, fmt.Errorf("config: AGENTMEMORY_MAX_BODY_BYTES must be at least 1024")
-	}
-	if cfg.Secret != "" && len(cfg.Secret) < 32 {
-		return cfg, fmt.Errorf("config: AGENTMEMORY_SECRET must be at least 32 characters")
-	}
-	if cfg.DatabaseURL != "" && !IsPostgres(cfg.DatabaseURL) && !strings.HasPrefix(cfg.DatabaseURL, "sqlite://") && !strings.HasPrefix(cfg.DatabaseURL, "file:") {
-		return cfg, fmt.Errorf("config: DATABASE_URL must start with postgres://, sqlite:// or file:")
-	}
 	return cfg, nil
+}
+
+// explain rewrites caarlos0/env's parse errors, which name struct fields, into errors naming
+// the environment variable and its value's expected shape.
+func explain(err error, environ map[string]string) error {
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		return fmt.Errorf("config: %w", err)
+	}
+	keys := fieldKeys()
+	var msgs []string
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if errors.As(e, &pe) {
+			key := keys[pe.Name]
+			msgs = append(msgs, fmt.Sprintf("%s: %q is not a valid %s", key, environ[key], shape(pe.Type)))
+			continue
+		}
+		msgs = append(msgs, e.Error())
+	}
+	return fmt.Errorf("config: %s", strings.Join(msgs, "; "))
+}
+
+// fieldKeys maps Config's field names to their environment variables.
+func fieldKeys() map[string]string {
+	t := reflect.TypeOf(Config{})
+	m := make(map[string]string, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		m[f.Name], _, _ = strings.Cut(f.Tag.Get("env"), ",")
+	}
+	return m
+}
+
+func shape(t reflect.Type) string {
+	switch {
+	case t == reflect.TypeOf(time.Duration(0)):
+		return `duration (e.g. "15s", "2m")`
+	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
+		return "integer"
+	default:
+		return t.String()
+	}
+}
+
+// validate checks ranges and shapes; each error starts with the variable's name.
+func (c Config) validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		bad("AGENTMEMORY_LOG_FORMAT must be json or text, got %q", c.LogFormat)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("AGENTMEMORY_LOG_LEVEL must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	if c.MaxBodyBytes < 1024 {
+		bad("AGENTMEMORY_MAX_BODY_BYTES must be at least 1024, got %d", c.MaxBodyBytes)
+	}
+	if c.Secret != "" && len(c.Secret) < 32 {
+		bad("AGENTMEMORY_SECRET must be at least 32 characters")
+	}
+	if c.DatabaseURL != "" && !IsPostgres(c.DatabaseURL) && !strings.HasPrefix(c.DatabaseURL, "sqlite://") && !strings.HasPrefix(c.DatabaseURL, "file:") {
+		bad("DATABASE_URL must start with postgres://, postgresql://, sqlite:// or file:")
+	}
+	if !hostPort(c.Addr) {
+		bad("AGENTMEMORY_ADDR must be host:port, got %q", c.Addr)
+	}
+	if c.MetricsAddr != "" && !hostPort(c.MetricsAddr) {
+		bad("AGENTMEMORY_METRICS_ADDR must be host:port, got %q", c.MetricsAddr)
+	}
+	if c.MetricsAddr != "" && c.MetricsAddr == c.Addr {
+		bad("AGENTMEMORY_METRICS_ADDR must differ from AGENTMEMORY_ADDR (leave it empty to serve /metrics on the API port)")
+	}
+	if c.TemporalAddress != "" && !hostPort(c.TemporalAddress) {
+		bad("TEMPORAL_ADDRESS must be host:port, got %q", c.TemporalAddress)
+	}
+	for _, b := range c.KafkaBrokers {
+		if !hostPort(strings.TrimSpace(b)) {
+			bad("KAFKA_BROKERS must be a comma-separated list of host:port, got %q", b)
+			break
+		}
+	}
+	if c.OllamaHost != "" {
+		if u, err := url.Parse(c.OllamaHost); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("OLLAMA_HOST must be an http(s) URL such as http://127.0.0.1:11434, got %q", c.OllamaHost)
+		}
+	}
+	if c.TemporalNamespace == "" {
+		bad("TEMPORAL_NAMESPACE must not be empty")
+	}
+	if c.DBMaxOpenConns < 1 {
+		bad("AGENTMEMORY_DB_MAX_OPEN_CONNS must be at least 1, got %d", c.DBMaxOpenConns)
+	}
+	if c.DBMaxIdleConns < -1 || c.DBMaxIdleConns > c.DBMaxOpenConns {
+		bad("AGENTMEMORY_DB_MAX_IDLE_CONNS must be -1 (same as AGENTMEMORY_DB_MAX_OPEN_CONNS) or 0 to %d, got %d", c.DBMaxOpenConns, c.DBMaxIdleConns)
+	}
+	if c.DBConnMaxLifetime < 0 {
+		bad("AGENTMEMORY_DB_CONN_MAX_LIFETIME must not be negative, got %s", c.DBConnMaxLifetime)
+	}
+	if c.DBStatementTimeout < 0 || (c.DBStatementTimeout > 0 && c.DBStatementTimeout < time.Millisecond) {
+		bad("AGENTMEMORY_DB_STATEMENT_TIMEOUT must be 0 (no limit) or at least 1ms, got %s", c.DBStatementTimeout)
+	}
+	if c.ShutdownTimeout <= 0 {
+		bad("AGENTMEMORY_SHUTDOWN_TIMEOUT must be positive, got %s", c.ShutdownTimeout)
+	}
+	return errors.Join(errs...)
+}
+
+func hostPort(s string) bool {
+	_, port, err := net.SplitHostPort(s)
+	return err == nil && port != ""
 }
 
 // IsPostgres reports whether a database URL names PostgreSQL.

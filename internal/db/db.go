@@ -8,9 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib" // also registers the "pgx" database/sql driver
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -21,10 +24,19 @@ import (
 	"agentmemory/migrations"
 )
 
-// Options tune a connection pool. Zero values take defaults.
+// Options tune a PostgreSQL connection pool. Zero values take defaults; SQLite ignores them
+// (it keeps its own small pool of 8).
 type Options struct {
 	// MaxOpenConns caps PostgreSQL connections (default 20).
 	MaxOpenConns int
+	// MaxIdleConns is how many connections stay open while idle: 0 means equal to
+	// MaxOpenConns; a negative value keeps none.
+	MaxIdleConns int
+	// ConnMaxLifetime recycles a connection after this long (0: never).
+	ConnMaxLifetime time.Duration
+	// StatementTimeout is set as PostgreSQL's statement_timeout on every connection when
+	// the URL does not set one itself (0: the server's default, usually no limit).
+	StatementTimeout time.Duration
 }
 
 // Open connects to the database named by rawURL: "postgres://..." or "postgresql://..." for
@@ -35,16 +47,29 @@ func Open(ctx context.Context, rawURL string, opt Options) (*bun.DB, error) {
 	var db *bun.DB
 	switch {
 	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
-		sqldb, err := sql.Open("pgx", rawURL)
+		cc, err := pgx.ParseConfig(rawURL)
 		if err != nil {
-			return nil, fmt.Errorf("db: open postgres: %w", err)
+			// The parse error would echo the URL, which may hold a password.
+			return nil, errors.New("db: DATABASE_URL is not a valid PostgreSQL connection string")
 		}
+		if _, set := cc.RuntimeParams["statement_timeout"]; !set && opt.StatementTimeout > 0 {
+			cc.RuntimeParams["statement_timeout"] = strconv.FormatInt(opt.StatementTimeout.Milliseconds(), 10)
+		}
+		sqldb := stdlib.OpenDB(*cc)
 		n := opt.MaxOpenConns
 		if n <= 0 {
 			n = 20
 		}
+		idle := opt.MaxIdleConns
+		switch {
+		case idle == 0 || idle > n:
+			idle = n
+		case idle < 0:
+			idle = 0
+		}
 		sqldb.SetMaxOpenConns(n)
-		sqldb.SetMaxIdleConns(n)
+		sqldb.SetMaxIdleConns(idle)
+		sqldb.SetConnMaxLifetime(opt.ConnMaxLifetime)
 		db = bun.NewDB(sqldb, pgdialect.New())
 	default:
 		path := strings.TrimPrefix(strings.TrimPrefix(rawURL, "sqlite://"), "file:")
@@ -88,17 +113,58 @@ func IsSQLite(db bun.IDB) bool {
 	return db.Dialect().Name() == dialect.SQLite
 }
 
-// Migrate applies every pending migration under bun's migration lock, so several replicas
-// may start at once. It returns the names applied.
+// Migrate applies every pending migration and returns the names applied. It is safe to run
+// from several replicas at once: on PostgreSQL the replicas queue on a session advisory lock
+// (keyed by the current schema, released by the server if a replica dies) around bun's
+// migration tables and lock; on SQLite they retry bun's migration lock until ctx ends or a
+// minute passes. A replica that waited finds nothing left to apply.
 func Migrate(ctx context.Context, db *bun.DB) ([]string, error) {
 	m := migrate.NewMigrator(db, migrations.Migrations)
+	if !IsSQLite(db) {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("db: migration lock: %w", err)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(hashtextextended('agentmemory.migrate.' || current_schema(), 0))"); err != nil {
+			return nil, fmt.Errorf("db: migration lock: %w", err)
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtextextended('agentmemory.migrate.' || current_schema(), 0))") //nolint:errcheck
+		if err := m.Init(ctx); err != nil {
+			return nil, fmt.Errorf("db: init migrations: %w", err)
+		}
+		// Under the advisory lock no other replica migrates: a lock row left by a replica
+		// killed mid-migration is stale.
+		if err := m.Unlock(ctx); err != nil {
+			return nil, fmt.Errorf("db: clear stale migration lock: %w", err)
+		}
+		return migrateLocked(ctx, m)
+	}
 	if err := m.Init(ctx); err != nil {
 		return nil, fmt.Errorf("db: init migrations: %w", err)
 	}
-	if err := m.Lock(ctx); err != nil {
-		return nil, fmt.Errorf("db: lock migrations: %w", err)
+	return migrateLocked(ctx, m)
+}
+
+// migrateLocked takes bun's migration lock (retrying while another process holds it), applies
+// the pending migrations and releases the lock.
+func migrateLocked(ctx context.Context, m *migrate.Migrator) ([]string, error) {
+	deadline := time.Now().Add(time.Minute)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		err := m.Lock(ctx)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("db: lock migrations: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("db: lock migrations: %w", ctx.Err())
+		case <-time.After(wait):
+		}
 	}
-	defer m.Unlock(ctx) //nolint:errcheck
+	defer m.Unlock(context.WithoutCancel(ctx)) //nolint:errcheck
 	group, err := m.Migrate(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("db: migrate: %w", err)
