@@ -70,4 +70,3 @@ func (s *Server) recoverJSON() gin.HandlerFunc {
 		c.AbortWithStatusJSON(http.StatusInternalServerError, errorBody{"error": gin.H{"code": "internal", "message": "internal error"}})
 	})
 }
-

@@ -116,12 +116,12 @@ type ObjectTypes struct {
 // ObjectType declares a type's fields; with Ownership "agent" it is a working-memory schema
 // (WM-2) and AgentState is required.
 type ObjectType struct {
-	Type       string            `json:"type"`
-	Ownership  string            `json:"ownership,omitempty"`
-	Fields     map[string]Field  `json:"fields"`
-	AgentState *AgentStateSpec   `json:"agent_state,omitempty"`
-	Retention  map[string]string `json:"retention,omitempty"`
-	Description string           `json:"description,omitempty"`
+	Type        string            `json:"type"`
+	Ownership   string            `json:"ownership,omitempty"`
+	Fields      map[string]Field  `json:"fields"`
+	AgentState  *AgentStateSpec   `json:"agent_state,omitempty"`
+	Retention   map[string]string `json:"retention,omitempty"`
+	Description string            `json:"description,omitempty"`
 }
 
 // Field declares one field: Type is one of FieldTypes; PII fields are masked at write;
