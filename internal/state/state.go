@@ -451,10 +451,13 @@ func live(row *models.AgentState, schema spaces.ObjectType, now time.Time) (stri
 		if err != nil {
 			at = row.UpdatedAt.UTC()
 		}
-		if now.Before(at.Add(schema.FieldTTL(name))) {
-			fields[name] = raw
-			times[name] = at
+		// A field with a retention of its own shorter than the state's expires that long
+		// after its own last write; any other field lives as long as the state does.
+		if ttl := schema.FieldTTL(name); ttl < schema.StateTTL() && !now.Before(at.Add(ttl)) {
+			continue
 		}
+		fields[name] = raw
+		times[name] = at
 	}
 	return fields, times, row.Version
 }
