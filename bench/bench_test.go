@@ -128,7 +128,9 @@ func benchEngine(b *testing.B, engine string) {
 		key := e.AgentKey(fmt.Sprintf("bench-agent-%d", i), "bench", "agent_state")
 		clients[i] = &amclient.Client{BaseURL: base, Key: key, HTTP: hc, AgentVersion: "bench/1"}
 	}
-	scope := func(i int) amclient.Scope { return amclient.Scope{Kind: "conversation", ID: fmt.Sprintf("bench-%d", i)} }
+	scope := func(i int) amclient.Scope {
+		return amclient.Scope{Kind: "conversation", ID: fmt.Sprintf("bench-%d", i)}
+	}
 	versions := make([]atomic.Int64, n)  // per agent: the version of its own state
 	limitVers := make([]atomic.Int64, n) // per writer: the version of its own limit row
 
