@@ -167,7 +167,9 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, agentVersion stri
 			return res, err
 		}
 		if attempt >= maxAttempts {
-			return WriteResult{}, fault.New(fault.Unavailable, "agent_state_busy", "too many concurrent writers on this state; retry").With("retry_after", 1)
+			busy := fault.New(fault.Unavailable, "agent_state_busy", "too many concurrent writers on this state; retry")
+			busy.RetryAfter = time.Second
+			return WriteResult{}, busy
 		}
 		if attempt > 2 {
 			time.Sleep(time.Duration(rand.IntN(200*attempt)) * time.Microsecond)
