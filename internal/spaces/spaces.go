@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -56,16 +57,56 @@ func (d Documents) Features(ctx context.Context, spaceID string) (Features, erro
 	if err != nil || raw == "" {
 		return Features{}, err
 	}
-	return ParseFeatures([]byte(raw))
+	v, err := parseCached(DocFeatures, raw, func(b []byte) (any, error) { return ParseFeatures(b) })
+	if err != nil {
+		return Features{}, err
+	}
+	return v.(Features), nil
 }
 
-// ObjectTypes returns the space's type registry, empty when never written.
+// ObjectTypes returns the space's type registry, empty when never written. The result is
+// shared with other callers: read it, never modify it.
 func (d Documents) ObjectTypes(ctx context.Context, spaceID string) (ObjectTypes, error) {
 	raw, err := d.raw(ctx, spaceID, DocObjectTypes)
 	if err != nil || raw == "" {
 		return ObjectTypes{}, err
 	}
-	return ParseObjectTypes([]byte(raw))
+	v, err := parseCached(DocObjectTypes, raw, func(b []byte) (any, error) { return ParseObjectTypes(b) })
+	if err != nil {
+		return ObjectTypes{}, err
+	}
+	return v.(ObjectTypes), nil
+}
+
+// parsedDocs caches parsed documents by their exact stored text: the same text always parses
+// to the same value, so the cache never serves a stale document (every request still reads
+// the current text from the store). It is cleared when it reaches maxParsedDocs entries.
+var (
+	parsedMu   sync.Mutex
+	parsedDocs = map[string]any{}
+)
+
+const maxParsedDocs = 512
+
+func parseCached(name, text string, parse func([]byte) (any, error)) (any, error) {
+	k := name + "\x00" + text
+	parsedMu.Lock()
+	v, ok := parsedDocs[k]
+	parsedMu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := parse([]byte(text))
+	if err != nil {
+		return nil, err
+	}
+	parsedMu.Lock()
+	if len(parsedDocs) >= maxParsedDocs {
+		clear(parsedDocs)
+	}
+	parsedDocs[k] = v
+	parsedMu.Unlock()
+	return v, nil
 }
 
 // Get returns the document as stored JSON text (a default when never written) and its

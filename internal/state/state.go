@@ -170,7 +170,9 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, agentVersion stri
 			return res, err
 		}
 		if attempt >= maxAttempts {
-			return WriteResult{}, fault.New(fault.Unavailable, "agent_state_busy", "too many concurrent writers on this state; retry").With("retry_after", 1)
+			busy := fault.New(fault.Unavailable, "agent_state_busy", "too many concurrent writers on this state; retry")
+			busy.RetryAfter = time.Second
+			return WriteResult{}, busy
 		}
 		if attempt > 2 {
 			time.Sleep(time.Duration(rand.IntN(200*attempt)) * time.Microsecond)
@@ -179,33 +181,58 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, agentVersion stri
 }
 
 // splitDeletes removes {"$delete": true} members from body and returns their names. Any other
-// object whose only member is "$delete" is fault.Invalid; cas takes no deletes.
+// object whose only member is "$delete", at any depth (there is no deep merge, so a nested
+// {"$delete": true} would silently be stored as a value), is fault.Invalid; cas takes no
+// deletes.
 func splitDeletes(body strictjson.Object, mode string) ([]string, error) {
 	var deletes []string
 	for name, raw := range body {
-		trimmed := bytes.TrimSpace(raw)
-		if len(trimmed) == 0 || trimmed[0] != '{' {
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			return nil, invalid("body."+name, "malformed JSON value")
+		}
+		if obj, ok := v.(map[string]any); ok && len(obj) == 1 && obj["$delete"] == true {
+			if mode == ModeCAS {
+				return nil, invalid("body."+name, `{"$delete": true} is for merge_by_key; a cas body is the whole state`)
+			}
+			deletes = append(deletes, name)
+			delete(body, name)
 			continue
 		}
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(trimmed, &obj); err != nil || len(obj) != 1 {
-			continue
+		if err := checkNoDelete(v, "body."+name, true); err != nil {
+			return nil, err
 		}
-		v, ok := obj["$delete"]
-		if !ok {
-			continue
-		}
-		if string(bytes.TrimSpace(v)) != "true" {
-			return nil, invalid("body."+name, `only exactly {"$delete": true} removes a field`)
-		}
-		if mode == ModeCAS {
-			return nil, invalid("body."+name, `{"$delete": true} is for merge_by_key; a cas body is the whole state`)
-		}
-		deletes = append(deletes, name)
-		delete(body, name)
 	}
 	sort.Strings(deletes)
 	return deletes, nil
+}
+
+// checkNoDelete refuses any object whose only member is "$delete" inside v (top is true for a
+// field's own value, where only exactly {"$delete": true} is allowed, and handled above).
+func checkNoDelete(v any, at string, top bool) error {
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x["$delete"]; ok && len(x) == 1 {
+			if top {
+				return invalid(at, `only exactly {"$delete": true} removes a field`)
+			}
+			return invalid(at, `{"$delete": true} removes only a top-level field (there is no deep merge)`)
+		}
+		for k, y := range x {
+			if err := checkNoDelete(y, at+"."+k, false); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, y := range x {
+			if err := checkNoDelete(y, fmt.Sprintf("%s[%d]", at, i), false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func (s *Service) resolve(ctx context.Context, p auth.Principal, scope *Scope, agent, subject string) (target, error) {
@@ -269,12 +296,16 @@ func (s *Service) resolve(ctx context.Context, p auth.Principal, scope *Scope, a
 	}
 	t.scopeKind = scope.Kind
 	t.scopeHash = s.Hasher.Hash(p.SpaceID, "scope:"+scope.Kind, id)
-	if subject != "" && t.subjectHash == "" {
+	if subject != "" {
+		// Checked even when a subject scope already names the customer (whose handle then
+		// wins): a malformed value is refused, never silently ignored.
 		c, err := s.Canonical(ctx, p.SpaceID, subject)
 		if err != nil {
 			return t, invalid("subject", "subject is a customer handle such as email:... or phone:...")
 		}
-		t.subjectHash = s.Hasher.Hash(p.SpaceID, "subject", c)
+		if t.subjectHash == "" {
+			t.subjectHash = s.Hasher.Hash(p.SpaceID, "subject", c)
+		}
 	}
 	return t, nil
 }
@@ -292,7 +323,9 @@ func (s *Service) tryWrite(ctx context.Context, p auth.Principal, agentVersion s
 		return WriteResult{}, false, conflict(effective)
 	}
 	if !t.declared {
-		return notDeclared(effective, sortedKeys(body)), false, nil
+		names := append(sortedKeys(body), deletes...)
+		sort.Strings(names)
+		return notDeclared(effective, names), false, nil
 	}
 	var undeclared []string
 	for name := range body {
@@ -342,6 +375,20 @@ func (s *Service) tryWrite(ctx context.Context, p auth.Principal, agentVersion s
 	}
 	timesJSON := encodeTimes(nextTimes)
 	expires := now.Add(t.schema.StateTTL())
+	if row != nil && effective == 0 {
+		// The stored state expired (WM-12): it is gone for callers, so this write starts a
+		// new state at version 1. The old row is removed only if still unchanged, and under a
+		// new id, so a writer holding the old row can never apply its update to the new one.
+		res, err := s.DB.NewDelete().Model((*models.AgentState)(nil)).
+			Where("id = ? AND version = ?", row.ID, row.Version).Exec(ctx)
+		if err != nil {
+			return WriteResult{}, false, fmt.Errorf("state: drop expired: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return WriteResult{}, true, nil
+		}
+		row = nil
+	}
 	if row == nil {
 		id := auth.NewID("st")
 		sealed, sealedTimes, err := s.seal(ctx, id, t.subjectHash, canon, timesJSON)
@@ -421,10 +468,13 @@ func live(row *models.AgentState, schema spaces.ObjectType, now time.Time) (stri
 		if err != nil {
 			at = row.UpdatedAt.UTC()
 		}
-		if now.Before(at.Add(schema.FieldTTL(name))) {
-			fields[name] = raw
-			times[name] = at
+		// A field with a retention of its own shorter than the state's expires that long
+		// after its own last write; any other field lives as long as the state does.
+		if ttl := schema.FieldTTL(name); ttl < schema.StateTTL() && !now.Before(at.Add(ttl)) {
+			continue
 		}
+		fields[name] = raw
+		times[name] = at
 	}
 	return fields, times, row.Version
 }

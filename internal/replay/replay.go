@@ -1,0 +1,279 @@
+// Package replay plays ABCD customer-service conversations (the real input in
+// shared/data/abcd) through the working-memory REST API as an agent's code would: one state
+// per conversation, written turn by turn (flow, subflow, the step reached, the turn, the order
+// id, the customer's e-mail in a pii field), then read back and checked.
+package replay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"agentmemory/internal/amclient"
+)
+
+// Conversation is one ABCD conversation, reduced to what the replay uses.
+type Conversation struct {
+	ID      int64
+	Flow    string
+	Subflow string
+	Email   string // the customer's e-mail from the scenario ("" when none)
+	OrderID string // from the scenario ("" when none)
+	Turns   []Turn
+}
+
+// Turn is one turn: Speaker is agent, customer or action; Button is the action's step
+// ("pull-up-account", "validate-purchase", ...) for action turns.
+type Turn struct {
+	Speaker string
+	Text    string
+	Button  string
+}
+
+// Load reads an ABCD dataset file (a JSON array of conversations with scenario, original and
+// delexed).
+func Load(path string) ([]Conversation, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var raw []struct {
+		ConvoID  int64 `json:"convo_id"`
+		Scenario struct {
+			Personal struct {
+				Email string `json:"email"`
+			} `json:"personal"`
+			Order struct {
+				OrderID string `json:"order_id"`
+			} `json:"order"`
+			Flow    string `json:"flow"`
+			Subflow string `json:"subflow"`
+		} `json:"scenario"`
+		Original [][2]string `json:"original"`
+		Delexed  []struct {
+			Targets []any `json:"targets"`
+		} `json:"delexed"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("replay: %s is not an ABCD dataset: %w", path, err)
+	}
+	out := make([]Conversation, 0, len(raw))
+	for _, r := range raw {
+		c := Conversation{ID: r.ConvoID, Flow: r.Scenario.Flow, Subflow: r.Scenario.Subflow,
+			Email: r.Scenario.Personal.Email, OrderID: r.Scenario.Order.OrderID}
+		for i, t := range r.Original {
+			turn := Turn{Speaker: t[0], Text: t[1]}
+			if turn.Speaker == "action" {
+				turn.Button = fmt.Sprintf("action-%d", i+1)
+				// delexed[i].targets = [subflow, "take_action", button, slots, ...]
+				if len(r.Delexed) == len(r.Original) {
+					if tg := r.Delexed[i].Targets; len(tg) > 2 && tg[1] == "take_action" {
+						if b, ok := tg[2].(string); ok && b != "" {
+							turn.Button = b
+						}
+					}
+				}
+			}
+			c.Turns = append(c.Turns, turn)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// ObjectTypes returns the object-types document the replay needs: one type named agent with
+// ownership agent, scoped by conversation, declaring the fields it writes (customer_email is
+// pii, so it is masked at write).
+func ObjectTypes(agent string) map[string]any {
+	return map[string]any{"types": []any{map[string]any{
+		"type":        agent,
+		"ownership":   "agent",
+		"description": "ABCD customer-service agent: where the conversation stands",
+		"fields": map[string]any{
+			"flow":           map[string]any{"type": "string"},
+			"subflow":        map[string]any{"type": "string"},
+			"step":           map[string]any{"type": "string"},
+			"turn":           map[string]any{"type": "integer"},
+			"order_id":       map[string]any{"type": "string", "sensitivity": "medium"},
+			"customer_email": map[string]any{"type": "string", "pii": true, "sensitivity": "high"},
+		},
+		"agent_state": map[string]any{"scope": "conversation", "max_bytes": 4096, "write": "both"},
+		"retention":   map[string]any{"state": "30d", "customer_email": "7d"},
+	}}}
+}
+
+// Features is the features document turning working memory on.
+func Features() map[string]any {
+	return map[string]any{"agent_state": map[string]any{"enabled": true}}
+}
+
+// Result is what happened to one conversation's state.
+type Result struct {
+	ConvoID      int64
+	Flow         string
+	Writes       int   // stored writes
+	Refused      int   // stored:false answers (not_declared_field, over_cap)
+	Conflicts    int   // 412 answers
+	Version      int64 // the version read back
+	Bytes        int   // the size of the body read back
+	Step         string
+	EmailMasked  string // "yes", "no" or "-" (no e-mail in the conversation)
+	Match        bool   // the read-back state is what was written
+	MismatchNote string
+}
+
+// Report is the outcome of a replay.
+type Report struct {
+	Results []Result
+}
+
+// Play replays convs through c, one state per conversation (scope conversation
+// "abcd-<convo_id>"), stopping at the first transport or API error.
+func Play(ctx context.Context, c *amclient.Client, convs []Conversation) (Report, error) {
+	var rep Report
+	for _, conv := range convs {
+		res, err := playOne(ctx, c, conv)
+		if err != nil {
+			return rep, fmt.Errorf("replay: conversation %d: %w", conv.ID, err)
+		}
+		rep.Results = append(rep.Results, res)
+	}
+	return rep, nil
+}
+
+func playOne(ctx context.Context, c *amclient.Client, conv Conversation) (Result, error) {
+	res := Result{ConvoID: conv.ID, Flow: conv.Flow + "/" + conv.Subflow, EmailMasked: "-"}
+	scope := amclient.Scope{Kind: "conversation", ID: fmt.Sprintf("abcd-%d", conv.ID)}
+	subject := ""
+	if conv.Email != "" {
+		subject = "email:" + conv.Email
+	}
+	want := map[string]any{}
+	var version int64
+	var sawEmail, sawOrder bool
+	step := "greeting"
+	for i, turn := range conv.Turns {
+		body := map[string]any{"turn": i + 1}
+		if i == 0 {
+			body["flow"], body["subflow"], body["step"] = conv.Flow, conv.Subflow, step
+		}
+		if turn.Speaker == "action" {
+			step = turn.Button
+			body["step"] = step
+		}
+		if turn.Speaker == "customer" {
+			if conv.OrderID != "" && !sawOrder && strings.Contains(turn.Text, conv.OrderID) {
+				sawOrder = true
+				body["order_id"] = conv.OrderID
+			}
+			if conv.Email != "" && !sawEmail && strings.Contains(strings.ToLower(turn.Text), strings.ToLower(conv.Email)) {
+				sawEmail = true
+				body["customer_email"] = conv.Email
+			}
+		}
+		req := amclient.WriteRequest{Scope: scope, Body: body, IfVersion: amclient.Ptr(version)}
+		if i == 0 {
+			// The first write creates the state: a cas at version 0 (it must not exist yet).
+			req.Mode = "cas"
+			req.Subject = subject
+		} else {
+			req.Mode = "merge_by_key"
+		}
+		out, err := c.WriteState(ctx, req)
+		if cur, ok := amclient.IsConflict(err); ok {
+			// Someone else wrote this conversation's state (e.g. an earlier replay): report
+			// it, then take over from the current version with the same write.
+			res.Conflicts++
+			if i == 0 {
+				// Start over: the whole state is this conversation's first write.
+				req.Mode = "cas"
+			}
+			req.IfVersion = amclient.Ptr(cur)
+			out, err = c.WriteState(ctx, req)
+		}
+		if err != nil {
+			return res, err
+		}
+		if !out.Stored {
+			res.Refused++
+			continue
+		}
+		res.Writes++
+		version = out.Version
+		if req.Mode == "cas" {
+			want = map[string]any{}
+		}
+		for k, v := range body {
+			want[k] = v
+		}
+	}
+	res.Step = step
+
+	st, err := c.ReadState(ctx, scope, "")
+	if err != nil {
+		return res, err
+	}
+	res.Version = st.Version
+	res.Bytes = len(st.Body)
+	var got map[string]any
+	if err := json.Unmarshal(st.Body, &got); err != nil {
+		return res, fmt.Errorf("read back: %w", err)
+	}
+	res.Match = st.Version == version
+	if !res.Match {
+		res.MismatchNote = fmt.Sprintf("version %d read back, %d written", st.Version, version)
+	}
+	for k, v := range want {
+		g := got[k]
+		if k == "customer_email" {
+			if g == v {
+				res.EmailMasked = "no"
+			} else {
+				res.EmailMasked = "yes"
+			}
+			continue
+		}
+		if fmt.Sprint(g) != fmt.Sprint(v) {
+			res.Match = false
+			res.MismatchNote = fmt.Sprintf("field %s read back differs", k)
+		}
+	}
+	return res, nil
+}
+
+// Totals sums a report.
+func (r Report) Totals() (states, writes, refused, conflicts, bytes int, allMatch bool) {
+	allMatch = true
+	for _, x := range r.Results {
+		states++
+		writes += x.Writes
+		refused += x.Refused
+		conflicts += x.Conflicts
+		bytes += x.Bytes
+		allMatch = allMatch && x.Match && x.EmailMasked != "no"
+	}
+	return
+}
+
+// Print writes the report as a short table and a totals line.
+func (r Report) Print(w io.Writer) {
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "convo\tflow/subflow\twrites\trefused\tconflicts\tversion\tbytes\tstep reached\temail masked\tread back")
+	for _, x := range r.Results {
+		ok := "ok"
+		if !x.Match {
+			ok = "MISMATCH: " + x.MismatchNote
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", x.ConvoID, x.Flow, x.Writes, x.Refused, x.Conflicts, x.Version, x.Bytes, x.Step, x.EmailMasked, ok)
+	}
+	tw.Flush()
+	states, writes, refused, conflicts, bytes, _ := r.Totals()
+	fmt.Fprintf(&b, "states written: %d, writes stored: %d, refused: %d, conflicts: %d, bytes stored: %d\n", states, writes, refused, conflicts, bytes)
+	_, _ = w.Write(b.Bytes())
+}
