@@ -140,11 +140,13 @@ func errMember(t testing.TB, r apitest.Response) string {
 	return m
 }
 
-// requireError requires status and error code.
-func requireError(t testing.TB, r apitest.Response, status int, code string) {
+// requireError requires status and error code and returns the error object.
+func requireError(t testing.TB, r apitest.Response, status int, code string) map[string]any {
 	t.Helper()
 	require.Equal(t, status, r.Status, "got %d, want %d: %s", r.Status, status, r.Body)
-	require.Equal(t, code, r.ErrorCode(t), "body: %s", r.Body)
+	m, _ := r.JSON(t)["error"].(map[string]any)
+	require.Equal(t, code, m["code"], "got code %v, want %s: %s", m["code"], code, r.Body)
+	return m
 }
 
 // dbText returns every value of every row of every table of the Env's database, as text

@@ -7,14 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"agentmemory/api"
 	"agentmemory/api/apitest"
 	"agentmemory/internal/notes"
 )
 
-// clock is a settable clock shared by the API and the notes service of one Env.
+// clock is a settable clock for the services of one Env (state.Service.Now, notes).
 type clock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -25,6 +23,8 @@ func newClock() *clock { return &clock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, ti
 func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 
 func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+func (c *clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 // eachClocked runs fn on a fresh Env per engine whose clock is clk's.
 func eachClocked(t *testing.T, fn func(t *testing.T, e *apitest.Env, clk *clock)) {
@@ -106,14 +106,6 @@ func strs(v any) []string {
 		out = append(out, fmt.Sprint(x))
 	}
 	return out
-}
-
-func requireError(t testing.TB, r apitest.Response, status int, code string) map[string]any {
-	t.Helper()
-	require.Equal(t, status, r.Status, "got %d, want %d: %s", r.Status, status, r.Body)
-	m := r.JSON(t)["error"].(map[string]any)
-	require.Equal(t, code, m["code"], "got code %v, want %s: %s", m["code"], code, r.Body)
-	return m
 }
 
 func notesDraft(e *apitest.Env) notes.DraftRequest {

@@ -99,7 +99,7 @@ func stateSetup(e *apitest.Env) string {
 	return e.AgentKey("shop-bot", "acme", "agent_state")
 }
 
-func write(scope string, ifVersion *int64, body map[string]any) map[string]any {
+func stateWriteBody(scope string, ifVersion *int64, body map[string]any) map[string]any {
 	w := map[string]any{"scope": map[string]any{"kind": "conversation", "id": scope}, "agent": "shop-bot", "body": body}
 	if ifVersion != nil {
 		w["mode"] = "cas"
@@ -111,14 +111,14 @@ func write(scope string, ifVersion *int64, body map[string]any) map[string]any {
 func TestMetricsEndpoint(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		key := stateSetup(e)
-		e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", key, write("conv-1", nil, map[string]any{"step": "cart"}))
-		e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", key, write("conv-1", nil, map[string]any{"step": "pay"}))
+		e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", key, stateWriteBody("conv-1", nil, map[string]any{"step": "cart"}))
+		e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", key, stateWriteBody("conv-1", nil, map[string]any{"step": "pay"}))
 		zero := int64(0)
-		r := e.MustDo(http.StatusPreconditionFailed, "PUT", "/v1/agent-state", key, write("conv-1", &zero, map[string]any{"step": "x"}))
+		r := e.MustDo(http.StatusPreconditionFailed, "PUT", "/v1/agent-state", key, stateWriteBody("conv-1", &zero, map[string]any{"step": "x"}))
 		require.Equal(t, "agent_state_conflict", r.ErrorCode(t))
-		r = e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", key, write("conv-1", nil, map[string]any{"nope": 1}))
+		r = e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", key, stateWriteBody("conv-1", nil, map[string]any{"nope": 1}))
 		require.Equal(t, "not_declared_field", r.JSON(t)["reason"])
-		r = e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", key, write("conv-1", nil, map[string]any{"offer": strings.Repeat("o", 17000)}))
+		r = e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", key, stateWriteBody("conv-1", nil, map[string]any{"offer": strings.Repeat("o", 17000)}))
 		require.Equal(t, "over_cap", r.JSON(t)["reason"])
 		e.MustDo(http.StatusNotFound, "GET", "/v1/profiles/prof_secret123", e.AdminKey, nil)
 		e.MustDo(http.StatusNotFound, "GET", "/no/such/route/conv-1", "", nil)
@@ -204,19 +204,19 @@ func TestLogsCarryNoPersonalData(t *testing.T) {
 		const scope = "+55 11 98765-4321"
 		const email = "ana.souza@example.com"
 
-		r := e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", key, write(scope, nil, map[string]any{"step": "cart", "cart_note": "send the invoice to " + email}))
+		r := e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", key, stateWriteBody(scope, nil, map[string]any{"step": "cart", "cart_note": "send the invoice to " + email}))
 		require.Equal(t, true, r.JSON(t)["stored"])
 		e.MustDo(http.StatusOK, "POST", "/v1/agent-state/read", key, map[string]any{"scope": map[string]any{"kind": "conversation", "id": scope}, "agent": "shop-bot"})
 		// Refused: undeclared field holding the e-mail, stale CAS, unknown member, bad key,
 		// the scope in a URL.
-		r = e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", key, write(scope, nil, map[string]any{"customer_email": email}))
+		r = e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", key, stateWriteBody(scope, nil, map[string]any{"customer_email": email}))
 		require.Equal(t, "not_declared_field", r.JSON(t)["reason"])
 		zero := int64(0)
-		e.MustDo(http.StatusPreconditionFailed, "PUT", "/v1/agent-state", key, write(scope, &zero, map[string]any{"cart_note": email}))
-		bad := write(scope, nil, map[string]any{"step": "cart"})
+		e.MustDo(http.StatusPreconditionFailed, "PUT", "/v1/agent-state", key, stateWriteBody(scope, &zero, map[string]any{"cart_note": email}))
+		bad := stateWriteBody(scope, nil, map[string]any{"step": "cart"})
 		bad["emial"] = email
 		e.MustDo(http.StatusBadRequest, "PUT", "/v1/agent-state", key, bad)
-		e.MustDo(http.StatusUnauthorized, "PUT", "/v1/agent-state", key+"x", write(scope, nil, map[string]any{"cart_note": email}))
+		e.MustDo(http.StatusUnauthorized, "PUT", "/v1/agent-state", key+"x", stateWriteBody(scope, nil, map[string]any{"cart_note": email}))
 		e.MustDo(http.StatusNotFound, "GET", "/v1/profiles/"+strings.ReplaceAll(scope, " ", ""), e.AdminKey, nil)
 		e.MustDo(http.StatusOK, "GET", "/readyz", "", nil)
 

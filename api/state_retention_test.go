@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,15 +13,6 @@ import (
 	"agentmemory/api/apitest"
 	"agentmemory/models"
 )
-
-// clock is a controllable time source for state.Service.Now.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 // stateRow loads the only stored state.
 func stateRow(t testing.TB, e *apitest.Env) models.AgentState {
