@@ -31,12 +31,18 @@ test-short:
 	$(GO) test -count=1 -short ./...
 
 ## bench: API throughput and latency against the database's own compare-and-swap limit.
-bench: build
-	$(GO) test -run '^$$' -bench . -benchtime 2000x ./bench/... ./internal/... 
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 2000x ./bench
+	$(GO) test -run '^$$' -bench . -benchtime 200x ./internal/notes
 
 ## demo: replay the ABCD sample conversations against a running `make run`.
 demo: build
-	./scripts/demo.sh
+	ADDR=$(ADDR) DATA_DIR=$(DATA_DIR) ./scripts/demo.sh
+
+## lint: formatting and go vet.
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
 
 ## postgres: start the local PostgreSQL cluster if it is down.
 postgres:
