@@ -14,12 +14,15 @@ import (
 	"agentmemory/models"
 )
 
-// stateRow loads the only stored state.
+// stateRow loads the only stored state, opened when it is sealed under its subject's key.
 func stateRow(t testing.TB, e *apitest.Env) models.AgentState {
 	t.Helper()
 	var rows []models.AgentState
 	require.NoError(t, e.DB.NewSelect().Model(&rows).Scan(context.Background()))
 	require.Len(t, rows, 1)
+	ok, err := e.Deps.State.Unseal(context.Background(), &rows[0])
+	require.NoError(t, err)
+	require.True(t, ok, "the state's subject key must exist")
 	return rows[0]
 }
 

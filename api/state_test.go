@@ -459,9 +459,10 @@ func TestWMNoCleartextInDatabase(t *testing.T) {
 			"body": map[string]any{"step": "greet", "offer": "visible-offer-4711", "contact": "zebulon.quixote@example.org",
 				"cart_note": "Zebulon Quixote asked to call +55 11 98765-4321"}})
 		mustStore(e, crm, map[string]any{"scope": map[string]any{"kind": "subject", "id": "phone:+55 11 98765-4321"}, "body": map[string]any{"step": "greet"}})
-		mustStore(e, order, map[string]any{"scope": map[string]any{"kind": "object", "id": "order:shop:Ob9Xq2Lp"}, "body": map[string]any{"step": "greet"}})
+		mustStore(e, order, map[string]any{"scope": map[string]any{"kind": "object", "id": "order:shop:Ob9Xq2Lp"}, "body": map[string]any{"step": "greet", "offer": "visible-offer-4711"}})
 
-		// The scan sees what is stored in clear (the control), and none of the secrets.
+		// The scan sees what is stored in clear (the control: a state of no customer), and none
+		// of the secrets (a customer's states are sealed under the customer's key).
 		text := dbText(t, e)
 		require.Contains(t, text, "visible-offer-4711")
 		require.Contains(t, text, "shop-bot")
