@@ -33,7 +33,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"agentmemory/api/apitest"
-	"agentmemory/internal/amclient"
+	"agentmemory/sdk"
 )
 
 var (
@@ -122,14 +122,19 @@ func benchEngine(b *testing.B, engine string) {
 	e.PutDocument("object-types", map[string]any{"types": []any{map[string]any{
 		"type": "bench-agent", "ownership": "agent", "fields": fields,
 		"agent_state": map[string]any{"scope": "conversation", "max_bytes": 65536}}}})
-	clients := make([]*amclient.Client, n)
+	states := make([]*sdk.StateHandle, n) // per agent: its own conversation's state
+	var hot *sdk.StateHandle              // one state of agent 0 that every goroutine writes
 	for i := range n {
 		// Every agent has its own key and name; the only agent-owned type is their schema.
 		key := e.AgentKey(fmt.Sprintf("bench-agent-%d", i), "bench", "agent_state")
-		clients[i] = &amclient.Client{BaseURL: base, Key: key, HTTP: hc, AgentVersion: "bench/1"}
-	}
-	scope := func(i int) amclient.Scope {
-		return amclient.Scope{Kind: "conversation", ID: fmt.Sprintf("bench-%d", i)}
+		c, err := sdk.New(sdk.Options{BaseURL: base, Key: key, HTTPClient: hc, AgentVersion: "bench/1"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		states[i] = c.AgentState(sdk.Conversation(fmt.Sprintf("bench-%d", i)))
+		if i == 0 {
+			hot = c.AgentState(sdk.Conversation("bench-hot"))
+		}
 	}
 	versions := make([]atomic.Int64, n)  // per agent: the version of its own state
 	limitVers := make([]atomic.Int64, n) // per writer: the version of its own limit row
@@ -165,7 +170,7 @@ func benchEngine(b *testing.B, engine string) {
 		return hotCAS(ctx, e.DB)
 	})
 	run("api_merge", "limit_own_row", func(ctx context.Context, a, i int) (int, error) {
-		res, err := clients[a].WriteState(ctx, amclient.WriteRequest{Scope: scope(a), Body: map[string]any{"count": i, "step": "merge"}})
+		res, err := states[a].Put(ctx, map[string]any{"count": i, "step": "merge"})
 		if err == nil && !res.Stored {
 			err = fmt.Errorf("not stored: %v", res.Reason)
 		}
@@ -176,8 +181,7 @@ func benchEngine(b *testing.B, engine string) {
 	})
 	run("api_cas", "limit_own_row", func(ctx context.Context, a, i int) (int, error) {
 		// Each agent owns its state: the version it last wrote is current, so no conflict.
-		res, err := clients[a].WriteState(ctx, amclient.WriteRequest{Scope: scope(a), Mode: "cas",
-			IfVersion: amclient.Ptr(versions[a].Load()), Body: map[string]any{"count": i, "step": "cas"}})
+		res, err := states[a].Put(ctx, map[string]any{"count": i, "step": "cas"}, sdk.CAS(versions[a].Load()))
 		if err == nil && !res.Stored {
 			err = fmt.Errorf("not stored: %v", res.Reason)
 		}
@@ -187,7 +191,7 @@ func benchEngine(b *testing.B, engine string) {
 		return 0, err
 	})
 	run("api_read", "", func(ctx context.Context, a, _ int) (int, error) {
-		st, err := clients[a].ReadState(ctx, scope(a), "")
+		st, err := states[a].Get(ctx)
 		if err == nil && st.Version < versions[a].Load() {
 			err = fmt.Errorf("read version %d after writing %d", st.Version, versions[a].Load())
 		}
@@ -195,8 +199,7 @@ func benchEngine(b *testing.B, engine string) {
 	})
 	run("api_merge_hot", "limit_hot_row", func(ctx context.Context, a, i int) (int, error) {
 		// Every agent's goroutine writes its own field of one state of agent 0.
-		res, err := clients[0].WriteState(ctx, amclient.WriteRequest{Scope: amclient.Scope{Kind: "conversation", ID: "bench-hot"},
-			Body: map[string]any{fmt.Sprintf("f%02d", a): i}})
+		res, err := hot.Put(ctx, map[string]any{fmt.Sprintf("f%02d", a): i})
 		if err == nil && !res.Stored {
 			err = fmt.Errorf("not stored: %v", res.Reason)
 		}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"agentmemory/internal/amclient"
 	"agentmemory/internal/replay"
+	"agentmemory/sdk"
 )
 
 // replayCmd: agentmemory replay --dataset FILE --url URL --key AGENT_KEY. It plays each ABCD
@@ -52,8 +52,10 @@ func replayCmd(getenv func(string) string, stdout io.Writer) *cobra.Command {
 			if limit > 0 && limit < len(convs) {
 				convs = convs[:limit]
 			}
-			c := amclient.New(url, key)
-			c.AgentVersion = agentVersion
+			c, err := sdk.New(sdk.Options{BaseURL: url, Key: key, AgentVersion: agentVersion})
+			if err != nil {
+				return err
+			}
 			fmt.Fprintf(stdout, "replaying %d conversations from %s against %s\n", len(convs), dataset, url)
 			rep, err := replay.Play(cmd.Context(), c, convs)
 			rep.Print(stdout)

@@ -8,13 +8,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
 
-	"agentmemory/internal/amclient"
+	"agentmemory/sdk"
 )
 
 // Conversation is one ABCD conversation, reduced to what the replay uses.
@@ -134,7 +135,7 @@ type Report struct {
 
 // Play replays convs through c, one state per conversation (scope conversation
 // "abcd-<convo_id>"), stopping at the first transport or API error.
-func Play(ctx context.Context, c *amclient.Client, convs []Conversation) (Report, error) {
+func Play(ctx context.Context, c *sdk.Client, convs []Conversation) (Report, error) {
 	var rep Report
 	for _, conv := range convs {
 		res, err := playOne(ctx, c, conv)
@@ -146,13 +147,13 @@ func Play(ctx context.Context, c *amclient.Client, convs []Conversation) (Report
 	return rep, nil
 }
 
-func playOne(ctx context.Context, c *amclient.Client, conv Conversation) (Result, error) {
+func playOne(ctx context.Context, c *sdk.Client, conv Conversation) (Result, error) {
 	res := Result{ConvoID: conv.ID, Flow: conv.Flow + "/" + conv.Subflow, EmailMasked: "-"}
-	scope := amclient.Scope{Kind: "conversation", ID: fmt.Sprintf("abcd-%d", conv.ID)}
-	subject := ""
+	var opts []sdk.StateOption
 	if conv.Email != "" {
-		subject = "email:" + conv.Email
+		opts = append(opts, sdk.WithSubject("email:"+conv.Email))
 	}
+	state := c.AgentState(sdk.Conversation(fmt.Sprintf("abcd-%d", conv.ID)), opts...)
 	want := map[string]any{}
 	var version int64
 	var sawEmail, sawOrder bool
@@ -176,25 +177,23 @@ func playOne(ctx context.Context, c *amclient.Client, conv Conversation) (Result
 				body["customer_email"] = conv.Email
 			}
 		}
-		req := amclient.WriteRequest{Scope: scope, Body: body, IfVersion: amclient.Ptr(version)}
-		if i == 0 {
-			// The first write creates the state: a cas at version 0 (it must not exist yet).
-			req.Mode = "cas"
-			req.Subject = subject
-		} else {
-			req.Mode = "merge_by_key"
-		}
-		out, err := c.WriteState(ctx, req)
-		if cur, ok := amclient.IsConflict(err); ok {
-			// Someone else wrote this conversation's state (e.g. an earlier replay): report
-			// it, then take over from the current version with the same write.
-			res.Conflicts++
-			if i == 0 {
-				// Start over: the whole state is this conversation's first write.
-				req.Mode = "cas"
+		// The first write creates the state: a cas at version 0 (it must not exist yet); the
+		// others merge at the version this replay last wrote.
+		cas := i == 0
+		at := func(v int64) sdk.PutOption {
+			if cas {
+				return sdk.CAS(v)
 			}
-			req.IfVersion = amclient.Ptr(cur)
-			out, err = c.WriteState(ctx, req)
+			return sdk.IfVersion(v)
+		}
+		out, err := state.Put(ctx, body, at(version))
+		var conflict *sdk.Error
+		if errors.As(err, &conflict) && errors.Is(err, sdk.ErrConflict) {
+			// Someone else wrote this conversation's state (e.g. an earlier replay): report
+			// it, then take over from the current version with the same write (for the first
+			// write, a cas: the whole state starts over as this conversation's).
+			res.Conflicts++
+			out, err = state.Put(ctx, body, at(conflict.Version))
 		}
 		if err != nil {
 			return res, err
@@ -205,7 +204,7 @@ func playOne(ctx context.Context, c *amclient.Client, conv Conversation) (Result
 		}
 		res.Writes++
 		version = out.Version
-		if req.Mode == "cas" {
+		if cas {
 			want = map[string]any{}
 		}
 		for k, v := range body {
@@ -214,14 +213,18 @@ func playOne(ctx context.Context, c *amclient.Client, conv Conversation) (Result
 	}
 	res.Step = step
 
-	st, err := c.ReadState(ctx, scope, "")
+	st, err := state.Get(ctx)
 	if err != nil {
 		return res, err
 	}
 	res.Version = st.Version
-	res.Bytes = len(st.Body)
+	raw, err := json.Marshal(st.Body)
+	if err != nil {
+		return res, fmt.Errorf("read back: %w", err)
+	}
+	res.Bytes = len(raw)
 	var got map[string]any
-	if err := json.Unmarshal(st.Body, &got); err != nil {
+	if err := json.Unmarshal(raw, &got); err != nil {
 		return res, fmt.Errorf("read back: %w", err)
 	}
 	res.Match = st.Version == version
