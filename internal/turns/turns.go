@@ -410,31 +410,17 @@ func (s *Service) Recent(ctx context.Context, spaceID, kind, id string, since ti
 		return nil, fmt.Errorf("turns: list: %w", err)
 	}
 	out := make([]Stored, 0, len(rows))
-	keys := map[string][]byte{}
-	for _, r := range rows {
-		text := r.Text
-		if r.ProfileID != "" {
-			key, ok := keys[r.ProfileID]
-			if !ok {
-				var err error
-				key, err = s.Keys.DataKey(ctx, r.ProfileID, false)
-				if errors.Is(err, keystore.ErrNoKey) {
-					key = nil
-				} else if err != nil {
-					return nil, fmt.Errorf("turns: data key: %w", err)
-				}
-				keys[r.ProfileID] = key
-			}
-			if key == nil {
-				continue
-			}
-			plain, err := keystore.Open(key, r.Text, []byte(r.ID))
-			if err != nil {
-				return nil, fmt.Errorf("turns: unseal %s: %w", r.ID, err)
-			}
-			text = plain
+	op := s.opener()
+	for i := range rows {
+		r := &rows[i]
+		text, ok, err := op.open(ctx, r)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, Stored{Speaker: r.Speaker, Text: string(text), At: r.At.UTC()})
+		if !ok {
+			continue
+		}
+		out = append(out, Stored{Speaker: r.Speaker, Text: text, At: r.At.UTC()})
 	}
 	return out, nil
 }
