@@ -59,6 +59,23 @@ func RetentionCutoff(f spaces.Features, now time.Time) time.Time {
 	return now.UTC().Add(-Retention(f))
 }
 
+// notExpired returns since, moved up to the space's retention cutoff at the service's clock
+// when it is earlier: reads never serve a turn past retention, even before the sweep.
+func (s *Service) notExpired(ctx context.Context, idb bun.IDB, spaceID string, since time.Time) (time.Time, error) {
+	f, err := spaces.Documents{DB: idb}.Features(ctx, spaceID)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("turns: features: %w", err)
+	}
+	now := time.Now()
+	if s.Now != nil {
+		now = s.Now()
+	}
+	if cut := RetentionCutoff(f, now); since.Before(cut) {
+		return cut, nil
+	}
+	return since.UTC(), nil
+}
+
 // subjectLinks returns the identity links of the space naming one of s's handle hashes or
 // profiles, oldest first.
 func subjectLinks(ctx context.Context, idb bun.IDB, spaceID string, s compliance.SubjectRef) ([]models.IdentityLink, error) {
@@ -207,14 +224,18 @@ func deleteByID(ctx context.Context, idb bun.IDB, turnIDs, linkIDs []string) ([]
 
 // ExportSubject returns, read through idb, the identity links naming one of s's handle hashes
 // or profiles (oldest first) and the masked turns of the conversations they link plus any turn
-// sealed under one of s's profiles, unsealed, ordered by time. Turns whose key was destroyed
-// are left out. Never nil slices.
+// sealed under one of s's profiles, unsealed, ordered by time. Turns past the space's
+// retention (not yet swept) and turns whose key was destroyed are left out. Never nil slices.
 func (s *Service) ExportSubject(ctx context.Context, idb bun.IDB, spaceID string, ref compliance.SubjectRef) ([]compliance.ExportedLink, []compliance.ExportedTurn, error) {
 	links, err := subjectLinks(ctx, idb, spaceID, ref)
 	if err != nil {
 		return nil, nil, err
 	}
 	rows, err := subjectTurns(ctx, idb, spaceID, links, ref.ProfileIDs)
+	if err != nil {
+		return nil, nil, err
+	}
+	cut, err := s.notExpired(ctx, idb, spaceID, time.Time{})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -229,6 +250,9 @@ func (s *Service) ExportSubject(ctx context.Context, idb bun.IDB, spaceID string
 	outTurns := make([]compliance.ExportedTurn, 0, len(rows))
 	for i := range rows {
 		r := &rows[i]
+		if r.At.Before(cut) {
+			continue // past retention, not yet swept
+		}
 		text, ok, err := op.open(ctx, r)
 		if err != nil {
 			return nil, nil, err

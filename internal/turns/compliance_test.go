@@ -214,7 +214,7 @@ func TestExportSubject(t *testing.T) {
 		conv := turnstest.Load(t)[0]
 		integ := e.PersonKey("crm", "integration")
 		ana := newPerson(t, e, integ, "Ana Souza", "ana.souza@example.com", "+55 11 98765-4321")
-		base := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+		base := time.Now().UTC().Add(-48 * time.Hour).Truncate(time.Second)
 		in := append([]turns.Input(nil), conv.Turns...)
 		for i := range in {
 			in[i].At = base.Add(time.Duration(i) * time.Minute).Format(time.RFC3339)
@@ -240,6 +240,13 @@ func TestExportSubject(t *testing.T) {
 			require.NotContains(t, tr.Text, conv.Email)
 		}
 		require.Contains(t, strings.Join(masked, "\n"), "<email>")
+
+		// A turn past retention (90 days) is left out even before the sweep removes it.
+		ingest(t, e, integ, []turns.Input{{Scope: turns.Scope{ConversationID: conv.ID}, Speaker: "agent", Text: "long ago",
+			At: time.Now().UTC().Add(-91 * 24 * time.Hour).Format(time.RFC3339)}})
+		_, again, err := e.Deps.Turns.ExportSubject(ctx, e.DB, e.SpaceID, ana.ref)
+		require.NoError(t, err)
+		require.Equal(t, got, again)
 
 		require.NoError(t, e.Keys.Destroy(ctx, ana.profileID))
 		links, got, err = e.Deps.Turns.ExportSubject(ctx, e.DB, e.SpaceID, ana.ref)
@@ -277,6 +284,19 @@ func TestSweepTurnsInBatches(t *testing.T) {
 			{Scope: turns.Scope{ConversationID: "c-1"}, Speaker: "agent", Text: "a day", At: at(day + time.Second)},
 			{Scope: turns.Scope{ConversationID: "c-1"}, Speaker: "agent", Text: "recent", At: at(time.Hour)},
 		})
+
+		// Before any sweep, reads already leave out the turns past retention.
+		all := func(spaceID string) []string {
+			got, err := e.Deps.Turns.Recent(ctx, spaceID, "conversation", "c-1", time.Time{})
+			require.NoError(t, err)
+			var texts []string
+			for _, g := range got {
+				texts = append(texts, g.Text)
+			}
+			return texts
+		}
+		require.Equal(t, []string{"kept"}, all(e.SpaceID))
+		require.Equal(t, []string{"recent"}, all(other))
 
 		sweep := func(spaceID string, limit int) (map[string]int, bool) {
 			var counts map[string]int

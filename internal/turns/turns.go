@@ -400,9 +400,13 @@ type Stored struct {
 }
 
 // Recent returns the masked turns of the conversation (kind "conversation") or task (kind
-// "task") id at or after since, oldest first. Turns whose subject key was destroyed
-// (erased) are left out.
+// "task") id at or after since, oldest first. Turns past the space's retention (not yet
+// swept) and turns whose subject key was destroyed (erased) are left out.
 func (s *Service) Recent(ctx context.Context, spaceID, kind, id string, since time.Time) ([]Stored, error) {
+	since, err := s.notExpired(ctx, s.DB, spaceID, since)
+	if err != nil {
+		return nil, err
+	}
 	var rows []models.Turn
 	if err := s.DB.NewSelect().Model(&rows).
 		Where("space_id = ? AND scope_hash = ? AND at >= ?", spaceID, s.ScopeHash(spaceID, kind, id), since.UTC()).
