@@ -65,10 +65,12 @@ func New(t testing.TB, engine string, opts ...func(*api.Deps)) *Env {
 	docs := spaces.Documents{DB: d}
 	subj := &subjects.Service{DB: d, Docs: docs, Hasher: hasher, Keys: ks, Now: time.Now}
 	st := &state.Service{DB: d, Docs: docs, Hasher: hasher, Masker: subj, Canonical: subj.Canonical, Now: time.Now, Keys: ks}
-	comp := &compliance.Service{DB: d, Docs: docs, Hasher: hasher, Keys: ks, Subjects: subj, State: st, Now: time.Now}
+	ts := &turns.Service{DB: d, Subjects: subj, Hasher: hasher, Keys: ks, Now: time.Now}
+	comp := &compliance.Service{DB: d, Docs: docs, Hasher: hasher, Keys: ks, Subjects: subj, State: st, Now: time.Now,
+		Turns: ts, TurnExports: ts, TurnSweeps: ts}
 	deps := api.Deps{DB: d, State: st, Subjects: subj, Docs: docs, Now: time.Now, MaxBodyBytes: 1 << 20, Compliance: comp}
 	deps.EventSigner = events.Signer{Hasher: &hasher}
-	deps.Turns = &turns.Service{DB: d, Subjects: subj, Hasher: hasher, Keys: ks, Now: time.Now}
+	deps.Turns = ts
 	deps.Notes = &notes.Service{DB: d, Docs: docs, Subjects: subj, Now: func() time.Time { return deps.Now() }}
 	for _, o := range opts {
 		o(&deps)

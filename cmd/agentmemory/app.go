@@ -126,7 +126,8 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 	a.subjects = &subjects.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Now: time.Now}
 	a.turns = &turns.Service{DB: d, Subjects: a.subjects, Hasher: hasher, Keys: ks, Now: time.Now}
 	a.state = &state.Service{DB: d, Docs: a.docs, Hasher: hasher, Masker: a.subjects, Canonical: a.subjects.Canonical, Now: time.Now, Keys: ks}
-	a.compliance = &compliance.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Subjects: a.subjects, State: a.state, Now: time.Now}
+	a.compliance = &compliance.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Subjects: a.subjects, State: a.state, Now: time.Now,
+		Turns: a.turns, TurnExports: a.turns, TurnSweeps: a.turns}
 	a.eventMetrics = events.NewMetrics(d)
 	a.notes = &notes.Service{DB: d, Docs: a.docs, Subjects: a.subjects, Now: time.Now}
 	return a, nil

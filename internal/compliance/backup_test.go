@@ -18,6 +18,8 @@ import (
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
 	"agentmemory/internal/subjects"
+	"agentmemory/internal/turns"
+	"agentmemory/internal/turns/turnstest"
 	"agentmemory/models"
 	"agentmemory/workflows"
 )
@@ -31,7 +33,7 @@ func TestRestoredBackupCannotBeDecrypted(t *testing.T) {
 	crm := e.AgentKey("crm-bot", "acme", auth.ScopeAgentState)
 	integ := e.PersonKey("integrator", auth.RoleIntegration)
 	comp := e.PersonKey("dpo", auth.RoleCompliance)
-	ana := seedSubject(e, shop, crm, integ, "Ana Souza", "ana.souza@example.com", "+55 11 98765-4321", "c-ana")
+	ana := seedSubject(e, shop, crm, integ, "Ana Souza", "ana.souza@example.com", "+55 11 98765-4321", turnstest.Load(t)[0])
 	require.Contains(t, reads(e, shop, crm, ana)[1], `"version":2`)
 
 	ctx := context.Background()
@@ -64,6 +66,14 @@ func TestRestoredBackupCannotBeDecrypted(t *testing.T) {
 	}
 	_, err = subj.Get(ctx, e.SpaceID, ana.profileID)
 	require.Equal(t, fault.NotFound, fault.As(err).Kind, "the restored profile must not open: %v", err)
+	// The restored turns are still there, sealed, and no longer open.
+	var turnRows []models.Turn
+	require.NoError(t, restored.NewSelect().Model(&turnRows).Where("profile_id = ?", ana.profileID).Scan(ctx))
+	require.Len(t, turnRows, ana.turns, "the backup still has ana's sealed turns")
+	ts := &turns.Service{DB: restored, Subjects: subj, Hasher: e.Hasher, Keys: e.Keys, Now: time.Now}
+	got, err := ts.Recent(ctx, e.SpaceID, "conversation", ana.conv, time.Now().Add(-turns.Window))
+	require.NoError(t, err)
+	require.Empty(t, got, "a restored turn opened after erasure")
 	p, err := auth.Authenticate(ctx, restored, crm)
 	require.NoError(t, err)
 	res, err := st.Read(ctx, p, state.ReadRequest{Scope: &state.Scope{Kind: "subject", ID: "email:" + ana.email}})

@@ -72,21 +72,28 @@ type TurnEraser interface {
 	EraseConversation(ctx context.Context, idb bun.IDB, spaceID, conversationID string) ([]Erased, error)
 }
 
-// ExportedLink is an identity link in a data package.
+// ExportedLink is an identity link in a data package. The service never stores a
+// conversation or task id in clear (WM-3): ScopeKind ("conversation" or "task") and ScopeHash
+// (the keyed hash of the id, the same for every link and turn of that conversation) name it.
+// Status is "confirmed" or "unconfirmed".
 type ExportedLink struct {
-	ID             string    `json:"link_id"`
-	ConversationID string    `json:"conversation_id"`
-	Status         string    `json:"status"`
-	CreatedAt      time.Time `json:"created_at"`
+	ID        string    `json:"link_id"`
+	ScopeKind string    `json:"scope_kind"`
+	ScopeHash string    `json:"scope_hash"`
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// ExportedTurn is a masked turn in a data package.
+// ExportedTurn is a masked turn in a data package: its conversation (as in ExportedLink),
+// its speaker ("customer", "agent" or "system"), the masked text (unsealed) and its time (UTC).
 type ExportedTurn struct {
-	ID             string    `json:"turn_id"`
-	ConversationID string    `json:"conversation_id"`
-	Role           string    `json:"role"`
-	Text           string    `json:"text"`
-	At             time.Time `json:"at"`
+	ID        string    `json:"turn_id"`
+	ScopeKind string    `json:"scope_kind"`
+	ScopeHash string    `json:"scope_hash"`
+	Speaker   string    `json:"speaker"`
+	Text      string    `json:"text"`
+	At        time.Time `json:"at"`
 }
 
 // TurnExporter returns a customer's identity links and the masked turns of their linked

@@ -398,7 +398,7 @@ func (s *Service) Checkpoint(ctx context.Context) error {
 		}
 		return nil
 	}
-	for _, table := range []string{"agent_states", "profiles", "profile_handles", "export_packages"} {
+	for _, table := range []string{"agent_states", "profiles", "profile_handles", "export_packages", "turns", "identity_links"} {
 		if _, err := s.DB.ExecContext(ctx, "VACUUM "+table); err != nil {
 			return fmt.Errorf("compliance: vacuum: %w", err)
 		}

@@ -307,7 +307,7 @@ func (s *Service) BuildExport(ctx context.Context, spaceID, id string) (ExportCo
 		}
 		pkg.IdentityLinks, pkg.Turns = append(pkg.IdentityLinks, links...), append(pkg.Turns, turns...)
 		for _, l := range links {
-			touched = append(touched, l.ID, l.ConversationID)
+			touched = append(touched, l.ID)
 		}
 	} else {
 		pkg.NotCovered = append(pkg.NotCovered, KindIdentityLink, KindTurn)

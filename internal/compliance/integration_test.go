@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,9 @@ import (
 	"agentmemory/api/apitest"
 	"agentmemory/internal/auth"
 	"agentmemory/internal/compliance"
+	"agentmemory/internal/turns"
+	"agentmemory/internal/turns/turnstest"
+	"agentmemory/models"
 	"agentmemory/worker"
 	"agentmemory/workflows"
 )
@@ -61,9 +65,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// flakyTurns stands in for the turns store: it fails its first call (after the states were
-// already erased) so that the erasure completes only through Temporal's retry.
+// flakyTurns wraps the turns store: it fails its first call (after the states were already
+// erased) so that the erasure completes only through Temporal's retry.
 type flakyTurns struct {
+	next  compliance.TurnEraser
 	mu    sync.Mutex
 	calls int
 }
@@ -78,12 +83,18 @@ func (f *flakyTurns) call() error {
 	return nil
 }
 
-func (f *flakyTurns) EraseSubject(context.Context, bun.IDB, string, compliance.SubjectRef) ([]compliance.Erased, error) {
-	return nil, f.call()
+func (f *flakyTurns) EraseSubject(ctx context.Context, idb bun.IDB, spaceID string, s compliance.SubjectRef) ([]compliance.Erased, error) {
+	if err := f.call(); err != nil {
+		return nil, err
+	}
+	return f.next.EraseSubject(ctx, idb, spaceID, s)
 }
 
-func (f *flakyTurns) EraseConversation(context.Context, bun.IDB, string, string) ([]compliance.Erased, error) {
-	return nil, f.call()
+func (f *flakyTurns) EraseConversation(ctx context.Context, idb bun.IDB, spaceID, conversationID string) ([]compliance.Erased, error) {
+	if err := f.call(); err != nil {
+		return nil, err
+	}
+	return f.next.EraseConversation(ctx, idb, spaceID, conversationID)
 }
 
 // env is the real API over a fresh database with a worker running the compliance workflows
@@ -117,12 +128,25 @@ func seedSpace(e *apitest.Env) {
 }
 
 type subject struct {
-	email, profileID, conv string
+	email, profileID, conv, task string
+	abcd                         turnstest.Conversation
+	turns                        int // turns ingested for the subject
 }
 
-func seedSubject(e *apitest.Env, shop, crm, integ, name, email, phone, conv string) subject {
+// seedSubject makes a profile, working states of the subject's scope and of the ABCD
+// conversation abcd (one naming the subject), ingests abcd's turns through POST /v1/turns
+// with a confirmed link by e-mail, and two turns of a task linked unconfirmed by phone.
+func seedSubject(e *apitest.Env, shop, crm, integ, name, email, phone string, abcd turnstest.Conversation) subject {
 	r := e.MustDo(http.StatusCreated, "POST", "/v1/profiles", integ, map[string]any{"name": name, "handles": []string{"email:" + email, "phone:" + phone}})
 	id := r.JSON(e.T)["profile_id"].(string)
+	conv, task := abcd.ID, "t-"+abcd.ID
+	e.MustDo(http.StatusCreated, "POST", "/v1/turns", integ, map[string]any{"turns": abcd.Turns})
+	e.MustDo(http.StatusCreated, "POST", "/v1/identity-links", integ, map[string]any{"conversation_id": conv, "subject": "email:" + email, "status": "confirmed"})
+	e.MustDo(http.StatusCreated, "POST", "/v1/identity-links", integ, map[string]any{"task_id": task, "subject": "phone:" + phone, "status": "unconfirmed"})
+	e.MustDo(http.StatusCreated, "POST", "/v1/turns", integ, map[string]any{"turns": []map[string]any{
+		{"task_id": task, "speaker": "customer", "text": "please call me at " + phone},
+		{"task_id": task, "speaker": "agent", "text": "sure, tomorrow morning"},
+	}})
 	e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", crm, map[string]any{
 		"scope": map[string]any{"kind": "subject", "id": "email:" + email}, "body": map[string]any{"tier": "gold", "note": "prefers e-mail"},
 	})
@@ -133,7 +157,26 @@ func seedSubject(e *apitest.Env, shop, crm, integ, name, email, phone, conv stri
 	e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", shop, map[string]any{
 		"scope": map[string]any{"kind": "conversation", "id": conv}, "body": map[string]any{"step": "pay"},
 	})
-	return subject{email: email, profileID: id, conv: conv}
+	return subject{email: email, profileID: id, conv: conv, task: task, abcd: abcd, turns: len(abcd.Turns) + 2}
+}
+
+// stored returns s's turn rows (id, sealed text, time) and identity links as stored, and
+// their masked turns as the distillation reads them.
+func stored(t *testing.T, e *apitest.Env, s subject) ([]models.Turn, []models.IdentityLink, []turns.Stored) {
+	t.Helper()
+	ctx := context.Background()
+	scopes := []string{e.Deps.Turns.ScopeHash(e.SpaceID, "conversation", s.conv), e.Deps.Turns.ScopeHash(e.SpaceID, "task", s.task)}
+	var rows []models.Turn
+	require.NoError(t, e.DB.NewSelect().Model(&rows).Where("space_id = ? AND scope_hash IN (?)", e.SpaceID, bun.In(scopes)).Order("id ASC").Scan(ctx))
+	var links []models.IdentityLink
+	require.NoError(t, e.DB.NewSelect().Model(&links).Where("space_id = ? AND scope_hash IN (?)", e.SpaceID, bun.In(scopes)).Order("id ASC").Scan(ctx))
+	var masked []turns.Stored
+	for _, sc := range []struct{ kind, id string }{{"conversation", s.conv}, {"task", s.task}} {
+		got, err := e.Deps.Turns.Recent(ctx, e.SpaceID, sc.kind, sc.id, time.Now().Add(-turns.Window))
+		require.NoError(t, err)
+		masked = append(masked, got...)
+	}
+	return rows, links, masked
 }
 
 // reads returns the raw answers of reading both states of s.
@@ -192,15 +235,22 @@ func TestSubjectErasureEndToEnd(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			e := newEnv(t, engine)
-			turns := &flakyTurns{}
-			e.Deps.Compliance.Turns = turns
+			flaky := &flakyTurns{next: e.Deps.Compliance.Turns}
+			e.Deps.Compliance.Turns = flaky
+			abcd := turnstest.Load(t)
 			seedSpace(e)
 			shop := e.AgentKey("shop-bot", "acme", auth.ScopeAgentState)
 			crm := e.AgentKey("crm-bot", "acme", auth.ScopeAgentState)
 			integ := e.PersonKey("integrator", auth.RoleIntegration)
 			comp := e.PersonKey("dpo", auth.RoleCompliance)
-			ana := seedSubject(e, shop, crm, integ, "Ana Souza", "ana.souza@example.com", "+55 11 98765-4321", "c-ana")
-			bruno := seedSubject(e, shop, crm, integ, "Bruno Lima", "bruno.lima@example.com", "+55 21 99876-5432", "c-bruno")
+			ana := seedSubject(e, shop, crm, integ, "Ana Souza", "ana.souza@example.com", "+55 11 98765-4321", abcd[0])
+			bruno := seedSubject(e, shop, crm, integ, "Bruno Lima", "bruno.lima@example.com", "+55 21 99876-5432", abcd[1])
+			anaRows, anaLinks, anaMasked := stored(t, e, ana)
+			require.Len(t, anaRows, ana.turns)
+			require.Len(t, anaLinks, 2)
+			require.Len(t, anaMasked, ana.turns)
+			brunoRows, brunoLinks, brunoMasked := stored(t, e, bruno)
+			require.Len(t, brunoRows, bruno.turns)
 
 			anaBefore := reads(e, shop, crm, ana)
 			require.Contains(t, anaBefore[1], `"version":2`)
@@ -209,6 +259,29 @@ func TestSubjectErasureEndToEnd(t *testing.T) {
 			anaExport, anaPkg := export(t, e, comp, "email:"+ana.email)
 			require.Len(t, anaPkg["states"], 2, "ana's package: %v", anaPkg)
 			require.Len(t, anaPkg["profiles"], 1)
+			// The package holds ana's links and her masked turns, unsealed, in time order.
+			pkgLinks, pkgTurns := anaPkg["identity_links"].([]any), anaPkg["turns"].([]any)
+			require.Len(t, pkgLinks, 2)
+			statuses := []string{}
+			for _, l := range pkgLinks {
+				statuses = append(statuses, l.(map[string]any)["status"].(string))
+			}
+			require.ElementsMatch(t, []string{"confirmed", "unconfirmed"}, statuses)
+			require.Len(t, pkgTurns, ana.turns)
+			var texts []string
+			for _, tr := range pkgTurns {
+				texts = append(texts, tr.(map[string]any)["text"].(string))
+			}
+			for _, m := range anaMasked {
+				require.Contains(t, texts, m.Text)
+			}
+			pkgText := strings.Join(texts, "\n")
+			require.Contains(t, pkgText, "<email>")
+			require.Contains(t, pkgText, "<phone>")
+			for _, raw := range []string{ana.abcd.Email, ana.abcd.Phone, "+55 11 98765-4321"} {
+				require.NotContains(t, pkgText, raw, "the package carries masked turns only")
+			}
+			require.NotContains(t, anaPkg["not_covered"], "turn")
 
 			// Only compliance may erase; bad bodies change nothing.
 			e.MustDo(http.StatusForbidden, "POST", "/v1/erasures", integ, map[string]any{"subject": "email:" + ana.email})
@@ -219,7 +292,7 @@ func TestSubjectErasureEndToEnd(t *testing.T) {
 			require.Equal(t, "running", r["status"])
 			erasureID := r["erasure_id"].(string)
 			waitWorkflow(t, workflows.ErasureWorkflowID(erasureID))
-			require.Equal(t, 2, turns.calls, "the turns step failed once and was retried")
+			require.Equal(t, 2, flaky.calls, "the turns step failed once and was retried")
 
 			var view compliance.ErasureView
 			require.NoError(t, json.Unmarshal(e.MustDo(http.StatusOK, "GET", "/v1/erasures/"+erasureID, comp, nil).Body, &view))
@@ -231,7 +304,9 @@ func TestSubjectErasureEndToEnd(t *testing.T) {
 				counts[it.Kind] = it.Count
 				require.Len(t, it.HashedIDs, it.Count)
 			}
-			require.Equal(t, map[string]int{"agent_state": 2, "profile": 1, "profile_handle": 2, "export_package": 1, "subject_key": 2}, counts)
+			require.Equal(t, map[string]int{"agent_state": 2, "profile": 1, "profile_handle": 2, "export_package": 1, "subject_key": 2,
+				"turn": ana.turns, "identity_link": 2}, counts)
+			require.Empty(t, cert.NotCovered, "turns and identity links are covered")
 			require.Contains(t, cert.Items[len(cert.Items)-1].HashedIDs[0], "sha256:")
 			require.False(t, cert.NothingFound)
 			require.Empty(t, cert.NotCovered)
@@ -246,9 +321,19 @@ func TestSubjectErasureEndToEnd(t *testing.T) {
 			e.MustDo(http.StatusNotFound, "GET", "/v1/profiles/"+ana.profileID, integ, nil)
 			e.MustDo(http.StatusNotFound, "GET", "/v1/exports/"+anaExport, comp, nil)
 			e.MustDo(http.StatusNotFound, "GET", "/v1/exports/"+anaExport+"/package", comp, nil)
+			rows, links, masked := stored(t, e, ana)
+			require.Empty(t, rows, "ana's turns are gone")
+			require.Empty(t, links, "ana's identity links are gone")
+			require.Empty(t, masked)
 
 			// The other subject is untouched: same reads, same versions, same package.
 			require.Equal(t, brunoBefore, reads(e, shop, crm, bruno))
+			rows, links, masked = stored(t, e, bruno)
+			require.Equal(t, brunoRows, rows, "bruno's stored turns are unchanged")
+			require.Equal(t, brunoLinks, links, "bruno's identity links are unchanged")
+			require.Equal(t, brunoMasked, masked)
+			require.Len(t, brunoPkg["turns"], bruno.turns)
+			require.Len(t, brunoPkg["identity_links"], 2)
 			_, brunoAfter := export(t, e, comp, "email:"+bruno.email)
 			require.Equal(t, comparable(brunoPkg), comparable(brunoAfter))
 			e.MustDo(http.StatusOK, "GET", "/v1/profiles/"+bruno.profileID, integ, nil)
@@ -268,15 +353,19 @@ func TestSubjectErasureEndToEnd(t *testing.T) {
 			require.Equal(t, 0, second.Certificate.Total)
 
 			if engine == "sqlite" {
-				require.False(t, bytes.Contains(sqliteFiles(t, e), []byte(ana.email)), "the erased e-mail is in the SQLite files")
+				files := sqliteFiles(t, e)
+				require.False(t, bytes.Contains(files, []byte(ana.email)), "the erased e-mail is in the SQLite files")
+				require.False(t, bytes.Contains(files, []byte(ana.abcd.Email)), "a turn's raw e-mail is in the SQLite files")
 			}
 			require.Contains(t, string(e.MustDo(http.StatusOK, "GET", "/v1/receipts/verify", e.AdminKey, nil).Body), `"ok":true`)
 		})
 	}
 }
 
-// A conversation erasure deletes the states of that conversation's scope: a clear-text
-// address written in a non-pii field leaves the SQLite files after completion.
+// A conversation erasure deletes the states of that conversation's scope, its turns and its
+// identity links: a clear-text address written in a non-pii field, and the masked turns of an
+// ABCD conversation linked to no known profile (stored unsealed), leave the SQLite files after
+// completion; another conversation keeps its turns.
 func TestConversationErasureLeavesNoCleartext(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
@@ -291,20 +380,45 @@ func TestConversationErasureLeavesNoCleartext(t *testing.T) {
 			e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", shop, map[string]any{
 				"scope": map[string]any{"kind": "conversation", "id": "c-2"}, "body": map[string]any{"step": "cart"},
 			})
+			integ := e.PersonKey("integrator", auth.RoleIntegration)
+			conv := turnstest.Load(t)[2]
+			const phrase = "put hats on cats" // said in the conversation; not personal data, so not masked
+			in := append([]turns.Input(nil), conv.Turns...)
+			for i := range in {
+				in[i].ConversationID = "c-1"
+			}
+			e.MustDo(http.StatusCreated, "POST", "/v1/turns", integ, map[string]any{"turns": in})
+			e.MustDo(http.StatusCreated, "POST", "/v1/identity-links", integ, map[string]any{"conversation_id": "c-1", "subject": "email:" + addr, "status": "unconfirmed"})
+			e.MustDo(http.StatusCreated, "POST", "/v1/turns", integ, map[string]any{"conversation_id": "c-2", "speaker": "agent", "text": "hello"})
 			if engine == "sqlite" {
-				require.True(t, bytes.Contains(sqliteFiles(t, e), []byte(addr)), "the address should be stored in clear before (no subject named)")
+				files := sqliteFiles(t, e)
+				require.True(t, bytes.Contains(files, []byte(addr)), "the address should be stored in clear before (no subject named)")
+				require.True(t, bytes.Contains(files, []byte(phrase)), "unlinked turns are stored masked, unsealed")
 			}
 			id := e.MustDo(http.StatusAccepted, "POST", "/v1/erasures", comp, map[string]any{"conversation_id": "c-1"}).JSON(t)["erasure_id"].(string)
 			waitWorkflow(t, workflows.ErasureWorkflowID(id))
 			v := e.MustDo(http.StatusOK, "GET", "/v1/erasures/"+id, comp, nil).JSON(t)
 			require.Equal(t, "completed", v["status"])
-			require.Equal(t, json.Number("1"), v["certificate"].(map[string]any)["total"])
+			cert := v["certificate"].(map[string]any)
+			require.Equal(t, json.Number(fmt.Sprint(1+len(in)+1)), cert["total"], "one state, the turns, one link")
+			require.Empty(t, cert["not_covered"])
+			left, err := e.Deps.Turns.Recent(context.Background(), e.SpaceID, "conversation", "c-1", time.Now().Add(-turns.Window))
+			require.NoError(t, err)
+			require.Empty(t, left, "the conversation's turns are gone")
+			n, err := e.DB.NewSelect().Model((*models.IdentityLink)(nil)).Count(context.Background())
+			require.NoError(t, err)
+			require.Zero(t, n, "the conversation's link is gone")
+			kept, err := e.Deps.Turns.Recent(context.Background(), e.SpaceID, "conversation", "c-2", time.Now().Add(-turns.Window))
+			require.NoError(t, err)
+			require.Len(t, kept, 1, "another conversation keeps its turns")
 			read := e.MustDo(http.StatusOK, "POST", "/v1/agent-state/read", shop, map[string]any{"scope": map[string]any{"kind": "conversation", "id": "c-1"}})
 			require.JSONEq(t, `{"body":{},"version":0,"updated_at":null}`, string(read.Body))
 			read = e.MustDo(http.StatusOK, "POST", "/v1/agent-state/read", shop, map[string]any{"scope": map[string]any{"kind": "conversation", "id": "c-2"}})
 			require.Contains(t, string(read.Body), `"version":1`)
 			if engine == "sqlite" {
-				require.False(t, bytes.Contains(sqliteFiles(t, e), []byte(addr)), "the erased address is still in the SQLite files")
+				files := sqliteFiles(t, e)
+				require.False(t, bytes.Contains(files, []byte(addr)), "the erased address is still in the SQLite files")
+				require.False(t, bytes.Contains(files, []byte(phrase)), "the erased turns are still in the SQLite files")
 			}
 		})
 	}

@@ -92,6 +92,75 @@ func TestRetentionIsUTCAcrossDaylightSaving(t *testing.T) {
 	}
 }
 
+// Turns expire turns.retention_days (here 2) after their time, counted in UTC: with the
+// process in Europe/Berlin the night after its clocks jumped to summer time, the sweep at
+// 2026-03-30 00:30 UTC (02:30 CEST) removes exactly the turns before 2026-03-28 00:30 UTC.
+// Counting two calendar days back in local time would put the cut an hour later (01:30 UTC)
+// and remove the turn at 01:00 UTC too. Turns given with an offset are compared as instants.
+func TestTurnRetentionIsUTCAcrossDaylightSaving(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	require.NoError(t, err)
+	saved := time.Local
+	time.Local = berlin
+	t.Cleanup(func() { time.Local = saved })
+
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			e := apitest.New(t, engine)
+			clk := &clock{t: time.Date(2026, 3, 29, 12, 0, 0, 0, time.UTC)}
+			e.Deps.Turns.Now, e.Deps.Compliance.Now = clk.Now, clk.Now
+			e.PutDocument("features", map[string]any{"turns": map[string]any{"retention_days": 2}})
+			integ := e.PersonKey("integrator", auth.RoleIntegration)
+			turn := func(text, at string) map[string]any {
+				return map[string]any{"conversation_id": "c-1", "speaker": "customer", "text": text, "at": at}
+			}
+			e.MustDo(http.StatusCreated, "POST", "/v1/turns", integ, map[string]any{"turns": []any{
+				turn("expired", "2026-03-28T00:29:59Z"),
+				turn("expired, local offset", "2026-03-28T01:29:59+01:00"),
+				turn("at the cut", "2026-03-28T00:30:00Z"),
+				turn("an hour later", "2026-03-28T01:00:00Z"),
+				turn("later, local offset", "2026-03-28T02:15:00+01:00"),
+				turn("recent", "2026-03-29T11:00:00Z"),
+			}})
+			texts := func() []string {
+				got, err := e.Deps.Turns.Recent(context.Background(), e.SpaceID, "conversation", "c-1", time.Time{})
+				require.NoError(t, err)
+				out := []string{}
+				for _, g := range got {
+					out = append(out, g.Text)
+				}
+				return out
+			}
+			sweep := func(limit int) (int, bool) {
+				out, err := e.Deps.Compliance.SweepBatch(context.Background(), "", compliance.PhaseTurns, "", limit)
+				require.NoError(t, err)
+				return out.Removed, out.Done
+			}
+
+			clk.Set(time.Date(2026, 3, 30, 0, 29, 59, 0, time.UTC))
+			n, done := sweep(100)
+			require.Equal(t, 0, n, "nothing is two days old yet")
+			require.True(t, done)
+
+			clk.Set(time.Date(2026, 3, 30, 0, 30, 0, 0, time.UTC))
+			require.Equal(t, "02:30", clk.Now().Format("15:04"), "the process runs in Berlin summer time")
+			n, done = sweep(1)
+			require.Equal(t, 1, n)
+			require.False(t, done, "a full batch leaves the next one to say it is done")
+			n, done = sweep(1)
+			require.Equal(t, 1, n)
+			n, done = sweep(1)
+			require.Equal(t, 0, n)
+			require.True(t, done)
+			require.Equal(t, []string{"at the cut", "an hour later", "later, local offset", "recent"}, texts())
+
+			rs := string(e.MustDo(http.StatusOK, "GET", "/v1/receipts", e.AdminKey, nil).Body)
+			require.Contains(t, rs, `"phase":"turns"`)
+			require.Contains(t, string(e.MustDo(http.StatusOK, "GET", "/v1/receipts/verify", e.AdminKey, nil).Body), `"ok":true`)
+		})
+	}
+}
+
 // Export packages expire after 7 days: the API stops serving them and the sweep removes them.
 func TestExportPackagesExpire(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
@@ -129,6 +198,11 @@ func TestSweepEndpointRunsTheWorkflow(t *testing.T) {
 			e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", shop, map[string]any{"scope": map[string]any{"kind": "conversation", "id": "c-old"}, "body": map[string]any{"step": "x"}})
 			_, err := e.DB.NewUpdate().Model((*models.AgentState)(nil)).Set("expires_at = ?", time.Now().UTC().Add(-time.Minute)).Where("1 = 1").Exec(context.Background())
 			require.NoError(t, err)
+			integ := e.PersonKey("integrator", auth.RoleIntegration)
+			e.MustDo(http.StatusCreated, "POST", "/v1/turns", integ, map[string]any{"turns": []any{
+				map[string]any{"conversation_id": "c-old", "speaker": "agent", "text": "old", "at": time.Now().UTC().Add(-91 * 24 * time.Hour).Format(time.RFC3339)},
+				map[string]any{"conversation_id": "c-old", "speaker": "agent", "text": "new"},
+			}})
 
 			e.MustDo(http.StatusForbidden, "POST", "/v1/retention/sweep", e.PersonKey("dpo", auth.RoleCompliance), nil)
 			e.MustDo(http.StatusBadRequest, "POST", "/v1/retention/sweep", e.AdminKey, `{"all":true}`)
@@ -137,6 +211,10 @@ func TestSweepEndpointRunsTheWorkflow(t *testing.T) {
 			n, err := e.DB.NewSelect().Model((*models.AgentState)(nil)).Count(context.Background())
 			require.NoError(t, err)
 			require.Zero(t, n)
+			left, err := e.Deps.Turns.Recent(context.Background(), e.SpaceID, "conversation", "c-old", time.Time{})
+			require.NoError(t, err)
+			require.Len(t, left, 1, "the turn past 90 days is swept, the new one kept")
+			require.Equal(t, "new", left[0].Text)
 			require.Contains(t, string(e.MustDo(http.StatusOK, "GET", "/v1/receipts/verify", e.AdminKey, nil).Body), `"ok":true`)
 		})
 	}

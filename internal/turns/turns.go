@@ -400,9 +400,13 @@ type Stored struct {
 }
 
 // Recent returns the masked turns of the conversation (kind "conversation") or task (kind
-// "task") id at or after since, oldest first. Turns whose subject key was destroyed
-// (erased) are left out.
+// "task") id at or after since, oldest first. Turns past the space's retention (not yet
+// swept) and turns whose subject key was destroyed (erased) are left out.
 func (s *Service) Recent(ctx context.Context, spaceID, kind, id string, since time.Time) ([]Stored, error) {
+	since, err := s.notExpired(ctx, s.DB, spaceID, since)
+	if err != nil {
+		return nil, err
+	}
 	var rows []models.Turn
 	if err := s.DB.NewSelect().Model(&rows).
 		Where("space_id = ? AND scope_hash = ? AND at >= ?", spaceID, s.ScopeHash(spaceID, kind, id), since.UTC()).
@@ -410,31 +414,17 @@ func (s *Service) Recent(ctx context.Context, spaceID, kind, id string, since ti
 		return nil, fmt.Errorf("turns: list: %w", err)
 	}
 	out := make([]Stored, 0, len(rows))
-	keys := map[string][]byte{}
-	for _, r := range rows {
-		text := r.Text
-		if r.ProfileID != "" {
-			key, ok := keys[r.ProfileID]
-			if !ok {
-				var err error
-				key, err = s.Keys.DataKey(ctx, r.ProfileID, false)
-				if errors.Is(err, keystore.ErrNoKey) {
-					key = nil
-				} else if err != nil {
-					return nil, fmt.Errorf("turns: data key: %w", err)
-				}
-				keys[r.ProfileID] = key
-			}
-			if key == nil {
-				continue
-			}
-			plain, err := keystore.Open(key, r.Text, []byte(r.ID))
-			if err != nil {
-				return nil, fmt.Errorf("turns: unseal %s: %w", r.ID, err)
-			}
-			text = plain
+	op := s.opener()
+	for i := range rows {
+		r := &rows[i]
+		text, ok, err := op.open(ctx, r)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, Stored{Speaker: r.Speaker, Text: string(text), At: r.At.UTC()})
+		if !ok {
+			continue
+		}
+		out = append(out, Stored{Speaker: r.Speaker, Text: text, At: r.At.UTC()})
 	}
 	return out, nil
 }
