@@ -45,6 +45,9 @@ type Deps struct {
 	TaskQueue string
 	// ApprovalDeadline is how long a distilled proposal waits for approval (0: 14 days).
 	ApprovalDeadline time.Duration
+	// DecisionWait is how long approve/reject of a distilled proposal wait for its workflow
+	// before answering 202 (0: DefaultDecisionWait).
+	DecisionWait time.Duration
 	MaxBodyBytes     int64
 	Now              func() time.Time
 	// Compliance runs erasures, exports and sweeps.

@@ -22,12 +22,16 @@ import (
 	"agentmemory/internal/events"
 	"agentmemory/internal/keyed"
 	"agentmemory/internal/keystore"
+	"agentmemory/internal/llm"
 	"agentmemory/internal/notes"
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
 	"agentmemory/internal/subjects"
 	"agentmemory/internal/turns"
 )
+
+// The gate's model layer is internal/llm's detector.
+var _ notes.Detector = (*llm.Client)(nil)
 
 // app holds the wired domain services shared by serve, worker and dev.
 type app struct {
@@ -127,6 +131,17 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 	a.compliance = &compliance.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Subjects: a.subjects, State: a.state, Now: time.Now}
 	a.eventMetrics = events.NewMetrics(d)
 	a.notes = &notes.Service{DB: d, Docs: a.docs, Subjects: a.subjects, Now: time.Now}
+	a.compliance.Notes = a.notes // AM-12: agent-note erasure
+	if cfg.OllamaHost != "" && cfg.DetectorModel != "" {
+		// The gate's model layer (AM-6): the detector model at OLLAMA_HOST, bounded by
+		// notes.DefaultDetectorTimeout per call.
+		det, err := llm.New(llm.Config{Host: cfg.OllamaHost, Model: cfg.OllamaModel, DetectorModel: cfg.DetectorModel})
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		a.notes.Detector = det
+	}
 	return a, nil
 }
 
@@ -136,7 +151,7 @@ func (a *app) close() { a.db.Close() }
 func (a *app) apiServer(wf api.Workflows) *api.Server {
 	return api.NewServer(api.Deps{
 		DB: a.db, Logger: a.log, State: a.state, Subjects: a.subjects, Docs: a.docs, Turns: a.turns, Notes: a.notes,
-		Workflows: wf, TaskQueue: a.cfg.TaskQueue, Compliance: a.compliance,
+		Workflows: wf, TaskQueue: a.cfg.TaskQueue, Compliance: a.compliance, Proposals: a.notes,
 		MaxBodyBytes: a.cfg.MaxBodyBytes, Now: time.Now,
 		EventSigner: events.Signer{Hasher: &a.hasher},
 	})
