@@ -312,10 +312,10 @@ func (s *Service) Reject(ctx context.Context, p auth.Principal, id, reason strin
 // its id (its outcome is recorded in the same transaction).
 type move struct {
 	spaceID, actorKey, id, action string
-	from, to, reason             string
-	kinds                        []string
-	decided                      bool
-	decisionID                   string
+	from, to, reason              string
+	kinds                         []string
+	decided                       bool
+	decisionID                    string
 }
 
 // transition applies m (compare-and-swap on the status) with an admin receipt, in one
