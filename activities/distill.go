@@ -65,12 +65,17 @@ type ProposedNote struct {
 }
 
 // ApproveOutcome is what ProposalStore.Approve did: NoteID of the written (or, for a repeated
-// approve, already written) note; or the kinds of personal data that made the gate refuse
-// the approval's edits (the proposal then stays pending).
+// approve, already written) note; or, when the approval was refused and the proposal stays
+// pending, RefusedCode (e.g. personal_data_in_agent_memory, note_cap_reached) and, for
+// personal data, the kinds the gate found in the edits.
 type ApproveOutcome struct {
 	NoteID       string
 	RefusedKinds []string
+	RefusedCode  string `json:",omitempty"`
 }
+
+// Refused reports whether the approval was refused (the proposal stays pending).
+func (o ApproveOutcome) Refused() bool { return len(o.RefusedKinds) > 0 || o.RefusedCode != "" }
 
 // ProposalStore is what distillation needs from the notes side; internal/notes implements
 // it. Every method is idempotent (an activity may run more than once) and takes the
@@ -93,9 +98,10 @@ type ProposalStore interface {
 	// approved. Refused edits leave it pending (RefusedKinds set). Approving an approved
 	// proposal returns its note and changes nothing.
 	Approve(ctx context.Context, proposalID, editsID, byKeyID string) (ApproveOutcome, error)
-	// Reject moves a pending proposal to rejected, with a receipt.
-	Reject(ctx context.Context, proposalID, byKeyID string) error
-	// Expire moves a pending proposal to expired.
+	// Reject moves a pending proposal to rejected, with the reason the API stored under
+	// editsID ("" for none) and a receipt. Rejecting a rejected proposal changes nothing.
+	Reject(ctx context.Context, proposalID, editsID, byKeyID string) error
+	// Expire moves a pending proposal to expired; one no longer pending is left as it is.
 	Expire(ctx context.Context, proposalID string) error
 }
 
@@ -156,8 +162,8 @@ type FailInput struct {
 	Kinds      []string
 }
 
-// DecisionInput is an approval or rejection: the deciding key's id and, for an approval, the
-// id under which the API stored the edits ("" for none).
+// DecisionInput is an approval or rejection: the deciding key's id and the id under which
+// the API stored the decision (an approval's edits, a rejection's reason; "" for none).
 type DecisionInput struct {
 	ProposalID string
 	EditsID    string
@@ -175,7 +181,7 @@ func (a *Activities) now() time.Time {
 func (a *Activities) load(ctx context.Context, proposalID string) (Distillation, string, string, error) {
 	d, err := a.Proposals.Distillation(ctx, proposalID)
 	if err != nil {
-		return d, "", "", fmt.Errorf("activities: load proposal: %w", err)
+		return d, "", "", keep("activities: load proposal", err)
 	}
 	if d.Scope.TaskID != "" {
 		return d, "task", d.Scope.TaskID, nil
@@ -260,7 +266,7 @@ func (a *Activities) Draft(ctx context.Context, in ProposalRef) (DraftResult, er
 	}
 	note := ProposedNote{Kind: p.Kind, Title: p.Title, Body: p.Body, Tags: p.Tags}
 	if err := a.Proposals.MarkPending(ctx, in.ProposalID, note); err != nil {
-		return DraftResult{}, fmt.Errorf("activities: mark pending: %w", err)
+		return DraftResult{}, keep("activities: mark pending", err)
 	}
 	return DraftResult{Outcome: OutcomePending}, nil
 }
@@ -278,7 +284,7 @@ func (a *Activities) Approve(ctx context.Context, in DecisionInput) (ApproveOutc
 
 // Reject ends the proposal rejected.
 func (a *Activities) Reject(ctx context.Context, in DecisionInput) error {
-	return a.Proposals.Reject(ctx, in.ProposalID, in.ByKeyID)
+	return a.Proposals.Reject(ctx, in.ProposalID, in.EditsID, in.ByKeyID)
 }
 
 // Expire ends the proposal expired (its approval deadline passed).

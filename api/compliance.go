@@ -136,8 +136,8 @@ func (s *Server) runSweep(c *gin.Context) {
 }
 
 // eraseAgentNotes: DELETE /v1/agent-memory/notes?source_id= (role admin) -> 202
-// {"workflow_id"}: NoteErasureWorkflow erases every note and proposal of that agent (AM-12).
-// Not routed yet: the lead wires it once the notes package provides compliance.NoteEraser.
+// {"workflow_id", "status": "running"}: NoteErasureWorkflow erases every note (all versions)
+// and proposal of that agent, with their search-index rows and a notes.erase receipt (AM-12).
 func (s *Server) eraseAgentNotes(c *gin.Context) {
 	p := principal(c)
 	if err := p.RequireRole(auth.RoleAdmin); err != nil {

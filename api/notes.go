@@ -2,14 +2,18 @@ package api
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.temporal.io/api/serviceerror"
 
 	"agentmemory/internal/fault"
 	"agentmemory/internal/notes"
 	"agentmemory/internal/strictjson"
+	"agentmemory/workflows"
 )
 
 // idempotencyKey reads the Idempotency-Key header: at most 200 printable ASCII characters.
@@ -151,19 +155,117 @@ type approveRequest struct {
 	Edits *notes.Patch `json:"edits"`
 }
 
-// approveProposal: POST /v1/agent-memory/proposals/{id}/approve {"edits"?} -> 201 the note.
+// DefaultDecisionWait is how long approve and reject wait for a distilled proposal's
+// workflow to apply the decision before answering 202.
+const DefaultDecisionWait = 5 * time.Second
+
+// approveProposal: POST /v1/agent-memory/proposals/{id}/approve {"edits"?} (admin, or
+// reviewer when the space grants it) -> the note: 201 when this call approved the proposal,
+// 200 with the same note when it was approved already (a repeated approve changes nothing,
+// whatever its edits). A distilled proposal is approved by its DistillWorkflow: the role,
+// the state (drafting, failed, rejected, expired -> 409 proposal_not_pending), the edits
+// (400, 422) and the cap (409) are checked first, the edits stored, the workflow signalled
+// with their id only, and the outcome awaited briefly: 201 the note, or 202
+// {"proposal_id", "status": "pending"} when it is not applied yet.
 func (s *Server) approveProposal(c *gin.Context) {
 	var req approveRequest
 	if err := bindOptional(c, &req); err != nil {
 		s.writeError(c, err)
 		return
 	}
-	n, err := s.Notes.Approve(s.ctx(c), principal(c), c.Param("id"), req.Edits)
+	p, id := principal(c), c.Param("id")
+	viaWorkflow, err := s.viaWorkflow(c, id)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	c.PureJSON(http.StatusCreated, n)
+	if !viaWorkflow {
+		n, created, err := s.Notes.Approve(s.ctx(c), p, id, req.Edits)
+		if err != nil {
+			s.writeError(c, err)
+			return
+		}
+		answerApproval(c, n, created)
+		return
+	}
+	st, err := s.Notes.StageDecision(s.ctx(c), p, id, notes.DecisionApprove, req.Edits, "")
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	if st.Note != nil {
+		answerApproval(c, *st.Note, false)
+		return
+	}
+	sent, err := s.signalDecision(c, id, workflows.Approval{Decision: workflows.DecisionApprove, ByKeyID: p.KeyID, EditsID: st.DecisionID})
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	if !sent {
+		// The workflow is gone (its history lost): decide through the same notes path.
+		n, created, err := s.Notes.Approve(s.ctx(c), p, id, req.Edits)
+		if err != nil {
+			s.writeError(c, err)
+			return
+		}
+		answerApproval(c, n, created)
+		return
+	}
+	pr, n, err := s.Notes.Decided(s.ctx(c), p, id, st.DecisionID)
+	switch {
+	case err != nil:
+		s.writeError(c, err)
+	case n != nil:
+		answerApproval(c, *n, true)
+	case pr.Status == notes.ProposalPending:
+		c.PureJSON(http.StatusAccepted, gin.H{"proposal_id": id, "status": pr.Status})
+	default:
+		s.writeError(c, fault.New(fault.Conflict, notes.CodeProposalNotPending, "the proposal is %s, not pending", pr.Status).With("status", pr.Status))
+	}
+}
+
+// answerApproval answers the approved note: 201 when this call wrote it, else 200.
+func answerApproval(c *gin.Context, n notes.Note, created bool) {
+	if created {
+		c.PureJSON(http.StatusCreated, n)
+		return
+	}
+	c.PureJSON(http.StatusOK, n)
+}
+
+// viaWorkflow reports whether proposal id is decided through its DistillWorkflow: it was
+// born of distillation and this server has a Temporal client. It checks the caller's role
+// and that the proposal exists first.
+func (s *Server) viaWorkflow(c *gin.Context, id string) (bool, error) {
+	pr, err := s.Notes.GetProposal(s.ctx(c), principal(c), id)
+	if err != nil {
+		return false, err
+	}
+	return pr.Origin == notes.OriginDistilled && s.Workflows != nil, nil
+}
+
+// signalDecision signals the proposal's workflow and waits (DecisionWait) for it to end. It
+// reports false when the workflow no longer exists.
+func (s *Server) signalDecision(c *gin.Context, id string, a workflows.Approval) (bool, error) {
+	err := workflows.SendApproval(s.ctx(c), s.Workflows, id, a)
+	var missing *serviceerror.NotFound
+	if errors.As(err, &missing) {
+		return false, nil
+	}
+	if err != nil {
+		return false, workflowError(err)
+	}
+	wait := s.DecisionWait
+	if wait <= 0 {
+		wait = DefaultDecisionWait
+	}
+	// The answer comes from the stored proposal; the workflow's own result (or its failure)
+	// only tells when to look.
+	if _, _, err := workflows.AwaitOutcome(s.ctx(c), s.Workflows, id, wait); err != nil {
+		s.log.WarnContext(s.ctx(c), "distillation outcome unknown", "request_id", c.GetString(requestIDKey))
+	}
+	return true, nil
 }
 
 // rejectRequest is the optional body of .../reject.
@@ -171,19 +273,67 @@ type rejectRequest struct {
 	Reason string `json:"reason"`
 }
 
-// rejectProposal: POST /v1/agent-memory/proposals/{id}/reject {"reason"?} -> 200 the proposal.
+// rejectProposal: POST /v1/agent-memory/proposals/{id}/reject {"reason"?} -> 200 the
+// proposal. A distilled proposal is rejected by its DistillWorkflow (role, state and reason
+// checked first, the reason stored, the signal carrying its id); 202 {"proposal_id",
+// "status": "pending"} when the workflow has not applied it yet.
 func (s *Server) rejectProposal(c *gin.Context) {
 	var req rejectRequest
 	if err := bindOptional(c, &req); err != nil {
 		s.writeError(c, err)
 		return
 	}
-	pr, err := s.Notes.Reject(s.ctx(c), principal(c), c.Param("id"), req.Reason)
+	p, id := principal(c), c.Param("id")
+	viaWorkflow, err := s.viaWorkflow(c, id)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	sent := false
+	if viaWorkflow {
+		st, err := s.Notes.StageDecision(s.ctx(c), p, id, notes.DecisionReject, nil, req.Reason)
+		if err != nil {
+			s.writeError(c, err)
+			return
+		}
+		if sent, err = s.signalDecision(c, id, workflows.Approval{Decision: workflows.DecisionReject, ByKeyID: p.KeyID, EditsID: st.DecisionID}); err != nil {
+			s.writeError(c, err)
+			return
+		}
+	}
+	if sent {
+		pr, _, err := s.Notes.Decided(s.ctx(c), p, id, "")
+		switch {
+		case err != nil:
+			s.writeError(c, err)
+		case pr.Status == notes.ProposalRejected:
+			c.PureJSON(http.StatusOK, pr)
+		case pr.Status == notes.ProposalPending:
+			c.PureJSON(http.StatusAccepted, gin.H{"proposal_id": id, "status": pr.Status})
+		default:
+			s.writeError(c, fault.New(fault.Conflict, notes.CodeProposalNotPending, "the proposal is %s, not pending", pr.Status).With("status", pr.Status))
+		}
+		return
+	}
+	pr, err := s.Notes.Reject(s.ctx(c), p, id, req.Reason)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
 	c.PureJSON(http.StatusOK, pr)
+}
+
+// exportNotes: GET /v1/agent-memory/export (role admin) -> every note version and proposal
+// of the space as one JSON document (AM-12), sent as a download.
+func (s *Server) exportNotes(c *gin.Context) {
+	x, err := s.Notes.Export(s.ctx(c), principal(c))
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.Header("Content-Disposition", `attachment; filename="agent-memory.json"`)
+	c.Header("Cache-Control", "no-store")
+	c.PureJSON(http.StatusOK, x)
 }
 
 // noteBlock: GET /v1/agent-memory/block?max_tokens=&tags=a,b&view=&source_id= (AM-4) ->

@@ -29,7 +29,9 @@ func TestNoteProposals(t *testing.T) {
 		require.Equal(t, []string{pid}, ids(list))
 		p := e.MustDo(http.StatusOK, "GET", proposalsPath+"/"+pid, reviewer, nil).JSON(t)
 		require.Equal(t, "pending", p["status"])
-		require.Equal(t, "Ask for the order id first.", p["body"])
+		require.Equal(t, "Ask for the order id first.", p["note"].(map[string]any)["body"], "note holds the proposed fields")
+		require.Nil(t, p["note_id"])
+		require.Nil(t, p["last_error"])
 
 		requireError(t, e.Do("POST", proposalsPath+"/"+pid+"/approve", bot, nil), 403, "role_required")
 		requireError(t, e.Do("POST", proposalsPath+"/"+pid+"/approve", integ, nil), 403, "role_required")
@@ -45,7 +47,10 @@ func TestNoteProposals(t *testing.T) {
 		p = e.MustDo(http.StatusOK, "GET", proposalsPath+"/"+pid, reviewer, nil).JSON(t)
 		require.Equal(t, "approved", p["status"])
 		require.Equal(t, n["id"], p["note_id"])
-		requireError(t, e.Do("POST", proposalsPath+"/"+pid+"/approve", reviewer, nil), 409, "proposal_not_pending")
+		require.NotNil(t, p["decided_at"])
+		again := e.MustDo(http.StatusOK, "POST", proposalsPath+"/"+pid+"/approve", reviewer, map[string]any{"edits": map[string]any{"title": "Other"}}).JSON(t)
+		require.Equal(t, n, again, "a repeated approve changes nothing and answers 200 with the same note")
+		require.Len(t, receiptsOf(e, "proposal.approve"), 1)
 		require.Equal(t, []string{n["id"].(string)}, listIDs(e, bot, ""))
 
 		// An agent's edit is a proposal too; approving it makes the new version.
@@ -92,6 +97,8 @@ func TestNoteProposalLifecycle(t *testing.T) {
 		p := e.MustDo(http.StatusOK, "GET", proposalsPath+"/"+id, reviewer, nil).JSON(t)
 		require.Equal(t, "drafting", p["status"])
 		require.Equal(t, "distilled", p["origin"])
+		require.Nil(t, p["note"], "no proposed fields while drafting")
+		require.Equal(t, map[string]any{"conversation_id": "conv-9"}, p["evidence"])
 		requireError(t, e.Do("POST", proposalsPath+"/"+id+"/approve", reviewer, nil), 409, "proposal_not_pending")
 
 		require.NoError(t, svc.Propose(ctx, e.SpaceID, id, distilled("Refunds", "Validate the purchase before a refund.")))
@@ -106,6 +113,9 @@ func TestNoteProposalLifecycle(t *testing.T) {
 		p = e.MustDo(http.StatusOK, "GET", proposalsPath+"/"+id2, reviewer, nil).JSON(t)
 		require.Equal(t, "failed", p["status"])
 		require.Equal(t, "personal_data", p["reason"])
+		require.Equal(t, []any{"phone"}, p["kinds"], "kinds, never values")
+		require.Nil(t, p["note"])
+		require.NotContains(t, string(e.MustDo(http.StatusOK, "GET", proposalsPath+"/"+id2, reviewer, nil).Body), "7123")
 
 		id3, err := svc.Draft(ctx, d)
 		require.NoError(t, err)

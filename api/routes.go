@@ -29,6 +29,7 @@ func (s *Server) routes() {
 	// Agent memory (AM).
 	v1.POST("/agent-memory/notes", s.createNote)
 	v1.GET("/agent-memory/notes", s.listNotes)
+	v1.DELETE("/agent-memory/notes", s.eraseAgentNotes)
 	v1.GET("/agent-memory/notes/:id", s.getNote)
 	v1.POST("/agent-memory/notes/:id/versions", s.noteVersion)
 	v1.POST("/agent-memory/notes/:id/retire", s.retireNote)
@@ -38,6 +39,7 @@ func (s *Server) routes() {
 	v1.POST("/agent-memory/proposals/:id/reject", s.rejectProposal)
 	v1.GET("/agent-memory/block", s.noteBlock)
 	v1.GET("/agent-memory/search", s.searchNotes)
+	v1.GET("/agent-memory/export", s.exportNotes)
 
 	// Turns and identity links (AM-9).
 	v1.POST("/turns", s.writeTurns)
@@ -46,8 +48,8 @@ func (s *Server) routes() {
 	// Distillation (AM-9); approve/reject live with the proposals.
 	v1.POST("/agent-memory/distill", s.distill)
 
-	// Compliance (GOV-2, GOV-3, WM-12, WM-13): workflows started here. The agent-note erasure
-	// handler (DELETE /agent-memory/notes, s.eraseAgentNotes) is wired with the notes package.
+	// Compliance (GOV-2, GOV-3, WM-12, WM-13): workflows started here. Agent-note erasure
+	// (AM-12) is DELETE /agent-memory/notes above (NoteErasureWorkflow).
 	v1.POST("/erasures", s.createErasure)
 	v1.GET("/erasures/:erasure_id", s.getErasure)
 	v1.POST("/exports", s.createExport)

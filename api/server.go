@@ -47,8 +47,11 @@ type Deps struct {
 	TaskQueue string
 	// ApprovalDeadline is how long a distilled proposal waits for approval (0: 14 days).
 	ApprovalDeadline time.Duration
-	MaxBodyBytes     int64
-	Now              func() time.Time
+	// DecisionWait is how long approve/reject of a distilled proposal wait for its workflow
+	// before answering 202 (0: DefaultDecisionWait).
+	DecisionWait time.Duration
+	MaxBodyBytes int64
+	Now          func() time.Time
 	// Compliance runs erasures, exports and sweeps.
 	Compliance *compliance.Service
 	// EventSigner derives the spaces' webhook secrets (GET /v1/events/webhook-secret).

@@ -81,6 +81,11 @@ type NoteProposal struct {
 	DecidedAt        *time.Time `bun:"decided_at"`
 	CreatedAt        time.Time  `bun:"created_at"`
 	UpdatedAt        time.Time  `bun:"updated_at"`
+	// LastError says why a drafting proposal is still drafting (a code, e.g.
+	// model_unreachable) or why its last approval was refused; empty otherwise.
+	LastError string `bun:"last_error"`
+	// Kinds is a JSON array of the personal-data kinds (never values) that failed it.
+	Kinds string `bun:"kinds"`
 }
 
 // NoteRequest remembers the first answer to a note write sent with an Idempotency-Key, per

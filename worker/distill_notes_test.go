@@ -5,6 +5,7 @@ import (
 	"fmt"
 	sdkworker "go.temporal.io/sdk/worker"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,74 +18,212 @@ import (
 	"agentmemory/internal/llm/llmtest"
 	"agentmemory/internal/turns/turnstest"
 	"agentmemory/worker"
+	"agentmemory/workflows"
 )
 
-// TestDistillThroughNotesAPI is the issue's end-to-end path through the API alone: ingest an
-// ABCD conversation, distil it, approve it through POST .../proposals/{id}/approve, and find
-// the note in the block with origin distilled. It needs internal/notes (apitest wiring
-// Deps.Proposals with the notes service, which must also implement activities.ProposalStore
-// and activities.Gate); until that branch is merged it is skipped.
-func TestDistillThroughNotesAPI(t *testing.T) {
+// notesRig is the real product end to end: the API over one database with the notes service
+// as the proposal store (apitest's wiring), a worker whose activities use the same notes
+// service (activities.NotesStore), the package's Temporal dev server and a fake model.
+type notesRig struct {
+	*apitest.Env
+	model *llmtest.Server
+	bot   string
+}
+
+func newNotesRig(t *testing.T, engine string, deps func(*api.Deps), answers ...llmtest.Answer) *notesRig {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("needs the Temporal dev server")
 	}
+	tq := fmt.Sprintf("notes-%s-%d", engine, time.Now().UnixNano())
+	e := apitest.New(t, engine, func(d *api.Deps) {
+		d.Workflows, d.TaskQueue = temporalClient, tq
+		if deps != nil {
+			deps(d)
+		}
+	})
+	model := llmtest.New(t, answers...)
+	mc, err := llm.New(llm.Config{Host: model.URL, Model: "distiller"})
+	require.NoError(t, err)
+	store := activities.NotesStore{Notes: e.Deps.Notes}
+	w := worker.New(temporalClient, tq, sdkworker.Options{}, &activities.Activities{Turns: e.Deps.Turns, Model: mc, Proposals: store, Gate: store},
+		&activities.ComplianceActivities{Compliance: e.Deps.Compliance})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true}})
+	r := &notesRig{Env: e, model: model, bot: e.AgentKey("support-bot", "acme", "context", "agent_memory")}
+	return r
+}
+
+// distil ingests conversation i of the ABCD sample through POST /v1/turns and starts its
+// distillation through the API; it returns the conversation and the proposal id.
+func (r *notesRig) distil(t *testing.T, i int) (turnstest.Conversation, string) {
+	t.Helper()
+	conv := turnstest.Load(t)[i]
+	r.MustDo(http.StatusCreated, "POST", "/v1/turns", r.bot, map[string]any{"turns": conv.Turns})
+	resp := r.MustDo(http.StatusAccepted, "POST", "/v1/agent-memory/distill", r.AdminKey,
+		map[string]any{"conversation_id": conv.ID, "source_id": "support-bot"})
+	require.Equal(t, "drafting", resp.JSON(t)["status"])
+	return conv, resp.JSON(t)["proposal_id"].(string)
+}
+
+// TestDistillThroughNotesAPI is the issue's end-to-end path through the API alone: ingest an
+// ABCD conversation, distil it, read the pending proposal, approve it with an edit through
+// POST .../proposals/{id}/approve (which signals the waiting workflow with the edit's id
+// only), approve again (the same note), and find the note in the block and the export with
+// origin distilled and its evidence.
+func TestDistillThroughNotesAPI(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
-			tq := fmt.Sprintf("notes-%s-%d", engine, time.Now().UnixNano())
-			e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows, d.TaskQueue = temporalClient, tq })
-			store, okStore := e.Deps.Proposals.(activities.ProposalStore)
-			gate, okGate := e.Deps.Proposals.(activities.Gate)
-			if !okStore || !okGate {
-				t.Skip("internal/notes is not merged: apitest wires no proposal store")
-			}
-			model := llmtest.New(t, goodNote)
-			mc, err := llm.New(llm.Config{Host: model.URL, Model: "distiller"})
+			r := newNotesRig(t, engine, nil, goodNote)
+			conv, id := r.distil(t, 0)
+
+			prop := waitStatus(t, r.Env, id, "pending")
+			note := prop["note"].(map[string]any)
+			require.Equal(t, "Returns requested after 90 days", note["title"])
+			require.Equal(t, "procedure", note["kind"])
+			require.Equal(t, map[string]any{"conversation_id": conv.ID}, prop["evidence"])
+			require.Nil(t, prop["note_id"])
+			require.Nil(t, prop["last_error"])
+			require.Equal(t, "distilled", prop["origin"])
+
+			edited := "Returns after 90 days: escalate to a manager"
+			resp := r.MustDo(http.StatusCreated, "POST", "/v1/agent-memory/proposals/"+id+"/approve", r.AdminKey,
+				map[string]any{"edits": map[string]any{"title": edited}})
+			n := resp.JSON(t)
+			require.Equal(t, edited, n["title"])
+			require.Equal(t, "distilled", n["origin"])
+			require.Equal(t, map[string]any{"conversation_id": conv.ID}, n["evidence"])
+			require.Equal(t, id, n["proposal_id"])
+			require.Equal(t, "support-bot", n["source_id"])
+			require.Equal(t, "acme", n["vendor"])
+			again := r.MustDo(http.StatusOK, "POST", "/v1/agent-memory/proposals/"+id+"/approve", r.AdminKey, map[string]any{}).JSON(t)
+			require.Equal(t, n, again, "a repeated approve changes nothing and returns the same note")
+
+			prop = r.MustDo(http.StatusOK, "GET", "/v1/agent-memory/proposals/"+id, r.AdminKey, nil).JSON(t)
+			require.Equal(t, "approved", prop["status"])
+			require.Equal(t, n["id"], prop["note_id"])
+			require.NotNil(t, prop["decided_at"])
+
+			st, done, err := workflows.AwaitOutcome(context.Background(), temporalClient, id, 30*time.Second)
 			require.NoError(t, err)
-			w := worker.New(temporalClient, tq, sdkworker.Options{}, &activities.Activities{Turns: e.Deps.Turns, Model: mc, Proposals: store, Gate: gate}, &activities.ComplianceActivities{Compliance: e.Deps.Compliance})
-			require.NoError(t, w.Start())
-			t.Cleanup(w.Stop)
+			require.True(t, done)
+			require.Equal(t, workflows.Status{Status: workflows.StatusApproved, NoteID: n["id"].(string)}, st)
 
-			e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true}})
-			conv := turnstest.Load(t)[0]
-			bot := e.AgentKey("support-bot", "acme", "context", "agent_memory")
-			e.MustDo(http.StatusCreated, "POST", "/v1/turns", bot, map[string]any{"turns": conv.Turns})
-			r := e.MustDo(http.StatusAccepted, "POST", "/v1/agent-memory/distill", e.AdminKey,
-				map[string]any{"conversation_id": conv.ID, "source_id": "support-bot"})
-			id := r.JSON(t)["proposal_id"].(string)
-
-			prop := waitStatus(t, e, id, "pending")
-			require.Contains(t, fmt.Sprint(prop["note"]), "Returns requested after 90 days")
-
-			r = e.MustDo(http.StatusOK, "POST", "/v1/agent-memory/proposals/"+id+"/approve", e.AdminKey, map[string]any{})
-			noteID := r.JSON(t)["note_id"]
-			require.NotEmpty(t, noteID)
-			again := e.MustDo(http.StatusOK, "POST", "/v1/agent-memory/proposals/"+id+"/approve", e.AdminKey, map[string]any{})
-			require.Equal(t, noteID, again.JSON(t)["note_id"], "a repeated approve returns the same note")
-
-			block := e.MustDo(http.StatusOK, "GET", "/v1/agent-memory/block?max_tokens=2000", bot, nil)
-			require.Contains(t, string(block.Body), "Returns requested after 90 days")
-			export := e.MustDo(http.StatusOK, "GET", "/v1/agent-memory/export", e.AdminKey, nil)
+			block := r.MustDo(http.StatusOK, "GET", "/v1/agent-memory/block?max_tokens=2000", r.bot, nil)
+			require.Contains(t, string(block.Body), edited)
+			require.Contains(t, block.JSON(t)["note_ids"], n["id"])
+			export := r.MustDo(http.StatusOK, "GET", "/v1/agent-memory/export", r.AdminKey, nil)
 			require.Contains(t, string(export.Body), `"origin":"distilled"`)
-			require.Equal(t, 1, model.Calls())
+			require.Contains(t, string(export.Body), n["id"].(string))
+			require.Equal(t, 1, r.model.Calls())
+
+			// The history holds ids only: the edit reached the workflow as a decision id.
+			hist, payloads := historyJSON(t, id)
+			require.Contains(t, payloads, `"EditsID":"dec_`, "sanity: the signal's payload is searched")
+			for _, s := range []string{edited, note["title"].(string), note["body"].(string), conv.ID, conv.Email} {
+				require.NotContains(t, hist+payloads, s)
+			}
 		})
 	}
+}
+
+// Decisions through the workflow: refused edits (422, still pending, nothing stored), a
+// rejection with its reason, then approving a rejected proposal (409).
+func TestDistillRejectThroughNotesAPI(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			r := newNotesRig(t, engine, nil, goodNote)
+			_, id := r.distil(t, 0)
+			waitStatus(t, r.Env, id, "pending")
+			path := "/v1/agent-memory/proposals/" + id
+			reviewer := r.PersonKey("rita", "reviewer")
+
+			resp := r.Do("POST", path+"/approve", r.bot, nil)
+			require.Equal(t, http.StatusForbidden, resp.Status, "an agent never approves: %s", resp.Body)
+			resp = r.Do("POST", path+"/approve", reviewer, map[string]any{"edits": map[string]any{"body": "Mail ana@example.com first."}})
+			require.Equal(t, http.StatusUnprocessableEntity, resp.Status, "got %d: %s", resp.Status, resp.Body)
+			require.Equal(t, "personal_data_in_agent_memory", resp.ErrorCode(t))
+			require.NotContains(t, string(resp.Body), "ana@example.com")
+			require.Equal(t, "pending", r.MustDo(http.StatusOK, "GET", path, reviewer, nil).JSON(t)["status"])
+
+			rej := r.MustDo(http.StatusOK, "POST", path+"/reject", reviewer, map[string]any{"reason": "duplicate"}).JSON(t)
+			require.Equal(t, "rejected", rej["status"])
+			require.Equal(t, "duplicate", rej["reason"])
+			require.NotNil(t, rej["note"], "the proposed fields stay readable")
+			st, done, err := workflows.AwaitOutcome(context.Background(), temporalClient, id, 30*time.Second)
+			require.NoError(t, err)
+			require.True(t, done)
+			require.Equal(t, workflows.StatusRejected, st.Status)
+
+			resp = r.Do("POST", path+"/approve", reviewer, nil)
+			require.Equal(t, http.StatusConflict, resp.Status, "got %d: %s", resp.Status, resp.Body)
+			require.Equal(t, "proposal_not_pending", resp.ErrorCode(t))
+			list := r.MustDo(http.StatusOK, "GET", "/v1/agent-memory/notes", r.AdminKey, nil).JSON(t)["notes"]
+			require.Empty(t, list, "nothing was written")
+			_, payloads := historyJSON(t, id)
+			require.NotContains(t, payloads, "duplicate", "the reason stays out of the history")
+		})
+	}
+}
+
+// While the model server fails the proposal stays drafting with last_error visible and
+// approving it is 409; when the model answers again it becomes pending.
+func TestDistillDraftingWhileModelDownThroughNotesAPI(t *testing.T) {
+	r := newNotesRig(t, "sqlite", nil, llmtest.Answer{Status: http.StatusServiceUnavailable})
+	_, id := r.distil(t, 0)
+	p := waitFor(t, r.Env, id, func(p map[string]any) bool { return p["last_error"] != nil })
+	require.Equal(t, "drafting", p["status"])
+	require.Equal(t, "model_unreachable", p["last_error"])
+	require.Nil(t, p["note"])
+	resp := r.Do("POST", "/v1/agent-memory/proposals/"+id+"/approve", r.AdminKey, nil)
+	require.Equal(t, http.StatusConflict, resp.Status, "got %d: %s", resp.Status, resp.Body)
+	require.Equal(t, "proposal_not_pending", resp.ErrorCode(t))
+
+	r.model.Script(goodNote)
+	p = waitStatus(t, r.Env, id, "pending")
+	require.Nil(t, p["last_error"], "pending clears the last error")
+}
+
+// The workflow's approval deadline ends the proposal expired.
+func TestDistillExpiresThroughNotesAPI(t *testing.T) {
+	r := newNotesRig(t, "postgres", func(d *api.Deps) { d.ApprovalDeadline = time.Second }, goodNote)
+	_, id := r.distil(t, 0)
+	p := waitStatus(t, r.Env, id, "expired")
+	require.Nil(t, p["note_id"])
+	resp := r.Do("POST", "/v1/agent-memory/proposals/"+id+"/approve", r.AdminKey, nil)
+	require.Equal(t, http.StatusConflict, resp.Status, "got %d: %s", resp.Status, resp.Body)
+	st, done, err := workflows.AwaitOutcome(context.Background(), temporalClient, id, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, done)
+	require.Equal(t, workflows.StatusExpired, st.Status)
 }
 
 // waitStatus polls GET /v1/agent-memory/proposals/{id} (bounded) until it shows want.
 func waitStatus(t *testing.T, e *apitest.Env, id, want string) map[string]any {
 	t.Helper()
+	return waitFor(t, e, id, func(p map[string]any) bool {
+		status, _ := p["status"].(string)
+		if status != want {
+			require.True(t, status == "drafting" || status == "pending", "proposal ended %s (%v), want %s", status, p["reason"], want)
+		}
+		return status == want
+	})
+}
+
+// waitFor polls GET /v1/agent-memory/proposals/{id} (bounded) until ok holds.
+func waitFor(t *testing.T, e *apitest.Env, id string, ok func(map[string]any) bool) map[string]any {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for {
 		p := e.MustDo(http.StatusOK, "GET", "/v1/agent-memory/proposals/"+id, e.AdminKey, nil).JSON(t)
-		status, _ := p["status"].(string)
-		if status == want {
+		if ok(p) {
 			return p
 		}
-		require.True(t, status == "drafting" || status == "pending", "proposal ended %s (%v), want %s", status, p["reason"], want)
 		select {
 		case <-ctx.Done():
-			t.Fatalf("proposal %s still %s, want %s", id, status, want)
+			t.Fatalf("proposal %s: condition not met; last seen %s", id, strings.TrimSpace(fmt.Sprint(p)))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

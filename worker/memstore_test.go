@@ -143,7 +143,7 @@ func (m *memProposals) Approve(ctx context.Context, id, editsID, by string) (act
 	return activities.ApproveOutcome{NoteID: p.noteID}, nil
 }
 
-func (m *memProposals) Reject(_ context.Context, id, _ string) error {
+func (m *memProposals) Reject(_ context.Context, id, _, _ string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p, err := m.get(id)

@@ -147,8 +147,8 @@ func (d *distill) await(ctx, storeCtx workflow.Context) (Status, error) {
 			if err := workflow.ExecuteActivity(storeCtx, a.Approve, in).Get(ctx, &out); err != nil {
 				return d.st, err
 			}
-			if len(out.RefusedKinds) > 0 {
-				logger.Info("approval refused by the personal-data gate; still pending", "kinds", out.RefusedKinds)
+			if out.Refused() {
+				logger.Info("approval refused; still pending", "code", out.RefusedCode, "kinds", out.RefusedKinds)
 				continue
 			}
 			d.st = Status{Status: StatusApproved, NoteID: out.NoteID}

@@ -72,6 +72,9 @@ func New(t testing.TB, engine string, opts ...func(*api.Deps)) *Env {
 	deps.EventSigner = events.Signer{Hasher: &hasher}
 	deps.Turns = ts
 	deps.Notes = &notes.Service{DB: d, Docs: docs, Subjects: subj, Now: func() time.Time { return deps.Now() }}
+	// Distillation and agent-note erasure go through the same notes service (AM-9, AM-12).
+	deps.Proposals = deps.Notes
+	comp.Notes = deps.Notes
 	for _, o := range opts {
 		o(&deps)
 	}

@@ -22,6 +22,7 @@ import (
 	"agentmemory/internal/events"
 	"agentmemory/internal/keyed"
 	"agentmemory/internal/keystore"
+	"agentmemory/internal/llm"
 	"agentmemory/internal/logs"
 	"agentmemory/internal/metrics"
 	"agentmemory/internal/notes"
@@ -30,6 +31,9 @@ import (
 	"agentmemory/internal/subjects"
 	"agentmemory/internal/turns"
 )
+
+// The gate's model layer is internal/llm's detector.
+var _ notes.Detector = (*llm.Client)(nil)
 
 // app holds the wired domain services shared by serve, worker and dev.
 type app struct {
@@ -130,6 +134,17 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 		Turns: a.turns, TurnExports: a.turns, TurnSweeps: a.turns}
 	a.eventMetrics = events.NewMetrics(d)
 	a.notes = &notes.Service{DB: d, Docs: a.docs, Subjects: a.subjects, Now: time.Now}
+	a.compliance.Notes = a.notes // AM-12: agent-note erasure
+	if cfg.OllamaHost != "" && cfg.DetectorModel != "" {
+		// The gate's model layer (AM-6): the detector model at OLLAMA_HOST, bounded by
+		// notes.DefaultDetectorTimeout per call.
+		det, err := llm.New(llm.Config{Host: cfg.OllamaHost, Model: cfg.OllamaModel, DetectorModel: cfg.DetectorModel})
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		a.notes.Detector = det
+	}
 	return a, nil
 }
 
@@ -139,7 +154,7 @@ func (a *app) close() { a.db.Close() }
 func (a *app) apiServer(wf api.Workflows) *api.Server {
 	return api.NewServer(api.Deps{
 		DB: a.db, Logger: a.log, State: a.state, Subjects: a.subjects, Docs: a.docs, Turns: a.turns, Notes: a.notes,
-		Workflows: wf, TaskQueue: a.cfg.TaskQueue, Compliance: a.compliance,
+		Workflows: wf, TaskQueue: a.cfg.TaskQueue, Compliance: a.compliance, Proposals: a.notes,
 		MaxBodyBytes: a.cfg.MaxBodyBytes, Now: time.Now,
 		EventSigner: events.Signer{Hasher: &a.hasher},
 		Metrics:     a.metrics, MetricsOnOwnPort: a.cfg.MetricsAddr != "", Ready: a.ready,

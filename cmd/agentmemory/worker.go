@@ -31,10 +31,8 @@ func (a *app) startWorker(c client.Client) (sdkworker.Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	acts := &activities.Activities{
-		Turns: a.turns, Model: model, Now: time.Now,
-		// Proposals and Gate come from internal/notes (the notes branch) when it is merged.
-	}
+	store := activities.NotesStore{Notes: a.notes}
+	acts := &activities.Activities{Turns: a.turns, Model: model, Proposals: store, Gate: store, Now: time.Now}
 	w := worker.New(c, a.cfg.TaskQueue, sdkworker.Options{WorkerStopTimeout: a.cfg.ShutdownTimeout}, acts, &activities.ComplianceActivities{Compliance: a.compliance})
 	if err := w.Start(); err != nil {
 		return nil, err

@@ -116,10 +116,11 @@ type NoteCounts struct {
 	Proposals int `json:"proposals"`
 }
 
-// NoteEraser erases every note (all versions) and proposal of one source (agent) of a space.
-// The notes package implements it.
+// NoteEraser erases every note (all versions) and proposal of one source (agent) of a space,
+// with their search-index rows, inside idb (the erasure's transaction, which also holds its
+// receipt); a second call finds nothing. The notes package implements it.
 type NoteEraser interface {
-	EraseSource(ctx context.Context, spaceID, sourceID string) (NoteCounts, error)
+	EraseSource(ctx context.Context, idb bun.IDB, spaceID, sourceID string) (NoteCounts, error)
 }
 
 // Service runs the compliance steps. Turns, TurnExports, TurnSweeps and Notes may be nil

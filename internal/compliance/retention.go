@@ -109,18 +109,20 @@ func (s *Service) SweepBatch(ctx context.Context, spaceID, phase, cursor string,
 }
 
 // EraseNotes erases every note (all versions) and proposal of source in the space through the
-// NoteEraser (AM-12) and leaves a "notes.erase" admin receipt with the counts. Subject erasure
-// never calls it. Without a NoteEraser it is fault.Unavailable "notes_not_wired".
+// NoteEraser (AM-12) and leaves a "notes.erase" admin receipt with the counts, in one
+// transaction. Subject erasure never calls it. Without a NoteEraser it is fault.Unavailable
+// "notes_not_wired".
 func (s *Service) EraseNotes(ctx context.Context, spaceID, sourceID, actorKey string) (NoteCounts, error) {
 	if s.Notes == nil {
 		return NoteCounts{}, fault.New(fault.Unavailable, "notes_not_wired", "agent notes are not available in this build")
 	}
-	counts, err := s.Notes.EraseSource(ctx, spaceID, sourceID)
-	if err != nil {
-		return NoteCounts{}, err
-	}
-	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		_, err := receipts.Append(ctx, tx, spaceID, receipts.Entry{
+	var counts NoteCounts
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		if counts, err = s.Notes.EraseSource(ctx, tx, spaceID, sourceID); err != nil {
+			return err
+		}
+		_, err = receipts.Append(ctx, tx, spaceID, receipts.Entry{
 			Kind: receipts.KindAdmin, Action: "notes.erase", ActorKey: actorKey, ObjectIDs: []string{sourceID},
 			Detail: map[string]any{"notes": counts.Notes, "proposals": counts.Proposals},
 		}, s.now())

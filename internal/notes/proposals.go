@@ -39,37 +39,57 @@ const (
 	CodeProposalNotPending = "proposal_not_pending"
 )
 
-// Proposal is a proposal as the API shows it. Content members are empty while drafting.
+// Proposal is a proposal as the API shows it (GET /v1/agent-memory/proposals/{id}).
+// Note holds the proposed fields once there are some (pending and later; null while
+// drafting and when failed); NoteID is set once approved. Reason says why it failed (or
+// the reviewer's reason for a rejection); Kinds lists the personal-data kinds (never values)
+// of a personal_data failure; LastError is why a drafting proposal is still drafting
+// (model_unreachable, model_bad_answer) or why the last approval was refused. Evidence is
+// what it was distilled from (or what the agent cited). Dates are RFC 3339 UTC.
 type Proposal struct {
-	ID               string     `json:"id"`
-	Status           string     `json:"status"`
-	Reason           *string    `json:"reason"`
-	SourceID         string     `json:"source_id"`
-	Vendor           string     `json:"vendor"`
-	Origin           string     `json:"origin"`
-	Kind             string     `json:"kind"`
-	Title            string     `json:"title"`
-	Body             string     `json:"body"`
-	Tags             []string   `json:"tags"`
-	Visibility       string     `json:"visibility"`
-	Evidence         *Evidence  `json:"evidence"`
-	ValidUntil       *time.Time `json:"valid_until"`
-	SupersedesNoteID *string    `json:"supersedes_note_id"`
-	NoteID           *string    `json:"note_id"`
-	DecidedBy        *string    `json:"decided_by"`
-	DecidedAt        *time.Time `json:"decided_at"`
-	CreatedAt        time.Time  `json:"created_at"`
-	UpdatedAt        time.Time  `json:"updated_at"`
+	ID               string        `json:"id"`
+	Status           string        `json:"status"`
+	Reason           *string       `json:"reason"`
+	Kinds            []string      `json:"kinds,omitempty"`
+	LastError        *string       `json:"last_error"`
+	SourceID         string        `json:"source_id"`
+	Vendor           string        `json:"vendor"`
+	Origin           string        `json:"origin"`
+	Evidence         *Evidence     `json:"evidence"`
+	SupersedesNoteID *string       `json:"supersedes_note_id"`
+	Note             *ProposedNote `json:"note"`
+	NoteID           *string       `json:"note_id"`
+	DecidedBy        *string       `json:"decided_by"`
+	DecidedAt        *time.Time    `json:"decided_at"`
+	CreatedAt        time.Time     `json:"created_at"`
+	UpdatedAt        time.Time     `json:"updated_at"`
+}
+
+// ProposedNote is the note a proposal would write (an approval's edits may still change it).
+type ProposedNote struct {
+	Kind       string     `json:"kind"`
+	Title      string     `json:"title"`
+	Body       string     `json:"body"`
+	Tags       []string   `json:"tags"`
+	Visibility string     `json:"visibility"`
+	ValidUntil *time.Time `json:"valid_until"`
 }
 
 func toProposal(r models.NoteProposal) Proposal {
-	return Proposal{
-		ID: r.ID, Status: r.Status, Reason: strPtr(r.Reason), SourceID: r.SourceID, Vendor: r.Vendor,
-		Origin: r.Origin, Kind: r.Kind, Title: r.Title, Body: r.Body, Tags: decodeTags(r.Tags),
-		Visibility: r.Visibility, Evidence: evidenceOf(r.EvidenceKind, r.EvidenceID), ValidUntil: utcPtr(r.ValidUntil),
+	p := Proposal{
+		ID: r.ID, Status: r.Status, Reason: strPtr(r.Reason), LastError: strPtr(r.LastError), SourceID: r.SourceID,
+		Vendor: r.Vendor, Origin: r.Origin, Evidence: evidenceOf(r.EvidenceKind, r.EvidenceID),
 		SupersedesNoteID: strPtr(r.SupersedesNoteID), NoteID: strPtr(r.NoteID), DecidedBy: strPtr(r.DecidedBy),
 		DecidedAt: utcPtr(r.DecidedAt), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
+	if ks := decodeTags(r.Kinds); len(ks) > 0 {
+		p.Kinds = ks
+	}
+	if r.Status != ProposalDrafting && r.Status != ProposalFailed && r.Title != "" {
+		p.Note = &ProposedNote{Kind: r.Kind, Title: r.Title, Body: r.Body, Tags: decodeTags(r.Tags),
+			Visibility: r.Visibility, ValidUntil: utcPtr(r.ValidUntil)}
+	}
+	return p
 }
 
 func proposalRow(w write, id string) models.NoteProposal {
@@ -79,6 +99,7 @@ func proposalRow(w write, id string) models.NoteProposal {
 		Status: ProposalPending, Kind: w.c.Kind, Title: w.c.Title, Body: w.c.Body, Tags: encodeTags(w.c.Tags),
 		Visibility: w.c.Visibility, EvidenceKind: ek, EvidenceID: eid, ValidUntil: w.c.ValidUntil,
 		ActorKeyID: w.a.p.KeyID, ActorKind: w.a.kind(), AgentVersion: w.agentVersion, CreatedAt: w.now, UpdatedAt: w.now,
+		Kinds: "[]",
 	}
 	if w.prev != nil {
 		r.SupersedesNoteID = w.prev.ID
@@ -159,67 +180,112 @@ func (s *Service) GetProposal(ctx context.Context, p auth.Principal, id string) 
 // space's known subjects may have changed since it was proposed). The note keeps the
 // proposal's source and origin ("agent" or "distilled") and does not count against the
 // agent's hourly limit; it counts against the cap. An edit proposal retires the note it
-// supersedes. The distillation workflow's activity calls this too, with the approving
-// person's principal.
+// supersedes. It returns the note and true when this call wrote it; approving an approved
+// proposal changes nothing and returns its note (as it is now) and false, whatever the
+// edits. This is the direct path (proposals of writes: human_only); a distilled proposal
+// is decided through its workflow (StageDecision, ApplyApproval), which ends in the same
+// approve.
 //
 // Errors: fault.Forbidden (role), fault.NotFound proposal_not_found, fault.Conflict
 // proposal_not_pending / note_not_active / note_cap_reached, fault.Invalid for edits,
 // fault.Unprocessable personal_data_in_agent_memory, fault.Unavailable detector_unavailable.
-func (s *Service) Approve(ctx context.Context, p auth.Principal, id string, edits *Patch) (Note, error) {
+func (s *Service) Approve(ctx context.Context, p auth.Principal, id string, edits *Patch) (Note, bool, error) {
 	if err := s.mayDecide(ctx, p); err != nil {
-		return Note{}, err
-	}
-	f, err := s.Docs.Features(ctx, p.SpaceID)
-	if err != nil {
-		return Note{}, err
+		return Note{}, false, err
 	}
 	pr, err := s.loadProposal(ctx, s.DB, p.SpaceID, id)
 	if err != nil {
-		return Note{}, err
+		return Note{}, false, err
+	}
+	if pr.Status == ProposalApproved {
+		n, err := s.noteOf(ctx, pr)
+		return n, false, err
 	}
 	if pr.Status != ProposalPending {
-		return Note{}, notPending(pr.Status)
+		return Note{}, false, notPending(pr.Status)
+	}
+	c, err := s.approvalContent(ctx, pr, edits)
+	if err != nil {
+		return Note{}, false, err
+	}
+	n, err := s.approve(ctx, pr, c, p.KeyID, edits != nil, "")
+	if err != nil {
+		return Note{}, false, err
+	}
+	return n, true, nil
+}
+
+// noteOf loads the note an approved proposal wrote.
+func (s *Service) noteOf(ctx context.Context, pr models.NoteProposal) (Note, error) {
+	var r models.Note
+	if err := s.DB.NewSelect().Model(&r).Where("id = ? AND space_id = ?", pr.NoteID, pr.SpaceID).Scan(ctx); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return Note{}, noteNotFound()
+		}
+		return Note{}, fmt.Errorf("notes: load approved note: %w", err)
+	}
+	return toNote(r), nil
+}
+
+// approvalContent is the proposal's content with edits applied, validated and gated.
+func (s *Service) approvalContent(ctx context.Context, pr models.NoteProposal, edits *Patch) (content, error) {
+	c := proposalContent(pr).apply(edits)
+	if err := c.validate(s.now()); err != nil {
+		return c, err
+	}
+	return c, s.Check(ctx, pr.SpaceID, c.gateText())
+}
+
+// approve writes pending proposal pr's note with content c (validated and gated) in one
+// transaction: the admin receipt, the proposal's compare-and-swap to approved, the note (cap
+// checked; an edit retires its predecessor), its tags, search row and event, and, when
+// decisionID is set, that decision's outcome.
+func (s *Service) approve(ctx context.Context, pr models.NoteProposal, c content, byKey string, edited bool, decisionID string) (Note, error) {
+	f, err := s.Docs.Features(ctx, pr.SpaceID)
+	if err != nil {
+		return Note{}, err
 	}
 	now := s.now()
-	c := proposalContent(pr).apply(edits)
-	if err := c.validate(now); err != nil {
-		return Note{}, err
-	}
-	if err := s.Check(ctx, p.SpaceID, c.gateText()); err != nil {
-		return Note{}, err
-	}
 	noteID := auth.NewID("note")
+	id := pr.ID
 	var out Note
 	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		objs := []string{id, noteID}
 		if pr.SupersedesNoteID != "" {
 			objs = append(objs, pr.SupersedesNoteID)
 		}
-		if _, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
-			Kind: receipts.KindAdmin, Action: "proposal.approve", ActorKey: p.KeyID, ObjectIDs: objs,
-			Detail: map[string]any{"edited": edits != nil, "source_id": pr.SourceID, "origin": pr.Origin},
+		if _, err := receipts.Append(ctx, tx, pr.SpaceID, receipts.Entry{
+			Kind: receipts.KindAdmin, Action: "proposal.approve", ActorKey: byKey, ObjectIDs: objs,
+			Detail: map[string]any{"edited": edited, "source_id": pr.SourceID, "origin": pr.Origin},
 		}, now); err != nil {
 			return err
 		}
 		res, err := tx.NewUpdate().Model((*models.NoteProposal)(nil)).
-			Set("status = ?, note_id = ?, decided_by = ?, decided_at = ?, updated_at = ?", ProposalApproved, noteID, p.KeyID, now, now).
-			Where("id = ? AND space_id = ? AND status = ?", id, p.SpaceID, ProposalPending).Exec(ctx)
+			Set("status = ?, note_id = ?, decided_by = ?, decided_at = ?, updated_at = ?, last_error = ''", ProposalApproved, noteID, byKey, now, now).
+			Where("id = ? AND space_id = ? AND status = ?", id, pr.SpaceID, ProposalPending).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("notes: approve: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return notPending("decided")
 		}
+		p := auth.Principal{SpaceID: pr.SpaceID, KeyID: byKey, Kind: auth.KindPerson}
 		w := write{a: actor{p: p, sourceID: pr.SourceID, vendor: pr.Vendor}, f: f, c: c, agentVersion: pr.AgentVersion, now: now}
 		if pr.SupersedesNoteID != "" {
 			var prev models.Note
-			if err := tx.NewSelect().Model(&prev).Where("id = ? AND space_id = ?", pr.SupersedesNoteID, p.SpaceID).Scan(ctx); err != nil {
+			if err := tx.NewSelect().Model(&prev).Where("id = ? AND space_id = ?", pr.SupersedesNoteID, pr.SpaceID).Scan(ctx); err != nil {
 				return fmt.Errorf("notes: load superseded: %w", err)
 			}
 			w.prev = &prev
 		}
 		out, err = insertNote(ctx, tx, w, noteID, pr.Origin, id)
-		return err
+		if err != nil {
+			return err
+		}
+		if decisionID != "" {
+			return setOutcome(ctx, tx, decisionID, DecisionApproved, nil, now)
+		}
+		return nil
 	})
 	if err != nil {
 		return Note{}, err
@@ -228,51 +294,71 @@ func (s *Service) Approve(ctx context.Context, p auth.Principal, id string, edit
 }
 
 // Reject closes pending proposal id without a note; reason (optional, at most 200
-// characters, e.g. "duplicate") is kept. Errors as Approve's.
+// characters, e.g. "duplicate") is kept. Errors as Approve's. This is the direct path; a
+// distilled proposal is rejected through its workflow (StageDecision, ApplyRejection).
 func (s *Service) Reject(ctx context.Context, p auth.Principal, id, reason string) (Proposal, error) {
 	if err := s.mayDecide(ctx, p); err != nil {
 		return Proposal{}, err
 	}
-	if len([]rune(reason)) > 200 {
-		return Proposal{}, invalid("reason", "reason is at most 200 characters")
+	if err := s.checkReason(ctx, p.SpaceID, reason); err != nil {
+		return Proposal{}, err
 	}
-	if reason != "" {
-		if err := s.Check(ctx, p.SpaceID, reason); err != nil {
-			return Proposal{}, err
-		}
-	}
-	return s.transition(ctx, p.SpaceID, p.KeyID, id, "proposal.reject", ProposalPending, ProposalRejected, reason, true)
+	return s.transition(ctx, move{spaceID: p.SpaceID, actorKey: p.KeyID, id: id, action: "proposal.reject",
+		from: ProposalPending, to: ProposalRejected, reason: reason, decided: true})
 }
 
-// transition moves proposal id from status from to status to (compare-and-swap), with an
-// admin receipt, in one transaction.
-func (s *Service) transition(ctx context.Context, spaceID, actorKey, id, action, from, to, reason string, decided bool) (Proposal, error) {
+// move is one status change of a proposal: from -> to by actorKey, with reason, kinds (for
+// personal_data failures), decided (sets decided_by/decided_at) and, for a staged decision,
+// its id (its outcome is recorded in the same transaction).
+type move struct {
+	spaceID, actorKey, id, action string
+	from, to, reason              string
+	kinds                         []string
+	decided                       bool
+	decisionID                    string
+}
+
+// transition applies m (compare-and-swap on the status) with an admin receipt, in one
+// transaction. A proposal not in m.from is fault.Conflict proposal_not_pending.
+func (s *Service) transition(ctx context.Context, m move) (Proposal, error) {
 	now := s.now()
 	var out models.NoteProposal
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := receipts.Append(ctx, tx, spaceID, receipts.Entry{
-			Kind: receipts.KindAdmin, Action: action, ActorKey: actorKey, ObjectIDs: []string{id},
-			Detail: map[string]any{"status": to, "reason": reason},
+		detail := map[string]any{"status": m.to, "reason": m.reason}
+		if len(m.kinds) > 0 {
+			detail["kinds"] = m.kinds
+		}
+		if _, err := receipts.Append(ctx, tx, m.spaceID, receipts.Entry{
+			Kind: receipts.KindAdmin, Action: m.action, ActorKey: m.actorKey, ObjectIDs: []string{m.id},
+			Detail: detail,
 		}, now); err != nil {
 			return err
 		}
 		q := tx.NewUpdate().Model((*models.NoteProposal)(nil)).
-			Set("status = ?, reason = ?, updated_at = ?", to, reason, now)
-		if decided {
-			q = q.Set("decided_by = ?, decided_at = ?", actorKey, now)
+			Set("status = ?, reason = ?, updated_at = ?, last_error = ''", m.to, m.reason, now)
+		if m.kinds != nil {
+			q = q.Set("kinds = ?", encodeTags(m.kinds))
 		}
-		res, err := q.Where("id = ? AND space_id = ? AND status = ?", id, spaceID, from).Exec(ctx)
+		if m.decided {
+			q = q.Set("decided_by = ?, decided_at = ?", m.actorKey, now)
+		}
+		res, err := q.Where("id = ? AND space_id = ? AND status = ?", m.id, m.spaceID, m.from).Exec(ctx)
 		if err != nil {
-			return fmt.Errorf("notes: %s: %w", action, err)
+			return fmt.Errorf("notes: %s: %w", m.action, err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			cur, err := s.loadProposal(ctx, tx, spaceID, id)
+			cur, err := s.loadProposal(ctx, tx, m.spaceID, m.id)
 			if err != nil {
 				return err
 			}
 			return notPending(cur.Status)
 		}
-		return tx.NewSelect().Model(&out).Where("id = ?", id).Scan(ctx)
+		if m.decisionID != "" {
+			if err := setOutcome(ctx, tx, m.decisionID, DecisionRejected, nil, now); err != nil {
+				return err
+			}
+		}
+		return tx.NewSelect().Model(&out).Where("id = ?", m.id).Scan(ctx)
 	})
 	if err != nil {
 		return Proposal{}, err
@@ -315,7 +401,7 @@ func (s *Service) Draft(ctx context.Context, d DraftRequest) (string, error) {
 		r := models.NoteProposal{
 			ID: id, SpaceID: d.SpaceID, SourceID: d.SourceID, Vendor: d.Vendor, Origin: OriginDistilled,
 			Status: ProposalDrafting, Tags: "[]", EvidenceKind: ek, EvidenceID: eid, ActorKeyID: d.ActorKey,
-			ActorKind: "workflow", CreatedAt: now, UpdatedAt: now,
+			ActorKind: "workflow", CreatedAt: now, UpdatedAt: now, Kinds: "[]",
 		}
 		if _, err := tx.NewInsert().Model(&r).Exec(ctx); err != nil {
 			return fmt.Errorf("notes: insert draft: %w", err)
@@ -355,23 +441,30 @@ func (s *Service) Propose(ctx context.Context, spaceID, id string, n DistilledNo
 		return err
 	}
 	if err := s.Check(ctx, spaceID, c.gateText()); err != nil {
-		if fault.IsCode(err, CodePersonalData) {
-			_, _ = s.Fail(ctx, spaceID, id, "personal_data")
+		if fe := fault.As(err); fe != nil && fe.Code == CodePersonalData {
+			kinds, _ := fe.Details["kinds"].([]string)
+			_ = s.MarkFailed(ctx, id, "personal_data", kinds)
 		}
 		return err
 	}
+	return s.pend(ctx, pr, c)
+}
+
+// pend stores content c (validated and gated) in drafting proposal pr and makes it pending,
+// clearing its last error, with a proposal.propose admin receipt, in one transaction.
+func (s *Service) pend(ctx context.Context, pr models.NoteProposal, c content) error {
 	now := s.now()
 	return s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := receipts.Append(ctx, tx, spaceID, receipts.Entry{
-			Kind: receipts.KindAdmin, Action: "proposal.propose", ActorKey: pr.ActorKeyID, ObjectIDs: []string{id},
+		if _, err := receipts.Append(ctx, tx, pr.SpaceID, receipts.Entry{
+			Kind: receipts.KindAdmin, Action: "proposal.propose", ActorKey: pr.ActorKeyID, ObjectIDs: []string{pr.ID},
 			Detail: map[string]any{"kind": c.Kind},
 		}, now); err != nil {
 			return err
 		}
 		res, err := tx.NewUpdate().Model((*models.NoteProposal)(nil)).
-			Set("status = ?, kind = ?, title = ?, body = ?, tags = ?, visibility = ?, updated_at = ?",
+			Set("status = ?, kind = ?, title = ?, body = ?, tags = ?, visibility = ?, updated_at = ?, last_error = ''",
 				ProposalPending, c.Kind, c.Title, c.Body, encodeTags(c.Tags), c.Visibility, now).
-			Where("id = ? AND space_id = ? AND status = ?", id, spaceID, ProposalDrafting).Exec(ctx)
+			Where("id = ? AND space_id = ? AND status = ?", pr.ID, pr.SpaceID, ProposalDrafting).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("notes: propose: %w", err)
 		}
@@ -390,5 +483,6 @@ func (s *Service) Fail(ctx context.Context, spaceID, id, reason string) (Proposa
 	if err != nil {
 		return Proposal{}, err
 	}
-	return s.transition(ctx, spaceID, pr.ActorKeyID, id, "proposal.fail", ProposalDrafting, ProposalFailed, reason, false)
+	return s.transition(ctx, move{spaceID: spaceID, actorKey: pr.ActorKeyID, id: id, action: "proposal.fail",
+		from: ProposalDrafting, to: ProposalFailed, reason: reason})
 }

@@ -12,11 +12,13 @@ import (
 )
 
 // Answer is one scripted reply: Content is the message text; DoneReason defaults to "stop";
-// Status other than 0 and 200 replies with that HTTP status and an error body instead.
+// Status other than 0 and 200 replies with that HTTP status and an error body instead; Hang
+// answers nothing until the client gives up (its request's context ends).
 type Answer struct {
 	Content    string
 	DoneReason string
 	Status     int
+	Hang       bool
 }
 
 // Server is a fake Ollama server. Answers are given in order; the last one repeats.
@@ -95,6 +97,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.answers = s.answers[1:]
 	}
 	s.mu.Unlock()
+	if a.Hang {
+		<-r.Context().Done()
+		return
+	}
 	if a.Status != 0 && a.Status != http.StatusOK {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(a.Status)

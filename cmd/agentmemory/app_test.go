@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"agentmemory/internal/config"
+	"agentmemory/internal/fault"
+	"agentmemory/internal/llm/llmtest"
+	"agentmemory/internal/notes"
+	"agentmemory/internal/spaces"
+)
+
+// openApp wires the gate's model layer only when OLLAMA_HOST and AGENTMEMORY_DETECTOR_MODEL
+// are both set, and always wires agent-note erasure and distillation to the notes service.
+func TestOpenAppWiresNotes(t *testing.T) {
+	model := llmtest.New(t, llmtest.Answer{Content: `{"kinds": ["name"]}`})
+	open := func(vars map[string]string) *app {
+		vars["AGENTMEMORY_DATA_DIR"] = t.TempDir()
+		cfg, err := config.Load(env(vars))
+		require.NoError(t, err)
+		a, err := openApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), true)
+		require.NoError(t, err)
+		t.Cleanup(a.close)
+		return a
+	}
+
+	a := open(map[string]string{"OLLAMA_HOST": model.URL})
+	require.Nil(t, a.notes.Detector, "no detector model named: local layer only")
+	require.Same(t, a.notes, a.compliance.Notes)
+	require.Same(t, a.notes, a.apiServer(nil).Proposals)
+
+	a = open(map[string]string{"OLLAMA_HOST": model.URL, "AGENTMEMORY_DETECTOR_MODEL": "detector"})
+	require.NotNil(t, a.notes.Detector)
+	space, _, err := spaces.Create(context.Background(), a.db, "acme", time.Now())
+	require.NoError(t, err)
+	err = a.notes.Check(context.Background(), space, "Crystal prefers a call back.")
+	require.Equal(t, notes.CodePersonalData, fault.As(err).Code, "got %v", err)
+	require.Equal(t, "detector", model.Requests()[0].Model)
+}
