@@ -18,16 +18,19 @@ import (
 
 // start runs workflow with id on the worker's task queue; without a Temporal client it is
 // fault.Unavailable.
-func (s *Server) start(ctx context.Context, id string, workflow any, arg any) error {
+func (s *Server) start(ctx context.Context, name, id string, workflow any, arg any) error {
 	if s.Workflows == nil {
+		s.Metrics.WorkflowFailed(name)
 		return fault.New(fault.Unavailable, "workflows_unavailable", "the workflow engine is not configured")
 	}
 	_, err := s.Workflows.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: s.TaskQueue, WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}, workflow, arg)
 	if err != nil {
+		s.Metrics.WorkflowFailed(name)
 		return fault.New(fault.Unavailable, "workflows_unavailable", "the workflow engine did not accept the request; retry")
 	}
+	s.Metrics.WorkflowStarted(name)
 	return nil
 }
 
@@ -45,7 +48,7 @@ func (s *Server) createErasure(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	if err := s.start(s.ctx(c), workflows.ErasureWorkflowID(id), workflows.ErasureWorkflow, workflows.ErasureInput{SpaceID: p.SpaceID, ErasureID: id}); err != nil {
+	if err := s.start(s.ctx(c), "Erasure", workflows.ErasureWorkflowID(id), workflows.ErasureWorkflow, workflows.ErasureInput{SpaceID: p.SpaceID, ErasureID: id}); err != nil {
 		_ = s.Compliance.FailErasure(context.WithoutCancel(s.ctx(c)), p.SpaceID, id, "start_failed")
 		s.writeError(c, err)
 		return
@@ -77,7 +80,7 @@ func (s *Server) createExport(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	if err := s.start(s.ctx(c), workflows.ExportWorkflowID(id), workflows.ExportWorkflow, workflows.ExportInput{SpaceID: p.SpaceID, ExportID: id}); err != nil {
+	if err := s.start(s.ctx(c), "Export", workflows.ExportWorkflowID(id), workflows.ExportWorkflow, workflows.ExportInput{SpaceID: p.SpaceID, ExportID: id}); err != nil {
 		_ = s.Compliance.FailExport(context.WithoutCancel(s.ctx(c)), p.SpaceID, id, "start_failed")
 		s.writeError(c, err)
 		return
@@ -128,7 +131,7 @@ func (s *Server) runSweep(c *gin.Context) {
 		}
 	}
 	id := workflows.SweepWorkflowID(auth.NewID("sw"))
-	if err := s.start(s.ctx(c), id, workflows.RetentionSweepWorkflow, workflows.RetentionSweepInput{SpaceID: p.SpaceID}); err != nil {
+	if err := s.start(s.ctx(c), "RetentionSweep", id, workflows.RetentionSweepWorkflow, workflows.RetentionSweepInput{SpaceID: p.SpaceID}); err != nil {
 		s.writeError(c, err)
 		return
 	}
@@ -150,7 +153,7 @@ func (s *Server) eraseAgentNotes(c *gin.Context) {
 		return
 	}
 	id := workflows.NoteErasureWorkflowID(auth.NewID("ne"))
-	if err := s.start(s.ctx(c), id, workflows.NoteErasureWorkflow, workflows.NoteErasureInput{SpaceID: p.SpaceID, SourceID: source, ActorKey: p.KeyID}); err != nil {
+	if err := s.start(s.ctx(c), "NoteErasure", id, workflows.NoteErasureWorkflow, workflows.NoteErasureInput{SpaceID: p.SpaceID, SourceID: source, ActorKey: p.KeyID}); err != nil {
 		s.writeError(c, err)
 		return
 	}

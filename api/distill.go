@@ -76,9 +76,11 @@ func (s *Server) distill(c *gin.Context) {
 	if err := workflows.StartDistill(s.ctx(c), s.Workflows, s.TaskQueue, workflows.DistillInput{
 		ProposalID: id, ApprovalDeadline: s.ApprovalDeadline,
 	}); err != nil {
+		s.Metrics.WorkflowFailed("Distill")
 		s.writeError(c, workflowError(err))
 		return
 	}
+	s.Metrics.WorkflowStarted("Distill")
 	c.PureJSON(http.StatusAccepted, gin.H{"proposal_id": id, "status": workflows.StatusDrafting})
 }
 

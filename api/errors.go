@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"agentmemory/internal/fault"
+	"agentmemory/internal/notes"
 )
 
 // statusOf maps each fault kind to its HTTP status: the only place statuses are chosen.
@@ -41,6 +42,10 @@ func (s *Server) writeError(c *gin.Context, err error) {
 		s.log.ErrorContext(c.Request.Context(), "internal error", "route", c.FullPath(), "request_id", c.GetString(requestIDKey), "err", err.Error())
 		c.AbortWithStatusJSON(http.StatusInternalServerError, errorBody{"error": gin.H{"code": "internal", "message": "internal error"}})
 		return
+	}
+	if fe.Code == notes.CodePersonalData {
+		kinds, _ := fe.Details["kinds"].([]string)
+		s.Metrics.NoteRefused(kinds)
 	}
 	inner := gin.H{"code": fe.Code, "message": fe.Message}
 	for k, v := range fe.Details {

@@ -123,9 +123,14 @@ func TestMetricsEndpoint(t *testing.T) {
 		e.MustDo(http.StatusNotFound, "GET", "/v1/profiles/prof_secret123", e.AdminKey, nil)
 		e.MustDo(http.StatusNotFound, "GET", "/no/such/route/conv-1", "", nil)
 
-		e.Server.Metrics.WorkflowStarted("Distill")
-		e.Server.Metrics.WorkflowFailed("Distill")
-		e.Server.Metrics.NoteRefused([]string{"email"})
+		// A note refused for personal data, and a workflow that cannot start (this Env has no
+		// Temporal client), both through the API.
+		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}, "agent_memory": map[string]any{"enabled": true}})
+		writer := e.AgentKey("note-bot", "acme", "agent_memory", "agent_memory:write")
+		r = e.MustDo(http.StatusUnprocessableEntity, "POST", "/v1/agent-memory/notes", writer,
+			map[string]any{"kind": "pitfall", "title": "Contact", "body": "write to ana@example.com"})
+		require.Equal(t, "personal_data_in_agent_memory", r.ErrorCode(t))
+		e.MustDo(http.StatusServiceUnavailable, "POST", "/v1/retention/sweep", e.AdminKey, map[string]any{})
 		r = e.MustDo(http.StatusOK, "GET", "/metrics", "", nil)
 		text := string(r.Body)
 		for _, want := range []string{
@@ -140,8 +145,7 @@ func TestMetricsEndpoint(t *testing.T) {
 			`agentmemory_http_request_duration_seconds_bucket{method="PUT",route="/v1/agent-state",status="200",le="+Inf"} 4`,
 			`agentmemory_notes_refused_total{kind="email"} 1`,
 			`agentmemory_notes_refused_total{kind="cpf"} 0`,
-			`agentmemory_workflow_starts_total{workflow="Distill"} 1`,
-			`agentmemory_workflow_failures_total{workflow="Distill"} 1`,
+			`agentmemory_workflow_failures_total{workflow="RetentionSweep"} 1`,
 			`go_goroutines`,
 		} {
 			require.True(t, strings.Contains(text, want), "/metrics lacks %s", want)
@@ -193,8 +197,9 @@ func (b *syncBuffer) String() string {
 }
 
 // TestLogsCarryNoPersonalData writes a state with an e-mail in a pii field under a
-// phone-shaped conversation id, then sends refused requests carrying the same values, and
-// scans every log line (debug level, JSON) for the scope id, the e-mail and the keys.
+// phone-shaped conversation id, then sends refused requests (and a refused note) carrying the
+// same values, and scans every log line (debug level, JSON) for the scope id, the e-mail and
+// the keys.
 func TestLogsCarryNoPersonalData(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		sink := &syncBuffer{}
@@ -219,13 +224,19 @@ func TestLogsCarryNoPersonalData(t *testing.T) {
 		e.MustDo(http.StatusUnauthorized, "PUT", "/v1/agent-state", key+"x", stateWriteBody(scope, nil, map[string]any{"cart_note": email}))
 		e.MustDo(http.StatusNotFound, "GET", "/v1/profiles/"+strings.ReplaceAll(scope, " ", ""), e.AdminKey, nil)
 		e.MustDo(http.StatusOK, "GET", "/readyz", "", nil)
+		// A note refused for the e-mail and the phone (AM-6): the refusal names kinds only.
+		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}, "agent_memory": map[string]any{"enabled": true}})
+		writer := e.AgentKey("note-bot", "acme", "agent_memory", "agent_memory:write")
+		r = e.MustDo(http.StatusUnprocessableEntity, "POST", "/v1/agent-memory/notes", writer,
+			map[string]any{"kind": "pitfall", "title": "Call back", "body": "call " + scope + " or write to " + email})
+		require.NotContains(t, string(r.Body), email)
 
 		out := sink.String()
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		require.GreaterOrEqual(t, len(lines), 8, "every request logs a line: got %d lines", len(lines))
 		require.Contains(t, out, `"route":"/v1/agent-state"`)
 		require.Regexp(t, regexp.MustCompile(`"request_id":"[0-9a-f]{16}"`), out)
-		for _, secret := range []string{scope, "98765-4321", "987654321", "5511987654321", email, "ana.souza", key, e.AdminKey, Secret(), e.SpaceID} {
+		for _, secret := range []string{scope, "98765-4321", "987654321", "5511987654321", email, "ana.souza", key, writer, e.AdminKey, Secret(), e.SpaceID} {
 			require.NotContains(t, out, secret, "the logs carry %q:\n%s", secret, out)
 		}
 		slog.Default() // the default logger is untouched: nothing in api logs through it
