@@ -9,8 +9,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	"github.com/uptrace/bun"
@@ -97,7 +100,7 @@ func NewServer(d Deps) *Server {
 	}
 	s := &Server{Deps: d, log: d.Logger, engine: gin.New()}
 	s.engine.HandleMethodNotAllowed = true
-	s.engine.Use(s.requestID(), s.accessLog(), s.observe(), s.recoverJSON(), s.limitBody())
+	s.engine.Use(s.requestID(), s.accessLog(), s.observe(), s.recoverJSON(), s.cleanRequest(), s.limitBody())
 	s.engine.NoRoute(func(c *gin.Context) {
 		s.writeError(c, fault.New(fault.NotFound, "not_found", "no such route"))
 	})
@@ -147,6 +150,30 @@ func (s *Server) accessLog() gin.HandlerFunc {
 	}
 }
 
+// agentVersionPattern is what an Agent-Version header may hold (MS-5 provenance): a short
+// product/version token, never free text.
+var agentVersionPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/+:-]{0,127}$`)
+
+// cleanRequest refuses, before any handler runs, a path or query that is not valid UTF-8 or
+// holds a NUL byte, and an Agent-Version header that is not a short version token (400).
+func (s *Server) cleanRequest() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		p, q := c.Request.URL.Path, c.Request.URL.RawQuery
+		if uq, err := url.QueryUnescape(q); err == nil {
+			q = uq
+		}
+		if !utf8.ValidString(p) || !utf8.ValidString(q) || strings.ContainsRune(p, 0) || strings.ContainsRune(q, 0) {
+			s.writeError(c, fault.New(fault.Invalid, "invalid_request", "the path and query must be valid UTF-8 without NUL characters"))
+			return
+		}
+		if v := c.GetHeader("Agent-Version"); v != "" && !agentVersionPattern.MatchString(v) {
+			s.writeError(c, fault.New(fault.Invalid, "invalid_header", "Agent-Version is 1-128 characters of letters, digits and . _ / + : -"))
+			return
+		}
+		c.Next()
+	}
+}
+
 func (s *Server) limitBody() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if c.Request.Body != nil {
@@ -160,9 +187,8 @@ func (s *Server) limitBody() gin.HandlerFunc {
 // or path can choose the space.
 func (s *Server) authenticate() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		h := c.GetHeader("Authorization")
-		key, ok := strings.CutPrefix(h, "Bearer ")
-		if !ok || key == "" {
+		scheme, key, ok := strings.Cut(strings.TrimSpace(c.GetHeader("Authorization")), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
 			s.writeError(c, fault.New(fault.Unauthorized, "missing_key", "send Authorization: Bearer <key>"))
 			return
 		}

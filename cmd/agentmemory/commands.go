@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/uptrace/bun"
 	"go.temporal.io/sdk/client"
 
 	"agentmemory/api"
@@ -187,40 +188,60 @@ func migrateCmd(load func() (config.Config, error), stdout io.Writer) *cobra.Com
 func spaceCmd(load func() (config.Config, error), stdout io.Writer) *cobra.Command {
 	var dataDir string
 	space := &cobra.Command{Use: "space", Short: "Manage spaces"}
+	space.PersistentFlags().StringVar(&dataDir, "data-dir", "./data", "data directory (when DATABASE_URL is not set)")
+	// withDB opens the migrated database of the data dir or DATABASE_URL for one command.
+	withDB := func(cmd *cobra.Command, fn func(d *bun.DB) error) error {
+		cfg, err := load()
+		if err != nil {
+			return err
+		}
+		if cmd.Flags().Changed("data-dir") {
+			cfg.DataDir = dataDir
+		}
+		if !config.IsPostgres(databaseURL(cfg)) {
+			if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+				return err
+			}
+		}
+		d, err := db.Open(cmd.Context(), databaseURL(cfg), db.Options{MaxOpenConns: 2})
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		if _, err := db.Migrate(cmd.Context(), d); err != nil {
+			return err
+		}
+		return fn(d)
+	}
 	create := &cobra.Command{
 		Use:   "create NAME",
 		Short: `Create a space; prints {"space_id", "admin_key"} (the key holds every person role and is shown once)`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := load()
-			if err != nil {
-				return err
-			}
-			if cmd.Flags().Changed("data-dir") {
-				cfg.DataDir = dataDir
-			}
-			if !config.IsPostgres(databaseURL(cfg)) {
-				if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return withDB(cmd, func(d *bun.DB) error {
+				id, key, err := spaces.Create(cmd.Context(), d, args[0], time.Now())
+				if err != nil {
 					return err
 				}
-			}
-			d, err := db.Open(cmd.Context(), databaseURL(cfg), db.Options{MaxOpenConns: 2})
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			if _, err := db.Migrate(cmd.Context(), d); err != nil {
-				return err
-			}
-			id, key, err := spaces.Create(cmd.Context(), d, args[0], time.Now())
-			if err != nil {
-				return err
-			}
-			return json.NewEncoder(stdout).Encode(map[string]string{"space_id": id, "admin_key": key})
+				return json.NewEncoder(stdout).Encode(map[string]string{"space_id": id, "admin_key": key})
+			})
 		},
 	}
-	create.Flags().StringVar(&dataDir, "data-dir", "./data", "data directory (when DATABASE_URL is not set)")
-	space.AddCommand(create)
+	adminKey := &cobra.Command{
+		Use:   "admin-key SPACE_ID",
+		Short: `Mint a new admin key (every person role) for an existing space, e.g. after its last admin key was revoked; prints {"space_id", "admin_key"}`,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withDB(cmd, func(d *bun.DB) error {
+				key, err := spaces.AdminKey(cmd.Context(), d, args[0], time.Now())
+				if err != nil {
+					return err
+				}
+				return json.NewEncoder(stdout).Encode(map[string]string{"space_id": args[0], "admin_key": key})
+			})
+		},
+	}
+	space.AddCommand(create, adminKey)
 	return space
 }
 

@@ -134,3 +134,24 @@ func TestDevServesAndRestartsOnItsDataDir(t *testing.T) {
 	require.Equal(t, float64(1), res["version"])
 	require.Equal(t, map[string]any{"step": "sizes"}, res["body"])
 }
+
+// An operator recovers a space whose admin keys were all revoked by minting a new admin key
+// from the command line.
+func TestSpaceAdminKeyRecoversASpace(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"space", "create", "acme", "--data-dir", dir}, env(nil), &out, io.Discard))
+	var first map[string]string
+	require.NoError(t, json.Unmarshal(out.Bytes(), &first))
+
+	out.Reset()
+	require.NoError(t, run(context.Background(), []string{"space", "admin-key", first["space_id"], "--data-dir", dir}, env(nil), &out, io.Discard))
+	var second map[string]string
+	require.NoError(t, json.Unmarshal(out.Bytes(), &second))
+	require.Equal(t, first["space_id"], second["space_id"])
+	require.NotEqual(t, first["admin_key"], second["admin_key"])
+	require.True(t, strings.HasPrefix(second["admin_key"], "am_"))
+
+	err := run(context.Background(), []string{"space", "admin-key", "sp_unknown", "--data-dir", dir}, env(nil), io.Discard, io.Discard)
+	require.ErrorContains(t, err, "no space")
+}

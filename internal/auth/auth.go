@@ -166,10 +166,24 @@ func (s KeySpec) Validate() error {
 }
 
 // Mint stores a new key of spec in space, created by createdBy (a key id, or "cli"), and
-// returns its id and the key itself, which is never retrievable again.
+// returns its id and the key itself, which is never retrievable again. An agent name already
+// minted for another vendor in the space is fault.Conflict "agent_vendor_mismatch".
 func Mint(ctx context.Context, db bun.IDB, spaceID, createdBy string, spec KeySpec, now time.Time) (keyID, key string, err error) {
 	if err := spec.Validate(); err != nil {
 		return "", "", err
+	}
+	if spec.Kind == KindAgent {
+		// An agent name is one agent of one vendor in a space: its working state and notes
+		// are found by that name, so a second vendor must not take it over.
+		taken, err := db.NewSelect().Model((*models.APIKey)(nil)).
+			Where("space_id = ? AND kind = ? AND agent = ? AND vendor <> ?", spaceID, KindAgent, spec.Agent, spec.Vendor).
+			Exists(ctx)
+		if err != nil {
+			return "", "", fmt.Errorf("auth: check agent: %w", err)
+		}
+		if taken {
+			return "", "", fault.New(fault.Conflict, "agent_vendor_mismatch", "this agent name belongs to another vendor in this space").With("member", "vendor")
+		}
 	}
 	key, hash := NewKey()
 	row := &models.APIKey{

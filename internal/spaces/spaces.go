@@ -31,19 +31,48 @@ func Create(ctx context.Context, db *bun.DB, name string, now time.Time) (spaceI
 		if _, err := tx.NewInsert().Model(sp).Exec(ctx); err != nil {
 			return fmt.Errorf("spaces: insert: %w", err)
 		}
-		keyID, key, err := auth.Mint(ctx, tx, sp.ID, "cli", auth.KeySpec{Kind: auth.KindPerson, Name: "admin", Roles: auth.AllRoles}, now)
-		if err != nil {
-			return err
-		}
 		if _, err := receipts.Append(ctx, tx, sp.ID, receipts.Entry{
-			Kind: receipts.KindAdmin, Action: "space.create", ActorKey: "cli", ObjectIDs: []string{sp.ID, keyID},
+			Kind: receipts.KindAdmin, Action: "space.create", ActorKey: "cli", ObjectIDs: []string{sp.ID},
 		}, now); err != nil {
 			return err
 		}
+		key, err := mintAdmin(ctx, tx, sp.ID, now)
 		spaceID, adminKey = sp.ID, key
-		return nil
+		return err
 	})
 	return spaceID, adminKey, err
+}
+
+// AdminKey mints a new person key holding every role for an existing space (recovery from the
+// command line, which only an operator with access to the database can run). An unknown space
+// is fault.NotFound.
+func AdminKey(ctx context.Context, db *bun.DB, spaceID string, now time.Time) (string, error) {
+	var key string
+	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		exists, err := tx.NewSelect().Model((*models.Space)(nil)).Where("id = ?", spaceID).Exists(ctx)
+		if err != nil {
+			return fmt.Errorf("spaces: load: %w", err)
+		}
+		if !exists {
+			return fault.New(fault.NotFound, "space_not_found", "no space with that id")
+		}
+		key, err = mintAdmin(ctx, tx, spaceID, now)
+		return err
+	})
+	return key, err
+}
+
+// mintAdmin mints a person key with every role, with its receipt, inside tx.
+func mintAdmin(ctx context.Context, tx bun.Tx, spaceID string, now time.Time) (string, error) {
+	keyID, key, err := auth.Mint(ctx, tx, spaceID, "cli", auth.KeySpec{Kind: auth.KindPerson, Name: "admin", Roles: auth.AllRoles}, now)
+	if err != nil {
+		return "", err
+	}
+	_, err = receipts.Append(ctx, tx, spaceID, receipts.Entry{
+		Kind: receipts.KindAdmin, Action: "key.create", ActorKey: "cli", ObjectIDs: []string{keyID},
+		Detail: map[string]any{"kind": auth.KindPerson},
+	}, now)
+	return key, err
 }
 
 // Documents reads and writes a space's documents.
@@ -122,9 +151,9 @@ func (d Documents) Get(ctx context.Context, spaceID, name string) (string, int64
 		case DocObjectTypes:
 			return `{"types":[]}`, 0, nil
 		}
-		return "", 0, fault.New(fault.NotFound, "document_not_found", "no document named %q", name)
+		return "", 0, fault.New(fault.NotFound, "document_not_found", "the documents are features and object-types")
 	case err != nil:
-		return "", 0, fmt.Errorf("spaces: load %s: %w", name, err)
+		return "", 0, fmt.Errorf("spaces: load document: %w", err)
 	}
 	return row.Body, row.Version, nil
 }
@@ -136,7 +165,7 @@ func (d Documents) raw(ctx context.Context, spaceID, name string) (string, error
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("spaces: load %s: %w", name, err)
+		return "", fmt.Errorf("spaces: load document: %w", err)
 	}
 	return row.Body, nil
 }
@@ -169,14 +198,14 @@ func (d Documents) Put(ctx context.Context, db *bun.DB, p auth.Principal, name s
 		}
 		text = marshal(t)
 	default:
-		return "", 0, fault.New(fault.NotFound, "document_not_found", "no document named %q", name)
+		return "", 0, fault.New(fault.NotFound, "document_not_found", "the documents are features and object-types")
 	}
 	var version int64
 	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var cur models.Document
 		err := tx.NewSelect().Model(&cur).Where("space_id = ? AND name = ?", p.SpaceID, name).Scan(ctx)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("spaces: load %s: %w", name, err)
+			return fmt.Errorf("spaces: load document: %w", err)
 		}
 		row := &models.Document{SpaceID: p.SpaceID, Name: name, Body: text, Version: cur.Version + 1, UpdatedBy: p.KeyID, UpdatedAt: now.UTC()}
 		if _, err := tx.NewInsert().Model(row).

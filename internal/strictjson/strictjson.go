@@ -8,15 +8,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"regexp"
 	"sort"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"agentmemory/internal/fault"
 )
 
-// Check verifies that data is one JSON value with no duplicate object key at any depth.
-// Errors are fault.Invalid with code "invalid_json".
+// Check verifies that data is valid UTF-8 holding one JSON value with no duplicate object key
+// at any depth and no NUL character in any string. Errors are fault.Invalid with code
+// "invalid_json"; their messages never repeat the caller's text.
 func Check(data []byte) error {
+	if !utf8.Valid(data) {
+		return fault.New(fault.Invalid, "invalid_json", "the body is not valid UTF-8")
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if err := checkValue(dec, "$"); err != nil {
@@ -33,6 +41,9 @@ func checkValue(dec *json.Decoder, path string) error {
 	if err != nil {
 		return invalid(err)
 	}
+	if str, ok := tok.(string); ok && strings.ContainsRune(str, 0) {
+		return fault.New(fault.Invalid, "invalid_json", "strings must not contain NUL characters (in %s)", path)
+	}
 	switch tok {
 	case json.Delim('{'):
 		seen := map[string]bool{}
@@ -42,11 +53,21 @@ func checkValue(dec *json.Decoder, path string) error {
 				return invalid(err)
 			}
 			key := kt.(string)
+			if strings.ContainsRune(key, 0) {
+				return fault.New(fault.Invalid, "invalid_json", "keys must not contain NUL characters (in %s)", path)
+			}
 			if seen[key] {
+				if !safeName(key) {
+					return fault.New(fault.Invalid, "invalid_json", "a key appears twice in %s", path)
+				}
 				return fault.New(fault.Invalid, "invalid_json", "duplicate key %q in %s", key, path).With("member", path+"."+key)
 			}
 			seen[key] = true
-			if err := checkValue(dec, path+"."+key); err != nil {
+			child := path + "." + key
+			if !safeName(key) {
+				child = path + ".?"
+			}
+			if err := checkValue(dec, child); err != nil {
 				return err
 			}
 		}
@@ -66,20 +87,46 @@ func checkValue(dec *json.Decoder, path string) error {
 	return nil
 }
 
+// invalid turns a decoding error into a fault whose message never repeats the caller's text:
+// only the byte offset of a syntax error is given.
 func invalid(err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return fault.New(fault.Invalid, "invalid_json", "the JSON ends too early")
 	}
-	return fault.New(fault.Invalid, "invalid_json", "malformed JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return fault.New(fault.Invalid, "invalid_json", "malformed JSON at byte %d", syn.Offset)
+	}
+	return fault.New(fault.Invalid, "invalid_json", "malformed JSON")
 }
 
-// Decode checks data (see Check), then decodes it into v refusing unknown members: an unknown
-// member is fault.Invalid "unknown_member" naming it; a wrong type is "invalid_member".
+var namePattern = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$.:-]{0,63}$`)
+
+// safeName reports whether a member name may be repeated in an error message: a short
+// identifier, never free text that could carry personal data.
+func safeName(name string) bool { return namePattern.MatchString(name) }
+
+// unknownMember is the fault for a member v's type does not declare.
+func unknownMember(path, name string) error {
+	if !safeName(name) {
+		return fault.New(fault.Invalid, "unknown_member", "an unknown member in %s", path)
+	}
+	member := strings.TrimPrefix(path+"."+name, "$.")
+	return fault.New(fault.Invalid, "unknown_member", "unknown member %q", member).With("member", member)
+}
+
+// Decode checks data (see Check), then decodes it into v refusing unknown members, matched
+// exactly (encoding/json alone would take "IF_VERSION" for "if_version"): an unknown member is
+// fault.Invalid "unknown_member" naming it when its name is a plain identifier; a wrong type
+// is "invalid_member".
 func Decode(data []byte, v any) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return fault.New(fault.Invalid, "invalid_json", "the request body is empty")
 	}
 	if err := Check(data); err != nil {
+		return err
+	}
+	if err := exactMembers(data, reflect.TypeOf(v), "$"); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -88,8 +135,7 @@ func Decode(data []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		msg := err.Error()
 		if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-			name = strings.Trim(name, `"`)
-			return fault.New(fault.Invalid, "unknown_member", "unknown member %q", name).With("member", name)
+			return unknownMember("$", strings.Trim(name, `"`))
 		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
@@ -98,6 +144,10 @@ func Decode(data []byte, v any) error {
 				return fault.New(fault.Invalid, "invalid_json", "the body must be a JSON %s", "object")
 			}
 			return fault.New(fault.Invalid, "invalid_member", "member %q must be a JSON %s", member, jsonKind(te.Type.Kind().String())).With("member", member)
+		}
+		var pe *time.ParseError
+		if errors.As(err, &pe) {
+			return fault.New(fault.Invalid, "invalid_member", "times are RFC 3339 strings such as 2026-12-31T23:59:59Z")
 		}
 		return invalid(err)
 	}
@@ -157,4 +207,95 @@ func (o Object) Canonical() []byte {
 	}
 	b.WriteByte('}')
 	return b.Bytes()
+}
+
+var rawMessageType = reflect.TypeOf(json.RawMessage(nil))
+
+// exactMembers walks data along t and refuses any object member whose name is not exactly a
+// JSON name of t's struct fields (embedded structs count as their fields). Values kept raw
+// (json.RawMessage, interfaces) and maps' keys are not checked. Type mismatches are left to
+// the decoder.
+func exactMembers(data []byte, t reflect.Type, path string) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t == rawMessageType {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if t.PkgPath() == "time" {
+			return nil
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(data, &obj) != nil {
+			return nil
+		}
+		fields := map[string]reflect.Type{}
+		structFields(t, fields)
+		for name, raw := range obj {
+			ft, ok := fields[name]
+			if !ok {
+				return unknownMember(path, name)
+			}
+			if err := exactMembers(raw, ft, path+"."+name); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		var items []json.RawMessage
+		if json.Unmarshal(data, &items) != nil {
+			return nil
+		}
+		for i, raw := range items {
+			if err := exactMembers(raw, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(data, &obj) != nil {
+			return nil
+		}
+		for name, raw := range obj {
+			child := path + "." + name
+			if !safeName(name) {
+				child = path + ".?"
+			}
+			if err := exactMembers(raw, t.Elem(), child); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// structFields adds the JSON names of t's exported fields to out, flattening embedded structs
+// without a JSON name the way encoding/json does.
+func structFields(t reflect.Type, out map[string]reflect.Type) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				structFields(ft, out)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
 }
