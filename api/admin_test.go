@@ -151,8 +151,8 @@ func TestDocuments(t *testing.T) {
 			doc          any
 		}{
 			{"unknown top member", "typos", map[string]any{"types": []any{}, "typos": 1}},
-			{"unknown type member", "colour", withType(func(t map[string]any) { t["colour"] = "red" })},
-			{"unknown agent_state member", "if_verison", withType(func(t map[string]any) { as(t)["if_verison"] = 1 })},
+			{"unknown type member", "types[0].colour", withType(func(t map[string]any) { t["colour"] = "red" })},
+			{"unknown agent_state member", "types[0].agent_state.if_verison", withType(func(t map[string]any) { as(t)["if_verison"] = 1 })},
 			{"max_bytes over 65536", "types[0].agent_state.max_bytes", withType(func(t map[string]any) { as(t)["max_bytes"] = 65537 })},
 			{"max_bytes negative", "types[0].agent_state.max_bytes", withType(func(t map[string]any) { as(t)["max_bytes"] = -1 })},
 			{"state retention 0d", "types[0].retention.state", withType(func(t map[string]any) { t["retention"] = map[string]any{"state": "0d"} })},
@@ -188,7 +188,7 @@ func TestDocuments(t *testing.T) {
 			doc          any
 		}{
 			{"unknown member", "agent_sate", map[string]any{"agent_sate": map[string]any{"enabled": true}}},
-			{"unknown nested member", "enable", map[string]any{"agent_state": map[string]any{"enable": true}}},
+			{"unknown nested member", "agent_state.enable", map[string]any{"agent_state": map[string]any{"enable": true}}},
 			{"writes", "agent_memory.writes", map[string]any{"agent_memory": map[string]any{"writes": "everyone"}}},
 			{"enabled not a boolean", "agent_state.enabled", map[string]any{"agent_state": map[string]any{"enabled": "yes"}}},
 		}

@@ -227,8 +227,11 @@ func playOne(ctx context.Context, c *sdk.Client, conv Conversation) (Result, err
 	if err := json.Unmarshal(raw, &got); err != nil {
 		return res, fmt.Errorf("read back: %w", err)
 	}
-	res.Match = st.Version == version
-	if !res.Match {
+	res.Match = st.Version == version && res.Writes > 0
+	switch {
+	case res.Writes == 0:
+		res.MismatchNote = "no write was stored (is the replay agent's type declared? see replay --types)"
+	case !res.Match:
 		res.MismatchNote = fmt.Sprintf("version %d read back, %d written", st.Version, version)
 	}
 	for k, v := range want {
@@ -253,7 +256,9 @@ func playOne(ctx context.Context, c *sdk.Client, conv Conversation) (Result, err
 func (r Report) Totals() (states, writes, refused, conflicts, bytes int, allMatch bool) {
 	allMatch = true
 	for _, x := range r.Results {
-		states++
+		if x.Writes > 0 {
+			states++
+		}
 		writes += x.Writes
 		refused += x.Refused
 		conflicts += x.Conflicts
