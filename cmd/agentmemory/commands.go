@@ -89,24 +89,31 @@ func serveCmd(load func() (config.Config, error), stderr io.Writer) *cobra.Comma
 		Use:   "serve",
 		Short: "Run the API (configured from the environment)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := load()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			a, err := openApp(ctx, cfg, newLogger(cfg, stderr), false)
-			if err != nil {
-				return err
-			}
-			defer a.close()
-			tc, err := dialTemporal(cfg)
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			return a.serveHTTP(ctx, cfg.Addr, tc)
+			return withProduction(cmd.Context(), load, stderr, func(ctx context.Context, a *app, tc client.Client) error {
+				return a.serveHTTP(ctx, a.cfg.Addr, tc)
+			})
 		},
 	}
+}
+
+// withProduction runs fn with the app and a Temporal client configured from the environment
+// (serve and worker: no generated secret, TEMPORAL_ADDRESS required), closing both after.
+func withProduction(ctx context.Context, load func() (config.Config, error), stderr io.Writer, fn func(ctx context.Context, a *app, tc client.Client) error) error {
+	cfg, err := load()
+	if err != nil {
+		return err
+	}
+	a, err := openApp(ctx, cfg, newLogger(cfg, stderr), false)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	tc, err := dialTemporal(cfg)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	return fn(ctx, a, tc)
 }
 
 func workerCmd(load func() (config.Config, error), stderr io.Writer) *cobra.Command {
@@ -114,40 +121,33 @@ func workerCmd(load func() (config.Config, error), stderr io.Writer) *cobra.Comm
 		Use:   "worker",
 		Short: "Run the Temporal worker (configured from the environment)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := load()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			a, err := openApp(ctx, cfg, newLogger(cfg, stderr), false)
-			if err != nil {
-				return err
-			}
-			defer a.close()
-			tc, err := dialTemporal(cfg)
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			w, err := a.startWorker(tc)
-			if err != nil {
-				return err
-			}
-			stopMetrics, err := a.serveMetrics(cfg.MetricsAddr)
-			if err != nil {
-				w.Stop()
-				return err
-			}
-			defer stopMetrics()
-			defer a.startRelay(ctx)()
-			a.log.Info("worker started", "task_queue", cfg.TaskQueue)
-			<-ctx.Done()
-			a.log.Info("worker stopping: waiting for running activities", "timeout", cfg.ShutdownTimeout.String())
-			w.Stop()
-			a.log.Info("worker stopped")
-			return nil
+			return withProduction(cmd.Context(), load, stderr, func(ctx context.Context, a *app, tc client.Client) error {
+				return a.runWorker(ctx, tc)
+			})
 		},
 	}
+}
+
+// runWorker runs the worker, its metrics listener and the outbox relay until ctx ends, then
+// waits for running activities (up to AGENTMEMORY_SHUTDOWN_TIMEOUT).
+func (a *app) runWorker(ctx context.Context, tc client.Client) error {
+	w, err := a.startWorker(tc)
+	if err != nil {
+		return err
+	}
+	stopMetrics, err := a.serveMetrics(a.cfg.MetricsAddr)
+	if err != nil {
+		w.Stop()
+		return err
+	}
+	defer stopMetrics()
+	defer a.startRelay(ctx)()
+	a.log.Info("worker started", "task_queue", a.cfg.TaskQueue)
+	<-ctx.Done()
+	a.log.Info("worker stopping: waiting for running activities", "timeout", a.cfg.ShutdownTimeout.String())
+	w.Stop()
+	a.log.Info("worker stopped")
+	return nil
 }
 
 func migrateCmd(load func() (config.Config, error), stdout io.Writer) *cobra.Command {
