@@ -2,9 +2,13 @@ package redact
 
 import "regexp"
 
+// docSep is the optional separator between the groups of a document
+// number: any of ". - /" or a space, whatever the position.
+const docSep = `[./\- ]?`
+
 var (
-	cnpjRe = regexp.MustCompile(`\d{2}\.?\d{3}\.?\d{3}/?\d{4}-?\d{2}`)
-	cpfRe  = regexp.MustCompile(`\d{3}\.?\d{3}\.?\d{3}-?\d{2}`)
+	cnpjRe = regexp.MustCompile(`^\d{2}` + docSep + `\d{3}` + docSep + `\d{3}` + docSep + `\d{4}` + docSep + `\d{2}`)
+	cpfRe  = regexp.MustCompile(`^\d{3}` + docSep + `\d{3}` + docSep + `\d{3}` + docSep + `\d{2}`)
 )
 
 func digitsOf(s string) []byte {
@@ -118,8 +122,15 @@ func digitString(d []byte) string {
 	return string(b)
 }
 
-// docClusters runs re only on clusters of digits and ./- holding at least 11
-// digits, and returns the matches as offsets in s.
+// maxDocLen bounds a document number with its separators.
+const maxDocLen = 18
+
+// docClusters runs the anchored re at the start of every group of digits in
+// the clusters of digits and "./-" or spaces holding at least 11 digits, and
+// returns the matches as offsets in s. Trying every group start (not only
+// the leftmost match) keeps a document found after a prefix of digits
+// ("555 529 982 247 25"); each try reads at most maxDocLen bytes, so the cost
+// stays linear.
 func docClusters(s string, re *regexp.Regexp) [][2]int {
 	var out [][2]int
 	i := 0
@@ -129,7 +140,7 @@ func docClusters(s string, re *regexp.Regexp) [][2]int {
 			continue
 		}
 		a, nd := i, 0
-		for i < len(s) && (isDigit(s[i]) || s[i] == '.' || s[i] == '-' || s[i] == '/') {
+		for i < len(s) && (isDigit(s[i]) || s[i] == '.' || s[i] == '-' || s[i] == '/' || s[i] == ' ') {
 			if isDigit(s[i]) {
 				nd++
 			}
@@ -138,8 +149,13 @@ func docClusters(s string, re *regexp.Regexp) [][2]int {
 		if nd < 11 {
 			continue
 		}
-		for _, m := range re.FindAllStringIndex(s[a:i], -1) {
-			out = append(out, [2]int{a + m[0], a + m[1]})
+		for p := a; p < i; p++ {
+			if !isDigit(s[p]) || (p > a && isDigit(s[p-1])) {
+				continue
+			}
+			if m := re.FindStringIndex(s[p:min(i, p+maxDocLen)]); m != nil {
+				out = append(out, [2]int{p + m[0], p + m[1]})
+			}
 		}
 	}
 	return out
