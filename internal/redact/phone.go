@@ -177,8 +177,8 @@ func splitChunks(s string, a, b int) []chunk {
 			}
 			c := chunk{a: ca, b: cb, digits: len(digitsOf(s[ca:cb]))}
 			txt := s[ca:cb]
-			c.bad = dateRe.MatchString(txt) || dottedRe.MatchString(txt) || cepRe.MatchString(txt) ||
-				cpfShapeRe.MatchString(txt) || decimalRe.MatchString(txt) || yearRangeRe.MatchString(txt)
+			c.bad = strings.ContainsAny(txt, ".-/") && (dateRe.MatchString(txt) || dottedRe.MatchString(txt) || cepRe.MatchString(txt) ||
+				cpfShapeRe.MatchString(txt) || decimalRe.MatchString(txt) || yearRangeRe.MatchString(txt))
 			out = append(out, c)
 		}
 		i = j

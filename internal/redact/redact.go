@@ -123,7 +123,8 @@ func Detect(text string, opt Options) []Kind {
 // placeholder, plus the sorted, de-duplicated kinds found (nil when none).
 // Placeholders are "<email>", "<phone>", "<cpf>", "<cnpj>", and "<subject>"
 // for any span that is a known profile's name or handle (also when it is an
-// e-mail or phone). Detection runs on the NFKC-normalised text; spans are
+// e-mail or phone). Detection runs on the normalised text (see the package
+// doc: format characters removed, NFKC, digits of any script folded); spans are
 // mapped back so the ORIGINAL text is masked and every byte outside the spans
 // is kept unchanged (invisible characters inside a masked span disappear with
 // it).
