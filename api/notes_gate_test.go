@@ -88,6 +88,27 @@ func TestNoteGateKnownSubjects(t *testing.T) {
 	})
 }
 
+// AM-6: a value split across fields is refused: the gate also reads title, body and tags
+// concatenated without separator (redact.JoinForCheck), on new notes and on edits. Format
+// characters and other scripts' digits do not hide a value either.
+func TestNoteGateSplitAcrossFields(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		enableNotes(e, nil)
+		bot := writer(e, "shop-bot", "acme")
+		m := requireError(t, e.Do("POST", notesPath, bot, note("Customer ana@", "example.com is the right mailbox")), 422, "personal_data_in_agent_memory")
+		require.Equal(t, []string{"email"}, strs(m["kinds"]))
+		m = requireError(t, e.Do("POST", notesPath, bot, note("Call (11) 91234-", "5678 after the refund")), 422, "personal_data_in_agent_memory")
+		require.Equal(t, []string{"phone"}, strs(m["kinds"]))
+		m = requireError(t, e.Do("POST", notesPath, bot, note("Escalation", "Write to ana\u202e@example.com or call (\u0661\u0661) \u0669\u0661\u0662\u0663\u0664-\u0665\u0666\u0667\u0668")), 422, "personal_data_in_agent_memory")
+		require.Equal(t, []string{"email", "phone"}, strs(m["kinds"]))
+		id := create(e, bot, note("Customer mailbox", "Ask which mailbox the customer prefers."))
+		requireError(t, e.Do("POST", notesPath+"/"+id+"/versions", bot, map[string]any{"title": "Customer ana@", "body": "example.com is the right mailbox"}), 422, "personal_data_in_agent_memory")
+		// Fields that are clean on their own and together are stored.
+		create(e, bot, note("Support line", "Call the support line 0800 123 4567; NodePort uses the port range 30000-32767."))
+		require.Len(t, listIDs(e, bot, ""), 2)
+	})
+}
+
 // detector is the model layer as seen by the gate: it answers kinds, fails, or never
 // answers (until the gate's deadline). Its fields are guarded: a hanging call outlives the
 // request that made it.

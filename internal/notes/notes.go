@@ -227,14 +227,13 @@ func (c *content) validate(now time.Time) error {
 	return nil
 }
 
-// gateText is everything of c the personal-data gate reads.
+// gateText is everything of c the personal-data gate reads: title, body and tags each on
+// their own and also concatenated without separator (redact.JoinForCheck), so a value split
+// across fields ("Customer ana@" + "example.com is the right mailbox") is caught; then the
+// evidence ids.
 func (c content) gateText() string {
 	var b strings.Builder
-	b.WriteString(c.Title)
-	b.WriteString("\n")
-	b.WriteString(c.Body)
-	b.WriteString("\n")
-	b.WriteString(strings.Join(c.Tags, " "))
+	b.WriteString(redact.JoinForCheck(c.Title, c.Body, strings.Join(c.Tags, " ")))
 	if c.Evidence != nil {
 		b.WriteString("\n")
 		b.WriteString(c.Evidence.ConversationID + c.Evidence.TaskID)

@@ -5,12 +5,29 @@
 //
 // # Normalisation
 //
-// Before detection the text is normalised with Unicode NFKC (so full-width
-// "ａｎａ＠ｅｘａｍｐｌｅ．ｃｏｍ" becomes "ana@example.com") and the invisible
-// characters U+200B, U+200C, U+200D, U+2060, U+FEFF and U+00AD (soft hyphen)
-// are removed. Detection runs on the normalised text; every span found is
-// mapped back to the bytes of the ORIGINAL text, so Mask replaces the right
-// span of the original text and leaves everything else byte for byte as it was.
+// Before detection the text is normalised in three steps. (1) Every character
+// that renders as nothing is removed: all format characters (Unicode category
+// Cf: U+200B–U+200F, the bidi embeddings/overrides U+202A–U+202E and isolates
+// U+2066–U+2069, U+2060–U+2064, U+180E, U+061C, U+FEFF, the soft hyphen
+// U+00AD, ...), variation selectors and the other default-ignorable code
+// points. (2) The rest is NFKC-normalised (full-width
+// "ａｎａ＠ｅｘａｍｐｌｅ．ｃｏｍ" becomes "ana@example.com", mathematical digits
+// become 0-9). (3) Every decimal digit of any script (category Nd:
+// Arabic-Indic ٠-٩, extended Arabic-Indic, Devanagari, Bengali, ...) becomes
+// its ASCII digit, every dash (category Pd) and U+2212 becomes "-", every
+// space separator (Zs) becomes " ". Detection runs on the normalised text;
+// every span found is mapped back to the bytes of the ORIGINAL text (through
+// the removed and mapped characters), so Mask replaces the whole original
+// value, whatever it was written with, and leaves everything else byte for
+// byte as it was.
+//
+// # Cost
+//
+// Detect and Mask are linear in the text: overlap checks use a bitmap of the
+// covered bytes, each e-mail candidate is matched on a window about its own
+// size, documents are matched by hand at group starts, and phone verdicts
+// (phonenumbers parsing, the expensive step) are remembered per distinct
+// digit shape within a call.
 //
 // # E-mail (KindEmail)
 //
@@ -19,18 +36,46 @@
 // letters (or an "xn--" punycode label). Internationalised addresses
 // (joão@empresa.com.br, user@bücher.de) are accepted. Spelled-out forms are
 // recognised too: "ana at example dot com", "ana [at] example [dot] com",
-// "ana (at) example (dot) com", and Portuguese "ana arroba example ponto com"
-// (bracketed and bare word forms may be mixed with "@" and "."). For the bare
-// word form ("x at y dot com") the first domain label must not be an article
-// ("the", "a", "o", ...), so "look at the dot com era" is not an address.
+// "ana (at) example (dot) com", "ana {at} example {dot} com",
+// "ana <at> example <dot> com", Portuguese "ana arroba example ponto com", and
+// spaced symbols "ana @ gmail . com" (a "." with a space before it); bracketed
+// and bare word forms may be mixed with "@" and ".".
+//
+// A bare word "at"/"arroba" (not bracketed) makes an address only when the
+// domain does not start with an article ("the", "a", "o", ...), the word
+// before "at" is not a common prose word ("in", "log", "sign", "hosted",
+// "deployed", ...), and the domain is one of: a well-known mailbox provider's
+// (first label gmail, googlemail, hotmail, outlook, live, msn, yahoo, icloud,
+// aol, proton, protonmail, gmx, yandex, zoho, uol, bol, terra, ig, globo,
+// sapo, libero, orange, qq, naver, ...: "ana at gmail.com"); spelled out
+// ("ana at example dot com"); or a country domain without subdomain: a name
+// and a two-letter country code, with at most a generic second level between
+// them ("ana at empresa.pt", "ana at empresa.com.br"), vanity codes used as
+// generic names (io, ai, co, me, tv, sh, gg, ly, ...) excluded. So "deployed
+// at api.example.com", "the API at api.acme.com.br" (a subdomain), "hosted at
+// fly.io" and "look at the dot com era" are not addresses.
+//
+// A local part glued to "@" and a mailbox provider's name without top-level
+// domain is an address too: "ana@gmail" (but "user@localhost" is not).
+//
+// Host specifications are not addresses (unless the domain is a mailbox
+// provider's): scp-style "user@host:path" (the address shape followed by ":"
+// and a path or port character, as in "git@github.com:acme/tools.git") and
+// the user information of a URL ("ssh://git@github.com/acme"). An address
+// followed by ": " (colon and space) is still an address.
 //
 // # Brazilian documents (KindCPF, KindCNPJ)
 //
-// CPF: 11 digits, formatted 529.982.247-25 or bare 52998224725, with valid
-// check digits; numbers of one repeated digit (111.111.111-11) are not
-// documents. CNPJ: 14 digits, formatted 11.222.333/0001-81 or bare, with valid
-// check digits. A run of digits glued to more digits is never a document.
-// Documents are recognised whatever word precedes them.
+// CPF: 11 digits grouped 3-3-3-2, with valid check digits; numbers of one
+// repeated digit (111.111.111-11) are not documents. CNPJ: 14 digits grouped
+// 2-3-3-4-2, with valid check digits. Between groups there may be one
+// separator of ". - /" or a space, whatever the position, or none:
+// 529.982.247-25, 529.982.247.25, 529 982 247 25, 52998224725,
+// 11.222.333/0001-81, 11-222-333-0001-81, 11 222 333 0001 81. Every start of
+// a group of digits is tried, so a document after other digits ("555 529 982
+// 247 25") is found, and the whole number is masked. A run of digits glued to
+// more digits is never a document. Documents are recognised whatever word
+// precedes them, and before phones.
 //
 // # Phone numbers (KindPhone)
 //
@@ -48,10 +93,20 @@
 //     when it is possible AND valid in at least one tried region. Because the
 //     list includes open numbering plans (DE), this is close to "possible"
 //     for most shapes: "(977) 625-2661" (not valid in US) is refused.
-//   - Bare digit runs (no formatting at all) count only with 10 or 11 digits,
-//     and only when valid for DefaultRegion (for BR or US when DefaultRegion
-//     is empty). Shorter bare runs are treated as ids/amounts; an 11-digit run
-//     with valid CPF check digits is a CPF, not a phone.
+//   - Bare digit runs (no formatting at all) count with 10 or 11 digits when
+//     valid for DefaultRegion (for BR or US when DefaultRegion is empty).
+//     Shorter bare runs are treated as ids/amounts; an 11-digit run with
+//     valid CPF check digits is a CPF, not a phone.
+//   - A country code written without "+": a bare run of 12 or 13 digits, or
+//     a formatted candidate of 11 or more digits, not starting with "0", is a
+//     phone when it is a valid number read with a leading "+"
+//     ("5511912345678", "55 11 91234 5678").
+//   - Company service lines are not personal data: a number whose type, in
+//     the first tried region where it is valid (or, with "+", in its
+//     country), is toll-free, shared-cost, premium-rate or universal access
+//     ("0800 123 4567", "0300 123 4567", "1-800-555-0100", "888 555 0100")
+//     is accepted, left unmasked, and its digits are not tried again as a
+//     shorter number. A known subject's number is still flagged.
 //   - Seven digits or fewer (without "+") are never a phone: "call 555-0100"
 //     is accepted, because local numbers without an area code do not identify
 //     a person on their own and the shape collides with extensions, amounts
@@ -59,14 +114,17 @@
 //
 // Candidates are excluded (not personal data) when they are:
 // preceded by an id word (order, pedido, ticket, form, build, invoice, id,
-// protocolo, ref, sku, serial, version, case, chamado, nota, tracking, ...,
+// protocolo, ref, sku, serial, version, case, chamado, nota, tracking, range,
+// port(s), faixa, intervalo, epoch, timestamp, unix, ts, ...,
 // optionally followed by "number"/"no"/"nº"/"do"/"de"/"of") or by "#"; glued
 // to an identifier ("eu-20260812-09", "v1.2.3.4", "SKU12345678"); dotted
 // versions or IP addresses (groups of at most 3 digits joined by dots, or a
 // dot-digit continuation); dates (2026-08-12, 12/08/2026, 12.08.2026); and
 // lists of one- and two-digit numbers not starting with a trunk "0"
 // ("sizes 36 38 40 42 44"); CPF-shaped numbers with bad check digits
-// (999.999.999-99 shape); Brazilian postal codes (01310-100);
+// (999.999.999-99 shape); Brazilian postal codes (01310-100); decimal
+// amounts ("1234567.89": digits, ".", one or two digits); ranges of years
+// ("2019-2023");
 // dash- or space-grouped ids made of three or more groups of exactly four
 // digits (4412-9981-0033). An id word excludes the whole run of digits that
 // follows it.
@@ -89,4 +147,12 @@
 // document number (bare or formatted). Known spans are masked as "<subject>" and
 // reported as KindSubject (plus KindEmail/KindPhone/... when the value is also
 // one of those kinds).
+//
+// # Several fields
+//
+// A value split across fields ("Customer ana@" in a title, "example.com is
+// the right mailbox" in the body) is only visible when the fields are read
+// together: JoinForCheck(title, body, tags) gives the text to pass to Detect,
+// each field on its own line plus all of them concatenated without
+// separator. The notes gate (AM-6) checks notes this way.
 package redact

@@ -1,11 +1,31 @@
 package redact
 
-import "regexp"
-
+// Documents are groups of digits with an optional separator between groups:
+// any of ". - /" or a space, whatever the position.
 var (
-	cnpjRe = regexp.MustCompile(`\d{2}\.?\d{3}\.?\d{3}/?\d{4}-?\d{2}`)
-	cpfRe  = regexp.MustCompile(`\d{3}\.?\d{3}\.?\d{3}-?\d{2}`)
+	cnpjGroups = []int{2, 3, 3, 4, 2}
+	cpfGroups  = []int{3, 3, 3, 2}
 )
+
+func isDocSep(c byte) bool { return c == '.' || c == '-' || c == '/' || c == ' ' }
+
+// matchDoc returns the end of the document shaped as groups starting at p
+// (digits, at most one separator between groups), or -1.
+func matchDoc(s string, p int, groups []int) int {
+	i := p
+	for k, g := range groups {
+		if k > 0 && i < len(s) && isDocSep(s[i]) && i+1 < len(s) && isDigit(s[i+1]) {
+			i++
+		}
+		for n := 0; n < g; n++ {
+			if i >= len(s) || !isDigit(s[i]) {
+				return -1
+			}
+			i++
+		}
+	}
+	return i
+}
 
 func digitsOf(s string) []byte {
 	out := make([]byte, 0, len(s))
@@ -88,11 +108,11 @@ func digitBounded(s string, a, b int) bool {
 // findDocuments adds CNPJ and CPF spans found in s to sp.
 func findDocuments(s string, sp *spans, known *KnownSubjects) {
 	for _, kind := range []Kind{KindCNPJ, KindCPF} {
-		re, valid := cnpjRe, validCNPJ
+		groups, valid := cnpjGroups, validCNPJ
 		if kind == KindCPF {
-			re, valid = cpfRe, validCPF
+			groups, valid = cpfGroups, validCPF
 		}
-		for _, m := range docClusters(s, re) {
+		for _, m := range docClusters(s, groups) {
 			a, b := m[0], m[1]
 			if !digitBounded(s, a, b) || sp.overlaps(a, b) {
 				continue
@@ -118,9 +138,13 @@ func digitString(d []byte) string {
 	return string(b)
 }
 
-// docClusters runs re only on clusters of digits and ./- holding at least 11
-// digits, and returns the matches as offsets in s.
-func docClusters(s string, re *regexp.Regexp) [][2]int {
+// docClusters tries the document shape groups at the start of every group
+// of digits in the clusters of digits and "./-" or spaces holding at least 11
+// digits, and returns the matches as offsets in s. Trying every group start
+// (not only the leftmost match) keeps a document found after a prefix of
+// digits ("555 529 982 247 25"); each try reads at most 18 bytes, so the
+// cost stays linear.
+func docClusters(s string, groups []int) [][2]int {
 	var out [][2]int
 	i := 0
 	for i < len(s) {
@@ -129,7 +153,7 @@ func docClusters(s string, re *regexp.Regexp) [][2]int {
 			continue
 		}
 		a, nd := i, 0
-		for i < len(s) && (isDigit(s[i]) || s[i] == '.' || s[i] == '-' || s[i] == '/') {
+		for i < len(s) && (isDigit(s[i]) || isDocSep(s[i])) {
 			if isDigit(s[i]) {
 				nd++
 			}
@@ -138,8 +162,13 @@ func docClusters(s string, re *regexp.Regexp) [][2]int {
 		if nd < 11 {
 			continue
 		}
-		for _, m := range re.FindAllStringIndex(s[a:i], -1) {
-			out = append(out, [2]int{a + m[0], a + m[1]})
+		for p := a; p < i; p++ {
+			if !isDigit(s[p]) || (p > a && isDigit(s[p-1])) {
+				continue
+			}
+			if e := matchDoc(s[:i], p, groups); e > 0 {
+				out = append(out, [2]int{p, e})
+			}
 		}
 	}
 	return out

@@ -8,8 +8,9 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// normText is the NFKC-normalised text with invisible characters removed, and
-// for each of its bytes the span of the original text it came from.
+// normText is the normalised text (see the package doc: ignorable characters
+// removed, NFKC, digits, dashes and spaces folded to ASCII) and for each of
+// its bytes the span of the original text it came from.
 type normText struct {
 	s     string
 	start []int // start[i]: original offset of the segment that produced byte i
@@ -17,14 +18,56 @@ type normText struct {
 	orig  string
 }
 
-// isInvisible reports the zero-width characters and the soft hyphen removed
-// before detection.
-func isInvisible(r rune) bool {
-	switch r {
-	case '\u200B', '\u200C', '\u200D', '\u2060', '\uFEFF', '\u00AD':
-		return true
+// isIgnorable reports the characters removed before detection: every format
+// character (Unicode category Cf: zero-width spaces and joiners, bidi marks
+// and embeddings/overrides/isolates U+200E/F, U+202A–202E, U+2066–2069,
+// invisible operators U+2061–2064, U+180E, U+FEFF, the soft hyphen U+00AD,
+// ...), variation selectors and the other default-ignorable code points
+// (U+034F, Hangul fillers, ...). They render as nothing and would otherwise
+// split a value in two.
+func isIgnorable(r rune) bool {
+	if r < 0x80 {
+		return false
 	}
-	return false
+	return unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Variation_Selector, r) ||
+		unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r)
+}
+
+// digitValue returns the value of a decimal digit of any script (category
+// Nd). Unicode encodes every decimal digit in contiguous runs of ten, from
+// zero to nine, so the value is the distance from the run's start modulo 10.
+func digitValue(r rune) (byte, bool) {
+	if r >= '0' && r <= '9' {
+		return byte(r - '0'), true
+	}
+	if r < 0x80 || !unicode.Is(unicode.Nd, r) {
+		return 0, false
+	}
+	z := r
+	for unicode.Is(unicode.Nd, z-1) {
+		z--
+	}
+	return byte((r - z) % 10), true
+}
+
+// foldRune maps a rune of NFKC text to the ASCII character detection expects:
+// any decimal digit to '0'-'9', any dash (category Pd) and U+2212 (minus) to
+// '-', any space separator (category Zs) to ' '. It returns 0 when r is kept
+// as it is.
+func foldRune(r rune) byte {
+	if r < 0x80 {
+		return 0
+	}
+	if v, ok := digitValue(r); ok {
+		return '0' + v
+	}
+	if r == '\u2212' || unicode.Is(unicode.Pd, r) {
+		return '-'
+	}
+	if unicode.Is(unicode.Zs, r) {
+		return ' '
+	}
+	return 0
 }
 
 func isASCIIPlain(s string) bool {
@@ -36,32 +79,69 @@ func isASCIIPlain(s string) bool {
 	return true
 }
 
-// normalize returns the normalised form of text with the offset map.
+// normalize returns the normalised form of text with the offset map. It works
+// in three steps: ignorable characters are removed (so they cannot block NFKC
+// composition either), the rest is NFKC-normalised, and digits, dashes and
+// spaces of any script are folded to ASCII. Each byte of the result remembers
+// the span of the original text its NFKC segment came from.
 func normalize(text string) *normText {
 	nt := &normText{orig: text}
 	if isASCIIPlain(text) {
-		// ASCII is NFKC-stable and holds no invisible characters.
+		// ASCII is NFKC-stable and holds nothing to remove or fold.
 		nt.s = text
 		return nt
 	}
+	// Step 1: remove ignorable characters; o1s/o1e map each kept byte to the
+	// original span of its rune.
+	var s1 strings.Builder
+	s1.Grow(len(text))
+	o1s := make([]int, 0, len(text)+1)
+	o1e := make([]int, 0, len(text)+1)
+	for i, r := range text {
+		n := utf8.RuneLen(r)
+		if r == utf8.RuneError {
+			_, n = utf8.DecodeRuneInString(text[i:])
+		}
+		if isIgnorable(r) {
+			continue
+		}
+		s1.WriteString(text[i : i+n])
+		for k := 0; k < n; k++ {
+			o1s = append(o1s, i)
+			o1e = append(o1e, i+n)
+		}
+	}
+	stripped := s1.String()
+	// Steps 2 and 3: NFKC by segment, then fold.
 	var b strings.Builder
-	b.Grow(len(text))
-	nt.start = make([]int, 0, len(text)+1)
-	nt.end = make([]int, 0, len(text)+1)
+	b.Grow(len(stripped))
+	nt.start = make([]int, 0, len(stripped)+1)
+	nt.end = make([]int, 0, len(stripped)+1)
 	var it norm.Iter
-	it.InitString(norm.NFKC, text)
+	it.InitString(norm.NFKC, stripped)
 	for !it.Done() {
 		from := it.Pos()
 		seg := it.Next()
 		to := it.Pos()
+		if to <= from {
+			continue
+		}
+		oa, ob := o1s[from], o1e[to-1]
 		for len(seg) > 0 {
 			r, n := utf8.DecodeRune(seg)
-			if !isInvisible(r) {
+			w := 0
+			switch {
+			case isIgnorable(r): // NFKC never produces one; be safe
+			case foldRune(r) != 0:
+				b.WriteByte(foldRune(r))
+				w = 1
+			default:
 				b.Write(seg[:n])
-				for k := 0; k < n; k++ {
-					nt.start = append(nt.start, from)
-					nt.end = append(nt.end, to)
-				}
+				w = n
+			}
+			for k := 0; k < w; k++ {
+				nt.start = append(nt.start, oa)
+				nt.end = append(nt.end, ob)
 			}
 			seg = seg[n:]
 		}
@@ -74,6 +154,9 @@ func normalize(text string) *normText {
 func (nt *normText) origSpan(a, b int) (int, int) {
 	if nt.start == nil {
 		return a, b
+	}
+	if a >= len(nt.start) {
+		return len(nt.orig), len(nt.orig)
 	}
 	if a >= b {
 		return nt.start[a], nt.start[a]

@@ -26,6 +26,10 @@ var (
 	dottedRe   = regexp.MustCompile(`^\d{1,3}(?:\.\d{1,3}){2,}$`)
 	cepRe      = regexp.MustCompile(`^\d{5}-\d{3}$`)
 	cpfShapeRe = regexp.MustCompile(`^\d{3}\.\d{3}\.\d{3}-\d{2}$`)
+	// decimalRe is an amount with decimals: "1234567.89".
+	decimalRe = regexp.MustCompile(`^\d+\.\d{1,2}$`)
+	// yearRangeRe is a range of years: "2019-2023".
+	yearRangeRe = regexp.MustCompile(`^(?:19|20)\d{2}-(?:19|20)\d{2}$`)
 )
 
 // idWords, when they precede a digit run, make it an id, not a phone.
@@ -41,6 +45,8 @@ var idWords = map[string]bool{
 	"lote": true, "batch": true, "po": true, "job": true, "issue": true, "pr": true,
 	"commit": true, "cep": true, "zip": true, "zipcode": true, "postcode": true,
 	"item": true, "v": true, "rev": true, "revision": true,
+	"range": true, "ranges": true, "port": true, "ports": true, "faixa": true,
+	"intervalo": true, "epoch": true, "timestamp": true, "unix": true, "ts": true,
 }
 
 // idFillers may sit between an id word and the number ("order number 123").
@@ -171,7 +177,8 @@ func splitChunks(s string, a, b int) []chunk {
 			}
 			c := chunk{a: ca, b: cb, digits: len(digitsOf(s[ca:cb]))}
 			txt := s[ca:cb]
-			c.bad = dateRe.MatchString(txt) || dottedRe.MatchString(txt) || cepRe.MatchString(txt) || cpfShapeRe.MatchString(txt)
+			c.bad = strings.ContainsAny(txt, ".-/") && (dateRe.MatchString(txt) || dottedRe.MatchString(txt) || cepRe.MatchString(txt) ||
+				cpfShapeRe.MatchString(txt) || decimalRe.MatchString(txt) || yearRangeRe.MatchString(txt))
 			out = append(out, c)
 		}
 		i = j
@@ -220,34 +227,124 @@ func smallGroups(groups []int, d string) bool {
 	return d[0] != '0'
 }
 
-// phoneVerdict classifies one candidate. It returns whether it is a phone by
-// the package rule and whether it is a known subject's phone.
-func phoneVerdict(cand string, opt Options, regions []string) (phone, subject bool) {
-	d := digitString(digitsOf(cand))
-	nd := len(d)
-	if nd > maxPhoneDigits {
-		return false, false
+// verdict is what phoneVerdict says of a candidate.
+type verdict uint8
+
+const (
+	notPhone verdict = iota
+	// isPhone: a phone number by the package rule.
+	isPhone
+	// isService: a valid company service number (toll-free, shared-cost,
+	// premium-rate, universal access): not personal data, and its digits are
+	// not tried again as shorter candidates.
+	isService
+)
+
+// serviceNumber reports a valid number of a type that belongs to a company
+// line, not a person: toll-free (0800, 800, 888, ...), shared-cost (0300,
+// 0845, ...), premium-rate and universal access numbers.
+func serviceNumber(num *phonenumbers.PhoneNumber) bool {
+	switch phonenumbers.GetNumberType(num) {
+	case phonenumbers.TOLL_FREE, phonenumbers.SHARED_COST, phonenumbers.PREMIUM_RATE, phonenumbers.UAN:
+		return true
 	}
+	return false
+}
+
+// classify returns isService or isPhone for a parsed number judged a phone.
+func classify(num *phonenumbers.PhoneNumber) verdict {
+	if serviceNumber(num) {
+		return isService
+	}
+	return isPhone
+}
+
+// phoneChecker classifies candidates and remembers its answers for the
+// duration of one scan: the answer depends only on the candidate's digits and
+// grouping, and phonenumbers' parsing is by far the most expensive step, so a
+// text repeating the same number costs one parse per distinct shape.
+type phoneChecker struct {
+	opt     Options
+	regions []string
+	memo    map[string]phoneAnswer
+}
+
+type phoneAnswer struct {
+	v       verdict
+	subject bool
+}
+
+// maxMemo bounds the memo of one scan.
+const maxMemo = 1 << 14
+
+func newPhoneChecker(opt Options) *phoneChecker {
+	return &phoneChecker{opt: opt, regions: regionsFor(opt.DefaultRegion), memo: make(map[string]phoneAnswer)}
+}
+
+// verdict classifies one candidate (see the package doc for the rule) and
+// reports whether its digits are a known subject's phone.
+func (pc *phoneChecker) verdict(cand string) (verdict, bool) {
+	d := digitString(digitsOf(cand))
+	if len(d) > maxPhoneDigits {
+		return notPhone, false
+	}
+	groups := digitGroups(cand)
 	plus := strings.HasPrefix(cand, "+")
+	bare := len(groups) == 1 && len(cand) == len(d)
+	var key strings.Builder
+	key.Grow(len(d) + 2*len(groups) + 2)
+	switch {
+	case plus:
+		key.WriteByte('+')
+	case bare:
+		key.WriteByte('b')
+	default:
+		key.WriteByte('f')
+	}
+	key.WriteString(d)
+	for _, g := range groups {
+		key.WriteByte(' ')
+		key.WriteByte(byte('0' + g))
+	}
+	k := key.String()
+	if a, ok := pc.memo[k]; ok {
+		return a.v, a.subject
+	}
+	var a phoneAnswer
+	a.v, a.subject = phoneVerdict(d, groups, plus, bare, pc.opt, pc.regions)
+	if len(pc.memo) < maxMemo {
+		pc.memo[k] = a
+	}
+	return a.v, a.subject
+}
+
+// phoneVerdict classifies the candidate of digits d (grouped as groups, with
+// a leading "+" when plus, a bare digit run when bare). It returns the
+// verdict by the package rule and whether d is a known subject's phone.
+func phoneVerdict(d string, groups []int, plus, bare bool, opt Options, regions []string) (verdict, bool) {
+	nd := len(d)
+	subject := false
 	if opt.Known.hasPhones() && (plus || nd >= minNationalDigits) {
 		subject = opt.Known.knownPhoneDigits(d)
 	}
 	if plus {
 		num, err := phonenumbers.Parse("+"+d, "")
 		if err != nil || !phonenumbers.IsPossibleNumber(num) {
-			return false, subject
+			return notPhone, subject
 		}
-		return true, subject
+		if phonenumbers.IsValidNumber(num) {
+			return classify(num), subject
+		}
+		return isPhone, subject
 	}
 	if nd < minNationalDigits {
-		return false, subject
+		return notPhone, subject
 	}
-	groups := digitGroups(cand)
 	if orderShaped(groups) || len(groups) > maxChunks || smallGroups(groups, d) {
-		return false, subject
+		return notPhone, subject
 	}
 	check := regions
-	if len(groups) == 1 && len(cand) == nd { // bare digit run
+	if bare {
 		if nd < 10 || nd > 11 {
 			check = nil
 		} else if def := strings.ToUpper(strings.TrimSpace(opt.DefaultRegion)); def != "" {
@@ -259,10 +356,19 @@ func phoneVerdict(cand string, opt Options, regions []string) (phone, subject bo
 	for _, r := range check {
 		num, err := phonenumbers.Parse(d, r)
 		if err == nil && phonenumbers.IsPossibleNumber(num) && phonenumbers.IsValidNumber(num) {
-			return true, subject
+			return classify(num), subject
 		}
 	}
-	return false, subject
+	// A country code written without "+": a bare run of 12 or 13 digits, or
+	// a formatted one of 11 or more, that is a valid international number
+	// when read with a leading "+" ("5511912345678", "55 11 91234 5678").
+	if d[0] != '0' && ((bare && nd >= 12 && nd <= 13) || (!bare && nd >= 11)) {
+		num, err := phonenumbers.Parse("+"+d, "")
+		if err == nil && phonenumbers.IsValidNumber(num) {
+			return classify(num), subject
+		}
+	}
+	return notPhone, subject
 }
 
 // phoneRuns returns the spans of phone-shaped runs: an optional "+" or "(",
@@ -297,11 +403,12 @@ func phoneRuns(s string) [][2]int {
 
 // findPhones adds phone spans (and known subjects' phones) found in s to sp.
 func findPhones(s string, sp *spans, opt Options) {
-	regions := regionsFor(opt.DefaultRegion)
+	pc := newPhoneChecker(opt)
 	for _, m := range phoneRuns(s) {
 		a, b := m[0], m[1]
+		open := strings.IndexByte(s[a:b], '(') >= 0
 		for b > a && !isDigit(s[b-1]) {
-			if s[b-1] == ')' && strings.Contains(s[a:b], "(") {
+			if s[b-1] == ')' && open {
 				break
 			}
 			b--
@@ -340,12 +447,18 @@ func findPhones(s string, sp *spans, opt Options) {
 				if i == 0 && s[a] == '+' {
 					ca = a
 				}
-				cand := s[ca:cb]
 				if sp.overlaps(ca, cb) {
 					continue
 				}
-				phone, subject := phoneVerdict(cand, opt, regions)
-				phone = phone && !isID
+				v, subject := pc.verdict(s[ca:cb])
+				phone := v == isPhone && !isID
+				if v == isService && !subject {
+					// A company line: accepted, and its digits are not
+					// tried again as a shorter number.
+					i = j + 1
+					found = true
+					break
+				}
 				if !phone && !subject {
 					continue
 				}

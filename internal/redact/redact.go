@@ -45,25 +45,54 @@ type span struct {
 	kinds []Kind
 }
 
-type spans struct{ list []span }
+// spans holds the detected spans, which never overlap, and a bitmap of the
+// bytes they cover, so an overlap query costs O(b-a) (a word of the bitmap
+// per 64 bytes) instead of a walk over every span found so far: Detect stays
+// linear in the text whatever the number of values found.
+type spans struct {
+	list    []span
+	covered []uint64 // bit i: byte i of the working text is inside a span
+}
+
+func newSpans(n int) *spans {
+	return &spans{covered: make([]uint64, (n+63)/64+1)}
+}
 
 func (sp *spans) overlaps(a, b int) bool {
-	for _, x := range sp.list {
-		if a < x.b && x.a < b {
+	if a < 0 {
+		a = 0
+	}
+	if b > (len(sp.covered)-1)*64 {
+		b = (len(sp.covered) - 1) * 64
+	}
+	for i := a; i < b; {
+		w := sp.covered[i>>6]
+		if i&63 == 0 && b-i >= 64 {
+			if w != 0 {
+				return true
+			}
+			i += 64
+			continue
+		}
+		if w&(1<<(uint(i)&63)) != 0 {
 			return true
 		}
+		i++
 	}
 	return false
 }
 
 func (sp *spans) add(a, b int, kinds ...Kind) {
 	sp.list = append(sp.list, span{a, b, kinds})
+	for i := max(a, 0); i < b && i>>6 < len(sp.covered); i++ {
+		sp.covered[i>>6] |= 1 << (uint(i) & 63)
+	}
 }
 
 // scan runs every detector on the normalised text.
 func scan(nt *normText, opt Options) *spans {
-	sp := &spans{}
 	s := nt.s
+	sp := newSpans(len(s))
 	findEmails(s, sp, opt.Known)
 	findDocuments(s, sp, opt.Known)
 	findPhones(s, sp, opt)
@@ -94,7 +123,8 @@ func Detect(text string, opt Options) []Kind {
 // placeholder, plus the sorted, de-duplicated kinds found (nil when none).
 // Placeholders are "<email>", "<phone>", "<cpf>", "<cnpj>", and "<subject>"
 // for any span that is a known profile's name or handle (also when it is an
-// e-mail or phone). Detection runs on the NFKC-normalised text; spans are
+// e-mail or phone). Detection runs on the normalised text (see the package
+// doc: format characters removed, NFKC, digits of any script folded); spans are
 // mapped back so the ORIGINAL text is masked and every byte outside the spans
 // is kept unchanged (invisible characters inside a masked span disappear with
 // it).
@@ -244,4 +274,17 @@ func canonicalPhone(v, defaultRegion string) (string, error) {
 		return "", ErrInvalidHandle
 	}
 	return possible, nil
+}
+
+// JoinForCheck returns the text the gate should pass to Detect for a value
+// made of several fields (a note's title, body and tags): the parts joined by
+// newlines, so each is checked on its own, followed by a newline and the
+// parts concatenated without any separator, so a value split across two
+// fields ("Customer ana@" + "example.com is the right mailbox") is found
+// too. One part is returned as it is; no part gives "".
+func JoinForCheck(parts ...string) string {
+	if len(parts) <= 1 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts, "\n") + "\n" + strings.Join(parts, "")
 }
