@@ -1,9 +1,15 @@
 package api
 
+import "github.com/gin-gonic/gin"
+
 // routes lists the whole API on one screen.
 func (s *Server) routes() {
 	r := s.engine
 	r.GET("/healthz", s.healthz)
+	r.GET("/openapi.json", s.openAPI)
+
+	// MCP (AM-5): Streamable HTTP, the same Bearer keys; tools follow the key and features.
+	r.Any("/mcp", s.authenticate(), s.mcpServer(), gin.WrapH(s.newMCPHandler()))
 
 	v1 := r.Group("/v1", s.authenticate())
 
