@@ -1,8 +1,8 @@
 package sdk
 
 import (
-	"context"
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
