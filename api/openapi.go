@@ -19,3 +19,7 @@ func (s *Server) openAPI(c *gin.Context) {
 	c.Header("Cache-Control", "public, max-age=300")
 	c.Data(http.StatusOK, "application/json", OpenAPIDocument)
 }
+
+// Routes lists the method and path template of every route of the engine (the OpenAPI test
+// checks each is documented).
+func (s *Server) Routes() gin.RoutesInfo { return s.engine.Routes() }
