@@ -1,5 +1,7 @@
 package api
 
+import "github.com/gin-gonic/gin"
+
 // routes lists the whole API on one screen.
 func (s *Server) routes() {
 	r := s.engine
@@ -8,6 +10,10 @@ func (s *Server) routes() {
 	if !s.MetricsOnOwnPort {
 		r.GET("/metrics", s.serveMetrics)
 	}
+	r.GET("/openapi.json", s.openAPI)
+
+	// MCP (AM-5): Streamable HTTP, the same Bearer keys; tools follow the key and features.
+	r.Any("/mcp", s.authenticate(), s.mcpServer(), gin.WrapH(s.newMCPHandler()))
 
 	v1 := r.Group("/v1", s.authenticate())
 

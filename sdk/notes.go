@@ -1,29 +1,38 @@
 package sdk
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// Note is an agent-memory note (AM-1).
+// Note is an agent-memory note (AM-1), as POST /v1/agent-memory/notes takes it and
+// GET /v1/agent-memory/notes/{id} answers it. Remember sends only Kind, Title, Body, Tags,
+// Visibility, Evidence, ValidUntil and SourceID; the other fields are set by the service.
 type Note struct {
 	ID               string     `json:"id,omitempty"`
+	Version          int        `json:"version,omitempty"`
+	SupersedesNoteID string     `json:"supersedes_note_id,omitempty"`
+	SourceID         string     `json:"source_id,omitempty"`
+	Vendor           string     `json:"vendor,omitempty"`
 	Kind             string     `json:"kind"`
 	Title            string     `json:"title"`
 	Body             string     `json:"body"`
 	Tags             []string   `json:"tags,omitempty"`
 	Visibility       string     `json:"visibility,omitempty"`
 	Evidence         *Evidence  `json:"evidence,omitempty"`
-	ValidUntil       *time.Time `json:"valid_until,omitempty"`
 	Origin           string     `json:"origin,omitempty"`
-	SourceID         string     `json:"source_id,omitempty"`
-	Version          int        `json:"version,omitempty"`
-	SupersedesNoteID string     `json:"supersedes_note_id,omitempty"`
 	Status           string     `json:"status,omitempty"`
+	ValidUntil       *time.Time `json:"valid_until,omitempty"`
+	ProposalID       string     `json:"proposal_id,omitempty"`
+	CreatedAt        time.Time  `json:"created_at,omitzero"`
+	UpdatedAt        time.Time  `json:"updated_at,omitzero"`
+	RetiredAt        *time.Time `json:"retired_at,omitempty"`
 }
 
 // Evidence names the conversation or task a note comes from (the id only).
@@ -32,16 +41,21 @@ type Evidence struct {
 	TaskID         string `json:"task_id,omitempty"`
 }
 
-// Remembered is the answer of Remember: the stored Note, or (when the space takes agents'
-// notes only through a person's approval) the ProposalID.
+// Remembered is the answer of Remember: the stored Note (201), or, when the space takes
+// agents' notes only through a person's approval (writes: human_only), the ProposalID (202).
+// Replayed is true when an Idempotency-Key matched an earlier write.
 type Remembered struct {
 	Note       *Note
 	ProposalID string
+	Replayed   bool
 }
 
-// Remember writes a note through the personal-data gate. idempotencyKey (optional) makes a
-// retry return the first answer. Refusals are *Error: ErrPersonalData (with Kinds),
-// ErrRateLimited (with RetryAfter), ErrUnavailable.
+// Remember writes a note through the personal-data gate (POST /v1/agent-memory/notes).
+// idempotencyKey (optional, at most 200 printable ASCII characters) makes a retry return the
+// first answer. n.SourceID (or Options.Agent) is sent only for a person key with role
+// integration writing for an agent. Refusals are *Error: ErrPersonalData (with Kinds, never
+// values), ErrRateLimited (with RetryAfter), ErrUnavailable (with RetryAfter), and 400/403/409
+// with their Code (e.g. invalid_member, feature_disabled, note_cap_reached).
 func (c *Client) Remember(ctx context.Context, n Note, idempotencyKey string) (Remembered, error) {
 	var headers []string
 	if idempotencyKey != "" {
@@ -60,22 +74,31 @@ func (c *Client) Remember(ctx context.Context, n Note, idempotencyKey string) (R
 	if n.ValidUntil != nil {
 		body["valid_until"] = n.ValidUntil
 	}
-	var raw map[string]json.RawMessage
-	_, status, err := c.do(ctx, "POST", "/v1/agent-memory/notes", body, &raw, headers...)
+	if src := cmp.Or(n.SourceID, c.opt.Agent); src != "" {
+		body["source_id"] = src
+	}
+	var raw json.RawMessage
+	h, status, err := c.do(ctx, "POST", "/v1/agent-memory/notes", body, &raw, headers...)
 	if err != nil {
 		return Remembered{}, err
 	}
+	out := Remembered{Replayed: h.Get("Idempotent-Replayed") == "true"}
 	if status == http.StatusAccepted {
-		var id string
-		_ = json.Unmarshal(raw["proposal_id"], &id)
-		return Remembered{ProposalID: id}, nil
+		var p struct {
+			ProposalID string `json:"proposal_id"`
+		}
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return Remembered{}, fmt.Errorf("sdk: decode answer: %w", err)
+		}
+		out.ProposalID = p.ProposalID
+		return out, nil
 	}
 	var note Note
-	data, _ := json.Marshal(raw)
-	if err := json.Unmarshal(data, &note); err != nil {
-		return Remembered{}, err
+	if err := json.Unmarshal(raw, &note); err != nil {
+		return Remembered{}, fmt.Errorf("sdk: decode answer: %w", err)
 	}
-	return Remembered{Note: &note}, nil
+	out.Note = &note
+	return out, nil
 }
 
 // BlockOptions select the prompt block: MaxTokens (50..2000, default 300), Tags and View
@@ -98,7 +121,7 @@ type Block struct {
 // Block returns the notes block. The client caches it per options and revalidates it with
 // If-None-Match, so fetching it every turn costs a 304.
 func (c *Client) Block(ctx context.Context, opt BlockOptions) (Block, error) {
-	q := map[string]string{"tags": strings.Join(opt.Tags, ","), "view": opt.View}
+	q := map[string]string{"tags": strings.Join(opt.Tags, ","), "view": opt.View, "source_id": c.opt.Agent}
 	if opt.MaxTokens > 0 {
 		q["max_tokens"] = strconv.Itoa(opt.MaxTokens)
 	}
@@ -127,7 +150,7 @@ func (c *Client) Block(ctx context.Context, opt BlockOptions) (Block, error) {
 
 // Search finds notes by words and tags, with the same visibility as the block.
 func (c *Client) Search(ctx context.Context, q string, tags []string, limit int) ([]Note, error) {
-	params := map[string]string{"q": q, "tags": strings.Join(tags, ",")}
+	params := map[string]string{"q": q, "tags": strings.Join(tags, ","), "source_id": c.opt.Agent}
 	if limit > 0 {
 		params["limit"] = strconv.Itoa(limit)
 	}

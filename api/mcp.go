@@ -1,0 +1,232 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"agentmemory/internal/auth"
+	"agentmemory/internal/fault"
+	"agentmemory/internal/notes"
+)
+
+// MCP tool names (AM-5). Working memory is never a tool (WM-11).
+const (
+	ToolSearch   = "search_agent_memory"
+	ToolRemember = "remember"
+)
+
+// searchDescription and rememberDescription tell the model when to use each tool and, above
+// all, when not to (AM-5).
+const (
+	searchDescription = "Search your own agent memory: procedures, tool notes, process notes and pitfalls you " +
+		"(or agents you share notes with) learned about your trade. It holds NOTHING about customers, " +
+		"conversations or orders: for a customer's history, data or past conversations use the " +
+		"customer-history tools instead. Give a few words in query (all must match) and optionally tags " +
+		"(lower-case; every tag must be on the note)."
+	rememberDescription = "Write a short note to your own agent memory about how to do your job: a procedure, how a " +
+		"tool behaves, how a company process works, or a pitfall to avoid. NEVER write customer data: no " +
+		"names, phone numbers, e-mail addresses, documents (CPF, CNPJ, ids), account or order numbers, " +
+		"addresses, and no words quoted from the conversation. Write the general lesson, not the case. " +
+		"Do not use it to keep the state of the current conversation. A note with personal data is " +
+		"refused with error personal_data_in_agent_memory and the kinds found: rewrite it without them. " +
+		"The space may hold notes for a person's approval; then the answer is a proposal_id."
+)
+
+// mcpSearchInput is the input of search_agent_memory.
+type mcpSearchInput struct {
+	Query string   `json:"query" jsonschema:"words to find; every word must match title, body or tags"`
+	Tags  []string `json:"tags,omitempty" jsonschema:"only notes carrying every one of these lower-case tags"`
+	Limit int      `json:"limit,omitempty" jsonschema:"at most this many notes, 1 to 50 (default 10)"`
+}
+
+// mcpRememberInput is the input of remember (visibility is always the default, source).
+type mcpRememberInput struct {
+	Kind  string   `json:"kind" jsonschema:"procedure, tool_note, process_note or pitfall"`
+	Title string   `json:"title" jsonschema:"a short title, at most 120 characters, no customer data"`
+	Body  string   `json:"body" jsonschema:"the lesson, at most 2000 characters, no customer data"`
+	Tags  []string `json:"tags,omitempty" jsonschema:"at most 8 lower-case tags: object types, operations, systems"`
+}
+
+// mcpNote is a note as the tools show it.
+type mcpNote struct {
+	ID       string   `json:"id"`
+	Kind     string   `json:"kind"`
+	Title    string   `json:"title"`
+	Body     string   `json:"body"`
+	Tags     []string `json:"tags"`
+	Version  int      `json:"version"`
+	SourceID string   `json:"source_id"`
+}
+
+// mcpSearchOutput is the answer of search_agent_memory.
+type mcpSearchOutput struct {
+	Enabled bool      `json:"enabled"`
+	Notes   []mcpNote `json:"notes"`
+}
+
+// mcpRememberOutput is the answer of remember: stored with note_id, or held as proposal_id.
+type mcpRememberOutput struct {
+	Status     string `json:"status"` // "stored" or "proposed"
+	NoteID     string `json:"note_id,omitempty"`
+	Version    int    `json:"version,omitempty"`
+	ProposalID string `json:"proposal_id,omitempty"`
+}
+
+// mcpServerKey carries the request's *mcp.Server from the Gin middleware to the handler.
+type mcpServerKey struct{}
+
+// newMCPHandler returns the Streamable HTTP handler of /mcp. It is stateless: every HTTP
+// request is authenticated and gets a server built for its own key, so the tool list always
+// follows the key's scopes and the space's features of the moment, and a session id cannot
+// carry one key's rights to another. Stateless mode also negotiates older protocol versions.
+// DNS-rebinding protection stays on (the SDK's default).
+func (s *Server) newMCPHandler() http.Handler {
+	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		srv, _ := r.Context().Value(mcpServerKey{}).(*mcp.Server)
+		return srv
+	}, &mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: s.MaxBodyBytes})
+}
+
+// mcpServer authenticates /mcp (the same Bearer keys as /v1; only agent keys) and builds the
+// request's MCP server with the tools the key may use (AM-5).
+func (s *Server) mcpServer() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		p := principal(c)
+		if !p.IsAgent() {
+			s.writeError(c, fault.New(fault.Forbidden, "agent_key_required", "MCP tools are for agents: use an agent key"))
+			return
+		}
+		srv, err := s.buildMCP(s.ctx(c), p)
+		if err != nil {
+			s.writeError(c, err)
+			return
+		}
+		c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), mcpServerKey{}, srv))
+		c.Next()
+	}
+}
+
+// buildMCP returns an MCP server for p: no tool when agent memory is off for the space;
+// search_agent_memory with scope agent_memory (or context); remember with agent_memory:write.
+func (s *Server) buildMCP(ctx context.Context, p auth.Principal) (*mcp.Server, error) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "agentmemory", Version: "1"}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		Instructions: "Agent memory: your own working notes about your trade. Never customer data.",
+	})
+	f, err := s.Docs.Features(ctx, p.SpaceID)
+	if err != nil {
+		return nil, err
+	}
+	if !f.AgentMemory.Enabled {
+		return srv, nil
+	}
+	if p.HasScope(auth.ScopeAgentMemory) || p.HasScope(auth.ScopeContext) {
+		mcp.AddTool(srv, &mcp.Tool{
+			Name: ToolSearch, Description: searchDescription, InputSchema: searchSchema(),
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, Title: "Search agent memory"},
+		}, s.mcpSearch(p))
+	}
+	if p.HasScope(auth.ScopeAgentMemoryWrite) {
+		mcp.AddTool(srv, &mcp.Tool{
+			Name: ToolRemember, Description: rememberDescription, InputSchema: rememberSchema(),
+			Annotations: &mcp.ToolAnnotations{Title: "Remember a lesson", DestructiveHint: new(false)},
+		}, s.mcpRemember(p))
+	}
+	return srv, nil
+}
+
+// searchSchema is the input schema of search_agent_memory, with the limits of REST.
+func searchSchema() *jsonschema.Schema {
+	sc, err := jsonschema.For[mcpSearchInput](nil)
+	if err != nil {
+		panic(err)
+	}
+	sc.Properties["query"].MaxLength = new(500)
+	sc.Properties["tags"].MaxItems = new(notes.MaxTags)
+	sc.Properties["limit"].Minimum = new(float64(1))
+	sc.Properties["limit"].Maximum = new(float64(notes.MaxSearchLimit))
+	return sc
+}
+
+// rememberSchema is the input schema of remember, with AM-1's limits.
+func rememberSchema() *jsonschema.Schema {
+	sc, err := jsonschema.For[mcpRememberInput](nil)
+	if err != nil {
+		panic(err)
+	}
+	sc.Properties["kind"].Enum = []any{notes.KindProcedure, notes.KindToolNote, notes.KindProcessNote, notes.KindPitfall}
+	sc.Properties["title"].MaxLength = new(notes.MaxTitle)
+	sc.Properties["body"].MaxLength = new(notes.MaxBody)
+	sc.Properties["tags"].MaxItems = new(notes.MaxTags)
+	return sc
+}
+
+// mcpSearch runs the same notes.Service.Search as GET /v1/agent-memory/search (visibility,
+// receipt); the query text is never logged.
+func (s *Server) mcpSearch(p auth.Principal) mcp.ToolHandlerFor[mcpSearchInput, any] {
+	return func(ctx context.Context, _ *mcp.CallToolRequest, in mcpSearchInput) (*mcp.CallToolResult, any, error) {
+		res, err := s.Notes.Search(ctx, p, notes.SearchRequest{Q: in.Query, Tags: in.Tags, Limit: in.Limit})
+		if err != nil {
+			return s.toolError(ctx, err), nil, nil
+		}
+		out := mcpSearchOutput{Enabled: res.Enabled, Notes: make([]mcpNote, 0, len(res.Notes))}
+		for _, n := range res.Notes {
+			out.Notes = append(out.Notes, mcpNote{ID: n.ID, Kind: n.Kind, Title: n.Title, Body: n.Body, Tags: n.Tags, Version: n.Version, SourceID: n.SourceID})
+		}
+		return nil, out, nil
+	}
+}
+
+// mcpRemember writes through notes.Service.Create, the one write path of REST: gate, limits,
+// rate limit, human_only proposals, receipt and outbox event. An Idempotency-Key and an
+// Agent-Version header on the MCP HTTP request are honoured as on REST.
+func (s *Server) mcpRemember(p auth.Principal) mcp.ToolHandlerFor[mcpRememberInput, any] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in mcpRememberInput) (*mcp.CallToolResult, any, error) {
+		var agentVersion, idem string
+		if req.Extra != nil && req.Extra.Header != nil {
+			agentVersion = req.Extra.Header.Get("Agent-Version")
+			idem = req.Extra.Header.Get("Idempotency-Key")
+		}
+		if len(idem) > 200 {
+			idem = ""
+		}
+		res, err := s.Notes.Create(ctx, p, agentVersion, idem, notes.Input{Kind: in.Kind, Title: in.Title, Body: in.Body, Tags: in.Tags})
+		if err != nil {
+			return s.toolError(ctx, err), nil, nil
+		}
+		if res.ProposalID != "" {
+			return nil, mcpRememberOutput{Status: "proposed", ProposalID: res.ProposalID}, nil
+		}
+		return nil, mcpRememberOutput{Status: "stored", NoteID: res.Note.ID, Version: res.Note.Version}, nil
+	}
+}
+
+// toolError turns err into a tool error the model can read and act on: the same
+// {"error":{"code","message",...details}} as REST (kinds for personal_data_in_agent_memory,
+// retry_after_seconds for limits). Anything but a *fault.Error is logged once and reads
+// "internal".
+func (s *Server) toolError(ctx context.Context, err error) *mcp.CallToolResult {
+	inner := map[string]any{"code": "internal", "message": "internal error"}
+	if fe := fault.As(err); fe != nil {
+		inner = map[string]any{"code": fe.Code, "message": fe.Message}
+		for k, v := range fe.Details {
+			inner[k] = v
+		}
+		if fe.RetryAfter > 0 {
+			inner["retry_after_seconds"] = int(math.Ceil(fe.RetryAfter.Seconds()))
+		}
+	} else if !errors.Is(err, context.Canceled) {
+		s.log.ErrorContext(ctx, "internal error", "route", "/mcp", "err", err.Error())
+	}
+	data, _ := json.Marshal(map[string]any{"error": inner})
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(data)}}}
+	res.SetError(err)
+	return res
+}
