@@ -24,13 +24,6 @@ import (
 	"agentmemory/api/apitest"
 )
 
-// pendingRoutes are documented (issues 4/5) but routed on another branch; once routed they
-// are checked like every other route.
-var pendingRoutes = map[string]bool{
-	"DELETE /v1/agent-memory/notes": true,
-	"GET /v1/agent-memory/export":   true,
-}
-
 // docOperations returns "METHOD /path/{param}" of every operation of the document.
 func docOperations(t *testing.T) []string {
 	t.Helper()
@@ -70,10 +63,6 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 		require.Contains(t, ops, key, "route %s is not in api/openapi.json", key)
 	}
 	for _, op := range ops {
-		if pendingRoutes[op] && !routed[op] {
-			t.Logf("%s is documented but not routed yet", op)
-			continue
-		}
 		require.True(t, routed[op], "api/openapi.json documents %s, which is not routed", op)
 	}
 }
@@ -199,6 +188,8 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 
 			c.do(200, "GET", "/healthz", "", nil)
 			c.do(200, "GET", "/openapi.json", "", nil)
+			c.do(200, "GET", "/readyz", "", nil)
+			c.do(200, "GET", "/metrics", "", nil)
 
 			// Keys and documents.
 			c.do(401, "POST", "/v1/keys", "", map[string]any{"kind": "agent", "agent": "x", "vendor": "v", "scopes": []string{"agent_state"}})
@@ -292,14 +283,10 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(404, "GET", "/v1/erasures/er_nope", admin, nil)
 			c.do(202, "POST", "/v1/retention/sweep", admin, nil)
 			c.do(403, "POST", "/v1/retention/sweep", bot, nil)
-			if routed(e, "DELETE", "/v1/agent-memory/notes") {
-				c.do(202, "DELETE", "/v1/agent-memory/notes?source_id=shop-bot", admin, nil)
-				c.do(400, "DELETE", "/v1/agent-memory/notes", admin, nil)
-			}
-			if routed(e, "GET", "/v1/agent-memory/export") {
-				c.do(200, "GET", "/v1/agent-memory/export", admin, nil)
-				c.do(403, "GET", "/v1/agent-memory/export", bot, nil)
-			}
+			c.do(202, "DELETE", "/v1/agent-memory/notes?source_id=shop-bot", admin, nil)
+			c.do(400, "DELETE", "/v1/agent-memory/notes", admin, nil)
+			c.do(200, "GET", "/v1/agent-memory/export", admin, nil)
+			c.do(403, "GET", "/v1/agent-memory/export", bot, nil)
 
 			// Receipts and events.
 			c.do(200, "GET", "/v1/receipts?limit=5", admin, nil)
@@ -314,11 +301,12 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			// Every routed operation had a success and an error (the open ones: a success).
 			for _, op := range c.ops {
 				method, p, _ := strings.Cut(op, " ")
-				if p == "/mcp" || !routed(e, method, p) {
-					continue // MCP is tested in mcp_test.go; pending routes once routed.
+				if p == "/mcp" {
+					continue // MCP is tested in mcp_test.go.
 				}
+				require.True(t, routed(e, method, p), "%s is documented but not routed", op)
 				require.True(t, c.success[op], "no success answer checked for %s", op)
-				if !slices.Contains([]string{"/healthz", "/openapi.json"}, p) {
+				if !slices.Contains([]string{"/healthz", "/openapi.json", "/readyz", "/metrics"}, p) {
 					require.True(t, c.failure[op], "no error answer checked for %s", op)
 				}
 			}
