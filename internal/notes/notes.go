@@ -21,6 +21,7 @@ import (
 
 	"agentmemory/internal/auth"
 	"agentmemory/internal/fault"
+	"agentmemory/internal/keyed"
 	"agentmemory/internal/redact"
 	"agentmemory/internal/spaces"
 	"agentmemory/models"
@@ -78,13 +79,15 @@ type OptionsSource interface {
 	Options(ctx context.Context, spaceID string) (redact.Options, error)
 }
 
-// Service is agent memory. DB, Docs and Subjects are required; Detector is the optional model
-// layer of the gate (nil: local layer only); DetectorTimeout bounds one model call (default
-// 10 s); Now is the clock (default time.Now).
+// Service is agent memory. DB, Docs, Subjects and Hasher are required (Hasher keys the
+// stored hashes of Idempotency-Key values, which are never stored in clear); Detector is the
+// optional model layer of the gate (nil: local layer only); DetectorTimeout bounds one model
+// call (default 10 s); Now is the clock (default time.Now).
 type Service struct {
 	DB              *bun.DB
 	Docs            spaces.Documents
 	Subjects        OptionsSource
+	Hasher          keyed.Hasher
 	Detector        Detector
 	DetectorTimeout time.Duration
 	Now             func() time.Time
