@@ -5,6 +5,7 @@ package activities
 
 import (
 	"context"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -13,9 +14,14 @@ import (
 )
 
 // ComplianceActivities are the steps of ErasureWorkflow, ExportWorkflow,
-// RetentionSweepWorkflow and NoteErasureWorkflow over a compliance.Service.
+// RetentionSweepWorkflow and NoteErasureWorkflow over a compliance.Service. Workflows starts
+// the workflows of orphaned erasures and exports (worker.Starter; nil: ReconcileWorkflows does
+// nothing); ReconcileMinAge is how old such a row must be (zero:
+// compliance.DefaultReconcileMinAge).
 type ComplianceActivities struct {
-	Compliance *compliance.Service
+	Compliance      *compliance.Service
+	Workflows       compliance.WorkflowStarter
+	ReconcileMinAge time.Duration
 }
 
 // ErasureRef names an erasure of a space.
@@ -167,6 +173,33 @@ func (a *ComplianceActivities) SweepRetentionBatch(ctx context.Context, in Sweep
 func (a *ComplianceActivities) EraseSourceNotes(ctx context.Context, in NoteErasureInput) (NoteErasureResult, error) {
 	c, err := a.Compliance.EraseNotes(ctx, in.SpaceID, in.SourceID, in.ActorKey)
 	return NoteErasureResult{Notes: c.Notes, Proposals: c.Proposals}, classify(err)
+}
+
+// ReconcileInput names the space whose orphaned erasures and exports are restarted (every
+// space when empty).
+type ReconcileInput struct {
+	SpaceID string
+}
+
+// ReconcileResult counts the running rows checked and the workflows started.
+type ReconcileResult struct {
+	Checked int
+	Started int
+}
+
+// ReconcileWorkflows starts the missing workflows of erasures and exports still running
+// (compliance.Service.Reconcile): rows whose request committed and then died before starting
+// the workflow.
+func (a *ComplianceActivities) ReconcileWorkflows(ctx context.Context, in ReconcileInput) (ReconcileResult, error) {
+	if a.Workflows == nil {
+		return ReconcileResult{}, nil
+	}
+	age := a.ReconcileMinAge
+	if age <= 0 {
+		age = compliance.DefaultReconcileMinAge
+	}
+	r, err := a.Compliance.Reconcile(ctx, a.Workflows, in.SpaceID, age)
+	return ReconcileResult{Checked: r.Checked, Started: r.Started}, err
 }
 
 // classify makes domain refusals (not found, invalid) non-retryable, under their code only

@@ -3,10 +3,13 @@ package api
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/gin-gonic/gin"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"agentmemory/internal/auth"
@@ -17,7 +20,9 @@ import (
 )
 
 // start runs workflow with id on the worker's task queue; without a Temporal client it is
-// fault.Unavailable.
+// fault.Unavailable. Ids are derived from the request's row, so a workflow already started
+// under id (the worker's reconciler got there first: compliance.Service.Reconcile) counts as
+// started.
 func (s *Server) start(ctx context.Context, name, id string, workflow any, arg any) error {
 	if s.Workflows == nil {
 		s.Metrics.WorkflowFailed(name)
@@ -25,7 +30,12 @@ func (s *Server) start(ctx context.Context, name, id string, workflow any, arg a
 	}
 	_, err := s.Workflows.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: s.TaskQueue, WorkflowExecutionErrorWhenAlreadyStarted: true,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 	}, workflow, arg)
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &already) {
+		err = nil
+	}
 	if err != nil {
 		s.Metrics.WorkflowFailed(name)
 		return fault.New(fault.Unavailable, "workflows_unavailable", "the workflow engine did not accept the request; retry")

@@ -16,18 +16,11 @@ import (
 	"agentmemory/workflows"
 )
 
-// idempotencyKey reads the Idempotency-Key header: at most 200 printable ASCII characters.
+// idempotencyKey reads the Idempotency-Key header: at most 200 printable ASCII characters
+// (notes.CheckIdempotencyKey).
 func idempotencyKey(c *gin.Context) (string, error) {
 	k := c.GetHeader("Idempotency-Key")
-	if len(k) > 200 {
-		return "", fault.New(fault.Invalid, "invalid_header", "Idempotency-Key is at most 200 characters").With("member", "Idempotency-Key")
-	}
-	for _, r := range k {
-		if r < 0x21 || r > 0x7e {
-			return "", fault.New(fault.Invalid, "invalid_header", "Idempotency-Key is printable ASCII without spaces").With("member", "Idempotency-Key")
-		}
-	}
-	return k, nil
+	return k, notes.CheckIdempotencyKey(k)
 }
 
 // answerWrite answers a note write: 201 with the note, or 202 {"proposal_id"} when it became

@@ -1,7 +1,9 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"agentmemory/api/apitest"
+	"agentmemory/models"
 )
 
 // AM-1: a note is stored with id, version 1, origin and source; a person with integration
@@ -295,5 +298,48 @@ func TestNoteIdempotency(t *testing.T) {
 		v := e.MustDo(http.StatusCreated, "POST", notesPath+"/"+id+"/versions", bot, map[string]any{"body": "b2"}, "Idempotency-Key", "k-2")
 		v2 := e.MustDo(http.StatusCreated, "POST", notesPath+"/"+id+"/versions", bot, map[string]any{"body": "b2"}, "Idempotency-Key", "k-2")
 		require.JSONEq(t, string(v.Body), string(v2.Body))
+	})
+}
+
+// AM-7, WM-3: the Idempotency-Key value is stored only as a keyed hash (an e-mail used as a
+// key never reaches the database), the semantics stay (same key: the first answer; same key
+// with another body: 409), and a key over 200 characters or outside printable ASCII is 400
+// naming the header, with nothing stored.
+func TestNoteIdempotencyKeyStoredHashed(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		enableNotes(e, nil)
+		bot := writer(e, "shop-bot", "acme")
+		const key = "maria.silva@example.com"
+		first := e.MustDo(http.StatusCreated, "POST", notesPath, bot, note("t", "b"), "Idempotency-Key", key)
+		again := e.MustDo(http.StatusCreated, "POST", notesPath, bot, note("t", "b"), "Idempotency-Key", key)
+		require.JSONEq(t, string(first.Body), string(again.Body))
+		require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
+		requireError(t, e.Do("POST", notesPath, bot, note("t", "other"), "Idempotency-Key", key), 409, "idempotency_key_reused")
+		id := first.JSON(t)["id"].(string)
+		e.MustDo(http.StatusCreated, "POST", notesPath+"/"+id+"/versions", bot, map[string]any{"body": "b2"}, "Idempotency-Key", "edit:"+key)
+		requireError(t, e.Do("POST", notesPath+"/"+id+"/versions", bot, map[string]any{"body": "b3"}, "Idempotency-Key", "edit:"+key), 409, "idempotency_key_reused")
+
+		text := dbText(t, e)
+		require.False(t, strings.Contains(strings.ToLower(text), "maria.silva"), "got the key's value in the database, want it nowhere")
+		var stored []string
+		require.NoError(t, e.DB.NewSelect().Model((*models.NoteRequest)(nil)).Column("idem_key").Order("idem_key").Scan(context.Background(), &stored))
+		want := []string{e.Hasher.Hash(e.SpaceID, "idempotency-key", key), e.Hasher.Hash(e.SpaceID, "idempotency-key", "edit:"+key)}
+		slices.Sort(want)
+		require.Equal(t, want, stored, "got %v, want the keyed hashes", stored)
+
+		bad := map[string]string{
+			"201 characters": strings.Repeat("k", 201),
+			"space":          "a b",
+			"non-ASCII":      "clé",
+			"tab":            "a\tb",
+		}
+		for name, k := range bad {
+			r := requireError(t, e.Do("POST", notesPath, bot, note("t", name), "Idempotency-Key", k), 400, "invalid_header")
+			require.Equal(t, "Idempotency-Key", r["member"], name)
+			r = requireError(t, e.Do("POST", notesPath+"/"+id+"/versions", bot, map[string]any{"body": name}, "Idempotency-Key", k), 400, "invalid_header")
+			require.Equal(t, "Idempotency-Key", r["member"], name)
+		}
+		e.MustDo(http.StatusCreated, "POST", notesPath, bot, note("t", "b200"), "Idempotency-Key", strings.Repeat("k", 200))
+		require.Len(t, listIDs(e, bot, "?status=active"), 2, "refused keys store nothing")
 	})
 }

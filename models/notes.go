@@ -89,7 +89,8 @@ type NoteProposal struct {
 }
 
 // NoteRequest remembers the first answer to a note write sent with an Idempotency-Key, per
-// acting key: BodyHash is the SHA-256 of the canonical request, Response the JSON answered.
+// acting key: IdemKey is the keyed hash of the header (never the value itself), BodyHash the
+// SHA-256 of the canonical request, Response the JSON answered.
 type NoteRequest struct {
 	bun.BaseModel `bun:"table:note_requests"`
 

@@ -19,3 +19,18 @@ func TestDistillReplay(t *testing.T) {
 	r.RegisterWorkflow(workflows.DistillWorkflow)
 	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", "distill_approved.json")))
 }
+
+// TestRetentionSweepReplay replays two sweeps recorded on a real Temporal dev server: one
+// from before the orphan reconcile step (no version marker: replays without it) and one with
+// it (re-record with AGENTMEMORY_RECORD_SWEEP=<file> go test ./internal/compliance -run
+// TestRetentionSweepReconcilesOrphans/sqlite). A change to RetentionSweepWorkflow that
+// breaks determinism fails here.
+func TestRetentionSweepReplay(t *testing.T) {
+	for _, f := range []string{"retention_sweep_v0.json", "retention_sweep_reconcile.json"} {
+		t.Run(f, func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflow(workflows.RetentionSweepWorkflow)
+			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", f)))
+		})
+	}
+}

@@ -1,10 +1,16 @@
 package workflows
 
 import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"agentmemory/activities"
 )
+
+// reconcileChange is the GetVersion id of the orphan reconcile step added to sweeps.
+const reconcileChange = "reconcile-orphans"
 
 // Sweep phases in order (mirrors compliance.SweepPhases; workflows do not import internal).
 var sweepPhases = []string{"states", "fields", "turns", "exports"}
@@ -34,8 +40,23 @@ type RetentionSweepInput struct {
 // each (2 min, 10 attempts). After MaxBatches batches (or when Temporal suggests it) it
 // continues as new with its progress, so a sweep of millions of rows keeps a small history.
 // No signals or timers. Expiry is computed by the activities in UTC.
+//
+// A fresh sweep (not a continuation) first restarts the missing workflows of erasures and
+// exports left running by a request that died between its commit and its workflow start
+// (ReconcileWorkflows: 1 min, 3 attempts; a failure there does not stop the sweep, the next
+// one tries again). Guarded by GetVersion "reconcile-orphans" for sweeps already running.
 func RetentionSweepWorkflow(ctx workflow.Context, in RetentionSweepInput) (SweepTotals, error) {
 	var a *activities.ComplianceActivities
+	if in.Phase == "" && workflow.GetVersion(ctx, reconcileChange, workflow.DefaultVersion, 1) == 1 {
+		rctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: time.Minute,
+			RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3},
+		})
+		var r activities.ReconcileResult
+		if err := workflow.ExecuteActivity(rctx, a.ReconcileWorkflows, activities.ReconcileInput{SpaceID: in.SpaceID}).Get(rctx, &r); err != nil {
+			workflow.GetLogger(ctx).Warn("reconcile of orphaned compliance workflows failed; the next sweep retries")
+		}
+	}
 	ctx = complianceActivityOptions(ctx)
 	if in.BatchSize <= 0 {
 		in.BatchSize = DefaultSweepBatch

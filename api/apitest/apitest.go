@@ -71,7 +71,7 @@ func New(t testing.TB, engine string, opts ...func(*api.Deps)) *Env {
 	deps := api.Deps{DB: d, State: st, Subjects: subj, Docs: docs, Now: time.Now, MaxBodyBytes: 1 << 20, Compliance: comp}
 	deps.EventSigner = events.Signer{Hasher: &hasher}
 	deps.Turns = ts
-	deps.Notes = &notes.Service{DB: d, Docs: docs, Subjects: subj, Now: func() time.Time { return deps.Now() }}
+	deps.Notes = &notes.Service{DB: d, Docs: docs, Subjects: subj, Hasher: hasher, Now: func() time.Time { return deps.Now() }}
 	// Distillation and agent-note erasure go through the same notes service (AM-9, AM-12).
 	deps.Proposals = deps.Notes
 	comp.Notes = deps.Notes

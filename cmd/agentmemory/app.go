@@ -133,7 +133,7 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 	a.compliance = &compliance.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Subjects: a.subjects, State: a.state, Now: time.Now,
 		Turns: a.turns, TurnExports: a.turns, TurnSweeps: a.turns}
 	a.eventMetrics = events.NewMetrics(d)
-	a.notes = &notes.Service{DB: d, Docs: a.docs, Subjects: a.subjects, Now: time.Now}
+	a.notes = &notes.Service{DB: d, Docs: a.docs, Subjects: a.subjects, Hasher: hasher, Now: time.Now}
 	a.compliance.Notes = a.notes // AM-12: agent-note erasure
 	if cfg.OllamaHost != "" && cfg.DetectorModel != "" {
 		// The gate's model layer (AM-6): the detector model at OLLAMA_HOST, bounded by

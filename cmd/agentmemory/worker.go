@@ -9,6 +9,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"agentmemory/activities"
+	"agentmemory/internal/compliance"
 	"agentmemory/internal/llm"
 	"agentmemory/worker"
 )
@@ -33,11 +34,32 @@ func (a *app) startWorker(c client.Client) (sdkworker.Worker, error) {
 	}
 	store := activities.NotesStore{Notes: a.notes}
 	acts := &activities.Activities{Turns: a.turns, Model: model, Proposals: store, Gate: store, Now: time.Now}
-	w := worker.New(c, a.cfg.TaskQueue, sdkworker.Options{WorkerStopTimeout: a.cfg.ShutdownTimeout}, acts, &activities.ComplianceActivities{Compliance: a.compliance})
+	starter := worker.Starter{Client: c, TaskQueue: a.cfg.TaskQueue}
+	w := worker.New(c, a.cfg.TaskQueue, sdkworker.Options{WorkerStopTimeout: a.cfg.ShutdownTimeout}, acts,
+		&activities.ComplianceActivities{Compliance: a.compliance, Workflows: starter})
 	if err := w.Start(); err != nil {
 		return nil, err
 	}
+	a.reconcileWorkflows(starter)
 	return w, nil
+}
+
+// reconcileWorkflows restarts, once on worker start, the missing workflows of erasures and
+// exports left running by a request that died between its commit and its workflow start
+// (every retention sweep does it again). A failure is logged, not fatal: the next sweep
+// retries.
+func (a *app) reconcileWorkflows(starter worker.Starter) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := a.compliance.Reconcile(ctx, starter, "", compliance.DefaultReconcileMinAge)
+	if err != nil {
+		a.log.Warn("reconcile of orphaned compliance workflows failed; the next retention sweep retries",
+			"checked", res.Checked, "started", res.Started, "err", err)
+		return
+	}
+	if res.Started > 0 {
+		a.log.Info("restarted orphaned compliance workflows", "checked", res.Checked, "started", res.Started)
+	}
 }
 
 // quietLogger drops the Temporal SDK's own logging, which may carry workflow ids.

@@ -169,9 +169,31 @@ func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest)
 	return b, nil
 }
 
-// renderNote is one note's part of the block.
+// renderNote is one note's part of the block. Writes refuse fence tags and multi-line
+// titles; rows stored before that rule (or written around the service) are neutralised here
+// as well (MS-7): every fence tag in the title or body loses its "<" (written "&lt;"), and
+// control characters and line separators in the title become spaces, so a note can neither
+// close the block nor forge a heading through its title.
 func renderNote(r models.Note) string {
-	return "\n## " + r.Title + " (" + r.Kind + ")\n" + r.Body + "\n"
+	return "\n## " + escapeFences(oneLine(r.Title)) + " (" + escapeFences(oneLine(r.Kind)) + ")\n" + escapeFences(r.Body) + "\n"
+}
+
+// escapeFences writes the "<" of every fence tag in s as "&lt;".
+func escapeFences(s string) string {
+	return fencePattern.ReplaceAllStringFunc(s, func(m string) string { return "&lt;" + m[1:] })
+}
+
+// oneLine replaces control characters and line separators of s with spaces.
+func oneLine(s string) string {
+	if controlIndex(s) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if controlIndex(string(r)) >= 0 {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // assemble adds whole notes in order while the whole text fits max tokens. Each note's

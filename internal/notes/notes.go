@@ -21,6 +21,7 @@ import (
 
 	"agentmemory/internal/auth"
 	"agentmemory/internal/fault"
+	"agentmemory/internal/keyed"
 	"agentmemory/internal/redact"
 	"agentmemory/internal/spaces"
 	"agentmemory/models"
@@ -78,13 +79,15 @@ type OptionsSource interface {
 	Options(ctx context.Context, spaceID string) (redact.Options, error)
 }
 
-// Service is agent memory. DB, Docs and Subjects are required; Detector is the optional model
-// layer of the gate (nil: local layer only); DetectorTimeout bounds one model call (default
-// 10 s); Now is the clock (default time.Now).
+// Service is agent memory. DB, Docs, Subjects and Hasher are required (Hasher keys the
+// stored hashes of Idempotency-Key values, which are never stored in clear); Detector is the
+// optional model layer of the gate (nil: local layer only); DetectorTimeout bounds one model
+// call (default 10 s); Now is the clock (default time.Now).
 type Service struct {
 	DB              *bun.DB
 	Docs            spaces.Documents
 	Subjects        OptionsSource
+	Hasher          keyed.Hasher
 	Detector        Detector
 	DetectorTimeout time.Duration
 	Now             func() time.Time
@@ -177,6 +180,12 @@ func (c *content) validate(now time.Time) error {
 	if strings.TrimSpace(c.Title) == "" {
 		return invalid("title", "title is required")
 	}
+	if i := controlIndex(c.Title); i >= 0 {
+		return invalid("title", "a title is one line: no control characters or line separators (at byte %d)", i)
+	}
+	if hasFence(c.Title) {
+		return invalid("title", "a title may not contain the block's fence tags <agent_notes> or </agent_notes>")
+	}
 	if n := utf8.RuneCountInString(c.Title); n > MaxTitle {
 		return invalid("title", "title is %d characters (code points); at most %d", n, MaxTitle)
 	}
@@ -185,6 +194,9 @@ func (c *content) validate(now time.Time) error {
 	}
 	if n := utf8.RuneCountInString(c.Body); n > MaxBody {
 		return invalid("body", "body is %d characters (code points); at most %d", n, MaxBody)
+	}
+	if hasFence(c.Body) {
+		return invalid("body", "a body may not contain the block's fence tags <agent_notes> or </agent_notes>")
 	}
 	if !utf8.ValidString(c.Title) || !utf8.ValidString(c.Body) {
 		return invalid("body", "title and body must be valid UTF-8")
@@ -196,6 +208,9 @@ func (c *content) validate(now time.Time) error {
 		return invalid("tags", "at most %d tags, got %d", MaxTags, len(c.Tags))
 	}
 	for i, t := range c.Tags {
+		if controlIndex(t) >= 0 {
+			return invalid("tags", "tags[%d] contains a control character or line separator", i)
+		}
 		if len(t) == 0 || len(t) > MaxTagLen || !tagPattern.MatchString(t) {
 			return invalid("tags", "tags[%d] must be 1-%d characters of lower-case a-z, 0-9, _ . : -", i, MaxTagLen)
 		}
@@ -226,6 +241,26 @@ func (c *content) validate(now time.Time) error {
 	}
 	return nil
 }
+
+// controlIndex returns the byte index of the first control character of s (a rune below
+// 0x20, 0x7f-0x9f, or the line and paragraph separators U+2028, U+2029), or -1. Titles and
+// tags are one line (MS-7): a newline in a title could forge a heading in the block.
+func controlIndex(s string) int {
+	for i, r := range s {
+		if r < 0x20 || (r >= 0x7f && r <= 0x9f) || r == '\u2028' || r == '\u2029' {
+			return i
+		}
+	}
+	return -1
+}
+
+// fencePattern finds the block's fence tags inside note text (AM-4, MS-7): "<", optional
+// spaces, an optional "/", optional spaces and "agent_notes" as a whole word, in any case,
+// whatever follows (attributes, spaces, a missing ">").
+var fencePattern = regexp.MustCompile(`(?i)<\s*/?\s*agent_notes\b`)
+
+// hasFence reports whether s holds something that reads as <agent_notes> or </agent_notes>.
+func hasFence(s string) bool { return fencePattern.MatchString(s) }
 
 // gateText is everything of c the personal-data gate reads: title, body and tags each on
 // their own and also concatenated without separator (redact.JoinForCheck), so a value split

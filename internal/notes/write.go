@@ -36,6 +36,34 @@ const (
 	CodeSourceMismatch   = "source_mismatch"
 )
 
+// MaxIdempotencyKey is the longest Idempotency-Key accepted, in bytes (printable ASCII).
+const MaxIdempotencyKey = 200
+
+// CheckIdempotencyKey checks an Idempotency-Key header value: empty (none), or 1 to
+// MaxIdempotencyKey printable ASCII characters without spaces (0x21-0x7e). Otherwise it is
+// fault.Invalid invalid_header naming Idempotency-Key.
+func CheckIdempotencyKey(k string) error {
+	if len(k) > MaxIdempotencyKey {
+		return fault.New(fault.Invalid, "invalid_header", "Idempotency-Key is at most %d characters", MaxIdempotencyKey).With("member", "Idempotency-Key")
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return fault.New(fault.Invalid, "invalid_header", "Idempotency-Key is printable ASCII without spaces").With("member", "Idempotency-Key")
+		}
+	}
+	return nil
+}
+
+// idemHash is how an Idempotency-Key is stored and looked up: its keyed hash under the
+// server secret, per space (the header may carry anything, an e-mail address included, so
+// it is never stored in clear). "" stays "" (no key).
+func (s *Service) idemHash(spaceID, key string) string {
+	if key == "" {
+		return ""
+	}
+	return s.Hasher.Hash(spaceID, "idempotency-key", key)
+}
+
 // WriteResult is the answer of a note write: Note when a note was stored (201), ProposalID
 // when the write became a proposal (202, AM-8). Replayed is true when an Idempotency-Key
 // matched an earlier write: the first answer is returned and nothing is written.
@@ -58,6 +86,9 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, agentVersion, id
 	if err != nil {
 		return WriteResult{}, err
 	}
+	if err := CheckIdempotencyKey(idemKey); err != nil {
+		return WriteResult{}, err
+	}
 	a, err := s.writer(ctx, p, in.SourceID)
 	if err != nil {
 		return WriteResult{}, err
@@ -67,7 +98,7 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, agentVersion, id
 	if err := c.validate(now); err != nil {
 		return WriteResult{}, err
 	}
-	w := write{a: a, f: f, c: c, agentVersion: agentVersion, idemKey: idemKey, bodyHash: hashOf("create", in), now: now}
+	w := write{a: a, f: f, c: c, agentVersion: agentVersion, idemKey: s.idemHash(p.SpaceID, idemKey), bodyHash: hashOf("create", in), now: now}
 	if res, done, err := s.replay(ctx, w); done || err != nil {
 		return res, err
 	}
@@ -90,13 +121,16 @@ func (s *Service) NewVersion(ctx context.Context, p auth.Principal, agentVersion
 	if err := requireWrite(p); err != nil {
 		return WriteResult{}, err
 	}
+	if err := CheckIdempotencyKey(idemKey); err != nil {
+		return WriteResult{}, err
+	}
 	prev, err := s.ownNote(ctx, p, noteID)
 	if err != nil {
 		return WriteResult{}, err
 	}
 	a := actor{p: p, sourceID: prev.SourceID, vendor: prev.Vendor}
 	now := s.now()
-	w := write{a: a, f: f, prev: &prev, agentVersion: agentVersion, idemKey: idemKey,
+	w := write{a: a, f: f, prev: &prev, agentVersion: agentVersion, idemKey: s.idemHash(p.SpaceID, idemKey),
 		bodyHash: hashOf("version:"+noteID, patch), now: now}
 	if res, done, err := s.replay(ctx, w); done || err != nil {
 		return res, err
@@ -248,7 +282,7 @@ type write struct {
 	c            content
 	prev         *models.Note // the version an edit supersedes
 	agentVersion string
-	idemKey      string
+	idemKey      string // keyed hash of the Idempotency-Key ("" for none)
 	bodyHash     string
 	now          time.Time
 }

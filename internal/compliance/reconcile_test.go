@@ -1,0 +1,161 @@
+package compliance_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"agentmemory/activities"
+	"agentmemory/api"
+	"agentmemory/api/apitest"
+	"agentmemory/internal/auth"
+	"agentmemory/internal/compliance"
+	"agentmemory/models"
+	"agentmemory/worker"
+	"agentmemory/workflows"
+)
+
+// reconcileEnv is an Env whose worker (on its own task queue) also reconciles: its
+// ComplianceActivities hold a worker.Starter and take rows of any age.
+func reconcileEnv(t *testing.T, engine string) (*apitest.Env, worker.Starter) {
+	t.Helper()
+	if temporalClient == nil {
+		t.Skip("integration test: needs the Temporal dev server (not in -short)")
+	}
+	tq := "reconcile-" + auth.NewID("tq")
+	e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = temporalClient; d.TaskQueue = tq })
+	starter := worker.Starter{Client: temporalClient, TaskQueue: tq}
+	w := sdkworker.New(temporalClient, tq, sdkworker.Options{})
+	worker.RegisterCompliance(w, &activities.ComplianceActivities{Compliance: e.Deps.Compliance, Workflows: starter, ReconcileMinAge: time.Nanosecond})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	return e, starter
+}
+
+// compliancePrincipal is a person of e's space with role compliance.
+func compliancePrincipal(e *apitest.Env) auth.Principal {
+	return auth.Principal{SpaceID: e.SpaceID, KeyID: "key_officer", Kind: auth.KindPerson, Roles: []string{auth.RoleCompliance}}
+}
+
+// orphans records an export and an erasure through the service, as POST /v1/exports and
+// POST /v1/erasures do, without starting their workflows: the API process died between its
+// commit and the start.
+func orphans(t *testing.T, e *apitest.Env) (exportID, erasureID string) {
+	t.Helper()
+	ctx := context.Background()
+	p := compliancePrincipal(e)
+	exportID, err := e.Deps.Compliance.RequestExport(ctx, p, compliance.ExportRequest{Subject: "email:orphan@example.com"})
+	require.NoError(t, err)
+	erasureID, err = e.Deps.Compliance.RequestErasure(ctx, p, compliance.ErasureRequest{ConversationID: "conv-orphan"})
+	require.NoError(t, err)
+	return exportID, erasureID
+}
+
+func runID(t *testing.T, id string) string {
+	t.Helper()
+	d, err := temporalClient.DescribeWorkflowExecution(context.Background(), id, "")
+	require.NoError(t, err, "workflow %s", id)
+	return d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+}
+
+// GOV-2, GOV-3: an export and an erasure whose request committed but never started its
+// workflow stay running forever; the reconciler starts their workflows under the same ids
+// and they complete. Rows younger than the minimum age are left to their request; a row
+// whose workflow already ran is never run again, even if it still reads running.
+func TestReconcileStartsOrphanedWorkflows(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			e, starter := reconcileEnv(t, engine)
+			ctx := context.Background()
+			comp := e.Deps.Compliance
+			p := compliancePrincipal(e)
+			exportID, erasureID := orphans(t, e)
+
+			res, err := comp.Reconcile(ctx, starter, e.SpaceID, time.Hour)
+			require.NoError(t, err)
+			require.Equal(t, compliance.ReconcileResult{}, res, "rows younger than the minimum age are not touched")
+
+			res, err = comp.Reconcile(ctx, starter, e.SpaceID, 0)
+			require.NoError(t, err)
+			require.Equal(t, compliance.ReconcileResult{Checked: 2, Started: 2}, res)
+			waitWorkflow(t, workflows.ExportWorkflowID(exportID))
+			waitWorkflow(t, workflows.ErasureWorkflowID(erasureID))
+			ex, err := comp.GetExport(ctx, p, exportID)
+			require.NoError(t, err)
+			require.Equal(t, compliance.StatusCompleted, ex.Status)
+			er, err := comp.GetErasure(ctx, p, erasureID)
+			require.NoError(t, err)
+			require.Equal(t, compliance.StatusCompleted, er.Status)
+			require.NotNil(t, er.Certificate)
+
+			// Completed rows are not looked at again.
+			res, err = comp.Reconcile(ctx, starter, e.SpaceID, 0)
+			require.NoError(t, err)
+			require.Equal(t, compliance.ReconcileResult{}, res)
+
+			// A row that reads running although its workflow finished: the workflow exists
+			// (closed), so it is not started again.
+			run := runID(t, workflows.ExportWorkflowID(exportID))
+			_, err = e.DB.NewUpdate().Model((*models.ExportPackage)(nil)).Set("status = ?", compliance.StatusRunning).
+				Where("id = ?", exportID).Exec(ctx)
+			require.NoError(t, err)
+			res, err = comp.Reconcile(ctx, starter, e.SpaceID, 0)
+			require.NoError(t, err)
+			require.Equal(t, compliance.ReconcileResult{Checked: 1, Started: 0}, res)
+			require.Equal(t, run, runID(t, workflows.ExportWorkflowID(exportID)), "the finished workflow was not re-run")
+			started, err := starter.StartMissing(ctx, compliance.Orphan{Kind: compliance.WorkflowExport, SpaceID: e.SpaceID, ID: exportID})
+			require.NoError(t, err)
+			require.False(t, started)
+		})
+	}
+}
+
+// GOV-2, GOV-3: every retention sweep reconciles first: an orphaned export of the swept
+// space gets its workflow and completes.
+func TestRetentionSweepReconcilesOrphans(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			e, starter := reconcileEnv(t, engine)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			exportID, erasureID := orphans(t, e)
+			run, err := temporalClient.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+				ID: workflows.SweepWorkflowID(auth.NewID("sw")), TaskQueue: starter.TaskQueue,
+			}, workflows.RetentionSweepWorkflow, workflows.RetentionSweepInput{SpaceID: e.SpaceID})
+			require.NoError(t, err)
+			require.NoError(t, run.Get(ctx, nil))
+			if name := os.Getenv("AGENTMEMORY_RECORD_SWEEP"); engine == "sqlite" && name != "" {
+				// Re-record the replay fixture: AGENTMEMORY_RECORD_SWEEP=retention_sweep_reconcile.json
+				recordHistory(t, run.GetID(), filepath.Join("..", "..", "workflows", "testdata", name))
+			}
+			waitWorkflow(t, workflows.ExportWorkflowID(exportID))
+			waitWorkflow(t, workflows.ErasureWorkflowID(erasureID))
+			ex, err := e.Deps.Compliance.GetExport(ctx, compliancePrincipal(e), exportID)
+			require.NoError(t, err)
+			require.Equal(t, compliance.StatusCompleted, ex.Status)
+		})
+	}
+}
+
+// recordHistory writes workflow id's whole history as protojson to path (a replay fixture).
+func recordHistory(t *testing.T, id, path string) {
+	t.Helper()
+	it := temporalClient.GetWorkflowHistory(context.Background(), id, "", false, 0)
+	h := &historypb.History{}
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		h.Events = append(h.Events, ev)
+	}
+	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(h)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+}

@@ -1,0 +1,63 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"agentmemory/internal/compliance"
+	"agentmemory/workflows"
+)
+
+// Starter implements compliance.WorkflowStarter with Temporal: it starts the ErasureWorkflow
+// or ExportWorkflow of an orphaned row on TaskQueue, under the row's deterministic workflow id
+// (workflows.ErasureWorkflowID, workflows.ExportWorkflowID), only when
+// DescribeWorkflowExecution answers NotFound. The start refuses duplicate ids
+// (WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE), so a workflow that already ran and finished
+// (within the namespace's retention) is never run again, even when another starter raced
+// this one.
+type Starter struct {
+	Client    client.Client
+	TaskQueue string
+}
+
+var _ compliance.WorkflowStarter = Starter{}
+
+// StartMissing starts o's workflow unless one with its id exists; it reports whether it did.
+func (s Starter) StartMissing(ctx context.Context, o compliance.Orphan) (bool, error) {
+	var id string
+	var wf, arg any
+	switch o.Kind {
+	case compliance.WorkflowErasure:
+		id, wf, arg = workflows.ErasureWorkflowID(o.ID), workflows.ErasureWorkflow, workflows.ErasureInput{SpaceID: o.SpaceID, ErasureID: o.ID}
+	case compliance.WorkflowExport:
+		id, wf, arg = workflows.ExportWorkflowID(o.ID), workflows.ExportWorkflow, workflows.ExportInput{SpaceID: o.SpaceID, ExportID: o.ID}
+	default:
+		return false, fmt.Errorf("worker: unknown workflow kind %q", o.Kind)
+	}
+	_, err := s.Client.DescribeWorkflowExecution(ctx, id, "")
+	if err == nil {
+		return false, nil // running, or finished: not ours to start
+	}
+	var notFound *serviceerror.NotFound
+	if !errors.As(err, &notFound) {
+		return false, fmt.Errorf("worker: describe %s: %w", o.Kind, err)
+	}
+	_, err = s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: id, TaskQueue: s.TaskQueue,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}, wf, arg)
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &already) {
+		return false, nil // started (or finished) meanwhile by someone else
+	}
+	if err != nil {
+		return false, fmt.Errorf("worker: start %s: %w", o.Kind, err)
+	}
+	return true, nil
+}
