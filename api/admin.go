@@ -114,17 +114,12 @@ func (s *Server) listReceipts(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	after, err := queryInt(c, "after", 0, 0, 1<<62)
+	after, limit, err := page(c)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	limit, err := queryInt(c, "limit", 100, 1, 1000)
-	if err != nil {
-		s.writeError(c, err)
-		return
-	}
-	list, err := receipts.List(s.ctx(c), s.DB, p.SpaceID, after, int(limit))
+	list, err := receipts.List(s.ctx(c), s.DB, p.SpaceID, after, limit)
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -146,6 +141,16 @@ func (s *Server) verifyReceipts(c *gin.Context) {
 		return
 	}
 	c.PureJSON(http.StatusOK, v)
+}
+
+// page reads the paging parameters of a log: after (a sequence number, default 0) and limit
+// (1..1000, default 100).
+func page(c *gin.Context) (after int64, limit int, err error) {
+	if after, err = queryInt(c, "after", 0, 0, 1<<62); err != nil {
+		return 0, 0, err
+	}
+	l, err := queryInt(c, "limit", 100, 1, 1000)
+	return after, int(l), err
 }
 
 // queryInt reads an integer query parameter within [min, max], def when absent.

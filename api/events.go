@@ -20,17 +20,12 @@ func (s *Server) listEvents(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	after, err := queryInt(c, "after", 0, 0, 1<<62)
+	after, limit, err := page(c)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	limit, err := queryInt(c, "limit", 100, 1, 1000)
-	if err != nil {
-		s.writeError(c, err)
-		return
-	}
-	items, err := events.List(s.ctx(c), s.DB, p.SpaceID, after, int(limit))
+	items, err := events.List(s.ctx(c), s.DB, p.SpaceID, after, limit)
 	if err != nil {
 		s.writeError(c, err)
 		return

@@ -156,27 +156,11 @@ func migrateCmd(load func() (config.Config, error), stdout io.Writer) *cobra.Com
 		Use:   "migrate",
 		Short: "Apply pending database migrations",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := load()
-			if err != nil {
-				return err
-			}
-			if cmd.Flags().Changed("data-dir") {
-				cfg.DataDir = dataDir
-			}
-			if !config.IsPostgres(databaseURL(cfg)) {
-				if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-					return err
-				}
-			}
-			d, err := db.Open(cmd.Context(), databaseURL(cfg), dbOptions(cfg))
+			d, names, err := openMigrated(cmd, load, dataDir)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			names, err := db.Migrate(cmd.Context(), d)
-			if err != nil {
-				return err
-			}
 			fmt.Fprintf(stdout, "applied %d migrations\n", len(names))
 			return nil
 		},
@@ -185,32 +169,44 @@ func migrateCmd(load func() (config.Config, error), stdout io.Writer) *cobra.Com
 	return cmd
 }
 
+// openMigrated opens the database of DATABASE_URL, or the SQLite file of the data dir (the
+// --data-dir flag when given), applies the pending migrations and returns their names.
+func openMigrated(cmd *cobra.Command, load func() (config.Config, error), dataDir string) (*bun.DB, []string, error) {
+	cfg, err := load()
+	if err != nil {
+		return nil, nil, err
+	}
+	if cmd.Flags().Changed("data-dir") {
+		cfg.DataDir = dataDir
+	}
+	if !config.IsPostgres(databaseURL(cfg)) {
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return nil, nil, err
+		}
+	}
+	d, err := db.Open(cmd.Context(), databaseURL(cfg), dbOptions(cfg))
+	if err != nil {
+		return nil, nil, err
+	}
+	names, err := db.Migrate(cmd.Context(), d)
+	if err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	return d, names, nil
+}
+
 func spaceCmd(load func() (config.Config, error), stdout io.Writer) *cobra.Command {
 	var dataDir string
 	space := &cobra.Command{Use: "space", Short: "Manage spaces"}
 	space.PersistentFlags().StringVar(&dataDir, "data-dir", "./data", "data directory (when DATABASE_URL is not set)")
-	// withDB opens the migrated database of the data dir or DATABASE_URL for one command.
+	// withDB runs fn on the migrated database of the data dir or DATABASE_URL.
 	withDB := func(cmd *cobra.Command, fn func(d *bun.DB) error) error {
-		cfg, err := load()
-		if err != nil {
-			return err
-		}
-		if cmd.Flags().Changed("data-dir") {
-			cfg.DataDir = dataDir
-		}
-		if !config.IsPostgres(databaseURL(cfg)) {
-			if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-				return err
-			}
-		}
-		d, err := db.Open(cmd.Context(), databaseURL(cfg), db.Options{MaxOpenConns: 2})
+		d, _, err := openMigrated(cmd, load, dataDir)
 		if err != nil {
 			return err
 		}
 		defer d.Close()
-		if _, err := db.Migrate(cmd.Context(), d); err != nil {
-			return err
-		}
 		return fn(d)
 	}
 	create := &cobra.Command{

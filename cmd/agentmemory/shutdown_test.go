@@ -68,30 +68,13 @@ func buildBinary(t *testing.T) string {
 // proc is a running agentmemory process.
 type proc struct {
 	cmd    *exec.Cmd
-	stderr *lockedBuffer
+	stderr *syncBuffer
 	done   chan error
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func start(t *testing.T, bin string, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(bin, args...), stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	p := &proc{cmd: exec.Command(bin, args...), stderr: &syncBuffer{}, done: make(chan error, 1)}
 	p.cmd.Env = env
 	p.cmd.Stderr = p.stderr
 	p.cmd.Stdout = io.Discard
