@@ -48,7 +48,7 @@ type app struct {
 	// compliance runs erasures, exports and retention sweeps.
 	compliance *compliance.Service
 	turns      *turns.Service
-	// eventMetrics is the outbox collector (register it where /metrics is served).
+	// eventMetrics counts the relay's deliveries (registered in metrics).
 	eventMetrics *events.Metrics
 	notes        *notes.Service
 	metrics      *metrics.Metrics
@@ -132,7 +132,8 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 	a.state = &state.Service{DB: d, Docs: a.docs, Hasher: hasher, Masker: a.subjects, Canonical: a.subjects.Canonical, Now: time.Now, Keys: ks}
 	a.compliance = &compliance.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Subjects: a.subjects, State: a.state, Now: time.Now,
 		Turns: a.turns, TurnExports: a.turns, TurnSweeps: a.turns}
-	a.eventMetrics = events.NewMetrics(d)
+	a.eventMetrics = events.NewMetrics()
+	a.metrics.Registry().MustRegister(a.eventMetrics)
 	a.notes = &notes.Service{DB: d, Docs: a.docs, Subjects: a.subjects, Hasher: hasher, Now: time.Now}
 	a.compliance.Notes = a.notes // AM-12: agent-note erasure
 	if cfg.OllamaHost != "" && cfg.DetectorModel != "" {
