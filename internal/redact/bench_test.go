@@ -11,12 +11,13 @@ func repeatTo(unit string, n int) string {
 }
 
 // BenchmarkLarge measures Detect and Mask on large inputs made of the shapes
-// that used to be super-linear: many phone-like groups in one run and many
-// addresses. Run with -bench Large -benchtime 3x.
+// that used to be super-linear: many phone-like groups in one run, many
+// addresses, and many "a@" (one address window each). Run with -bench Large -benchtime 3x.
 func BenchmarkLarge(b *testing.B) {
 	shapes := []struct{ name, unit string }{
 		{"phones", "9 1234 5678 "},
 		{"emails", "ana@example.com "},
+		{"at-signs", "a@"},
 	}
 	sizes := []struct {
 		name string

@@ -186,15 +186,24 @@ func firstRune(s string) rune {
 // emailWindowEnd returns where the text an address starting at p could
 // cover ends: at most maxEmailLen bytes, stopping at a character no address
 // form holds, or at spaces that neither follow nor precede a connector (see
-// emailConnector). The regexp then runs on a window about the size of the
+// emailConnector), or before a second "@". The regexp then runs on a window about the size of the
 // address, so many addresses in a row cost time linear in the text.
 func emailWindowEnd(s string, p int) int {
 	limit := min(len(s), p+maxEmailLen)
 	i := p
 	prevConn := false
+	seenAt := false
 	for i < limit {
 		c := s[i]
 		switch {
+		case c == '@' && seenAt:
+			// An address holds one "@": the window ends before a second
+			// one, so a text of many "a@" costs linear time.
+			return i
+		case c == '@':
+			seenAt = true
+			i++
+			prevConn = true
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
 			j := i + 1
 			for j < limit && (s[j] == ' ' || s[j] == '\t' || s[j] == '\n' || s[j] == '\r' || s[j] == '\f' || s[j] == '\v') {
