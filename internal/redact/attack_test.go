@@ -193,3 +193,48 @@ func TestLargeInputs(t *testing.T) {
 	require.Nil(t, kinds)
 	require.True(t, masked == ats, "nothing to mask")
 }
+
+// TestDetectHiddenForms: escapes, quoted local parts and spaced characters do
+// not hide an address or a number (second attack).
+func TestDetectHiddenForms(t *testing.T) {
+	runDetect(t, Options{}, []detectCase{
+		{"spaced letters", "write to a n a @ e x a m p l e . c o m today", email},
+		{"url-encoded at", "ana%40example.com", email},
+		{"url-encoded at and dot", "mailto=ana%40example%2Ecom", email},
+		{"html decimal entities", "&#97;na&#64;example.com", email},
+		{"html hex entity", "ana&#x40;example.com", email},
+		{"html named entity", "ana&commat;example.com", email},
+		{"html named at and dot", "ana&commat;example&period;com", email},
+		{"quoted local part", `"ana smith"@example.com`, email},
+		{"spaced us digits", "4 1 5 5 5 5 0 1 3 2", phone},
+		{"spaced br digits", "ligue 1 1 9 1 2 3 4 5 6 7 8 hoje", phone},
+		// guards: not personal data
+		{"percent amounts", "fees of 40%40 and 2%2E3", nil},
+		{"html entity in prose", "Tom &amp; Jerry &lt;3", nil},
+		{"nine spaced digits", "codes 1 2 3 4 5 6 7 8 9 done", nil},
+		{"spaced letters without at", "a b c d e f g h", nil},
+		{"single letters around at", "a @ b", nil},
+		{"quoted word before mention", `say "hi"@team`, nil},
+		{"quotes across lines", "\"ana\n\"@example.com", nil},
+	})
+}
+
+// TestMaskHiddenForms: the whole original run (escapes, quotes and spaces
+// included) is masked, and nothing else.
+func TestMaskHiddenForms(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{"spaced letters", "write to a n a @ e x a m p l e . c o m today", "write to <email> today"},
+		{"url-encoded", "to=ana%40example.com&x=1", "to=<email>&x=1"},
+		{"html entities", "mail &#97;na&#64;example.com now", "mail <email> now"},
+		{"html named", "ana&commat;example.com.", "<email>."},
+		{"quoted local part", `write "ana smith"@example.com now`, "write <email> now"},
+		{"spaced digits", "ligue 1 1 9 1 2 3 4 5 6 7 8 hoje", "ligue <phone> hoje"},
+		{"spaced digits us", "call 4 1 5 5 5 5 0 1 3 2.", "call <phone>."},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _ := Mask(tc.in, Options{})
+			require.Equal(t, tc.want, got)
+		})
+	}
+}

@@ -18,6 +18,8 @@ func BenchmarkLarge(b *testing.B) {
 		{"phones", "9 1234 5678 "},
 		{"emails", "ana@example.com "},
 		{"at-signs", "a@"},
+		{"spaced-digits", "1 2 3 4 5 6 7 8 9 0 "},
+		{"spaced-letters", "a n a @ e x a m p l e . c o m "},
 	}
 	sizes := []struct {
 		name string

@@ -24,6 +24,8 @@ var (
 	emailRe = regexp.MustCompile(`(?i)^` + emailLocal + `(` + emailAt + `)(` + emailLabel + `)(?:` + emailDot + emailLabel + `)*` + emailDot + emailTLD)
 	// emailWhole validates a whole (canonicalised) address.
 	emailWhole = regexp.MustCompile(`^` + emailLocal + `@` + emailLabel + `(?:\.` + emailLabel + `)*\.` + emailTLD + `$`)
+	// emailDomainRe is "@" and a domain, after a quoted local part.
+	emailDomainRe = regexp.MustCompile(`(?i)^@` + emailLabel + `(?:\.` + emailLabel + `)*\.` + emailTLD)
 	// emailNoTLDRe is a local part glued to "@" and a domain label, checked
 	// against mailProviders when emailRe finds no address ("ana@gmail").
 	emailNoTLDRe = regexp.MustCompile(`^` + emailLocal + `@(` + emailLabel + `)`)
@@ -239,8 +241,38 @@ func emailWindowEnd(s string, p int) int {
 	return limit
 }
 
+// maxQuotedLocal bounds the quoted local part of an address.
+const maxQuotedLocal = 64
+
+// findQuotedEmails adds the addresses with a quoted local part
+// ("\"ana smith\"@example.com", RFC 5322): a closing '"' glued to "@" and a
+// domain, the opening '"' at most maxQuotedLocal bytes before it on the same
+// line. The whole address, quotes included, is the span.
+func findQuotedEmails(s string, sp *spans) {
+	for i := 1; i < len(s); i++ {
+		if s[i] != '@' || s[i-1] != '"' {
+			continue
+		}
+		lo := max(0, i-1-maxQuotedLocal)
+		open := strings.LastIndexByte(s[lo:i-1], '"')
+		if open < 0 {
+			continue
+		}
+		open += lo
+		if open+1 == i-1 || strings.ContainsAny(s[open:i], "\n\r") {
+			continue
+		}
+		m := emailDomainRe.FindStringIndex(s[i:min(len(s), i+maxEmailLen)])
+		if m == nil || sp.overlaps(open, i+m[1]) {
+			continue
+		}
+		sp.add(open, i+m[1], KindEmail)
+	}
+}
+
 // findEmails adds e-mail spans found in s to sp.
 func findEmails(s string, sp *spans, known *KnownSubjects) {
+	findQuotedEmails(s, sp)
 	for _, p := range emailAnchors(s) {
 		if sp.overlaps(p, p+1) {
 			continue

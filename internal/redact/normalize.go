@@ -1,6 +1,8 @@
 package redact
 
 import (
+	"html"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -86,29 +88,34 @@ func isASCIIPlain(s string) bool {
 // the span of the original text its NFKC segment came from.
 func normalize(text string) *normText {
 	nt := &normText{orig: text}
-	if isASCIIPlain(text) {
+	dec, d0s, d0e := decodeEscapes(text)
+	if d0s == nil && isASCIIPlain(text) {
 		// ASCII is NFKC-stable and holds nothing to remove or fold.
 		nt.s = text
 		return nt
 	}
 	// Step 1: remove ignorable characters; o1s/o1e map each kept byte to the
-	// original span of its rune.
+	// original span of its rune (through the decoded escapes).
 	var s1 strings.Builder
-	s1.Grow(len(text))
-	o1s := make([]int, 0, len(text)+1)
-	o1e := make([]int, 0, len(text)+1)
-	for i, r := range text {
+	s1.Grow(len(dec))
+	o1s := make([]int, 0, len(dec)+1)
+	o1e := make([]int, 0, len(dec)+1)
+	for i, r := range dec {
 		n := utf8.RuneLen(r)
 		if r == utf8.RuneError {
-			_, n = utf8.DecodeRuneInString(text[i:])
+			_, n = utf8.DecodeRuneInString(dec[i:])
 		}
 		if isIgnorable(r) {
 			continue
 		}
-		s1.WriteString(text[i : i+n])
+		s1.WriteString(dec[i : i+n])
+		oa, ob := i, i+n
+		if d0s != nil {
+			oa, ob = d0s[i], d0e[i+n-1]
+		}
 		for k := 0; k < n; k++ {
-			o1s = append(o1s, i)
-			o1e = append(o1e, i+n)
+			o1s = append(o1s, oa)
+			o1e = append(o1e, ob)
 		}
 	}
 	stripped := s1.String()
@@ -179,4 +186,68 @@ func foldToken(s string) string {
 		b.WriteRune(unicode.ToLower(r))
 	}
 	return b.String()
+}
+
+// maxEntityLen bounds the length of an HTML character reference ("&#x0040;",
+// "&commat;").
+const maxEntityLen = 12
+
+// decodeEscapes decodes the escapes that hide an address's "@" or "." (or
+// any other character) from detection: percent-escapes of the characters an
+// address is written with ("%40" for "@", "%2E" for ".", "%2B", "%2D", "%5F",
+// any case) and HTML character references ending in ";" (numeric "&#64;",
+// "&#x40;", or named "&commat;", "&period;", ...). It returns the decoded
+// text and, for each of its bytes, the original span it came from; the
+// spans are nil when nothing was decoded.
+func decodeEscapes(text string) (string, []int, []int) {
+	if strings.IndexByte(text, '%') < 0 && strings.IndexByte(text, '&') < 0 {
+		return text, nil, nil
+	}
+	var b strings.Builder
+	var ds, de []int
+	last := 0 // text[last:i] is copied as it is
+	flush := func(i int) {
+		for k := last; k < i; k++ {
+			ds = append(ds, k)
+			de = append(de, k+1)
+		}
+		b.WriteString(text[last:i])
+	}
+	emit := func(i, j int, rep string) {
+		flush(i)
+		b.WriteString(rep)
+		for k := 0; k < len(rep); k++ {
+			ds = append(ds, i)
+			de = append(de, j)
+		}
+		last = j
+	}
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
+		case '%':
+			if i+2 < len(text) {
+				if v, err := strconv.ParseUint(text[i+1:i+3], 16, 8); err == nil && strings.IndexByte("@.+-_", byte(v)) >= 0 {
+					emit(i, i+3, string(rune(v)))
+					i += 2
+				}
+			}
+		case '&':
+			end := strings.IndexByte(text[i+1:min(len(text), i+maxEntityLen)], ';')
+			if end < 0 {
+				continue
+			}
+			ref := text[i : i+1+end+1]
+			rep := html.UnescapeString(ref)
+			if rep == ref || strings.ContainsRune(rep, utf8.RuneError) {
+				continue
+			}
+			emit(i, i+len(ref), rep)
+			i += len(ref) - 1
+		}
+	}
+	if ds == nil {
+		return text, nil, nil
+	}
+	flush(len(text))
+	return b.String(), ds, de
 }

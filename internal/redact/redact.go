@@ -89,9 +89,27 @@ func (sp *spans) add(a, b int, kinds ...Kind) {
 	}
 }
 
-// scan runs every detector on the normalised text.
+// scan runs every detector on the normalised text, then again on its copy
+// with the spaced runs collapsed (see collapseSpaced), keeping from that pass
+// the values that cover a removed space, mapped back to the normalised text.
 func scan(nt *normText, opt Options) *spans {
-	s := nt.s
+	sp := scanText(nt.s, opt)
+	c := collapseSpaced(nt.s)
+	if c == nil {
+		return sp
+	}
+	for _, x := range scanText(c.s, opt).list {
+		a, b := c.at[x.a], c.at[x.b-1]+1
+		if b-a == x.b-x.a || sp.overlaps(a, b) {
+			continue // no space removed inside: the first pass decided
+		}
+		sp.add(a, b, x.kinds...)
+	}
+	return sp
+}
+
+// scanText runs every detector on s.
+func scanText(s string, opt Options) *spans {
 	sp := newSpans(len(s))
 	findEmails(s, sp, opt.Known)
 	findDocuments(s, sp, opt.Known)

@@ -1,0 +1,127 @@
+package redact
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Spaced values: a value written one character at a time with single spaces
+// between the characters ("a n a @ e x a m p l e . c o m",
+// "4 1 5 5 5 5 0 1 3 2") is read without the spaces.
+
+const (
+	// minSpacedEmail is the fewest single-character tokens of a spaced run
+	// holding "@" that is read as one word ("a@b.co" has six).
+	minSpacedEmail = 6
+	// minSpacedDigits is the fewest single digits of a spaced run of digits
+	// that is read as one number.
+	minSpacedDigits = 10
+	// maxSpacedDigits is the most: a longer number is no phone (E.164 has
+	// at most 15 digits) and is left to the first pass, which reads it
+	// spaced.
+	maxSpacedDigits = 15
+)
+
+// collapsed is a copy of the normalised text with the spaces of the spaced
+// runs removed; at[i] is the offset in the normalised text of byte i.
+type collapsed struct {
+	s  string
+	at []int
+}
+
+// collapseSpaced finds the spaced runs of s: maximal sequences of tokens of
+// one character each (one rune, not a space) separated by exactly one " "
+// (the last token may carry trailing punctuation, which is not collapsed).
+// A run holding "@" with at least minSpacedEmail tokens is collapsed whole;
+// in the other runs, each stretch of minSpacedDigits to maxSpacedDigits
+// single digits in a row is collapsed. It returns nil when nothing is collapsed, so the
+// extra detection pass is only paid for texts that have such runs.
+func collapseSpaced(s string) *collapsed {
+	type tok struct{ a, b int }
+	var cuts [][2]int // spans [a, b) of s whose spaces are removed
+	var run []tok
+	closeRun := func() {
+		if len(run) >= 2 {
+			hasAt := false
+			for _, t := range run {
+				if s[t.a] == '@' {
+					hasAt = true
+					break
+				}
+			}
+			if hasAt && len(run) >= minSpacedEmail {
+				cuts = append(cuts, [2]int{run[0].a, run[len(run)-1].b})
+			} else {
+				for i := 0; i < len(run); {
+					j := i
+					for j < len(run) && isDigit(s[run[j].a]) {
+						j++
+					}
+					if j-i >= minSpacedDigits && j-i <= maxSpacedDigits {
+						cuts = append(cuts, [2]int{run[i].a, run[j-1].b})
+					}
+					i = max(j, i+1)
+				}
+			}
+		}
+		run = run[:0]
+	}
+	i := 0
+	for i < len(s) {
+		if isSpaceByte(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && !isSpaceByte(s[j]) {
+			j++
+		}
+		// One rune, or one rune and trailing punctuation that ends the
+		// run ("... 3 2." or "... c o m,").
+		_, n := utf8.DecodeRuneInString(s[i:j])
+		trailing := i+n < j && strings.Trim(s[i+n:j], ".,;:!?)]}\"'") == ""
+		if i+n != j && !trailing {
+			closeRun()
+		} else {
+			if len(run) > 0 && !(run[len(run)-1].b+1 == i && s[i-1] == ' ') {
+				closeRun()
+			}
+			run = append(run, tok{i, i + n})
+			if trailing {
+				closeRun()
+			}
+		}
+		i = j
+	}
+	closeRun()
+	if len(cuts) == 0 {
+		return nil
+	}
+	c := &collapsed{at: make([]int, 0, len(s))}
+	var b strings.Builder
+	b.Grow(len(s))
+	pos := 0
+	for _, cut := range cuts {
+		for k := pos; k < cut[0]; k++ {
+			c.at = append(c.at, k)
+		}
+		b.WriteString(s[pos:cut[0]])
+		for k := cut[0]; k < cut[1]; k++ {
+			if s[k] != ' ' {
+				b.WriteByte(s[k])
+				c.at = append(c.at, k)
+			}
+		}
+		pos = cut[1]
+	}
+	for k := pos; k < len(s); k++ {
+		c.at = append(c.at, k)
+	}
+	b.WriteString(s[pos:])
+	c.s = b.String()
+	return c
+}
+
+func isSpaceByte(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
