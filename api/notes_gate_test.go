@@ -103,9 +103,13 @@ func TestNoteGateSplitAcrossFields(t *testing.T) {
 		require.Equal(t, []string{"email", "phone"}, strs(m["kinds"]))
 		id := create(e, bot, note("Customer mailbox", "Ask which mailbox the customer prefers."))
 		requireError(t, e.Do("POST", notesPath+"/"+id+"/versions", bot, map[string]any{"title": "Customer ana@", "body": "example.com is the right mailbox"}), 422, "personal_data_in_agent_memory")
+		// An address split across adjacent tags (joined by "@" for the check).
+		m = requireError(t, e.Do("POST", notesPath, bot, note("Contact", "Ask the customer.", "tags", []string{"ana", "example.com"})), 422, "personal_data_in_agent_memory")
+		require.Equal(t, []string{"email"}, strs(m["kinds"]))
+		create(e, bot, note("Refund routing", "Route by country.", "tags", []string{"refund", "orders", "br"}))
 		// Fields that are clean on their own and together are stored.
 		create(e, bot, note("Support line", "Call the support line 0800 123 4567; NodePort uses the port range 30000-32767."))
-		require.Len(t, listIDs(e, bot, ""), 2)
+		require.Len(t, listIDs(e, bot, ""), 3)
 	})
 }
 

@@ -264,11 +264,16 @@ func hasFence(s string) bool { return fencePattern.MatchString(s) }
 
 // gateText is everything of c the personal-data gate reads: title, body and tags each on
 // their own and also concatenated without separator (redact.JoinForCheck), so a value split
-// across fields ("Customer ana@" + "example.com is the right mailbox") is caught; then the
-// evidence ids.
+// across fields ("Customer ana@" + "example.com is the right mailbox") is caught; adjacent
+// tags joined by "@" (redact.JoinTagsForCheck), so an address split across tags
+// (["ana", "example.com"]) is caught; then the evidence ids.
 func (c content) gateText() string {
 	var b strings.Builder
 	b.WriteString(redact.JoinForCheck(c.Title, c.Body, strings.Join(c.Tags, " ")))
+	if t := redact.JoinTagsForCheck(c.Tags); t != "" {
+		b.WriteString("\n")
+		b.WriteString(t)
+	}
 	if c.Evidence != nil {
 		b.WriteString("\n")
 		b.WriteString(c.Evidence.ConversationID + c.Evidence.TaskID)

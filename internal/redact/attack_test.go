@@ -170,6 +170,13 @@ func TestJoinForCheck(t *testing.T) {
 		{"whole parts", JoinForCheck("Title", "mail ana@example.com", "tag"), email},
 		{"clean parts", JoinForCheck("Refunds", "Refunds go back to the card.", "billing"), nil},
 	})
+	runDetect(t, Options{}, []detectCase{
+		{"address split across tags", JoinForCheck("Contact", "", "ana example.com") + "\n" + JoinTagsForCheck([]string{"ana", "example.com"}), email},
+		// guards
+		{"word tags", JoinTagsForCheck([]string{"refund", "orders", "br"}), nil},
+		{"one tag", JoinTagsForCheck([]string{"example.com"}), nil},
+	})
+	require.Equal(t, "a@b\nb@c\n", JoinTagsForCheck([]string{"a", "b", "c"}))
 	require.Equal(t, "a\nb\nab", JoinForCheck("a", "b"))
 	require.Equal(t, "a", JoinForCheck("a"))
 	require.Equal(t, "", JoinForCheck())

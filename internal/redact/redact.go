@@ -306,3 +306,25 @@ func JoinForCheck(parts ...string) string {
 	}
 	return strings.Join(parts, "\n") + "\n" + strings.Join(parts, "")
 }
+
+// JoinTagsForCheck returns the extra text the gate should pass to Detect for
+// a list of tags: each pair of adjacent tags joined by "@", one pair per
+// line, so an address split across two tags (["ana", "example.com"]) is
+// found. Tags cannot hold "@" (notes accept a-z 0-9 _ . : -), so "@" is the
+// only join needed for two tags. Only adjacent pairs are joined, in their
+// order, and never three tags: ["ana", "example", "com"] is not combined,
+// because joining all tags would turn ordinary lists (["refund", "orders",
+// "br"]) into addresses. The cost is a tag that is a bare domain name or a
+// mailbox provider's name right after another tag (["billing",
+// "stripe.com"], ["support", "gmail"] read as addresses): write the name
+// without its domain. Fewer than two tags give "".
+func JoinTagsForCheck(tags []string) string {
+	if len(tags) < 2 {
+		return ""
+	}
+	var b strings.Builder
+	for i := 1; i < len(tags); i++ {
+		b.WriteString(tags[i-1] + "@" + tags[i] + "\n")
+	}
+	return b.String()
+}
