@@ -5,7 +5,12 @@
 //
 // # Normalisation
 //
-// Before detection the text is normalised in three steps. (1) Every character
+// Before detection the text is normalised in four steps. (0) Escapes are
+// decoded: percent-escapes of the characters an address is written with
+// ("%40" -> "@", "%2E" -> ".", "%2B", "%2D", "%5F", any case: only these, so
+// "40%" and other URL escapes stay as they are) and HTML character
+// references ending in ";" (numeric "&#64;", "&#x40;", "&#97;", or named
+// "&commat;", "&period;", "&lt;", ...). (1) Every character
 // that renders as nothing is removed: all format characters (Unicode category
 // Cf: U+200B–U+200F, the bidi embeddings/overrides U+202A–U+202E and isolates
 // U+2066–U+2069, U+2060–U+2064, U+180E, U+061C, U+FEFF, the soft hyphen
@@ -18,14 +23,30 @@
 // space separator (Zs) becomes " ". Detection runs on the normalised text;
 // every span found is mapped back to the bytes of the ORIGINAL text (through
 // the removed and mapped characters), so Mask replaces the whole original
-// value, whatever it was written with, and leaves everything else byte for
-// byte as it was.
+// value, whatever it was written with (a decoded escape inside it is
+// masked whole), and leaves everything else byte for byte as it was.
+//
+// # Spaced characters
+//
+// A value written one character at a time is read without the spaces. A
+// spaced run is a sequence of tokens of one character each separated by
+// exactly one space (the last may carry trailing punctuation: "... c o m.").
+// A run holding "@" with at least 6 tokens ("a n a @ e x a m p l e . c o m")
+// is read as one word; elsewhere, a stretch of 10 to 15 single digits in a
+// row ("4 1 5 5 5 5 0 1 3 2", "1 1 9 1 2 3 4 5 6 7 8") is read as the number
+// without spaces (then the phone and document rules apply as to any bare
+// run). Nine or fewer spaced digits, or more than 15, are left to the rules
+// for spaced text. Detection runs a second time on a copy of the text with
+// those spaces removed, only when the text has such a run, and keeps only
+// values that contain a removed space; Mask masks the whole run in the
+// original text.
 //
 // # Cost
 //
 // Detect and Mask are linear in the text: overlap checks use a bitmap of the
 // covered bytes, each e-mail candidate is matched on a window about its own
-// size, documents are matched by hand at group starts, and phone verdicts
+// size (ending before a second "@", so "a@a@a@..." stays linear), the spaced
+// pass runs at most once more over the text, documents are matched by hand at group starts, and phone verdicts
 // (phonenumbers parsing, the expensive step) are remembered per distinct
 // digit shape within a call.
 //
@@ -39,7 +60,9 @@
 // "ana (at) example (dot) com", "ana {at} example {dot} com",
 // "ana <at> example <dot> com", Portuguese "ana arroba example ponto com", and
 // spaced symbols "ana @ gmail . com" (a "." with a space before it); bracketed
-// and bare word forms may be mixed with "@" and ".".
+// and bare word forms may be mixed with "@" and ".". A quoted local part
+// ("\"ana smith\"@example.com", at most 64 bytes, on one line) makes an
+// address too, masked quotes included.
 //
 // A bare word "at"/"arroba" (not bracketed) makes an address only when the
 // domain does not start with an article ("the", "a", "o", ...), the word
@@ -154,5 +177,9 @@
 // the right mailbox" in the body) is only visible when the fields are read
 // together: JoinForCheck(title, body, tags) gives the text to pass to Detect,
 // each field on its own line plus all of them concatenated without
-// separator. The notes gate (AM-6) checks notes this way.
+// separator. JoinTagsForCheck(tags) adds each pair of adjacent tags joined
+// by "@" (["ana", "example.com"] gives "ana@example.com"): tags cannot hold
+// "@", and joining only adjacent pairs, never three tags, keeps ordinary tag
+// lists clean; a bare domain tag right after another tag is refused. The
+// notes gate (AM-6) checks notes this way.
 package redact
