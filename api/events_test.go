@@ -118,3 +118,18 @@ func TestStateWritesEmitNoEvents(t *testing.T) {
 		require.Empty(t, getEvents(t, e, "", e.AdminKey).Events)
 	})
 }
+
+// TestFeaturesRefusePrivateWebhookURL: PUT /v1/documents/features refuses a webhook URL
+// aimed at the server's own network (SSRF) with 400 naming the member, without the URL.
+func TestFeaturesRefusePrivateWebhookURL(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		for _, u := range []string{"http://127.0.0.1:5432/", "http://169.254.169.254/latest/meta-data/", "https://a:b@hooks.example.com/"} {
+			body := map[string]any{"agent_memory": map[string]any{"enabled": true, "webhook_url": u}}
+			r := e.MustDo(http.StatusBadRequest, "PUT", "/v1/documents/features", e.AdminKey, body)
+			require.Contains(t, string(r.Body), `"member":"agent_memory.webhook_url"`)
+			require.NotContains(t, string(r.Body), u)
+		}
+		e.MustDo(http.StatusOK, "PUT", "/v1/documents/features", e.AdminKey,
+			map[string]any{"agent_memory": map[string]any{"enabled": true, "webhook_url": "https://hooks.example.com/in"}})
+	})
+}

@@ -1,9 +1,11 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"net/http"
 
@@ -14,6 +16,7 @@ import (
 	"agentmemory/internal/auth"
 	"agentmemory/internal/fault"
 	"agentmemory/internal/notes"
+	"agentmemory/internal/strictjson"
 )
 
 // MCP tool names (AM-5). Working memory is never a tool (WM-11).
@@ -103,6 +106,23 @@ func (s *Server) mcpServer() gin.HandlerFunc {
 			s.writeError(c, fault.New(fault.Forbidden, "agent_key_required", "MCP tools are for agents: use an agent key"))
 			return
 		}
+		if err := notes.CheckIdempotencyKey(c.GetHeader("Idempotency-Key")); err != nil {
+			s.writeError(c, err) // 400 invalid_header, as on REST
+			return
+		}
+		if c.Request.Method == http.MethodPost && c.Request.Body != nil {
+			data, err := readBody(c)
+			if err != nil {
+				s.writeError(c, err)
+				return
+			}
+			if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+				// One request, one call: receipts, rate limits and idempotency stay per call.
+				s.writeError(c, fault.New(fault.Invalid, "batch_not_supported", "JSON-RPC batches are not supported on /mcp: send one request per HTTP request"))
+				return
+			}
+			c.Request.Body = io.NopCloser(bytes.NewReader(data))
+		}
 		srv, err := s.buildMCP(s.ctx(c), p)
 		if err != nil {
 			s.writeError(c, err)
@@ -128,18 +148,53 @@ func (s *Server) buildMCP(ctx context.Context, p auth.Principal) (*mcp.Server, e
 		return srv, nil
 	}
 	if p.HasScope(auth.ScopeAgentMemory) || p.HasScope(auth.ScopeContext) {
-		mcp.AddTool(srv, &mcp.Tool{
+		srv.AddTool(&mcp.Tool{
 			Name: ToolSearch, Description: searchDescription, InputSchema: searchSchema(),
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, Title: "Search agent memory"},
-		}, s.mcpSearch(p))
+		}, mcpTool(s, s.mcpSearch(p)))
 	}
 	if p.HasScope(auth.ScopeAgentMemoryWrite) {
-		mcp.AddTool(srv, &mcp.Tool{
+		srv.AddTool(&mcp.Tool{
 			Name: ToolRemember, Description: rememberDescription, InputSchema: rememberSchema(),
 			Annotations: &mcp.ToolAnnotations{Title: "Remember a lesson", DestructiveHint: new(false)},
-		}, s.mcpRemember(p))
+		}, mcpTool(s, s.mcpRemember(p)))
 	}
 	return srv, nil
+}
+
+// mcpHandler is a tool's typed handler: its arguments decoded, it returns the tool's output
+// (a JSON object) or an error shown as a tool error.
+type mcpHandler[In any] func(ctx context.Context, req *mcp.CallToolRequest, in In) (any, error)
+
+// mcpTool adapts h to the SDK's raw tool handler. The SDK does no validation of its own
+// there (so its messages, which repeat the caller's values, never reach the client); the
+// arguments are decoded with strictjson as a REST body is (exact member names, no duplicate
+// keys, no NUL, right types) and the limits the input schema declares are enforced by the
+// notes service, as on REST. Every refusal is a tool error (isError) holding the REST error
+// shape {"error":{"code","message",...}}, never the caller's values.
+func mcpTool[In any](s *Server, h mcpHandler[In]) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args := []byte("{}")
+		if req.Params != nil && len(bytes.TrimSpace(req.Params.Arguments)) > 0 && string(bytes.TrimSpace(req.Params.Arguments)) != "null" {
+			args = req.Params.Arguments
+		}
+		var in In
+		if err := strictjson.Decode(args, &in); err != nil {
+			return s.toolError(ctx, err), nil
+		}
+		out, err := h(ctx, req, in)
+		if err != nil {
+			return s.toolError(ctx, err), nil
+		}
+		data, err := json.Marshal(out)
+		if err != nil {
+			return s.toolError(ctx, err), nil
+		}
+		return &mcp.CallToolResult{
+			Content:           []mcp.Content{&mcp.TextContent{Text: string(data)}},
+			StructuredContent: json.RawMessage(data),
+		}, nil
+	}
 }
 
 // searchSchema is the input schema of search_agent_memory, with the limits of REST.
@@ -170,41 +225,38 @@ func rememberSchema() *jsonschema.Schema {
 
 // mcpSearch runs the same notes.Service.Search as GET /v1/agent-memory/search (visibility,
 // receipt); the query text is never logged.
-func (s *Server) mcpSearch(p auth.Principal) mcp.ToolHandlerFor[mcpSearchInput, any] {
-	return func(ctx context.Context, _ *mcp.CallToolRequest, in mcpSearchInput) (*mcp.CallToolResult, any, error) {
+func (s *Server) mcpSearch(p auth.Principal) mcpHandler[mcpSearchInput] {
+	return func(ctx context.Context, _ *mcp.CallToolRequest, in mcpSearchInput) (any, error) {
 		res, err := s.Notes.Search(ctx, p, notes.SearchRequest{Q: in.Query, Tags: in.Tags, Limit: in.Limit})
 		if err != nil {
-			return s.toolError(ctx, err), nil, nil
+			return nil, err
 		}
 		out := mcpSearchOutput{Enabled: res.Enabled, Notes: make([]mcpNote, 0, len(res.Notes))}
 		for _, n := range res.Notes {
 			out.Notes = append(out.Notes, mcpNote{ID: n.ID, Kind: n.Kind, Title: n.Title, Body: n.Body, Tags: n.Tags, Version: n.Version, SourceID: n.SourceID})
 		}
-		return nil, out, nil
+		return out, nil
 	}
 }
 
 // mcpRemember writes through notes.Service.Create, the one write path of REST: gate, limits,
 // rate limit, human_only proposals, receipt and outbox event. An Idempotency-Key and an
 // Agent-Version header on the MCP HTTP request are honoured as on REST.
-func (s *Server) mcpRemember(p auth.Principal) mcp.ToolHandlerFor[mcpRememberInput, any] {
-	return func(ctx context.Context, req *mcp.CallToolRequest, in mcpRememberInput) (*mcp.CallToolResult, any, error) {
+func (s *Server) mcpRemember(p auth.Principal) mcpHandler[mcpRememberInput] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in mcpRememberInput) (any, error) {
 		var agentVersion, idem string
 		if req.Extra != nil && req.Extra.Header != nil {
 			agentVersion = req.Extra.Header.Get("Agent-Version")
-			idem = req.Extra.Header.Get("Idempotency-Key")
-		}
-		if len(idem) > 200 {
-			idem = ""
+			idem = req.Extra.Header.Get("Idempotency-Key") // checked by mcpServer (400 invalid_header)
 		}
 		res, err := s.Notes.Create(ctx, p, agentVersion, idem, notes.Input{Kind: in.Kind, Title: in.Title, Body: in.Body, Tags: in.Tags})
 		if err != nil {
-			return s.toolError(ctx, err), nil, nil
+			return nil, err
 		}
 		if res.ProposalID != "" {
-			return nil, mcpRememberOutput{Status: "proposed", ProposalID: res.ProposalID}, nil
+			return mcpRememberOutput{Status: "proposed", ProposalID: res.ProposalID}, nil
 		}
-		return nil, mcpRememberOutput{Status: "stored", NoteID: res.Note.ID, Version: res.Note.Version}, nil
+		return mcpRememberOutput{Status: "stored", NoteID: res.Note.ID, Version: res.Note.Version}, nil
 	}
 }
 

@@ -279,3 +279,101 @@ func TestMCPRefusesPeopleBadKeysAndRebinding(t *testing.T) {
 		require.Error(t, err, "the SDK client cannot connect with a bad key")
 	})
 }
+
+// postMCP POSTs body to /mcp with key and the extra headers (name, value pairs).
+func postMCP(t *testing.T, url, key, body string, headers ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", url+"/mcp", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	req.Header.Set("Authorization", "Bearer "+key)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(data)
+}
+
+// TestMCPArgumentErrorsNeverEchoInput: invalid tool arguments are tool errors in the REST
+// shape {"error":{"code","message"}}, naming the member but never repeating the caller's
+// values; duplicate keys and NUL characters in arguments are refused; nothing is stored.
+func TestMCPArgumentErrorsNeverEchoInput(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		url := serveAPI(t, e)
+		enableNotes(e, nil)
+		key := writer(e, "shop-bot", "acme-ai")
+		cs := mcpSession(t, url, key)
+		const secret = "ana.secret@example.com"
+		cases := []struct {
+			name string
+			args map[string]any
+			code string
+		}{
+			{"enum", map[string]any{"kind": secret, "title": "t", "body": "b"}, "invalid_member"},
+			{"maxLength", map[string]any{"kind": "tool_note", "title": strings.Repeat(secret, 20), "body": "b"}, "invalid_member"},
+			{"maxItems", map[string]any{"kind": "tool_note", "title": "t", "body": "b", "tags": []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}}, "invalid_member"},
+			{"additionalProperties", map[string]any{"kind": "tool_note", "title": "t", "body": "b", secret: "x"}, "unknown_member"},
+			{"type", map[string]any{"kind": "tool_note", "title": secret, "body": 12}, "invalid_member"},
+		}
+		for _, tc := range cases {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: api.ToolRemember, Arguments: tc.args})
+			require.NoError(t, err, tc.name)
+			require.True(t, res.IsError, "%s: got a success, want a tool error", tc.name)
+			text := res.Content[0].(*mcp.TextContent).Text
+			require.NotContains(t, text, secret, "%s: the error repeats the input: %s", tc.name, text)
+			var m map[string]map[string]any
+			require.NoError(t, json.Unmarshal([]byte(text), &m), "%s: %s", tc.name, text)
+			require.Equal(t, tc.code, m["error"]["code"], "%s: %s", tc.name, text)
+			require.NotEmpty(t, m["error"]["message"], tc.name)
+		}
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: api.ToolSearch, Arguments: map[string]any{"query": "x", "limit": 500}})
+		require.NoError(t, err)
+		require.True(t, res.IsError, "limit 500 is refused")
+
+		// Duplicate keys and NUL characters, which no SDK client sends: raw JSON-RPC.
+		for name, args := range map[string]string{
+			"duplicate": `{"kind":"tool_note","title":"t","body":"b","title":"` + secret + `"}`,
+			"nul":       `{"kind":"tool_note","title":"t\u0000` + secret + `","body":"b"}`,
+		} {
+			status, body := postMCP(t, url, key, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"remember","arguments":`+args+`}}`)
+			require.Equal(t, http.StatusOK, status, "%s: %s", name, body)
+			require.Contains(t, body, `"isError":true`, "%s: %s", name, body)
+			require.Contains(t, body, `invalid_json`, "%s: %s", name, body)
+			require.NotContains(t, body, secret, "%s: %s", name, body)
+		}
+		notesList := e.MustDo(http.StatusOK, "GET", "/v1/agent-memory/notes", key, nil).JSON(t)
+		require.Empty(t, notesList["notes"], "nothing was stored")
+	})
+}
+
+// TestMCPRefusesBatchesAndBadIdempotencyKey: a JSON-RPC batch is 400 batch_not_supported
+// before the MCP handler; an over-long Idempotency-Key is 400 invalid_header as on REST.
+func TestMCPRefusesBatchesAndBadIdempotencyKey(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		url := serveAPI(t, e)
+		enableNotes(e, nil)
+		key := writer(e, "shop-bot", "acme-ai")
+		call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"remember","arguments":{"kind":"tool_note","title":"Stock API","body":"Pages at 50."}}}`
+
+		status, body := postMCP(t, url, key, " \n["+call+","+strings.Replace(call, `"id":1`, `"id":2`, 1)+"]")
+		require.Equal(t, http.StatusBadRequest, status, body)
+		require.Contains(t, body, `"code":"batch_not_supported"`)
+
+		status, body = postMCP(t, url, key, call, "Idempotency-Key", strings.Repeat("k", 201))
+		require.Equal(t, http.StatusBadRequest, status, body)
+		require.Contains(t, body, `"code":"invalid_header"`)
+
+		notesList := e.MustDo(http.StatusOK, "GET", "/v1/agent-memory/notes", key, nil).JSON(t)
+		require.Empty(t, notesList["notes"], "nothing was stored")
+
+		status, body = postMCP(t, url, key, call, "Idempotency-Key", "idem-1")
+		require.Equal(t, http.StatusOK, status, body)
+		require.Contains(t, body, `"status":"stored"`)
+	})
+}

@@ -126,8 +126,12 @@ type queuedWrite struct {
 }
 
 // Get returns the state, never older than the newest version this client wrote or read
-// (read-your-writes). When the service answers with an older version (a lagging replica), the
-// client serves the newer state it holds, or retries briefly and then fails.
+// (read-your-writes). When the service answers with an older non-zero version (a lagging
+// replica), the client serves the newer state it holds, or retries briefly and then fails.
+// When the service answers version 0 (the state is absent: erased, expired or deleted) and
+// keeps answering it through the bounded retries (about 0.75 s), the client drops what it
+// held for this scope and agent and returns the empty state: it never serves data the
+// service no longer has.
 func (h *StateHandle) Get(ctx context.Context) (State, error) {
 	c := h.c
 	if c.opt.Replay {
@@ -150,12 +154,19 @@ func (h *StateHandle) Get(ctx context.Context) (State, error) {
 			c.mu.Unlock()
 			return st, nil
 		}
-		if seen.known {
+		absent := st.Version == 0
+		if absent && attempt >= maxReadRetries {
+			// Still absent after the retries: erased or expired, not lagging.
+			delete(c.seen, h.key())
+			c.mu.Unlock()
+			return st, nil
+		}
+		if seen.known && !absent {
 			c.mu.Unlock()
 			return cloneState(seen), nil
 		}
 		c.mu.Unlock()
-		if attempt >= 5 {
+		if attempt >= maxReadRetries {
 			return State{}, fmt.Errorf("sdk: the service still serves version %d after this client saw %d", st.Version, seen.Version)
 		}
 		select {
@@ -165,6 +176,9 @@ func (h *StateHandle) Get(ctx context.Context) (State, error) {
 		}
 	}
 }
+
+// maxReadRetries bounds the retries of a read that answers an older version than seen.
+const maxReadRetries = 5
 
 // Put writes fields of the state: merge_by_key by default (each top-level field replaces
 // that field; Delete removes one), or CAS. A refused write (not_declared_field, over_cap) is

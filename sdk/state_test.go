@@ -15,6 +15,7 @@ import (
 
 	"agentmemory/api"
 	"agentmemory/api/apitest"
+	"agentmemory/models"
 	"agentmemory/sdk"
 )
 
@@ -176,18 +177,21 @@ func mustJSON(t *testing.T, v any) string {
 	return string(data)
 }
 
-// TestNeverServesOlderThanSeen puts a lagging replica in front of the real API: reads answer
-// version 0 while the proxy lags. The client serves the newer state it holds, and after a
-// write it retries until the replica catches up.
+// TestNeverServesOlderThanSeen puts a lagging replica in front of the real API. Absent
+// answers (version 0) for a while: the client retries until the replica catches up. Older
+// non-zero versions: the client serves the newer state it holds. Version 0 that persists
+// through the retries: the state is gone (erased, expired) and the client drops its copy.
 func TestNeverServesOlderThanSeen(t *testing.T) {
 	e := apitest.New(t, "sqlite")
 	key := setup(t, e)
 	var lagging atomic.Int32
+	var stale atomic.Value
+	stale.Store(`{"body":{},"version":0,"updated_at":null}`)
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/agent-state/read" && lagging.Load() > 0 {
 			lagging.Add(-1)
 			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write([]byte(`{"body":{},"version":0,"updated_at":null}`))
+			_, _ = w.Write([]byte(stale.Load().(string)))
 			return
 		}
 		e.Server.ServeHTTP(w, r)
@@ -199,16 +203,57 @@ func TestNeverServesOlderThanSeen(t *testing.T) {
 	st := c.AgentState(sdk.Conversation("c-lag"))
 	_, err = st.Put(ctx, map[string]any{"step": "a"})
 	require.NoError(t, err)
+	_, err = st.Put(ctx, map[string]any{"step": "b"})
+	require.NoError(t, err)
 
-	lagging.Store(2) // two stale answers, then the replica has caught up
+	lagging.Store(2) // two absent answers, then the replica has caught up
 	cur, err := st.Get(ctx)
 	require.NoError(t, err)
-	require.Equal(t, int64(1), cur.Version)
+	require.Equal(t, int64(2), cur.Version)
 	require.Equal(t, int32(0), lagging.Load(), "the client retried past the stale answers")
 
-	lagging.Store(100) // from now on the replica lags: the client serves what it read
+	// From now on the replica lags one version behind: the client serves what it read.
+	stale.Store(`{"body":{"step":"a"},"version":1,"updated_at":null}`)
+	lagging.Store(100)
 	cur, err = st.Get(ctx)
 	require.NoError(t, err)
-	require.Equal(t, int64(1), cur.Version)
-	require.JSONEq(t, `"a"`, string(cur.Body["step"]))
+	require.Equal(t, int64(2), cur.Version)
+	require.JSONEq(t, `"b"`, string(cur.Body["step"]))
+
+	// The service answers "absent" through every retry: the client drops its copy.
+	stale.Store(`{"body":{},"version":0,"updated_at":null}`)
+	lagging.Store(100)
+	cur, err = st.Get(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(0), cur.Version, "got version %d, want 0: the service no longer has the state", cur.Version)
+	require.Empty(t, cur.Body)
+	require.Less(t, lagging.Load(), int32(100), "the client retried before believing the absence")
+}
+
+// TestErasedStateIsNotServed: a client wrote and read a subject's state; the state is then
+// erased in the service (its row removed, as erasure does); the same client's next read
+// answers version 0 with an empty body, not its cached copy.
+func TestErasedStateIsNotServed(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		key := setup(t, e)
+		c, err := sdk.New(sdk.Options{BaseURL: startServer(t, e.Deps).url(), Key: key})
+		require.NoError(t, err)
+		ctx := context.Background()
+		st := c.AgentState(sdk.Conversation("c-erased"), sdk.WithSubject("email:ana@example.com"))
+		_, err = st.Put(ctx, map[string]any{"step": "sizes"})
+		require.NoError(t, err)
+		cur, err := st.Get(ctx)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), cur.Version)
+
+		n, err := e.DB.NewDelete().Model((*models.AgentState)(nil)).Where("space_id = ?", e.SpaceID).Exec(ctx)
+		require.NoError(t, err)
+		rows, _ := n.RowsAffected()
+		require.EqualValues(t, 1, rows)
+
+		cur, err = st.Get(ctx)
+		require.NoError(t, err)
+		require.Equal(t, int64(0), cur.Version, "got version %d, want 0 after erasure", cur.Version)
+		require.Empty(t, cur.Body, "got %v, want the empty state", cur.Body)
+	})
 }

@@ -125,7 +125,7 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 		d.Close()
 		return nil, err
 	}
-	a := &app{cfg: cfg, log: log, db: d, hasher: hasher, keys: ks, docs: spaces.Documents{DB: d}, metrics: metrics.New()}
+	a := &app{cfg: cfg, log: log, db: d, hasher: hasher, keys: ks, docs: spaces.Documents{DB: d, AllowPrivateWebhooks: cfg.WebhookAllowPrivate}, metrics: metrics.New()}
 	a.metrics.WatchOutbox(metrics.OutboxBacklog(d))
 	a.subjects = &subjects.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Now: time.Now}
 	a.turns = &turns.Service{DB: d, Subjects: a.subjects, Hasher: hasher, Keys: ks, Now: time.Now}

@@ -14,7 +14,7 @@ import (
 func (a *app) startRelay(ctx context.Context) (stop func()) {
 	r := &events.Relay{
 		DB: a.db, Logger: a.log, Metrics: a.eventMetrics, Now: time.Now,
-		Webhooks: &events.Webhooks{Docs: a.docs, Signer: events.Signer{Hasher: &a.hasher}},
+		Webhooks: &events.Webhooks{Docs: a.docs, Signer: events.Signer{Hasher: &a.hasher}, AllowPrivate: a.cfg.WebhookAllowPrivate},
 	}
 	var kafka *events.Kafka
 	if len(a.cfg.KafkaBrokers) > 0 {

@@ -75,6 +75,10 @@ type Config struct {
 	// DBStatementTimeout is PostgreSQL's statement_timeout for every connection of the pool
 	// (0: no limit): a statement running longer is cancelled by the server.
 	DBStatementTimeout time.Duration `env:"AGENTMEMORY_DB_STATEMENT_TIMEOUT" envDefault:"30s"`
+	// WebhookAllowPrivate lets webhook URLs and deliveries reach loopback, private and
+	// link-local addresses. Only for tests and local development with a receiver on this
+	// host; off, such URLs are refused (SSRF).
+	WebhookAllowPrivate bool `env:"AGENTMEMORY_WEBHOOK_ALLOW_PRIVATE" envDefault:"false"`
 	// ShutdownTimeout bounds the drain of HTTP requests and of running activities on SIGTERM.
 	ShutdownTimeout time.Duration `env:"AGENTMEMORY_SHUTDOWN_TIMEOUT" envDefault:"15s"`
 }

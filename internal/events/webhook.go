@@ -10,14 +10,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
 
 	"agentmemory/internal/keyed"
+	"agentmemory/internal/netguard"
 	"agentmemory/internal/spaces"
 	"agentmemory/models"
 )
@@ -110,23 +112,44 @@ type Webhooks struct {
 	Docs spaces.Documents
 	// Signer signs each request.
 	Signer Signer
-	// Client sends the requests (default: 10 s timeout, no redirects).
+	// Client sends the requests (default: 10 s timeout, no redirects, no proxy, and a dialer
+	// that refuses loopback, private, link-local, unspecified and multicast addresses after
+	// resolution, so DNS rebinding is refused too). A Client set here is used as is.
 	Client *http.Client
+	// AllowPrivate lets the default client dial non-public addresses: only for tests with a
+	// receiver on 127.0.0.1 (AGENTMEMORY_WEBHOOK_ALLOW_PRIVATE). Never on in production.
+	AllowPrivate bool
 	// MaxAttempts before a delivery is failed (default 15).
 	MaxAttempts int
 	// MinBackoff is the pause after the first failure (default 5 s).
 	MinBackoff time.Duration
 	// MaxBackoff caps the pause (default 1 h).
 	MaxBackoff time.Duration
+
+	once sync.Once
 }
 
 func (w *Webhooks) client() *http.Client {
-	if w.Client == nil {
+	w.once.Do(func() {
+		if w.Client != nil {
+			return
+		}
+		dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+		if !w.AllowPrivate {
+			dialer.Control = netguard.Control
+		}
 		w.Client = &http.Client{
-			Timeout:       10 * time.Second,
+			Timeout: 10 * time.Second,
+			Transport: &http.Transport{
+				Proxy:               nil, // a proxy would dial for us, past the address check
+				DialContext:         dialer.DialContext,
+				TLSHandshakeTimeout: 5 * time.Second,
+				MaxIdleConns:        16,
+				IdleConnTimeout:     90 * time.Second,
+			},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
-	}
+	})
 	return w.Client
 }
 
@@ -282,21 +305,35 @@ func (r *Relay) attempt(ctx context.Context, d *models.WebhookDelivery, target s
 		d.NextAttemptAt = now.Add(r.Webhooks.backoff(d.Attempts))
 		r.Metrics.webhook("retry")
 	}
-	d.LastError = truncate(err.Error(), 300)
+	d.LastError = err.Error()
 }
 
-// post sends one signed request; a non-2xx answer is an error. Errors never carry the URL
-// (it may hold a token).
+// Delivery errors recorded in models.WebhookDelivery.LastError (and shown by GET /v1/events).
+// They are generic on purpose: a raw dial error would tell the space's users about the
+// server's network.
+var (
+	errInvalidURL  = errors.New("invalid webhook url")
+	errRefused     = errors.New("refused: private address")
+	errConnection  = errors.New("connection failed")
+	errUnavailable = errors.New("signing unavailable")
+)
+
+// post sends one signed request; a non-2xx answer is an error ("answered <status>"). Errors
+// are generic (see errConnection): they never carry the URL (it may hold a token), an
+// address or a dial error.
 func (r *Relay) post(ctx context.Context, d *models.WebhookDelivery, target string) (int, error) {
 	secret, err := r.Webhooks.Signer.Secret(d.SpaceID)
 	if err != nil {
-		return 0, err
+		return 0, errUnavailable
+	}
+	if netguard.CheckURL(target, true) != nil {
+		return 0, errInvalidURL // scheme, host, credentials; addresses are checked at dial
 	}
 	body := []byte(d.Payload)
 	ts := r.now().Unix()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
-		return 0, errors.New("invalid webhook url")
+		return 0, errInvalidURL
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "agentmemory-webhook/1")
@@ -306,11 +343,10 @@ func (r *Relay) post(ctx context.Context, d *models.WebhookDelivery, target stri
 	req.Header.Set(HeaderType, eventType(d.Payload))
 	resp, err := r.Webhooks.client().Do(req)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
+		if errors.Is(err, netguard.ErrPrivate) {
+			return 0, errRefused
 		}
-		return 0, fmt.Errorf("request: %w", err)
+		return 0, errConnection
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()

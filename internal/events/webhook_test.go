@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -20,6 +22,7 @@ import (
 	"agentmemory/internal/auth"
 	"agentmemory/internal/db/dbtest"
 	"agentmemory/internal/events"
+	"agentmemory/internal/fault"
 	"agentmemory/internal/keyed"
 	"agentmemory/internal/spaces"
 )
@@ -75,7 +78,7 @@ func webhookSpace(t *testing.T, d *bun.DB, url string) string {
 	require.NoError(t, err)
 	if url != "" {
 		doc, _ := json.Marshal(map[string]any{"agent_memory": map[string]any{"enabled": true, "webhook_url": url}})
-		_, _, err = spaces.Documents{DB: d}.Put(ctx, d, auth.Principal{SpaceID: id, KeyID: "key_test", Kind: auth.KindPerson, Roles: []string{auth.RoleSecurity}}, spaces.DocFeatures, doc, time.Now())
+		_, _, err = spaces.Documents{DB: d, AllowPrivateWebhooks: true}.Put(ctx, d, auth.Principal{SpaceID: id, KeyID: "key_test", Kind: auth.KindPerson, Roles: []string{auth.RoleSecurity}}, spaces.DocFeatures, doc, time.Now())
 		require.NoError(t, err)
 	}
 	return id
@@ -97,7 +100,7 @@ func TestWebhookSignedRetriedAndVisible(t *testing.T) {
 
 		now := time.Now().UTC()
 		r := &events.Relay{DB: d, Now: func() time.Time { return now }, Webhooks: &events.Webhooks{
-			Docs: spaces.Documents{DB: d}, Signer: signer, MinBackoff: time.Minute,
+			Docs: spaces.Documents{DB: d}, Signer: signer, MinBackoff: time.Minute, AllowPrivate: true,
 		}}
 		e := enqueue(t, d, hooked)
 		enqueue(t, d, quiet)
@@ -159,7 +162,7 @@ func TestWebhookFailsAfterMaxAttempts(t *testing.T) {
 		rc.secret, _ = events.Signer{Hasher: &hasher}.Secret(space)
 		now := time.Now().UTC()
 		r := &events.Relay{DB: d, Now: func() time.Time { return now }, Webhooks: &events.Webhooks{
-			Docs: spaces.Documents{DB: d}, Signer: events.Signer{Hasher: &hasher}, MaxAttempts: 2, MinBackoff: time.Second,
+			Docs: spaces.Documents{DB: d}, Signer: events.Signer{Hasher: &hasher}, MaxAttempts: 2, MinBackoff: time.Second, AllowPrivate: true,
 		}}
 		enqueue(t, d, space)
 		for range 3 {
@@ -172,6 +175,83 @@ func TestWebhookFailsAfterMaxAttempts(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "failed", items[0].Webhook.State)
 		require.Equal(t, 503, items[0].Webhook.LastStatus)
+	})
+}
+
+// TestWebhookRefusesPrivateAddresses: without AllowPrivate, a delivery whose URL resolves
+// to a loopback address (here a name, "localhost", as DNS rebinding would) is refused at
+// dial and nothing reaches the receiver; a connection error is recorded generically, never
+// as the raw dial error.
+func TestWebhookRefusesPrivateAddresses(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
+		ctx := context.Background()
+		hasher := keyed.New([]byte("webhook-test-secret-0123456789abcdef"))
+		rc := &receiver{}
+		srv := httptest.NewServer(rc)
+		t.Cleanup(srv.Close)
+		port := srv.Listener.Addr().(*net.TCPAddr).Port
+		// Stored with the opt-in (as a document written before the check would be).
+		byName := webhookSpace(t, d, fmt.Sprintf("http://localhost:%d/hook", port))
+		byIP := webhookSpace(t, d, srv.URL+"/hook")
+		now := time.Now().UTC()
+		r := &events.Relay{DB: d, Now: func() time.Time { return now }, Webhooks: &events.Webhooks{
+			Docs: spaces.Documents{DB: d}, Signer: events.Signer{Hasher: &hasher}, MinBackoff: time.Minute,
+		}}
+		enqueue(t, d, byName)
+		enqueue(t, d, byIP)
+		_, err := r.DeliverWebhooks(ctx)
+		require.NoError(t, err)
+		require.Empty(t, rc.requests(), "no request reaches a private address")
+		for _, space := range []string{byName, byIP} {
+			items, err := events.List(ctx, d, space, 0, 10)
+			require.NoError(t, err)
+			require.Len(t, items, 1)
+			require.Equal(t, "refused: private address", items[0].Webhook.LastError)
+			require.Equal(t, "pending", items[0].Webhook.State)
+		}
+
+		// With the opt-in, a closed port: the error is generic.
+		closed := httptest.NewServer(rc)
+		closedURL := closed.URL
+		closed.Close()
+		space := webhookSpace(t, d, closedURL)
+		r.Webhooks = &events.Webhooks{Docs: spaces.Documents{DB: d}, Signer: events.Signer{Hasher: &hasher}, AllowPrivate: true}
+		enqueue(t, d, space)
+		_, err = r.DeliverWebhooks(ctx)
+		require.NoError(t, err)
+		items, err := events.List(ctx, d, space, 0, 10)
+		require.NoError(t, err)
+		require.Equal(t, "connection failed", items[0].Webhook.LastError)
+	})
+}
+
+// TestFeaturesRefuseUnsafeWebhookURL: PUT features refuses credentials, other schemes and
+// literal non-public hosts (fault.Invalid naming the member); nothing is stored.
+func TestFeaturesRefuseUnsafeWebhookURL(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
+		ctx := context.Background()
+		id, _, err := spaces.Create(ctx, d, "ssrf", time.Now())
+		require.NoError(t, err)
+		p := auth.Principal{SpaceID: id, KeyID: "key_test", Kind: auth.KindPerson, Roles: []string{auth.RoleSecurity}}
+		docs := spaces.Documents{DB: d}
+		for _, u := range []string{"http://127.0.0.1:8080/x", "http://[::1]/", "http://169.254.169.254/latest/meta-data/",
+			"http://10.0.0.7/", "http://192.168.0.1/", "http://0.0.0.0/", "http://224.0.0.1/", "http://[fe80::1]/",
+			"http://localhost/", "https://user:pass@hooks.example.com/", "ftp://hooks.example.com/", "file:///etc/passwd"} {
+			doc, _ := json.Marshal(map[string]any{"agent_memory": map[string]any{"enabled": true, "webhook_url": u}})
+			_, _, err := docs.Put(ctx, d, p, spaces.DocFeatures, doc, time.Now())
+			var f *fault.Error
+			require.ErrorAs(t, err, &f, u)
+			require.Equal(t, fault.Invalid, f.Kind, u)
+			require.Equal(t, "agent_memory.webhook_url", f.Details["member"], u)
+			require.NotContains(t, f.Error(), u, "the message does not echo the URL")
+		}
+		_, version, err := docs.Get(ctx, id, spaces.DocFeatures)
+		require.NoError(t, err)
+		require.Zero(t, version, "nothing was stored")
+		doc := []byte(`{"agent_memory":{"enabled":true,"webhook_url":"https://hooks.example.com/in?token=x"}}`)
+		_, version, err = docs.Put(ctx, d, p, spaces.DocFeatures, doc, time.Now())
+		require.NoError(t, err)
+		require.EqualValues(t, 1, version)
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"agentmemory/internal/auth"
 	"agentmemory/internal/fault"
+	"agentmemory/internal/netguard"
 	"agentmemory/internal/receipts"
 	"agentmemory/models"
 )
@@ -78,6 +79,10 @@ func mintAdmin(ctx context.Context, tx bun.Tx, spaceID string, now time.Time) (s
 // Documents reads and writes a space's documents.
 type Documents struct {
 	DB bun.IDB
+	// AllowPrivateWebhooks lets Put accept an agent_memory.webhook_url whose host is a
+	// loopback, private or link-local address (AGENTMEMORY_WEBHOOK_ALLOW_PRIVATE; tests with
+	// a local receiver). Off, such a URL is refused (SSRF).
+	AllowPrivateWebhooks bool
 }
 
 // Features returns the space's features document, or all features off when never written.
@@ -183,6 +188,11 @@ func (d Documents) Put(ctx context.Context, db *bun.DB, p auth.Principal, name s
 		f, err := ParseFeatures(body)
 		if err != nil {
 			return "", 0, err
+		}
+		if u := f.AgentMemory.WebhookURL; u != "" {
+			if err := netguard.CheckURL(u, d.AllowPrivateWebhooks); err != nil {
+				return "", 0, invalidMember("agent_memory.webhook_url", err.Error())
+			}
 		}
 		text = marshal(f)
 	case DocObjectTypes:
