@@ -228,3 +228,18 @@ func waitFor(t *testing.T, e *apitest.Env, id string, ok func(map[string]any) bo
 		}
 	}
 }
+
+// A note the model returns with a NUL in its body breaks the answer's schema: it is retried
+// as an unusable answer and ends failed model_error after the retries, never a database
+// error retried for days.
+func TestDistillModelNoteWithNULFailsModelError(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			r := newNotesRig(t, engine, nil, llmtest.Note("procedure", "Returns", "Ask for the order id.\x00 Then escalate.", "returns"))
+			_, id := r.distil(t, 0)
+			p := waitStatus(t, r.Env, id, "failed")
+			require.Equal(t, activities.ReasonModelError, p["reason"])
+			require.Equal(t, 3, r.model.Calls(), "an unusable answer is retried up to 3 attempts")
+		})
+	}
+}

@@ -192,6 +192,9 @@ func (c *content) validate(now time.Time) error {
 	if strings.TrimSpace(c.Body) == "" {
 		return invalid("body", "body is required")
 	}
+	if i := bodyControlIndex(c.Body); i >= 0 {
+		return invalid("body", "a body may not contain control characters other than newline, carriage return and tab (at byte %d)", i)
+	}
 	if n := utf8.RuneCountInString(c.Body); n > MaxBody {
 		return invalid("body", "body is %d characters (code points); at most %d", n, MaxBody)
 	}
@@ -248,6 +251,22 @@ func (c *content) validate(now time.Time) error {
 func controlIndex(s string) int {
 	for i, r := range s {
 		if r < 0x20 || (r >= 0x7f && r <= 0x9f) || r == '\u2028' || r == '\u2029' {
+			return i
+		}
+	}
+	return -1
+}
+
+// bodyControlIndex returns the byte index of the first control character of body other than
+// \n, \r and \t (a rune below 0x20, or 0x7f-0x9f), or -1. Such characters (NUL above all)
+// cannot be stored by every database and have no place in a note, whatever door it came
+// through (REST, MCP, distillation).
+func bodyControlIndex(s string) int {
+	for i, r := range s {
+		if r == '\n' || r == '\r' || r == '\t' {
+			continue
+		}
+		if r < 0x20 || (r >= 0x7f && r <= 0x9f) {
 			return i
 		}
 	}
