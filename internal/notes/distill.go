@@ -413,3 +413,53 @@ func (s *Service) Decided(ctx context.Context, p auth.Principal, id, decisionID 
 	}
 	return toProposal(pr), nil, nil
 }
+
+// CodeProposalAlreadyDecided is the code of an approval whose staged decision lost to
+// another approval of the same proposal, applied first with different edits.
+const CodeProposalAlreadyDecided = "proposal_already_decided"
+
+// CheckApplied tells the caller who staged approval decisionID on proposal id, now
+// approved, whether its decision is the one applied: (true, nil) when it is (the caller
+// approved it: 201); (false, nil) when another decision was applied but with the same edits
+// (the caller gets the note: 200); fault.Conflict proposal_already_decided otherwise (its
+// edits were not applied).
+func (s *Service) CheckApplied(ctx context.Context, id, decisionID string) (bool, error) {
+	d, err := s.loadDecision(ctx, id, decisionID)
+	if err != nil {
+		return false, err
+	}
+	if d.Outcome == DecisionApproved {
+		return true, nil
+	}
+	var won []models.ProposalDecision
+	if err := s.DB.NewSelect().Model(&won).Where("proposal_id = ? AND decision = ? AND outcome = ?", id, DecisionApprove, DecisionApproved).
+		Limit(1).Scan(ctx); err != nil {
+		return false, fmt.Errorf("notes: applied decision: %w", err)
+	}
+	applied := ""
+	if len(won) > 0 {
+		applied = won[0].Patch
+	}
+	if samePatch(applied, d.Patch) {
+		return false, nil
+	}
+	return false, fault.New(fault.Conflict, CodeProposalAlreadyDecided,
+		"another approval of this proposal was applied first with other edits; yours were not applied")
+}
+
+// samePatch reports whether two stored edits (JSON of a Patch, "" for none) are the same.
+func samePatch(a, b string) bool {
+	if a == b {
+		return true
+	}
+	var pa, pb Patch
+	if a != "" && json.Unmarshal([]byte(a), &pa) != nil {
+		return false
+	}
+	if b != "" && json.Unmarshal([]byte(b), &pb) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(pa)
+	jb, _ := json.Marshal(pb)
+	return string(ja) == string(jb)
+}
