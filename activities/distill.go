@@ -8,13 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"agentmemory/internal/llm"
+	"agentmemory/internal/notes"
 	"agentmemory/internal/turns"
 )
 
@@ -249,7 +249,10 @@ func (a *Activities) Draft(ctx context.Context, in ProposalRef) (DraftResult, er
 	case !ok:
 		return DraftResult{Outcome: ReasonNothingToPropose}, nil
 	}
-	kinds, err := a.Gate.Check(ctx, d.SpaceID, p.Title+"\n"+p.Body+"\n"+strings.Join(p.Tags, " "))
+	// The same gate text as every other write path (REST, MCP): a value split across title
+	// and body is caught.
+	ev := notes.Evidence{ConversationID: d.Scope.ConversationID, TaskID: d.Scope.TaskID}
+	kinds, err := a.Gate.Check(ctx, d.SpaceID, notes.GateText(p.Title, p.Body, p.Tags, &ev))
 	if err != nil {
 		return DraftResult{}, fmt.Errorf("activities: gate: %w", err)
 	}

@@ -301,3 +301,19 @@ func TestDistillConcurrentApprovals(t *testing.T) {
 		})
 	}
 }
+
+// The drafting gate reads a model note like every other write path (notes.GateText): an
+// e-mail address split across title and body is found and the proposal ends failed
+// personal_data at drafting.
+func TestDistillGateCatchesValuesSplitAcrossFields(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			r := newNotesRig(t, engine, nil, llmtest.Note("procedure", "Refunds go to ana.split@", "example.com after the purchase is validated.", "refund"))
+			_, id := r.distil(t, 0)
+			p := waitStatus(t, r.Env, id, "failed")
+			require.Equal(t, activities.ReasonPersonalData, p["reason"])
+			require.Equal(t, []any{"email"}, p["kinds"])
+			require.Nil(t, p["note"])
+		})
+	}
+}

@@ -281,16 +281,20 @@ var fencePattern = regexp.MustCompile(`(?i)<\s*/?\s*agent_notes\b`)
 // hasFence reports whether s holds something that reads as <agent_notes> or </agent_notes>.
 func hasFence(s string) bool { return fencePattern.MatchString(s) }
 
-// gateText is everything of c the personal-data gate reads: title, body and tags each on
+// gateText is everything of c the personal-data gate reads (GateText).
+func (c content) gateText() string { return GateText(c.Title, c.Body, c.Tags, c.Evidence) }
+
+// GateText is everything of a note the personal-data gate (Check) reads, the one gate text
+// of every write path (REST, MCP, proposals, distillation): title, body and tags each on
 // their own and also concatenated without separator (redact.JoinForCheck), so a value split
 // across fields ("Customer ana@" + "example.com is the right mailbox") is caught; then the
-// evidence ids.
-func (c content) gateText() string {
+// evidence ids (ev may be nil).
+func GateText(title, body string, tags []string, ev *Evidence) string {
 	var b strings.Builder
-	b.WriteString(redact.JoinForCheck(c.Title, c.Body, strings.Join(c.Tags, " ")))
-	if c.Evidence != nil {
+	b.WriteString(redact.JoinForCheck(title, body, strings.Join(tags, " ")))
+	if ev != nil {
 		b.WriteString("\n")
-		b.WriteString(c.Evidence.ConversationID + c.Evidence.TaskID)
+		b.WriteString(ev.ConversationID + ev.TaskID)
 	}
 	return b.String()
 }
