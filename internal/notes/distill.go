@@ -42,7 +42,8 @@ const CodeDecisionNotFound = "decision_not_found"
 // then carries only that id.
 //
 // Errors: fault.Forbidden feature_disabled / scope_required / role_required /
-// source_mismatch, fault.Invalid (source_id, evidence ids).
+// source_mismatch, fault.Invalid (source_id, evidence ids), fault.TooMany note_rate_limited
+// with RetryAfter when the source agent already had RateLimit (20) distillations in the hour.
 func (s *Service) CreateDistillProposal(ctx context.Context, p auth.Principal, scope turns.Scope, sourceID string) (string, error) {
 	if _, err := s.features(ctx, p.SpaceID); err != nil {
 		return "", err
