@@ -8,13 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"agentmemory/internal/llm"
+	"agentmemory/internal/notes"
 	"agentmemory/internal/turns"
 )
 
@@ -242,22 +242,17 @@ func (a *Activities) Draft(ctx context.Context, in ProposalRef) (DraftResult, er
 	p, ok, err := a.Model.Distill(ctx, mt)
 	switch {
 	case errors.Is(err, llm.ErrBadAnswer):
-		maxBad := a.MaxBadAnswers
-		if maxBad <= 0 {
-			maxBad = 3
-		}
-		if activity.GetInfo(ctx).Attempt >= maxBad {
-			return DraftResult{}, temporal.NewNonRetryableApplicationError("the model's answers were unusable", ErrTypeModelError, nil)
-		}
-		_ = a.Proposals.SetLastError(ctx, in.ProposalID, LastErrorBadAnswer)
-		return DraftResult{}, temporal.NewApplicationError("the model's answer was unusable", ErrTypeBadAnswer)
+		return DraftResult{}, a.badAnswer(ctx, in.ProposalID)
 	case err != nil:
 		_ = a.Proposals.SetLastError(ctx, in.ProposalID, LastErrorModelUnreachable)
 		return DraftResult{}, temporal.NewApplicationError("the model server did not answer", ErrTypeModelUnavailable)
 	case !ok:
 		return DraftResult{Outcome: ReasonNothingToPropose}, nil
 	}
-	kinds, err := a.Gate.Check(ctx, d.SpaceID, p.Title+"\n"+p.Body+"\n"+strings.Join(p.Tags, " "))
+	// The same gate text as every other write path (REST, MCP): a value split across title
+	// and body is caught.
+	ev := notes.Evidence{ConversationID: d.Scope.ConversationID, TaskID: d.Scope.TaskID}
+	kinds, err := a.Gate.Check(ctx, d.SpaceID, notes.GateText(p.Title, p.Body, p.Tags, &ev))
 	if err != nil {
 		return DraftResult{}, fmt.Errorf("activities: gate: %w", err)
 	}
@@ -266,9 +261,33 @@ func (a *Activities) Draft(ctx context.Context, in ProposalRef) (DraftResult, er
 	}
 	note := ProposedNote{Kind: p.Kind, Title: p.Title, Body: p.Body, Tags: p.Tags}
 	if err := a.Proposals.MarkPending(ctx, in.ProposalID, note); err != nil {
+		var ae *temporal.ApplicationError
+		if errors.As(err, &ae) && ae.Type() == ErrTypeInvalidNote {
+			// A note outside AM-1's limits (e.g. a control character in its body) breaks the
+			// answer's schema: the model's fault, never a store error to retry forever.
+			return DraftResult{}, a.badAnswer(ctx, in.ProposalID)
+		}
 		return DraftResult{}, keep("activities: mark pending", err)
 	}
 	return DraftResult{Outcome: OutcomePending}, nil
+}
+
+// ErrTypeInvalidNote is the application error type of a ProposalStore.MarkPending refusing
+// the proposed note as invalid (notes' fault.Invalid invalid_member, through NotesStore).
+const ErrTypeInvalidNote = "notes:invalid_member"
+
+// badAnswer is the error of an unusable model answer: a retryable BadModelAnswer until
+// attempt MaxBadAnswers, then a final ModelError.
+func (a *Activities) badAnswer(ctx context.Context, proposalID string) error {
+	maxBad := a.MaxBadAnswers
+	if maxBad <= 0 {
+		maxBad = 3
+	}
+	if activity.GetInfo(ctx).Attempt >= maxBad {
+		return temporal.NewNonRetryableApplicationError("the model's answers were unusable", ErrTypeModelError, nil)
+	}
+	_ = a.Proposals.SetLastError(ctx, proposalID, LastErrorBadAnswer)
+	return temporal.NewApplicationError("the model's answer was unusable", ErrTypeBadAnswer)
 }
 
 // Fail ends the proposal failed with the input's reason (and kinds).

@@ -3,7 +3,9 @@ package api_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,7 +15,9 @@ import (
 	"agentmemory/api"
 	"agentmemory/api/apitest"
 	"agentmemory/internal/auth"
+	"agentmemory/internal/notes"
 	"agentmemory/internal/turns"
+	"agentmemory/models"
 	"agentmemory/workflows"
 )
 
@@ -97,4 +101,34 @@ func TestDistillRefused(t *testing.T) {
 	r := bare.Do("POST", "/v1/agent-memory/distill", bare.AdminKey, map[string]any{"conversation_id": "c"})
 	require.Equal(t, http.StatusServiceUnavailable, r.Status)
 	require.Equal(t, "distillation_unavailable", r.ErrorCode(t))
+}
+
+// At most notes.RateLimit (20) distillations per hour per source agent, counted from the
+// stored proposals: the next one is 429 rate_limited with Retry-After and creates nothing;
+// another agent is not limited by it.
+func TestDistillRateLimited(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			wf := &fakeWorkflows{}
+			e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = wf })
+			e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true}})
+			e.AgentKey("support-bot", "acme", "agent_memory")
+			e.AgentKey("other-bot", "acme", "agent_memory")
+			for i := range 20 {
+				e.MustDo(http.StatusAccepted, "POST", "/v1/agent-memory/distill", e.AdminKey,
+					map[string]any{"conversation_id": fmt.Sprintf("c-%d", i), "source_id": "support-bot"})
+			}
+			r := e.Do("POST", "/v1/agent-memory/distill", e.AdminKey, map[string]any{"conversation_id": "c-20", "source_id": "support-bot"})
+			require.Equal(t, http.StatusTooManyRequests, r.Status, "got %d: %s", r.Status, r.Body)
+			require.Equal(t, notes.CodeRateLimited, r.ErrorCode(t))
+			secs, err := strconv.Atoi(r.Header.Get("Retry-After"))
+			require.NoError(t, err, "Retry-After %q", r.Header.Get("Retry-After"))
+			require.True(t, secs >= 1 && secs <= 3600, "Retry-After %d s", secs)
+			require.Len(t, wf.starts, 20, "a refused distillation starts no workflow")
+			n, err := e.DB.NewSelect().Model((*models.NoteProposal)(nil)).Where("space_id = ? AND source_id = ?", e.SpaceID, "support-bot").Count(context.Background())
+			require.NoError(t, err)
+			require.EqualValues(t, 20, n, "a refused distillation stores no proposal")
+			e.MustDo(http.StatusAccepted, "POST", "/v1/agent-memory/distill", e.AdminKey, map[string]any{"conversation_id": "c-20", "source_id": "other-bot"})
+		})
+	}
 }

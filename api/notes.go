@@ -158,8 +158,10 @@ const DefaultDecisionWait = 5 * time.Second
 // whatever its edits). A distilled proposal is approved by its DistillWorkflow: the role,
 // the state (drafting, failed, rejected, expired -> 409 proposal_not_pending), the edits
 // (400, 422) and the cap (409) are checked first, the edits stored, the workflow signalled
-// with their id only, and the outcome awaited briefly: 201 the note, or 202
-// {"proposal_id", "status": "pending"} when it is not applied yet.
+// with their id only, and the outcome awaited briefly: 201 the note when this call's decision
+// was applied, or 202 {"proposal_id", "status": "pending"} when it is not applied yet. Of
+// concurrent approvals only the one applied answers 201; another answers 200 with the note
+// when its edits are the applied ones, else 409 proposal_already_decided.
 func (s *Server) approveProposal(c *gin.Context) {
 	var req approveRequest
 	if err := bindOptional(c, &req); err != nil {
@@ -196,10 +198,15 @@ func (s *Server) approveProposal(c *gin.Context) {
 		return
 	}
 	if !sent {
-		// The workflow is gone (its history lost): decide through the same notes path.
+		// The workflow is gone (its history lost, or it ended approving another caller's
+		// decision): decide through the same notes path.
 		n, created, err := s.Notes.Approve(s.ctx(c), p, id, req.Edits)
 		if err != nil {
 			s.writeError(c, err)
+			return
+		}
+		if !created {
+			s.answerStaged(c, n, id, st.DecisionID)
 			return
 		}
 		answerApproval(c, n, created)
@@ -210,12 +217,24 @@ func (s *Server) approveProposal(c *gin.Context) {
 	case err != nil:
 		s.writeError(c, err)
 	case n != nil:
-		answerApproval(c, *n, true)
+		s.answerStaged(c, *n, id, st.DecisionID)
 	case pr.Status == notes.ProposalPending:
 		c.PureJSON(http.StatusAccepted, gin.H{"proposal_id": id, "status": pr.Status})
 	default:
 		s.writeError(c, fault.New(fault.Conflict, notes.CodeProposalNotPending, "the proposal is %s, not pending", pr.Status).With("status", pr.Status))
 	}
+}
+
+// answerStaged answers an approval whose staged decision decisionID found proposal id
+// approved: 201 when its decision was the one applied, 200 when another was applied with
+// the same edits, 409 proposal_already_decided when another was applied with other edits.
+func (s *Server) answerStaged(c *gin.Context, n notes.Note, id, decisionID string) {
+	applied, err := s.Notes.CheckApplied(s.ctx(c), id, decisionID)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	answerApproval(c, n, applied)
 }
 
 // answerApproval answers the approved note: 201 when this call wrote it, else 200.

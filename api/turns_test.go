@@ -183,7 +183,7 @@ func TestIdentityLinks(t *testing.T) {
 		id := r.JSON(t)["link_id"]
 		l, err := e.Deps.Turns.LinkStatus(context.Background(), e.SpaceID, "conversation", "c-9")
 		require.NoError(t, err)
-		require.Equal(t, turns.Links{Unconfirmed: 1}, l)
+		require.Equal(t, turns.Links{Unconfirmed: 1, UnconfirmedSubjects: 1}, l)
 		require.True(t, l.OnlyUnconfirmed())
 
 		body["status"] = "confirmed"
@@ -193,6 +193,15 @@ func TestIdentityLinks(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, turns.Links{Confirmed: 1}, l)
 		require.False(t, l.OnlyUnconfirmed())
+
+		// A confirmed link to one subject does not vouch for another reached only through an
+		// unconfirmed link.
+		e.MustDo(http.StatusCreated, "POST", "/v1/identity-links", key,
+			map[string]any{"conversation_id": "c-9", "subject": "email:other@example.com", "status": "unconfirmed"})
+		l, err = e.Deps.Turns.LinkStatus(context.Background(), e.SpaceID, "conversation", "c-9")
+		require.NoError(t, err)
+		require.Equal(t, turns.Links{Confirmed: 1, Unconfirmed: 1, UnconfirmedSubjects: 1}, l)
+		require.True(t, l.OnlyUnconfirmed())
 
 		for name, bad := range map[string]map[string]any{
 			"subject": {"conversation_id": "c", "subject": "nobody@example.com", "status": "confirmed"},

@@ -290,6 +290,28 @@ func TestDistillUnconfirmedLinkNeverCallsTheModel(t *testing.T) {
 	}
 }
 
+// AM-9: a conversation reaching one subject through a confirmed link and another only
+// through an unconfirmed link still never reaches the model.
+func TestDistillUnconfirmedLinkBesideAConfirmedOneNeverCallsTheModel(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			r := newRig(t, engine, goodNote)
+			conv := turnstest.Load(t)[1]
+			r.ingest(t, conv)
+			r.MustDo(http.StatusCreated, "POST", "/v1/identity-links", r.AdminKey, map[string]any{
+				"conversation_id": conv.ID, "subject": "email:" + conv.Email, "status": "confirmed",
+			})
+			r.MustDo(http.StatusCreated, "POST", "/v1/identity-links", r.AdminKey, map[string]any{
+				"conversation_id": conv.ID, "subject": "email:someone.else@example.com", "status": "unconfirmed",
+			})
+			id := r.distill(t, conv.ID)
+			p := r.await(t, id, "failed")
+			require.Equal(t, activities.ReasonUnconfirmedLink, p.reason)
+			require.Zero(t, r.model.Calls(), "the model must never be called")
+		})
+	}
+}
+
 func TestDistillNoTurns(t *testing.T) {
 	r := newRig(t, "sqlite", goodNote)
 	id := r.distill(t, "conversation-without-turns")

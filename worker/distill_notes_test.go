@@ -6,6 +6,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -226,5 +227,93 @@ func waitFor(t *testing.T, e *apitest.Env, id string, ok func(map[string]any) bo
 			t.Fatalf("proposal %s: condition not met; last seen %s", id, strings.TrimSpace(fmt.Sprint(p)))
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// A note the model returns with a NUL in its body breaks the answer's schema: it is retried
+// as an unusable answer and ends failed model_error after the retries, never a database
+// error retried for days.
+func TestDistillModelNoteWithNULFailsModelError(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			r := newNotesRig(t, engine, nil, llmtest.Note("procedure", "Returns", "Ask for the order id.\x00 Then escalate.", "returns"))
+			_, id := r.distil(t, 0)
+			p := waitStatus(t, r.Env, id, "failed")
+			require.Equal(t, activities.ReasonModelError, p["reason"])
+			require.Equal(t, 3, r.model.Calls(), "an unusable answer is retried up to 3 attempts")
+		})
+	}
+}
+
+// Concurrent approvals of one distilled proposal: only the caller whose decision the
+// workflow applied answers 201; a caller whose stored decision lost answers 409
+// proposal_already_decided, or 200 with the note when its edits are the applied ones.
+func TestDistillConcurrentApprovals(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			r := newNotesRig(t, engine, nil, goodNote)
+			_, id := r.distil(t, 0)
+			waitStatus(t, r.Env, id, "pending")
+
+			titles := []string{"Returns: variant A", "Returns: variant B", "Returns: variant C"}
+			const callers = 6 // two callers per variant
+			answers := make([]apitest.Response, callers)
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for i := range callers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					answers[i] = r.Do("POST", "/v1/agent-memory/proposals/"+id+"/approve", r.AdminKey,
+						map[string]any{"edits": map[string]any{"title": titles[i%len(titles)]}})
+				}()
+			}
+			close(start)
+			wg.Wait()
+
+			winner := -1
+			for i, a := range answers {
+				if a.Status == http.StatusCreated {
+					require.Equal(t, -1, winner, "callers %d and %d both got 201", winner, i)
+					winner = i
+				}
+			}
+			require.NotEqual(t, -1, winner, "one caller gets 201: %v", answers)
+			note := answers[winner].JSON(t)
+			require.Equal(t, titles[winner%len(titles)], note["title"], "the 201 caller's edits are the note")
+			for i, a := range answers {
+				if i == winner {
+					continue
+				}
+				switch a.Status {
+				case http.StatusOK:
+					require.Equal(t, note, a.JSON(t), "caller %d", i)
+				case http.StatusConflict:
+					require.Equal(t, "proposal_already_decided", a.JSON(t)["error"].(map[string]any)["code"], "caller %d: %s", i, a.Body)
+					require.NotEqual(t, titles[winner%len(titles)], titles[i%len(titles)], "caller %d had the applied edits", i)
+				default:
+					t.Fatalf("caller %d: got %d %s, want 200 or 409", i, a.Status, a.Body)
+				}
+			}
+			prop := r.MustDo(http.StatusOK, "GET", "/v1/agent-memory/proposals/"+id, r.AdminKey, nil).JSON(t)
+			require.Equal(t, note["id"], prop["note_id"])
+		})
+	}
+}
+
+// The drafting gate reads a model note like every other write path (notes.GateText): an
+// e-mail address split across title and body is found and the proposal ends failed
+// personal_data at drafting.
+func TestDistillGateCatchesValuesSplitAcrossFields(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			r := newNotesRig(t, engine, nil, llmtest.Note("procedure", "Refunds go to ana.split@", "example.com after the purchase is validated.", "refund"))
+			_, id := r.distil(t, 0)
+			p := waitStatus(t, r.Env, id, "failed")
+			require.Equal(t, activities.ReasonPersonalData, p["reason"])
+			require.Equal(t, []any{"email"}, p["kinds"])
+			require.Nil(t, p["note"])
+		})
 	}
 }

@@ -13,9 +13,10 @@ import (
 	"agentmemory/workflows"
 )
 
-// Starter implements compliance.WorkflowStarter with Temporal: it starts the ErasureWorkflow
-// or ExportWorkflow of an orphaned row on TaskQueue, under the row's deterministic workflow id
-// (workflows.ErasureWorkflowID, workflows.ExportWorkflowID), only when
+// Starter implements compliance.WorkflowStarter with Temporal: it starts the ErasureWorkflow,
+// ExportWorkflow or DistillWorkflow (default durations) of an orphaned row on TaskQueue, under
+// the row's deterministic workflow id (workflows.ErasureWorkflowID, workflows.ExportWorkflowID,
+// workflows.DistillID), only when
 // DescribeWorkflowExecution answers NotFound. The start refuses duplicate ids
 // (WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE), so a workflow that already ran and finished
 // (within the namespace's retention) is never run again, even when another starter raced
@@ -36,6 +37,8 @@ func (s Starter) StartMissing(ctx context.Context, o compliance.Orphan) (bool, e
 		id, wf, arg = workflows.ErasureWorkflowID(o.ID), workflows.ErasureWorkflow, workflows.ErasureInput{SpaceID: o.SpaceID, ErasureID: o.ID}
 	case compliance.WorkflowExport:
 		id, wf, arg = workflows.ExportWorkflowID(o.ID), workflows.ExportWorkflow, workflows.ExportInput{SpaceID: o.SpaceID, ExportID: o.ID}
+	case compliance.WorkflowDistill:
+		id, wf, arg = workflows.DistillID(o.ID), workflows.DistillWorkflow, workflows.DistillInput{ProposalID: o.ID}
 	default:
 		return false, fmt.Errorf("worker: unknown workflow kind %q", o.Kind)
 	}

@@ -86,12 +86,24 @@ type NoteErasureInput struct {
 	ActorKey string
 }
 
+// noteErasureCheckpoint is the version marker of NoteErasureWorkflow's checkpoint step
+// (workflows started before it replay without the step).
+const noteErasureCheckpoint = "note-erasure-checkpoint"
+
 // NoteErasureWorkflow erases every note (all versions) and proposal of one agent through the
-// notes package, with an admin receipt (AM-12). One activity, 2 min, 10 attempts; no signals.
+// notes package, with an admin receipt (AM-12), then runs the checkpoint step subject erasure
+// runs (SQLite: WAL checkpoint and truncate; PostgreSQL: VACUUM), so the erased text leaves
+// the database files. Activities of 2 min, 10 attempts; no signals.
 func NoteErasureWorkflow(ctx workflow.Context, in NoteErasureInput) (activities.NoteErasureResult, error) {
 	var a *activities.ComplianceActivities
 	ctx = complianceActivityOptions(ctx)
 	var out activities.NoteErasureResult
-	err := workflow.ExecuteActivity(ctx, a.EraseSourceNotes, activities.NoteErasureInput(in)).Get(ctx, &out)
+	if err := workflow.ExecuteActivity(ctx, a.EraseSourceNotes, activities.NoteErasureInput(in)).Get(ctx, &out); err != nil {
+		return out, err
+	}
+	if workflow.GetVersion(ctx, noteErasureCheckpoint, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return out, nil
+	}
+	err := workflow.ExecuteActivity(ctx, a.CheckpointStore, activities.ErasureRef{SpaceID: in.SpaceID}).Get(ctx, nil)
 	return out, err
 }

@@ -386,7 +386,8 @@ func (s *Service) PurgeCaches(_ context.Context, spaceID string) {
 
 // Checkpoint makes deleted data leave the database files: on SQLite (secure_delete is on) it
 // checkpoints the WAL into the main file and truncates it, failing (to be retried) while
-// readers hold it back; on PostgreSQL it vacuums the tables an erasure touches.
+// readers hold it back; on PostgreSQL it vacuums the tables a subject or agent-note erasure
+// touches.
 func (s *Service) Checkpoint(ctx context.Context) error {
 	if db.IsSQLite(s.DB) {
 		var busy, logFrames, done int
@@ -398,7 +399,8 @@ func (s *Service) Checkpoint(ctx context.Context) error {
 		}
 		return nil
 	}
-	for _, table := range []string{"agent_states", "profiles", "profile_handles", "export_packages", "turns", "identity_links"} {
+	for _, table := range []string{"agent_states", "profiles", "profile_handles", "export_packages", "turns", "identity_links",
+		"notes", "note_tags", "note_proposals", "note_requests", "proposal_decisions"} {
 		if _, err := s.DB.ExecContext(ctx, "VACUUM "+table); err != nil {
 			return fmt.Errorf("compliance: vacuum: %w", err)
 		}

@@ -2,7 +2,9 @@ package compliance_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -63,6 +65,17 @@ func TestAgentNoteErasureEndToEnd(t *testing.T) {
 				return out
 			}
 			require.Equal(t, activities.NoteErasureResult{Notes: 2, Proposals: 1}, erase())
+			if db.IsSQLite(e.DB) {
+				// The erased text left the write-ahead log too (the checkpoint step).
+				var seq int
+				var name, file string
+				require.NoError(t, e.DB.QueryRowContext(context.Background(), "PRAGMA database_list").Scan(&seq, &name, &file))
+				wal, err := os.ReadFile(file + "-wal")
+				if !errors.Is(err, os.ErrNotExist) {
+					require.NoError(t, err)
+				}
+				require.NotContains(t, string(wal), "Validate the zebra order", "erased text in %s-wal", file)
+			}
 
 			x := e.MustDo(http.StatusOK, "GET", "/v1/agent-memory/export", e.AdminKey, nil).JSON(t)
 			require.Equal(t, []string{b1}, noteIDs(x["notes"]))

@@ -15,6 +15,9 @@ import (
 const (
 	WorkflowErasure = "erasure"
 	WorkflowExport  = "export"
+	// WorkflowDistill: a distilled note proposal still drafting (AM-9); its workflow is
+	// workflows.DistillWorkflow under workflows.DistillID.
+	WorkflowDistill = "distill"
 )
 
 // DefaultReconcileMinAge is how old a running erasure or export must be before a reconciler
@@ -25,8 +28,9 @@ const DefaultReconcileMinAge = 30 * time.Second
 // reconcileBatch bounds the rows of each kind one Reconcile call looks at.
 const reconcileBatch = 1000
 
-// Orphan names a running erasure or export whose workflow may be missing: Kind is
-// WorkflowErasure or WorkflowExport, ID the erasure or export id.
+// Orphan names a running erasure or export, or a drafting distilled proposal, whose workflow
+// may be missing: Kind is WorkflowErasure, WorkflowExport or WorkflowDistill, ID the
+// erasure, export or proposal id.
 type Orphan struct {
 	Kind    string
 	SpaceID string
@@ -50,7 +54,8 @@ type ReconcileResult struct {
 }
 
 // Reconcile finds erasures and exports of spaceID (every space when empty) still running and
-// created at least minAge ago (unexpired, for exports), and has starter start the workflow of
+// created at least minAge ago (unexpired, for exports), and distilled note proposals still
+// drafting created at least minAge ago, and has starter start the workflow of
 // each one whose workflow does not exist: the request that made the row committed it, then
 // died before starting its workflow (a crash or kill between the two). At most 1,000 rows of
 // each kind are checked per call, oldest first. Errors of single rows do not stop the others;
@@ -70,12 +75,24 @@ func (s *Service) Reconcile(ctx context.Context, starter WorkflowStarter, spaceI
 	if err := scoped(q, spaceID).Scan(ctx); err != nil {
 		return ReconcileResult{}, fmt.Errorf("compliance: reconcile exports: %w", err)
 	}
-	orphans := make([]Orphan, 0, len(erasures)+len(exports))
+	// Distilled proposals still drafting: the request committed the proposal and died before
+	// starting its DistillWorkflow ("drafting" and "distilled" are internal/notes'
+	// ProposalDrafting and OriginDistilled; that package imports this one).
+	var drafting []models.NoteProposal
+	q = s.DB.NewSelect().Model(&drafting).Column("id", "space_id").
+		Where("status = ? AND origin = ? AND created_at <= ?", "drafting", "distilled", before).Order("created_at ASC").Limit(reconcileBatch)
+	if err := scoped(q, spaceID).Scan(ctx); err != nil {
+		return ReconcileResult{}, fmt.Errorf("compliance: reconcile distillations: %w", err)
+	}
+	orphans := make([]Orphan, 0, len(erasures)+len(exports)+len(drafting))
 	for _, r := range erasures {
 		orphans = append(orphans, Orphan{Kind: WorkflowErasure, SpaceID: r.SpaceID, ID: r.ID})
 	}
 	for _, r := range exports {
 		orphans = append(orphans, Orphan{Kind: WorkflowExport, SpaceID: r.SpaceID, ID: r.ID})
+	}
+	for _, r := range drafting {
+		orphans = append(orphans, Orphan{Kind: WorkflowDistill, SpaceID: r.SpaceID, ID: r.ID})
 	}
 	var res ReconcileResult
 	var errs []error

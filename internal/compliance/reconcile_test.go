@@ -18,6 +18,8 @@ import (
 	"agentmemory/api/apitest"
 	"agentmemory/internal/auth"
 	"agentmemory/internal/compliance"
+	"agentmemory/internal/notes"
+	"agentmemory/internal/turns"
 	"agentmemory/models"
 	"agentmemory/worker"
 	"agentmemory/workflows"
@@ -158,4 +160,64 @@ func recordHistory(t *testing.T, id, path string) {
 	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(h)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(path, data, 0o644))
+}
+
+// AM-9: a distilled proposal whose request committed it and died before starting its
+// DistillWorkflow stays drafting forever; the reconciler starts the workflow under
+// workflows.DistillID and the distillation runs to its end (here failed no_turns: the
+// conversation has no turns, so no model is needed). Younger proposals are left to their
+// request; a proposal whose workflow already ran is not run again.
+func TestReconcileStartsOrphanedDistillations(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			if temporalClient == nil {
+				t.Skip("integration test: needs the Temporal dev server (not in -short)")
+			}
+			tq := "reconcile-distill-" + auth.NewID("tq")
+			e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = temporalClient; d.TaskQueue = tq })
+			starter := worker.Starter{Client: temporalClient, TaskQueue: tq}
+			store := activities.NotesStore{Notes: e.Deps.Notes}
+			w := worker.New(temporalClient, tq, sdkworker.Options{},
+				&activities.Activities{Turns: e.Deps.Turns, Proposals: store, Gate: store},
+				&activities.ComplianceActivities{Compliance: e.Deps.Compliance, Workflows: starter})
+			require.NoError(t, w.Start())
+			t.Cleanup(w.Stop)
+			ctx := context.Background()
+			e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true}})
+			e.AgentKey("support-bot", "acme", "agent_memory")
+			admin, err := auth.Authenticate(ctx, e.DB, e.AdminKey)
+			require.NoError(t, err)
+			// As POST /v1/agent-memory/distill does, without starting the workflow.
+			id, err := e.Deps.Notes.CreateDistillProposal(ctx, admin, turns.Scope{ConversationID: "conv-orphan"}, "support-bot")
+			require.NoError(t, err)
+			comp := e.Deps.Compliance
+
+			res, err := comp.Reconcile(ctx, starter, e.SpaceID, time.Hour)
+			require.NoError(t, err)
+			require.Equal(t, compliance.ReconcileResult{}, res, "proposals younger than the minimum age are not touched")
+
+			res, err = comp.Reconcile(ctx, starter, e.SpaceID, 0)
+			require.NoError(t, err)
+			require.Equal(t, compliance.ReconcileResult{Checked: 1, Started: 1}, res)
+			waitWorkflow(t, workflows.DistillID(id))
+			p, err := e.Deps.Notes.GetProposal(ctx, admin, id)
+			require.NoError(t, err)
+			require.Equal(t, notes.ProposalFailed, p.Status)
+			require.Equal(t, "no_turns", *p.Reason)
+
+			// Failed proposals are not looked at again; one that still reads drafting although
+			// its workflow ran is not started again.
+			res, err = comp.Reconcile(ctx, starter, e.SpaceID, 0)
+			require.NoError(t, err)
+			require.Equal(t, compliance.ReconcileResult{}, res)
+			run := runID(t, workflows.DistillID(id))
+			_, err = e.DB.NewUpdate().Model((*models.NoteProposal)(nil)).Set("status = ?", notes.ProposalDrafting).
+				Where("id = ?", id).Exec(ctx)
+			require.NoError(t, err)
+			res, err = comp.Reconcile(ctx, starter, e.SpaceID, 0)
+			require.NoError(t, err)
+			require.Equal(t, compliance.ReconcileResult{Checked: 1, Started: 0}, res)
+			require.Equal(t, run, runID(t, workflows.DistillID(id)), "the finished workflow was not re-run")
+		})
+	}
 }

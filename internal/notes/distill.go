@@ -42,7 +42,8 @@ const CodeDecisionNotFound = "decision_not_found"
 // then carries only that id.
 //
 // Errors: fault.Forbidden feature_disabled / scope_required / role_required /
-// source_mismatch, fault.Invalid (source_id, evidence ids).
+// source_mismatch, fault.Invalid (source_id, evidence ids), fault.TooMany note_rate_limited
+// with RetryAfter when the source agent already had RateLimit (20) distillations in the hour.
 func (s *Service) CreateDistillProposal(ctx context.Context, p auth.Principal, scope turns.Scope, sourceID string) (string, error) {
 	if _, err := s.features(ctx, p.SpaceID); err != nil {
 		return "", err
@@ -412,4 +413,54 @@ func (s *Service) Decided(ctx context.Context, p auth.Principal, id, decisionID 
 		}
 	}
 	return toProposal(pr), nil, nil
+}
+
+// CodeProposalAlreadyDecided is the code of an approval whose staged decision lost to
+// another approval of the same proposal, applied first with different edits.
+const CodeProposalAlreadyDecided = "proposal_already_decided"
+
+// CheckApplied tells the caller who staged approval decisionID on proposal id, now
+// approved, whether its decision is the one applied: (true, nil) when it is (the caller
+// approved it: 201); (false, nil) when another decision was applied but with the same edits
+// (the caller gets the note: 200); fault.Conflict proposal_already_decided otherwise (its
+// edits were not applied).
+func (s *Service) CheckApplied(ctx context.Context, id, decisionID string) (bool, error) {
+	d, err := s.loadDecision(ctx, id, decisionID)
+	if err != nil {
+		return false, err
+	}
+	if d.Outcome == DecisionApproved {
+		return true, nil
+	}
+	var won []models.ProposalDecision
+	if err := s.DB.NewSelect().Model(&won).Where("proposal_id = ? AND decision = ? AND outcome = ?", id, DecisionApprove, DecisionApproved).
+		Limit(1).Scan(ctx); err != nil {
+		return false, fmt.Errorf("notes: applied decision: %w", err)
+	}
+	applied := ""
+	if len(won) > 0 {
+		applied = won[0].Patch
+	}
+	if samePatch(applied, d.Patch) {
+		return false, nil
+	}
+	return false, fault.New(fault.Conflict, CodeProposalAlreadyDecided,
+		"another approval of this proposal was applied first with other edits; yours were not applied")
+}
+
+// samePatch reports whether two stored edits (JSON of a Patch, "" for none) are the same.
+func samePatch(a, b string) bool {
+	if a == b {
+		return true
+	}
+	var pa, pb Patch
+	if a != "" && json.Unmarshal([]byte(a), &pa) != nil {
+		return false
+	}
+	if b != "" && json.Unmarshal([]byte(b), &pb) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(pa)
+	jb, _ := json.Marshal(pb)
+	return string(ja) == string(jb)
 }

@@ -192,6 +192,9 @@ func (c *content) validate(now time.Time) error {
 	if strings.TrimSpace(c.Body) == "" {
 		return invalid("body", "body is required")
 	}
+	if i := bodyControlIndex(c.Body); i >= 0 {
+		return invalid("body", "a body may not contain control characters other than newline, carriage return and tab (at byte %d)", i)
+	}
 	if n := utf8.RuneCountInString(c.Body); n > MaxBody {
 		return invalid("body", "body is %d characters (code points); at most %d", n, MaxBody)
 	}
@@ -254,6 +257,22 @@ func controlIndex(s string) int {
 	return -1
 }
 
+// bodyControlIndex returns the byte index of the first control character of body other than
+// \n, \r and \t (a rune below 0x20, or 0x7f-0x9f), or -1. Such characters (NUL above all)
+// cannot be stored by every database and have no place in a note, whatever door it came
+// through (REST, MCP, distillation).
+func bodyControlIndex(s string) int {
+	for i, r := range s {
+		if r == '\n' || r == '\r' || r == '\t' {
+			continue
+		}
+		if r < 0x20 || (r >= 0x7f && r <= 0x9f) {
+			return i
+		}
+	}
+	return -1
+}
+
 // fencePattern finds the block's fence tags inside note text (AM-4, MS-7): "<", optional
 // spaces, an optional "/", optional spaces and "agent_notes" as a whole word, in any case,
 // whatever follows (attributes, spaces, a missing ">").
@@ -262,21 +281,25 @@ var fencePattern = regexp.MustCompile(`(?i)<\s*/?\s*agent_notes\b`)
 // hasFence reports whether s holds something that reads as <agent_notes> or </agent_notes>.
 func hasFence(s string) bool { return fencePattern.MatchString(s) }
 
-// gateText is everything of c the personal-data gate reads: title, body and tags each on
+// gateText is everything of c the personal-data gate reads (GateText).
+func (c content) gateText() string { return GateText(c.Title, c.Body, c.Tags, c.Evidence) }
+
+// GateText is everything of a note the personal-data gate (Check) reads, the one gate text
+// of every write path (REST, MCP, proposals, distillation): title, body and tags each on
 // their own and also concatenated without separator (redact.JoinForCheck), so a value split
 // across fields ("Customer ana@" + "example.com is the right mailbox") is caught; adjacent
 // tags joined by "@" (redact.JoinTagsForCheck), so an address split across tags
-// (["ana", "example.com"]) is caught; then the evidence ids.
-func (c content) gateText() string {
+// (["ana", "example.com"]) is caught; then the evidence ids (ev may be nil).
+func GateText(title, body string, tags []string, ev *Evidence) string {
 	var b strings.Builder
-	b.WriteString(redact.JoinForCheck(c.Title, c.Body, strings.Join(c.Tags, " ")))
-	if t := redact.JoinTagsForCheck(c.Tags); t != "" {
+	b.WriteString(redact.JoinForCheck(title, body, strings.Join(tags, " ")))
+	if t := redact.JoinTagsForCheck(tags); t != "" {
 		b.WriteString("\n")
 		b.WriteString(t)
 	}
-	if c.Evidence != nil {
+	if ev != nil {
 		b.WriteString("\n")
-		b.WriteString(c.Evidence.ConversationID + c.Evidence.TaskID)
+		b.WriteString(ev.ConversationID + ev.TaskID)
 	}
 	return b.String()
 }

@@ -382,7 +382,8 @@ type DraftRequest struct {
 
 // Draft stores a proposal in status drafting with origin "distilled", its admin receipt and
 // its note_created event (AM-13), and returns its id. The distillation workflow fills it with
-// Propose or ends it with Fail.
+// Propose or ends it with Fail. At most RateLimit distillations per source agent per hour
+// (fault.TooMany note_rate_limited with RetryAfter, counted from stored proposals).
 func (s *Service) Draft(ctx context.Context, d DraftRequest) (string, error) {
 	c := content{Kind: KindProcedure, Title: "-", Body: "-", Evidence: &d.Evidence}
 	if err := c.validate(s.now()); err != nil {
@@ -392,6 +393,9 @@ func (s *Service) Draft(ctx context.Context, d DraftRequest) (string, error) {
 	id := auth.NewID("prop")
 	ek, eid := evidenceCols(&d.Evidence)
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := checkDistillRate(ctx, tx, d.SpaceID, d.SourceID, now); err != nil {
+			return err
+		}
 		if _, err := receipts.Append(ctx, tx, d.SpaceID, receipts.Entry{
 			Kind: receipts.KindAdmin, Action: "proposal.draft", ActorKey: d.ActorKey, ObjectIDs: []string{id},
 			Detail: map[string]any{"source_id": d.SourceID, "origin": OriginDistilled},

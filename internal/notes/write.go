@@ -504,6 +504,13 @@ func checkRate(ctx context.Context, tx bun.IDB, spaceID, sourceID string, now ti
 		}
 		times = append(times, ts...)
 	}
+	return rateLimited(times, now, "an agent writes at most %d notes per hour; retry after %d s")
+}
+
+// rateLimited is nil while times (the counted rows of the hour before now) are fewer than
+// RateLimit; else fault.TooMany rate_limited with RetryAfter (whole seconds, at least 1)
+// until enough of them leave the hour. format takes the limit and the seconds.
+func rateLimited(times []time.Time, now time.Time, format string) error {
 	if len(times) < RateLimit {
 		return nil
 	}
@@ -515,10 +522,22 @@ func checkRate(ctx context.Context, tx bun.IDB, spaceID, sourceID string, now ti
 	if secs < 1 {
 		secs = 1
 	}
-	e := fault.New(fault.TooMany, CodeRateLimited, "an agent writes at most %d notes per hour; retry after %d s", RateLimit, secs).
-		With("retry_after", secs)
+	e := fault.New(fault.TooMany, CodeRateLimited, format, RateLimit, secs).With("retry_after", secs)
 	e.RetryAfter = time.Duration(secs) * time.Second
 	return e
+}
+
+// checkDistillRate refuses a distillation when the source agent already has RateLimit
+// distilled proposals created in the hour before now (counted from stored proposals, so it
+// holds across replicas): fault.TooMany rate_limited with RetryAfter.
+func checkDistillRate(ctx context.Context, tx bun.IDB, spaceID, sourceID string, now time.Time) error {
+	var times []time.Time
+	if err := tx.NewSelect().Model((*models.NoteProposal)(nil)).Column("created_at").
+		Where("space_id = ? AND source_id = ? AND origin = ? AND created_at > ?", spaceID, sourceID, OriginDistilled, now.Add(-RateWindow)).
+		Scan(ctx, &times); err != nil {
+		return fmt.Errorf("notes: distill rate: %w", err)
+	}
+	return rateLimited(times, now, "an agent is distilled at most %d times per hour; retry after %d s")
 }
 
 // checkCap refuses a new note when the source already has max active, unexpired notes:

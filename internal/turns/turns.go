@@ -429,29 +429,47 @@ func (s *Service) Recent(ctx context.Context, spaceID, kind, id string, since ti
 	return out, nil
 }
 
-// Links counts a scope's identity links by status.
+// Links counts a scope's identity links by status, and the subjects the scope reaches only
+// through unconfirmed links (a subject is its profile when it has one, else its handle).
 type Links struct {
 	Confirmed   int
 	Unconfirmed int
+	// UnconfirmedSubjects counts the subjects every link of which is unconfirmed.
+	UnconfirmedSubjects int
 }
 
-// OnlyUnconfirmed reports whether the scope reaches a subject only through unconfirmed links
-// (AM-9: the model is then never called).
-func (l Links) OnlyUnconfirmed() bool { return l.Unconfirmed > 0 && l.Confirmed == 0 }
+// OnlyUnconfirmed reports whether the scope reaches any subject only through unconfirmed
+// links (AM-9: the model is then never called), whatever confirmed links it has to other
+// subjects.
+func (l Links) OnlyUnconfirmed() bool { return l.UnconfirmedSubjects > 0 }
 
 // LinkStatus counts the identity links of the conversation or task id.
 func (s *Service) LinkStatus(ctx context.Context, spaceID, kind, id string) (Links, error) {
 	var rows []models.IdentityLink
-	if err := s.DB.NewSelect().Model(&rows).Column("status").
+	if err := s.DB.NewSelect().Model(&rows).Column("status", "handle_hash", "profile_id").
 		Where("space_id = ? AND scope_hash = ?", spaceID, s.ScopeHash(spaceID, kind, id)).Scan(ctx); err != nil {
 		return Links{}, fmt.Errorf("turns: links: %w", err)
 	}
 	var l Links
+	confirmed := map[string]bool{} // subject -> reached through a confirmed link
 	for _, r := range rows {
+		subject := "h:" + r.HandleHash
+		if r.ProfileID != "" {
+			subject = "p:" + r.ProfileID
+		}
 		if r.Status == LinkConfirmed {
 			l.Confirmed++
+			confirmed[subject] = true
 		} else {
 			l.Unconfirmed++
+			if _, ok := confirmed[subject]; !ok {
+				confirmed[subject] = false
+			}
+		}
+	}
+	for _, ok := range confirmed {
+		if !ok {
+			l.UnconfirmedSubjects++
 		}
 	}
 	return l, nil
