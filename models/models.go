@@ -107,13 +107,16 @@ type Receipt struct {
 	Hash       string    `bun:"hash"`
 }
 
-// OutboxEvent is an event waiting for (or past) delivery by the relay (GOV-4).
+// OutboxEvent is an event waiting for (or past) delivery by the relay (GOV-4). Seq orders
+// every space's events for the relay; Position numbers the space's own events in commit order
+// (the cursor of GET /v1/events).
 type OutboxEvent struct {
 	bun.BaseModel `bun:"table:outbox"`
 
 	Seq       int64      `bun:"seq,pk,autoincrement"`
 	ID        string     `bun:"id"`
 	SpaceID   string     `bun:"space_id"`
+	Position  int64      `bun:"position"`
 	Type      string     `bun:"type"`
 	Payload   string     `bun:"payload"`
 	CreatedAt time.Time  `bun:"created_at"`

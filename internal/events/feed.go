@@ -13,8 +13,9 @@ import (
 	"agentmemory/models"
 )
 
-// Item is one outbox event as GET /v1/events shows it: its sequence (the paging cursor), the
-// event JSON exactly as consumers receive it, and its delivery state.
+// Item is one outbox event as GET /v1/events shows it: its position in the space (1, 2, 3...
+// in commit order: the paging cursor), the event JSON exactly as consumers receive it, and its
+// delivery state.
 type Item struct {
 	Seq       int64           `json:"seq"`
 	Event     json.RawMessage `json:"event"`
@@ -43,14 +44,14 @@ type WebhookStatus struct {
 	DeliveredAt   *time.Time `json:"delivered_at,omitempty"`
 }
 
-// List returns up to limit events of the space with seq > after, oldest first, with their
-// delivery state. Pruned events (sent, older than the retention) are gone. On PostgreSQL a
-// transaction that commits late may add an event below a cursor already read; readers that
-// must see every event consume Kafka or the webhook instead.
+// List returns up to limit events of the space whose position is past after, in position
+// order, with their delivery state. Positions are the space's own (no gaps left by other
+// spaces) and are taken in commit order, so a reader paging with the last position it saw
+// never misses an event. Pruned events (sent, older than the retention) are gone.
 func List(ctx context.Context, idb bun.IDB, spaceID string, after int64, limit int) ([]Item, error) {
 	var rows []models.OutboxEvent
-	if err := idb.NewSelect().Model(&rows).Where("space_id = ? AND seq > ?", spaceID, after).
-		Order("seq ASC").Limit(int64(limit)).Scan(ctx); err != nil {
+	if err := idb.NewSelect().Model(&rows).Where("space_id = ? AND position > ?", spaceID, after).
+		Order("position ASC").Limit(int64(limit)).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("events: list: %w", err)
 	}
 	items := make([]Item, len(rows))
@@ -61,7 +62,7 @@ func List(ctx context.Context, idb bun.IDB, spaceID string, after int64, limit i
 			t := row.SentAt.UTC()
 			p.State, p.SentAt = "sent", &t
 		}
-		items[i] = Item{Seq: row.Seq, Event: json.RawMessage(row.Payload), Published: p}
+		items[i] = Item{Seq: row.Position, Event: json.RawMessage(row.Payload), Published: p}
 		ids[i] = row.ID
 	}
 	if len(rows) == 0 {

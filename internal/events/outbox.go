@@ -32,8 +32,9 @@ type Event struct {
 	OccurredAt time.Time `json:"occurred_at"`
 }
 
-// Enqueue writes e to the outbox inside tx (the transaction of the change it announces). It
-// fills ID and OccurredAt when empty and returns the stored event.
+// Enqueue writes e to the outbox inside tx (the transaction of the change it announces), at
+// the space's next position. It fills ID and OccurredAt when empty and returns the stored
+// event. Callers that also append a receipt append it first (one lock order per space).
 func Enqueue(ctx context.Context, tx bun.IDB, e Event, now time.Time) (Event, error) {
 	if e.ID == "" {
 		e.ID = auth.NewID("evt")
@@ -45,9 +46,28 @@ func Enqueue(ctx context.Context, tx bun.IDB, e Event, now time.Time) (Event, er
 	if err != nil {
 		return e, fmt.Errorf("events: encode: %w", err)
 	}
-	row := &models.OutboxEvent{ID: e.ID, SpaceID: e.SpaceID, Type: e.Type, Payload: string(payload), CreatedAt: e.OccurredAt}
+	// The space's next position, taken under the space's head row: it is held until the
+	// transaction ends, so positions follow commit order and never skip (MS-1: a cursor says
+	// nothing of other spaces).
+	if _, err := tx.NewInsert().Model(&head{SpaceID: e.SpaceID}).On("CONFLICT (space_id) DO NOTHING").Exec(ctx); err != nil {
+		return e, fmt.Errorf("events: head: %w", err)
+	}
+	var position int64
+	if err := tx.NewUpdate().Model((*head)(nil)).Set("position = position + 1").Where("space_id = ?", e.SpaceID).
+		Returning("position").Scan(ctx, &position); err != nil {
+		return e, fmt.Errorf("events: position: %w", err)
+	}
+	row := &models.OutboxEvent{ID: e.ID, SpaceID: e.SpaceID, Position: position, Type: e.Type, Payload: string(payload), CreatedAt: e.OccurredAt}
 	if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
 		return e, fmt.Errorf("events: enqueue: %w", err)
 	}
 	return e, nil
+}
+
+// head is a space's last event position.
+type head struct {
+	bun.BaseModel `bun:"table:event_heads"`
+
+	SpaceID  string `bun:"space_id,pk"`
+	Position int64  `bun:"position"`
 }
