@@ -112,6 +112,36 @@ func (d Documents) ObjectTypes(ctx context.Context, spaceID string) (ObjectTypes
 	return v.(ObjectTypes), nil
 }
 
+// Both returns the features document and the type registry in one read (the working-memory
+// write path needs both on every request); defaults as Features and ObjectTypes give them.
+func (d Documents) Both(ctx context.Context, spaceID string) (Features, ObjectTypes, error) {
+	var rows []models.Document
+	if err := d.DB.NewSelect().Model(&rows).Column("name", "body").
+		Where("space_id = ? AND name IN (?)", spaceID, bun.In([]string{DocFeatures, DocObjectTypes})).
+		Scan(ctx); err != nil {
+		return Features{}, ObjectTypes{}, fmt.Errorf("spaces: load documents: %w", err)
+	}
+	var f Features
+	var t ObjectTypes
+	for _, row := range rows {
+		switch row.Name {
+		case DocFeatures:
+			v, err := parseCached(DocFeatures, row.Body, func(b []byte) (any, error) { return ParseFeatures(b) })
+			if err != nil {
+				return Features{}, ObjectTypes{}, err
+			}
+			f = v.(Features)
+		case DocObjectTypes:
+			v, err := parseCached(DocObjectTypes, row.Body, func(b []byte) (any, error) { return ParseObjectTypes(b) })
+			if err != nil {
+				return Features{}, ObjectTypes{}, err
+			}
+			t = v.(ObjectTypes)
+		}
+	}
+	return f, t, nil
+}
+
 // parsedDocs caches parsed documents by their exact stored text: the same text always parses
 // to the same value, so the cache never serves a stale document (every request still reads
 // the current text from the store). It is cleared when it reaches maxParsedDocs entries.

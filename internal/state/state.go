@@ -255,7 +255,7 @@ func (s *Service) resolve(ctx context.Context, p auth.Principal, scope *Scope, a
 		}
 		t.agent = agent
 	}
-	features, err := s.Docs.Features(ctx, p.SpaceID)
+	features, types, err := s.Docs.Both(ctx, p.SpaceID)
 	if err != nil {
 		return t, err
 	}
@@ -271,10 +271,6 @@ func (s *Service) resolve(ctx context.Context, p auth.Principal, scope *Scope, a
 	id := strings.TrimSpace(scope.ID)
 	if id == "" || len(id) > 512 {
 		return t, invalid("scope.id", "scope.id must be 1-512 characters")
-	}
-	types, err := s.Docs.ObjectTypes(ctx, p.SpaceID)
-	if err != nil {
-		return t, err
 	}
 	t.schema, t.declared = types.SchemaFor(t.agent)
 	if t.declared && t.schema.AgentState.Scope != scope.Kind {
