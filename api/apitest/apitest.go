@@ -64,7 +64,7 @@ func New(t testing.TB, engine string, opts ...func(*api.Deps)) *Env {
 	require.NoError(t, err)
 	docs := spaces.Documents{DB: d}
 	subj := &subjects.Service{DB: d, Docs: docs, Hasher: hasher, Keys: ks, Now: time.Now}
-	st := &state.Service{DB: d, Docs: docs, Hasher: hasher, Masker: subj, Canonical: subj.Canonical, Now: time.Now, Keys: ks}
+	st := &state.Service{DB: d, Docs: docs, Hasher: hasher, Masker: subj, Now: time.Now, Keys: ks}
 	ts := &turns.Service{DB: d, Subjects: subj, Hasher: hasher, Keys: ks, Now: time.Now}
 	comp := &compliance.Service{DB: d, Docs: docs, Hasher: hasher, Keys: ks, Subjects: subj, State: st, Now: time.Now,
 		Turns: ts, TurnExports: ts, TurnSweeps: ts}

@@ -129,7 +129,7 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 	a.metrics.WatchOutbox(metrics.OutboxBacklog(d))
 	a.subjects = &subjects.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Now: time.Now}
 	a.turns = &turns.Service{DB: d, Subjects: a.subjects, Hasher: hasher, Keys: ks, Now: time.Now}
-	a.state = &state.Service{DB: d, Docs: a.docs, Hasher: hasher, Masker: a.subjects, Canonical: a.subjects.Canonical, Now: time.Now, Keys: ks}
+	a.state = &state.Service{DB: d, Docs: a.docs, Hasher: hasher, Masker: a.subjects, Now: time.Now, Keys: ks}
 	a.compliance = &compliance.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Subjects: a.subjects, State: a.state, Now: time.Now,
 		Turns: a.turns, TurnExports: a.turns, TurnSweeps: a.turns}
 	a.eventMetrics = events.NewMetrics()

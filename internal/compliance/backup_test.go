@@ -56,7 +56,7 @@ func TestRestoredBackupCannotBeDecrypted(t *testing.T) {
 	require.Len(t, rows, 2, "the backup still has ana's sealed states")
 	docs := spaces.Documents{DB: restored}
 	subj := &subjects.Service{DB: restored, Docs: docs, Hasher: e.Hasher, Keys: e.Keys, Now: time.Now}
-	st := &state.Service{DB: restored, Docs: docs, Hasher: e.Hasher, Masker: subj, Canonical: subj.Canonical, Now: time.Now, Keys: e.Keys}
+	st := &state.Service{DB: restored, Docs: docs, Hasher: e.Hasher, Masker: subj, Now: time.Now, Keys: e.Keys}
 	for i := range rows {
 		_, err := e.Keys.DataKey(ctx, state.SubjectKeyID(rows[i].SubjectHash), false)
 		require.ErrorIs(t, err, keystore.ErrNoKey)

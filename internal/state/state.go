@@ -22,6 +22,7 @@ import (
 	"agentmemory/internal/fault"
 	"agentmemory/internal/keyed"
 	"agentmemory/internal/keystore"
+	"agentmemory/internal/redact"
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/strictjson"
 	"agentmemory/models"
@@ -44,17 +45,13 @@ type Masker interface {
 	MaskText(ctx context.Context, spaceID, text string) (string, error)
 }
 
-// Canonicalizer turns a customer handle ("email:Ana@Example.com") into its canonical form.
-type Canonicalizer func(ctx context.Context, spaceID, handle string) (string, error)
-
 // Service reads and writes working memory.
 type Service struct {
-	DB        *bun.DB
-	Docs      spaces.Documents
-	Hasher    keyed.Hasher
-	Masker    Masker
-	Canonical Canonicalizer
-	Now       func() time.Time
+	DB     *bun.DB
+	Docs   spaces.Documents
+	Hasher keyed.Hasher
+	Masker Masker
+	Now    func() time.Time
 	// Keys, when set, seals the states of customers under their data keys (sealing.go).
 	Keys keystore.Store
 }
@@ -283,7 +280,7 @@ func (s *Service) resolve(ctx context.Context, p auth.Principal, scope *Scope, a
 			return t, invalid("scope.id", "an object scope id reads type:namespace:id")
 		}
 	case "subject":
-		c, err := s.Canonical(ctx, p.SpaceID, id)
+		c, err := redact.CanonicalHandle(id, features.Region())
 		if err != nil {
 			return t, invalid("scope.id", "a subject scope id is a customer handle such as email:... or phone:...")
 		}
@@ -295,7 +292,7 @@ func (s *Service) resolve(ctx context.Context, p auth.Principal, scope *Scope, a
 	if subject != "" {
 		// Checked even when a subject scope already names the customer (whose handle then
 		// wins): a malformed value is refused, never silently ignored.
-		c, err := s.Canonical(ctx, p.SpaceID, subject)
+		c, err := redact.CanonicalHandle(subject, features.Region())
 		if err != nil {
 			return t, invalid("subject", "subject is a customer handle such as email:... or phone:...")
 		}
