@@ -19,6 +19,7 @@ import (
 
 	"agentmemory/api"
 	"agentmemory/internal/compliance"
+	"agentmemory/internal/db"
 	"agentmemory/internal/db/dbtest"
 	"agentmemory/internal/events"
 	"agentmemory/internal/keyed"
@@ -54,11 +55,19 @@ func Each(t *testing.T, fn func(t *testing.T, e *Env)) {
 	}
 }
 
-// New builds an Env on a fresh database of engine. Options may adjust Deps before the server
-// is built (e.g. a fixed clock).
+// New builds an Env on a fresh database of engine, opened with the service's shipped pool
+// configuration (dbtest.Shipped). Options may adjust Deps before the server is built (e.g. a
+// fixed clock).
 func New(t testing.TB, engine string, opts ...func(*api.Deps)) *Env {
 	t.Helper()
-	d := dbtest.Open(t, engine)
+	return NewWithPool(t, engine, dbtest.Shipped(), opts...)
+}
+
+// NewWithPool is New with the pool configuration pool instead of the shipped one (for a
+// benchmark's tuned comparison).
+func NewWithPool(t testing.TB, engine string, pool db.Options, opts ...func(*api.Deps)) *Env {
+	t.Helper()
+	d := dbtest.OpenWith(t, engine, pool)
 	hasher := keyed.New([]byte(Secret))
 	ks, err := keystore.OpenFile(filepath.Join(t.TempDir(), "keys.json"), hasher.Key("subject-keys"))
 	require.NoError(t, err)

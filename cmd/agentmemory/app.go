@@ -107,7 +107,7 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 			return nil, err
 		}
 	}
-	d, err := db.Open(ctx, databaseURL(cfg), dbOptions(cfg))
+	d, err := db.Open(ctx, databaseURL(cfg), db.PoolOptions(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -160,12 +160,4 @@ func (a *app) apiServer(wf api.Workflows) *api.Server {
 		EventSigner: events.Signer{Hasher: &a.hasher},
 		Metrics:     a.metrics, MetricsOnOwnPort: a.cfg.MetricsAddr != "", Ready: a.ready,
 	})
-}
-
-// dbOptions is the pool configuration of cfg.
-func dbOptions(cfg config.Config) db.Options {
-	return db.Options{
-		MaxOpenConns: cfg.DBMaxOpenConns, MaxIdleConns: cfg.DBMaxIdleConns,
-		ConnMaxLifetime: cfg.DBConnMaxLifetime, StatementTimeout: cfg.DBStatementTimeout,
-	}
 }

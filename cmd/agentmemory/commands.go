@@ -184,7 +184,7 @@ func openMigrated(cmd *cobra.Command, load func() (config.Config, error), dataDi
 			return nil, nil, err
 		}
 	}
-	d, err := db.Open(cmd.Context(), databaseURL(cfg), dbOptions(cfg))
+	d, err := db.Open(cmd.Context(), databaseURL(cfg), db.PoolOptions(cfg))
 	if err != nil {
 		return nil, nil, err
 	}

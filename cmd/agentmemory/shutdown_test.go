@@ -181,6 +181,8 @@ type ack struct {
 // restart every acknowledged write must read back at its version or newer. The worker must
 // stop cleanly on SIGTERM too.
 func TestSIGTERMLosesNoAcknowledgedWrite(t *testing.T) {
+	// The load runs with the shipped pool defaults (issue 11 §2): shippedEnviron passes no
+	// AGENTMEMORY_DB_* variable to the processes.
 	if testing.Short() {
 		t.Skip("builds the binary and starts a Temporal dev server")
 	}
@@ -197,7 +199,7 @@ func TestSIGTERMLosesNoAcknowledgedWrite(t *testing.T) {
 			require.NoError(t, err)
 			mport, err := freePort()
 			require.NoError(t, err)
-			env := append(os.Environ(),
+			env := append(shippedEnviron(),
 				"DATABASE_URL="+dbURL,
 				"AGENTMEMORY_SECRET=shutdown-test-secret-0123456789abcdef",
 				"AGENTMEMORY_DATA_DIR="+dir,
@@ -314,4 +316,16 @@ func TestSIGTERMLosesNoAcknowledgedWrite(t *testing.T) {
 			require.Contains(t, worker.stderr.String(), `"msg":"worker stopped"`)
 		})
 	}
+}
+
+// shippedEnviron is this process's environment without any AGENTMEMORY_DB_* variable, so that
+// a server started with it runs the pool configuration the service ships with.
+func shippedEnviron() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AGENTMEMORY_DB_") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

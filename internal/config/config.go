@@ -66,8 +66,10 @@ type Config struct {
 	DBMaxOpenConns int `env:"AGENTMEMORY_DB_MAX_OPEN_CONNS" envDefault:"20"`
 	// SweepEvery is how often the retention schedule sweeps expired data (WM-12, MS-3).
 	SweepEvery time.Duration `env:"AGENTMEMORY_SWEEP_EVERY" envDefault:"1h"`
-	// DBMaxIdleConns is how many PostgreSQL connections stay open while idle (0 to
-	// DBMaxOpenConns; -1 means equal to DBMaxOpenConns).
+	// DBMaxIdleConns is how many PostgreSQL connections stay open while idle: 0 to
+	// DBMaxOpenConns (0 keeps none: every statement opens a new session). The variable's
+	// -1 (the default) means "same as AGENTMEMORY_DB_MAX_OPEN_CONNS"; Load resolves it, so a
+	// loaded Config always holds the count itself (never -1).
 	DBMaxIdleConns int `env:"AGENTMEMORY_DB_MAX_IDLE_CONNS" envDefault:"-1"`
 	// DBConnMaxLifetime recycles a PostgreSQL connection after this long (0: never), so a
 	// failover or a pooler's rebalancing reaches every replica.
@@ -81,6 +83,13 @@ type Config struct {
 	WebhookAllowPrivate bool `env:"AGENTMEMORY_WEBHOOK_ALLOW_PRIVATE" envDefault:"false"`
 	// ShutdownTimeout bounds the drain of HTTP requests and of running activities on SIGTERM.
 	ShutdownTimeout time.Duration `env:"AGENTMEMORY_SHUTDOWN_TIMEOUT" envDefault:"15s"`
+
+	// Periodic reconciler (issue 11 §3).
+	// ReconcileInterval is how often the worker looks for erasures, exports and distillations
+	// whose workflow was never started (the request died, or Temporal did not answer) and
+	// starts them; with the reconciler's 30 s minimum age an orphan starts within a minute.
+	// At least 1s.
+	ReconcileInterval time.Duration `env:"AGENTMEMORY_RECONCILE_INTERVAL" envDefault:"20s"`
 }
 
 // Variable is one environment variable the service reads.
@@ -120,6 +129,7 @@ func Load(getenv func(string) string) (Config, error) {
 	if err := cfg.validate(); err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
+	cfg.resolve()
 	return cfg, nil
 }
 
@@ -225,10 +235,22 @@ func (c Config) validate() error {
 	if c.DBStatementTimeout < 0 || (c.DBStatementTimeout > 0 && c.DBStatementTimeout < time.Millisecond) {
 		bad("AGENTMEMORY_DB_STATEMENT_TIMEOUT must be 0 (no limit) or at least 1ms, got %s", c.DBStatementTimeout)
 	}
+	if c.ReconcileInterval < time.Second {
+		bad("AGENTMEMORY_RECONCILE_INTERVAL must be at least 1s, got %s", c.ReconcileInterval)
+	}
 	if c.ShutdownTimeout <= 0 {
 		bad("AGENTMEMORY_SHUTDOWN_TIMEOUT must be positive, got %s", c.ShutdownTimeout)
 	}
 	return errors.Join(errs...)
+}
+
+// resolve replaces the sentinel values of a validated Config by what they stand for, so that
+// no other package interprets them: AGENTMEMORY_DB_MAX_IDLE_CONNS=-1 becomes
+// DBMaxOpenConns (issue 11 §2: a negative value once turned into "keep none").
+func (c *Config) resolve() {
+	if c.DBMaxIdleConns < 0 {
+		c.DBMaxIdleConns = c.DBMaxOpenConns
+	}
 }
 
 func hostPort(s string) bool {

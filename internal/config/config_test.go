@@ -21,10 +21,11 @@ func TestLoadDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1:8080", cfg.Addr)
 	require.Equal(t, 20, cfg.DBMaxOpenConns)
-	require.Equal(t, -1, cfg.DBMaxIdleConns)
+	require.Equal(t, 20, cfg.DBMaxIdleConns, "the default -1 is resolved to the max open value")
 	require.Equal(t, 30*time.Second, cfg.DBStatementTimeout)
 	require.Equal(t, 30*time.Minute, cfg.DBConnMaxLifetime)
 	require.Equal(t, 15*time.Second, cfg.ShutdownTimeout)
+	require.Equal(t, 20*time.Second, cfg.ReconcileInterval)
 	require.Equal(t, "json", cfg.LogFormat)
 	require.Equal(t, "info", cfg.LogLevel)
 	require.Empty(t, cfg.MetricsAddr)
@@ -53,6 +54,28 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 	require.Equal(t, "debug", cfg.LogLevel)
 }
 
+// TestIdleConnsMinusOneMeansMax: -1 (explicit or the default) is resolved by Load to
+// AGENTMEMORY_DB_MAX_OPEN_CONNS; 0 keeps none and a count is kept as given (issue 11 §2).
+func TestIdleConnsMinusOneMeansMax(t *testing.T) {
+	for _, tc := range []struct {
+		open, idle string
+		want       int
+	}{
+		{"", "", 20},
+		{"", "-1", 20},
+		{"7", "", 7},
+		{"7", "-1", 7},
+		{"7", "0", 0},
+		{"7", "3", 3},
+	} {
+		cfg, err := config.Load(lookup(map[string]string{
+			"AGENTMEMORY_DB_MAX_OPEN_CONNS": tc.open, "AGENTMEMORY_DB_MAX_IDLE_CONNS": tc.idle,
+		}))
+		require.NoError(t, err)
+		require.Equal(t, tc.want, cfg.DBMaxIdleConns, "open=%q idle=%q", tc.open, tc.idle)
+	}
+}
+
 // TestBadConfigurationNamesTheVariable: every refused value fails Load with an error naming
 // its variable.
 func TestBadConfigurationNamesTheVariable(t *testing.T) {
@@ -62,6 +85,9 @@ func TestBadConfigurationNamesTheVariable(t *testing.T) {
 		{"AGENTMEMORY_DB_MAX_OPEN_CONNS", "many"},
 		{"AGENTMEMORY_DB_MAX_OPEN_CONNS", "0"},
 		{"AGENTMEMORY_DB_MAX_IDLE_CONNS", "99"},
+		{"AGENTMEMORY_DB_MAX_IDLE_CONNS", "-2"},
+		{"AGENTMEMORY_RECONCILE_INTERVAL", "500ms"},
+		{"AGENTMEMORY_RECONCILE_INTERVAL", "often"},
 		{"AGENTMEMORY_DB_STATEMENT_TIMEOUT", "30"},
 		{"AGENTMEMORY_DB_STATEMENT_TIMEOUT", "-1s"},
 		{"AGENTMEMORY_DB_CONN_MAX_LIFETIME", "soon"},
@@ -90,7 +116,7 @@ func TestBadConfigurationNamesTheVariable(t *testing.T) {
 
 func TestVariablesListsEveryField(t *testing.T) {
 	vars := config.Variables()
-	require.Len(t, vars, 25)
+	require.Len(t, vars, 26)
 	names := map[string]string{}
 	for _, v := range vars {
 		names[v.Name] = v.Default

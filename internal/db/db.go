@@ -21,22 +21,55 @@ import (
 	"github.com/uptrace/bun/driver/sqliteshim"
 	"github.com/uptrace/bun/migrate"
 
+	"agentmemory/internal/config"
 	"agentmemory/migrations"
 )
 
-// Options tune a PostgreSQL connection pool. Zero values take defaults; SQLite ignores them
-// (it keeps its own small pool of 8).
+// Options tune a PostgreSQL connection pool; SQLite ignores them (it keeps its own small pool
+// of 8). Build them with PoolOptions, which every opener of the service uses, so that what
+// runs is what the configuration says and what tests and benchmarks measure.
 type Options struct {
-	// MaxOpenConns caps PostgreSQL connections (default 20).
+	// MaxOpenConns caps PostgreSQL connections (0: 20).
 	MaxOpenConns int
-	// MaxIdleConns is how many connections stay open while idle: 0 means equal to
-	// MaxOpenConns; a negative value keeps none.
+	// MaxIdleConns is how many connections stay open while idle, with the meaning of
+	// AGENTMEMORY_DB_MAX_IDLE_CONNS: a count from 0 (keep none: every statement then opens a
+	// new PostgreSQL session) to MaxOpenConns (larger is capped), or -1 for "same as
+	// MaxOpenConns". The zero value keeps none: use PoolOptions.
 	MaxIdleConns int
 	// ConnMaxLifetime recycles a connection after this long (0: never).
 	ConnMaxLifetime time.Duration
 	// StatementTimeout is set as PostgreSQL's statement_timeout on every connection when
 	// the URL does not set one itself (0: the server's default, usually no limit).
 	StatementTimeout time.Duration
+}
+
+// DefaultMaxOpenConns is the PostgreSQL pool size when Options.MaxOpenConns is 0.
+const DefaultMaxOpenConns = 20
+
+// PoolOptions is the pool configuration of cfg (AGENTMEMORY_DB_MAX_OPEN_CONNS,
+// AGENTMEMORY_DB_MAX_IDLE_CONNS, AGENTMEMORY_DB_CONN_MAX_LIFETIME,
+// AGENTMEMORY_DB_STATEMENT_TIMEOUT). Every opener of the service, and the test helpers and
+// benchmarks that measure it, build their Options here (issue 11 §2).
+func PoolOptions(cfg config.Config) Options {
+	return Options{
+		MaxOpenConns: cfg.DBMaxOpenConns, MaxIdleConns: cfg.DBMaxIdleConns,
+		ConnMaxLifetime: cfg.DBConnMaxLifetime, StatementTimeout: cfg.DBStatementTimeout,
+	}
+}
+
+// pool resolves o's open and idle limits as Open applies them to a PostgreSQL pool:
+// MaxOpenConns 0 is DefaultMaxOpenConns; MaxIdleConns -1 (any negative) is the open limit, a
+// count above it is capped, 0 keeps none.
+func (o Options) pool() (open, idle int) {
+	open = o.MaxOpenConns
+	if open <= 0 {
+		open = DefaultMaxOpenConns
+	}
+	idle = o.MaxIdleConns
+	if idle < 0 || idle > open {
+		idle = open
+	}
+	return open, idle
 }
 
 // Open connects to the database named by rawURL: "postgres://..." or "postgresql://..." for
@@ -56,18 +89,8 @@ func Open(ctx context.Context, rawURL string, opt Options) (*bun.DB, error) {
 			cc.RuntimeParams["statement_timeout"] = strconv.FormatInt(opt.StatementTimeout.Milliseconds(), 10)
 		}
 		sqldb := stdlib.OpenDB(*cc)
-		n := opt.MaxOpenConns
-		if n <= 0 {
-			n = 20
-		}
-		idle := opt.MaxIdleConns
-		switch {
-		case idle == 0 || idle > n:
-			idle = n
-		case idle < 0:
-			idle = 0
-		}
-		sqldb.SetMaxOpenConns(n)
+		open, idle := opt.pool()
+		sqldb.SetMaxOpenConns(open)
 		sqldb.SetMaxIdleConns(idle)
 		sqldb.SetConnMaxLifetime(opt.ConnMaxLifetime)
 		db = bun.NewDB(sqldb, pgdialect.New())

@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -110,6 +111,78 @@ func TestPoolOptionsOnPostgres(t *testing.T) {
 	var got string
 	require.NoError(t, d2.QueryRowContext(ctx, "SHOW statement_timeout").Scan(&got))
 	require.Equal(t, "2500ms", got)
+}
+
+// TestShippedPoolKeepsIdleConnections: with the shipped defaults (AGENTMEMORY_DB_MAX_IDLE_CONNS
+// unset, i.e. -1) a PostgreSQL pool keeps its connections between statements: sequential
+// statements reuse one session, and after a burst of concurrent ones the sessions stay open
+// on the server (counted in pg_stat_activity by the pool's application_name). Issue 11 §2:
+// the default once meant "keep none", a new session per statement.
+func TestShippedPoolKeepsIdleConnections(t *testing.T) {
+	ctx := context.Background()
+	opt := dbtest.Shipped()
+	u := dbtest.URL(t, "postgres")
+	app := "am_pool_" + strings.ReplaceAll(t.Name(), "/", "_")
+	d, err := db.Open(ctx, u+"&application_name="+app, opt)
+	require.NoError(t, err)
+	defer d.Close()
+	require.Equal(t, 20, d.Stats().MaxOpenConnections)
+
+	for range 20 {
+		_, err := d.ExecContext(ctx, "SELECT 1")
+		require.NoError(t, err)
+	}
+	st := d.Stats()
+	require.Zero(t, st.MaxIdleClosed, "no connection may be closed for want of an idle slot")
+	require.Equal(t, 1, st.OpenConnections, "sequential statements share one session")
+	require.Equal(t, 1, st.Idle)
+
+	// Five connections held at once, then released: all five stay open.
+	const burst = 5
+	var conns []bun.Conn
+	for range burst {
+		c, err := d.Conn(ctx)
+		require.NoError(t, err)
+		_, err = c.ExecContext(ctx, "SELECT 1")
+		require.NoError(t, err)
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		require.NoError(t, c.Close())
+	}
+	st = d.Stats()
+	require.Zero(t, st.MaxIdleClosed)
+	require.Equal(t, burst, st.Idle)
+
+	admin, err := db.Open(ctx, dbtest.PostgresURL(), opt)
+	require.NoError(t, err)
+	defer admin.Close()
+	var backends int
+	require.NoError(t, admin.QueryRowContext(ctx,
+		"SELECT count(*) FROM pg_stat_activity WHERE application_name = ?", app).Scan(&backends))
+	require.Equal(t, burst, backends, "the idle sessions are still open on the server")
+}
+
+// TestPoolOptionsIdleMeaning: MaxIdleConns -1 is the open limit, 0 keeps none and a count
+// above the open limit is capped, as database/sql then reports.
+func TestPoolOptionsIdleMeaning(t *testing.T) {
+	ctx := context.Background()
+	u := dbtest.URL(t, "postgres")
+	for _, tc := range []struct{ idle, wantIdle int }{{-1, 3}, {0, 0}, {2, 2}, {9, 3}} {
+		d, err := db.Open(ctx, u, db.Options{MaxOpenConns: 3, MaxIdleConns: tc.idle})
+		require.NoError(t, err)
+		var conns []bun.Conn
+		for range 3 {
+			c, err := d.Conn(ctx)
+			require.NoError(t, err)
+			conns = append(conns, c)
+		}
+		for _, c := range conns {
+			require.NoError(t, c.Close())
+		}
+		require.Equal(t, tc.wantIdle, d.Stats().Idle, "MaxIdleConns %d", tc.idle)
+		require.NoError(t, d.Close())
+	}
 }
 
 // TestBadPostgresURLHidesPassword: a malformed DATABASE_URL fails without echoing it.

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
+	"agentmemory/internal/config"
 	"agentmemory/internal/db"
 )
 
@@ -37,18 +38,38 @@ func Each(t *testing.T, fn func(t *testing.T, db *bun.DB)) {
 	}
 }
 
-// Open returns a fresh migrated database of the engine ("sqlite" or "postgres"), closed (and
-// for PostgreSQL its schema dropped) when the test ends. URL returns its connection URL.
+// Open returns a fresh migrated database of the engine ("sqlite" or "postgres") with the
+// shipped pool configuration (Shipped), closed (and for PostgreSQL its schema dropped) when
+// the test ends. URL returns its connection URL.
 func Open(t testing.TB, engine string) *bun.DB {
+	t.Helper()
+	return OpenWith(t, engine, Shipped())
+}
+
+// OpenWith is Open with the pool configuration opt instead of the shipped one (a benchmark's
+// tuned comparison).
+func OpenWith(t testing.TB, engine string, opt db.Options) *bun.DB {
 	t.Helper()
 	u := URL(t, engine)
 	ctx := context.Background()
-	d, err := db.Open(ctx, u, db.Options{MaxOpenConns: 30})
+	d, err := db.Open(ctx, u, opt)
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
 	_, err = db.Migrate(ctx, d)
 	require.NoError(t, err)
 	return d
+}
+
+// Shipped is the pool configuration the service ships with: db.PoolOptions of the
+// configuration loaded from an empty environment. Test helpers, load tests and benchmarks
+// open their databases with it so that a default can never differ from what is measured
+// (issue 11 §2).
+func Shipped() db.Options {
+	cfg, err := config.Load(func(string) string { return "" })
+	if err != nil {
+		panic(err) // the defaults are static: a failure is a programming error
+	}
+	return db.PoolOptions(cfg)
 }
 
 // URL creates an empty database of the engine and returns its URL: a SQLite file under
