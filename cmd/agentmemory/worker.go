@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -18,8 +19,10 @@ import (
 // nothing answers there.
 const defaultOllamaHost = "http://127.0.0.1:11434"
 
-// startWorker starts the Temporal worker with every workflow and activity. Its Stop waits up
-// to AGENTMEMORY_SHUTDOWN_TIMEOUT for running activities.
+// startWorker starts the Temporal worker with every workflow and activity, reconciles orphaned
+// workflows once, then every AGENTMEMORY_RECONCILE_INTERVAL (issue 11 §3). Its Stop ends the
+// reconcile loop (cancelling a running pass), then waits up to AGENTMEMORY_SHUTDOWN_TIMEOUT
+// for running activities.
 func (a *app) startWorker(c client.Client) (sdkworker.Worker, error) {
 	if err := worker.EnsureRetentionSchedule(context.Background(), c, a.cfg.TaskQueue, a.cfg.SweepEvery); err != nil {
 		return nil, err
@@ -40,20 +43,39 @@ func (a *app) startWorker(c client.Client) (sdkworker.Worker, error) {
 	if err := w.Start(); err != nil {
 		return nil, err
 	}
-	a.reconcileWorkflows(starter)
-	return w, nil
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	a.reconcileWorkflows(ctx, starter)
+	cancel()
+	loop := &worker.ReconcileLoop{Interval: a.cfg.ReconcileInterval, Timeout: time.Minute,
+		Run: func(ctx context.Context) { a.reconcileWorkflows(ctx, starter) }}
+	loop.Start()
+	return reconcilingWorker{Worker: w, loop: loop}, nil
 }
 
-// reconcileWorkflows restarts, once on worker start, the missing workflows of erasures and
-// exports left running by a request that died between its commit and its workflow start
-// (every retention sweep does it again). A failure is logged, not fatal: the next sweep
-// retries.
-func (a *app) reconcileWorkflows(starter worker.Starter) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+// reconcilingWorker is the Temporal worker with its reconcile loop: Stop stops both, the loop
+// first.
+type reconcilingWorker struct {
+	sdkworker.Worker
+	loop *worker.ReconcileLoop
+}
+
+// Stop ends the reconcile loop, then the worker.
+func (w reconcilingWorker) Stop() {
+	w.loop.Stop()
+	w.Worker.Stop()
+}
+
+// reconcileWorkflows starts the missing workflows of erasures and exports (pending or running)
+// and of distillations (drafting) whose request died or failed between its commit and its
+// workflow start; it runs on worker start and then every AGENTMEMORY_RECONCILE_INTERVAL (every
+// retention sweep does it again). A failure is logged, not fatal: the next pass retries.
+func (a *app) reconcileWorkflows(ctx context.Context, starter worker.Starter) {
 	res, err := a.compliance.Reconcile(ctx, starter, "", compliance.DefaultReconcileMinAge)
 	if err != nil {
-		a.log.Warn("reconcile of orphaned compliance workflows failed; the next retention sweep retries",
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return // shutting down
+		}
+		a.log.Warn("reconcile of orphaned workflows failed; the next pass retries",
 			"checked", res.Checked, "started", res.Started, "err", err)
 		return
 	}

@@ -53,7 +53,7 @@ type ReconcileResult struct {
 	Started int `json:"started"`
 }
 
-// Reconcile finds erasures and exports of spaceID (every space when empty) still running and
+// Reconcile finds erasures and exports of spaceID (every space when empty) still pending or running and
 // created at least minAge ago (unexpired, for exports), and distilled note proposals still
 // drafting created at least minAge ago, and has starter start the workflow of
 // each one whose workflow does not exist: the request that made the row committed it, then
@@ -64,14 +64,16 @@ func (s *Service) Reconcile(ctx context.Context, starter WorkflowStarter, spaceI
 	now := s.now()
 	before := now.Add(-minAge)
 	var erasures []models.Erasure
+	// "pending": a row whose request answered an ambiguous workflow-start error (issue 11 §3).
+	open := bun.In([]string{"pending", StatusRunning})
 	q := s.DB.NewSelect().Model(&erasures).Column("id", "space_id").
-		Where("status = ? AND created_at <= ?", StatusRunning, before).Order("created_at ASC").Limit(reconcileBatch)
+		Where("status IN (?) AND created_at <= ?", open, before).Order("created_at ASC").Limit(reconcileBatch)
 	if err := scoped(q, spaceID).Scan(ctx); err != nil {
 		return ReconcileResult{}, fmt.Errorf("compliance: reconcile erasures: %w", err)
 	}
 	var exports []models.ExportPackage
 	q = s.DB.NewSelect().Model(&exports).Column("id", "space_id").
-		Where("status = ? AND created_at <= ? AND expires_at > ?", StatusRunning, before, now).Order("created_at ASC").Limit(reconcileBatch)
+		Where("status IN (?) AND created_at <= ? AND expires_at > ?", open, before, now).Order("created_at ASC").Limit(reconcileBatch)
 	if err := scoped(q, spaceID).Scan(ctx); err != nil {
 		return ReconcileResult{}, fmt.Errorf("compliance: reconcile exports: %w", err)
 	}
