@@ -134,6 +134,20 @@ type Activities struct {
 	// MaxBadAnswers is the attempt after which an unusable model answer is final
 	// (model_error); 0 means 3.
 	MaxBadAnswers int32
+	// HeartbeatEvery is how often Draft heartbeats while it waits for the model
+	// (DefaultHeartbeatEvery when zero or less): with the workflow's heartbeat timeout
+	// (workflows.DraftHeartbeatTimeout) a lost worker is noticed in seconds, not after the
+	// 5-minute StartToClose timeout (issue 11 §3).
+	HeartbeatEvery time.Duration
+}
+
+// DefaultHeartbeatEvery is Draft's heartbeat period while it waits for the model.
+const DefaultHeartbeatEvery = 5 * time.Second
+
+// ModelWait is the detail of Draft's heartbeats: how many heartbeats it sent while waiting
+// for the model's answer (a count, nothing from the conversation).
+type ModelWait struct {
+	Beats int
 }
 
 // ProposalRef names a proposal: the only thing most activities take.
@@ -239,7 +253,7 @@ func (a *Activities) Draft(ctx context.Context, in ProposalRef) (DraftResult, er
 	for i, t := range list {
 		mt[i] = llm.Turn{Speaker: t.Speaker, Text: t.Text}
 	}
-	p, ok, err := a.Model.Distill(ctx, mt)
+	p, ok, err := a.distill(ctx, mt)
 	switch {
 	case errors.Is(err, llm.ErrBadAnswer):
 		return DraftResult{}, a.badAnswer(ctx, in.ProposalID)
@@ -270,6 +284,39 @@ func (a *Activities) Draft(ctx context.Context, in ProposalRef) (DraftResult, er
 		return DraftResult{}, keep("activities: mark pending", err)
 	}
 	return DraftResult{Outcome: OutcomePending}, nil
+}
+
+// distill asks the model, heartbeating (ModelWait) right away and then every HeartbeatEvery
+// until the answer comes. When Temporal cancels the activity (its heartbeat timed out on the
+// server, the workflow was cancelled) ctx ends and so does the model call.
+func (a *Activities) distill(ctx context.Context, mt []llm.Turn) (llm.Proposal, bool, error) {
+	every := a.HeartbeatEvery
+	if every <= 0 {
+		every = DefaultHeartbeatEvery
+	}
+	type answer struct {
+		p   llm.Proposal
+		ok  bool
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		p, ok, err := a.Model.Distill(ctx, mt)
+		done <- answer{p, ok, err}
+	}()
+	beats := 1
+	activity.RecordHeartbeat(ctx, ModelWait{Beats: beats})
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case r := <-done:
+			return r.p, r.ok, r.err
+		case <-t.C:
+			beats++
+			activity.RecordHeartbeat(ctx, ModelWait{Beats: beats})
+		}
+	}
 }
 
 // ErrTypeInvalidNote is the application error type of a ProposalStore.MarkPending refusing

@@ -16,6 +16,14 @@ import (
 
 const reuseRejectDuplicate = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
 
+// DraftHeartbeatTimeout is the heartbeat timeout of the Draft activity, which heartbeats
+// every activities.DefaultHeartbeatEvery (5 s) while it waits for the model: a worker lost
+// during a model call is noticed after this long and the call retried on another worker,
+// instead of after the 5-minute StartToClose timeout (issue 11 §3). Activity options are not
+// part of replay's command matching (activity type and id are), so histories recorded before
+// it replay unchanged without a workflow.GetVersion guard.
+const DraftHeartbeatTimeout = 20 * time.Second
+
 // Defaults of DistillInput's durations.
 const (
 	DefaultApprovalDeadline = 14 * 24 * time.Hour
@@ -98,6 +106,7 @@ func (d *distill) run(ctx workflow.Context) (Status, error) {
 	rp.NonRetryableErrorTypes = []string{activities.ErrTypeModelError}
 	modelCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute, ScheduleToCloseTimeout: wait, RetryPolicy: rp,
+		HeartbeatTimeout: DraftHeartbeatTimeout,
 	})
 	var draft activities.DraftResult
 	if err := workflow.ExecuteActivity(modelCtx, a.Draft, ref).Get(ctx, &draft); err != nil {

@@ -1,11 +1,13 @@
 package workflows_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -211,4 +213,21 @@ func TestDistillCustomDeadline(t *testing.T) {
 	e.signal(2*time.Hour, approve("")) // after the deadline: too late
 	st := e.result(t, workflows.DistillInput{ProposalID: pid, ApprovalDeadline: time.Hour})
 	require.Equal(t, workflows.Status{Status: workflows.StatusExpired}, st)
+}
+
+// Issue 11 §3: the model call runs with a heartbeat timeout (Draft heartbeats while it waits),
+// so a worker lost during the call is noticed in seconds, not after StartToClose (5 minutes).
+func TestDistillDraftHasAHeartbeatTimeout(t *testing.T) {
+	e := newEnv(t)
+	e.OnActivity(a.CheckTurns, mock.Anything, ref).Return(activities.CheckResult{Turns: 12}, nil).Once()
+	var heartbeat time.Duration
+	e.OnActivity(a.Draft, mock.Anything, ref).Return(func(ctx context.Context, _ activities.ProposalRef) (activities.DraftResult, error) {
+		heartbeat = activity.GetInfo(ctx).HeartbeatTimeout
+		return activities.DraftResult{Outcome: activities.ReasonNothingToPropose}, nil
+	}).Once()
+	e.OnActivity(a.Fail, mock.Anything, mock.Anything).Return(nil).Once()
+	st := e.result(t, workflows.DistillInput{ProposalID: pid})
+	require.Equal(t, workflows.StatusFailed, st.Status)
+	require.Equal(t, workflows.DraftHeartbeatTimeout, heartbeat)
+	require.Equal(t, 20*time.Second, heartbeat)
 }
