@@ -31,6 +31,14 @@ type Workflows interface {
 // proposal's id.
 type DistillProposals interface {
 	CreateDistillProposal(ctx context.Context, p auth.Principal, scope turns.Scope, sourceID string) (string, error)
+	// CreateDistillProposalOnce is CreateDistillProposal under an Idempotency-Key ("" for
+	// none): a repeat of the same request with the same key returns the first proposal's id
+	// with replayed true and stores nothing; the key with a different request is
+	// fault.Conflict idempotency_key_reused; a malformed key fault.Invalid invalid_header.
+	CreateDistillProposalOnce(ctx context.Context, p auth.Principal, scope turns.Scope, sourceID, idemKey string) (id string, replayed bool, err error)
+	// AbandonDistillProposal ends a drafting proposal whose workflow could not be started
+	// (failed, reason workflow_unavailable), so that nothing runs it later on its own.
+	AbandonDistillProposal(ctx context.Context, id string) error
 }
 
 // DistillRequest is the body of POST /v1/agent-memory/distill.
@@ -44,6 +52,13 @@ type DistillRequest struct {
 // -> 202 {"proposal_id", "status": "drafting"}, after starting DistillWorkflow with a
 // workflow id derived from the proposal id. Role admin or integration, or an agent key with
 // agent_memory:write; the proposal store checks the rest.
+//
+// Retries (issue 11 §3): when the workflow service does not answer, the answer is 503
+// workflows_unavailable ("try again", Retry-After). With an Idempotency-Key the proposal stays
+// drafting and the retry with the same key returns the same proposal (202, header
+// Idempotent-Replayed: true), starting its workflow if it is still missing (the worker's
+// reconciler may start it first); never a second proposal. Without a key the proposal is
+// ended failed (workflow_unavailable) before the 503, so nothing runs it later on its own.
 func (s *Server) distill(c *gin.Context) {
 	p := principal(c)
 	if p.IsAgent() {
@@ -52,6 +67,11 @@ func (s *Server) distill(c *gin.Context) {
 			return
 		}
 	} else if err := p.RequireRole(auth.RoleAdmin, auth.RoleIntegration); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	key, err := idempotencyKey(c)
+	if err != nil {
 		s.writeError(c, err)
 		return
 	}
@@ -68,19 +88,35 @@ func (s *Server) distill(c *gin.Context) {
 		s.writeError(c, fault.New(fault.Unavailable, "distillation_unavailable", "distillation is not configured on this server"))
 		return
 	}
-	id, err := s.Proposals.CreateDistillProposal(s.ctx(c), p, req.Scope, req.SourceID)
+	id, replayed, err := s.Proposals.CreateDistillProposalOnce(s.ctx(c), p, req.Scope, req.SourceID, key)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	if err := workflows.StartDistill(s.ctx(c), s.Workflows, s.TaskQueue, workflows.DistillInput{
+	err = workflows.StartDistill(s.ctx(c), s.Workflows, s.TaskQueue, workflows.DistillInput{
 		ProposalID: id, ApprovalDeadline: s.ApprovalDeadline,
-	}); err != nil {
+	})
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	switch {
+	case err == nil:
+		s.Metrics.WorkflowStarted("Distill")
+	case replayed && errors.As(err, &started):
+		// The first request (or the reconciler) started it: the retry's answer is the same.
+	default:
 		s.Metrics.WorkflowFailed("Distill")
+		if key == "" && !errors.As(err, &started) {
+			// No key to retry under: end the proposal so that nothing starts it later. If
+			// that fails too, the reconciler may still start it (logged, no ids).
+			if aerr := s.Proposals.AbandonDistillProposal(context.WithoutCancel(s.ctx(c)), id); aerr != nil {
+				s.log.Warn("could not abandon a distillation whose workflow did not start", "err", aerr)
+			}
+		}
 		s.writeError(c, workflowError(err))
 		return
 	}
-	s.Metrics.WorkflowStarted("Distill")
+	if replayed {
+		c.Header("Idempotent-Replayed", "true")
+	}
 	c.PureJSON(http.StatusAccepted, gin.H{"proposal_id": id, "status": workflows.StatusDrafting})
 }
 

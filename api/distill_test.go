@@ -15,6 +15,7 @@ import (
 	"agentmemory/api"
 	"agentmemory/api/apitest"
 	"agentmemory/internal/auth"
+	"agentmemory/internal/compliance"
 	"agentmemory/internal/notes"
 	"agentmemory/internal/turns"
 	"agentmemory/models"
@@ -40,12 +41,25 @@ func (f *fakeWorkflows) SignalWorkflow(context.Context, string, string, string, 
 
 func (f *fakeWorkflows) GetWorkflow(context.Context, string, string) client.WorkflowRun { return nil }
 
-// fakeProposals hands out proposal ids.
-type fakeProposals struct{ scopes []turns.Scope }
+// fakeProposals hands out proposal ids and records the abandoned ones.
+type fakeProposals struct {
+	scopes    []turns.Scope
+	abandoned []string
+}
 
 func (f *fakeProposals) CreateDistillProposal(_ context.Context, _ auth.Principal, s turns.Scope, _ string) (string, error) {
 	f.scopes = append(f.scopes, s)
 	return "prop_fake", nil
+}
+
+func (f *fakeProposals) CreateDistillProposalOnce(ctx context.Context, p auth.Principal, s turns.Scope, src, _ string) (string, bool, error) {
+	id, err := f.CreateDistillProposal(ctx, p, s, src)
+	return id, false, err
+}
+
+func (f *fakeProposals) AbandonDistillProposal(_ context.Context, id string) error {
+	f.abandoned = append(f.abandoned, id)
+	return nil
 }
 
 func TestDistillStartsTheWorkflow(t *testing.T) {
@@ -71,6 +85,7 @@ func TestDistillStartsTheWorkflow(t *testing.T) {
 	require.Equal(t, "workflows_unavailable", r.ErrorCode(t))
 	require.NotEmpty(t, r.Header.Get("Retry-After"))
 	require.NotContains(t, string(r.Body), "connection refused")
+	require.Equal(t, []string{"prop_fake"}, props.abandoned, "a 503 without Idempotency-Key ends its proposal")
 }
 
 func TestDistillRefused(t *testing.T) {
@@ -129,6 +144,81 @@ func TestDistillRateLimited(t *testing.T) {
 			require.NoError(t, err)
 			require.EqualValues(t, 20, n, "a refused distillation stores no proposal")
 			e.MustDo(http.StatusAccepted, "POST", "/v1/agent-memory/distill", e.AdminKey, map[string]any{"conversation_id": "c-20", "source_id": "other-bot"})
+		})
+	}
+}
+
+// orphanRecorder is a compliance.WorkflowStarter that records what a reconciler would start.
+type orphanRecorder struct{ ids []string }
+
+func (o *orphanRecorder) StartMissing(_ context.Context, orphan compliance.Orphan) (bool, error) {
+	o.ids = append(o.ids, orphan.ID)
+	return false, nil
+}
+
+// Issue 11 §3: a distillation that answered 503 "try again" leaves nothing that runs later
+// on its own unless the retry returns it. With an Idempotency-Key the retries return the same
+// proposal (never a second one) and start its workflow; without one the proposal is ended
+// failed (workflow_unavailable) and no reconciler picks it up.
+func TestDistillRetryAfter503(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			ctx := context.Background()
+			wf := &fakeWorkflows{err: errors.New("connection refused")}
+			e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = wf })
+			e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true}})
+			e.AgentKey("support-bot", "acme", "agent_memory")
+			body := map[string]any{"conversation_id": "c-retry", "source_id": "support-bot"}
+			proposals := func() []models.NoteProposal {
+				var rows []models.NoteProposal
+				require.NoError(t, e.DB.NewSelect().Model(&rows).Where("space_id = ?", e.SpaceID).Order("created_at ASC").Scan(ctx))
+				return rows
+			}
+			orphans := func() []string {
+				rec := &orphanRecorder{}
+				_, err := e.Deps.Compliance.Reconcile(ctx, rec, e.SpaceID, 0)
+				require.NoError(t, err)
+				return rec.ids
+			}
+
+			// With a key: 503, the proposal stays drafting (the reconciler or the retry starts it).
+			r := e.Do("POST", "/v1/agent-memory/distill", e.AdminKey, body, "Idempotency-Key", "retry-1")
+			require.Equal(t, http.StatusServiceUnavailable, r.Status, "%s", r.Body)
+			rows := proposals()
+			require.Len(t, rows, 1)
+			require.Equal(t, "drafting", rows[0].Status)
+			first := rows[0].ID
+
+			wf.err = nil
+			r = e.MustDo(http.StatusAccepted, "POST", "/v1/agent-memory/distill", e.AdminKey, body, "Idempotency-Key", "retry-1")
+			require.Equal(t, first, r.JSON(t)["proposal_id"], "the retry returns the proposal of the 503")
+			require.Equal(t, "true", r.Header.Get("Idempotent-Replayed"))
+			require.Len(t, proposals(), 1, "never a second proposal")
+			require.Equal(t, workflows.DistillID(first), wf.starts[len(wf.starts)-1].ID)
+
+			// Another retry after the workflow started: the same answer, nothing new.
+			wf.err = serviceerror.NewWorkflowExecutionAlreadyStarted("started", "", "")
+			r = e.MustDo(http.StatusAccepted, "POST", "/v1/agent-memory/distill", e.AdminKey, body, "Idempotency-Key", "retry-1")
+			require.Equal(t, first, r.JSON(t)["proposal_id"])
+			require.Len(t, proposals(), 1)
+
+			// The key with another request is refused and stores nothing.
+			r = e.Do("POST", "/v1/agent-memory/distill", e.AdminKey, map[string]any{"conversation_id": "c-other", "source_id": "support-bot"}, "Idempotency-Key", "retry-1")
+			require.Equal(t, http.StatusConflict, r.Status, "%s", r.Body)
+			require.Equal(t, notes.CodeIdempotencyReuse, r.ErrorCode(t))
+			r = e.Do("POST", "/v1/agent-memory/distill", e.AdminKey, body, "Idempotency-Key", "bad key")
+			require.Equal(t, http.StatusBadRequest, r.Status, "%s", r.Body)
+			require.Len(t, proposals(), 1)
+
+			// Without a key: 503, and the proposal is ended so that nothing starts it later.
+			wf.err = errors.New("connection refused")
+			r = e.Do("POST", "/v1/agent-memory/distill", e.AdminKey, map[string]any{"conversation_id": "c-nokey", "source_id": "support-bot"})
+			require.Equal(t, http.StatusServiceUnavailable, r.Status)
+			rows = proposals()
+			require.Len(t, rows, 2)
+			require.Equal(t, "failed", rows[1].Status)
+			require.Equal(t, notes.ReasonWorkflowUnavailable, rows[1].Reason)
+			require.Equal(t, []string{first}, orphans(), "only the keyed proposal (returned by its retry) is left to a reconciler")
 		})
 	}
 }

@@ -70,6 +70,17 @@ func (m *memProposals) CreateDistillProposal(_ context.Context, p auth.Principal
 	return id, nil
 }
 
+// CreateDistillProposalOnce implements api.DistillProposals (no idempotency: every call is new).
+func (m *memProposals) CreateDistillProposalOnce(ctx context.Context, p auth.Principal, scope turns.Scope, sourceID, _ string) (string, bool, error) {
+	id, err := m.CreateDistillProposal(ctx, p, scope, sourceID)
+	return id, false, err
+}
+
+// AbandonDistillProposal implements api.DistillProposals.
+func (m *memProposals) AbandonDistillProposal(ctx context.Context, id string) error {
+	return m.MarkFailed(ctx, id, "workflow_unavailable", nil)
+}
+
 func (m *memProposals) Distillation(_ context.Context, id string) (activities.Distillation, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -45,30 +45,70 @@ const CodeDecisionNotFound = "decision_not_found"
 // source_mismatch, fault.Invalid (source_id, evidence ids), fault.TooMany note_rate_limited
 // with RetryAfter when the source agent already had RateLimit (20) distillations in the hour.
 func (s *Service) CreateDistillProposal(ctx context.Context, p auth.Principal, scope turns.Scope, sourceID string) (string, error) {
+	id, _, err := s.CreateDistillProposalOnce(ctx, p, scope, sourceID, "")
+	return id, err
+}
+
+// CreateDistillProposalOnce is CreateDistillProposal under the request's Idempotency-Key
+// idemKey ("" for none; otherwise 1 to MaxIdempotencyKey printable ASCII characters, else
+// fault.Invalid invalid_header): the proposal's id is remembered with the proposal, per
+// acting key, and a retry with the same key and request returns it with replayed true,
+// storing nothing (issue 11 §3: a client retrying after 503 gets the same proposal, never a
+// second one). The same key with a different request is fault.Conflict
+// idempotency_key_reused. The key is stored as a keyed hash only.
+func (s *Service) CreateDistillProposalOnce(ctx context.Context, p auth.Principal, scope turns.Scope, sourceID, idemKey string) (string, bool, error) {
+	if err := CheckIdempotencyKey(idemKey); err != nil {
+		return "", false, err
+	}
 	if _, err := s.features(ctx, p.SpaceID); err != nil {
-		return "", err
+		return "", false, err
 	}
 	var vendor string
 	if p.IsAgent() {
 		if !p.HasScope(auth.ScopeAgentMemoryWrite) {
-			return "", fault.New(fault.Forbidden, CodeScopeRequired, "this key lacks scope agent_memory:write")
+			return "", false, fault.New(fault.Forbidden, CodeScopeRequired, "this key lacks scope agent_memory:write")
 		}
 		if sourceID != "" && sourceID != p.Agent {
-			return "", fault.New(fault.Forbidden, CodeSourceMismatch, "an agent distils notes for itself; leave source_id out").With("member", "source_id")
+			return "", false, fault.New(fault.Forbidden, CodeSourceMismatch, "an agent distils notes for itself; leave source_id out").With("member", "source_id")
 		}
 		sourceID, vendor = p.Agent, p.Vendor
 	} else {
 		if err := p.RequireRole(auth.RoleAdmin, auth.RoleIntegration); err != nil {
-			return "", err
+			return "", false, err
 		}
 		v, err := s.sourceVendor(ctx, p.SpaceID, sourceID)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		vendor = v
 	}
-	return s.Draft(ctx, DraftRequest{SpaceID: p.SpaceID, SourceID: sourceID, Vendor: vendor, ActorKey: p.KeyID,
-		Evidence: Evidence{ConversationID: scope.ConversationID, TaskID: scope.TaskID}})
+	d := DraftRequest{SpaceID: p.SpaceID, SourceID: sourceID, Vendor: vendor, ActorKey: p.KeyID,
+		Evidence: Evidence{ConversationID: scope.ConversationID, TaskID: scope.TaskID}}
+	if idemKey != "" {
+		d.IdemKey = s.idemHash(p.SpaceID, idemKey)
+		d.BodyHash = hashOf("distill", struct {
+			Scope    turns.Scope `json:"scope"`
+			SourceID string      `json:"source_id"`
+		}{scope, sourceID})
+		// A retry answered from the record without taking the space's write lock.
+		if id, found, err := distillReplay(ctx, s.DB, d); found || err != nil {
+			return id, found && err == nil, err
+		}
+	}
+	return s.draft(ctx, d)
+}
+
+// ReasonWorkflowUnavailable is why AbandonDistillProposal ends a proposal: its distillation
+// workflow could not be started and the caller was told to try again.
+const ReasonWorkflowUnavailable = "workflow_unavailable"
+
+// AbandonDistillProposal ends drafting proposal id failed with reason workflow_unavailable
+// (with its proposal.fail receipt), so that nothing runs it later on its own: the API calls it
+// when a distillation sent without Idempotency-Key could not start its workflow and answered
+// 503 (issue 11 §3); the client's retry makes a new proposal. A proposal no longer drafting is
+// left as it is (fault.Conflict proposal_not_pending).
+func (s *Service) AbandonDistillProposal(ctx context.Context, id string) error {
+	return s.MarkFailed(ctx, id, ReasonWorkflowUnavailable, nil)
 }
 
 // loadByID loads a proposal by its id alone (ids are unique across spaces); the

@@ -3,6 +3,7 @@ package notes
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -378,6 +379,11 @@ type DraftRequest struct {
 	Vendor   string
 	ActorKey string
 	Evidence Evidence
+	// IdemKey is the keyed hash of the request's Idempotency-Key ("" for none) and BodyHash
+	// the hash of the request it answers: with a key, the proposal's id is remembered in
+	// note_requests in the same transaction, and a repeat returns it instead of a new one.
+	IdemKey  string
+	BodyHash string
 }
 
 // Draft stores a proposal in status drafting with origin "distilled", its admin receipt and
@@ -385,21 +391,42 @@ type DraftRequest struct {
 // Propose or ends it with Fail. At most RateLimit distillations per source agent per hour
 // (fault.TooMany note_rate_limited with RetryAfter, counted from stored proposals).
 func (s *Service) Draft(ctx context.Context, d DraftRequest) (string, error) {
+	id, _, err := s.draft(ctx, d)
+	return id, err
+}
+
+// draft is Draft reporting whether d.IdemKey matched an earlier distillation (then nothing is
+// written and that proposal's id is returned; a different request under the same key is
+// fault.Conflict idempotency_key_reused).
+func (s *Service) draft(ctx context.Context, d DraftRequest) (string, bool, error) {
 	c := content{Kind: KindProcedure, Title: "-", Body: "-", Evidence: &d.Evidence}
 	if err := c.validate(s.now()); err != nil {
-		return "", err
+		return "", false, err
 	}
 	now := s.now()
 	id := auth.NewID("prop")
 	ek, eid := evidenceCols(&d.Evidence)
+	var replayedID string
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := checkDistillRate(ctx, tx, d.SpaceID, d.SourceID, now); err != nil {
-			return err
-		}
+		// The receipt first: its chain head row serialises the space's writers, so the
+		// idempotency re-check and the hourly limit below are exact across replicas.
 		if _, err := receipts.Append(ctx, tx, d.SpaceID, receipts.Entry{
 			Kind: receipts.KindAdmin, Action: "proposal.draft", ActorKey: d.ActorKey, ObjectIDs: []string{id},
 			Detail: map[string]any{"source_id": d.SourceID, "origin": OriginDistilled},
 		}, now); err != nil {
+			return err
+		}
+		if d.IdemKey != "" {
+			prev, found, err := distillReplay(ctx, tx, d)
+			if err != nil {
+				return err
+			}
+			if found {
+				replayedID = prev
+				return errReplayed
+			}
+		}
+		if err := checkDistillRate(ctx, tx, d.SpaceID, d.SourceID, now); err != nil {
 			return err
 		}
 		r := models.NoteProposal{
@@ -410,12 +437,48 @@ func (s *Service) Draft(ctx context.Context, d DraftRequest) (string, error) {
 		if _, err := tx.NewInsert().Model(&r).Exec(ctx); err != nil {
 			return fmt.Errorf("notes: insert draft: %w", err)
 		}
-		_, err := events.Enqueue(ctx, tx, events.Event{
+		if _, err := events.Enqueue(ctx, tx, events.Event{
 			Type: events.TypeNoteCreated, SpaceID: d.SpaceID, ProposalID: id, Origin: OriginDistilled, SourceID: d.SourceID,
-		}, now)
-		return err
+		}, now); err != nil {
+			return err
+		}
+		if d.IdemKey != "" {
+			body, _ := json.Marshal(WriteResult{ProposalID: id})
+			if _, err := tx.NewInsert().Model(&models.NoteRequest{
+				SpaceID: d.SpaceID, KeyID: d.ActorKey, IdemKey: d.IdemKey, BodyHash: d.BodyHash,
+				Status: 202, Response: string(body), CreatedAt: now,
+			}).Exec(ctx); err != nil {
+				return fmt.Errorf("notes: idempotency record: %w", err)
+			}
+		}
+		return nil
 	})
-	return id, err
+	if errors.Is(err, errReplayed) {
+		return replayedID, true, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return id, false, nil
+}
+
+// distillReplay looks up d's Idempotency-Key: (the proposal id first answered, true) for the
+// same request, fault.Conflict idempotency_key_reused for a different one.
+func distillReplay(ctx context.Context, idb bun.IDB, d DraftRequest) (string, bool, error) {
+	var r models.NoteRequest
+	err := idb.NewSelect().Model(&r).
+		Where("space_id = ? AND key_id = ? AND idem_key = ?", d.SpaceID, d.ActorKey, d.IdemKey).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("notes: idempotency: %w", err)
+	}
+	var res WriteResult
+	if r.BodyHash != d.BodyHash || json.Unmarshal([]byte(r.Response), &res) != nil || res.ProposalID == "" {
+		return "", true, fault.New(fault.Conflict, CodeIdempotencyReuse, "this Idempotency-Key was used for a different request")
+	}
+	return res.ProposalID, true, nil
 }
 
 // DistilledNote is what the model proposes for a drafting proposal.
