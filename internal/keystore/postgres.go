@@ -232,7 +232,7 @@ func (p *Postgres) Destroy(ctx context.Context, subjectID string) error {
 	if err != nil {
 		return fmt.Errorf("keystore: destroy: %w", err)
 	}
-	defer tx.Rollback() //nolint:errcheck
+	defer tx.Rollback()      //nolint:errcheck
 	junk := make([]byte, 60) // nonce 12 + key 32 + tag 16: the size of a wrapped key
 	if _, err := rand.Read(junk); err != nil {
 		return err
