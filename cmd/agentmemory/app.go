@@ -120,12 +120,15 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 	if ksPath == "" {
 		ksPath = filepath.Join(cfg.DataDir, "keys.json")
 	}
-	ks, err := keystore.OpenFile(ksPath, hasher.Key("subject-keys"))
+	ks, err := openKeystore(ctx, cfg, ksPath, hasher)
 	if err != nil {
 		d.Close()
 		return nil, err
 	}
 	a := &app{cfg: cfg, log: log, db: d, hasher: hasher, keys: ks, docs: spaces.Documents{DB: d, AllowPrivateWebhooks: cfg.WebhookAllowPrivate}, metrics: metrics.New()}
+	if pg, ok := ks.(*keystore.Postgres); ok {
+		a.ready = append(a.ready, api.ReadyCheck{Name: "keystore", Check: pg.Ping})
+	}
 	a.metrics.WatchOutbox(metrics.OutboxBacklog(d))
 	a.subjects = &subjects.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Now: time.Now}
 	a.turns = &turns.Service{DB: d, Subjects: a.subjects, Hasher: hasher, Keys: ks, Now: time.Now}
@@ -149,7 +152,26 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 	return a, nil
 }
 
-func (a *app) close() { a.db.Close() }
+func (a *app) close() {
+	a.db.Close()
+	if pg, ok := a.keys.(*keystore.Postgres); ok {
+		pg.Close()
+	}
+}
+
+// openKeystore opens the subject key store: the shared PostgreSQL store when
+// AGENTMEMORY_KEYSTORE_URL is set (keys wrapped by AGENTMEMORY_KEK), else the file at path
+// (keys wrapped by a key derived from the server secret).
+func openKeystore(ctx context.Context, cfg config.Config, path string, hasher keyed.Hasher) (keystore.Store, error) {
+	if cfg.KeystoreURL == "" {
+		return keystore.OpenFile(path, hasher.Key("subject-keys"))
+	}
+	cur, prev, err := cfg.KEKs()
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return keystore.OpenPostgres(ctx, cfg.KeystoreURL, keystore.PostgresOptions{KEK: cur, Previous: prev})
+}
 
 // apiServer builds the API; wf starts and signals workflows (nil: those calls answer 503).
 func (a *app) apiServer(wf api.Workflows) *api.Server {
