@@ -90,7 +90,7 @@ func TestBadConfigurationNamesTheVariable(t *testing.T) {
 
 func TestVariablesListsEveryField(t *testing.T) {
 	vars := config.Variables()
-	require.Len(t, vars, 25)
+	require.Len(t, vars, 27)
 	names := map[string]string{}
 	for _, v := range vars {
 		names[v.Name] = v.Default
