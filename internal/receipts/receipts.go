@@ -88,7 +88,7 @@ func Append(ctx context.Context, tx bun.IDB, spaceID string, e Entry, now time.T
 	}
 	r.Detail = map[string]any{}
 	_ = json.Unmarshal(detail, &r.Detail)
-	r.Hash = r.computeHash()
+	r.Hash = r.ComputeHash()
 	objs, _ := json.Marshal(r.ObjectIDs)
 	row := &models.Receipt{
 		SpaceID: spaceID, Seq: r.Seq, ID: r.ID, Kind: r.Kind, Action: r.Action, ActorKeyID: r.ActorKeyID,
@@ -112,9 +112,10 @@ type head struct {
 	Hash    string `bun:"hash"`
 }
 
-// computeHash is the hex SHA-256 of the canonical encoding: a JSON array of the fields in a
-// fixed order, with the time in RFC 3339 UTC (microseconds) and detail keys sorted.
-func (r Receipt) computeHash() string {
+// ComputeHash is the hash r must carry: the hex SHA-256 of the canonical encoding, a JSON
+// array of the fields in a fixed order, with the time in RFC 3339 UTC (microseconds) and
+// detail keys sorted.
+func (r Receipt) ComputeHash() string {
 	canon, _ := json.Marshal([]any{
 		r.SpaceID, r.Seq, r.ID, r.Kind, r.Action, r.ActorKeyID, r.ObjectIDs, r.Detail,
 		r.At.UTC().Format("2006-01-02T15:04:05.000000Z07:00"), r.PrevHash,
@@ -210,7 +211,7 @@ func (w *Walker) Next(r Receipt) bool {
 		return fail("missing_entry")
 	case r.PrevHash != w.prev:
 		return fail("broken_link")
-	case r.computeHash() != r.Hash:
+	case r.ComputeHash() != r.Hash:
 		return fail("hash_mismatch")
 	case w.Since != nil && r.Seq == w.Since.Seq && r.Hash != w.Since.Hash:
 		return fail(ReasonHeadRewritten)

@@ -39,7 +39,7 @@ func rewrite(t *testing.T, d *bun.DB, space string, seq int64) {
 		}
 		if r.Seq >= seq {
 			r.PrevHash = prev
-			r.Hash = r.computeHash()
+			r.Hash = r.ComputeHash()
 			q := d.NewUpdate().Model((*models.Receipt)(nil)).Set("prev_hash = ?, hash = ?", r.PrevHash, r.Hash)
 			if r.Seq == seq {
 				q = q.Set("detail = ?", `{"n":99}`)
