@@ -170,7 +170,7 @@ func (a *app) apiServer(wf api.Workflows) *api.Server {
 		MaxBodyBytes: a.cfg.MaxBodyBytes, Now: time.Now,
 		EventSigner: events.Signer{Hasher: &a.hasher},
 		Metrics:     a.metrics, MetricsOnOwnPort: a.cfg.MetricsAddr != "", Ready: a.ready,
-		Signer:      a.signer,
+		Signer: a.signer,
 	})
 }
 
