@@ -25,6 +25,7 @@ import (
 	"agentmemory/internal/logs"
 	"agentmemory/internal/metrics"
 	"agentmemory/internal/notes"
+	"agentmemory/internal/signing"
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
 	"agentmemory/internal/strictjson"
@@ -59,6 +60,9 @@ type Deps struct {
 	Compliance *compliance.Service
 	// EventSigner derives the spaces' webhook secrets (GET /v1/events/webhook-secret).
 	EventSigner events.Signer
+	// Signer signs erasure certificates and receipt-chain heads (PR-3, api/signing.go); nil
+	// answers 503 signing_unavailable on those routes.
+	Signer *signing.Signer
 	// Metrics records request, state-write and other metrics; nil gets a fresh set.
 	Metrics *metrics.Metrics
 	// MetricsOnOwnPort leaves GET /metrics off this server (cmd serves it on

@@ -26,6 +26,7 @@ import (
 	"agentmemory/internal/logs"
 	"agentmemory/internal/metrics"
 	"agentmemory/internal/notes"
+	"agentmemory/internal/signing"
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
 	"agentmemory/internal/subjects"
@@ -53,6 +54,8 @@ type app struct {
 	notes        *notes.Service
 	metrics      *metrics.Metrics
 	ready        []api.ReadyCheck // GET /readyz's checks besides the database; set by serveHTTP
+	// signer signs certificates and receipt heads (PR-3); nil: those routes answer 503.
+	signer *signing.Signer
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
@@ -115,6 +118,11 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 		d.Close()
 		return nil, err
 	}
+	signer, err := openSigner(cfg, generateSecret)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
 	hasher := keyed.New([]byte(secret))
 	ksPath := cfg.KeystorePath
 	if ksPath == "" {
@@ -125,7 +133,7 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 		d.Close()
 		return nil, err
 	}
-	a := &app{cfg: cfg, log: log, db: d, hasher: hasher, keys: ks, docs: spaces.Documents{DB: d, AllowPrivateWebhooks: cfg.WebhookAllowPrivate}, metrics: metrics.New()}
+	a := &app{cfg: cfg, log: log, db: d, hasher: hasher, keys: ks, signer: signer, docs: spaces.Documents{DB: d, AllowPrivateWebhooks: cfg.WebhookAllowPrivate}, metrics: metrics.New()}
 	if pg, ok := ks.(*keystore.Postgres); ok {
 		a.ready = append(a.ready, api.ReadyCheck{Name: "keystore", Check: pg.Ping})
 	}
@@ -175,11 +183,15 @@ func openKeystore(ctx context.Context, cfg config.Config, path string, hasher ke
 
 // apiServer builds the API; wf starts and signals workflows (nil: those calls answer 503).
 func (a *app) apiServer(wf api.Workflows) *api.Server {
+	if a.signer == nil {
+		a.log.Warn("no signing key (AGENTMEMORY_SIGNING_KEY): certificates and receipt heads answer 503 signing_unavailable")
+	}
 	return api.NewServer(api.Deps{
 		DB: a.db, Logger: a.log, State: a.state, Subjects: a.subjects, Docs: a.docs, Turns: a.turns, Notes: a.notes,
 		Workflows: wf, TaskQueue: a.cfg.TaskQueue, Compliance: a.compliance, Proposals: a.notes,
 		MaxBodyBytes: a.cfg.MaxBodyBytes, Now: time.Now,
 		EventSigner: events.Signer{Hasher: &a.hasher},
 		Metrics:     a.metrics, MetricsOnOwnPort: a.cfg.MetricsAddr != "", Ready: a.ready,
+		Signer: a.signer,
 	})
 }

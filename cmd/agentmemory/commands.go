@@ -33,7 +33,9 @@ func newRootCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Com
 	load := func() (config.Config, error) { return config.Load(getenv) }
 	root.AddCommand(devCmd(load, stdout, stderr), serveCmd(load, stderr), workerCmd(load, stderr),
 		migrateCmd(load, stdout), spaceCmd(load, stdout), replayCmd(getenv, stdout),
-		notesCmd(getenv, stdout), healthcheckCmd(), keysCmd(load, stdout))
+		notesCmd(getenv, stdout), healthcheckCmd(), keysCmd(load, stdout),
+		// Signed proofs (PR-3): cmd/agentmemory/signing.go.
+		verifyCertificateCmd(getenv, stdout), receiptsCmd(load, getenv, stdout), signingKeyCmd(getenv, stdout))
 	return root
 }
 

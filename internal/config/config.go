@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"agentmemory/internal/signing"
 )
 
 // Config is the whole configuration of the service. Each field names its environment variable
@@ -106,6 +108,18 @@ type Config struct {
 	// KEKPrevious lists older KEKs (comma-separated, same shape) still accepted to open keys
 	// they wrapped while `agentmemory keys rewrap` moves those keys to KEK.
 	KEKPrevious []string `env:"AGENTMEMORY_KEK_PREVIOUS" envSeparator:","`
+
+	// Signed proofs (PR-3, issue 12 §4): the key that signs erasure certificates and
+	// receipt-chain heads, and the public keys of rotated ones.
+
+	// SigningKey is the Ed25519 signing key in base64: a 32-byte seed or a 64-byte private
+	// key. Kept like AGENTMEMORY_SECRET and never logged. serve without it answers 503
+	// signing_unavailable on the signed routes; dev generates one (signing-key in DataDir).
+	SigningKey string `env:"AGENTMEMORY_SIGNING_KEY"`
+	// SigningKeysPrevious lists the public keys of rotated signing keys, comma-separated, each
+	// base64 (32 bytes) optionally followed by "@" and the RFC 3339 time it stopped signing.
+	// They stay published on GET /v1/signing-keys, so older signatures keep verifying.
+	SigningKeysPrevious string `env:"AGENTMEMORY_SIGNING_KEYS_PREVIOUS"`
 }
 
 // Variable is one environment variable the service reads.
@@ -253,6 +267,15 @@ func (c Config) validate() error {
 	}
 	if c.ReconcileInterval < time.Second {
 		bad("AGENTMEMORY_RECONCILE_INTERVAL must be at least 1s, got %s", c.ReconcileInterval)
+	}
+	if c.SigningKey != "" {
+		if _, err := signing.ParsePrivateKey(c.SigningKey); err != nil {
+			// The error never holds the key.
+			bad("AGENTMEMORY_SIGNING_KEY must be a base64 Ed25519 seed (32 bytes) or private key (64 bytes): %v", err)
+		}
+	}
+	if _, err := signing.ParsePrevious(c.SigningKeysPrevious); err != nil {
+		bad("AGENTMEMORY_SIGNING_KEYS_PREVIOUS must be comma-separated base64 public keys, each optionally @RFC3339: %v", err)
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("AGENTMEMORY_SHUTDOWN_TIMEOUT must be positive, got %s", c.ShutdownTimeout)

@@ -116,7 +116,7 @@ func TestBadConfigurationNamesTheVariable(t *testing.T) {
 
 func TestVariablesListsEveryField(t *testing.T) {
 	vars := config.Variables()
-	require.Len(t, vars, 29)
+	require.Len(t, vars, 31)
 	names := map[string]string{}
 	for _, v := range vars {
 		names[v.Name] = v.Default
