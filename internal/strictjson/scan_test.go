@@ -50,6 +50,19 @@ func TestDepthLimitIsExact(t *testing.T) {
 	require.NoError(t, strictjson.Decode([]byte(`{"body":`+string(nested(strictjson.MaxEnvelopeDepth-1, false))+`}`), &v))
 	requireCode(t, strictjson.Decode([]byte(`{"body":`+string(nested(strictjson.MaxEnvelopeDepth, false))+`}`), &v), "json_too_deep")
 	requireCode(t, strictjson.DecodeDepth([]byte(`{"body":[[1]]}`), &v, 2), "json_too_deep")
+
+	// An envelope without a free-form member gets MaxPlainDepth.
+	require.Equal(t, strictjson.MaxEnvelopeDepth, strictjson.EnvelopeDepth(&v))
+	var plain struct {
+		Items []inner `json:"items"`
+		N     *int    `json:"n"`
+	}
+	require.Equal(t, strictjson.MaxPlainDepth, strictjson.EnvelopeDepth(&plain))
+	requireCode(t, strictjson.Decode([]byte(`{"x":`+string(nested(strictjson.MaxPlainDepth, false))+`}`), &plain), "json_too_deep")
+	var loose struct {
+		Extra map[string][]any `json:"extra"`
+	}
+	require.Equal(t, strictjson.MaxEnvelopeDepth, strictjson.EnvelopeDepth(&loose))
 }
 
 // TestDeepNestingIsRefusedWithBoundedMemory: 1 MB of '[' (and of '{"a":') is refused with a

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -183,7 +184,54 @@ func unknownMember(path, name string) error {
 // exactly (encoding/json alone would take "IF_VERSION" for "if_version"): an unknown member is
 // fault.Invalid "unknown_member" naming it when its name is a plain identifier; a wrong type
 // is "invalid_member".
-func Decode(data []byte, v any) error { return DecodeDepth(data, v, MaxEnvelopeDepth) }
+//
+// The nesting limit is EnvelopeDepth of v's type: MaxEnvelopeDepth when it can hold a
+// free-form value, MaxPlainDepth otherwise.
+func Decode(data []byte, v any) error { return DecodeDepth(data, v, EnvelopeDepth(v)) }
+
+var depthCache sync.Map // reflect.Type -> int
+
+// EnvelopeDepth is the nesting limit for a request decoded into v: MaxEnvelopeDepth when v's
+// type can hold a free-form JSON value at any depth (json.RawMessage, an interface, a map of
+// either), MaxPlainDepth otherwise.
+func EnvelopeDepth(v any) int {
+	t := reflect.TypeOf(v)
+	if d, ok := depthCache.Load(t); ok {
+		return d.(int)
+	}
+	d := MaxPlainDepth
+	if freeForm(t, map[reflect.Type]bool{}) {
+		d = MaxEnvelopeDepth
+	}
+	depthCache.Store(t, d)
+	return d
+}
+
+// freeForm reports whether t can hold a JSON value of any shape somewhere inside it.
+func freeForm(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if t == nil || seen[t] {
+		return false
+	}
+	seen[t] = true
+	if t == rawMessageType {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Interface:
+		return true
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return freeForm(t.Elem(), seen)
+	case reflect.Map:
+		return freeForm(t.Elem(), seen)
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			if f := t.Field(i); (f.IsExported() || f.Anonymous) && f.Tag.Get("json") != "-" && freeForm(f.Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // DecodeDepth is Decode with a nesting limit of maxDepth levels (see Scan).
 func DecodeDepth(data []byte, v any, maxDepth int) error {
