@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"os"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"agentmemory/api"
 	"agentmemory/api/apitest"
 )
 
@@ -109,4 +111,29 @@ func TestBodyIsReadAfterAuthorisation(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, res.Status, "%s", res.Body)
 	res = e.Do("PUT", "/v1/agent-state", "", deep)
 	require.Equal(t, http.StatusUnauthorized, res.Status, "%s", res.Body)
+}
+
+// TestRequestIDIsABoundedToken (issue 11 §4): a caller's X-Request-Id is adopted only when it
+// is a short token; an e-mail (or any other text) is replaced by a generated id and never
+// reaches the log.
+func TestRequestIDIsABoundedToken(t *testing.T) {
+	var logged bytes.Buffer
+	e := apitest.New(t, "sqlite", func(d *api.Deps) {
+		d.Logger = slog.New(slog.NewJSONHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	for _, bad := range []string{"ana.souza@example.com", "ana souza", strings.Repeat("a", 65), "a/b", "é"} {
+		res := e.Do("GET", "/v1/receipts", e.AdminKey, nil, "X-Request-Id", bad)
+		require.Equal(t, http.StatusOK, res.Status)
+		got := res.Header.Get("X-Request-Id")
+		require.Regexp(t, `^[0-9a-f]{16}$`, got, "a generated id")
+		require.NotEqual(t, bad, got)
+	}
+	require.NotContains(t, logged.String(), "ana")
+	require.NotContains(t, logged.String(), "example.com")
+	require.NotContains(t, logged.String(), strings.Repeat("a", 65))
+
+	good := "req-01:abc.DEF_9"
+	res := e.Do("GET", "/v1/receipts", e.AdminKey, nil, "X-Request-Id", good)
+	require.Equal(t, good, res.Header.Get("X-Request-Id"))
+	require.Contains(t, logged.String(), good)
 }
