@@ -163,3 +163,18 @@ func TestNumbersMustFitFloat64(t *testing.T) {
 	}
 	requireCode(t, strictjson.Decode([]byte(`{"n":1e-400}`), &v), "invalid_number")
 }
+
+// TestCanonicalIgnoresClientEscaping (WM-8): the same text sent raw or \u-escaped gives the
+// same canonical bytes; HTML characters stay raw.
+func TestCanonicalIgnoresClientEscaping(t *testing.T) {
+	raw, err := strictjson.ParseObject([]byte(`{"n": "é 😀 <a&b>", "o": {"z": ["é", 1.0e2, true, null], "a": "x\ty\"\\"}}`))
+	require.NoError(t, err)
+	esc, err := strictjson.ParseObject([]byte(`{"o":{"\u007a":[ "\u00e9" ,1.0e2,true,null],"a":"x\u0009y\"\\"},"n":"\u00e9 \ud83d\ude00 \u003ca\u0026b\u003e"}`))
+	require.NoError(t, err)
+	want := `{"n":"é 😀 <a&b>","o":{"z":["é",1.0e2,true,null],"a":"x\ty\"\\"}}`
+	require.Equal(t, want, string(raw.Canonical()))
+	require.Equal(t, want, string(esc.Canonical()))
+	ctl, err := strictjson.ParseObject([]byte(`{"c":"\u0001\u001f"}`))
+	require.NoError(t, err)
+	require.Equal(t, `{"c":"\u0001\u001f"}`, string(ctl.Canonical()))
+}

@@ -300,8 +300,12 @@ func ParseObject(data []byte) (Object, error) {
 	return o, nil
 }
 
-// Canonical encodes o with its members sorted by key and every value compacted (numbers keep
-// their text). The same object always gives the same bytes.
+// Canonical encodes o with its members sorted by key and every value re-encoded canonically:
+// no insignificant whitespace, numbers keep their text, nested members keep their order, and
+// every string (key or value) is written the one way whatever the client's escaping: raw UTF-8,
+// with only '"', '\\' and control characters escaped (\n \r \t or \u00XX), no HTML
+// escaping. So "é" and "\u00e9" give the same bytes, and the working-memory cap (WM-8) counts
+// what is stored, not how the client escaped it. The same object always gives the same bytes.
 func (o Object) Canonical() []byte {
 	keys := make([]string, 0, len(o))
 	for k := range o {
@@ -314,15 +318,92 @@ func (o Object) Canonical() []byte {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		kb, _ := json.Marshal(k)
-		b.Write(kb)
+		writeString(&b, k)
 		b.WriteByte(':')
-		if err := json.Compact(&b, o[k]); err != nil {
+		mark := b.Len()
+		dec := json.NewDecoder(bytes.NewReader(o[k]))
+		dec.UseNumber()
+		if err := canonicalValue(&b, dec); err != nil {
+			b.Truncate(mark)
 			b.Write(o[k])
 		}
 	}
 	b.WriteByte('}')
 	return b.Bytes()
+}
+
+// canonicalValue writes the next value of dec canonically (see Object.Canonical). Its
+// recursion is bounded by the depth the value was checked for.
+func canonicalValue(b *bytes.Buffer, dec *json.Decoder) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch v := tok.(type) {
+	case json.Delim:
+		open, closing := byte(v), byte('}')
+		if v == '[' {
+			closing = ']'
+		}
+		b.WriteByte(open)
+		for first := true; dec.More(); first = false {
+			if !first {
+				b.WriteByte(',')
+			}
+			if open == '{' {
+				kt, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				writeString(b, kt.(string))
+				b.WriteByte(':')
+			}
+			if err := canonicalValue(b, dec); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return err
+		}
+		b.WriteByte(closing)
+	case string:
+		writeString(b, v)
+	case json.Number:
+		b.WriteString(string(v))
+	case bool:
+		b.WriteString(strconv.FormatBool(v))
+	case nil:
+		b.WriteString("null")
+	}
+	return nil
+}
+
+// writeString writes s as a JSON string: raw UTF-8, escaping only '"', '\\' and control
+// characters.
+func writeString(b *bytes.Buffer, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c < 0x20:
+			b.WriteString(`\u00`)
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&0xF])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
 }
 
 var rawMessageType = reflect.TypeOf(json.RawMessage(nil))
