@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -136,4 +137,87 @@ func TestRequestIDIsABoundedToken(t *testing.T) {
 	res := e.Do("GET", "/v1/receipts", e.AdminKey, nil, "X-Request-Id", good)
 	require.Equal(t, good, res.Header.Get("X-Request-Id"))
 	require.Contains(t, logged.String(), good)
+}
+
+// TestLoneSurrogateEscapesAreRefused (issue 11 §4): a \ud800-style escape is refused as raw
+// invalid UTF-8 is (400 invalid_json), as a body value and in a scope id, and changes nothing:
+// "\ud800lone" no longer opens the state of "\ufffdlone".
+func TestLoneSurrogateEscapesAreRefused(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		key := setupWM(e)
+		c := conv("c-sur")
+		mustStore(e, key, map[string]any{"scope": c, "body": map[string]any{"offer": "a"}})
+		for _, body := range []string{
+			`{"scope":{"kind":"conversation","id":"c-sur"},"body":{"offer":"\ud800lone"}}`,
+			`{"scope":{"kind":"conversation","id":"c-sur"},"body":{"offer":"x\udc00"}}`,
+			`{"scope":{"kind":"conversation","id":"\ud800lone"},"body":{"offer":"b"}}`,
+		} {
+			r := e.Do(http.MethodPut, "/v1/agent-state", key, body)
+			requireError(t, r, http.StatusBadRequest, "invalid_json")
+		}
+		r := e.Do(http.MethodPost, "/v1/agent-state/read", key, `{"scope":{"kind":"conversation","id":"\ud800lone"}}`)
+		requireError(t, r, http.StatusBadRequest, "invalid_json")
+		got := read(e, key, c, "")
+		require.Equal(t, int64(1), got.Version)
+		require.Equal(t, "a", got.Body["offer"])
+		require.Equal(t, int64(0), read(e, key, conv("\ufffdlone"), "").Version, "nothing was written under the replacement character")
+		// A valid pair is text like any other.
+		mustStore(e, key, map[string]any{"scope": c, "body": map[string]any{"offer": "😀"}})
+		r = e.Do(http.MethodPut, "/v1/agent-state", key, `{"scope":{"kind":"conversation","id":"c-sur"},"body":{"offer":"\ud83d\ude00!"}}`)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	})
+}
+
+// TestNumbersOutsideFloat64AreRefused (issue 11 §4): a number field given 1e400 or 1e-400
+// (non-zero digits that underflow to 0) is 400 invalid_number and changes nothing.
+func TestNumbersOutsideFloat64AreRefused(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		key := setupWM(e)
+		c := conv("c-num")
+		mustStore(e, key, map[string]any{"scope": c, "body": map[string]any{"price": 1.5}})
+		for _, n := range []string{"1e400", "-1e400", "1e-400", "0.5e-330"} {
+			r := e.Do(http.MethodPut, "/v1/agent-state", key, `{"scope":{"kind":"conversation","id":"c-num"},"body":{"price":`+n+`}}`)
+			requireError(t, r, http.StatusBadRequest, "invalid_number")
+		}
+		got := read(e, key, c, "")
+		require.Equal(t, int64(1), got.Version)
+		require.Equal(t, `{"price":1.5}`, got.Raw)
+		for _, n := range []string{"0e-400", "1.7976931348623157e308", "5e-324"} {
+			r := e.Do(http.MethodPut, "/v1/agent-state", key, `{"scope":{"kind":"conversation","id":"c-num"},"body":{"price":`+n+`}}`)
+			require.Equal(t, http.StatusOK, r.Status, "%s: %s", n, r.Body)
+		}
+	})
+}
+
+// TestWMCapCountsCanonicalBytes (WM-8, issue 11 §4): the same emoji text sent raw or
+// \u-escaped is stored as the same bytes and counted the same: at a cap the raw form fits
+// exactly, the escaped form (three times longer on the wire) is accepted too.
+func TestWMCapCountsCanonicalBytes(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		const n = 20
+		text := strings.Repeat("😀", n)
+		capBytes := len(`{"offer":""}`) + len(text)
+		enableWM(e, typesDoc(wmType("shop-bot", "conversation", capBytes, nil)))
+		key := e.AgentKey("shop-bot", "acme-ai", "agent_state")
+
+		mustStore(e, key, map[string]any{"scope": conv("c-raw"), "body": map[string]any{"offer": text}})
+		escaped := `{"scope":{"kind":"conversation","id":"c-esc"},"body":{"offer":"` + strings.Repeat(`\ud83d\ude00`, n) + `"}}`
+		r := e.Do(http.MethodPut, "/v1/agent-state", key, escaped)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+		require.Equal(t, true, r.JSON(t)["stored"], "the escaped form fits the cap its raw form fits: %s", r.Body)
+
+		rawState, escState := read(e, key, conv("c-raw"), ""), read(e, key, conv("c-esc"), "")
+		require.Equal(t, rawState.Raw, escState.Raw)
+		require.Equal(t, `{"offer":"`+text+`"}`, escState.Raw)
+		var counted []int
+		require.NoError(t, e.DB.NewSelect().Table("agent_states").Column("bytes").Scan(context.Background(), &counted))
+		require.Equal(t, []int{capBytes, capBytes}, counted, "both counted as the same stored bytes")
+
+		// One more emoji is over the cap, raw or escaped, counted in stored bytes.
+		r = e.Do(http.MethodPut, "/v1/agent-state", key, `{"scope":{"kind":"conversation","id":"c-esc"},"body":{"offer":"`+strings.Repeat(`\ud83d\ude00`, n+1)+`"}}`)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+		m := r.JSON(t)
+		require.Equal(t, false, m["stored"])
+		require.Equal(t, int64(capBytes+4), num(t, m["bytes"]))
+	})
 }
