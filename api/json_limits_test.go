@@ -221,3 +221,42 @@ func TestWMCapCountsCanonicalBytes(t *testing.T) {
 		require.Equal(t, int64(capBytes+4), num(t, m["bytes"]))
 	})
 }
+
+// TestContentTypeIsChecked (issue 11 §4): on every route with a requestBody in openapi.json,
+// a body sent as text, XML or a form is 415 unsupported_media_type; JSON types (with a UTF-8
+// charset) are read. A body on a route without a requestBody is 400 unexpected_body.
+func TestContentTypeIsChecked(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		key := setupWM(e)
+		body := `{"scope":{"kind":"conversation","id":"c-ct"},"body":{"offer":"a"}}`
+		for _, ct := range []string{"text/plain", "application/xml", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/json; charset=latin1", "", "json"} {
+			r := e.Do(http.MethodPut, "/v1/agent-state", key, body, "Content-Type", ct)
+			requireError(t, r, http.StatusUnsupportedMediaType, "unsupported_media_type")
+		}
+		require.Equal(t, int64(0), read(e, key, conv("c-ct"), "").Version, "nothing was written")
+		for _, ct := range []string{"application/json", "application/json; charset=utf-8", "Application/JSON; charset=UTF-8", "application/vnd.agentmemory+json"} {
+			r := e.Do(http.MethodPut, "/v1/agent-state", key, body, "Content-Type", ct)
+			require.Equal(t, http.StatusOK, r.Status, "%s: %s", ct, r.Body)
+		}
+		// Every body route of the spec refuses text/plain before reading it.
+		for _, r := range specRoutes(t) {
+			if !r.HasBody || r.Path == "/mcp" {
+				continue
+			}
+			res := e.Do(r.Method, concrete(r.Path), e.AdminKey, `{}`, "Content-Type", "text/plain")
+			requireError(t, res, http.StatusUnsupportedMediaType, "unsupported_media_type")
+		}
+		// Routes without a requestBody take none; an empty body is fine.
+		for _, r := range specRoutes(t) {
+			if r.HasBody {
+				continue
+			}
+			res := e.Do(r.Method, concrete(r.Path), e.AdminKey, `{"a":1}`)
+			requireError(t, res, http.StatusBadRequest, "unexpected_body")
+		}
+		e.MustDo(http.StatusOK, http.MethodGet, "/v1/receipts", e.AdminKey, "")
+		// Optional bodies (retire, approve, reject, sweep) may still be absent.
+		r := e.Do(http.MethodPost, "/v1/retention/sweep", e.AdminKey, nil)
+		require.NotEqual(t, http.StatusUnsupportedMediaType, r.Status, "%s", r.Body)
+	})
+}

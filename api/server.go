@@ -100,7 +100,7 @@ func NewServer(d Deps) *Server {
 	}
 	s := &Server{Deps: d, log: d.Logger, engine: gin.New()}
 	s.engine.HandleMethodNotAllowed = true
-	s.engine.Use(s.requestID(), s.accessLog(), s.observe(), s.recoverJSON(), s.cleanRequest(), s.limitBody())
+	s.engine.Use(s.requestID(), s.accessLog(), s.observe(), s.recoverJSON(), s.cleanRequest(), s.limitBody(), s.checkBody())
 	s.engine.NoRoute(func(c *gin.Context) {
 		s.writeError(c, fault.New(fault.NotFound, "not_found", "no such route"))
 	})
