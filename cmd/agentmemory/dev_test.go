@@ -108,6 +108,7 @@ func TestDevServesAndRestartsOnItsDataDir(t *testing.T) {
 		req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
 		require.NoError(t, err)
 		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
