@@ -59,6 +59,9 @@ func devCmd(load func() (config.Config, error), stdout, stderr io.Writer) *cobra
 				cfg.LogFormat = "text"
 			}
 			// dev keeps the file store in the data dir, whatever AGENTMEMORY_KEYSTORE_URL says.
+			if cfg.KeystoreURL != "" {
+				fmt.Fprintln(stdout, "agentmemory dev: subject keys stay in the data dir (AGENTMEMORY_KEYSTORE_URL is for serve and worker)")
+			}
 			cfg.KeystoreURL, cfg.KEK, cfg.KEKPrevious = "", "", nil
 			ctx := cmd.Context()
 			a, err := openApp(ctx, cfg, newLogger(cfg, stderr), true)
