@@ -22,6 +22,10 @@ import (
 	"agentmemory/internal/signing"
 )
 
+// cliHTTP is the client of the verification commands: bounded, so a silent server cannot
+// hang a check.
+var cliHTTP = &http.Client{Timeout: 60 * time.Second}
+
 // signingKeyFile is the signing key dev keeps in the data dir when AGENTMEMORY_SIGNING_KEY is
 // unset (base64 seed, mode 0600).
 const signingKeyFile = "signing-key"
@@ -193,7 +197,7 @@ Exit status 1 when the chain does not verify.`,
 				if key == "" {
 					return errors.New("receipts verify: --key (or AGENTMEMORY_KEY) is required with --url")
 				}
-				v, err = verifyThroughAPI(ctx, http.DefaultClient, baseURL, key, since)
+				v, err = verifyThroughAPI(ctx, cliHTTP, baseURL, key, since)
 			} else {
 				if since == nil {
 					return errors.New("receipts verify: without --url, --since-head is required (it names the space)")
@@ -350,7 +354,7 @@ func loadKeys(ctx context.Context, from string, getenv func(string) string) ([]s
 			u.Path = "/v1/signing-keys"
 		}
 		var raw json.RawMessage
-		if err := getJSON(ctx, http.DefaultClient, u.String(), "", &raw); err != nil {
+		if err := getJSON(ctx, cliHTTP, u.String(), "", &raw); err != nil {
 			return nil, err
 		}
 		data = raw
