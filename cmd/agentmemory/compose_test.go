@@ -189,7 +189,7 @@ func TestComposeEnvironmentIsWhatTheBinaryReads(t *testing.T) {
 		resolved := map[string]string{}
 		for k, v := range env {
 			require.True(t, known[k], "%s: %s is not read by internal/config", name, k)
-			resolved[k] = interpolate(t, v, map[string]string{"AGENTMEMORY_SECRET": strings.Repeat("s", 40), "AGENTMEMORY_KEK": "q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80="})
+			resolved[k] = interpolate(t, v, map[string]string{"AGENTMEMORY_SECRET": strings.Repeat("s", 40), "AGENTMEMORY_KEK": "q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80=", "AGENTMEMORY_SIGNING_KEY": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="})
 		}
 		cfg, err := config.Load(func(k string) string { return resolved[k] })
 		require.NoError(t, err, "%s: the compose environment does not load", name)
@@ -218,9 +218,11 @@ func TestComposeEnvironmentIsWhatTheBinaryReads(t *testing.T) {
 		require.Equal(t, "/"+ks["POSTGRES_DB"], k.Path)
 		require.NotEqual(t, f.Services["postgres"].Volumes, f.Services["keystore"].Volumes)
 	}
-	// AGENTMEMORY_SECRET and AGENTMEMORY_KEK have no default: compose refuses to start without them.
+	// AGENTMEMORY_SECRET, AGENTMEMORY_KEK and AGENTMEMORY_SIGNING_KEY have no default: compose refuses
+	// to start without them.
 	require.Regexp(t, `^\$\{AGENTMEMORY_SECRET:\?`, f.Services["api"].Environment["AGENTMEMORY_SECRET"])
 	require.Regexp(t, `^\$\{AGENTMEMORY_KEK:\?`, f.Services["api"].Environment["AGENTMEMORY_KEK"])
+	require.Regexp(t, `^\$\{AGENTMEMORY_SIGNING_KEY:\?`, f.Services["api"].Environment["AGENTMEMORY_SIGNING_KEY"])
 }
 
 // TestDockerfile: multi-stage, a static (CGO_ENABLED=0) build, a non-root user, the binary as
