@@ -134,12 +134,21 @@ type client2 struct {
 }
 
 func (c client2) do(method, path, key string, body any) (int, map[string]any, error) {
-	data, _ := json.Marshal(body)
-	req, err := http.NewRequest(method, c.base+path, bytes.NewReader(data))
+	var rd io.Reader // no body at all when there is none: routes without one refuse "null"
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, err
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, c.base+path, rd)
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
