@@ -93,6 +93,10 @@ func (s *Server) getDocument(c *gin.Context) {
 // integration. Invalid documents are 400 naming the member and change nothing.
 func (s *Server) putDocument(c *gin.Context) {
 	p := principal(c)
+	if err := s.Docs.MayPut(p, c.Param("name")); err != nil {
+		s.writeError(c, err) // before the body is read (issue 11 §1)
+		return
+	}
 	data, err := readBody(c)
 	if err != nil {
 		s.writeError(c, err)

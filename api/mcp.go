@@ -116,6 +116,12 @@ func (s *Server) mcpServer() gin.HandlerFunc {
 				s.writeError(c, err)
 				return
 			}
+			// The SDK parses the JSON-RPC message itself: bound its nesting first, in linear
+			// time (issue 11 §1). Tool arguments get their own limit in mcpTool.
+			if err := strictjson.Scan(data, strictjson.MaxEnvelopeDepth); err != nil {
+				s.writeError(c, err)
+				return
+			}
 			if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '[' {
 				// One request, one call: receipts, rate limits and idempotency stay per call.
 				s.writeError(c, fault.New(fault.Invalid, "batch_not_supported", "JSON-RPC batches are not supported on /mcp: send one request per HTTP request"))

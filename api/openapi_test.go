@@ -181,7 +181,10 @@ func describe(errs []*verrors.ValidationError) string {
 func TestOpenAPIMatchesTheServer(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
-			e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows, d.Proposals = anyWorkflows{}, &fakeProposals{} })
+			e := apitest.New(t, engine, func(d *api.Deps) {
+				d.Workflows, d.Proposals = anyWorkflows{}, &fakeProposals{}
+				d.Signer = newTestSigner(t) // signed routes (api/signing.go)
+			})
 			c := newChecked(t, e)
 			admin := e.AdminKey
 			id := func(r apitest.Response, member string) string { return r.JSON(t)[member].(string) }
@@ -281,6 +284,10 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(400, "POST", "/v1/erasures", admin, map[string]any{})
 			c.do(200, "GET", "/v1/erasures/"+er, admin, nil)
 			c.do(404, "GET", "/v1/erasures/er_nope", admin, nil)
+			c.do(409, "GET", "/v1/erasures/"+er+"/certificate", admin, nil)
+			insertErasure(t, e, e.SpaceID, "er_done", "completed")
+			c.do(200, "GET", "/v1/erasures/er_done/certificate", admin, nil)
+			c.do(200, "GET", "/v1/signing-keys", "", nil)
 			c.do(202, "POST", "/v1/retention/sweep", admin, nil)
 			c.do(403, "POST", "/v1/retention/sweep", bot, nil)
 			c.do(202, "DELETE", "/v1/agent-memory/notes?source_id=shop-bot", admin, nil)
@@ -293,6 +300,8 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(400, "GET", "/v1/receipts?limit=0", admin, nil)
 			c.do(200, "GET", "/v1/receipts/verify", admin, nil)
 			c.do(403, "GET", "/v1/receipts/verify", bot, nil)
+			c.do(200, "GET", "/v1/receipts/head", admin, nil)
+			c.do(403, "GET", "/v1/receipts/head", bot, nil)
 			c.do(200, "GET", "/v1/events?after=0&limit=50", admin, nil)
 			c.do(400, "GET", "/v1/events?limit=0", admin, nil)
 			c.do(200, "GET", "/v1/events/webhook-secret", admin, nil)
@@ -306,7 +315,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 				}
 				require.True(t, routed(e, method, p), "%s is documented but not routed", op)
 				require.True(t, c.success[op], "no success answer checked for %s", op)
-				if !slices.Contains([]string{"/healthz", "/openapi.json", "/readyz", "/metrics"}, p) {
+				if !slices.Contains([]string{"/healthz", "/openapi.json", "/readyz", "/metrics", "/v1/signing-keys"}, p) {
 					require.True(t, c.failure[op], "no error answer checked for %s", op)
 				}
 			}

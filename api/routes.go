@@ -15,6 +15,9 @@ func (s *Server) routes() {
 	// MCP (AM-5): Streamable HTTP, the same Bearer keys; tools follow the key and features.
 	r.Any("/mcp", s.authenticate(), s.mcpServer(), gin.WrapH(s.newMCPHandler()))
 
+	// Signing keys (PR-3): public, so third parties verify certificates without a key.
+	r.GET("/v1/signing-keys", s.signingKeys)
+
 	v1 := r.Group("/v1", s.authenticate())
 
 	// Keys and space documents.
@@ -58,6 +61,7 @@ func (s *Server) routes() {
 	// (AM-12) is DELETE /agent-memory/notes above (NoteErasureWorkflow).
 	v1.POST("/erasures", s.createErasure)
 	v1.GET("/erasures/:erasure_id", s.getErasure)
+	v1.GET("/erasures/:erasure_id/certificate", s.erasureCertificate) // signed (PR-3)
 	v1.POST("/exports", s.createExport)
 	v1.GET("/exports/:export_id", s.getExport)
 	v1.GET("/exports/:export_id/package", s.exportPackage)
@@ -66,6 +70,7 @@ func (s *Server) routes() {
 	// Receipts (GOV-1).
 	v1.GET("/receipts", s.listReceipts)
 	v1.GET("/receipts/verify", s.verifyReceipts)
+	v1.GET("/receipts/head", s.receiptsHead) // signed (PR-3)
 
 	// Events (AM-13, GOV-4): the outbox and the webhook signing secret.
 	v1.GET("/events", s.listEvents)

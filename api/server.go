@@ -25,6 +25,7 @@ import (
 	"agentmemory/internal/logs"
 	"agentmemory/internal/metrics"
 	"agentmemory/internal/notes"
+	"agentmemory/internal/signing"
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
 	"agentmemory/internal/strictjson"
@@ -59,6 +60,9 @@ type Deps struct {
 	Compliance *compliance.Service
 	// EventSigner derives the spaces' webhook secrets (GET /v1/events/webhook-secret).
 	EventSigner events.Signer
+	// Signer signs erasure certificates and receipt-chain heads (PR-3, api/signing.go); nil
+	// answers 503 signing_unavailable on those routes.
+	Signer *signing.Signer
 	// Metrics records request, state-write and other metrics; nil gets a fresh set.
 	Metrics *metrics.Metrics
 	// MetricsOnOwnPort leaves GET /metrics off this server (cmd serves it on
@@ -100,7 +104,7 @@ func NewServer(d Deps) *Server {
 	}
 	s := &Server{Deps: d, log: d.Logger, engine: gin.New()}
 	s.engine.HandleMethodNotAllowed = true
-	s.engine.Use(s.requestID(), s.accessLog(), s.observe(), s.recoverJSON(), s.cleanRequest(), s.limitBody())
+	s.engine.Use(s.requestID(), s.accessLog(), s.observe(), s.recoverJSON(), s.cleanRequest(), s.limitBody(), s.checkBody())
 	s.engine.NoRoute(func(c *gin.Context) {
 		s.writeError(c, fault.New(fault.NotFound, "not_found", "no such route"))
 	})
@@ -123,10 +127,17 @@ func (s *Server) HTTPServer(addr string) *http.Server {
 	}
 }
 
+// requestIDPattern is the shape of a caller's X-Request-Id the server adopts: a short token
+// that cannot carry free text (an e-mail, a name). Anything else is replaced.
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
+
+// requestID adopts the caller's X-Request-Id when it matches requestIDPattern, else generates
+// one (16 hex digits); the caller's value is never logged or echoed otherwise. The id is in the
+// answer's X-Request-Id header and in every log line of the request.
 func (s *Server) requestID() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id := c.GetHeader("X-Request-Id")
-		if id == "" || len(id) > 64 {
+		if !requestIDPattern.MatchString(id) {
 			var b [8]byte
 			_, _ = rand.Read(b[:])
 			id = hex.EncodeToString(b[:])

@@ -36,6 +36,7 @@ func concurrently(e *apitest.Env, key string, bodies []map[string]any) []result 
 			<-start
 			req := httptest.NewRequest(http.MethodPut, "/v1/agent-state", bytes.NewReader(data))
 			req.Header.Set("Authorization", "Bearer "+key)
+			req.Header.Set("Content-Type", "application/json")
 			rec := httptest.NewRecorder()
 			e.Server.ServeHTTP(rec, req)
 			var m map[string]any

@@ -22,6 +22,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"agentmemory/internal/strictjson"
 )
 
 // Options configure a Client.
@@ -159,6 +161,9 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, hea
 		return resp.Header, resp.StatusCode, decodeError(resp, data)
 	}
 	if out != nil && len(data) > 0 {
+		if err := checkAnswerDepth(data); err != nil {
+			return resp.Header, resp.StatusCode, err
+		}
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.UseNumber()
 		if err := dec.Decode(out); err != nil {
@@ -166,6 +171,21 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, hea
 		}
 	}
 	return resp.Header, resp.StatusCode, nil
+}
+
+// MaxAnswerDepth is the nesting an answer of the service may hold (a working-memory body holds
+// at most strictjson.MaxBodyDepth levels; answers wrap it in a few more). A deeper answer is
+// refused by a linear scan before it is parsed: the client's memory stays bounded whatever a
+// server (or something posing as one) sends.
+const MaxAnswerDepth = strictjson.MaxBodyDepth + 32
+
+// checkAnswerDepth refuses an answer nested beyond MaxAnswerDepth (or holding a lone UTF-16
+// surrogate escape) with an error that never repeats the answer's text.
+func checkAnswerDepth(data []byte) error {
+	if err := strictjson.Scan(data, MaxAnswerDepth); err != nil {
+		return fmt.Errorf("sdk: decode answer: %w", err)
+	}
+	return nil
 }
 
 func decodeError(resp *http.Response, data []byte) error {
@@ -177,7 +197,9 @@ func decodeError(resp *http.Response, data []byte) error {
 		} `json:"error"`
 		Version int64 `json:"version"`
 	}
-	_ = json.Unmarshal(data, &body)
+	if checkAnswerDepth(data) == nil {
+		_ = json.Unmarshal(data, &body)
+	}
 	e := &Error{Status: resp.StatusCode, Code: body.Error.Code, Message: body.Error.Message, Kinds: body.Error.Kinds, Version: body.Version}
 	if s := resp.Header.Get("Retry-After"); s != "" {
 		if n, err := strconv.Atoi(s); err == nil {

@@ -26,6 +26,7 @@ import (
 	"agentmemory/internal/logs"
 	"agentmemory/internal/metrics"
 	"agentmemory/internal/notes"
+	"agentmemory/internal/signing"
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
 	"agentmemory/internal/subjects"
@@ -53,6 +54,8 @@ type app struct {
 	notes        *notes.Service
 	metrics      *metrics.Metrics
 	ready        []api.ReadyCheck // GET /readyz's checks besides the database; set by serveHTTP
+	// signer signs certificates and receipt heads (PR-3); nil: those routes answer 503.
+	signer *signing.Signer
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
@@ -115,17 +118,25 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 		d.Close()
 		return nil, err
 	}
+	signer, err := openSigner(cfg, generateSecret)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
 	hasher := keyed.New([]byte(secret))
 	ksPath := cfg.KeystorePath
 	if ksPath == "" {
 		ksPath = filepath.Join(cfg.DataDir, "keys.json")
 	}
-	ks, err := keystore.OpenFile(ksPath, hasher.Key("subject-keys"))
+	ks, err := openKeystore(ctx, cfg, ksPath, hasher)
 	if err != nil {
 		d.Close()
 		return nil, err
 	}
-	a := &app{cfg: cfg, log: log, db: d, hasher: hasher, keys: ks, docs: spaces.Documents{DB: d, AllowPrivateWebhooks: cfg.WebhookAllowPrivate}, metrics: metrics.New()}
+	a := &app{cfg: cfg, log: log, db: d, hasher: hasher, keys: ks, signer: signer, docs: spaces.Documents{DB: d, AllowPrivateWebhooks: cfg.WebhookAllowPrivate}, metrics: metrics.New()}
+	if pg, ok := ks.(*keystore.Postgres); ok {
+		a.ready = append(a.ready, api.ReadyCheck{Name: "keystore", Check: pg.Ping})
+	}
 	a.metrics.WatchOutbox(metrics.OutboxBacklog(d))
 	a.subjects = &subjects.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Now: time.Now}
 	a.turns = &turns.Service{DB: d, Subjects: a.subjects, Hasher: hasher, Keys: ks, Now: time.Now}
@@ -149,15 +160,38 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 	return a, nil
 }
 
-func (a *app) close() { a.db.Close() }
+func (a *app) close() {
+	a.db.Close()
+	if pg, ok := a.keys.(*keystore.Postgres); ok {
+		pg.Close()
+	}
+}
+
+// openKeystore opens the subject key store: the shared PostgreSQL store when
+// AGENTMEMORY_KEYSTORE_URL is set (keys wrapped by AGENTMEMORY_KEK), else the file at path
+// (keys wrapped by a key derived from the server secret).
+func openKeystore(ctx context.Context, cfg config.Config, path string, hasher keyed.Hasher) (keystore.Store, error) {
+	if cfg.KeystoreURL == "" {
+		return keystore.OpenFile(path, hasher.Key("subject-keys"))
+	}
+	cur, prev, err := cfg.KEKs()
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return keystore.OpenPostgres(ctx, cfg.KeystoreURL, keystore.PostgresOptions{KEK: cur, Previous: prev})
+}
 
 // apiServer builds the API; wf starts and signals workflows (nil: those calls answer 503).
 func (a *app) apiServer(wf api.Workflows) *api.Server {
+	if a.signer == nil {
+		a.log.Warn("no signing key (AGENTMEMORY_SIGNING_KEY): certificates and receipt heads answer 503 signing_unavailable")
+	}
 	return api.NewServer(api.Deps{
 		DB: a.db, Logger: a.log, State: a.state, Subjects: a.subjects, Docs: a.docs, Turns: a.turns, Notes: a.notes,
 		Workflows: wf, TaskQueue: a.cfg.TaskQueue, Compliance: a.compliance, Proposals: a.notes,
 		MaxBodyBytes: a.cfg.MaxBodyBytes, Now: time.Now,
 		EventSigner: events.Signer{Hasher: &a.hasher},
 		Metrics:     a.metrics, MetricsOnOwnPort: a.cfg.MetricsAddr != "", Ready: a.ready,
+		Signer: a.signer,
 	})
 }

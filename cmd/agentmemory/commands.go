@@ -33,7 +33,9 @@ func newRootCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Com
 	load := func() (config.Config, error) { return config.Load(getenv) }
 	root.AddCommand(devCmd(load, stdout, stderr), serveCmd(load, stderr), workerCmd(load, stderr),
 		migrateCmd(load, stdout), spaceCmd(load, stdout), replayCmd(getenv, stdout),
-		notesCmd(getenv, stdout), healthcheckCmd())
+		notesCmd(getenv, stdout), healthcheckCmd(), keysCmd(load, stdout),
+		// Signed proofs (PR-3): cmd/agentmemory/signing.go.
+		verifyCertificateCmd(getenv, stdout), receiptsCmd(load, getenv, stdout), signingKeyCmd(getenv, stdout))
 	return root
 }
 
@@ -56,6 +58,11 @@ func devCmd(load func() (config.Config, error), stdout, stderr io.Writer) *cobra
 			if cfg.LogFormat == "json" && os.Getenv("AGENTMEMORY_LOG_FORMAT") == "" {
 				cfg.LogFormat = "text"
 			}
+			// dev keeps the file store in the data dir, whatever AGENTMEMORY_KEYSTORE_URL says.
+			if cfg.KeystoreURL != "" {
+				fmt.Fprintln(stdout, "agentmemory dev: subject keys stay in the data dir (AGENTMEMORY_KEYSTORE_URL is for serve and worker)")
+			}
+			cfg.KeystoreURL, cfg.KEK, cfg.KEKPrevious = "", "", nil
 			ctx := cmd.Context()
 			a, err := openApp(ctx, cfg, newLogger(cfg, stderr), true)
 			if err != nil {

@@ -73,10 +73,10 @@ func TestComposeServices(t *testing.T) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	require.Equal(t, []string{"api", "kafka", "ollama", "ollama-pull", "postgres", "temporal", "temporal-ui", "worker"}, names)
+	require.Equal(t, []string{"api", "kafka", "keystore", "ollama", "ollama-pull", "postgres", "temporal", "temporal-ui", "worker"}, names)
 
 	images := map[string]string{
-		"postgres": "postgres:", "temporal": "temporalio/auto-setup:", "temporal-ui": "temporalio/ui:",
+		"postgres": "postgres:", "keystore": "postgres:", "temporal": "temporalio/auto-setup:", "temporal-ui": "temporalio/ui:",
 		"kafka": "apache/kafka:", "ollama": "ollama/ollama:", "ollama-pull": "ollama/ollama:",
 	}
 	for name, prefix := range images {
@@ -98,7 +98,7 @@ func TestComposeServices(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, sub, cmd.Name())
 		require.NotEmpty(t, s.StopGracePeriod, "%s: give SIGTERM's drain time before SIGKILL", name)
-		require.Contains(t, s.Volumes, "agentmemory-keys:/data", "%s: the key store volume", name)
+		require.Empty(t, s.Volumes, "%s: replicas keep no local state (keys live in the keystore service)", name)
 	}
 
 	// Published ports: the API and Temporal's UI; nothing else (metrics stay internal).
@@ -124,7 +124,7 @@ func TestComposeServices(t *testing.T) {
 	for k := range kenv {
 		require.NotContains(t, k, "ZOOKEEPER", "KRaft needs no ZooKeeper")
 	}
-	for _, v := range []string{"postgres-data", "kafka-data", "ollama-models", "agentmemory-keys"} {
+	for _, v := range []string{"postgres-data", "keystore-data", "kafka-data", "ollama-models"} {
 		require.Contains(t, f.Volumes, v)
 	}
 }
@@ -158,8 +158,8 @@ func TestComposeHealthAndOrder(t *testing.T) {
 	}
 	require.Equal(t, []string{"postgres"}, deps("temporal"))
 	require.Equal(t, []string{"temporal"}, deps("temporal-ui"))
-	require.Equal(t, []string{"kafka", "postgres", "temporal"}, deps("api"))
-	require.Equal(t, []string{"kafka", "ollama", "postgres", "temporal"}, deps("worker"))
+	require.Equal(t, []string{"kafka", "keystore", "postgres", "temporal"}, deps("api"))
+	require.Equal(t, []string{"kafka", "keystore", "ollama", "postgres", "temporal"}, deps("worker"))
 
 	// The binary's own health check (the image has no shell or curl) on the ports it listens on.
 	env := f.Services["api"].Environment
@@ -189,7 +189,7 @@ func TestComposeEnvironmentIsWhatTheBinaryReads(t *testing.T) {
 		resolved := map[string]string{}
 		for k, v := range env {
 			require.True(t, known[k], "%s: %s is not read by internal/config", name, k)
-			resolved[k] = interpolate(t, v, map[string]string{"AGENTMEMORY_SECRET": strings.Repeat("s", 40)})
+			resolved[k] = interpolate(t, v, map[string]string{"AGENTMEMORY_SECRET": strings.Repeat("s", 40), "AGENTMEMORY_KEK": "q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80=", "AGENTMEMORY_SIGNING_KEY": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="})
 		}
 		cfg, err := config.Load(func(k string) string { return resolved[k] })
 		require.NoError(t, err, "%s: the compose environment does not load", name)
@@ -207,10 +207,22 @@ func TestComposeEnvironmentIsWhatTheBinaryReads(t *testing.T) {
 		require.Equal(t, []string{"kafka:9092"}, cfg.KafkaBrokers)
 		require.Equal(t, "http://ollama:11434", cfg.OllamaHost)
 		require.NotEmpty(t, cfg.MetricsAddr, "%s: metrics on their own, unpublished port", name)
-		require.Equal(t, "/data/keys.json", cfg.KeystorePath)
+		// The shared key store (issue 12 §5): its own database service, apart from postgres.
+		k, err := url.Parse(cfg.KeystoreURL)
+		require.NoError(t, err)
+		require.Equal(t, "keystore:5432", k.Host)
+		ks := f.Services["keystore"].Environment
+		require.Equal(t, ks["POSTGRES_USER"], k.User.Username())
+		kpw, _ := k.User.Password()
+		require.Equal(t, interpolate(t, ks["POSTGRES_PASSWORD"], nil), kpw)
+		require.Equal(t, "/"+ks["POSTGRES_DB"], k.Path)
+		require.NotEqual(t, f.Services["postgres"].Volumes, f.Services["keystore"].Volumes)
 	}
-	// AGENTMEMORY_SECRET has no default: compose refuses to start without it.
+	// AGENTMEMORY_SECRET, AGENTMEMORY_KEK and AGENTMEMORY_SIGNING_KEY have no default: compose refuses
+	// to start without them.
 	require.Regexp(t, `^\$\{AGENTMEMORY_SECRET:\?`, f.Services["api"].Environment["AGENTMEMORY_SECRET"])
+	require.Regexp(t, `^\$\{AGENTMEMORY_KEK:\?`, f.Services["api"].Environment["AGENTMEMORY_KEK"])
+	require.Regexp(t, `^\$\{AGENTMEMORY_SIGNING_KEY:\?`, f.Services["api"].Environment["AGENTMEMORY_SIGNING_KEY"])
 }
 
 // TestDockerfile: multi-stage, a static (CGO_ENABLED=0) build, a non-root user, the binary as

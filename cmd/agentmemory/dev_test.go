@@ -73,7 +73,9 @@ func TestDevServesAndRestartsOnItsDataDir(t *testing.T) {
 	port, err := freePort()
 	require.NoError(t, err)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	getenv := env(map[string]string{"AGENTMEMORY_TEMPORAL_CLI": cli})
+	// dev keeps the file store: a shared key store URL (here one nothing listens on) is ignored.
+	getenv := env(map[string]string{"AGENTMEMORY_TEMPORAL_CLI": cli,
+		"AGENTMEMORY_KEYSTORE_URL": "postgres://nobody@127.0.0.1:1/keys", "AGENTMEMORY_KEK": "q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80="})
 
 	startDev := func() (stop func(), out *syncBuffer) {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -97,6 +99,7 @@ func TestDevServesAndRestartsOnItsDataDir(t *testing.T) {
 	stop, out := startDev()
 	require.Contains(t, out.String(), "space create")
 	require.Contains(t, out.String(), "web UI at http://")
+	require.Contains(t, out.String(), "subject keys stay in the data dir")
 
 	var created bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"space", "create", "acme", "--data-dir", dir}, getenv, &created, io.Discard))
@@ -108,6 +111,7 @@ func TestDevServesAndRestartsOnItsDataDir(t *testing.T) {
 		req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
 		require.NoError(t, err)
 		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()

@@ -3,6 +3,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"agentmemory/internal/signing"
 )
 
 // Config is the whole configuration of the service. Each field names its environment variable
@@ -90,6 +93,33 @@ type Config struct {
 	// starts them; with the reconciler's 30 s minimum age an orphan starts within a minute.
 	// At least 1s.
 	ReconcileInterval time.Duration `env:"AGENTMEMORY_RECONCILE_INTERVAL" envDefault:"20s"`
+
+	// Shared key store (issue 12 §5, GOV-2, MS-4): subject keys in a PostgreSQL database of
+	// their own, shared by every serve and worker replica. dev always keeps the file store.
+
+	// KeystoreURL, when set, is the key database (postgres://...): a database apart from
+	// DATABASE_URL, whose backups are short-lived and kept apart from the main database's.
+	// serve and worker then keep subject keys there instead of in AGENTMEMORY_KEYSTORE's file.
+	KeystoreURL string `env:"AGENTMEMORY_KEYSTORE_URL"`
+	// KEK is the key-encryption key wrapping every subject key in the key database: standard
+	// base64 of 32 random bytes (e.g. `openssl rand -base64 32`). Required with KeystoreURL;
+	// never logged.
+	KEK string `env:"AGENTMEMORY_KEK"`
+	// KEKPrevious lists older KEKs (comma-separated, same shape) still accepted to open keys
+	// they wrapped while `agentmemory keys rewrap` moves those keys to KEK.
+	KEKPrevious []string `env:"AGENTMEMORY_KEK_PREVIOUS" envSeparator:","`
+
+	// Signed proofs (PR-3, issue 12 §4): the key that signs erasure certificates and
+	// receipt-chain heads, and the public keys of rotated ones.
+
+	// SigningKey is the Ed25519 signing key in base64: a 32-byte seed or a 64-byte private
+	// key. Kept like AGENTMEMORY_SECRET and never logged. serve without it answers 503
+	// signing_unavailable on the signed routes; dev generates one (signing-key in DataDir).
+	SigningKey string `env:"AGENTMEMORY_SIGNING_KEY"`
+	// SigningKeysPrevious lists the public keys of rotated signing keys, comma-separated, each
+	// base64 (32 bytes) optionally followed by "@" and the RFC 3339 time it stopped signing.
+	// They stay published on GET /v1/signing-keys, so older signatures keep verifying.
+	SigningKeysPrevious string `env:"AGENTMEMORY_SIGNING_KEYS_PREVIOUS"`
 }
 
 // Variable is one environment variable the service reads.
@@ -238,9 +268,19 @@ func (c Config) validate() error {
 	if c.ReconcileInterval < time.Second {
 		bad("AGENTMEMORY_RECONCILE_INTERVAL must be at least 1s, got %s", c.ReconcileInterval)
 	}
+	if c.SigningKey != "" {
+		if _, err := signing.ParsePrivateKey(c.SigningKey); err != nil {
+			// The error never holds the key.
+			bad("AGENTMEMORY_SIGNING_KEY must be a base64 Ed25519 seed (32 bytes) or private key (64 bytes): %v", err)
+		}
+	}
+	if _, err := signing.ParsePrevious(c.SigningKeysPrevious); err != nil {
+		bad("AGENTMEMORY_SIGNING_KEYS_PREVIOUS must be comma-separated base64 public keys, each optionally @RFC3339: %v", err)
+	}
 	if c.ShutdownTimeout <= 0 {
 		bad("AGENTMEMORY_SHUTDOWN_TIMEOUT must be positive, got %s", c.ShutdownTimeout)
 	}
+	errs = append(errs, c.validateKeystore()...)
 	return errors.Join(errs...)
 }
 
@@ -251,6 +291,63 @@ func (c *Config) resolve() {
 	if c.DBMaxIdleConns < 0 {
 		c.DBMaxIdleConns = c.DBMaxOpenConns
 	}
+}
+
+// validateKeystore checks the shared key store block. Messages never include a KEK.
+func (c Config) validateKeystore() []error {
+	var errs []error
+	if c.KeystoreURL == "" {
+		if c.KEK != "" || len(c.KEKPrevious) > 0 {
+			errs = append(errs, errors.New("AGENTMEMORY_KEK and AGENTMEMORY_KEK_PREVIOUS need AGENTMEMORY_KEYSTORE_URL (the file store is wrapped by a key derived from AGENTMEMORY_SECRET)"))
+		}
+		return errs
+	}
+	if !IsPostgres(c.KeystoreURL) {
+		errs = append(errs, errors.New("AGENTMEMORY_KEYSTORE_URL must start with postgres:// or postgresql://"))
+	} else if c.KeystoreURL == c.DatabaseURL {
+		errs = append(errs, errors.New("AGENTMEMORY_KEYSTORE_URL must name a database apart from DATABASE_URL (its backups must be kept apart)"))
+	}
+	if c.KEK == "" {
+		errs = append(errs, errors.New("AGENTMEMORY_KEK is required when AGENTMEMORY_KEYSTORE_URL is set (base64 of 32 random bytes)"))
+	}
+	if _, _, err := c.KEKs(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// KEKs decodes KEK and KEKPrevious into 32-byte keys (previous in the order given). An empty
+// KEK gives nil, nil; a value that is not base64 of 32 bytes is an error naming its variable
+// (never the value).
+func (c Config) KEKs() (current []byte, previous [][]byte, err error) {
+	if c.KEK == "" {
+		return nil, nil, nil
+	}
+	if current, err = DecodeKEK(c.KEK); err != nil {
+		return nil, nil, fmt.Errorf("AGENTMEMORY_KEK %w", err)
+	}
+	for i, p := range c.KEKPrevious {
+		k, err := DecodeKEK(strings.TrimSpace(p))
+		if err != nil {
+			return nil, nil, fmt.Errorf("AGENTMEMORY_KEK_PREVIOUS (entry %d) %w", i+1, err)
+		}
+		previous = append(previous, k)
+	}
+	return current, previous, nil
+}
+
+// DecodeKEK decodes a key-encryption key: base64 (standard or URL alphabet, padded or not)
+// of exactly 32 bytes.
+func DecodeKEK(s string) ([]byte, error) {
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if k, err := enc.DecodeString(s); err == nil {
+			if len(k) != 32 {
+				return nil, fmt.Errorf("must be base64 of 32 bytes, got %d bytes", len(k))
+			}
+			return k, nil
+		}
+	}
+	return nil, errors.New("must be base64 of 32 bytes")
 }
 
 func hostPort(s string) bool {

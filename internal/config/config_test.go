@@ -116,7 +116,7 @@ func TestBadConfigurationNamesTheVariable(t *testing.T) {
 
 func TestVariablesListsEveryField(t *testing.T) {
 	vars := config.Variables()
-	require.Len(t, vars, 26)
+	require.Len(t, vars, 31)
 	names := map[string]string{}
 	for _, v := range vars {
 		names[v.Name] = v.Default
@@ -147,5 +147,46 @@ func TestDocumentedConfigurationTable(t *testing.T) {
 			want = "(none)"
 		}
 		require.Equal(t, want, def, "docs/production.md: default of %s: got %q, want %q", v.Name, def, want)
+	}
+}
+
+// The shared key store block (issue 12 §5): the URL needs a valid KEK, every KEK needs the
+// URL, and no error message repeats a KEK.
+func TestKeystoreConfiguration(t *testing.T) {
+	kek := "q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80=" // base64 of 32 bytes
+	old := "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+	cfg, err := config.Load(lookup(map[string]string{
+		"AGENTMEMORY_KEYSTORE_URL": "postgres://keys@keydb:5432/keys",
+		"AGENTMEMORY_KEK":          kek,
+		"AGENTMEMORY_KEK_PREVIOUS": old,
+	}))
+	require.NoError(t, err)
+	cur, prev, err := cfg.KEKs()
+	require.NoError(t, err)
+	require.Len(t, cur, 32)
+	require.Len(t, prev, 1)
+	require.Equal(t, byte(31), prev[0][31])
+
+	cases := []struct {
+		name string
+		vars map[string]string
+		want string
+	}{
+		{"url without kek", map[string]string{"AGENTMEMORY_KEYSTORE_URL": "postgres://keys@keydb/keys"}, "AGENTMEMORY_KEK is required"},
+		{"kek without url", map[string]string{"AGENTMEMORY_KEK": kek}, "AGENTMEMORY_KEYSTORE_URL"},
+		{"short kek", map[string]string{"AGENTMEMORY_KEYSTORE_URL": "postgres://keys@keydb/keys", "AGENTMEMORY_KEK": "c2hvcnQ="}, "AGENTMEMORY_KEK must be base64 of 32 bytes"},
+		{"kek not base64", map[string]string{"AGENTMEMORY_KEYSTORE_URL": "postgres://keys@keydb/keys", "AGENTMEMORY_KEK": "not base64 at all!"}, "AGENTMEMORY_KEK must be base64"},
+		{"bad previous", map[string]string{"AGENTMEMORY_KEYSTORE_URL": "postgres://keys@keydb/keys", "AGENTMEMORY_KEK": kek, "AGENTMEMORY_KEK_PREVIOUS": old + ",c2VjcmV0LXZhbHVl"}, "AGENTMEMORY_KEK_PREVIOUS (entry 2)"},
+		{"not postgres", map[string]string{"AGENTMEMORY_KEYSTORE_URL": "sqlite://keys.db", "AGENTMEMORY_KEK": kek}, "AGENTMEMORY_KEYSTORE_URL must start with postgres://"},
+		{"same as main db", map[string]string{"DATABASE_URL": "postgres://u@db/app", "AGENTMEMORY_KEYSTORE_URL": "postgres://u@db/app", "AGENTMEMORY_KEK": kek}, "apart from DATABASE_URL"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := config.Load(lookup(tc.vars))
+			require.ErrorContains(t, err, tc.want)
+			for _, v := range []string{kek, "c2hvcnQ=", "c2VjcmV0LXZhbHVl", "not base64 at all!"} {
+				require.NotContains(t, err.Error(), v, "the error repeats a KEK")
+			}
+		})
 	}
 }

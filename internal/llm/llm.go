@@ -19,6 +19,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/ollama/ollama/api"
+
+	"agentmemory/internal/fault"
+	"agentmemory/internal/strictjson"
 )
 
 // ErrBadAnswer marks an answer that is not usable: empty, "{}", truncated, not JSON, or not
@@ -287,9 +290,13 @@ func (c *Client) chat(ctx context.Context, model, system, user string, schema js
 	return text, nil
 }
 
-// decodeStrict decodes one JSON object into v, refusing unknown members, trailing data and
-// "{}". Errors wrap ErrBadAnswer and never carry the answer's text.
+// decodeStrict decodes one JSON object into v, refusing unknown members, trailing data, "{}"
+// and nesting deeper than strictjson.MaxBodyDepth (checked in linear time before any parse).
+// Errors wrap ErrBadAnswer and never carry the answer's text.
 func decodeStrict(text string, v any) error {
+	if err := strictjson.Scan([]byte(text), strictjson.MaxBodyDepth); err != nil {
+		return fmt.Errorf("%w: %s", ErrBadAnswer, fault.As(err).Message)
+	}
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(text), &probe); err != nil {
 		return fmt.Errorf("%w: not a JSON object (truncated or malformed)", ErrBadAnswer)

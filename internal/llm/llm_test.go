@@ -93,6 +93,18 @@ func TestDistillBadAnswers(t *testing.T) {
 	}
 }
 
+// TestDistillRefusesDeepAnswers: an answer nested beyond strictjson.MaxBodyDepth is refused by
+// the linear depth scan before any parse (issue 11 §1), with no text of the answer.
+func TestDistillRefusesDeepAnswers(t *testing.T) {
+	deep := `{"kind":"procedure","title":"Ret","body":"b","tags":` + strings.Repeat("[", 200000) + strings.Repeat("]", 200000) + `}`
+	srv := llmtest.New(t, llmtest.Answer{Content: deep})
+	_, ok, err := client(t, srv).Distill(context.Background(), turns)
+	require.False(t, ok)
+	require.ErrorIs(t, err, llm.ErrBadAnswer)
+	require.Contains(t, err.Error(), "deeper than 64 levels")
+	require.NotContains(t, err.Error(), "Ret")
+}
+
 func TestDistillUnavailable(t *testing.T) {
 	srv := llmtest.New(t, llmtest.Answer{Status: http.StatusServiceUnavailable})
 	_, _, err := client(t, srv).Distill(context.Background(), turns)

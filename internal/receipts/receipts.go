@@ -88,7 +88,7 @@ func Append(ctx context.Context, tx bun.IDB, spaceID string, e Entry, now time.T
 	}
 	r.Detail = map[string]any{}
 	_ = json.Unmarshal(detail, &r.Detail)
-	r.Hash = r.computeHash()
+	r.Hash = r.ComputeHash()
 	objs, _ := json.Marshal(r.ObjectIDs)
 	row := &models.Receipt{
 		SpaceID: spaceID, Seq: r.Seq, ID: r.ID, Kind: r.Kind, Action: r.Action, ActorKeyID: r.ActorKeyID,
@@ -112,9 +112,10 @@ type head struct {
 	Hash    string `bun:"hash"`
 }
 
-// computeHash is the hex SHA-256 of the canonical encoding: a JSON array of the fields in a
-// fixed order, with the time in RFC 3339 UTC (microseconds) and detail keys sorted.
-func (r Receipt) computeHash() string {
+// ComputeHash is the hash r must carry: the hex SHA-256 of the canonical encoding, a JSON
+// array of the fields in a fixed order, with the time in RFC 3339 UTC (microseconds) and
+// detail keys sorted.
+func (r Receipt) ComputeHash() string {
 	canon, _ := json.Marshal([]any{
 		r.SpaceID, r.Seq, r.ID, r.Kind, r.Action, r.ActorKeyID, r.ObjectIDs, r.Detail,
 		r.At.UTC().Format("2006-01-02T15:04:05.000000Z07:00"), r.PrevHash,
@@ -164,27 +165,115 @@ type Verification struct {
 	Reason string   `json:"reason,omitempty"`
 }
 
+// Reasons a Verification gives besides missing_entry, broken_link, hash_mismatch and
+// truncated (the stored head row does not match the chain's last entry).
+const (
+	// ReasonHeadRewritten: the chain holds an entry at the signed head's sequence, but with
+	// another hash: the chain was rewritten at or before that entry (hashes recomputed).
+	ReasonHeadRewritten = "head_rewritten"
+	// ReasonHeadRolledBack: the chain ends before the signed head's sequence: it was truncated
+	// or restored from an older copy.
+	ReasonHeadRolledBack = "head_rolled_back"
+	// ReasonHeadOtherSpace: the signed head belongs to another space.
+	ReasonHeadOtherSpace = "head_other_space"
+)
+
+// Walker recomputes a chain one entry at a time, in sequence order, from the genesis: the
+// check Verify makes, usable on receipts read from the database or from the API's
+// GET /v1/receipts pages. With Since set, it also checks that the chain extends that (older,
+// signed) head: the entry at Since.Seq must carry Since.Hash.
+type Walker struct {
+	// Since, when set, is a head the chain must extend.
+	Since *Head
+
+	prev       string
+	after      int64
+	count      int64
+	sinceFound bool
+	failed     *Verification
+}
+
+// Next checks r, the entry after the last one given. It returns false once the chain is
+// broken; Result then names the entry and the reason.
+func (w *Walker) Next(r Receipt) bool {
+	if w.failed != nil {
+		return false
+	}
+	if w.prev == "" {
+		w.prev = Genesis
+	}
+	fail := func(reason string) bool {
+		w.failed = &Verification{Count: w.count, Broken: &r, Reason: reason}
+		return false
+	}
+	switch {
+	case r.Seq != w.after+1:
+		return fail("missing_entry")
+	case r.PrevHash != w.prev:
+		return fail("broken_link")
+	case r.ComputeHash() != r.Hash:
+		return fail("hash_mismatch")
+	case w.Since != nil && r.Seq == w.Since.Seq && r.Hash != w.Since.Hash:
+		return fail(ReasonHeadRewritten)
+	}
+	if w.Since != nil && r.Seq == w.Since.Seq {
+		w.sinceFound = true
+	}
+	w.prev, w.after = r.Hash, r.Seq
+	w.count++
+	return true
+}
+
+// Result ends the walk against the chain's current head (seq and hash as stored, or as
+// GET /v1/receipts/head answers; hasHead false when the space has no head yet) and returns
+// the verification: OK only if every entry held, the last entry is that head, and, with
+// Since, the chain reached Since's entry unchanged.
+func (w *Walker) Result(headSeq int64, headHash string, hasHead bool) Verification {
+	if w.failed != nil {
+		return *w.failed
+	}
+	prev := w.prev
+	if prev == "" {
+		prev = Genesis
+	}
+	if hasHead && (headSeq != w.after || headHash != prev) {
+		return Verification{Count: w.count, Reason: "truncated"}
+	}
+	if w.Since != nil && w.Since.Seq > 0 && !w.sinceFound {
+		return Verification{Count: w.count, Reason: ReasonHeadRolledBack}
+	}
+	if w.Since != nil && w.Since.Seq == 0 && w.Since.Hash != Genesis {
+		return Verification{Count: w.count, Reason: ReasonHeadRewritten}
+	}
+	return Verification{OK: true, Count: w.count}
+}
+
 // Verify walks the space's whole chain in pages, recomputing every hash and link.
 func Verify(ctx context.Context, idb bun.IDB, spaceID string) (Verification, error) {
-	prev := Genesis
-	var after, count int64
+	return VerifySince(ctx, idb, spaceID, nil)
+}
+
+// VerifySince is Verify that also requires the chain to extend since, a head signed earlier
+// (GET /v1/receipts/head) and kept outside the database: a chain rewritten with recomputed
+// hashes fails with ReasonHeadRewritten, one truncated or rolled back to before since with
+// ReasonHeadRolledBack, a head of another space with ReasonHeadOtherSpace. since nil is Verify.
+// Check the head's signature before calling: VerifySince trusts its seq and hash.
+func VerifySince(ctx context.Context, idb bun.IDB, spaceID string, since *Head) (Verification, error) {
+	if since != nil && since.SpaceID != spaceID {
+		return Verification{Reason: ReasonHeadOtherSpace}, nil
+	}
+	w := &Walker{Since: since}
+	var after int64
 	for {
 		page, err := List(ctx, idb, spaceID, after, 1000)
 		if err != nil {
 			return Verification{}, err
 		}
-		for i := range page {
-			r := page[i]
-			switch {
-			case r.Seq != after+1:
-				return Verification{Count: count, Broken: &r, Reason: "missing_entry"}, nil
-			case r.PrevHash != prev:
-				return Verification{Count: count, Broken: &r, Reason: "broken_link"}, nil
-			case r.computeHash() != r.Hash:
-				return Verification{Count: count, Broken: &r, Reason: "hash_mismatch"}, nil
+		for _, r := range page {
+			if !w.Next(r) {
+				return w.Result(0, "", false), nil
 			}
-			prev, after = r.Hash, r.Seq
-			count++
+			after = r.Seq
 		}
 		if len(page) < 1000 {
 			break
@@ -195,8 +284,34 @@ func Verify(ctx context.Context, idb bun.IDB, spaceID string) (Verification, err
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Verification{}, fmt.Errorf("receipts: head: %w", err)
 	}
-	if err == nil && (h.Seq != after || h.Hash != prev) {
-		return Verification{Count: count, Reason: "truncated"}, nil
+	return w.Result(h.Seq, h.Hash, err == nil), nil
+}
+
+// Head is a space's chain head: the sequence number and hash of its last receipt, and that
+// receipt's time (nil while the chain is empty: Seq 0, Hash Genesis). GET /v1/receipts/head
+// answers it signed.
+type Head struct {
+	SpaceID string     `json:"space_id"`
+	Seq     int64      `json:"seq"`
+	Hash    string     `json:"hash"`
+	At      *time.Time `json:"at"`
+}
+
+// CurrentHead reads the space's chain head from the head row that Append moves in the same
+// transaction as each receipt.
+func CurrentHead(ctx context.Context, idb bun.IDB, spaceID string) (Head, error) {
+	var h head
+	err := idb.NewSelect().Model(&h).Where("space_id = ?", spaceID).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && h.Seq == 0) {
+		return Head{SpaceID: spaceID, Seq: 0, Hash: Genesis}, nil
 	}
-	return Verification{OK: true, Count: count}, nil
+	if err != nil {
+		return Head{}, fmt.Errorf("receipts: head: %w", err)
+	}
+	var row models.Receipt
+	if err := idb.NewSelect().Model(&row).Column("at").Where("space_id = ? AND seq = ?", spaceID, h.Seq).Scan(ctx); err != nil {
+		return Head{}, fmt.Errorf("receipts: head entry: %w", err)
+	}
+	at := row.At.UTC()
+	return Head{SpaceID: spaceID, Seq: h.Seq, Hash: h.Hash, At: &at}, nil
 }

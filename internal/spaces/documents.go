@@ -81,11 +81,12 @@ func (f Features) ReviewersMayApprove() bool {
 
 var regionPattern = regexp.MustCompile(`^[A-Z]{2}$`)
 
-// ParseFeatures parses and validates a features document. Errors are fault.Invalid naming
-// the member.
+// ParseFeatures parses and validates a features document (nested at most
+// strictjson.MaxPlainDepth levels, else "json_too_deep"). Errors are fault.Invalid naming the
+// member.
 func ParseFeatures(data []byte) (Features, error) {
 	var f Features
-	if err := strictjson.Decode(data, &f); err != nil {
+	if err := strictjson.DecodeDepth(data, &f, strictjson.MaxPlainDepth); err != nil {
 		return f, err
 	}
 	switch f.AgentMemory.Writes {
@@ -162,10 +163,11 @@ var fieldNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
 // ParseObjectTypes parses and validates an object-types document: unknown members, unknown
 // field types, a scope outside the four kinds, max_bytes over 65,536, a retention outside
-// 1d..180d (fields: 1h..180d) or naming an undeclared field are fault.Invalid naming the member.
+// 1d..180d (fields: 1h..180d) or naming an undeclared field are fault.Invalid naming the member;
+// nesting beyond strictjson.MaxPlainDepth levels is "json_too_deep".
 func ParseObjectTypes(data []byte) (ObjectTypes, error) {
 	var d ObjectTypes
-	if err := strictjson.Decode(data, &d); err != nil {
+	if err := strictjson.DecodeDepth(data, &d, strictjson.MaxPlainDepth); err != nil {
 		return d, err
 	}
 	seen := map[string]bool{}

@@ -205,16 +205,30 @@ func (d Documents) raw(ctx context.Context, spaceID, name string) (string, error
 	return row.Body, nil
 }
 
+// MayPut reports whether p may write the document name, before its body is read: features
+// needs role security and object-types admin or integration (fault.Forbidden); another name is
+// fault.NotFound "document_not_found".
+func (d Documents) MayPut(p auth.Principal, name string) error {
+	switch name {
+	case DocFeatures:
+		return p.RequireRole(auth.RoleSecurity)
+	case DocObjectTypes:
+		return p.RequireRole(auth.RoleAdmin, auth.RoleIntegration)
+	default:
+		return fault.New(fault.NotFound, "document_not_found", "the documents are features and object-types")
+	}
+}
+
 // Put validates and stores a document written by p, with an admin receipt, and returns the
 // stored text and its new version. Writing features needs role security; object-types needs
 // admin or integration. Invalid documents are fault.Invalid naming the member; nothing changes.
 func (d Documents) Put(ctx context.Context, db *bun.DB, p auth.Principal, name string, body []byte, now time.Time) (string, int64, error) {
+	if err := d.MayPut(p, name); err != nil {
+		return "", 0, err
+	}
 	var text string
 	switch name {
 	case DocFeatures:
-		if err := p.RequireRole(auth.RoleSecurity); err != nil {
-			return "", 0, err
-		}
 		f, err := ParseFeatures(body)
 		if err != nil {
 			return "", 0, err
@@ -226,9 +240,6 @@ func (d Documents) Put(ctx context.Context, db *bun.DB, p auth.Principal, name s
 		}
 		text = marshal(f)
 	case DocObjectTypes:
-		if err := p.RequireRole(auth.RoleAdmin, auth.RoleIntegration); err != nil {
-			return "", 0, err
-		}
 		t, err := ParseObjectTypes(body)
 		if err != nil {
 			return "", 0, err

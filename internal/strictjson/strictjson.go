@@ -11,23 +11,35 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"agentmemory/internal/fault"
 )
 
-// Check verifies that data is valid UTF-8 holding one JSON value with no duplicate object key
-// at any depth and no NUL character in any string. Errors are fault.Invalid with code
-// "invalid_json"; their messages never repeat the caller's text.
-func Check(data []byte) error {
+// Check is CheckDepth with MaxEnvelopeDepth.
+func Check(data []byte) error { return CheckDepth(data, MaxEnvelopeDepth) }
+
+// CheckDepth verifies that data is valid UTF-8 holding one JSON value nested at most maxDepth
+// levels (see Scan; deeper is "json_too_deep"), with no duplicate object key at any depth, no
+// NUL character in any string, no lone UTF-16 surrogate escape and no number outside float64's
+// range ("invalid_number": 1e400, or 1e-400 whose non-zero digits underflow to 0). Other
+// errors are fault.Invalid with code "invalid_json"; messages never repeat the caller's text.
+// Time and memory are linear in len(data): member paths are built only for an error.
+func CheckDepth(data []byte, maxDepth int) error {
 	if !utf8.Valid(data) {
 		return fault.New(fault.Invalid, "invalid_json", "the body is not valid UTF-8")
 	}
+	if err := Scan(data, maxDepth); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	if err := checkValue(dec, "$"); err != nil {
+	var path []segment
+	if err := checkValue(dec, &path); err != nil {
 		return err
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -36,13 +48,50 @@ func Check(data []byte) error {
 	return nil
 }
 
-func checkValue(dec *json.Decoder, path string) error {
+// segment is one step of a member path: an object member (key) or an array index.
+type segment struct {
+	key   string
+	index int
+	isKey bool
+}
+
+// pathString renders the path for an error message: $.a.b[3], with "?" for a member name that
+// is not a plain identifier (never free text).
+func pathString(path []segment) string {
+	var b strings.Builder
+	b.WriteByte('$')
+	for _, s := range path {
+		if !s.isKey {
+			fmt.Fprintf(&b, "[%d]", s.index)
+			continue
+		}
+		b.WriteByte('.')
+		if safeName(s.key) {
+			b.WriteString(s.key)
+		} else {
+			b.WriteByte('?')
+		}
+	}
+	return b.String()
+}
+
+// checkValue checks the next value of dec. Its recursion is bounded by the depth Scan allowed;
+// path is a shared stack, so no level allocates a path string.
+func checkValue(dec *json.Decoder, path *[]segment) error {
 	tok, err := dec.Token()
 	if err != nil {
 		return invalid(err)
 	}
-	if str, ok := tok.(string); ok && strings.ContainsRune(str, 0) {
-		return fault.New(fault.Invalid, "invalid_json", "strings must not contain NUL characters (in %s)", path)
+	switch v := tok.(type) {
+	case string:
+		if strings.ContainsRune(v, 0) {
+			return fault.New(fault.Invalid, "invalid_json", "strings must not contain NUL characters (in %s)", pathString(*path))
+		}
+	case json.Number:
+		if !fitsFloat64(string(v)) {
+			p := strings.TrimPrefix(pathString(*path), "$.")
+			return fault.New(fault.Invalid, "invalid_number", "a number in %s does not fit a 64-bit float (magnitude between about 2.2e-308 and 1.8e308, or 0)", pathString(*path)).With("member", p)
+		}
 	}
 	switch tok {
 	case json.Delim('{'):
@@ -54,37 +103,53 @@ func checkValue(dec *json.Decoder, path string) error {
 			}
 			key := kt.(string)
 			if strings.ContainsRune(key, 0) {
-				return fault.New(fault.Invalid, "invalid_json", "keys must not contain NUL characters (in %s)", path)
+				return fault.New(fault.Invalid, "invalid_json", "keys must not contain NUL characters (in %s)", pathString(*path))
 			}
 			if seen[key] {
+				at := pathString(*path)
 				if !safeName(key) {
-					return fault.New(fault.Invalid, "invalid_json", "a key appears twice in %s", path)
+					return fault.New(fault.Invalid, "invalid_json", "a key appears twice in %s", at)
 				}
-				return fault.New(fault.Invalid, "invalid_json", "duplicate key %q in %s", key, path).With("member", path+"."+key)
+				return fault.New(fault.Invalid, "invalid_json", "duplicate key %q in %s", key, at).With("member", at+"."+key)
 			}
 			seen[key] = true
-			child := path + "." + key
-			if !safeName(key) {
-				child = path + ".?"
-			}
-			if err := checkValue(dec, child); err != nil {
+			*path = append(*path, segment{key: key, isKey: true})
+			if err := checkValue(dec, path); err != nil {
 				return err
 			}
+			*path = (*path)[:len(*path)-1]
 		}
 		if _, err := dec.Token(); err != nil {
 			return invalid(err)
 		}
 	case json.Delim('['):
+		*path = append(*path, segment{})
 		for i := 0; dec.More(); i++ {
-			if err := checkValue(dec, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			(*path)[len(*path)-1].index = i
+			if err := checkValue(dec, path); err != nil {
 				return err
 			}
 		}
+		*path = (*path)[:len(*path)-1]
 		if _, err := dec.Token(); err != nil {
 			return invalid(err)
 		}
 	}
 	return nil
+}
+
+// fitsFloat64 reports whether the JSON number text lies within float64's range: not ±Inf
+// after rounding, and not rounded to 0 when its digits are not all zero (underflow).
+func fitsFloat64(text string) bool {
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil {
+		return false
+	}
+	if f != 0 {
+		return true
+	}
+	mantissa, _, _ := strings.Cut(strings.ToLower(text), "e")
+	return strings.Trim(mantissa, "-+0.") == ""
 }
 
 // invalid turns a decoding error into a fault whose message never repeats the caller's text:
@@ -119,11 +184,61 @@ func unknownMember(path, name string) error {
 // exactly (encoding/json alone would take "IF_VERSION" for "if_version"): an unknown member is
 // fault.Invalid "unknown_member" naming it when its name is a plain identifier; a wrong type
 // is "invalid_member".
-func Decode(data []byte, v any) error {
+//
+// The nesting limit is EnvelopeDepth of v's type: MaxEnvelopeDepth when it can hold a
+// free-form value, MaxPlainDepth otherwise.
+func Decode(data []byte, v any) error { return DecodeDepth(data, v, EnvelopeDepth(v)) }
+
+var depthCache sync.Map // reflect.Type -> int
+
+// EnvelopeDepth is the nesting limit for a request decoded into v: MaxEnvelopeDepth when v's
+// type can hold a free-form JSON value at any depth (json.RawMessage, an interface, a map of
+// either), MaxPlainDepth otherwise.
+func EnvelopeDepth(v any) int {
+	t := reflect.TypeOf(v)
+	if d, ok := depthCache.Load(t); ok {
+		return d.(int)
+	}
+	d := MaxPlainDepth
+	if freeForm(t, map[reflect.Type]bool{}) {
+		d = MaxEnvelopeDepth
+	}
+	depthCache.Store(t, d)
+	return d
+}
+
+// freeForm reports whether t can hold a JSON value of any shape somewhere inside it.
+func freeForm(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if t == nil || seen[t] {
+		return false
+	}
+	seen[t] = true
+	if t == rawMessageType {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Interface:
+		return true
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return freeForm(t.Elem(), seen)
+	case reflect.Map:
+		return freeForm(t.Elem(), seen)
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			if f := t.Field(i); (f.IsExported() || f.Anonymous) && f.Tag.Get("json") != "-" && freeForm(f.Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// DecodeDepth is Decode with a nesting limit of maxDepth levels (see Scan).
+func DecodeDepth(data []byte, v any, maxDepth int) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return fault.New(fault.Invalid, "invalid_json", "the request body is empty")
 	}
-	if err := Check(data); err != nil {
+	if err := CheckDepth(data, maxDepth); err != nil {
 		return err
 	}
 	if err := exactMembers(data, reflect.TypeOf(v), "$"); err != nil {
@@ -172,9 +287,10 @@ func jsonKind(goKind string) string {
 // Object is a JSON object whose member values keep their exact text.
 type Object map[string]json.RawMessage
 
-// ParseObject parses data (already Checked or not) as a JSON object. Values keep their text.
+// ParseObject parses data (already Checked or not) as a JSON object nested at most
+// MaxBodyDepth levels (the object itself is level 1). Values keep their text.
 func ParseObject(data []byte) (Object, error) {
-	if err := Check(data); err != nil {
+	if err := CheckDepth(data, MaxBodyDepth); err != nil {
 		return nil, err
 	}
 	var o Object
@@ -184,8 +300,12 @@ func ParseObject(data []byte) (Object, error) {
 	return o, nil
 }
 
-// Canonical encodes o with its members sorted by key and every value compacted (numbers keep
-// their text). The same object always gives the same bytes.
+// Canonical encodes o with its members sorted by key and every value re-encoded canonically:
+// no insignificant whitespace, numbers keep their text, nested members keep their order, and
+// every string (key or value) is written the one way whatever the client's escaping: raw UTF-8,
+// with only '"', '\\' and control characters escaped (\n \r \t or \u00XX), no HTML
+// escaping. So "é" and "\u00e9" give the same bytes, and the working-memory cap (WM-8) counts
+// what is stored, not how the client escaped it. The same object always gives the same bytes.
 func (o Object) Canonical() []byte {
 	keys := make([]string, 0, len(o))
 	for k := range o {
@@ -198,15 +318,92 @@ func (o Object) Canonical() []byte {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		kb, _ := json.Marshal(k)
-		b.Write(kb)
+		writeString(&b, k)
 		b.WriteByte(':')
-		if err := json.Compact(&b, o[k]); err != nil {
+		mark := b.Len()
+		dec := json.NewDecoder(bytes.NewReader(o[k]))
+		dec.UseNumber()
+		if err := canonicalValue(&b, dec); err != nil {
+			b.Truncate(mark)
 			b.Write(o[k])
 		}
 	}
 	b.WriteByte('}')
 	return b.Bytes()
+}
+
+// canonicalValue writes the next value of dec canonically (see Object.Canonical). Its
+// recursion is bounded by the depth the value was checked for.
+func canonicalValue(b *bytes.Buffer, dec *json.Decoder) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch v := tok.(type) {
+	case json.Delim:
+		open, closing := byte(v), byte('}')
+		if v == '[' {
+			closing = ']'
+		}
+		b.WriteByte(open)
+		for first := true; dec.More(); first = false {
+			if !first {
+				b.WriteByte(',')
+			}
+			if open == '{' {
+				kt, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				writeString(b, kt.(string))
+				b.WriteByte(':')
+			}
+			if err := canonicalValue(b, dec); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return err
+		}
+		b.WriteByte(closing)
+	case string:
+		writeString(b, v)
+	case json.Number:
+		b.WriteString(string(v))
+	case bool:
+		b.WriteString(strconv.FormatBool(v))
+	case nil:
+		b.WriteString("null")
+	}
+	return nil
+}
+
+// writeString writes s as a JSON string: raw UTF-8, escaping only '"', '\\' and control
+// characters.
+func writeString(b *bytes.Buffer, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c < 0x20:
+			b.WriteString(`\u00`)
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&0xF])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
 }
 
 var rawMessageType = reflect.TypeOf(json.RawMessage(nil))

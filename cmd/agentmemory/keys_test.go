@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"agentmemory/internal/db/dbtest"
+	"agentmemory/internal/keystore"
+)
+
+func randomKEK(t *testing.T) []byte {
+	t.Helper()
+	k := make([]byte, 32)
+	_, err := rand.Read(k)
+	require.NoError(t, err)
+	return k
+}
+
+// `agentmemory keys rewrap` moves every key to the current KEK in batches, prints the counts,
+// changes nothing the second time, and refuses to run without the shared key store.
+func TestKeysRewrapCommand(t *testing.T) {
+	ctx := context.Background()
+	url := dbtest.URL(t, "postgres")
+	oldKEK, newKEK := randomKEK(t), randomKEK(t)
+	old, err := keystore.OpenPostgres(ctx, url, keystore.PostgresOptions{KEK: oldKEK})
+	require.NoError(t, err)
+	want := map[string][]byte{}
+	for i := range 5 {
+		id := fmt.Sprintf("sh_%d", i)
+		want[id], err = old.DataKey(ctx, id, true)
+		require.NoError(t, err)
+	}
+	old.Close()
+
+	vars := map[string]string{
+		"AGENTMEMORY_KEYSTORE_URL": url,
+		"AGENTMEMORY_KEK":          base64.StdEncoding.EncodeToString(newKEK),
+		"AGENTMEMORY_KEK_PREVIOUS": base64.StdEncoding.EncodeToString(oldKEK),
+	}
+	rewrap := func(vars map[string]string) (string, error) {
+		var out, errb bytes.Buffer
+		err := run(ctx, []string{"keys", "rewrap", "--batch", "2"}, env(vars), &out, &errb)
+		return out.String(), err
+	}
+	out, err := rewrap(vars)
+	require.NoError(t, err)
+	id := keystore.KEKID(newKEK)
+	require.Equal(t, "rewrapped 5 keys under KEK "+id+" (0 already current, 0 under an unknown KEK)\n", out)
+	out, err = rewrap(vars)
+	require.NoError(t, err)
+	require.Equal(t, "rewrapped 0 keys under KEK "+id+" (5 already current, 0 under an unknown KEK)\n", out)
+
+	// The old KEK is retired: every key opens under the new one alone.
+	only, err := keystore.OpenPostgres(ctx, url, keystore.PostgresOptions{KEK: newKEK})
+	require.NoError(t, err)
+	defer only.Close()
+	for id, k := range want {
+		got, err := only.DataKey(ctx, id, false)
+		require.NoError(t, err)
+		require.Equal(t, k, got)
+	}
+
+	// Under a KEK that wrapped none of them, and without the old one: non-zero, nothing changed.
+	third := map[string]string{"AGENTMEMORY_KEYSTORE_URL": url, "AGENTMEMORY_KEK": base64.StdEncoding.EncodeToString(randomKEK(t))}
+	out, err = rewrap(third)
+	require.ErrorIs(t, err, keystore.ErrUnknownKEK)
+	require.Contains(t, out, "rewrapped 0 keys")
+	require.Contains(t, out, "5 under an unknown KEK")
+
+	_, err = rewrap(map[string]string{})
+	require.ErrorContains(t, err, "AGENTMEMORY_KEYSTORE_URL is not set")
+}

@@ -1,0 +1,457 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"agentmemory/internal/config"
+	"agentmemory/internal/db"
+	"agentmemory/internal/receipts"
+	"agentmemory/internal/signing"
+)
+
+// cliHTTP is the client of the verification commands: bounded, so a silent server cannot
+// hang a check.
+var cliHTTP = &http.Client{Timeout: 60 * time.Second}
+
+// signingKeyFile is the signing key dev keeps in the data dir when AGENTMEMORY_SIGNING_KEY is
+// unset (base64 seed, mode 0600).
+const signingKeyFile = "signing-key"
+
+// openSigner returns the signer of AGENTMEMORY_SIGNING_KEY or, failing that, of the
+// signing-key file in the data dir, which generate creates on first use (dev). Without
+// either it returns nil: the signed routes then answer 503 signing_unavailable (PR-3).
+func openSigner(cfg config.Config, generate bool) (*signing.Signer, error) {
+	key := cfg.SigningKey
+	if key == "" {
+		path := filepath.Join(cfg.DataDir, signingKeyFile)
+		b, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			key = strings.TrimSpace(string(b))
+		case !errors.Is(err, os.ErrNotExist):
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		case !generate:
+			return nil, nil
+		default:
+			seed, _, err := signing.GenerateKey()
+			if err != nil {
+				return nil, err
+			}
+			if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(path, []byte(seed+"\n"), 0o600); err != nil {
+				return nil, fmt.Errorf("write %s: %w", path, err)
+			}
+			key = seed
+		}
+	}
+	priv, err := signing.ParsePrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("signing key: %w", err)
+	}
+	previous, err := signing.ParsePrevious(cfg.SigningKeysPrevious)
+	if err != nil {
+		return nil, err
+	}
+	return signing.NewSigner(priv, time.Time{}, previous...)
+}
+
+// signingKeyCmd: `agentmemory signing-key generate|public`: make a new signing key, or print
+// the public key of AGENTMEMORY_SIGNING_KEY (what to add to _PREVIOUS on rotation).
+func signingKeyCmd(getenv func(string) string, stdout io.Writer) *cobra.Command {
+	cmd := &cobra.Command{Use: "signing-key", Short: "Ed25519 signing keys of certificates and receipt heads (docs/signatures.md)"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "generate",
+		Short: "Print a new signing key (for AGENTMEMORY_SIGNING_KEY), its public key and id",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			seed, pub, err := signing.GenerateKey()
+			if err != nil {
+				return err
+			}
+			p, _ := signing.ParsePublicKey(pub)
+			fmt.Fprintf(stdout, "AGENTMEMORY_SIGNING_KEY=%s\npublic_key=%s\nkey_id=%s\n", seed, pub, signing.KeyID(p))
+			return nil
+		},
+	}, &cobra.Command{
+		Use:   "public",
+		Short: "Print the public key and id of AGENTMEMORY_SIGNING_KEY",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			k := getenv("AGENTMEMORY_SIGNING_KEY")
+			if k == "" {
+				return errors.New("AGENTMEMORY_SIGNING_KEY is not set")
+			}
+			pub, err := signing.PublicOf(k)
+			if err != nil {
+				return err
+			}
+			p, _ := signing.ParsePublicKey(pub)
+			fmt.Fprintf(stdout, "public_key=%s\nkey_id=%s\n", pub, signing.KeyID(p))
+			return nil
+		},
+	})
+	return cmd
+}
+
+// verifyCertificateCmd: `agentmemory verify-certificate FILE --keys URL|FILE` checks a signed
+// certificate (the JSON of GET /v1/erasures/{id}/certificate) offline and prints what it
+// proves; any changed byte makes it fail (exit 1).
+func verifyCertificateCmd(getenv func(string) string, stdout io.Writer) *cobra.Command {
+	var keysFrom string
+	cmd := &cobra.Command{
+		Use:   "verify-certificate FILE",
+		Short: "Verify a signed erasure certificate offline and print what it proves",
+		Long: `Verify a signed erasure certificate: the JSON GET /v1/erasures/{id}/certificate returns,
+{"certificate": {...}, "signature": {"key_id", "algorithm": "Ed25519", "value"}}.
+
+--keys names the public keys: a file holding what GET /v1/signing-keys returns (kept from
+when you trust the server), or a URL (the server's base URL or its /v1/signing-keys).
+Default: $AGENTMEMORY_URL/v1/signing-keys. The signature covers the RFC 8785 canonical JSON
+of the certificate, so any change of content fails; formatting does not matter.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := os.ReadFile(args[0])
+			if err != nil {
+				return err
+			}
+			name, doc, sig, err := signing.Envelope(data)
+			if err != nil {
+				return err
+			}
+			if name != "certificate" {
+				return fmt.Errorf("%s holds a signed %q, not a certificate", args[0], name)
+			}
+			keys, err := loadKeys(cmd.Context(), keysFrom, getenv)
+			if err != nil {
+				return err
+			}
+			if err := signing.Verify(doc, sig, keys); err != nil {
+				return fmt.Errorf("certificate does NOT verify: %w", err)
+			}
+			var cert map[string]any
+			if err := json.Unmarshal(doc, &cert); err != nil {
+				return fmt.Errorf("certificate: %w", err)
+			}
+			fmt.Fprintf(stdout, "signature: valid (%s, key %s%s)\n", sig.Algorithm, sig.KeyID, keyState(keys, sig.KeyID))
+			fmt.Fprintln(stdout, "the certificate proves, as signed by the service:")
+			printDoc(stdout, cert, "  ")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&keysFrom, "keys", "", "public keys: a file (GET /v1/signing-keys's JSON) or a URL; default $AGENTMEMORY_URL/v1/signing-keys")
+	return cmd
+}
+
+// receiptsCmd: `agentmemory receipts verify [--since-head FILE]`.
+func receiptsCmd(load func() (config.Config, error), getenv func(string) string, stdout io.Writer) *cobra.Command {
+	cmd := &cobra.Command{Use: "receipts", Short: "The receipt chain (GOV-1)"}
+	var sinceFile, baseURL, key, keysFrom, dataDir string
+	verify := &cobra.Command{
+		Use:   "verify",
+		Short: "Recompute the receipt chain and check it extends an older signed head",
+		Long: `Recompute every hash and link of a space's receipt chain, as GET /v1/receipts/verify
+does, here on this machine; with --since-head FILE (a signed head kept from
+GET /v1/receipts/head), also check the head's signature and that the chain still extends it:
+a chain rewritten with recomputed hashes, truncated or rolled back to an older copy fails.
+
+The chain is read through the API with --url and --key (or $AGENTMEMORY_URL and
+$AGENTMEMORY_KEY; a key with role admin or compliance), else straight from the database of
+the configuration (DATABASE_URL, or the SQLite file in --data-dir), for the head's space.
+Exit status 1 when the chain does not verify.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if baseURL == "" {
+				baseURL = getenv("AGENTMEMORY_URL")
+			}
+			if key == "" {
+				key = getenv("AGENTMEMORY_KEY")
+			}
+			var since *receipts.Head
+			if sinceFile != "" {
+				h, err := readSignedHead(ctx, sinceFile, keysFrom, baseURL, getenv)
+				if err != nil {
+					return err
+				}
+				since = &h
+				fmt.Fprintf(stdout, "signed head: valid signature; space %s, seq %d, hash %s\n", h.SpaceID, h.Seq, h.Hash)
+			}
+			var v receipts.Verification
+			var err error
+			if baseURL != "" {
+				if key == "" {
+					return errors.New("receipts verify: --key (or AGENTMEMORY_KEY) is required with --url")
+				}
+				v, err = verifyThroughAPI(ctx, cliHTTP, baseURL, key, since)
+			} else {
+				if since == nil {
+					return errors.New("receipts verify: without --url, --since-head is required (it names the space)")
+				}
+				v, err = verifyInDatabase(ctx, load, dataDir, cmd.Flags().Changed("data-dir"), since)
+			}
+			if err != nil {
+				return err
+			}
+			return reportVerification(stdout, v, since)
+		},
+	}
+	verify.Flags().StringVar(&sinceFile, "since-head", "", "a signed head (GET /v1/receipts/head's JSON) the chain must extend")
+	verify.Flags().StringVar(&baseURL, "url", "", "base URL of the API; default $AGENTMEMORY_URL; empty: read the database")
+	verify.Flags().StringVar(&key, "key", "", "API key (admin or compliance); default $AGENTMEMORY_KEY")
+	verify.Flags().StringVar(&keysFrom, "keys", "", "public keys for the head's signature: a file or URL; default <url>/v1/signing-keys")
+	verify.Flags().StringVar(&dataDir, "data-dir", "./data", "data dir of the SQLite database (without --url and DATABASE_URL)")
+	cmd.AddCommand(verify)
+	return cmd
+}
+
+// readSignedHead reads a signed head file and checks its signature against the keys from
+// keysFrom (default: the API's /v1/signing-keys).
+func readSignedHead(ctx context.Context, path, keysFrom, baseURL string, getenv func(string) string) (receipts.Head, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return receipts.Head{}, err
+	}
+	name, doc, sig, err := signing.Envelope(data)
+	if err != nil {
+		return receipts.Head{}, err
+	}
+	if name != "head" {
+		return receipts.Head{}, fmt.Errorf("%s holds a signed %q, not a receipt head", path, name)
+	}
+	if keysFrom == "" && baseURL != "" {
+		keysFrom = baseURL
+	}
+	keys, err := loadKeys(ctx, keysFrom, getenv)
+	if err != nil {
+		return receipts.Head{}, err
+	}
+	if err := signing.Verify(doc, sig, keys); err != nil {
+		return receipts.Head{}, fmt.Errorf("signed head does NOT verify: %w", err)
+	}
+	var h receipts.Head
+	if err := json.Unmarshal(doc, &h); err != nil {
+		return receipts.Head{}, fmt.Errorf("signed head: %w", err)
+	}
+	if h.SpaceID == "" || h.Hash == "" {
+		return receipts.Head{}, errors.New("signed head: space_id and hash are required")
+	}
+	return h, nil
+}
+
+// verifyThroughAPI pages GET /v1/receipts and recomputes the chain here, then compares its end
+// with GET /v1/receipts/head.
+func verifyThroughAPI(ctx context.Context, hc *http.Client, baseURL, key string, since *receipts.Head) (receipts.Verification, error) {
+	base := strings.TrimRight(baseURL, "/")
+	var current struct {
+		Head receipts.Head `json:"head"`
+	}
+	if err := getJSON(ctx, hc, base+"/v1/receipts/head", key, &current); err != nil {
+		return receipts.Verification{}, err
+	}
+	if since != nil && since.SpaceID != current.Head.SpaceID {
+		return receipts.Verification{Reason: receipts.ReasonHeadOtherSpace}, nil
+	}
+	w := &receipts.Walker{Since: since}
+	var after int64
+	for {
+		var page struct {
+			Receipts []receipts.Receipt `json:"receipts"`
+		}
+		if err := getJSON(ctx, hc, fmt.Sprintf("%s/v1/receipts?after=%d&limit=1000", base, after), key, &page); err != nil {
+			return receipts.Verification{}, err
+		}
+		for _, r := range page.Receipts {
+			if r.Seq > current.Head.Seq {
+				break // appended after the head was read: the walk ends at that head
+			}
+			if !w.Next(r) {
+				return w.Result(0, "", false), nil
+			}
+			after = r.Seq
+		}
+		if len(page.Receipts) < 1000 || after >= current.Head.Seq {
+			break
+		}
+	}
+	return w.Result(current.Head.Seq, current.Head.Hash, true), nil
+}
+
+// verifyInDatabase opens the configured database (without migrating it) and verifies the
+// head's space there.
+func verifyInDatabase(ctx context.Context, load func() (config.Config, error), dataDir string, dataDirSet bool, since *receipts.Head) (receipts.Verification, error) {
+	cfg, err := load()
+	if err != nil {
+		return receipts.Verification{}, err
+	}
+	if dataDirSet {
+		cfg.DataDir = dataDir
+	}
+	d, err := db.Open(ctx, databaseURL(cfg), db.PoolOptions(cfg))
+	if err != nil {
+		return receipts.Verification{}, err
+	}
+	defer d.Close()
+	return receipts.VerifySince(ctx, d, since.SpaceID, since)
+}
+
+// reportVerification prints v; a chain that does not verify is an error (exit 1).
+func reportVerification(stdout io.Writer, v receipts.Verification, since *receipts.Head) error {
+	if v.OK {
+		fmt.Fprintf(stdout, "chain: ok, %d entries recomputed", v.Count)
+		if since != nil {
+			fmt.Fprintf(stdout, "; it extends the signed head at seq %d", since.Seq)
+		}
+		fmt.Fprintln(stdout)
+		return nil
+	}
+	msg := "chain does NOT verify: " + v.Reason
+	switch v.Reason {
+	case receipts.ReasonHeadRewritten:
+		msg += " (the entry at the signed head's seq has another hash: the chain was rewritten)"
+	case receipts.ReasonHeadRolledBack:
+		msg += " (the chain ends before the signed head: truncated or rolled back)"
+	case receipts.ReasonHeadOtherSpace:
+		msg += " (the signed head is of another space)"
+	}
+	if v.Broken != nil {
+		msg += fmt.Sprintf(" at seq %d (receipt %s)", v.Broken.Seq, v.Broken.ID)
+	}
+	return errors.New(msg)
+}
+
+// loadKeys reads public keys from a file or URL holding GET /v1/signing-keys's JSON (or a bare
+// array of keys); from "" it uses $AGENTMEMORY_URL. A URL without a path gets
+// /v1/signing-keys.
+func loadKeys(ctx context.Context, from string, getenv func(string) string) ([]signing.PublicKey, error) {
+	if from == "" {
+		from = getenv("AGENTMEMORY_URL")
+	}
+	if from == "" {
+		return nil, errors.New("no public keys: give --keys FILE|URL (or set AGENTMEMORY_URL)")
+	}
+	var data []byte
+	if strings.HasPrefix(from, "http://") || strings.HasPrefix(from, "https://") {
+		u, err := url.Parse(from)
+		if err != nil {
+			return nil, fmt.Errorf("--keys: %w", err)
+		}
+		if u.Path == "" || u.Path == "/" {
+			u.Path = "/v1/signing-keys"
+		}
+		var raw json.RawMessage
+		if err := getJSON(ctx, cliHTTP, u.String(), "", &raw); err != nil {
+			return nil, err
+		}
+		data = raw
+	} else {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			return nil, err
+		}
+		data = b
+	}
+	var list struct {
+		Keys []signing.PublicKey `json:"keys"`
+	}
+	if err := json.Unmarshal(data, &list); err != nil || list.Keys == nil {
+		if err2 := json.Unmarshal(data, &list.Keys); err2 != nil {
+			return nil, fmt.Errorf("public keys: want {\"keys\": [...]} as GET /v1/signing-keys returns")
+		}
+	}
+	return list.Keys, nil
+}
+
+// getJSON GETs u (with key as Bearer when set) and decodes a 200 answer into out.
+func getJSON(ctx context.Context, hc *http.Client, u, key string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", req.URL.Path, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return json.Unmarshal(body, out)
+}
+
+// keyState says whether the key that signed is the current one or a rotated one.
+func keyState(keys []signing.PublicKey, id string) string {
+	for _, k := range keys {
+		if k.KeyID != id {
+			continue
+		}
+		if k.Current {
+			return ", current"
+		}
+		if k.ValidUntil != nil {
+			return ", rotated; signed until " + k.ValidUntil.Format(time.RFC3339)
+		}
+		return ", rotated"
+	}
+	return ""
+}
+
+// printDoc prints a decoded JSON object one member a line, sorted, nested objects and arrays
+// indented: the certificate's own fields, whatever their shape (subject hash, stores, counts,
+// times).
+func printDoc(w io.Writer, v map[string]any, indent string) {
+	names := make([]string, 0, len(v))
+	for k := range v {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		switch x := v[k].(type) {
+		case map[string]any:
+			fmt.Fprintf(w, "%s%s:\n", indent, k)
+			printDoc(w, x, indent+"  ")
+		case []any:
+			if len(x) == 0 {
+				fmt.Fprintf(w, "%s%s: []\n", indent, k)
+				continue
+			}
+			fmt.Fprintf(w, "%s%s:\n", indent, k)
+			for _, item := range x {
+				if m, ok := item.(map[string]any); ok {
+					fmt.Fprintf(w, "%s  -\n", indent)
+					printDoc(w, m, indent+"    ")
+					continue
+				}
+				fmt.Fprintf(w, "%s  - %s\n", indent, scalar(item))
+			}
+		default:
+			fmt.Fprintf(w, "%s%s: %s\n", indent, k, scalar(x))
+		}
+	}
+}
+
+func scalar(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"agentmemory/api"
+	"agentmemory/api/apitest"
+	"agentmemory/internal/config"
+	"agentmemory/internal/db/dbtest"
+	"agentmemory/internal/receipts"
+	"agentmemory/internal/signing"
+	"agentmemory/models"
+)
+
+// signedEnv is an API with a signing key behind a real HTTP server.
+type signedEnv struct {
+	*apitest.Env
+	signer *signing.Signer
+	srv    *httptest.Server
+}
+
+func newSignedEnv(t *testing.T, e *apitest.Env) signedEnv {
+	t.Helper()
+	seed, _, err := signing.GenerateKey()
+	require.NoError(t, err)
+	priv, err := signing.ParsePrivateKey(seed)
+	require.NoError(t, err)
+	s, err := signing.NewSigner(priv, time.Time{})
+	require.NoError(t, err)
+	deps := e.Deps
+	deps.Signer = s
+	e.Server = api.NewServer(deps)
+	srv := httptest.NewServer(e.Server)
+	t.Cleanup(srv.Close)
+	return signedEnv{Env: e, signer: s, srv: srv}
+}
+
+// cli runs the agentmemory command line with env as its environment.
+func cli(t *testing.T, env map[string]string, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, func(k string) string { return env[k] }, &out, &errOut)
+	return out.String(), err
+}
+
+// save writes the 200 answer of GET path to a file and returns its path.
+func (s signedEnv) save(t *testing.T, path, name string) string {
+	t.Helper()
+	r := s.MustDo(http.StatusOK, "GET", path, s.AdminKey, nil)
+	file := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(file, r.Body, 0o600))
+	return file
+}
+
+func TestVerifyCertificateCommand(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		s := newSignedEnv(t, e)
+		cert := `{"erasure_id":"er_1","subject_hash":"5f1c","stores":[{"store":"state","removed":3,"probe":0},` +
+			`{"store":"turns","removed":2,"probe":0}],"total":5,"ended_at":"2026-12-01T12:00:03Z"}`
+		_, err := s.DB.NewInsert().Model(&models.Erasure{ID: "er_1", SpaceID: s.SpaceID, TargetKind: "subject", TargetHash: "th",
+			ScopeHashes: "[]", ProfileIDs: "[]", Items: "[]", Status: "completed", RequestedBy: "key_1", Certificate: cert,
+			CreatedAt: time.Now()}).Exec(context.Background())
+		require.NoError(t, err)
+		file := s.save(t, "/v1/erasures/er_1/certificate", "cert.json")
+		keysFile := s.save(t, "/v1/signing-keys", "keys.json")
+
+		// Against the published keys by URL, by file, and through AGENTMEMORY_URL.
+		for _, tc := range []struct {
+			args []string
+			env  map[string]string
+		}{
+			{[]string{"verify-certificate", file, "--keys", s.srv.URL}, nil},
+			{[]string{"verify-certificate", file, "--keys", s.srv.URL + "/v1/signing-keys"}, nil},
+			{[]string{"verify-certificate", file, "--keys", keysFile}, nil},
+			{[]string{"verify-certificate", file}, map[string]string{"AGENTMEMORY_URL": s.srv.URL}},
+		} {
+			out, err := cli(t, tc.env, tc.args...)
+			require.NoError(t, err, "%v", tc.args)
+			require.Contains(t, out, "signature: valid (Ed25519, key "+s.signer.KeyID()+", current)")
+			require.Contains(t, out, `subject_hash: "5f1c"`)
+			require.Contains(t, out, `store: "turns"`)
+			require.Contains(t, out, `removed: 3`)
+			require.Contains(t, out, `ended_at: "2026-12-01T12:00:03Z"`)
+		}
+
+		// One changed byte (a count) fails, and so does a key list without the signing key.
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		changed := bytes.Replace(data, []byte(`"removed":3`), []byte(`"removed":4`), 1)
+		require.NotEqual(t, data, changed)
+		bad := filepath.Join(t.TempDir(), "changed.json")
+		require.NoError(t, os.WriteFile(bad, changed, 0o600))
+		_, err = cli(t, nil, "verify-certificate", bad, "--keys", keysFile)
+		require.ErrorContains(t, err, "does NOT verify")
+		require.ErrorIs(t, err, signing.ErrBadSignature)
+
+		other := filepath.Join(t.TempDir(), "other-keys.json")
+		require.NoError(t, os.WriteFile(other, []byte(`{"keys":[]}`), 0o600))
+		_, err = cli(t, nil, "verify-certificate", file, "--keys", other)
+		require.ErrorIs(t, err, signing.ErrUnknownKey)
+
+		// A signed head is not a certificate.
+		head := s.save(t, "/v1/receipts/head", "head.json")
+		_, err = cli(t, nil, "verify-certificate", head, "--keys", keysFile)
+		require.ErrorContains(t, err, "not a certificate")
+	})
+}
+
+// A chain rewritten with recomputed hashes verifies alone but fails against the older signed
+// head, through the API and straight from the database (both DBs).
+func TestReceiptsVerifySinceHeadCommand(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		s := newSignedEnv(t, e)
+		for _, agent := range []string{"a", "b", "c"} {
+			s.MustDo(http.StatusCreated, "POST", "/v1/keys", s.AdminKey, map[string]any{"kind": "agent", "agent": agent, "vendor": "v", "scopes": []string{"context"}})
+		}
+		head := s.save(t, "/v1/receipts/head", "head.json")
+		keysFile := s.save(t, "/v1/signing-keys", "keys.json")
+		s.MustDo(http.StatusCreated, "POST", "/v1/keys", s.AdminKey, map[string]any{"kind": "agent", "agent": "d", "vendor": "v", "scopes": []string{"context"}})
+
+		viaAPI := []string{"receipts", "verify", "--url", s.srv.URL, "--key", s.AdminKey, "--keys", keysFile}
+		out, err := cli(t, nil, append(viaAPI, "--since-head", head)...)
+		require.NoError(t, err)
+		require.Contains(t, out, "signed head: valid signature")
+		require.Contains(t, out, "it extends the signed head")
+
+		// The database mode reads the same chain (the head names the space).
+		dbEnv := map[string]string{"DATABASE_URL": dbURL(t, s)}
+		_, err = cli(t, dbEnv, "receipts", "verify", "--since-head", head, "--keys", keysFile)
+		require.NoError(t, err)
+
+		// An operator rewrites receipt 2 and recomputes every later hash and the head.
+		rewriteChain(t, s.Env, 2)
+		out, err = cli(t, nil, viaAPI...)
+		require.NoError(t, err, "the rewritten chain is consistent on its own")
+		require.Contains(t, out, "chain: ok")
+		_, err = cli(t, nil, append(viaAPI, "--since-head", head)...)
+		require.ErrorContains(t, err, receipts.ReasonHeadRewritten)
+		_, err = cli(t, dbEnv, "receipts", "verify", "--since-head", head, "--keys", keysFile)
+		require.ErrorContains(t, err, receipts.ReasonHeadRewritten)
+
+		// A changed byte in the signed head file fails before any walk.
+		data, err := os.ReadFile(head)
+		require.NoError(t, err)
+		forged := filepath.Join(t.TempDir(), "forged.json")
+		require.NoError(t, os.WriteFile(forged, bytes.Replace(data, []byte(`"seq":`), []byte(`"seq":1`), 1), 0o600))
+		_, err = cli(t, nil, append(viaAPI, "--since-head", forged)...)
+		require.ErrorContains(t, err, "signed head does NOT verify")
+	})
+}
+
+// dbURL is the URL of the env's database, for the CLI's database mode.
+func dbURL(t *testing.T, s signedEnv) string {
+	t.Helper()
+	ctx := context.Background()
+	if s.Engine == "sqlite" {
+		var seq int
+		var name, file string
+		require.NoError(t, s.DB.QueryRowContext(ctx, "PRAGMA database_list").Scan(&seq, &name, &file))
+		require.NotEmpty(t, file)
+		return "sqlite://" + file
+	}
+	var schema string
+	require.NoError(t, s.DB.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema))
+	return dbtest.PostgresURL() + "&search_path=" + schema
+}
+
+// rewriteChain changes the detail of receipt seq of the env's space and recomputes every later
+// hash and link and the head row: what write access to the database allows.
+func rewriteChain(t *testing.T, e *apitest.Env, seq int64) {
+	t.Helper()
+	ctx := context.Background()
+	all, err := receipts.List(ctx, e.DB, e.SpaceID, 0, 1000)
+	require.NoError(t, err)
+	prev := receipts.Genesis
+	for _, r := range all {
+		if r.Seq >= seq {
+			q := e.DB.NewUpdate().Model((*models.Receipt)(nil))
+			if r.Seq == seq {
+				r.Detail = map[string]any{"rewritten": true}
+				q = q.Set("detail = ?", `{"rewritten":true}`)
+			}
+			r.PrevHash = prev
+			r.Hash = r.ComputeHash()
+			_, err := q.Set("prev_hash = ?, hash = ?", r.PrevHash, r.Hash).Where("space_id = ? AND seq = ?", e.SpaceID, r.Seq).Exec(ctx)
+			require.NoError(t, err)
+		}
+		prev = r.Hash
+	}
+	_, err = e.DB.NewRaw("UPDATE receipt_heads SET hash = ? WHERE space_id = ?", prev, e.SpaceID).Exec(ctx)
+	require.NoError(t, err)
+}
+
+// dev generates a signing key in the data dir once and keeps it; serve without a key or a
+// key file has no signer (the signed routes answer 503); AGENTMEMORY_SIGNING_KEY wins.
+func TestOpenSigner(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config.Config{DataDir: dir}
+	none, err := openSigner(cfg, false)
+	require.NoError(t, err)
+	require.Nil(t, none)
+
+	dev, err := openSigner(cfg, true)
+	require.NoError(t, err)
+	info, err := os.Stat(filepath.Join(dir, signingKeyFile))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+	again, err := openSigner(cfg, true)
+	require.NoError(t, err)
+	require.Equal(t, dev.KeyID(), again.KeyID(), "the generated key is kept across restarts")
+
+	seed, pub, err := signing.GenerateKey()
+	require.NoError(t, err)
+	cfg.SigningKey = seed
+	cfg.SigningKeysPrevious = pub
+	own, err := openSigner(cfg, true)
+	require.NoError(t, err)
+	require.NotEqual(t, dev.KeyID(), own.KeyID())
+	require.Len(t, own.Keys(), 1, "a previous key equal to the current one is listed once")
+}
