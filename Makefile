@@ -30,7 +30,8 @@ test: temporal
 test-short:
 	$(GO) test -count=1 -short ./...
 
-## bench: API throughput and latency against the database's own compare-and-swap limit.
+## bench: API throughput and latency against the database's own compare-and-swap limit, with the
+## shipped pool defaults, and on PostgreSQL the same load with a tuned pool (ratio printed).
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./bench
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./internal/notes

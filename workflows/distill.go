@@ -21,7 +21,8 @@ const reuseRejectDuplicate = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
 // during a model call is noticed after this long and the call retried on another worker,
 // instead of after the 5-minute StartToClose timeout (issue 11 §3). Activity options are not
 // part of replay's command matching (activity type and id are), so histories recorded before
-// it replay unchanged without a workflow.GetVersion guard.
+// it replay unchanged without a workflow.GetVersion guard (TestDistillReplay replays
+// testdata/distill_approved.json, recorded without the heartbeat timeout).
 const DraftHeartbeatTimeout = 20 * time.Second
 
 // Defaults of DistillInput's durations.
