@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -70,11 +71,15 @@ func ErasureWorkflow(ctx workflow.Context, in ErasureInput) (ErasureResult, erro
 	return ErasureResult{ReceiptID: c.ReceiptID, Seq: c.Seq, Total: c.Total, NothingFound: c.NothingFound}, nil
 }
 
+// failErasure marks the erasure failed with reason and returns cause, joined with the
+// failure of that marking if it failed too (never dropped).
 func failErasure(ctx workflow.Context, in ErasureInput, reason string, cause error) error {
 	var a *activities.ComplianceActivities
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	_ = workflow.ExecuteActivity(dctx, a.FailErasure, activities.FailRef{SpaceID: in.SpaceID, ID: in.ErasureID, Reason: reason}).Get(dctx, nil)
+	if err := workflow.ExecuteActivity(dctx, a.FailErasure, activities.FailRef{SpaceID: in.SpaceID, ID: in.ErasureID, Reason: reason}).Get(dctx, nil); err != nil {
+		return errors.Join(cause, err)
+	}
 	return cause
 }
 

@@ -289,7 +289,7 @@ func TestSubjectErasureEndToEnd(t *testing.T) {
 			e.MustDo(http.StatusBadRequest, "POST", "/v1/erasures", comp, map[string]any{"subjcet": "email:" + ana.email})
 
 			r := e.MustDo(http.StatusAccepted, "POST", "/v1/erasures", comp, map[string]any{"subject": "email:" + ana.email}).JSON(t)
-			require.Equal(t, "running", r["status"])
+			require.Equal(t, "pending", r["status"])
 			erasureID := r["erasure_id"].(string)
 			waitWorkflow(t, workflows.ErasureWorkflowID(erasureID))
 			require.Equal(t, 2, flaky.calls, "the turns step failed once and was retried")

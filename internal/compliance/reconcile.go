@@ -53,8 +53,9 @@ type ReconcileResult struct {
 	Started int `json:"started"`
 }
 
-// Reconcile finds erasures and exports of spaceID (every space when empty) still running and
-// created at least minAge ago (unexpired, for exports), and distilled note proposals still
+// Reconcile finds erasures of spaceID (every space when empty) still pending or running and
+// exports still running,
+// both created at least minAge ago (unexpired, for exports), and distilled note proposals still
 // drafting created at least minAge ago, and has starter start the workflow of
 // each one whose workflow does not exist: the request that made the row committed it, then
 // died before starting its workflow (a crash or kill between the two). At most 1,000 rows of
@@ -65,7 +66,7 @@ func (s *Service) Reconcile(ctx context.Context, starter WorkflowStarter, spaceI
 	before := now.Add(-minAge)
 	var erasures []models.Erasure
 	q := s.DB.NewSelect().Model(&erasures).Column("id", "space_id").
-		Where("status = ? AND created_at <= ?", StatusRunning, before).Order("created_at ASC").Limit(reconcileBatch)
+		Where("status IN (?) AND created_at <= ?", bun.In([]string{StatusPending, StatusRunning}), before).Order("created_at ASC").Limit(reconcileBatch)
 	if err := scoped(q, spaceID).Scan(ctx); err != nil {
 		return ReconcileResult{}, fmt.Errorf("compliance: reconcile erasures: %w", err)
 	}
