@@ -15,6 +15,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"agentmemory/internal/erasure"
 	"agentmemory/internal/fault"
 	"agentmemory/internal/keyed"
 	"agentmemory/internal/keystore"
@@ -88,10 +89,12 @@ type SubjectRef struct {
 	HandleHashes []string
 }
 
-// Erased lists the ids of one kind (KindTurn, KindIdentityLink, ...) that a store deleted.
+// Erased lists the ids of one kind (KindTurn, KindIdentityLink, ...) that a store deleted;
+// Store names the store (a registered eraser's Name, or StoreKeys) when known.
 type Erased struct {
-	Kind string
-	IDs  []string
+	Kind  string
+	IDs   []string
+	Store string
 }
 
 // TurnEraser deletes a customer's identity links and the masked turns of the conversations
@@ -167,6 +170,12 @@ type Service struct {
 	TurnExports TurnExporter
 	TurnSweeps  TurnSweeper
 	Notes       NoteEraser
+	// TurnProbe finds residue in the turns store; when nil, Turns or TurnExports are used if
+	// they implement TurnProber.
+	TurnProbe TurnProber
+	// Erasers orders the stores' erasers (nil: Registry's default of state, turns, exports,
+	// subjects).
+	Erasers *erasure.Registry
 	// ExportTTL is how long packages live (DefaultExportTTL when zero).
 	ExportTTL time.Duration
 	Now       func() time.Time

@@ -31,6 +31,7 @@ type ErasureRequest struct {
 // Item is what an erasure removed of one kind: how many, and the SHA-256 of each id.
 type Item struct {
 	Kind      string   `json:"kind"`
+	Store     string   `json:"store,omitempty"`
 	Count     int      `json:"count"`
 	HashedIDs []string `json:"hashed_ids"`
 }
@@ -58,7 +59,13 @@ type Certificate struct {
 	Total        int            `json:"total"`
 	NothingFound bool           `json:"nothing_found"`
 	NotCovered   []string       `json:"not_covered"`
-	Receipt      *ChainPosition `json:"receipt,omitempty"`
+	// Stores lists every registered store (and the key store for a subject): what the
+	// erasure removed there and what the probe found after the steps (always 0 here: a
+	// probe that finds anything fails the erasure with "residue:<stores>").
+	Stores []StoreReport `json:"stores"`
+	// WorkflowHistory says what Temporal holds of the subject (WorkflowHistoryNote).
+	WorkflowHistory string         `json:"workflow_history"`
+	Receipt         *ChainPosition `json:"receipt,omitempty"`
 }
 
 // ErasureView is GET /v1/erasures/{id}; Certificate is null until the erasure completes.
@@ -243,7 +250,7 @@ func (s *Service) step(ctx context.Context, spaceID, id string, fn func(ctx cont
 		for _, e := range erased {
 			it := items[e.Kind]
 			if it == nil {
-				it = &Item{Kind: e.Kind, HashedIDs: []string{}}
+				it = &Item{Kind: e.Kind, Store: e.Store, HashedIDs: []string{}}
 				items[e.Kind] = it
 			}
 			for _, x := range e.IDs {
@@ -262,95 +269,24 @@ func (s *Service) step(ctx context.Context, spaceID, id string, fn func(ctx cont
 // scope is one of their handles or whose `subject` names them; for a conversation, the states
 // of that conversation's scope. It returns how many it deleted.
 func (s *Service) EraseStates(ctx context.Context, spaceID, id string) (int, error) {
-	return s.step(ctx, spaceID, id, func(ctx context.Context, tx bun.Tx, row *models.Erasure, hashes, _ []string) ([]Erased, error) {
-		q := tx.NewSelect().Model((*models.AgentState)(nil)).Column("id").Where("space_id = ?", spaceID)
-		if row.TargetKind == TargetSubject {
-			if len(hashes) == 0 {
-				return nil, nil
-			}
-			q = q.Where("subject_hash IN (?)", bun.In(hashes))
-		} else {
-			q = q.Where("scope_kind = 'conversation' AND scope_hash = ?", row.TargetHash)
-		}
-		var ids []string
-		if err := q.Order("id ASC").Scan(ctx, &ids); err != nil {
-			return nil, fmt.Errorf("compliance: find states: %w", err)
-		}
-		if len(ids) == 0 {
-			return nil, nil
-		}
-		if _, err := tx.NewDelete().Model((*models.AgentState)(nil)).Where("id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
-			return nil, fmt.Errorf("compliance: delete states: %w", err)
-		}
-		return []Erased{{Kind: KindAgentState, IDs: ids}}, nil
-	})
+	return s.eraseStore(ctx, spaceID, id, StoreState)
 }
 
 // EraseTurns deletes, through the TurnEraser, a subject's identity links and the turns of
 // their linked conversations, or a conversation's turns. Without a TurnEraser it erases
 // nothing and the certificate lists turns and identity links as not covered.
 func (s *Service) EraseTurns(ctx context.Context, spaceID, id string) (int, error) {
-	if s.Turns == nil {
-		return 0, nil
-	}
-	return s.step(ctx, spaceID, id, func(ctx context.Context, tx bun.Tx, row *models.Erasure, hashes, profileIDs []string) ([]Erased, error) {
-		if row.TargetKind == TargetSubject {
-			return s.Turns.EraseSubject(ctx, tx, spaceID, SubjectRef{ProfileIDs: profileIDs, HandleHashes: hashes})
-		}
-		return s.Turns.EraseConversation(ctx, tx, spaceID, row.TargetRef)
-	})
+	return s.eraseStore(ctx, spaceID, id, StoreTurns)
 }
 
 // EraseExports deletes the subject's data packages (GOV-3: packages are erased too).
 func (s *Service) EraseExports(ctx context.Context, spaceID, id string) (int, error) {
-	return s.step(ctx, spaceID, id, func(ctx context.Context, tx bun.Tx, row *models.Erasure, hashes, _ []string) ([]Erased, error) {
-		if row.TargetKind != TargetSubject || len(hashes) == 0 {
-			return nil, nil
-		}
-		var ids []string
-		if err := tx.NewSelect().Model((*models.ExportPackage)(nil)).Column("id").
-			Where("space_id = ? AND subject_hash IN (?)", spaceID, bun.In(hashes)).Order("id ASC").Scan(ctx, &ids); err != nil {
-			return nil, fmt.Errorf("compliance: find exports: %w", err)
-		}
-		if len(ids) == 0 {
-			return nil, nil
-		}
-		if _, err := tx.NewDelete().Model((*models.ExportPackage)(nil)).Where("id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
-			return nil, fmt.Errorf("compliance: delete exports: %w", err)
-		}
-		return []Erased{{Kind: KindExportPackage, IDs: ids}}, nil
-	})
+	return s.eraseStore(ctx, spaceID, id, StoreExports)
 }
 
 // EraseProfiles deletes the subject's profiles and their handles.
 func (s *Service) EraseProfiles(ctx context.Context, spaceID, id string) (int, error) {
-	return s.step(ctx, spaceID, id, func(ctx context.Context, tx bun.Tx, row *models.Erasure, hashes, profileIDs []string) ([]Erased, error) {
-		if len(profileIDs) == 0 {
-			return nil, nil
-		}
-		var handles []string
-		if err := tx.NewSelect().Model((*models.ProfileHandle)(nil)).Column("handle_hash").
-			Where("space_id = ? AND profile_id IN (?)", spaceID, bun.In(profileIDs)).Order("handle_hash ASC").Scan(ctx, &handles); err != nil {
-			return nil, fmt.Errorf("compliance: find handles: %w", err)
-		}
-		if _, err := tx.NewDelete().Model((*models.ProfileHandle)(nil)).
-			Where("space_id = ? AND profile_id IN (?)", spaceID, bun.In(profileIDs)).Exec(ctx); err != nil {
-			return nil, fmt.Errorf("compliance: delete handles: %w", err)
-		}
-		var gone []string
-		if err := tx.NewDelete().Model((*models.Profile)(nil)).
-			Where("space_id = ? AND id IN (?)", spaceID, bun.In(profileIDs)).Returning("id").Scan(ctx, &gone); err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return nil, fmt.Errorf("compliance: delete profiles: %w", err)
-		}
-		var out []Erased
-		if len(gone) > 0 {
-			out = append(out, Erased{Kind: KindProfile, IDs: gone})
-		}
-		if len(handles) > 0 {
-			out = append(out, Erased{Kind: KindProfileHandle, IDs: handles})
-		}
-		return out, nil
-	})
+	return s.eraseStore(ctx, spaceID, id, StoreSubjects)
 }
 
 // DestroyKeys destroys the subject's data keys (GOV-2, MS-4): each profile's key and the key
@@ -419,7 +355,7 @@ func (s *Service) DestroyKeys(ctx context.Context, spaceID, id string) (int, err
 		if len(intended) == 0 || items[KindSubjectKey] != nil {
 			return nil, nil // recorded by an earlier attempt
 		}
-		return []Erased{{Kind: KindSubjectKey, IDs: intended}}, nil
+		return []Erased{{Kind: KindSubjectKey, IDs: intended, Store: StoreKeys}}, nil
 	})
 	if err != nil {
 		return 0, err
@@ -436,26 +372,22 @@ func (s *Service) PurgeCaches(_ context.Context, spaceID string) {
 	}
 }
 
-// Checkpoint makes deleted data leave the database files: on SQLite (secure_delete is on) it
-// checkpoints the WAL into the main file and truncates it, failing (to be retried) while
-// readers hold it back; on PostgreSQL it vacuums the tables a subject or agent-note erasure
-// touches.
+// Checkpoint makes deleted data leave the database files where the request can afford it:
+// on SQLite (secure_delete is on) it checkpoints the WAL into the main file and truncates it,
+// failing (to be retried) while readers hold it back. On PostgreSQL it does nothing: an
+// erasure no longer vacuums whole tables per request (a cost growing with all data, not with
+// the subject); sealed bytes are unreadable once the key is destroyed, and unsealed derived
+// entries (keyed hashes, full-text) leave the disk at the next vacuum (issue 12 §3).
 func (s *Service) Checkpoint(ctx context.Context) error {
-	if db.IsSQLite(s.DB) {
-		var busy, logFrames, done int
-		if err := s.DB.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
-			return fmt.Errorf("compliance: checkpoint: %w", err)
-		}
-		if busy != 0 {
-			return fmt.Errorf("compliance: checkpoint blocked by readers")
-		}
+	if !db.IsSQLite(s.DB) {
 		return nil
 	}
-	for _, table := range []string{"agent_states", "profiles", "profile_handles", "export_packages", "turns", "identity_links",
-		"notes", "note_tags", "note_proposals", "note_requests", "proposal_decisions"} {
-		if _, err := s.DB.ExecContext(ctx, "VACUUM "+table); err != nil {
-			return fmt.Errorf("compliance: vacuum: %w", err)
-		}
+	var busy, logFrames, done int
+	if err := s.DB.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
+		return fmt.Errorf("compliance: checkpoint: %w", err)
+	}
+	if busy != 0 {
+		return fmt.Errorf("compliance: checkpoint blocked by readers")
 	}
 	return nil
 }
@@ -463,10 +395,15 @@ func (s *Service) Checkpoint(ctx context.Context) error {
 // Certify completes a running erasure (running → completed): it writes the certificate as a
 // "erasure.certificate" compliance receipt (in the same transaction as the status change),
 // clears the conversation id it held, and returns the certificate with its chain position.
+// Before it, the probe asks every registered store and the key store for residue of the
+// target (issue 12 §3); residue anywhere fails the erasure instead, with reason
+// "residue:<stores>", and is fault.Conflict "residue". The certificate lists per store what
+// was removed and what the probe found (0).
 // Certifying a completed erasure returns its certificate unchanged (a retried activity);
 // a pending or failed erasure is fault.Conflict "erasure_not_running", never certified.
 func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate, error) {
 	var cert Certificate
+	var residue []string
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		row, err := s.loadErasure(ctx, tx, spaceID, id)
 		if err != nil {
@@ -482,6 +419,30 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 		if err := decodeRecord(row.ID, "items", row.Items, &items); err != nil {
 			return err
 		}
+		stores, err := s.probe(ctx, tx, row, items)
+		if err != nil {
+			return err
+		}
+		for _, st := range stores {
+			if st.Probe != 0 {
+				residue = append(residue, st.Store)
+			}
+		}
+		if len(residue) > 0 {
+			// The steps left something: the erasure fails and says where (committed).
+			now := s.now()
+			reason := "residue:" + strings.Join(residue, ",")
+			if err := s.finish(ctx, tx, row, StatusFailed, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+				return q.Set("failure = ?", reason).Set("ended_at = ?", now).Set("target_ref = ''")
+			}); err != nil {
+				return err
+			}
+			_, err := receipts.Append(ctx, tx, spaceID, receipts.Entry{
+				Kind: receipts.KindCompliance, Action: "erasure.fail", ActorKey: row.RequestedBy,
+				ObjectIDs: []string{row.ID}, Detail: map[string]any{"reason": reason},
+			}, now)
+			return err
+		}
 		kinds := make([]string, 0, len(items))
 		for k := range items {
 			kinds = append(kinds, k)
@@ -491,6 +452,7 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 		cert = Certificate{
 			ErasureID: row.ID, SpaceID: spaceID, TargetKind: row.TargetKind, RequestedBy: row.RequestedBy,
 			StartedAt: row.CreatedAt.UTC(), EndedAt: now, Items: []Item{}, NotCovered: []string{},
+			Stores: stores, WorkflowHistory: WorkflowHistoryNote,
 		}
 		for _, k := range kinds {
 			cert.Items = append(cert.Items, *items[k])
@@ -516,6 +478,9 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 			return q.Set("ended_at = ?", now).Set("certificate = ?", mustJSON(cert)).Set("target_ref = ''")
 		})
 	})
+	if err == nil && len(residue) > 0 {
+		return Certificate{}, fault.New(fault.Conflict, "residue", "the probe found data left in: %s", strings.Join(residue, ", "))
+	}
 	return cert, err
 }
 

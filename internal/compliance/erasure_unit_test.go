@@ -13,8 +13,10 @@ import (
 	"agentmemory/api/apitest"
 	"agentmemory/internal/auth"
 	"agentmemory/internal/compliance"
+	"agentmemory/internal/fault"
 	"agentmemory/internal/keystore"
 	"agentmemory/internal/state"
+	"agentmemory/models"
 )
 
 // acceptsWorkflows acknowledges every start and runs nothing: tests drive the steps.
@@ -100,6 +102,10 @@ func TestDestroyKeysRetryKeepsCount(t *testing.T) {
 			c := e.Deps.Compliance
 			_, err := c.ResolveErasure(ctx, e.SpaceID, id)
 			require.NoError(t, err)
+			for _, step := range []func(context.Context, string, string) (int, error){c.EraseStates, c.EraseTurns, c.EraseExports, c.EraseProfiles} {
+				_, err := step(ctx, e.SpaceID, id)
+				require.NoError(t, err)
+			}
 			real := c.Keys
 			c.Keys = &brokenDestroy{Store: real, left: 1}
 			_, err = c.DestroyKeys(ctx, e.SpaceID, id)
@@ -159,8 +165,14 @@ func TestExportErasureRace(t *testing.T) {
 				_, err := step(ctx, e.SpaceID, erasure)
 				require.NoError(t, err)
 			}
+			// The probe finds the package made inside the window: the erasure fails and says
+			// where, instead of certifying.
 			_, err = c.Certify(ctx, e.SpaceID, erasure)
-			require.NoError(t, err)
+			require.True(t, fault.IsCode(err, "residue"), "got %v", err)
+			var row models.Erasure
+			require.NoError(t, e.DB.NewSelect().Model(&row).Where("id = ?", erasure).Scan(ctx))
+			require.Equal(t, "failed", row.Status)
+			require.Equal(t, "residue:exports", row.Failure)
 
 			v := e.MustDo(http.StatusOK, "GET", "/v1/exports/"+early, dpo, nil).JSON(t)
 			require.Equal(t, "failed", v["status"], "a completed export whose package is gone reads failed")
