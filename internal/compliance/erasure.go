@@ -49,16 +49,16 @@ type ChainPosition struct {
 // It never holds a value, a handle or a conversation id. NothingFound is true when nothing
 // was left to erase (a repeated erasure). NotCovered names kinds this build could not reach.
 type Certificate struct {
-	ErasureID    string         `json:"erasure_id"`
-	SpaceID      string         `json:"space_id"`
-	TargetKind   string         `json:"target_kind"`
-	RequestedBy  string         `json:"requested_by"`
-	StartedAt    time.Time      `json:"started_at"`
-	EndedAt      time.Time      `json:"ended_at"`
-	Items        []Item         `json:"items"`
-	Total        int            `json:"total"`
-	NothingFound bool           `json:"nothing_found"`
-	NotCovered   []string       `json:"not_covered"`
+	ErasureID    string    `json:"erasure_id"`
+	SpaceID      string    `json:"space_id"`
+	TargetKind   string    `json:"target_kind"`
+	RequestedBy  string    `json:"requested_by"`
+	StartedAt    time.Time `json:"started_at"`
+	EndedAt      time.Time `json:"ended_at"`
+	Items        []Item    `json:"items"`
+	Total        int       `json:"total"`
+	NothingFound bool      `json:"nothing_found"`
+	NotCovered   []string  `json:"not_covered"`
 	// Stores lists every registered store (and the key store for a subject): what the
 	// erasure removed there and what the probe found after the steps (always 0 here: a
 	// probe that finds anything fails the erasure with "residue:<stores>").

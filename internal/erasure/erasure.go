@@ -123,6 +123,7 @@ func (r *Registry) Erasers() []Eraser {
 var Exempt = map[Column]string{
 	{"receipts", "prev_hash"}:      "hash of the previous receipt in the chain (over ids and kinds only)",
 	{"note_requests", "body_hash"}: "idempotency hash of an agent-note request body (AM-12: notes are erased by source)",
+	{"note_requests", "key_id"}:    "the API key (agent or person) that sent an agent-note request, not a subject key",
 	{"erasures", "target_hash"}:    "the erasure's own record: the keyed hash it erased, kept as proof (GOV-2)",
 	{"erasures", "scope_hashes"}:   "the erasure's own record: the keyed hashes it resolved, kept as proof (GOV-2)",
 	{"erasures", "profile_ids"}:    "the erasure's own record: the profile ids it erased (the profiles are gone)",
