@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"agentmemory/api/apitest"
+	"agentmemory/internal/compliance"
 	"agentmemory/internal/erasure"
 )
 
@@ -34,5 +35,29 @@ func TestErasureCoverageCatchesUnregisteredStore(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []erasure.Column{{Table: "loyalty_cards", Column: "sealed_note"}, {Table: "loyalty_cards", Column: "subject_hash"}},
 			e.Deps.Compliance.Registry().Uncovered(cols))
+	})
+}
+
+// Issue 12 §3: the sweep's vacuum phase vacuums one table per batch on PostgreSQL (the
+// erasure itself vacuums nothing there) and is a single no-op batch on SQLite.
+func TestSweepVacuumPhaseBatches(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		batches, cursor := 0, ""
+		for {
+			out, err := e.Deps.Compliance.SweepBatch(context.Background(), "", compliance.PhaseVacuum, cursor, 10)
+			require.NoError(t, err)
+			batches++
+			if out.Done {
+				break
+			}
+			cursor = out.Cursor
+			require.Less(t, batches, 100)
+		}
+		if e.Engine == "sqlite" {
+			require.Equal(t, 1, batches)
+		} else {
+			require.Equal(t, len(compliance.VacuumTables), batches)
+		}
+		require.NoError(t, e.Deps.Compliance.Checkpoint(context.Background()))
 	})
 }
