@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"agentmemory/internal/erasure"
+	"agentmemory/internal/events"
 	"agentmemory/internal/keystore"
 	"agentmemory/internal/state"
 	"agentmemory/internal/subjects"
@@ -48,7 +49,7 @@ type StoreReport struct {
 }
 
 // Registry returns the erasers this service orders, in erasure order: Erasers when set,
-// else state, turns (when Turns is wired), exports and subjects.
+// else state, turns (when Turns is wired), exports, subjects and the outbox (events).
 func (s *Service) Registry() *erasure.Registry {
 	if s.Erasers != nil {
 		return s.Erasers
@@ -60,6 +61,7 @@ func (s *Service) Registry() *erasure.Registry {
 	}
 	r.Register(exportsEraser{})
 	r.Register(subjects.Eraser{})
+	r.Register(events.Eraser{})
 	return r
 }
 
