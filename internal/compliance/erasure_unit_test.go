@@ -188,3 +188,38 @@ func TestExportErasureRace(t *testing.T) {
 		})
 	}
 }
+
+// Issue 12 §3: the probe runs before the certificate. A state written for the subject after
+// the states step (an agent still writing) is residue: the erasure fails with
+// "residue:state" and no certificate is written.
+func TestProbeFailsErasureOnResidue(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			e, dpo := stepEnv(t, engine)
+			ctx := context.Background()
+			c := e.Deps.Compliance
+			id := e.MustDo(http.StatusAccepted, "POST", "/v1/erasures", dpo, map[string]any{"subject": "email:ana@example.com"}).JSON(t)["erasure_id"].(string)
+			_, err := c.ResolveErasure(ctx, e.SpaceID, id)
+			require.NoError(t, err)
+			_, err = c.EraseStates(ctx, e.SpaceID, id)
+			require.NoError(t, err)
+			crm := e.AgentKey("crm-bot", "acme", auth.ScopeAgentState)
+			e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", crm, map[string]any{
+				"scope": map[string]any{"kind": "subject", "id": "email:ana@example.com"}, "body": map[string]any{"tier": "silver"},
+			})
+			for _, step := range []func(context.Context, string, string) (int, error){c.EraseTurns, c.EraseExports, c.EraseProfiles, c.DestroyKeys} {
+				_, err := step(ctx, e.SpaceID, id)
+				require.NoError(t, err)
+			}
+			_, err = c.Certify(ctx, e.SpaceID, id)
+			require.True(t, fault.IsCode(err, "residue"), "got %v", err)
+			var row models.Erasure
+			require.NoError(t, e.DB.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx))
+			require.Equal(t, "failed", row.Status)
+			require.Equal(t, "residue:state", row.Failure)
+			require.Empty(t, row.Certificate)
+			_, err = c.Certify(ctx, e.SpaceID, id)
+			require.Error(t, err, "a failed erasure is never certified later")
+		})
+	}
+}
