@@ -24,9 +24,24 @@ import (
 // under id (the worker's reconciler got there first: compliance.Service.Reconcile) counts as
 // started.
 func (s *Server) start(ctx context.Context, name, id string, workflow any, arg any) error {
+	if err := s.tryStart(ctx, name, id, workflow, arg); err != nil {
+		return errStartFailed
+	}
+	return nil
+}
+
+// errNoEngine is tryStart's answer without a Temporal client (a definite refusal).
+var errNoEngine = errors.New("no workflow engine")
+
+// errStartFailed is the API's answer to a start the engine did not accept.
+var errStartFailed = fault.New(fault.Unavailable, "workflows_unavailable", "the workflow engine did not accept the request; retry")
+
+// tryStart is start returning the engine's own error (errNoEngine without a client), so a
+// caller can tell a definite refusal from an ambiguous answer (definiteRefusal).
+func (s *Server) tryStart(ctx context.Context, name, id string, workflow any, arg any) error {
 	if s.Workflows == nil {
 		s.Metrics.WorkflowFailed(name)
-		return fault.New(fault.Unavailable, "workflows_unavailable", "the workflow engine is not configured")
+		return errNoEngine
 	}
 	_, err := s.Workflows.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: s.TaskQueue, WorkflowExecutionErrorWhenAlreadyStarted: true,
@@ -38,14 +53,40 @@ func (s *Server) start(ctx context.Context, name, id string, workflow any, arg a
 	}
 	if err != nil {
 		s.Metrics.WorkflowFailed(name)
-		return fault.New(fault.Unavailable, "workflows_unavailable", "the workflow engine did not accept the request; retry")
+		return err
 	}
 	s.Metrics.WorkflowStarted(name)
 	return nil
 }
 
+// definiteRefusal reports whether a start error means the workflow was certainly not
+// started: no engine configured, or the server refused the request itself (invalid
+// argument, unknown namespace, permission denied, failed precondition, rate limited). Any
+// other error (a deadline, unavailable or canceled after the request was sent, a broken
+// connection) is ambiguous: the server may have accepted the start (issue 12 §1).
+func definiteRefusal(err error) bool {
+	if errors.Is(err, errNoEngine) {
+		return true
+	}
+	var (
+		invalid    *serviceerror.InvalidArgument
+		namespace  *serviceerror.NamespaceNotFound
+		denied     *serviceerror.PermissionDenied
+		failed     *serviceerror.FailedPrecondition
+		exhausted  *serviceerror.ResourceExhausted
+		notActive  *serviceerror.NamespaceNotActive
+		nsInactive *serviceerror.NamespaceInvalidState
+	)
+	return errors.As(err, &invalid) || errors.As(err, &namespace) || errors.As(err, &denied) ||
+		errors.As(err, &failed) || errors.As(err, &exhausted) || errors.As(err, &notActive) || errors.As(err, &nsInactive)
+}
+
 // createErasure: POST /v1/erasures (role compliance) {"subject"} | {"conversation_id"} ->
-// 202 {"erasure_id", "status": "running"}; ErasureWorkflow does the rest (GOV-2, WM-13).
+// 202 {"erasure_id", "status": "pending"}; ErasureWorkflow does the rest (GOV-2, WM-13), its
+// first step moving the erasure to running. The row is pending whether the start was
+// acknowledged or its answer was ambiguous (a deadline, unavailable after send): the
+// reconciler starts the workflow if it does not exist. Only a definite refusal
+// (definiteRefusal) fails the erasure: 503 workflows_unavailable.
 func (s *Server) createErasure(c *gin.Context) {
 	var req compliance.ErasureRequest
 	if err := bind(c, &req); err != nil {
@@ -58,12 +99,16 @@ func (s *Server) createErasure(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	if err := s.start(s.ctx(c), "Erasure", workflows.ErasureWorkflowID(id), workflows.ErasureWorkflow, workflows.ErasureInput{SpaceID: p.SpaceID, ErasureID: id}); err != nil {
-		_ = s.Compliance.FailErasure(context.WithoutCancel(s.ctx(c)), p.SpaceID, id, "start_failed")
-		s.writeError(c, err)
+	err = s.tryStart(s.ctx(c), "Erasure", workflows.ErasureWorkflowID(id), workflows.ErasureWorkflow, workflows.ErasureInput{SpaceID: p.SpaceID, ErasureID: id})
+	if err != nil && definiteRefusal(err) {
+		if ferr := s.Compliance.FailErasure(context.WithoutCancel(s.ctx(c)), p.SpaceID, id, "start_failed"); ferr != nil {
+			s.writeError(c, ferr)
+			return
+		}
+		s.writeError(c, errStartFailed)
 		return
 	}
-	c.PureJSON(http.StatusAccepted, gin.H{"erasure_id": id, "status": compliance.StatusRunning})
+	c.PureJSON(http.StatusAccepted, gin.H{"erasure_id": id, "status": compliance.StatusPending})
 }
 
 // getErasure: GET /v1/erasures/{id} (compliance or admin) -> {erasure_id, status, certificate}.
@@ -91,7 +136,10 @@ func (s *Server) createExport(c *gin.Context) {
 		return
 	}
 	if err := s.start(s.ctx(c), "Export", workflows.ExportWorkflowID(id), workflows.ExportWorkflow, workflows.ExportInput{SpaceID: p.SpaceID, ExportID: id}); err != nil {
-		_ = s.Compliance.FailExport(context.WithoutCancel(s.ctx(c)), p.SpaceID, id, "start_failed")
+		if ferr := s.Compliance.FailExport(context.WithoutCancel(s.ctx(c)), p.SpaceID, id, "start_failed"); ferr != nil {
+			s.writeError(c, ferr)
+			return
+		}
 		s.writeError(c, err)
 		return
 	}

@@ -22,6 +22,7 @@ type Erasure struct {
 	ProfileIDs  string     `bun:"profile_ids"`
 	Resolved    bool       `bun:"resolved"`
 	Items       string     `bun:"items"`
+	KeyIDs      string     `bun:"key_ids"` // JSON subject key ids to destroy; '' until the key step runs
 	Status      string     `bun:"status"`
 	RequestedBy string     `bun:"requested_by"`
 	Certificate string     `bun:"certificate"`

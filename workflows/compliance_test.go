@@ -124,9 +124,15 @@ func TestRetentionSweepFinishesAllPhases(t *testing.T) {
 		env.OnActivity(a.SweepRetentionBatch, mock.Anything, activities.SweepBatchInput{Phase: ph, Limit: 10}).
 			Return(activities.SweepBatchResult{Removed: 1, Done: true}, nil).Once()
 	}
+	// Then the vacuum phase, one table per batch, following its cursor (issue 12 §3).
+	env.OnActivity(a.SweepRetentionBatch, mock.Anything, activities.SweepBatchInput{Phase: "vacuum", Limit: 10}).
+		Return(activities.SweepBatchResult{Cursor: "1"}, nil).Once()
+	env.OnActivity(a.SweepRetentionBatch, mock.Anything, activities.SweepBatchInput{Phase: "vacuum", Cursor: "1", Limit: 10}).
+		Return(activities.SweepBatchResult{Cursor: "2", Done: true}, nil).Once()
 	env.ExecuteWorkflow(workflows.RetentionSweepWorkflow, workflows.RetentionSweepInput{BatchSize: 10, Phase: "fields", Totals: workflows.SweepTotals{States: 7}})
 	require.NoError(t, env.GetWorkflowError())
 	var got workflows.SweepTotals
 	require.NoError(t, env.GetWorkflowResult(&got))
 	require.Equal(t, workflows.SweepTotals{States: 7, Fields: 1, Turns: 1, Exports: 1}, got)
+	env.AssertExpectations(t)
 }

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -36,9 +37,10 @@ func complianceActivityOptions(ctx workflow.Context) workflow.Context {
 }
 
 // ErasureWorkflow erases a subject or a conversation (WM-13, GOV-2, MS-4): it resolves the
-// scope, deletes states, turns and identity links, data packages and profiles, destroys the
-// subject's keys, purges caches, checkpoints the database, and completes with the
-// certificate receipt. It waits on nothing but its activities (2 min each, 10 attempts); it
+// scope (moving the erasure pending → running; a failed or completed erasure makes it fail),
+// has each registered store erase its rows (states, turns and identity links, data packages,
+// profiles), destroys the subject's keys, purges caches, checkpoints the database, and
+// completes with the certificate receipt, which first probes every store for residue. It waits on nothing but its activities (2 min each, 10 attempts); it
 // takes no signals. A step that still fails marks the erasure failed (what was erased stays
 // erased; a new request finishes the rest) and fails the workflow.
 func ErasureWorkflow(ctx workflow.Context, in ErasureInput) (ErasureResult, error) {
@@ -70,11 +72,15 @@ func ErasureWorkflow(ctx workflow.Context, in ErasureInput) (ErasureResult, erro
 	return ErasureResult{ReceiptID: c.ReceiptID, Seq: c.Seq, Total: c.Total, NothingFound: c.NothingFound}, nil
 }
 
+// failErasure marks the erasure failed with reason and returns cause, joined with the
+// failure of that marking if it failed too (never dropped).
 func failErasure(ctx workflow.Context, in ErasureInput, reason string, cause error) error {
 	var a *activities.ComplianceActivities
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	_ = workflow.ExecuteActivity(dctx, a.FailErasure, activities.FailRef{SpaceID: in.SpaceID, ID: in.ErasureID, Reason: reason}).Get(dctx, nil)
+	if err := workflow.ExecuteActivity(dctx, a.FailErasure, activities.FailRef{SpaceID: in.SpaceID, ID: in.ErasureID, Reason: reason}).Get(dctx, nil); err != nil {
+		return errors.Join(cause, err)
+	}
 	return cause
 }
 
@@ -92,8 +98,8 @@ const noteErasureCheckpoint = "note-erasure-checkpoint"
 
 // NoteErasureWorkflow erases every note (all versions) and proposal of one agent through the
 // notes package, with an admin receipt (AM-12), then runs the checkpoint step subject erasure
-// runs (SQLite: WAL checkpoint and truncate; PostgreSQL: VACUUM), so the erased text leaves
-// the database files. Activities of 2 min, 10 attempts; no signals.
+// runs (SQLite: WAL checkpoint and truncate; PostgreSQL: nothing, the retention sweep's
+// vacuum phase reclaims the space in batches), so the erased text leaves the database files. Activities of 2 min, 10 attempts; no signals.
 func NoteErasureWorkflow(ctx workflow.Context, in NoteErasureInput) (activities.NoteErasureResult, error) {
 	var a *activities.ComplianceActivities
 	ctx = complianceActivityOptions(ctx)

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"errors"
+
 	"go.temporal.io/sdk/workflow"
 
 	"agentmemory/activities"
@@ -22,7 +24,9 @@ func ExportWorkflow(ctx workflow.Context, in ExportInput) (activities.ExportResu
 	if err := workflow.ExecuteActivity(ctx, a.BuildExport, activities.ExportRef(in)).Get(ctx, &out); err != nil {
 		dctx, cancel := workflow.NewDisconnectedContext(ctx)
 		defer cancel()
-		_ = workflow.ExecuteActivity(dctx, a.FailExport, activities.FailRef{SpaceID: in.SpaceID, ID: in.ExportID, Reason: "build_failed"}).Get(dctx, nil)
+		if ferr := workflow.ExecuteActivity(dctx, a.FailExport, activities.FailRef{SpaceID: in.SpaceID, ID: in.ExportID, Reason: "build_failed"}).Get(dctx, nil); ferr != nil {
+			return out, errors.Join(err, ferr)
+		}
 		return out, err
 	}
 	return out, nil

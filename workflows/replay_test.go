@@ -23,10 +23,12 @@ func TestDistillReplay(t *testing.T) {
 // TestRetentionSweepReplay replays two sweeps recorded on a real Temporal dev server: one
 // from before the orphan reconcile step (no version marker: replays without it) and one with
 // it (re-record with AGENTMEMORY_RECORD_SWEEP=<file> go test ./internal/compliance -run
-// TestRetentionSweepReconcilesOrphans/sqlite). A change to RetentionSweepWorkflow that
+// TestRetentionSweepReconcilesOrphans/sqlite), and one with the vacuum phase (version marker
+// "vacuum-phase", retention_sweep_vacuum.json, recorded the same way). A change to
+// RetentionSweepWorkflow that
 // breaks determinism fails here.
 func TestRetentionSweepReplay(t *testing.T) {
-	for _, f := range []string{"retention_sweep_v0.json", "retention_sweep_reconcile.json"} {
+	for _, f := range []string{"retention_sweep_v0.json", "retention_sweep_reconcile.json", "retention_sweep_vacuum.json"} {
 		t.Run(f, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflow(workflows.RetentionSweepWorkflow)

@@ -12,6 +12,14 @@ import (
 // reconcileChange is the GetVersion id of the orphan reconcile step added to sweeps.
 const reconcileChange = "reconcile-orphans"
 
+// vacuumChange is the GetVersion id of the vacuum phase added after the exports phase
+// (issue 12 §3); vacuumPhase mirrors compliance.PhaseVacuum: one table per batch on
+// PostgreSQL, so erasures no longer vacuum whole tables per request.
+const (
+	vacuumChange = "vacuum-phase"
+	vacuumPhase  = "vacuum"
+)
+
 // Sweep phases in order (mirrors compliance.SweepPhases; workflows do not import internal).
 var sweepPhases = []string{"states", "fields", "turns", "exports"}
 
@@ -93,6 +101,10 @@ func RetentionSweepWorkflow(ctx workflow.Context, in RetentionSweepInput) (Sweep
 			continue
 		}
 		next := nextPhase(in.Phase)
+		if next == "" && in.Phase == sweepPhases[len(sweepPhases)-1] &&
+			workflow.GetVersion(ctx, vacuumChange, workflow.DefaultVersion, 1) == 1 {
+			next = vacuumPhase
+		}
 		if next == "" {
 			return in.Totals, nil
 		}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"agentmemory/internal/erasure"
+	"agentmemory/internal/fault"
 	"agentmemory/internal/keyed"
 	"agentmemory/internal/keystore"
 	"agentmemory/internal/spaces"
@@ -22,12 +24,42 @@ import (
 	"agentmemory/internal/subjects"
 )
 
-// Statuses of erasures and exports.
+// Statuses of erasures and exports. An erasure moves only forward along one state machine
+// (issue 12 §1, GOV-2; see Transition): pending → running → completed | failed, and
+// pending → failed for a start the workflow engine definitely refused. Exports are created
+// running and end completed or failed.
 const (
+	StatusPending   = "pending"
 	StatusRunning   = "running"
 	StatusCompleted = "completed"
 	StatusFailed    = "failed"
 )
+
+// transitions is the erasure state machine: from -> the statuses it may move to.
+var transitions = map[string][]string{
+	StatusPending: {StatusRunning, StatusFailed},
+	StatusRunning: {StatusCompleted, StatusFailed},
+}
+
+// Transition checks that an erasure may move from status from to status to: pending →
+// running (the workflow's first step), pending → failed (a definite refusal to start),
+// running → completed (Certify) and running → failed (a step that still fails). Any other
+// move, and any move out of completed or failed, is fault.Conflict "invalid_transition": a
+// failed erasure is never certified and a completed one never fails.
+func Transition(from, to string) error {
+	for _, ok := range transitions[from] {
+		if ok == to {
+			return nil
+		}
+	}
+	return fault.New(fault.Conflict, "invalid_transition", "an erasure cannot move from %s to %s", from, to)
+}
+
+// errNotRunning is what a step or Certify answers for an erasure that is not running: never a
+// silent skip, so a workflow over a pending, failed or completed row fails loudly.
+func errNotRunning(status string) error {
+	return fault.New(fault.Conflict, "erasure_not_running", "the erasure is %s, not running", status)
+}
 
 // Target kinds of an erasure.
 const (
@@ -57,10 +89,12 @@ type SubjectRef struct {
 	HandleHashes []string
 }
 
-// Erased lists the ids of one kind (KindTurn, KindIdentityLink, ...) that a store deleted.
+// Erased lists the ids of one kind (KindTurn, KindIdentityLink, ...) that a store deleted;
+// Store names the store (a registered eraser's Name, or StoreKeys) when known.
 type Erased struct {
-	Kind string
-	IDs  []string
+	Kind  string
+	IDs   []string
+	Store string
 }
 
 // TurnEraser deletes a customer's identity links and the masked turns of the conversations
@@ -136,6 +170,12 @@ type Service struct {
 	TurnExports TurnExporter
 	TurnSweeps  TurnSweeper
 	Notes       NoteEraser
+	// TurnProbe finds residue in the turns store; when nil, Turns or TurnExports are used if
+	// they implement TurnProber.
+	TurnProbe TurnProber
+	// Erasers orders the stores' erasers (nil: Registry's default of state, turns, exports,
+	// subjects).
+	Erasers *erasure.Registry
 	// ExportTTL is how long packages live (DefaultExportTTL when zero).
 	ExportTTL time.Duration
 	Now       func() time.Time

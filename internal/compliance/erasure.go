@@ -31,6 +31,7 @@ type ErasureRequest struct {
 // Item is what an erasure removed of one kind: how many, and the SHA-256 of each id.
 type Item struct {
 	Kind      string   `json:"kind"`
+	Store     string   `json:"store,omitempty"`
 	Count     int      `json:"count"`
 	HashedIDs []string `json:"hashed_ids"`
 }
@@ -48,17 +49,23 @@ type ChainPosition struct {
 // It never holds a value, a handle or a conversation id. NothingFound is true when nothing
 // was left to erase (a repeated erasure). NotCovered names kinds this build could not reach.
 type Certificate struct {
-	ErasureID    string         `json:"erasure_id"`
-	SpaceID      string         `json:"space_id"`
-	TargetKind   string         `json:"target_kind"`
-	RequestedBy  string         `json:"requested_by"`
-	StartedAt    time.Time      `json:"started_at"`
-	EndedAt      time.Time      `json:"ended_at"`
-	Items        []Item         `json:"items"`
-	Total        int            `json:"total"`
-	NothingFound bool           `json:"nothing_found"`
-	NotCovered   []string       `json:"not_covered"`
-	Receipt      *ChainPosition `json:"receipt,omitempty"`
+	ErasureID    string    `json:"erasure_id"`
+	SpaceID      string    `json:"space_id"`
+	TargetKind   string    `json:"target_kind"`
+	RequestedBy  string    `json:"requested_by"`
+	StartedAt    time.Time `json:"started_at"`
+	EndedAt      time.Time `json:"ended_at"`
+	Items        []Item    `json:"items"`
+	Total        int       `json:"total"`
+	NothingFound bool      `json:"nothing_found"`
+	NotCovered   []string  `json:"not_covered"`
+	// Stores lists every registered store (and the key store for a subject): what the
+	// erasure removed there and what the probe found after the steps (always 0 here: a
+	// probe that finds anything fails the erasure with "residue:<stores>").
+	Stores []StoreReport `json:"stores"`
+	// WorkflowHistory says what Temporal holds of the subject (WorkflowHistoryNote).
+	WorkflowHistory string         `json:"workflow_history"`
+	Receipt         *ChainPosition `json:"receipt,omitempty"`
 }
 
 // ErasureView is GET /v1/erasures/{id}; Certificate is null until the erasure completes.
@@ -73,9 +80,9 @@ type ErasureView struct {
 
 type itemSet map[string]*Item
 
-// RequestErasure validates req for p (role compliance), records a running erasure with an
+// RequestErasure validates req for p (role compliance), records a pending erasure with an
 // "erasure.request" compliance receipt, and returns its id; the caller then starts the
-// workflow. The handle is kept only as its keyed hash. Errors: fault.Forbidden (role),
+// workflow, whose first step (ResolveErasure) moves it to running. The handle is kept only as its keyed hash. Errors: fault.Forbidden (role),
 // fault.Invalid (both or neither target, malformed handle).
 func (s *Service) RequestErasure(ctx context.Context, p auth.Principal, req ErasureRequest) (string, error) {
 	if err := p.RequireRole(auth.RoleCompliance); err != nil {
@@ -84,7 +91,7 @@ func (s *Service) RequestErasure(ctx context.Context, p auth.Principal, req Eras
 	subject, conv := strings.TrimSpace(req.Subject), strings.TrimSpace(req.ConversationID)
 	row := &models.Erasure{
 		ID: auth.NewID("er"), SpaceID: p.SpaceID, ScopeHashes: "[]", ProfileIDs: "[]", Items: "{}",
-		Status: StatusRunning, RequestedBy: p.KeyID, CreatedAt: s.now(),
+		Status: StatusPending, RequestedBy: p.KeyID, CreatedAt: s.now(),
 	}
 	switch {
 	case (subject == "") == (conv == ""):
@@ -154,10 +161,13 @@ func (s *Service) loadErasure(ctx context.Context, idb bun.IDB, spaceID, id stri
 	return &row, nil
 }
 
-// ResolveErasure fixes what a subject erasure covers: the profiles holding the handle and
+// ResolveErasure is the workflow's first step: it moves a pending erasure to running
+// (Transition) and fixes what a subject erasure covers: the profiles holding the handle and
 // the keyed hashes of every handle of theirs (plus the requested one). It is stored on the
 // erasure, so later steps (and retries) work from it after the handles are deleted. Calling
-// it again changes nothing. It returns the number of profiles found.
+// it again on a running erasure changes nothing. It returns the number of profiles found.
+// Errors: fault.Conflict "erasure_not_running" for a failed or completed erasure,
+// "corrupt_record" when the stored profile ids do not decode.
 func (s *Service) ResolveErasure(ctx context.Context, spaceID, id string) (int, error) {
 	var profiles int
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -165,9 +175,20 @@ func (s *Service) ResolveErasure(ctx context.Context, spaceID, id string) (int, 
 		if err != nil {
 			return err
 		}
+		switch row.Status {
+		case StatusRunning:
+		case StatusPending:
+			if err := s.setStatus(ctx, tx, row, StatusRunning); err != nil {
+				return err
+			}
+		default:
+			return errNotRunning(row.Status)
+		}
 		if row.Resolved {
 			var ids []string
-			_ = json.Unmarshal([]byte(row.ProfileIDs), &ids)
+			if err := decodeRecord(row.ID, "profile_ids", row.ProfileIDs, &ids); err != nil {
+				return err
+			}
 			profiles = len(ids)
 			return nil
 		}
@@ -197,8 +218,10 @@ func (s *Service) ResolveErasure(ctx context.Context, spaceID, id string) (int, 
 	return profiles, err
 }
 
-// step runs fn inside one transaction with the resolved erasure, then adds what fn erased to
-// the erasure's items in the same transaction, so a retried step counts nothing twice.
+// step runs fn inside one transaction with the resolved, running erasure, then adds what fn
+// erased to the erasure's items in the same transaction, so a retried step counts nothing
+// twice. An erasure that is not running is fault.Conflict "erasure_not_running" (never a
+// silent skip); stored scope or items that do not decode are "corrupt_record".
 func (s *Service) step(ctx context.Context, spaceID, id string, fn func(ctx context.Context, tx bun.Tx, row *models.Erasure, hashes, profileIDs []string) ([]Erased, error)) (int, error) {
 	n := 0
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -210,21 +233,24 @@ func (s *Service) step(ctx context.Context, spaceID, id string, fn func(ctx cont
 			return fmt.Errorf("compliance: erasure %s is not resolved", id)
 		}
 		if row.Status != StatusRunning {
-			return nil
+			return errNotRunning(row.Status)
 		}
-		var hashes, profileIDs []string
-		_ = json.Unmarshal([]byte(row.ScopeHashes), &hashes)
-		_ = json.Unmarshal([]byte(row.ProfileIDs), &profileIDs)
+		hashes, profileIDs, err := scopeOf(row)
+		if err != nil {
+			return err
+		}
 		erased, err := fn(ctx, tx, row, hashes, profileIDs)
 		if err != nil {
 			return err
 		}
 		items := itemSet{}
-		_ = json.Unmarshal([]byte(row.Items), &items)
+		if err := decodeRecord(row.ID, "items", row.Items, &items); err != nil {
+			return err
+		}
 		for _, e := range erased {
 			it := items[e.Kind]
 			if it == nil {
-				it = &Item{Kind: e.Kind, HashedIDs: []string{}}
+				it = &Item{Kind: e.Kind, Store: e.Store, HashedIDs: []string{}}
 				items[e.Kind] = it
 			}
 			for _, x := range e.IDs {
@@ -243,136 +269,98 @@ func (s *Service) step(ctx context.Context, spaceID, id string, fn func(ctx cont
 // scope is one of their handles or whose `subject` names them; for a conversation, the states
 // of that conversation's scope. It returns how many it deleted.
 func (s *Service) EraseStates(ctx context.Context, spaceID, id string) (int, error) {
-	return s.step(ctx, spaceID, id, func(ctx context.Context, tx bun.Tx, row *models.Erasure, hashes, _ []string) ([]Erased, error) {
-		q := tx.NewSelect().Model((*models.AgentState)(nil)).Column("id").Where("space_id = ?", spaceID)
-		if row.TargetKind == TargetSubject {
-			if len(hashes) == 0 {
-				return nil, nil
-			}
-			q = q.Where("subject_hash IN (?)", bun.In(hashes))
-		} else {
-			q = q.Where("scope_kind = 'conversation' AND scope_hash = ?", row.TargetHash)
-		}
-		var ids []string
-		if err := q.Order("id ASC").Scan(ctx, &ids); err != nil {
-			return nil, fmt.Errorf("compliance: find states: %w", err)
-		}
-		if len(ids) == 0 {
-			return nil, nil
-		}
-		if _, err := tx.NewDelete().Model((*models.AgentState)(nil)).Where("id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
-			return nil, fmt.Errorf("compliance: delete states: %w", err)
-		}
-		return []Erased{{Kind: KindAgentState, IDs: ids}}, nil
-	})
+	return s.eraseStore(ctx, spaceID, id, StoreState)
 }
 
 // EraseTurns deletes, through the TurnEraser, a subject's identity links and the turns of
 // their linked conversations, or a conversation's turns. Without a TurnEraser it erases
 // nothing and the certificate lists turns and identity links as not covered.
 func (s *Service) EraseTurns(ctx context.Context, spaceID, id string) (int, error) {
-	if s.Turns == nil {
-		return 0, nil
-	}
-	return s.step(ctx, spaceID, id, func(ctx context.Context, tx bun.Tx, row *models.Erasure, hashes, profileIDs []string) ([]Erased, error) {
-		if row.TargetKind == TargetSubject {
-			return s.Turns.EraseSubject(ctx, tx, spaceID, SubjectRef{ProfileIDs: profileIDs, HandleHashes: hashes})
-		}
-		return s.Turns.EraseConversation(ctx, tx, spaceID, row.TargetRef)
-	})
+	return s.eraseStore(ctx, spaceID, id, StoreTurns)
 }
 
 // EraseExports deletes the subject's data packages (GOV-3: packages are erased too).
 func (s *Service) EraseExports(ctx context.Context, spaceID, id string) (int, error) {
-	return s.step(ctx, spaceID, id, func(ctx context.Context, tx bun.Tx, row *models.Erasure, hashes, _ []string) ([]Erased, error) {
-		if row.TargetKind != TargetSubject || len(hashes) == 0 {
-			return nil, nil
-		}
-		var ids []string
-		if err := tx.NewSelect().Model((*models.ExportPackage)(nil)).Column("id").
-			Where("space_id = ? AND subject_hash IN (?)", spaceID, bun.In(hashes)).Order("id ASC").Scan(ctx, &ids); err != nil {
-			return nil, fmt.Errorf("compliance: find exports: %w", err)
-		}
-		if len(ids) == 0 {
-			return nil, nil
-		}
-		if _, err := tx.NewDelete().Model((*models.ExportPackage)(nil)).Where("id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
-			return nil, fmt.Errorf("compliance: delete exports: %w", err)
-		}
-		return []Erased{{Kind: KindExportPackage, IDs: ids}}, nil
-	})
+	return s.eraseStore(ctx, spaceID, id, StoreExports)
 }
 
 // EraseProfiles deletes the subject's profiles and their handles.
 func (s *Service) EraseProfiles(ctx context.Context, spaceID, id string) (int, error) {
-	return s.step(ctx, spaceID, id, func(ctx context.Context, tx bun.Tx, row *models.Erasure, hashes, profileIDs []string) ([]Erased, error) {
-		if len(profileIDs) == 0 {
-			return nil, nil
-		}
-		var handles []string
-		if err := tx.NewSelect().Model((*models.ProfileHandle)(nil)).Column("handle_hash").
-			Where("space_id = ? AND profile_id IN (?)", spaceID, bun.In(profileIDs)).Order("handle_hash ASC").Scan(ctx, &handles); err != nil {
-			return nil, fmt.Errorf("compliance: find handles: %w", err)
-		}
-		if _, err := tx.NewDelete().Model((*models.ProfileHandle)(nil)).
-			Where("space_id = ? AND profile_id IN (?)", spaceID, bun.In(profileIDs)).Exec(ctx); err != nil {
-			return nil, fmt.Errorf("compliance: delete handles: %w", err)
-		}
-		var gone []string
-		if err := tx.NewDelete().Model((*models.Profile)(nil)).
-			Where("space_id = ? AND id IN (?)", spaceID, bun.In(profileIDs)).Returning("id").Scan(ctx, &gone); err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return nil, fmt.Errorf("compliance: delete profiles: %w", err)
-		}
-		var out []Erased
-		if len(gone) > 0 {
-			out = append(out, Erased{Kind: KindProfile, IDs: gone})
-		}
-		if len(handles) > 0 {
-			out = append(out, Erased{Kind: KindProfileHandle, IDs: handles})
-		}
-		return out, nil
-	})
+	return s.eraseStore(ctx, spaceID, id, StoreSubjects)
 }
 
 // DestroyKeys destroys the subject's data keys (GOV-2, MS-4): each profile's key and the key
 // of every handle hash (state.SubjectKeyID). Data sealed under them, in the database or any
 // backup of it, can no longer be opened. A conversation erasure destroys no key. It returns
 // how many keys existed and were destroyed.
+//
+// Destruction and its record are one unit (issue 12 §1): the ids of the keys that exist are
+// recorded on the erasure (key_ids) before any is destroyed; a retried step works from that
+// record, so keys destroyed by an earlier attempt are still counted, and the count is added
+// to the certificate's items once. Errors: "erasure_not_running", "corrupt_record", and the
+// key store's errors (retried).
 func (s *Service) DestroyKeys(ctx context.Context, spaceID, id string) (int, error) {
-	row, err := s.loadErasure(ctx, s.DB, spaceID, id)
-	if err != nil {
+	var intended []string
+	subject := false
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		row, err := s.loadErasure(ctx, tx, spaceID, id)
+		if err != nil {
+			return err
+		}
+		if row.Status != StatusRunning {
+			return errNotRunning(row.Status)
+		}
+		if row.TargetKind != TargetSubject {
+			return nil
+		}
+		subject = true
+		if row.KeyIDs != "" {
+			return decodeRecord(row.ID, "key_ids", row.KeyIDs, &intended)
+		}
+		hashes, profileIDs, err := scopeOf(row)
+		if err != nil {
+			return err
+		}
+		candidates := append([]string{}, profileIDs...)
+		for _, h := range hashes {
+			candidates = append(candidates, state.SubjectKeyID(h))
+		}
+		intended = []string{}
+		for _, k := range candidates {
+			_, err := s.Keys.DataKey(ctx, k, false)
+			if errors.Is(err, keystore.ErrNoKey) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("compliance: data key: %w", err)
+			}
+			intended = append(intended, k)
+		}
+		_, err = tx.NewUpdate().Model((*models.Erasure)(nil)).Set("key_ids = ?", mustJSON(intended)).Where("id = ?", id).Exec(ctx)
+		return err
+	})
+	if err != nil || !subject {
 		return 0, err
 	}
-	if row.TargetKind != TargetSubject || row.Status != StatusRunning {
-		return 0, nil
-	}
-	var hashes, profileIDs []string
-	_ = json.Unmarshal([]byte(row.ScopeHashes), &hashes)
-	_ = json.Unmarshal([]byte(row.ProfileIDs), &profileIDs)
-	keyIDs := append([]string{}, profileIDs...)
-	for _, h := range hashes {
-		keyIDs = append(keyIDs, state.SubjectKeyID(h))
-	}
-	var destroyed []string
-	for _, k := range keyIDs {
-		_, err := s.Keys.DataKey(ctx, k, false)
-		if errors.Is(err, keystore.ErrNoKey) {
-			continue
-		}
-		if err != nil {
-			return 0, fmt.Errorf("compliance: data key: %w", err)
-		}
+	for _, k := range intended {
 		if err := s.Keys.Destroy(ctx, k); err != nil {
 			return 0, fmt.Errorf("compliance: destroy key: %w", err)
 		}
-		destroyed = append(destroyed, k)
 	}
-	return s.step(ctx, spaceID, id, func(context.Context, bun.Tx, *models.Erasure, []string, []string) ([]Erased, error) {
-		if len(destroyed) == 0 {
-			return nil, nil
+	_, err = s.step(ctx, spaceID, id, func(_ context.Context, _ bun.Tx, row *models.Erasure, _, _ []string) ([]Erased, error) {
+		items := itemSet{}
+		if err := decodeRecord(row.ID, "items", row.Items, &items); err != nil {
+			return nil, err
 		}
-		return []Erased{{Kind: KindSubjectKey, IDs: destroyed}}, nil
+		if len(intended) == 0 || items[KindSubjectKey] != nil {
+			return nil, nil // recorded by an earlier attempt
+		}
+		return []Erased{{Kind: KindSubjectKey, IDs: intended, Store: StoreKeys}}, nil
 	})
+	if err != nil {
+		return 0, err
+	}
+	return len(intended), nil
 }
 
 // PurgeCaches drops this process's cached view of the space's subjects (MS-4). Other
@@ -384,46 +372,77 @@ func (s *Service) PurgeCaches(_ context.Context, spaceID string) {
 	}
 }
 
-// Checkpoint makes deleted data leave the database files: on SQLite (secure_delete is on) it
-// checkpoints the WAL into the main file and truncates it, failing (to be retried) while
-// readers hold it back; on PostgreSQL it vacuums the tables a subject or agent-note erasure
-// touches.
+// Checkpoint makes deleted data leave the database files where the request can afford it:
+// on SQLite (secure_delete is on) it checkpoints the WAL into the main file and truncates it,
+// failing (to be retried) while readers hold it back. On PostgreSQL it does nothing: an
+// erasure no longer vacuums whole tables per request (a cost growing with all data, not with
+// the subject); sealed bytes are unreadable once the key is destroyed, and unsealed derived
+// entries (keyed hashes, full-text) leave the disk at the next vacuum (issue 12 §3).
 func (s *Service) Checkpoint(ctx context.Context) error {
-	if db.IsSQLite(s.DB) {
-		var busy, logFrames, done int
-		if err := s.DB.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
-			return fmt.Errorf("compliance: checkpoint: %w", err)
-		}
-		if busy != 0 {
-			return fmt.Errorf("compliance: checkpoint blocked by readers")
-		}
+	if !db.IsSQLite(s.DB) {
 		return nil
 	}
-	for _, table := range []string{"agent_states", "profiles", "profile_handles", "export_packages", "turns", "identity_links",
-		"notes", "note_tags", "note_proposals", "note_requests", "proposal_decisions"} {
-		if _, err := s.DB.ExecContext(ctx, "VACUUM "+table); err != nil {
-			return fmt.Errorf("compliance: vacuum: %w", err)
-		}
+	var busy, logFrames, done int
+	if err := s.DB.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
+		return fmt.Errorf("compliance: checkpoint: %w", err)
+	}
+	if busy != 0 {
+		return fmt.Errorf("compliance: checkpoint blocked by readers")
 	}
 	return nil
 }
 
-// Certify completes the erasure: it writes the certificate as a "erasure.certificate"
-// compliance receipt (in the same transaction as the status change), clears the conversation
-// id it held, and returns the certificate with its chain position. Certifying a completed
-// erasure returns its certificate unchanged.
+// Certify completes a running erasure (running → completed): it writes the certificate as a
+// "erasure.certificate" compliance receipt (in the same transaction as the status change),
+// clears the conversation id it held, and returns the certificate with its chain position.
+// Before it, the probe asks every registered store and the key store for residue of the
+// target (issue 12 §3); residue anywhere fails the erasure instead, with reason
+// "residue:<stores>", and is fault.Conflict "residue". The certificate lists per store what
+// was removed and what the probe found (0).
+// Certifying a completed erasure returns its certificate unchanged (a retried activity);
+// a pending or failed erasure is fault.Conflict "erasure_not_running", never certified.
 func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate, error) {
 	var cert Certificate
+	var residue []string
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		row, err := s.loadErasure(ctx, tx, spaceID, id)
 		if err != nil {
 			return err
 		}
 		if row.Status == StatusCompleted {
-			return json.Unmarshal([]byte(row.Certificate), &cert)
+			return decodeRecord(row.ID, "certificate", row.Certificate, &cert)
+		}
+		if row.Status != StatusRunning {
+			return errNotRunning(row.Status)
 		}
 		items := itemSet{}
-		_ = json.Unmarshal([]byte(row.Items), &items)
+		if err := decodeRecord(row.ID, "items", row.Items, &items); err != nil {
+			return err
+		}
+		stores, err := s.probe(ctx, tx, row, items)
+		if err != nil {
+			return err
+		}
+		for _, st := range stores {
+			if st.Probe != 0 {
+				residue = append(residue, st.Store)
+			}
+		}
+		if len(residue) > 0 {
+			// The steps left something: the erasure fails and says where (committed).
+			now := s.now()
+			reason := "residue:" + strings.Join(residue, ",")
+			if err := s.finish(ctx, tx, row, StatusFailed, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+				return q.Set("failure = ?", reason).Set("ended_at = ?", now).Set("target_ref = ''")
+			}); err != nil {
+				return err
+			}
+			_, err := receipts.Append(ctx, tx, spaceID, receipts.Entry{
+				Kind: receipts.KindCompliance, Action: "erasure.fail", ActorKey: row.RequestedBy,
+				ObjectIDs: []string{row.ID}, Detail: map[string]any{"reason": reason},
+			}, now)
+			return err
+		}
 		kinds := make([]string, 0, len(items))
 		for k := range items {
 			kinds = append(kinds, k)
@@ -433,6 +452,7 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 		cert = Certificate{
 			ErasureID: row.ID, SpaceID: spaceID, TargetKind: row.TargetKind, RequestedBy: row.RequestedBy,
 			StartedAt: row.CreatedAt.UTC(), EndedAt: now, Items: []Item{}, NotCovered: []string{},
+			Stores: stores, WorkflowHistory: WorkflowHistoryNote,
 		}
 		for _, k := range kinds {
 			cert.Items = append(cert.Items, *items[k])
@@ -443,7 +463,9 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 			cert.NotCovered = append(cert.NotCovered, KindIdentityLink, KindTurn)
 		}
 		var detail map[string]any
-		_ = json.Unmarshal([]byte(mustJSON(cert)), &detail)
+		if err := json.Unmarshal([]byte(mustJSON(cert)), &detail); err != nil {
+			return fmt.Errorf("compliance: certificate detail: %w", err)
+		}
 		rc, err := receipts.Append(ctx, tx, spaceID, receipts.Entry{
 			Kind: receipts.KindCompliance, Action: "erasure.certificate", ActorKey: row.RequestedBy,
 			ObjectIDs: []string{row.ID}, Detail: detail,
@@ -452,30 +474,34 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 			return err
 		}
 		cert.Receipt = &ChainPosition{ReceiptID: rc.ID, Seq: rc.Seq, PrevHash: rc.PrevHash, Hash: rc.Hash}
-		_, err = tx.NewUpdate().Model((*models.Erasure)(nil)).
-			Set("status = ?", StatusCompleted).Set("ended_at = ?", now).Set("certificate = ?", mustJSON(cert)).
-			Set("target_ref = ''").Where("id = ?", id).Exec(ctx)
-		return err
+		return s.finish(ctx, tx, row, StatusCompleted, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+			return q.Set("ended_at = ?", now).Set("certificate = ?", mustJSON(cert)).Set("target_ref = ''")
+		})
 	})
+	if err == nil && len(residue) > 0 {
+		return Certificate{}, fault.New(fault.Conflict, "residue", "the probe found data left in: %s", strings.Join(residue, ", "))
+	}
 	return cert, err
 }
 
-// FailErasure marks a running erasure failed with a short reason code (never personal data)
-// and an "erasure.fail" receipt. What was erased so far stays erased; a new request finishes
-// the rest.
+// FailErasure marks a pending or running erasure failed with a short reason code (never
+// personal data) and an "erasure.fail" receipt. What was erased so far stays erased; a new
+// request finishes the rest. Failing a failed erasure again changes nothing; a completed one
+// is fault.Conflict "invalid_transition".
 func (s *Service) FailErasure(ctx context.Context, spaceID, id, reason string) error {
 	return s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		row, err := s.loadErasure(ctx, tx, spaceID, id)
 		if err != nil {
 			return err
 		}
-		if row.Status != StatusRunning {
+		if row.Status == StatusFailed {
 			return nil
 		}
 		now := s.now()
-		if _, err := tx.NewUpdate().Model((*models.Erasure)(nil)).Set("status = ?", StatusFailed).
-			Set("failure = ?", reason).Set("ended_at = ?", now).Set("target_ref = ''").Where("id = ?", id).Exec(ctx); err != nil {
-			return fmt.Errorf("compliance: fail erasure: %w", err)
+		if err := s.finish(ctx, tx, row, StatusFailed, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+			return q.Set("failure = ?", reason).Set("ended_at = ?", now).Set("target_ref = ''")
+		}); err != nil {
+			return err
 		}
 		_, err = receipts.Append(ctx, tx, spaceID, receipts.Entry{
 			Kind: receipts.KindCompliance, Action: "erasure.fail", ActorKey: row.RequestedBy,
@@ -492,4 +518,53 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// setStatus moves row to status to inside tx (Transition decides), guarded by the status it
+// was read with, so two racing moves cannot both win.
+func (s *Service) setStatus(ctx context.Context, tx bun.Tx, row *models.Erasure, to string) error {
+	return s.finish(ctx, tx, row, to, nil)
+}
+
+// finish is setStatus with more columns set by extra (may be nil).
+func (s *Service) finish(ctx context.Context, tx bun.Tx, row *models.Erasure, to string, extra func(*bun.UpdateQuery) *bun.UpdateQuery) error {
+	if err := Transition(row.Status, to); err != nil {
+		return err
+	}
+	q := tx.NewUpdate().Model((*models.Erasure)(nil)).Set("status = ?", to).Where("id = ? AND status = ?", row.ID, row.Status)
+	if extra != nil {
+		q = extra(q)
+	}
+	res, err := q.Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("compliance: erasure status: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("compliance: erasure status: %w", err)
+	} else if n != 1 {
+		return fault.New(fault.Conflict, "invalid_transition", "the erasure changed status meanwhile")
+	}
+	row.Status = to
+	return nil
+}
+
+// decodeRecord decodes the JSON column field of erasure id into v. A value that does not
+// decode is fault.Conflict "corrupt_record": the erasure fails loudly rather than reading an
+// empty set as "nothing found" (issue 12 §1).
+func decodeRecord(id, field, raw string, v any) error {
+	if err := json.Unmarshal([]byte(raw), v); err != nil {
+		return fault.New(fault.Conflict, "corrupt_record", "erasure %s: stored %s does not decode", id, field)
+	}
+	return nil
+}
+
+// scopeOf decodes the resolved scope of row: the handle hashes and profile ids.
+func scopeOf(row *models.Erasure) (hashes, profileIDs []string, err error) {
+	if err := decodeRecord(row.ID, "scope_hashes", row.ScopeHashes, &hashes); err != nil {
+		return nil, nil, err
+	}
+	if err := decodeRecord(row.ID, "profile_ids", row.ProfileIDs, &profileIDs); err != nil {
+		return nil, nil, err
+	}
+	return hashes, profileIDs, nil
 }

@@ -153,14 +153,55 @@ func (s *Service) GetExport(ctx context.Context, p auth.Principal, id string) (E
 		return ExportView{}, fault.New(fault.NotFound, "export_not_found", "no export with that id in this space (it may have expired or been erased)")
 	}
 	v := ExportView{ExportID: row.ID, Status: row.Status, CreatedAt: row.CreatedAt.UTC(), ExpiresAt: row.ExpiresAt.UTC()}
+	if row.Status == StatusCompleted {
+		gone, err := s.packageErased(ctx, row)
+		if err != nil {
+			return ExportView{}, err
+		}
+		if gone {
+			// Completed inside an erasure's window: the subject key is destroyed, so the
+			// package can never be read. It reads failed, never completed (issue 12 §1).
+			if err := s.failExport(ctx, p.SpaceID, id, StatusCompleted, "export_erased"); err != nil {
+				return ExportView{}, err
+			}
+			v.Status = StatusFailed
+			return v, nil
+		}
+	}
 	if row.CompletedAt != nil {
 		t := row.CompletedAt.UTC()
 		v.CompletedAt = &t
 		var c ExportCounts
-		_ = json.Unmarshal([]byte(row.Counts), &c)
+		if err := json.Unmarshal([]byte(row.Counts), &c); err != nil {
+			return ExportView{}, fault.New(fault.Conflict, "corrupt_record", "export %s: stored counts do not decode", row.ID)
+		}
 		v.Counts = &c
 	}
 	return v, nil
+}
+
+// plainPackage reports whether row's package was stored unsealed: the package of a handle
+// the service knows nothing of (no key exists, nothing found) is stored as its JSON, so that
+// exporting an unknown handle creates no subject key.
+func plainPackage(row *models.ExportPackage) bool {
+	var p Package
+	return json.Valid(row.Package) && json.Unmarshal(row.Package, &p) == nil && p.ExportID == row.ID
+}
+
+// packageErased reports whether a completed export's package can no longer be opened
+// because the subject's key was destroyed (an erasure ran after it was sealed).
+func (s *Service) packageErased(ctx context.Context, row *models.ExportPackage) (bool, error) {
+	if plainPackage(row) {
+		return false, nil
+	}
+	_, err := s.Keys.DataKey(ctx, state.SubjectKeyID(row.SubjectHash), false)
+	if errors.Is(err, keystore.ErrNoKey) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("compliance: data key: %w", err)
+	}
+	return false, nil
 }
 
 // PackageJSON returns the completed package of export id, opened with the subject's key,
@@ -177,16 +218,18 @@ func (s *Service) PackageJSON(ctx context.Context, p auth.Principal, id string) 
 	if row.Status != StatusCompleted {
 		return nil, fault.New(fault.Conflict, "export_not_ready", "the export is %s", row.Status)
 	}
-	key, err := s.Keys.DataKey(ctx, state.SubjectKeyID(row.SubjectHash), false)
-	if errors.Is(err, keystore.ErrNoKey) {
-		return nil, fault.New(fault.NotFound, "export_not_found", "no export with that id in this space (it may have expired or been erased)")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("compliance: data key: %w", err)
-	}
-	plain, err := keystore.Open(key, row.Package, []byte("export:"+row.ID))
-	if err != nil {
-		return nil, fault.New(fault.NotFound, "export_not_found", "no export with that id in this space (it may have expired or been erased)")
+	plain := row.Package
+	if !plainPackage(row) {
+		key, err := s.Keys.DataKey(ctx, state.SubjectKeyID(row.SubjectHash), false)
+		if errors.Is(err, keystore.ErrNoKey) {
+			return nil, fault.New(fault.NotFound, "export_not_found", "no export with that id in this space (it may have expired or been erased)")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("compliance: data key: %w", err)
+		}
+		if plain, err = keystore.Open(key, row.Package, []byte("export:"+row.ID)); err != nil {
+			return nil, fault.New(fault.NotFound, "export_not_found", "no export with that id in this space (it may have expired or been erased)")
+		}
 	}
 	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		_, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
@@ -231,7 +274,9 @@ func (s *Service) BuildExport(ctx context.Context, spaceID, id string) (ExportCo
 	}
 	if row.Status != StatusRunning {
 		var c ExportCounts
-		_ = json.Unmarshal([]byte(row.Counts), &c)
+		if err := json.Unmarshal([]byte(row.Counts), &c); err != nil {
+			return ExportCounts{}, fault.New(fault.Conflict, "corrupt_record", "export %s: stored counts do not decode", row.ID)
+		}
 		return c, nil
 	}
 	now := s.now()
@@ -321,13 +366,26 @@ func (s *Service) BuildExport(ctx context.Context, spaceID, id string) (ExportCo
 	if err != nil {
 		return ExportCounts{}, fmt.Errorf("compliance: encode package: %w", err)
 	}
-	key, err := s.Keys.DataKey(ctx, state.SubjectKeyID(row.SubjectHash), true)
-	if err != nil {
+	// A handle the service knows nothing of gets no subject key: its package holds nothing
+	// personal (empty lists, no receipts) and is stored as its JSON. Otherwise the package is
+	// sealed under the subject's existing key; a key destroyed meanwhile (an erasure ran) is
+	// never recreated: the export fails with "export_erased".
+	empty := counts == ExportCounts{}
+	key, err := s.Keys.DataKey(ctx, state.SubjectKeyID(row.SubjectHash), false)
+	sealed := plain
+	switch {
+	case errors.Is(err, keystore.ErrNoKey) && empty:
+	case errors.Is(err, keystore.ErrNoKey):
+		if ferr := s.failExport(ctx, spaceID, id, StatusRunning, "export_erased"); ferr != nil {
+			return ExportCounts{}, ferr
+		}
+		return ExportCounts{}, fault.New(fault.Conflict, "export_erased", "the subject was erased while the export ran")
+	case err != nil:
 		return ExportCounts{}, fmt.Errorf("compliance: data key: %w", err)
-	}
-	sealed, err := keystore.Seal(key, plain, []byte("export:"+id))
-	if err != nil {
-		return ExportCounts{}, fmt.Errorf("compliance: seal package: %w", err)
+	default:
+		if sealed, err = keystore.Seal(key, plain, []byte("export:"+id)); err != nil {
+			return ExportCounts{}, fmt.Errorf("compliance: seal package: %w", err)
+		}
 	}
 	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewUpdate().Model((*models.ExportPackage)(nil)).Set("status = ?", StatusCompleted).
@@ -336,11 +394,17 @@ func (s *Service) BuildExport(ctx context.Context, spaceID, id string) (ExportCo
 		if err != nil {
 			return fmt.Errorf("compliance: store package: %w", err)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("compliance: store package: %w", err)
+		}
+		if n == 0 {
 			return nil // erased or completed meanwhile
 		}
 		var detail map[string]any
-		_ = json.Unmarshal([]byte(mustJSON(counts)), &detail)
+		if err := json.Unmarshal([]byte(mustJSON(counts)), &detail); err != nil {
+			return fmt.Errorf("compliance: export detail: %w", err)
+		}
 		_, err = receipts.Append(ctx, tx, spaceID, receipts.Entry{
 			Kind: receipts.KindCompliance, Action: "export.complete", ActorKey: row.RequestedBy,
 			ObjectIDs: []string{id}, Detail: detail,
@@ -380,8 +444,14 @@ func touchedReceipts(ctx context.Context, idb bun.IDB, spaceID string, ids []str
 
 // FailExport marks a running export failed with a short reason code.
 func (s *Service) FailExport(ctx context.Context, spaceID, id, reason string) error {
+	return s.failExport(ctx, spaceID, id, StatusRunning, reason)
+}
+
+// failExport marks export id failed with reason if it is still in status from; it drops the
+// package bytes (they can no longer be opened, or were never finished).
+func (s *Service) failExport(ctx context.Context, spaceID, id, from, reason string) error {
 	_, err := s.DB.NewUpdate().Model((*models.ExportPackage)(nil)).Set("status = ?", StatusFailed).
-		Set("failure = ?", reason).Where("id = ? AND space_id = ? AND status = ?", id, spaceID, StatusRunning).Exec(ctx)
+		Set("failure = ?", reason).Set("package = NULL").Where("id = ? AND space_id = ? AND status = ?", id, spaceID, from).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("compliance: fail export: %w", err)
 	}

@@ -289,7 +289,7 @@ func TestSubjectErasureEndToEnd(t *testing.T) {
 			e.MustDo(http.StatusBadRequest, "POST", "/v1/erasures", comp, map[string]any{"subjcet": "email:" + ana.email})
 
 			r := e.MustDo(http.StatusAccepted, "POST", "/v1/erasures", comp, map[string]any{"subject": "email:" + ana.email}).JSON(t)
-			require.Equal(t, "running", r["status"])
+			require.Equal(t, "pending", r["status"])
 			erasureID := r["erasure_id"].(string)
 			waitWorkflow(t, workflows.ErasureWorkflowID(erasureID))
 			require.Equal(t, 2, flaky.calls, "the turns step failed once and was retried")
@@ -307,6 +307,15 @@ func TestSubjectErasureEndToEnd(t *testing.T) {
 			require.Equal(t, map[string]int{"agent_state": 2, "profile": 1, "profile_handle": 2, "export_package": 1, "subject_key": 2,
 				"turn": ana.turns, "identity_link": 2}, counts)
 			require.Empty(t, cert.NotCovered, "turns and identity links are covered")
+			// Every store is listed with what it removed and a probe of 0 (issue 12 §3).
+			stores := map[string][2]int{}
+			for _, st := range cert.Stores {
+				stores[st.Store] = [2]int{st.Removed, st.Probe}
+			}
+			require.Equal(t, map[string][2]int{
+				"state": {2, 0}, "turns": {ana.turns + 2, 0}, "exports": {1, 0}, "subjects": {3, 0}, "outbox": {0, 0}, "keys": {2, 0},
+			}, stores)
+			require.NotEmpty(t, cert.WorkflowHistory)
 			require.Contains(t, cert.Items[len(cert.Items)-1].HashedIDs[0], "sha256:")
 			require.False(t, cert.NothingFound)
 			require.Empty(t, cert.NotCovered)

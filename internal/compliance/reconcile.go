@@ -65,7 +65,7 @@ func (s *Service) Reconcile(ctx context.Context, starter WorkflowStarter, spaceI
 	before := now.Add(-minAge)
 	var erasures []models.Erasure
 	// "pending": a row whose request answered an ambiguous workflow-start error (issue 11 §3).
-	open := bun.In([]string{"pending", StatusRunning})
+	open := bun.In([]string{StatusPending, StatusRunning})
 	q := s.DB.NewSelect().Model(&erasures).Column("id", "space_id").
 		Where("status IN (?) AND created_at <= ?", open, before).Order("created_at ASC").Limit(reconcileBatch)
 	if err := scoped(q, spaceID).Scan(ctx); err != nil {

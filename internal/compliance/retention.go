@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/uptrace/bun"
 
+	"agentmemory/internal/db"
 	"agentmemory/internal/fault"
 	"agentmemory/internal/receipts"
 	"agentmemory/models"
@@ -22,6 +24,37 @@ const (
 
 // SweepPhases lists the phases in order.
 var SweepPhases = []string{PhaseStates, PhaseFields, PhaseTurns, PhaseExports}
+
+// PhaseVacuum is the sweep's last phase (issue 12 §3): on PostgreSQL it vacuums one table of
+// VacuumTables per batch (cursor: the next table's index), so that unsealed derived entries
+// erasures and sweeps deleted (keyed hashes, full-text entries) leave the disk; erasures no
+// longer vacuum per request. On SQLite (secure_delete) it does nothing. It runs after
+// PhaseExports in sweeps started by this version (workflow version marker "vacuum-phase").
+const PhaseVacuum = "vacuum"
+
+// VacuumTables are the tables PhaseVacuum vacuums, one per batch.
+var VacuumTables = []string{"agent_states", "profiles", "profile_handles", "export_packages", "turns", "identity_links",
+	"notes", "note_tags", "note_proposals", "note_requests", "proposal_decisions"}
+
+// vacuumBatch vacuums the table at index cursor (outside any transaction: PostgreSQL refuses
+// VACUUM in one) and returns the next cursor.
+func (s *Service) vacuumBatch(ctx context.Context, cursor string) (SweepOutcome, error) {
+	i := 0
+	if cursor != "" {
+		n, err := strconv.Atoi(cursor)
+		if err != nil || n < 0 {
+			return SweepOutcome{}, fault.New(fault.Invalid, "invalid_cursor", "vacuum cursor is a table index")
+		}
+		i = n
+	}
+	if db.IsSQLite(s.DB) || i >= len(VacuumTables) {
+		return SweepOutcome{Done: true}, nil
+	}
+	if _, err := s.DB.ExecContext(ctx, "VACUUM "+VacuumTables[i]); err != nil {
+		return SweepOutcome{}, fmt.Errorf("compliance: vacuum: %w", err)
+	}
+	return SweepOutcome{Cursor: strconv.Itoa(i + 1), Done: i+1 >= len(VacuumTables)}, nil
+}
 
 // SweepOutcome is what one batch did: how many items it removed, the cursor of the next
 // batch of the same phase, and whether the phase is done.
@@ -39,6 +72,9 @@ type SweepOutcome struct {
 func (s *Service) SweepBatch(ctx context.Context, spaceID, phase, cursor string, limit int) (SweepOutcome, error) {
 	if limit <= 0 {
 		limit = 500
+	}
+	if phase == PhaseVacuum {
+		return s.vacuumBatch(ctx, cursor)
 	}
 	now := s.now()
 	var out SweepOutcome

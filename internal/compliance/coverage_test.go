@@ -1,0 +1,63 @@
+package compliance_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"agentmemory/api/apitest"
+	"agentmemory/internal/compliance"
+	"agentmemory/internal/erasure"
+)
+
+// Issue 12 §2: every table and column holding sealed or hashed subject data (by the rule of
+// erasure.Personal, over a freshly migrated database) is covered by a registered eraser or
+// exempt with a reason.
+func TestErasureCoverage(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		cols, err := erasure.PersonalColumns(context.Background(), e.DB)
+		require.NoError(t, err)
+		require.Contains(t, cols, erasure.Column{Table: "agent_states", Column: "subject_hash"}, "the rule sees the migrations")
+		require.Contains(t, cols, erasure.Column{Table: "profiles", Column: "sealed"})
+		require.Empty(t, e.Deps.Compliance.Registry().Uncovered(cols), "personal-data columns no eraser covers")
+	})
+}
+
+// Issue 12 §2: a personal-data table added without registering an eraser fails the coverage
+// check, and names the table.
+func TestErasureCoverageCatchesUnregisteredStore(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		ctx := context.Background()
+		_, err := e.DB.ExecContext(ctx, "CREATE TABLE loyalty_cards (id TEXT PRIMARY KEY, space_id TEXT NOT NULL, subject_hash TEXT NOT NULL, sealed_note BYTEA)")
+		require.NoError(t, err)
+		cols, err := erasure.PersonalColumns(ctx, e.DB)
+		require.NoError(t, err)
+		require.Equal(t, []erasure.Column{{Table: "loyalty_cards", Column: "sealed_note"}, {Table: "loyalty_cards", Column: "subject_hash"}},
+			e.Deps.Compliance.Registry().Uncovered(cols))
+	})
+}
+
+// Issue 12 §3: the sweep's vacuum phase vacuums one table per batch on PostgreSQL (the
+// erasure itself vacuums nothing there) and is a single no-op batch on SQLite.
+func TestSweepVacuumPhaseBatches(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		batches, cursor := 0, ""
+		for {
+			out, err := e.Deps.Compliance.SweepBatch(context.Background(), "", compliance.PhaseVacuum, cursor, 10)
+			require.NoError(t, err)
+			batches++
+			if out.Done {
+				break
+			}
+			cursor = out.Cursor
+			require.Less(t, batches, 100)
+		}
+		if e.Engine == "sqlite" {
+			require.Equal(t, 1, batches)
+		} else {
+			require.Equal(t, len(compliance.VacuumTables), batches)
+		}
+		require.NoError(t, e.Deps.Compliance.Checkpoint(context.Background()))
+	})
+}

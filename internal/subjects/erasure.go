@@ -1,0 +1,87 @@
+package subjects
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/uptrace/bun"
+
+	"agentmemory/internal/erasure"
+	"agentmemory/models"
+)
+
+// Item kinds of the profile store in erasure reaches and certificates.
+const (
+	KindProfile       = "profile"
+	KindProfileHandle = "profile_handle"
+)
+
+// Eraser is the profile store's eraser (issue 12 §2, WM-13): a subject erasure deletes the
+// subject's profiles (sealed) and every handle hash of theirs. A conversation erasure
+// reaches no profile. Residue finds profiles by id and handles by profile or handle hash.
+type Eraser struct{}
+
+// Name is "subjects".
+func (Eraser) Name() string { return "subjects" }
+
+// Covers lists profiles' sealed data and profile_handles' columns.
+func (Eraser) Covers() []erasure.Column {
+	return []erasure.Column{{Table: "profiles", Column: "sealed"}, {Table: "profile_handles", Column: "handle_hash"}, {Table: "profile_handles", Column: "profile_id"}}
+}
+
+// EraseSubject deletes the handles, then the profiles, of t inside tx.
+func (Eraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (erasure.Reach, error) {
+	out := erasure.Reach{}
+	if t.Kind != erasure.Subject || len(t.ProfileIDs) == 0 {
+		return out, nil
+	}
+	var handles []string
+	if err := tx.NewSelect().Model((*models.ProfileHandle)(nil)).Column("handle_hash").
+		Where("space_id = ? AND profile_id IN (?)", t.SpaceID, bun.In(t.ProfileIDs)).Order("handle_hash ASC").Scan(ctx, &handles); err != nil {
+		return nil, fmt.Errorf("subjects: find handles: %w", err)
+	}
+	if _, err := tx.NewDelete().Model((*models.ProfileHandle)(nil)).
+		Where("space_id = ? AND profile_id IN (?)", t.SpaceID, bun.In(t.ProfileIDs)).Exec(ctx); err != nil {
+		return nil, fmt.Errorf("subjects: delete handles: %w", err)
+	}
+	var gone []string
+	if err := tx.NewDelete().Model((*models.Profile)(nil)).
+		Where("space_id = ? AND id IN (?)", t.SpaceID, bun.In(t.ProfileIDs)).Returning("id").Scan(ctx, &gone); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("subjects: delete profiles: %w", err)
+	}
+	out.Add(KindProfile, gone...)
+	out.Add(KindProfileHandle, handles...)
+	return out, nil
+}
+
+// Residue finds profiles of t's ids and handles of t's profiles or handle hashes.
+func (Eraser) Residue(ctx context.Context, idb bun.IDB, t erasure.Target) (erasure.Reach, error) {
+	out := erasure.Reach{}
+	if t.Kind != erasure.Subject {
+		return out, nil
+	}
+	if len(t.ProfileIDs) > 0 {
+		var ids []string
+		if err := idb.NewSelect().Model((*models.Profile)(nil)).Column("id").
+			Where("space_id = ? AND id IN (?)", t.SpaceID, bun.In(t.ProfileIDs)).Scan(ctx, &ids); err != nil {
+			return nil, fmt.Errorf("subjects: probe profiles: %w", err)
+		}
+		out.Add(KindProfile, ids...)
+	}
+	q := idb.NewSelect().Model((*models.ProfileHandle)(nil)).Column("handle_hash").Where("space_id = ?", t.SpaceID)
+	q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+		q = q.Where("handle_hash IN (?)", bun.In(append([]string{""}, t.HandleHashes...)))
+		if len(t.ProfileIDs) > 0 {
+			q = q.WhereOr("profile_id IN (?)", bun.In(t.ProfileIDs))
+		}
+		return q
+	})
+	var hashes []string
+	if err := q.Scan(ctx, &hashes); err != nil {
+		return nil, fmt.Errorf("subjects: probe handles: %w", err)
+	}
+	out.Add(KindProfileHandle, hashes...)
+	return out, nil
+}
