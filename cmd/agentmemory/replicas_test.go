@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -18,8 +19,10 @@ import (
 
 	"agentmemory/internal/auth"
 	"agentmemory/internal/config"
+	"agentmemory/internal/db"
 	"agentmemory/internal/db/dbtest"
 	"agentmemory/internal/keystore"
+	"agentmemory/internal/signing"
 	"agentmemory/internal/spaces"
 	"agentmemory/internal/state"
 	"agentmemory/models"
@@ -56,12 +59,35 @@ func (r replica) call(status int, method, path, key string, body any) map[string
 	return out
 }
 
-// Issue 12 §5: two replicas (each its own pools and data dir) over one main database share
-// the PostgreSQL key store. One seals a subject's state, the other opens it; an erasure run
-// through the first makes the second fail closed; a copy of the main database taken before
-// the erasure cannot be opened for that subject afterwards. On SQLite (one file shared by both)
-// and on PostgreSQL.
-func TestReplicasShareTheKeyStore(t *testing.T) {
+// raw is the body of a 200 GET, byte for byte.
+func (r replica) raw(path, key string) []byte {
+	r.t.Helper()
+	req := httptest.NewRequest("GET", path, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	w := httptest.NewRecorder()
+	r.h.ServeHTTP(w, req)
+	require.Equal(r.t, http.StatusOK, w.Code, "GET %s: %s", path, w.Body.String())
+	return w.Body.Bytes()
+}
+
+// waitWorkflow waits up to a minute for the workflow id to end without error.
+func waitWorkflow(t *testing.T, tc client.Client, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, tc.GetWorkflow(ctx, id, "").Get(ctx, nil), "workflow %s", id)
+}
+
+// Issue 12, end to end: two replicas (each its own pools and data dir) over one main database
+// share the PostgreSQL key store (§5). One seals a subject's state, the other opens it. The
+// subject also has turns, an identity link, a profile and an export package; an erasure run
+// through the first replica completes with a certificate that lists every store with what it
+// removed and a probe of 0 (§2, §3), whose signature the CLI verifies against
+// /v1/signing-keys while one changed byte fails it (§4). Afterwards the second replica fails
+// closed, and a copy of the main database taken before the erasure cannot be opened for that
+// subject. On SQLite (one file shared by both; the copy is a real file) and on PostgreSQL (the
+// copy is the rows as read before the erasure).
+func TestErasureEndToEndAcrossReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: Temporal dev server and PostgreSQL")
 	}
@@ -82,6 +108,7 @@ func replicasShareKeys(t *testing.T, tc client.Client, engine string) {
 		"AGENTMEMORY_SECRET":       "replicas-test-secret-0123456789abcdef",
 		"AGENTMEMORY_KEYSTORE_URL": dbtest.URL(t, "postgres"),
 		"AGENTMEMORY_KEK":          base64.StdEncoding.EncodeToString(randomKEK(t)),
+		"AGENTMEMORY_SIGNING_KEY":  base64.StdEncoding.EncodeToString(randomKEK(t)), // a 32-byte Ed25519 seed
 		"AGENTMEMORY_TASK_QUEUE":   "replicas-" + auth.NewID("tq"),
 		"AGENTMEMORY_LOG_FORMAT":   "text",
 	}
@@ -121,8 +148,24 @@ func replicasShareKeys(t *testing.T, tc client.Client, engine string) {
 		"kind": "person", "name": "dpo", "roles": []string{auth.RoleCompliance},
 	})["key"].(string)
 
-	scope := map[string]any{"kind": "subject", "id": "email:ana.souza@example.com"}
+	integ := one.call(http.StatusCreated, "POST", "/v1/keys", admin, map[string]any{
+		"kind": "person", "name": "integrator", "roles": []string{auth.RoleIntegration},
+	})["key"].(string)
+
+	const handle = "email:ana.souza@example.com"
+	scope := map[string]any{"kind": "subject", "id": handle}
 	one.call(http.StatusOK, "PUT", "/v1/agent-state", crm, map[string]any{"scope": scope, "body": map[string]any{"tier": "gold", "note": "prefers letters"}})
+	profileID := one.call(http.StatusCreated, "POST", "/v1/profiles", integ, map[string]any{
+		"name": "Ana Souza", "handles": []string{handle, "phone:+55 11 98765-4321"},
+	})["profile_id"].(string)
+	one.call(http.StatusCreated, "POST", "/v1/identity-links", integ, map[string]any{"conversation_id": "c-ana", "subject": handle, "status": "confirmed"})
+	one.call(http.StatusCreated, "POST", "/v1/turns", integ, map[string]any{"turns": []map[string]any{
+		{"conversation_id": "c-ana", "speaker": "customer", "text": "my address is ana.souza@example.com"},
+		{"conversation_id": "c-ana", "speaker": "agent", "text": "thanks, noted"},
+	}})
+	exportID := one.call(http.StatusAccepted, "POST", "/v1/exports", dpo, map[string]any{"subject": handle})["export_id"].(string)
+	waitWorkflow(t, tc, workflows.ExportWorkflowID(exportID))
+	require.Equal(t, "completed", two.call(http.StatusOK, "GET", "/v1/exports/"+exportID, dpo, nil)["status"])
 	got := two.call(http.StatusOK, "POST", "/v1/agent-state/read", crm, map[string]any{"scope": scope})
 	require.Equal(t, "gold", got["body"].(map[string]any)["tier"], "replica two must open what replica one sealed: %v", got)
 
@@ -132,14 +175,58 @@ func replicasShareKeys(t *testing.T, tc client.Client, engine string) {
 	require.Len(t, backup, 1)
 	require.False(t, bytes.Contains(backup[0].Body, []byte("prefers letters")), "the state is stored in clear")
 	keyID := state.SubjectKeyID(backup[0].SubjectHash)
+	var fileCopy string // SQLite: a real copy of the database file, taken before the erasure
+	if engine == "sqlite" {
+		fileCopy = filepath.Join(t.TempDir(), "backup.db")
+		_, err := one.app.db.ExecContext(ctx, "VACUUM INTO ?", fileCopy)
+		require.NoError(t, err)
+	}
 	_, err = two.app.keys.DataKey(ctx, keyID, false)
 	require.NoError(t, err, "the subject key is not in the shared store")
 
-	id := one.call(http.StatusAccepted, "POST", "/v1/erasures", dpo, map[string]any{"subject": "email:ana.souza@example.com"})["erasure_id"].(string)
-	wctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	require.NoError(t, tc.GetWorkflow(wctx, workflows.ErasureWorkflowID(id), "").Get(wctx, nil))
+	id := one.call(http.StatusAccepted, "POST", "/v1/erasures", dpo, map[string]any{"subject": handle})["erasure_id"].(string)
+	waitWorkflow(t, tc, workflows.ErasureWorkflowID(id))
 	require.Equal(t, "completed", two.call(http.StatusOK, "GET", "/v1/erasures/"+id, dpo, nil)["status"])
+	two.call(http.StatusNotFound, "GET", "/v1/profiles/"+profileID, integ, nil)
+	two.call(http.StatusNotFound, "GET", "/v1/exports/"+exportID, dpo, nil)
+
+	// The signed certificate, as a third party receives it from the other replica.
+	signed := two.raw("/v1/erasures/"+id+"/certificate", dpo)
+	var doc struct {
+		Certificate struct {
+			Stores []struct {
+				Store          string `json:"store"`
+				Removed, Probe int
+			} `json:"stores"`
+			NothingFound bool `json:"nothing_found"`
+		} `json:"certificate"`
+	}
+	require.NoError(t, json.Unmarshal(signed, &doc))
+	require.False(t, doc.Certificate.NothingFound)
+	removed := map[string]int{}
+	for _, st := range doc.Certificate.Stores {
+		require.Zero(t, st.Probe, "store %s still holds the subject", st.Store)
+		removed[st.Store] = st.Removed
+	}
+	for _, store := range []string{"state", "turns", "exports", "subjects", "keys"} {
+		require.Positive(t, removed[store], "store %s removed nothing: %s", store, signed)
+	}
+	require.Contains(t, removed, "outbox", "every registered store is listed")
+	require.NotContains(t, string(signed), "ana.souza")
+
+	// The CLI verifies it against the keys the service publishes; one changed byte fails it.
+	srv := httptest.NewServer(two.h)
+	t.Cleanup(srv.Close)
+	file := filepath.Join(t.TempDir(), "certificate.json")
+	require.NoError(t, os.WriteFile(file, signed, 0o600))
+	out, err := cli(t, nil, "verify-certificate", file, "--keys", srv.URL+"/v1/signing-keys")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "signature: valid")
+	changed := bytes.Replace(signed, []byte(`"store":"state"`), []byte(`"store":"stat3"`), 1)
+	require.NotEqual(t, signed, changed)
+	require.NoError(t, os.WriteFile(file, changed, 0o600))
+	_, err = cli(t, nil, "verify-certificate", file, "--keys", srv.URL+"/v1/signing-keys")
+	require.ErrorIs(t, err, signing.ErrBadSignature)
 
 	// Replica two fails closed: no key, nothing to read, and the backup's row stays shut.
 	_, err = two.app.keys.DataKey(ctx, keyID, false)
@@ -149,6 +236,17 @@ func replicasShareKeys(t *testing.T, tc client.Client, engine string) {
 	ok, err := two.app.state.Unseal(ctx, &backup[0])
 	require.NoError(t, err)
 	require.False(t, ok, "the backup's state opened after the erasure")
+	if fileCopy != "" {
+		old, err := db.Open(ctx, "sqlite://"+fileCopy, db.Options{MaxOpenConns: 1})
+		require.NoError(t, err)
+		defer old.Close()
+		var copied []models.AgentState
+		require.NoError(t, old.NewSelect().Model(&copied).Where("space_id = ? AND subject_hash != ''", spaceID).Scan(ctx))
+		require.Len(t, copied, 1, "the copy holds the subject's sealed state")
+		ok, err := two.app.state.Unseal(ctx, &copied[0])
+		require.NoError(t, err)
+		require.False(t, ok, "the state in the file copy opened after the erasure")
+	}
 
 	// /readyz reports a key store that does not answer.
 	require.NoError(t, two.app.keys.(*keystore.Postgres).Close())
