@@ -88,6 +88,10 @@ func definiteRefusal(err error) bool {
 // reconciler starts the workflow if it does not exist. Only a definite refusal
 // (definiteRefusal) fails the erasure: 503 workflows_unavailable.
 func (s *Server) createErasure(c *gin.Context) {
+	if err := compliance.MayRequest(principal(c)); err != nil {
+		s.writeError(c, err) // before the body is read (issue 11 §1)
+		return
+	}
 	var req compliance.ErasureRequest
 	if err := bind(c, &req); err != nil {
 		s.writeError(c, err)
@@ -124,6 +128,10 @@ func (s *Server) getErasure(c *gin.Context) {
 // createExport: POST /v1/exports (role compliance) {"subject"} -> 202 {"export_id", "status"};
 // ExportWorkflow builds the package (GOV-3).
 func (s *Server) createExport(c *gin.Context) {
+	if err := compliance.MayRequest(principal(c)); err != nil {
+		s.writeError(c, err) // before the body is read (issue 11 §1)
+		return
+	}
 	var req compliance.ExportRequest
 	if err := bind(c, &req); err != nil {
 		s.writeError(c, err)

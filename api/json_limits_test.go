@@ -108,8 +108,10 @@ func TestBodyIsReadAfterAuthorisation(t *testing.T) {
 	}
 	res := e.Do("PUT", "/v1/documents/nope", e.AdminKey, deep)
 	require.Equal(t, http.StatusNotFound, res.Status, "%s", res.Body)
-	res = e.Do("POST", "/v1/keys", reader, deep)
-	require.Equal(t, http.StatusForbidden, res.Status, "%s", res.Body)
+	for _, path := range []string{"/v1/keys", "/v1/erasures", "/v1/exports"} {
+		res = e.Do("POST", path, reader, deep)
+		require.Equal(t, http.StatusForbidden, res.Status, "%s: %s", path, res.Body)
+	}
 	res = e.Do("PUT", "/v1/agent-state", "", deep)
 	require.Equal(t, http.StatusUnauthorized, res.Status, "%s", res.Body)
 }

@@ -80,12 +80,17 @@ type ErasureView struct {
 
 type itemSet map[string]*Item
 
+// MayRequest reports whether p may request an erasure or an export (role compliance, GOV-2,
+// GOV-3): nil, or fault.Forbidden. The API asks before it reads the request body (issue 11 §1).
+func MayRequest(p auth.Principal) error { return p.RequireRole(auth.RoleCompliance) }
+
 // RequestErasure validates req for p (role compliance), records a pending erasure with an
 // "erasure.request" compliance receipt, and returns its id; the caller then starts the
-// workflow, whose first step (ResolveErasure) moves it to running. The handle is kept only as its keyed hash. Errors: fault.Forbidden (role),
-// fault.Invalid (both or neither target, malformed handle).
+// workflow, whose first step (ResolveErasure) moves it to running. The handle is kept only as
+// its keyed hash. Errors: fault.Forbidden (role), fault.Invalid (both or neither target,
+// malformed handle).
 func (s *Service) RequestErasure(ctx context.Context, p auth.Principal, req ErasureRequest) (string, error) {
-	if err := p.RequireRole(auth.RoleCompliance); err != nil {
+	if err := MayRequest(p); err != nil {
 		return "", err
 	}
 	subject, conv := strings.TrimSpace(req.Subject), strings.TrimSpace(req.ConversationID)
