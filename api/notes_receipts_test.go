@@ -147,7 +147,7 @@ func TestNoteReceiptTamper(t *testing.T) {
 // AM-6 on real input: the customer turns of the ABCD sample, fed as note bodies: every turn
 // carrying the scenario's e-mail or phone is refused with 422.
 func TestNoteABCDTurns(t *testing.T) {
-	data, err := os.ReadFile("../../shared/data/abcd/abcd_sample.json")
+	data, err := os.ReadFile("../testdata/abcd/abcd_sample.json")
 	require.NoError(t, err)
 	var convos []struct {
 		Scenario struct {

@@ -4,14 +4,14 @@
 # declares the replay agent's type, mints an agent key and replays. Keys are never printed.
 #
 # Environment: ADDR (127.0.0.1:8080) or AGENTMEMORY_URL, DATA_DIR (./data), DATASET
-# (../shared/data/abcd/abcd_sample.json), BIN (./bin/agentmemory), AGENT (abcd-agent).
+# (testdata/abcd/abcd_sample.json), BIN (./bin/agentmemory), AGENT (abcd-agent).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BIN=${BIN:-./bin/agentmemory}
 URL=${AGENTMEMORY_URL:-http://${ADDR:-127.0.0.1:8080}}
 DATA_DIR=${DATA_DIR:-./data}
-DATASET=${DATASET:-../shared/data/abcd/abcd_sample.json}
+DATASET=${DATASET:-testdata/abcd/abcd_sample.json}
 AGENT=${AGENT:-abcd-agent}
 
 if ! curl -fsS "$URL/healthz" >/dev/null 2>&1; then

@@ -52,7 +52,7 @@ flow, subflow and part, so a rerun of the same key writes nothing twice.`,
 			return nil
 		},
 	}
-	imp.Flags().StringVar(&opt.path, "guidelines", "../shared/data/abcd/guidelines.json", "path of guidelines.json")
+	imp.Flags().StringVar(&opt.path, "guidelines", "testdata/abcd/guidelines.json", "path of guidelines.json")
 	imp.Flags().StringVar(&opt.url, "url", "http://127.0.0.1:8080", "base URL of the agentmemory API")
 	imp.Flags().StringVar(&opt.key, "key", "", "API key: person with integration (then --source-id) or agent with agent_memory:write")
 	imp.Flags().StringVar(&opt.sourceID, "source-id", "", "the agent the notes belong to (person keys)")

@@ -14,7 +14,7 @@ import (
 	"agentmemory/api/apitest"
 )
 
-const guidelinesPath = "../../../shared/data/abcd/guidelines.json"
+const guidelinesPath = "../../testdata/abcd/guidelines.json"
 
 // The 55 ABCD procedures, rendered as notes: within the limits, stable, never truncated.
 func TestGuidelineNotes(t *testing.T) {

@@ -68,7 +68,7 @@ func replayCmd(getenv func(string) string, stdout io.Writer) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dataset, "dataset", "../shared/data/abcd/abcd_sample.json", "ABCD dataset file")
+	cmd.Flags().StringVar(&dataset, "dataset", "testdata/abcd/abcd_sample.json", "ABCD dataset file")
 	cmd.Flags().StringVar(&url, "url", "", "API base URL (default $AGENTMEMORY_URL, else http://127.0.0.1:8080)")
 	cmd.Flags().StringVar(&key, "key", "", "agent key with scope agent_state (default $AGENTMEMORY_KEY)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "play only the first N conversations (0: all)")

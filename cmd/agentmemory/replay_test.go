@@ -17,7 +17,7 @@ import (
 	"agentmemory/models"
 )
 
-var abcdSample = filepath.Join("..", "..", "..", "shared", "data", "abcd", "abcd_sample.json")
+var abcdSample = filepath.Join("..", "..", "testdata", "abcd", "abcd_sample.json")
 
 // agentmemory replay against a real loopback HTTP server running the real API, on SQLite and
 // PostgreSQL: every ABCD conversation leaves one state, read back as written, the e-mail

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const abcdDir = "../../../shared/data/abcd/"
+const abcdDir = "../../testdata/abcd/"
 
 func readData(t *testing.T, name string) []byte {
 	t.Helper()

@@ -1,5 +1,5 @@
 // Package replay plays ABCD customer-service conversations (the real input in
-// shared/data/abcd) through the working-memory REST API as an agent's code would: one state
+// testdata/abcd) through the working-memory REST API as an agent's code would: one state
 // per conversation, written turn by turn (flow, subflow, the step reached, the turn, the order
 // id, the customer's e-mail in a pii field), then read back and checked.
 package replay

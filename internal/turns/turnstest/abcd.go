@@ -1,5 +1,5 @@
-// Package turnstest loads the ABCD sample conversations (shared/data/abcd/abcd_sample.json,
-// beside the repository) as turns for tests.
+// Package turnstest loads the ABCD sample conversations (testdata/abcd/abcd_sample.json,
+// in the repository) as turns for tests.
 package turnstest
 
 import (
@@ -27,7 +27,7 @@ type Conversation struct {
 	Turns    []turns.Input
 }
 
-// SamplePath returns the path of abcd_sample.json: ../shared/data/abcd/ from the repository
+// SamplePath returns the path of abcd_sample.json: testdata/abcd/ under the repository
 // root (the directory holding go.mod, found upwards from the working directory).
 func SamplePath(t testing.TB) string {
 	t.Helper()
@@ -41,7 +41,7 @@ func SamplePath(t testing.TB) string {
 		require.NotEqual(t, parent, dir, "no go.mod above the working directory")
 		dir = parent
 	}
-	p := filepath.Join(dir, "..", "shared", "data", "abcd", "abcd_sample.json")
+	p := filepath.Join(dir, "testdata", "abcd", "abcd_sample.json")
 	_, err = os.Stat(p)
 	require.NoError(t, err, "the ABCD sample must sit at %s", p)
 	return p
