@@ -285,7 +285,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(200, "GET", "/v1/erasures/"+er, admin, nil)
 			c.do(404, "GET", "/v1/erasures/er_nope", admin, nil)
 			c.do(409, "GET", "/v1/erasures/"+er+"/certificate", admin, nil)
-			insertErasure(t, e, e.SpaceID, "er_done", "completed")
+			insertErasure(t, e, e.SpaceID, "er_done", "completed", e.Deps.Signer)
 			c.do(200, "GET", "/v1/erasures/er_done/certificate", admin, nil)
 			c.do(200, "GET", "/v1/signing-keys", "", nil)
 			c.do(202, "POST", "/v1/retention/sweep", admin, nil)

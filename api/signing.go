@@ -38,11 +38,12 @@ func (s *Server) signingKeys(c *gin.Context) {
 }
 
 // erasureCertificate: GET /v1/erasures/{id}/certificate (compliance or admin) -> 200
-// {"certificate": CERTIFICATE, "signature": {"key_id", "algorithm": "Ed25519", "value"}}, the
-// certificate exactly as stored when the erasure completed, in its RFC 8785 canonical form,
-// and a detached Ed25519 signature over those bytes (PR-3). 404 erasure_not_found for an id
-// not in the caller's space; 409 erasure_not_completed (with "status") before completion or
-// after a failure; 503 signing_unavailable without a signing key.
+// {"certificate": CERTIFICATE, "signature": {"key_id", "algorithm": "Ed25519", "value"}}: the
+// certificate as stored when the erasure completed, in its RFC 8785 canonical form, and the
+// detached Ed25519 signature made then, over those bytes (PR-3). Nothing is signed here, so a
+// certificate edited in the database afterwards does not verify. 404 erasure_not_found for an
+// id not in the caller's space; 409 erasure_not_completed (with "status") before completion or
+// after a failure; 409 certificate_unsigned for a certificate issued without a signing key.
 func (s *Server) erasureCertificate(c *gin.Context) {
 	p := principal(c)
 	if err := p.RequireRole(auth.RoleCompliance, auth.RoleAdmin); err != nil {
@@ -50,7 +51,7 @@ func (s *Server) erasureCertificate(c *gin.Context) {
 		return
 	}
 	var row models.Erasure
-	err := s.DB.NewSelect().Model(&row).Column("status", "certificate").
+	err := s.DB.NewSelect().Model(&row).Column("status", "certificate", "certificate_signature").
 		Where("id = ? AND space_id = ?", c.Param("erasure_id"), p.SpaceID).Scan(s.ctx(c))
 	if errors.Is(err, sql.ErrNoRows) {
 		s.writeError(c, fault.New(fault.NotFound, "erasure_not_found", "no erasure with that id in this space"))
@@ -64,16 +65,24 @@ func (s *Server) erasureCertificate(c *gin.Context) {
 		s.writeError(c, fault.New(fault.Conflict, "erasure_not_completed", "the erasure has no certificate: it is not completed").With("status", row.Status))
 		return
 	}
-	if s.Signer == nil {
-		s.writeError(c, errSigningUnavailable())
+	if row.CertificateSignature == "" {
+		s.writeError(c, fault.New(fault.Conflict, "certificate_unsigned",
+			"the certificate was issued without a signing key (AGENTMEMORY_SIGNING_KEY); GET /v1/erasures/{id} shows it unsigned"))
 		return
 	}
-	s.writeSigned(c, "certificate", []byte(row.Certificate))
+	c.Header("Cache-Control", "no-store")
+	c.Data(http.StatusOK, "application/json; charset=utf-8",
+		fmt.Appendf(nil, `{"certificate":%s,"signature":%s}`, row.Certificate, row.CertificateSignature))
 }
+
+// HeadType is the "type" member of every signed receipt head.
+const HeadType = "receipt_head"
 
 // signedHead is the document GET /v1/receipts/head signs: the chain head and when it was
 // signed.
 type signedHead struct {
+	// Type is HeadType, inside what is signed, so a head never passes for a certificate.
+	Type string `json:"type"`
 	receipts.Head
 	SignedAt time.Time `json:"signed_at"`
 }
@@ -98,7 +107,7 @@ func (s *Server) receiptsHead(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	doc, err := json.Marshal(signedHead{Head: h, SignedAt: s.Now().UTC().Truncate(time.Microsecond)})
+	doc, err := json.Marshal(signedHead{Type: HeadType, Head: h, SignedAt: s.Now().UTC().Truncate(time.Microsecond)})
 	if err != nil {
 		s.writeError(c, fmt.Errorf("api: encode head: %w", err))
 		return

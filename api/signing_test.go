@@ -30,22 +30,32 @@ func newTestSigner(t testing.TB, previous ...signing.PublicKey) *signing.Signer 
 	return s
 }
 
-// testCertificate is a stored certificate as the erasure workflow leaves it (its exact shape
-// belongs to internal/compliance; the route signs whatever JSON is stored).
-const testCertificate = `{"erasure_id":"%s","space_id":"x","target_kind":"subject","requested_by":"key_1",` +
+// testCertificate is a certificate as the erasure workflow issues it (its exact shape belongs
+// to internal/compliance; the route serves whatever was stored and signed then).
+const testCertificate = `{"type":"erasure_certificate","erasure_id":"%s","space_id":"x","target_kind":"subject","requested_by":"key_1",` +
 	`"started_at":"2026-12-01T12:00:00Z","ended_at":"2026-12-01T12:00:03.25Z","items":[{"kind":"state","count":3,"ids":["h1","h2"]}],` +
 	`"total":3,"nothing_found":false,"not_covered":[],"note":"<&> é"}`
 
-// insertErasure stores an erasure row of space with status and, when completed, a certificate.
-func insertErasure(t testing.TB, e *apitest.Env, space, id, status string) string {
+// insertErasure stores an erasure row of space with status and, when completed, a certificate
+// stored as Certify issues it: canonical, and signed by signer when there is one.
+func insertErasure(t testing.TB, e *apitest.Env, space, id, status string, signer *signing.Signer) string {
 	t.Helper()
-	cert := ""
+	cert, sigJSON := "", ""
 	if status == "completed" {
-		cert = fmtCert(id)
+		canon, err := signing.Canonical([]byte(fmtCert(id)))
+		require.NoError(t, err)
+		cert = string(canon)
+		if signer != nil {
+			sig, err := signer.Sign(canon)
+			require.NoError(t, err)
+			b, err := json.Marshal(sig)
+			require.NoError(t, err)
+			sigJSON = string(b)
+		}
 	}
 	now := time.Now().UTC()
 	row := &models.Erasure{ID: id, SpaceID: space, TargetKind: "subject", TargetHash: "th", ScopeHashes: "[]", ProfileIDs: "[]",
-		Items: "[]", Status: status, RequestedBy: "key_1", Certificate: cert, CreatedAt: now}
+		Items: "[]", Status: status, RequestedBy: "key_1", Certificate: cert, CertificateSignature: sigJSON, CreatedAt: now}
 	_, err := e.DB.NewInsert().Model(row).Exec(context.Background())
 	require.NoError(t, err)
 	return cert
@@ -89,20 +99,22 @@ func TestSigningKeysRoute(t *testing.T) {
 	require.Equal(t, "signing_unavailable", r.ErrorCode(t))
 	r = bare.MustDo(http.StatusServiceUnavailable, "GET", "/v1/receipts/head", bare.AdminKey, nil)
 	require.Equal(t, "signing_unavailable", r.ErrorCode(t))
-	insertErasure(t, bare, bare.SpaceID, "er_done", "completed")
-	r = bare.MustDo(http.StatusServiceUnavailable, "GET", "/v1/erasures/er_done/certificate", bare.AdminKey, nil)
-	require.Equal(t, "signing_unavailable", r.ErrorCode(t))
+	// A certificate issued without a signing key stays unsigned: never signed later.
+	insertErasure(t, bare, bare.SpaceID, "er_done", "completed", nil)
+	r = bare.MustDo(http.StatusConflict, "GET", "/v1/erasures/er_done/certificate", bare.AdminKey, nil)
+	require.Equal(t, "certificate_unsigned", r.ErrorCode(t))
 }
 
-// GET /v1/erasures/{id}/certificate signs the stored certificate's canonical bytes; a
-// changed byte fails; other spaces' and unfinished erasures get 404 and 409 (both DBs).
+// GET /v1/erasures/{id}/certificate serves the certificate with the signature made when it was
+// issued; a changed byte fails, and so does a certificate edited in the database afterwards;
+// other spaces' and unfinished erasures get 404 and 409 (both DBs).
 func TestErasureCertificateSigned(t *testing.T) {
 	signer := newTestSigner(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		e.Server = api.NewServer(withSigner(e.Deps, signer))
-		stored := insertErasure(t, e, e.SpaceID, "er_done", "completed")
-		insertErasure(t, e, e.SpaceID, "er_running", "running")
-		insertErasure(t, e, e.SpaceID, "er_failed", "failed")
+		stored := insertErasure(t, e, e.SpaceID, "er_done", "completed", signer)
+		insertErasure(t, e, e.SpaceID, "er_running", "running", signer)
+		insertErasure(t, e, e.SpaceID, "er_failed", "failed", signer)
 
 		officer := e.PersonKey("officer", "compliance")
 		r := e.MustDo(http.StatusOK, "GET", "/v1/erasures/er_done/certificate", officer, nil)
@@ -120,6 +132,16 @@ func TestErasureCertificateSigned(t *testing.T) {
 		changed := []byte(strings.Replace(stored, `"count":3`, `"count":4`, 1))
 		require.NotEqual(t, stored, string(changed))
 		require.ErrorIs(t, signing.Verify(changed, sig, signer.Keys()), signing.ErrBadSignature)
+
+		// Whoever edits the stored certificate cannot have it signed: the route signs nothing.
+		_, err = e.DB.NewUpdate().Model((*models.Erasure)(nil)).Set("certificate = ?", strings.Replace(stored, `"total":3`, `"total":300`, 1)).
+			Where("id = ?", "er_done").Exec(context.Background())
+		require.NoError(t, err)
+		r = e.MustDo(http.StatusOK, "GET", "/v1/erasures/er_done/certificate", officer, nil)
+		_, forged, forgedSig, err := signing.Envelope(r.Body)
+		require.NoError(t, err)
+		require.Contains(t, string(forged), `"total":300`)
+		require.ErrorIs(t, signing.Verify(forged, forgedSig, signer.Keys()), signing.ErrBadSignature)
 
 		// GET /v1/erasures/{id} and the signed certificate state the same content.
 		plain := e.MustDo(http.StatusOK, "GET", "/v1/erasures/er_done", officer, nil).JSON(t)
@@ -144,7 +166,7 @@ func TestErasureCertificateOtherSpace(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		e.Server = api.NewServer(withSigner(e.Deps, signer))
 		otherSpace := createSpace(t, e)
-		insertErasure(t, e, otherSpace, "er_theirs", "completed")
+		insertErasure(t, e, otherSpace, "er_theirs", "completed", signer)
 		r := e.MustDo(http.StatusNotFound, "GET", "/v1/erasures/er_theirs/certificate", e.AdminKey, nil)
 		require.Equal(t, "erasure_not_found", r.ErrorCode(t))
 		e.MustDo(http.StatusNotFound, "GET", "/v1/erasures/er_theirs", e.AdminKey, nil)

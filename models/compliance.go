@@ -13,22 +13,25 @@ import (
 type Erasure struct {
 	bun.BaseModel `bun:"table:erasures"`
 
-	ID          string     `bun:"id,pk"`
-	SpaceID     string     `bun:"space_id"`
-	TargetKind  string     `bun:"target_kind"`
-	TargetHash  string     `bun:"target_hash"`
-	TargetRef   string     `bun:"target_ref"`
-	ScopeHashes string     `bun:"scope_hashes"`
-	ProfileIDs  string     `bun:"profile_ids"`
-	Resolved    bool       `bun:"resolved"`
-	Items       string     `bun:"items"`
-	KeyIDs      string     `bun:"key_ids"` // JSON subject key ids to destroy; '' until the key step runs
-	Status      string     `bun:"status"`
-	RequestedBy string     `bun:"requested_by"`
-	Certificate string     `bun:"certificate"`
-	Failure     string     `bun:"failure"`
-	CreatedAt   time.Time  `bun:"created_at"`
-	EndedAt     *time.Time `bun:"ended_at"`
+	ID          string `bun:"id,pk"`
+	SpaceID     string `bun:"space_id"`
+	TargetKind  string `bun:"target_kind"`
+	TargetHash  string `bun:"target_hash"`
+	TargetRef   string `bun:"target_ref"`
+	ScopeHashes string `bun:"scope_hashes"`
+	ProfileIDs  string `bun:"profile_ids"`
+	Resolved    bool   `bun:"resolved"`
+	Items       string `bun:"items"`
+	KeyIDs      string `bun:"key_ids"` // JSON subject key ids to destroy; '' until the key step runs
+	Status      string `bun:"status"`
+	RequestedBy string `bun:"requested_by"`
+	Certificate string `bun:"certificate"`
+	// CertificateSignature is the JSON signing.Signature over Certificate's bytes, made when
+	// the erasure completed; '' when no signing key was configured then.
+	CertificateSignature string     `bun:"certificate_signature"`
+	Failure              string     `bun:"failure"`
+	CreatedAt            time.Time  `bun:"created_at"`
+	EndedAt              *time.Time `bun:"ended_at"`
 }
 
 // ExportPackage is a subject's data package (GOV-3): Package is the JSON package sealed under

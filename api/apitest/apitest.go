@@ -87,6 +87,9 @@ func NewWithPool(t testing.TB, engine string, pool db.Options, opts ...func(*api
 	for _, o := range opts {
 		o(&deps)
 	}
+	if deps.Signer != nil && comp.Signer == nil {
+		comp.Signer = deps.Signer // certificates are signed when issued, as in the binary
+	}
 	spaceID, admin, err := spaces.Create(context.Background(), d, "test", time.Now())
 	require.NoError(t, err)
 	return &Env{T: t, Engine: engine, DB: d, Deps: deps, Server: api.NewServer(deps), Hasher: hasher, Keys: ks, SpaceID: spaceID, AdminKey: admin}

@@ -143,6 +143,9 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 	a.state = &state.Service{DB: d, Docs: a.docs, Hasher: hasher, Masker: a.subjects, Now: time.Now, Keys: ks}
 	a.compliance = &compliance.Service{DB: d, Docs: a.docs, Hasher: hasher, Keys: ks, Subjects: a.subjects, State: a.state, Now: time.Now,
 		Turns: a.turns, TurnExports: a.turns, TurnSweeps: a.turns}
+	if signer != nil {
+		a.compliance.Signer = signer // certificates are signed when issued (PR-3)
+	}
 	a.eventMetrics = events.NewMetrics()
 	a.metrics.Registry().MustRegister(a.eventMetrics)
 	a.notes = &notes.Service{DB: d, Docs: a.docs, Subjects: a.subjects, Hasher: hasher, Now: time.Now}

@@ -16,6 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"agentmemory/api"
+	"agentmemory/internal/compliance"
 	"agentmemory/internal/config"
 	"agentmemory/internal/db"
 	"agentmemory/internal/receipts"
@@ -30,11 +32,15 @@ var cliHTTP = &http.Client{Timeout: 60 * time.Second}
 // unset (base64 seed, mode 0600).
 const signingKeyFile = "signing-key"
 
-// openSigner returns the signer of AGENTMEMORY_SIGNING_KEY or, failing that, of the
-// signing-key file in the data dir, which generate creates on first use (dev). Without
-// either it returns nil: the signed routes then answer 503 signing_unavailable (PR-3).
+// openSigner returns the signer of AGENTMEMORY_SIGNING_KEY or, for dev (generate), of the
+// signing-key file in the data dir, created on first use. serve and worker read only the
+// variable, never a file dev left behind: without it they return nil, and the signed routes
+// answer 503 signing_unavailable while certificates are issued unsigned (PR-3).
 func openSigner(cfg config.Config, generate bool) (*signing.Signer, error) {
 	key := cfg.SigningKey
+	if key == "" && !generate {
+		return nil, nil
+	}
 	if key == "" {
 		path := filepath.Join(cfg.DataDir, signingKeyFile)
 		b, err := os.ReadFile(path)
@@ -43,8 +49,6 @@ func openSigner(cfg config.Config, generate bool) (*signing.Signer, error) {
 			key = strings.TrimSpace(string(b))
 		case !errors.Is(err, os.ErrNotExist):
 			return nil, fmt.Errorf("read %s: %w", path, err)
-		case !generate:
-			return nil, nil
 		default:
 			seed, _, err := signing.GenerateKey()
 			if err != nil {
@@ -147,6 +151,11 @@ of the certificate, so any change of content fails; formatting does not matter.`
 			if err := json.Unmarshal(doc, &cert); err != nil {
 				return fmt.Errorf("certificate: %w", err)
 			}
+			// The type is signed: a receipt head, or any other signed document, renamed
+			// "certificate" verifies but is not a certificate.
+			if cert["type"] != compliance.CertificateType || cert["erasure_id"] == nil || cert["stores"] == nil {
+				return fmt.Errorf("%s: the signed document is not an erasure certificate (type %v)", args[0], cert["type"])
+			}
 			fmt.Fprintf(stdout, "signature: valid (%s, key %s%s)\n", sig.Algorithm, sig.KeyID, keyState(keys, sig.KeyID))
 			fmt.Fprintln(stdout, "the certificate proves, as signed by the service:")
 			printDoc(stdout, cert, "  ")
@@ -246,6 +255,12 @@ func readSignedHead(ctx context.Context, path, keysFrom, baseURL string, getenv 
 	var h receipts.Head
 	if err := json.Unmarshal(doc, &h); err != nil {
 		return receipts.Head{}, fmt.Errorf("signed head: %w", err)
+	}
+	var typed struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(doc, &typed); err != nil || typed.Type != api.HeadType {
+		return receipts.Head{}, fmt.Errorf("%s: the signed document is not a receipt head (type %q)", path, typed.Type)
 	}
 	if h.SpaceID == "" || h.Hash == "" {
 		return receipts.Head{}, errors.New("signed head: space_id and hash are required")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -64,11 +65,17 @@ func (s signedEnv) save(t *testing.T, path, name string) string {
 func TestVerifyCertificateCommand(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		s := newSignedEnv(t, e)
-		cert := `{"erasure_id":"er_1","subject_hash":"5f1c","stores":[{"store":"state","removed":3,"probe":0},` +
-			`{"store":"turns","removed":2,"probe":0}],"total":5,"ended_at":"2026-12-01T12:00:03Z"}`
-		_, err := s.DB.NewInsert().Model(&models.Erasure{ID: "er_1", SpaceID: s.SpaceID, TargetKind: "subject", TargetHash: "th",
-			ScopeHashes: "[]", ProfileIDs: "[]", Items: "[]", Status: "completed", RequestedBy: "key_1", Certificate: cert,
-			CreatedAt: time.Now()}).Exec(context.Background())
+		// Stored as Certify issues it: canonical, signed then.
+		cert, err := signing.Canonical([]byte(`{"type":"erasure_certificate","erasure_id":"er_1","subject_hash":"5f1c",` +
+			`"stores":[{"store":"state","removed":3,"probe":0},{"store":"turns","removed":2,"probe":0}],"total":5,"ended_at":"2026-12-01T12:00:03Z"}`))
+		require.NoError(t, err)
+		sig, err := s.signer.Sign(cert)
+		require.NoError(t, err)
+		sigJSON, err := json.Marshal(sig)
+		require.NoError(t, err)
+		_, err = s.DB.NewInsert().Model(&models.Erasure{ID: "er_1", SpaceID: s.SpaceID, TargetKind: "subject", TargetHash: "th",
+			ScopeHashes: "[]", ProfileIDs: "[]", Items: "[]", Status: "completed", RequestedBy: "key_1", Certificate: string(cert),
+			CertificateSignature: string(sigJSON), CreatedAt: time.Now()}).Exec(context.Background())
 		require.NoError(t, err)
 		file := s.save(t, "/v1/erasures/er_1/certificate", "cert.json")
 		keysFile := s.save(t, "/v1/signing-keys", "keys.json")
@@ -108,10 +115,22 @@ func TestVerifyCertificateCommand(t *testing.T) {
 		_, err = cli(t, nil, "verify-certificate", file, "--keys", other)
 		require.ErrorIs(t, err, signing.ErrUnknownKey)
 
-		// A signed head is not a certificate.
+		// A signed head is not a certificate, even renamed: the type is inside what is signed.
 		head := s.save(t, "/v1/receipts/head", "head.json")
 		_, err = cli(t, nil, "verify-certificate", head, "--keys", keysFile)
 		require.ErrorContains(t, err, "not a certificate")
+		headData, err := os.ReadFile(head)
+		require.NoError(t, err)
+		renamed := filepath.Join(t.TempDir(), "renamed.json")
+		require.NoError(t, os.WriteFile(renamed, bytes.Replace(headData, []byte(`{"head":`), []byte(`{"certificate":`), 1), 0o600))
+		_, err = cli(t, nil, "verify-certificate", renamed, "--keys", keysFile)
+		require.ErrorContains(t, err, "not an erasure certificate")
+
+		// A member given twice is refused, whichever copy a reader would keep.
+		twice := filepath.Join(t.TempDir(), "twice.json")
+		require.NoError(t, os.WriteFile(twice, append([]byte(`{"certificate":{"type":"erasure_certificate","total":999},`), data[1:]...), 0o600))
+		_, err = cli(t, nil, "verify-certificate", twice, "--keys", keysFile)
+		require.ErrorContains(t, err, "appears twice")
 	})
 }
 
@@ -200,8 +219,8 @@ func rewriteChain(t *testing.T, e *apitest.Env, seq int64) {
 	require.NoError(t, err)
 }
 
-// dev generates a signing key in the data dir once and keeps it; serve without a key or a
-// key file has no signer (the signed routes answer 503); AGENTMEMORY_SIGNING_KEY wins.
+// dev generates a signing key in the data dir once and keeps it; serve without
+// AGENTMEMORY_SIGNING_KEY has no signer, even beside dev's key file (the signed routes answer 503); AGENTMEMORY_SIGNING_KEY wins.
 func TestOpenSigner(t *testing.T) {
 	dir := t.TempDir()
 	cfg := config.Config{DataDir: dir}
@@ -217,6 +236,9 @@ func TestOpenSigner(t *testing.T) {
 	again, err := openSigner(cfg, true)
 	require.NoError(t, err)
 	require.Equal(t, dev.KeyID(), again.KeyID(), "the generated key is kept across restarts")
+	none, err = openSigner(cfg, false)
+	require.NoError(t, err)
+	require.Nil(t, none, "serve never signs with the key file dev left in the data dir")
 
 	seed, pub, err := signing.GenerateKey()
 	require.NoError(t, err)

@@ -176,6 +176,9 @@ type Service struct {
 	// Erasers orders the stores' erasers (nil: Registry's default of state, turns, exports,
 	// subjects).
 	Erasers *erasure.Registry
+	// Signer signs each certificate when its erasure completes (nil: stored unsigned). Never
+	// a typed nil: leave it nil when there is no key.
+	Signer CertificateSigner
 	// ExportTTL is how long packages live (DefaultExportTTL when zero).
 	ExportTTL time.Duration
 	Now       func() time.Time

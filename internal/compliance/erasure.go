@@ -17,6 +17,7 @@ import (
 	"agentmemory/internal/fault"
 	"agentmemory/internal/keystore"
 	"agentmemory/internal/receipts"
+	"agentmemory/internal/signing"
 	"agentmemory/internal/state"
 	"agentmemory/models"
 )
@@ -49,6 +50,9 @@ type ChainPosition struct {
 // It never holds a value, a handle or a conversation id. NothingFound is true when nothing
 // was left to erase (a repeated erasure). NotCovered names kinds this build could not reach.
 type Certificate struct {
+	// Type is CertificateType, inside what is signed, so that no other signed document (a
+	// receipt head) can pass for a certificate.
+	Type         string    `json:"type"`
 	ErasureID    string    `json:"erasure_id"`
 	SpaceID      string    `json:"space_id"`
 	TargetKind   string    `json:"target_kind"`
@@ -66,6 +70,15 @@ type Certificate struct {
 	// WorkflowHistory says what Temporal holds of the subject (WorkflowHistoryNote).
 	WorkflowHistory string         `json:"workflow_history"`
 	Receipt         *ChainPosition `json:"receipt,omitempty"`
+}
+
+// CertificateType is the "type" member of every certificate.
+const CertificateType = "erasure_certificate"
+
+// CertificateSigner signs a certificate's canonical bytes when an erasure completes (PR-3):
+// *signing.Signer. Without one, certificates are stored unsigned.
+type CertificateSigner interface {
+	Sign(doc []byte) (signing.Signature, error)
 }
 
 // ErasureView is GET /v1/erasures/{id}; Certificate is null until the erasure completes.
@@ -455,7 +468,7 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 		sort.Strings(kinds)
 		now := s.now()
 		cert = Certificate{
-			ErasureID: row.ID, SpaceID: spaceID, TargetKind: row.TargetKind, RequestedBy: row.RequestedBy,
+			Type: CertificateType, ErasureID: row.ID, SpaceID: spaceID, TargetKind: row.TargetKind, RequestedBy: row.RequestedBy,
 			StartedAt: row.CreatedAt.UTC(), EndedAt: now, Items: []Item{}, NotCovered: []string{},
 			Stores: stores, WorkflowHistory: WorkflowHistoryNote,
 		}
@@ -479,8 +492,15 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 			return err
 		}
 		cert.Receipt = &ChainPosition{ReceiptID: rc.ID, Seq: rc.Seq, PrevHash: rc.PrevHash, Hash: rc.Hash}
+		// Signed once, here, over the bytes stored: the route that serves it signs nothing, so
+		// an edit of the stored certificate fails verification (issue 12 §4).
+		stored, signature, err := s.signCertificate(cert)
+		if err != nil {
+			return err
+		}
 		return s.finish(ctx, tx, row, StatusCompleted, func(q *bun.UpdateQuery) *bun.UpdateQuery {
-			return q.Set("ended_at = ?", now).Set("certificate = ?", mustJSON(cert)).Set("target_ref = ''")
+			return q.Set("ended_at = ?", now).Set("certificate = ?", stored).
+				Set("certificate_signature = ?", signature).Set("target_ref = ''")
 		})
 	})
 	if err == nil && len(residue) > 0 {
@@ -572,4 +592,25 @@ func scopeOf(row *models.Erasure) (hashes, profileIDs []string, err error) {
 		return nil, nil, err
 	}
 	return hashes, profileIDs, nil
+}
+
+// signCertificate returns cert's canonical JSON (RFC 8785) and, with a Signer, the JSON of
+// its signature over those bytes (” without one).
+func (s *Service) signCertificate(cert Certificate) (string, string, error) {
+	canon, err := signing.Canonical([]byte(mustJSON(cert)))
+	if err != nil {
+		return "", "", fmt.Errorf("compliance: canonical certificate: %w", err)
+	}
+	if s.Signer == nil {
+		return string(canon), "", nil
+	}
+	sig, err := s.Signer.Sign(canon)
+	if err != nil {
+		return "", "", fmt.Errorf("compliance: sign certificate: %w", err)
+	}
+	b, err := json.Marshal(sig)
+	if err != nil {
+		return "", "", fmt.Errorf("compliance: encode signature: %w", err)
+	}
+	return string(canon), string(b), nil
 }

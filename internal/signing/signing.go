@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -263,10 +264,13 @@ func decodeBase64(s string) ([]byte, error) {
 // Envelope splits a signed document as the API returns it, {"NAME": DOCUMENT, "signature":
 // SIGNATURE} with exactly one member besides "signature" (NAME is "certificate" or "head"),
 // into its parts. DOCUMENT is returned as received; Verify canonicalises it.
+//
+// A member given twice is refused: readers that keep the first value and readers that keep
+// the last must see the same document.
 func Envelope(data []byte) (name string, doc json.RawMessage, sig Signature, err error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
-		return "", nil, Signature{}, fmt.Errorf("signing: envelope is not a JSON object: %w", err)
+	m, err := uniqueMembers(data)
+	if err != nil {
+		return "", nil, Signature{}, err
 	}
 	rawSig, ok := m["signature"]
 	if !ok {
@@ -283,4 +287,41 @@ func Envelope(data []byte) (name string, doc json.RawMessage, sig Signature, err
 		name, doc = k, v
 	}
 	return name, doc, sig, nil
+}
+
+// uniqueMembers decodes a JSON object into its members, refusing a member name given twice.
+func uniqueMembers(data []byte) (map[string]json.RawMessage, error) {
+	notObject := func(err error) error { return fmt.Errorf("signing: envelope is not a JSON object: %w", err) }
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil {
+		return nil, notObject(err)
+	} else if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, notObject(errors.New("expected {"))
+	}
+	m := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, notObject(err)
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, notObject(errors.New("expected a member name"))
+		}
+		if _, dup := m[key]; dup {
+			return nil, fmt.Errorf("signing: envelope member %q appears twice", key)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, notObject(err)
+		}
+		m[key] = v
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, notObject(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, notObject(errors.New("data after the object"))
+	}
+	return m, nil
 }
