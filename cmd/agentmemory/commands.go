@@ -98,6 +98,13 @@ func devCmd(load func() (config.Config, error), stdout, stderr io.Writer) *cobra
 			defer a.startRelay(ctx)()
 			exe, _ := os.Executable()
 			fmt.Fprintf(stdout, "agentmemory dev: API on http://%s (data in %s)\n", cfg.Addr, cfg.DataDir)
+			if !fakeModel {
+				host := cfg.OllamaHost
+				if host == "" {
+					host = defaultOllamaHost
+				}
+				fmt.Fprintf(stdout, "distillations ask the model %s at %s; while none answers they stay drafting (last_error model_unreachable); --fake-model tries the flow without one\n", cfg.OllamaModel, host)
+			}
 			fmt.Fprintf(stdout, "create a space and its admin key with:\n  %s space create my-space --data-dir %s\n", exe, cfg.DataDir)
 			return a.serveHTTP(ctx, cfg.Addr, tc)
 		},

@@ -100,6 +100,7 @@ func TestDevServesAndRestartsOnItsDataDir(t *testing.T) {
 	require.Contains(t, out.String(), "space create")
 	require.Contains(t, out.String(), "web UI at http://")
 	require.Contains(t, out.String(), "subject keys stay in the data dir")
+	require.Contains(t, out.String(), "distillations ask the model llama3.2 at http://127.0.0.1:11434")
 
 	var created bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"space", "create", "acme", "--data-dir", dir}, getenv, &created, io.Discard))
@@ -194,6 +195,7 @@ func TestDevFakeModelDistilsToPending(t *testing.T) {
 	require.Contains(t, out.String(), "FAKE MODEL at http://127.0.0.1:")
 	require.Contains(t, out.String(), fmt.Sprintf("web UI at http://127.0.0.1:%d\n", uiPort))
 	require.Contains(t, logs.String(), "fake model on")
+	require.NotContains(t, out.String(), "distillations ask the model")
 
 	var created bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"space", "create", "acme", "--data-dir", dir}, getenv, &created, io.Discard))
