@@ -5,12 +5,14 @@ TEMPORAL_VERSION := v1.5.1
 TEMPORAL := $(CURDIR)/bin/temporal
 DATA_DIR ?= ./data
 ADDR ?= 127.0.0.1:8080
+# DEV_FLAGS: more flags for `agentmemory dev`, e.g. make run DEV_FLAGS=--fake-model
+DEV_FLAGS ?=
 
 .PHONY: run build test test-short bench demo lint temporal postgres
 
 ## run: install what is missing and start `agentmemory dev` (SQLite + Temporal dev server).
 run: temporal build
-	./bin/agentmemory dev --addr $(ADDR) --data-dir $(DATA_DIR)
+	./bin/agentmemory dev --addr $(ADDR) --data-dir $(DATA_DIR) $(DEV_FLAGS)
 
 ## build: the agentmemory binary in ./bin.
 build:
@@ -19,6 +21,8 @@ build:
 ## temporal: the Temporal CLI (dev server) in ./bin, installed once with go install.
 temporal: $(TEMPORAL)
 $(TEMPORAL):
+	@echo "Installing the Temporal CLI $(TEMPORAL_VERSION) (the dev server) into ./bin: the first time, go install"
+	@echo "downloads and compiles it, which takes about 5 to 25 minutes on a 2-core machine and prints nothing meanwhile."
 	GOBIN=$(CURDIR)/bin $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_VERSION)
 
 ## test: every test, on SQLite and PostgreSQL (127.0.0.1:5432, database test) and a Temporal dev server.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"agentmemory/api"
 	"agentmemory/internal/config"
 	"agentmemory/internal/db"
+	"agentmemory/internal/llm/fakemodel"
 	"agentmemory/internal/spaces"
 )
 
@@ -41,6 +43,8 @@ func newRootCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Com
 
 func devCmd(load func() (config.Config, error), stdout, stderr io.Writer) *cobra.Command {
 	var addr, dataDir string
+	var fakeModel bool
+	var uiPort int
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run everything in one process on the embedded default (SQLite, a Temporal dev server)",
@@ -64,12 +68,20 @@ func devCmd(load func() (config.Config, error), stdout, stderr io.Writer) *cobra
 			}
 			cfg.KeystoreURL, cfg.KEK, cfg.KEKPrevious = "", "", nil
 			ctx := cmd.Context()
-			a, err := openApp(ctx, cfg, newLogger(cfg, stderr), true)
+			log := newLogger(cfg, stderr)
+			if fakeModel {
+				stopFake, err := startFakeModel(&cfg, log, stdout)
+				if err != nil {
+					return err
+				}
+				defer stopFake()
+			}
+			a, err := openApp(ctx, cfg, log, true)
 			if err != nil {
 				return err
 			}
 			defer a.close()
-			tc, stopTemporal, err := startTemporal(ctx, cfg, stdout)
+			tc, stopTemporal, err := startTemporal(ctx, cfg, uiPort, cmd.Flags().Changed("temporal-ui-port"), stdout)
 			if err != nil {
 				return err
 			}
@@ -78,17 +90,48 @@ func devCmd(load func() (config.Config, error), stdout, stderr io.Writer) *cobra
 			if err != nil {
 				return err
 			}
-			defer w.Stop()
+			defer func() {
+				a.log.Info("worker stopping: waiting for running activities", "timeout", a.cfg.ShutdownTimeout.String())
+				w.Stop()
+				a.log.Info("worker stopped")
+			}()
 			defer a.startRelay(ctx)()
 			exe, _ := os.Executable()
 			fmt.Fprintf(stdout, "agentmemory dev: API on http://%s (data in %s)\n", cfg.Addr, cfg.DataDir)
+			if !fakeModel {
+				host := cfg.OllamaHost
+				if host == "" {
+					host = defaultOllamaHost
+				}
+				fmt.Fprintf(stdout, "distillations ask the model %s at %s; while none answers they stay drafting (last_error model_unreachable); --fake-model tries the flow without one\n", cfg.OllamaModel, host)
+			}
 			fmt.Fprintf(stdout, "create a space and its admin key with:\n  %s space create my-space --data-dir %s\n", exe, cfg.DataDir)
 			return a.serveHTTP(ctx, cfg.Addr, tc)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "listen address of the API")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "./data", "directory of the durable files (database, Temporal, keys, secret)")
+	cmd.Flags().BoolVar(&fakeModel, "fake-model", false, "answer distillations with a built-in fake model (labelled as fake in every note it drafts) instead of OLLAMA_HOST, to try the flow without a model")
+	cmd.Flags().IntVar(&uiPort, "temporal-ui-port", defaultTemporalUIPort, "port of the Temporal web UI on 127.0.0.1 (0: any free port; ignored with TEMPORAL_ADDRESS)")
 	return cmd
+}
+
+// startFakeModel starts the built-in fake model (internal/llm/fakemodel) on a free local port
+// and points cfg's model host at it; the gate's model layer stays off (the fake detects
+// nothing). It says so on stdout and in the log, and returns the server's stop.
+func startFakeModel(cfg *config.Config, log *slog.Logger, stdout io.Writer) (func(), error) {
+	s, err := fakemodel.Start("127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	cfg.OllamaHost = s.URL
+	if cfg.DetectorModel != "" {
+		cfg.DetectorModel = ""
+		fmt.Fprintln(stdout, "agentmemory dev: --fake-model turns the gate's model layer off (AGENTMEMORY_DETECTOR_MODEL is ignored)")
+	}
+	fmt.Fprintf(stdout, "agentmemory dev: FAKE MODEL at %s answers distillations with a fixed note labelled [fake model] (not a language model; never use it for real notes)\n", s.URL)
+	log.Warn("fake model on: distillations are answered by a built-in stand-in, not a language model", "url", s.URL)
+	return func() { _ = s.Close() }, nil
 }
 
 func serveCmd(load func() (config.Config, error), stderr io.Writer) *cobra.Command {
@@ -332,10 +375,9 @@ func (a *app) serveMetrics(addr string) (func(), error) {
 // URL and exits 0 on a 2xx answer within 3 seconds, 1 otherwise.
 func healthcheckCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:    "healthcheck URL",
-		Short:  "Exit 0 when URL answers 2xx within 3 s (for container health checks)",
-		Args:   cobra.ExactArgs(1),
-		Hidden: true,
+		Use:   "healthcheck URL",
+		Short: "Exit 0 when URL answers 2xx within 3 s (for container health checks)",
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
 			defer cancel()

@@ -100,6 +100,7 @@ func TestDevServesAndRestartsOnItsDataDir(t *testing.T) {
 	require.Contains(t, out.String(), "space create")
 	require.Contains(t, out.String(), "web UI at http://")
 	require.Contains(t, out.String(), "subject keys stay in the data dir")
+	require.Contains(t, out.String(), "distillations ask the model llama3.2 at http://127.0.0.1:11434")
 
 	var created bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"space", "create", "acme", "--data-dir", dir}, getenv, &created, io.Discard))
@@ -158,4 +159,88 @@ func TestSpaceAdminKeyRecoversASpace(t *testing.T) {
 
 	err := run(context.Background(), []string{"space", "admin-key", "sp_unknown", "--data-dir", dir}, env(nil), io.Discard, io.Discard)
 	require.ErrorContains(t, err, "no space")
+}
+
+// `dev --fake-model` drafts a distillation with the built-in fake model: the proposal reaches
+// pending with a note labelled as fake; the start message says so, the web UI port is the one
+// asked, and shutdown logs that the worker stopped.
+func TestDevFakeModelDistilsToPending(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the Temporal dev server")
+	}
+	cli := repoTemporal(t)
+	dir := t.TempDir()
+	port, err := freePort()
+	require.NoError(t, err)
+	uiPort, err := freePort()
+	require.NoError(t, err)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	// OLLAMA_HOST names a server nothing listens on: the fake model replaces it.
+	getenv := env(map[string]string{"AGENTMEMORY_TEMPORAL_CLI": cli, "OLLAMA_HOST": "http://127.0.0.1:1"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, logs := &syncBuffer{}, &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"dev", "--fake-model", "--addr", addr, "--data-dir", dir, "--temporal-ui-port", fmt.Sprint(uiPort)}, getenv, out, logs)
+	}()
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 60*time.Second, 100*time.Millisecond, "dev did not serve /healthz; output: %s", out)
+	require.Contains(t, out.String(), "FAKE MODEL at http://127.0.0.1:")
+	require.Contains(t, out.String(), fmt.Sprintf("web UI at http://127.0.0.1:%d\n", uiPort))
+	require.Contains(t, logs.String(), "fake model on")
+	require.NotContains(t, out.String(), "distillations ask the model")
+
+	var created bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"space", "create", "acme", "--data-dir", dir}, getenv, &created, io.Discard))
+	var sp map[string]string
+	require.NoError(t, json.Unmarshal(created.Bytes(), &sp))
+	call := func(method, path, body string) (int, map[string]any) {
+		req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+sp["admin_key"])
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var m map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&m))
+		return resp.StatusCode, m
+	}
+	code, res := call("PUT", "/v1/documents/features", `{"agent_memory":{"enabled":true}}`)
+	require.Equal(t, 200, code, "%v", res)
+	code, res = call("POST", "/v1/keys", `{"kind":"agent","agent":"shop-bot","vendor":"v","scopes":["agent_memory"]}`)
+	require.Equal(t, 201, code, "%v", res)
+	code, res = call("POST", "/v1/turns", `{"turns":[{"conversation_id":"c-7","speaker":"customer","text":"My jeans came in the wrong size"},{"conversation_id":"c-7","speaker":"agent","text":"I will start a return"}]}`)
+	require.Less(t, code, 300, "%v", res)
+	code, res = call("POST", "/v1/agent-memory/distill", `{"conversation_id":"c-7","source_id":"shop-bot"}`)
+	require.Less(t, code, 300, "%v", res)
+	prop, _ := res["proposal_id"].(string)
+	require.NotEmpty(t, prop, "%v", res)
+	var got map[string]any
+	require.Eventually(t, func() bool {
+		_, got = call("GET", "/v1/agent-memory/proposals/"+prop, "")
+		return got["status"] == "pending"
+	}, 60*time.Second, 200*time.Millisecond, "proposal did not reach pending: %v", got)
+	note, _ := got["note"].(map[string]any)
+	require.Contains(t, note["title"], "[fake model]")
+	require.Contains(t, note["body"], "fake model")
+
+	cancel()
+	require.NoError(t, <-done)
+	require.Contains(t, logs.String(), "worker stopped")
+}
+
+// healthcheck is listed in the root command's help.
+func TestHelpListsHealthcheck(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"--help"}, env(nil), &out, io.Discard))
+	require.Contains(t, out.String(), "healthcheck")
+	require.Contains(t, out.String(), "dev")
 }

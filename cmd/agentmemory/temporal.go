@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,11 +19,17 @@ import (
 	"agentmemory/internal/config"
 )
 
+// defaultTemporalUIPort is the dev server's web UI port when --temporal-ui-port is not given
+// (Temporal's own default).
+const defaultTemporalUIPort = 8233
+
 // startTemporal dials TEMPORAL_ADDRESS when set; otherwise it starts the Temporal dev server
 // (./bin/temporal or temporal on PATH) with its database in the data dir, so workflows survive
 // restarts (even a kill -9: the child dies with this process and a restart reopens the same
-// file), and prints its web UI address.
-func startTemporal(ctx context.Context, cfg config.Config, stdout io.Writer) (client.Client, func(), error) {
+// file), and prints its web UI address. The web UI listens on 127.0.0.1:uiPort (0: a free
+// port). A busy uiPort is an error when explicit (the flag was given); otherwise a free port
+// is used instead and the message says so.
+func startTemporal(ctx context.Context, cfg config.Config, uiPort int, explicit bool, stdout io.Writer) (client.Client, func(), error) {
 	if cfg.TemporalAddress != "" {
 		c, err := dialTemporal(cfg)
 		if err != nil {
@@ -38,7 +45,7 @@ func startTemporal(ctx context.Context, cfg config.Config, stdout io.Writer) (cl
 	if err != nil {
 		return nil, nil, err
 	}
-	uiPort, err := freePort()
+	uiPort, uiNote, err := pickUIPort(uiPort, explicit)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -76,8 +83,34 @@ func startTemporal(ctx context.Context, cfg config.Config, stdout io.Writer) (cl
 		stop()
 		return nil, nil, fmt.Errorf("the Temporal dev server did not come up (see %s): %w", filepath.Join(cfg.DataDir, "temporal.log"), err)
 	}
-	fmt.Fprintf(stdout, "Temporal dev server at %s, web UI at http://127.0.0.1:%d\n", hostPort, uiPort)
+	fmt.Fprintf(stdout, "Temporal dev server at %s, web UI at http://127.0.0.1:%d%s\n", hostPort, uiPort, uiNote)
 	return c, func() { c.Close(); stop() }, nil
+}
+
+// pickUIPort returns the web UI port to use and a note for the start message: port itself when
+// it is free, a free port when port is 0, or when port is busy and not explicit (the note then
+// says so); a busy explicit port is an error.
+func pickUIPort(port int, explicit bool) (int, string, error) {
+	if port < 0 || port > 65535 {
+		return 0, "", fmt.Errorf("--temporal-ui-port must be 0 to 65535, got %d", port)
+	}
+	if port == 0 {
+		p, err := freePort()
+		return p, "", err
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err == nil {
+		l.Close()
+		return port, "", nil
+	}
+	if explicit {
+		return 0, "", fmt.Errorf("the Temporal web UI port %d is busy: choose another with --temporal-ui-port", port)
+	}
+	p, err := freePort()
+	if err != nil {
+		return 0, "", err
+	}
+	return p, fmt.Sprintf(" (port %d is busy; set --temporal-ui-port to choose)", port), nil
 }
 
 // dialUntilReady dials hostPort until the namespace answers, the process exits, or 60 s pass.
