@@ -52,7 +52,9 @@ func jsonMediaType(v string) bool {
 	if err != nil {
 		return false
 	}
-	if mt != "application/json" && !(strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
+	suffixed := strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json") &&
+		len(mt) > len("application/+json") // a subtype before "+json", not "application/+json"
+	if mt != "application/json" && !suffixed {
 		return false
 	}
 	for k, val := range params {

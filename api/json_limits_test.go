@@ -231,7 +231,7 @@ func TestContentTypeIsChecked(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		key := setupWM(e)
 		body := `{"scope":{"kind":"conversation","id":"c-ct"},"body":{"offer":"a"}}`
-		for _, ct := range []string{"text/plain", "application/xml", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/json; charset=latin1", "", "json"} {
+		for _, ct := range []string{"text/plain", "application/xml", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/json; charset=latin1", "", "json", "application/+json"} {
 			r := e.Do(http.MethodPut, "/v1/agent-state", key, body, "Content-Type", ct)
 			requireError(t, r, http.StatusUnsupportedMediaType, "unsupported_media_type")
 		}
