@@ -176,6 +176,9 @@ type Service struct {
 	// Erasers orders the stores' erasers (nil: Registry's default of state, turns, exports,
 	// subjects).
 	Erasers *erasure.Registry
+	// Proposals fails a drafting distilled proposal whose workflow ended without finishing it
+	// (Reconcile); nil leaves such proposals alone.
+	Proposals ProposalFailer
 	// ExportTTL is how long packages live (DefaultExportTTL when zero).
 	ExportTTL time.Duration
 	Now       func() time.Time
