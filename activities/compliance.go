@@ -181,15 +181,17 @@ type ReconcileInput struct {
 	SpaceID string
 }
 
-// ReconcileResult counts the running rows checked and the workflows started.
+// ReconcileResult counts the unfinished rows checked, the workflows started and the rows
+// failed because their workflow had ended without finishing them.
 type ReconcileResult struct {
 	Checked int
 	Started int
+	Failed  int
 }
 
-// ReconcileWorkflows starts the missing workflows of erasures and exports still running
+// ReconcileWorkflows starts the missing workflows of erasures and exports still unfinished
 // (compliance.Service.Reconcile): rows whose request committed and then died before starting
-// the workflow.
+// the workflow; rows whose workflow ended without finishing them are failed.
 func (a *ComplianceActivities) ReconcileWorkflows(ctx context.Context, in ReconcileInput) (ReconcileResult, error) {
 	if a.Workflows == nil {
 		return ReconcileResult{}, nil
@@ -199,7 +201,7 @@ func (a *ComplianceActivities) ReconcileWorkflows(ctx context.Context, in Reconc
 		age = compliance.DefaultReconcileMinAge
 	}
 	r, err := a.Compliance.Reconcile(ctx, a.Workflows, in.SpaceID, age)
-	return ReconcileResult{Checked: r.Checked, Started: r.Started}, err
+	return ReconcileResult{Checked: r.Checked, Started: r.Started, Failed: r.Failed}, err
 }
 
 // classify makes domain refusals (not found, invalid) non-retryable, under their code only

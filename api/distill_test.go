@@ -151,9 +151,9 @@ func TestDistillRateLimited(t *testing.T) {
 // orphanRecorder is a compliance.WorkflowStarter that records what a reconciler would start.
 type orphanRecorder struct{ ids []string }
 
-func (o *orphanRecorder) StartMissing(_ context.Context, orphan compliance.Orphan) (bool, error) {
+func (o *orphanRecorder) StartMissing(_ context.Context, orphan compliance.Orphan) (compliance.StartResult, error) {
 	o.ids = append(o.ids, orphan.ID)
-	return false, nil
+	return compliance.StartResult{}, nil
 }
 
 // Issue 11 §3: a distillation that answered 503 "try again" leaves nothing that runs later

@@ -28,8 +28,10 @@ type Starter struct {
 
 var _ compliance.WorkflowStarter = Starter{}
 
-// StartMissing starts o's workflow unless one with its id exists; it reports whether it did.
-func (s Starter) StartMissing(ctx context.Context, o compliance.Orphan) (bool, error) {
+// StartMissing starts o's workflow unless one with its id exists; it reports whether it did,
+// or, when the workflow exists and has ended, how it ended (compliance.Closed*; a run that
+// continued as new counts as running, since its id names the newest run).
+func (s Starter) StartMissing(ctx context.Context, o compliance.Orphan) (compliance.StartResult, error) {
 	var id string
 	var wf, arg any
 	switch o.Kind {
@@ -40,15 +42,16 @@ func (s Starter) StartMissing(ctx context.Context, o compliance.Orphan) (bool, e
 	case compliance.WorkflowDistill:
 		id, wf, arg = workflows.DistillID(o.ID), workflows.DistillWorkflow, workflows.DistillInput{ProposalID: o.ID}
 	default:
-		return false, fmt.Errorf("worker: unknown workflow kind %q", o.Kind)
+		return compliance.StartResult{}, fmt.Errorf("worker: unknown workflow kind %q", o.Kind)
 	}
-	_, err := s.Client.DescribeWorkflowExecution(ctx, id, "")
+	desc, err := s.Client.DescribeWorkflowExecution(ctx, id, "")
 	if err == nil {
-		return false, nil // running, or finished: not ours to start
+		// Running, or finished: not ours to start; say how it ended.
+		return compliance.StartResult{Closed: closedAs(desc.GetWorkflowExecutionInfo().GetStatus())}, nil
 	}
 	var notFound *serviceerror.NotFound
 	if !errors.As(err, &notFound) {
-		return false, fmt.Errorf("worker: describe %s: %w", o.Kind, err)
+		return compliance.StartResult{}, fmt.Errorf("worker: describe %s: %w", o.Kind, err)
 	}
 	_, err = s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: s.TaskQueue,
@@ -57,10 +60,28 @@ func (s Starter) StartMissing(ctx context.Context, o compliance.Orphan) (bool, e
 	}, wf, arg)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &already) {
-		return false, nil // started (or finished) meanwhile by someone else
+		return compliance.StartResult{}, nil // started (or finished) meanwhile by someone else; the next pass looks again
 	}
 	if err != nil {
-		return false, fmt.Errorf("worker: start %s: %w", o.Kind, err)
+		return compliance.StartResult{}, fmt.Errorf("worker: start %s: %w", o.Kind, err)
 	}
-	return true, nil
+	return compliance.StartResult{Started: true}, nil
+}
+
+// closedAs maps a Temporal execution status to compliance's Closed* value: "" for running,
+// continued-as-new and unknown statuses (never treated as ended).
+func closedAs(st enumspb.WorkflowExecutionStatus) string {
+	switch st {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		return compliance.ClosedCompleted
+	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
+		return compliance.ClosedFailed
+	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
+		return compliance.ClosedCanceled
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:
+		return compliance.ClosedTerminated
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		return compliance.ClosedTimedOut
+	}
+	return ""
 }

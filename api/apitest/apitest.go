@@ -83,6 +83,8 @@ func NewWithPool(t testing.TB, engine string, pool db.Options, opts ...func(*api
 	deps.Notes = &notes.Service{DB: d, Docs: docs, Subjects: subj, Hasher: hasher, Now: func() time.Time { return deps.Now() }}
 	// Distillation and agent-note erasure go through the same notes service (AM-9, AM-12).
 	deps.Proposals = deps.Notes
+	// As the application does: the reconciler fails a drafting proposal whose workflow ended.
+	comp.Proposals = func(ctx context.Context, id, reason string) error { return deps.Notes.MarkFailed(ctx, id, reason, nil) }
 	comp.Notes = deps.Notes
 	for _, o := range opts {
 		o(&deps)

@@ -150,6 +150,8 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 	a.metrics.Registry().MustRegister(a.eventMetrics)
 	a.notes = &notes.Service{DB: d, Docs: a.docs, Subjects: a.subjects, Hasher: hasher, Now: time.Now}
 	a.compliance.Notes = a.notes // AM-12: agent-note erasure
+	// The reconciler fails a drafting proposal whose distillation workflow ended (issue 12 fix).
+	a.compliance.Proposals = func(ctx context.Context, id, reason string) error { return a.notes.MarkFailed(ctx, id, reason, nil) }
 	if cfg.OllamaHost != "" && cfg.DetectorModel != "" {
 		// The gate's model layer (AM-6): the detector model at OLLAMA_HOST, bounded by
 		// notes.DefaultDetectorTimeout per call.

@@ -67,7 +67,7 @@ func (w reconcilingWorker) Stop() {
 
 // reconcileWorkflows starts the missing workflows of erasures and exports (pending or running)
 // and of distillations (drafting) whose request died or failed between its commit and its
-// workflow start; it runs on worker start and then every AGENTMEMORY_RECONCILE_INTERVAL (every
+// workflow start, and fails those rows whose workflow ended without finishing them; it runs on worker start and then every AGENTMEMORY_RECONCILE_INTERVAL (every
 // retention sweep does it again). A failure is logged, not fatal: the next pass retries.
 func (a *app) reconcileWorkflows(ctx context.Context, starter worker.Starter) {
 	res, err := a.compliance.Reconcile(ctx, starter, "", compliance.DefaultReconcileMinAge)
@@ -79,8 +79,9 @@ func (a *app) reconcileWorkflows(ctx context.Context, starter worker.Starter) {
 			"checked", res.Checked, "started", res.Started, "err", err)
 		return
 	}
-	if res.Started > 0 {
-		a.log.Info("restarted orphaned compliance workflows", "checked", res.Checked, "started", res.Started)
+	if res.Started > 0 || res.Failed > 0 {
+		a.log.Info("reconciled orphaned compliance workflows", "checked", res.Checked, "started", res.Started,
+			"failed_ended", res.Failed)
 	}
 }
 

@@ -179,6 +179,9 @@ type Service struct {
 	// Signer signs each certificate when its erasure completes (nil: stored unsigned). Never
 	// a typed nil: leave it nil when there is no key.
 	Signer CertificateSigner
+	// Proposals fails a drafting distilled proposal whose workflow ended without finishing it
+	// (Reconcile); nil leaves such proposals alone.
+	Proposals ProposalFailer
 	// ExportTTL is how long packages live (DefaultExportTTL when zero).
 	ExportTTL time.Duration
 	Now       func() time.Time

@@ -82,9 +82,13 @@ type CertificateSigner interface {
 }
 
 // ErasureView is GET /v1/erasures/{id}; Certificate is null until the erasure completes.
+// Reason is set only when the erasure failed: a short code naming why (a step's name, e.g.
+// "residue:<stores>", "start_failed", or "workflow_terminated" when the reconciler
+// found its workflow ended; never personal data).
 type ErasureView struct {
 	ErasureID   string       `json:"erasure_id"`
 	Status      string       `json:"status"`
+	Reason      string       `json:"reason,omitempty"`
 	TargetKind  string       `json:"target_kind"`
 	CreatedAt   time.Time    `json:"created_at"`
 	EndedAt     *time.Time   `json:"ended_at"`
@@ -153,6 +157,9 @@ func (s *Service) GetErasure(ctx context.Context, p auth.Principal, id string) (
 		return ErasureView{}, err
 	}
 	v := ErasureView{ErasureID: row.ID, Status: row.Status, TargetKind: row.TargetKind, CreatedAt: row.CreatedAt.UTC()}
+	if row.Status == StatusFailed {
+		v.Reason = row.Failure
+	}
 	if row.EndedAt != nil {
 		t := row.EndedAt.UTC()
 		v.EndedAt = &t

@@ -447,6 +447,21 @@ func (s *Service) FailExport(ctx context.Context, spaceID, id, reason string) er
 	return s.failExport(ctx, spaceID, id, StatusRunning, reason)
 }
 
+// failExportIfRunning is FailExport that reports whether it moved the row (false: the export
+// was no longer running).
+func (s *Service) failExportIfRunning(ctx context.Context, spaceID, id, reason string) (bool, error) {
+	res, err := s.DB.NewUpdate().Model((*models.ExportPackage)(nil)).Set("status = ?", StatusFailed).
+		Set("failure = ?", reason).Set("package = NULL").Where("id = ? AND space_id = ? AND status = ?", id, spaceID, StatusRunning).Exec(ctx)
+	if err != nil {
+		return false, fmt.Errorf("compliance: fail export: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("compliance: fail export: %w", err)
+	}
+	return n == 1, nil
+}
+
 // failExport marks export id failed with reason if it is still in status from; it drops the
 // package bytes (they can no longer be opened, or were never finished).
 func (s *Service) failExport(ctx context.Context, spaceID, id, from, reason string) error {

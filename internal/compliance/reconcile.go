@@ -2,12 +2,14 @@ package compliance
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/uptrace/bun"
 
+	"agentmemory/internal/fault"
 	"agentmemory/models"
 )
 
@@ -37,29 +39,68 @@ type Orphan struct {
 	ID      string
 }
 
-// WorkflowStarter starts the workflow of an erasure or export when no workflow with its
-// deterministic id exists, running or closed; it reports whether it started one. A workflow
+// WorkflowStarter starts the workflow of an erasure, export or distillation when no workflow
+// with its deterministic id exists, running or closed, and says what it found. A workflow
 // that exists, or already ran and finished, is never started again. The worker implements it
 // with Temporal (DescribeWorkflowExecution, then a start refusing duplicate ids), so that
 // this package stays free of Temporal.
 type WorkflowStarter interface {
-	StartMissing(ctx context.Context, o Orphan) (started bool, err error)
+	StartMissing(ctx context.Context, o Orphan) (StartResult, error)
 }
 
-// ReconcileResult counts what a Reconcile call did: the running rows it checked and the
-// workflows it started.
+// StartResult is what WorkflowStarter.StartMissing found of an orphan's workflow: Started when
+// it started the missing workflow; Closed, when a workflow with the id exists and has ended, is
+// how it ended: one of the Closed* values. Both zero: the workflow is still running (a run
+// that continued as new counts as running).
+type StartResult struct {
+	Started bool
+	Closed  string
+}
+
+// How an existing workflow ended (StartResult.Closed). The reconciler fails a row still
+// unfinished whose workflow ended in any of these, with reason "workflow_" + the value
+// (e.g. "workflow_terminated").
+const (
+	ClosedCompleted  = "completed"
+	ClosedFailed     = "failed"
+	ClosedCanceled   = "canceled"
+	ClosedTerminated = "terminated"
+	ClosedTimedOut   = "timed_out"
+)
+
+// ReasonWorkflowClosed is the failure reason Reconcile records for a row whose workflow
+// ended (closed) with the row still unfinished: "workflow_" + StartResult.Closed, e.g.
+// "workflow_terminated".
+func ReasonWorkflowClosed(closed string) string { return "workflow_" + closed }
+
+// ProposalFailer ends a drafting distilled proposal failed with a reason code and its
+// "proposal.fail" receipt; a proposal already failed is left as it is, one no longer
+// drafting is an error. internal/notes implements it (MarkFailed); this package cannot import
+// notes, so the application wires it into Service.Proposals.
+type ProposalFailer func(ctx context.Context, id, reason string) error
+
+// ReconcileResult counts what a Reconcile call did: the unfinished rows it checked, the
+// workflows it started, and the rows it failed because their workflow had ended without
+// finishing them.
 type ReconcileResult struct {
 	Checked int `json:"checked"`
 	Started int `json:"started"`
+	Failed  int `json:"failed"`
 }
 
 // Reconcile finds erasures and exports of spaceID (every space when empty) still pending or running and
 // created at least minAge ago (unexpired, for exports), and distilled note proposals still
 // drafting created at least minAge ago, and has starter start the workflow of
 // each one whose workflow does not exist: the request that made the row committed it, then
-// died before starting its workflow (a crash or kill between the two). At most 1,000 rows of
-// each kind are checked per call, oldest first. Errors of single rows do not stop the others;
-// they are returned joined, after the counts.
+// died before starting its workflow (a crash or kill between the two). A row whose workflow
+// exists and has ended (terminated, failed, timed out, canceled, or completed without
+// finishing the row) is moved to failed with reason ReasonWorkflowClosed (e.g.
+// "workflow_terminated"), never to completed: an erasure through FailErasure (state machine
+// pending|running → failed, "erasure.fail" receipt), an export through FailExport, a drafting
+// proposal through s.Proposals (left alone when nil). A row that finished meanwhile is left
+// as it is; a row whose workflow still runs is not touched. At most 1,000 rows of each kind
+// are checked per call, oldest first. Errors of single rows do not stop the others; they are
+// returned joined, after the counts.
 func (s *Service) Reconcile(ctx context.Context, starter WorkflowStarter, spaceID string, minAge time.Duration) (ReconcileResult, error) {
 	now := s.now()
 	before := now.Add(-minAge)
@@ -104,16 +145,77 @@ func (s *Service) Reconcile(ctx context.Context, starter WorkflowStarter, spaceI
 			break
 		}
 		res.Checked++
-		started, err := starter.StartMissing(ctx, o)
+		found, err := starter.StartMissing(ctx, o)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("compliance: reconcile %s %s: %w", o.Kind, o.ID, err))
 			continue
 		}
-		if started {
+		if found.Started {
 			res.Started++
+		}
+		if found.Closed == "" {
+			continue
+		}
+		failed, err := s.failOrphan(ctx, o, ReasonWorkflowClosed(found.Closed))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("compliance: reconcile %s %s: fail: %w", o.Kind, o.ID, err))
+			continue
+		}
+		if failed {
+			res.Failed++
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// failOrphan moves orphan o, whose workflow has ended, to failed with reason; it reports
+// whether it moved the row. A row that finished meanwhile (completed, or failed by its own
+// workflow) is left as it is.
+func (s *Service) failOrphan(ctx context.Context, o Orphan, reason string) (bool, error) {
+	switch o.Kind {
+	case WorkflowErasure:
+		var row models.Erasure
+		if err := s.DB.NewSelect().Model(&row).Column("status").Where("id = ? AND space_id = ?", o.ID, o.SpaceID).Scan(ctx); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return false, nil
+			}
+			return false, err
+		}
+		if row.Status != StatusPending && row.Status != StatusRunning {
+			return false, nil
+		}
+		if err := s.FailErasure(ctx, o.SpaceID, o.ID, reason); err != nil {
+			if f := fault.As(err); f != nil && f.Code == "invalid_transition" {
+				return false, nil // finished between the read and the move
+			}
+			return false, err
+		}
+		return true, nil
+	case WorkflowExport:
+		return s.failExportIfRunning(ctx, o.SpaceID, o.ID, reason)
+	case WorkflowDistill:
+		if s.Proposals == nil {
+			return false, nil
+		}
+		var row models.NoteProposal
+		if err := s.DB.NewSelect().Model(&row).Column("status").Where("id = ?", o.ID).Scan(ctx); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return false, nil
+			}
+			return false, err
+		}
+		if row.Status != "drafting" {
+			return false, nil
+		}
+		if err := s.Proposals(ctx, o.ID, reason); err != nil {
+			if f := fault.As(err); f != nil && f.Kind == fault.Conflict {
+				return false, nil // decided or failed meanwhile
+			}
+			return false, err
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("unknown workflow kind %q", o.Kind)
 }
 
 func scoped(q *bun.SelectQuery, spaceID string) *bun.SelectQuery {

@@ -104,18 +104,23 @@ func TestReconcileStartsOrphanedWorkflows(t *testing.T) {
 			require.Equal(t, compliance.ReconcileResult{}, res)
 
 			// A row that reads running although its workflow finished: the workflow exists
-			// (closed), so it is not started again.
+			// (closed), so it is not started again; the row is failed (workflow_completed),
+			// never completed by the reconciler.
 			run := runID(t, workflows.ExportWorkflowID(exportID))
 			_, err = e.DB.NewUpdate().Model((*models.ExportPackage)(nil)).Set("status = ?", compliance.StatusRunning).
 				Where("id = ?", exportID).Exec(ctx)
 			require.NoError(t, err)
-			res, err = comp.Reconcile(ctx, starter, e.SpaceID, 0)
-			require.NoError(t, err)
-			require.Equal(t, compliance.ReconcileResult{Checked: 1, Started: 0}, res)
-			require.Equal(t, run, runID(t, workflows.ExportWorkflowID(exportID)), "the finished workflow was not re-run")
 			started, err := starter.StartMissing(ctx, compliance.Orphan{Kind: compliance.WorkflowExport, SpaceID: e.SpaceID, ID: exportID})
 			require.NoError(t, err)
-			require.False(t, started)
+			require.Equal(t, compliance.StartResult{Closed: compliance.ClosedCompleted}, started)
+			res, err = comp.Reconcile(ctx, starter, e.SpaceID, 0)
+			require.NoError(t, err)
+			require.Equal(t, compliance.ReconcileResult{Checked: 1, Started: 0, Failed: 1}, res)
+			require.Equal(t, run, runID(t, workflows.ExportWorkflowID(exportID)), "the finished workflow was not re-run")
+			var exRow models.ExportPackage
+			require.NoError(t, e.DB.NewSelect().Model(&exRow).Where("id = ?", exportID).Scan(ctx))
+			require.Equal(t, compliance.StatusFailed, exRow.Status)
+			require.Equal(t, "workflow_completed", exRow.Failure)
 		})
 	}
 }
@@ -216,8 +221,98 @@ func TestReconcileStartsOrphanedDistillations(t *testing.T) {
 			require.NoError(t, err)
 			res, err = comp.Reconcile(ctx, starter, e.SpaceID, 0)
 			require.NoError(t, err)
-			require.Equal(t, compliance.ReconcileResult{Checked: 1, Started: 0}, res)
+			require.Equal(t, compliance.ReconcileResult{Checked: 1, Started: 0, Failed: 1}, res)
 			require.Equal(t, run, runID(t, workflows.DistillID(id)), "the finished workflow was not re-run")
+			p, err = e.Deps.Notes.GetProposal(ctx, admin, id)
+			require.NoError(t, err)
+			require.Equal(t, notes.ProposalFailed, p.Status, "a drafting proposal whose workflow ended is failed")
+			require.Equal(t, "workflow_completed", *p.Reason)
 		})
 	}
+}
+
+// Issue 12 (tester's defect): an erasure, export or distillation whose workflow was ended
+// from outside (temporal workflow terminate) while its row was unfinished stayed unfinished
+// forever: the reconciler found the workflow (closed) and skipped it. Now it fails the row
+// with a reason naming how the workflow ended, with the erasure's "erasure.fail" receipt; a
+// row whose workflow still runs is not touched. The workflows run on a task queue no worker
+// polls, so they stay running until terminated.
+func TestReconcileFailsRowsOfEndedWorkflows(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			if temporalClient == nil {
+				t.Skip("integration test: needs the Temporal dev server (not in -short)")
+			}
+			ctx := context.Background()
+			e := apitest.New(t, engine) // no Workflows: the API starts nothing
+			comp := e.Deps.Compliance
+			p := compliancePrincipal(e)
+			starter := worker.Starter{Client: temporalClient, TaskQueue: "no-worker-" + auth.NewID("tq")}
+			exportID, pendingID := orphans(t, e)
+			runningID, err := comp.RequestErasure(ctx, p, compliance.ErasureRequest{ConversationID: "conv-running"})
+			require.NoError(t, err)
+			_, err = e.DB.NewUpdate().Model((*models.Erasure)(nil)).Set("status = ?", compliance.StatusRunning).
+				Where("id = ?", runningID).Exec(ctx)
+			require.NoError(t, err)
+
+			res, err := comp.Reconcile(ctx, starter, e.SpaceID, 0)
+			require.NoError(t, err)
+			require.Equal(t, compliance.ReconcileResult{Checked: 3, Started: 3}, res)
+			// Running workflows are left alone.
+			res, err = comp.Reconcile(ctx, starter, e.SpaceID, 0)
+			require.NoError(t, err)
+			require.Equal(t, compliance.ReconcileResult{Checked: 3}, res)
+
+			for _, id := range []string{workflows.ErasureWorkflowID(pendingID), workflows.ErasureWorkflowID(runningID), workflows.ExportWorkflowID(exportID)} {
+				if id == workflows.ErasureWorkflowID(runningID) {
+					continue // this one keeps running
+				}
+				require.NoError(t, temporalClient.TerminateWorkflow(ctx, id, "", "tester"))
+			}
+			res, err = comp.Reconcile(ctx, starter, e.SpaceID, 0)
+			require.NoError(t, err)
+			require.Equal(t, compliance.ReconcileResult{Checked: 3, Failed: 2}, res)
+
+			er, err := comp.GetErasure(ctx, p, pendingID)
+			require.NoError(t, err)
+			require.Equal(t, compliance.StatusFailed, er.Status, "a pending erasure whose workflow was terminated fails")
+			require.Equal(t, "workflow_terminated", er.Reason)
+			require.Nil(t, er.Certificate)
+			requireFailReceipt(t, e, pendingID, "workflow_terminated")
+			var exRow models.ExportPackage
+			require.NoError(t, e.DB.NewSelect().Model(&exRow).Where("id = ?", exportID).Scan(ctx))
+			require.Equal(t, compliance.StatusFailed, exRow.Status)
+			require.Equal(t, "workflow_terminated", exRow.Failure)
+			er, err = comp.GetErasure(ctx, p, runningID)
+			require.NoError(t, err)
+			require.Equal(t, compliance.StatusRunning, er.Status, "an erasure whose workflow still runs is not touched")
+			require.Empty(t, er.Reason)
+
+			// The running erasure's workflow is terminated too: it fails the same way.
+			require.NoError(t, temporalClient.TerminateWorkflow(ctx, workflows.ErasureWorkflowID(runningID), "", "tester"))
+			res, err = comp.Reconcile(ctx, starter, e.SpaceID, 0)
+			require.NoError(t, err)
+			require.Equal(t, compliance.ReconcileResult{Checked: 1, Failed: 1}, res)
+			er, err = comp.GetErasure(ctx, p, runningID)
+			require.NoError(t, err)
+			require.Equal(t, compliance.StatusFailed, er.Status)
+			require.Equal(t, "workflow_terminated", er.Reason)
+			requireFailReceipt(t, e, runningID, "workflow_terminated")
+
+			// Failed rows are not looked at again.
+			res, err = comp.Reconcile(ctx, starter, e.SpaceID, 0)
+			require.NoError(t, err)
+			require.Equal(t, compliance.ReconcileResult{}, res)
+		})
+	}
+}
+
+// requireFailReceipt checks that erasure id has exactly one "erasure.fail" receipt, with reason.
+func requireFailReceipt(t *testing.T, e *apitest.Env, id, reason string) {
+	t.Helper()
+	var rows []models.Receipt
+	require.NoError(t, e.DB.NewSelect().Model(&rows).
+		Where("space_id = ? AND action = ? AND object_ids LIKE ?", e.SpaceID, "erasure.fail", "%"+id+"%").Scan(context.Background()))
+	require.Len(t, rows, 1, "one erasure.fail receipt for %s", id)
+	require.Contains(t, rows[0].Detail, reason)
 }
