@@ -163,10 +163,19 @@ func (p *Postgres) kekIDs() string {
 	return ids
 }
 
-// wrongKEK is the open error naming the store's KEK id and this process's.
+// wrongKEKError is ErrWrongKEK with its detail; errors.Is matches ErrWrongKEK and ErrUnknownKEK.
+type wrongKEKError struct{ msg string }
+
+func (e wrongKEKError) Error() string { return e.msg }
+
+func (e wrongKEKError) Is(target error) bool {
+	return target == ErrWrongKEK || target == ErrUnknownKEK
+}
+
+// wrongKEK is the open error naming the store's KEK id and this process's (ids only).
 func (p *Postgres) wrongKEK(what, storeKEK string) error {
-	return fmt.Errorf("%w: %s is wrapped by KEK id %s, this process holds KEK ids %s (set AGENTMEMORY_KEK to the store's KEK, or keep it in AGENTMEMORY_KEK_PREVIOUS during a rotation): %w",
-		ErrWrongKEK, what, storeKEK, p.kekIDs(), ErrUnknownKEK)
+	return wrongKEKError{msg: fmt.Sprintf("%s: %s is wrapped by KEK id %s, this process holds KEK ids %s (set AGENTMEMORY_KEK to the store's KEK, or keep it in AGENTMEMORY_KEK_PREVIOUS during a rotation)",
+		ErrWrongKEK.Error(), what, storeKEK, p.kekIDs())}
 }
 
 // checkCanary runs in createSchema's transaction (under its advisory lock): it opens the
