@@ -66,12 +66,18 @@ func TestKeysRewrapCommand(t *testing.T) {
 		require.Equal(t, k, got)
 	}
 
-	// Under a KEK that wrapped none of them, and without the old one: non-zero, nothing changed.
-	third := map[string]string{"AGENTMEMORY_KEYSTORE_URL": url, "AGENTMEMORY_KEK": base64.StdEncoding.EncodeToString(randomKEK(t))}
+	// Under a KEK that wrapped none of them, and without the old one: the store refuses to
+	// open (its canary is under the new KEK), non-zero, nothing printed, nothing changed.
+	wrong := randomKEK(t)
+	third := map[string]string{"AGENTMEMORY_KEYSTORE_URL": url, "AGENTMEMORY_KEK": base64.StdEncoding.EncodeToString(wrong)}
 	out, err = rewrap(third)
-	require.ErrorIs(t, err, keystore.ErrUnknownKEK)
-	require.Contains(t, out, "rewrapped 0 keys")
-	require.Contains(t, out, "5 under an unknown KEK")
+	require.ErrorIs(t, err, keystore.ErrWrongKEK)
+	require.ErrorContains(t, err, keystore.KEKID(newKEK))
+	require.ErrorContains(t, err, keystore.KEKID(wrong))
+	require.Empty(t, out)
+	out, err = rewrap(vars)
+	require.NoError(t, err)
+	require.Equal(t, "rewrapped 0 keys under KEK "+id+" (5 already current, 0 under an unknown KEK)\n", out)
 
 	_, err = rewrap(map[string]string{})
 	require.ErrorContains(t, err, "AGENTMEMORY_KEYSTORE_URL is not set")

@@ -123,6 +123,20 @@ func replicasShareKeys(t *testing.T, tc client.Client, engine string) {
 		return replica{t: t, app: a, h: a.apiServer(tc)}
 	}
 	one, two := open(), open()
+
+	// Issue 12 §5: a replica given a wrong AGENTMEMORY_KEK never starts (serve and worker
+	// exit non-zero with this error); it cannot wrap keys the others cannot open.
+	wrongVars := map[string]string{}
+	for k, v := range vars {
+		wrongVars[k] = v
+	}
+	wrong := randomKEK(t)
+	wrongVars["AGENTMEMORY_KEK"] = base64.StdEncoding.EncodeToString(wrong)
+	wrongCfg, err := config.Load(env(wrongVars))
+	require.NoError(t, err)
+	_, err = openApp(ctx, wrongCfg, slog.New(slog.NewTextHandler(io.Discard, nil)), false)
+	require.ErrorIs(t, err, keystore.ErrWrongKEK)
+	require.ErrorContains(t, err, keystore.KEKID(wrong))
 	w, err := one.app.startWorker(tc)
 	require.NoError(t, err)
 	t.Cleanup(w.Stop)

@@ -15,7 +15,6 @@ import (
 	"agentmemory/internal/auth"
 	"agentmemory/internal/db"
 	"agentmemory/internal/fault"
-	"agentmemory/internal/keystore"
 	"agentmemory/internal/receipts"
 	"agentmemory/internal/signing"
 	"agentmemory/internal/state"
@@ -351,15 +350,16 @@ func (s *Service) DestroyKeys(ctx context.Context, spaceID, id string) (int, err
 			candidates = append(candidates, state.SubjectKeyID(h))
 		}
 		intended = []string{}
+		// Existence only: a key is never opened to be destroyed, so a key wrapped by a KEK
+		// this process does not hold is still found, destroyed and counted.
 		for _, k := range candidates {
-			_, err := s.Keys.DataKey(ctx, k, false)
-			if errors.Is(err, keystore.ErrNoKey) {
-				continue
-			}
+			ok, err := s.Keys.Exists(ctx, k)
 			if err != nil {
 				return fmt.Errorf("compliance: data key: %w", err)
 			}
-			intended = append(intended, k)
+			if ok {
+				intended = append(intended, k)
+			}
 		}
 		_, err = tx.NewUpdate().Model((*models.Erasure)(nil)).Set("key_ids = ?", mustJSON(intended)).Where("id = ?", id).Exec(ctx)
 		return err

@@ -3,6 +3,7 @@ package compliance_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -121,6 +122,46 @@ func TestDestroyKeysRetryKeepsCount(t *testing.T) {
 			cert, err := c.Certify(ctx, e.SpaceID, id)
 			require.NoError(t, err)
 			require.Equal(t, before, certCount(cert, compliance.KindSubjectKey), "no destroyed key is lost from the certificate")
+			require.Zero(t, existingKeys(t, e))
+		})
+	}
+}
+
+// unopenable is a key store that holds keys but cannot open any (every key wrapped by a KEK
+// this process does not hold, as after a replica ran with a wrong AGENTMEMORY_KEK).
+type unopenable struct{ keystore.Store }
+
+func (unopenable) DataKey(context.Context, string, bool) ([]byte, error) {
+	return nil, fmt.Errorf("%w: kek id 0123456789abcdef", keystore.ErrUnknownKEK)
+}
+
+// GOV-2, MS-4 (issue 12 §5): the erasure's key step works from key ids and the rows'
+// existence, never opening a key: keys the process cannot unwrap are still destroyed and
+// counted in the certificate, and the probe finds none left.
+func TestDestroyKeysWithoutOpening(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			e, dpo := stepEnv(t, engine)
+			before := existingKeys(t, e)
+			require.GreaterOrEqual(t, before, 2, "ana has a profile key and a handle key")
+			id := e.MustDo(http.StatusAccepted, "POST", "/v1/erasures", dpo, map[string]any{"subject": "email:ana@example.com"}).JSON(t)["erasure_id"].(string)
+			ctx := context.Background()
+			c := e.Deps.Compliance
+			_, err := c.ResolveErasure(ctx, e.SpaceID, id)
+			require.NoError(t, err)
+			for _, step := range []func(context.Context, string, string) (int, error){c.EraseStates, c.EraseTurns, c.EraseExports, c.EraseProfiles} {
+				_, err := step(ctx, e.SpaceID, id)
+				require.NoError(t, err)
+			}
+			real := c.Keys
+			c.Keys = unopenable{Store: real}
+			n, err := c.DestroyKeys(ctx, e.SpaceID, id)
+			require.NoError(t, err)
+			require.Equal(t, before, n)
+			cert, err := c.Certify(ctx, e.SpaceID, id)
+			require.NoError(t, err)
+			c.Keys = real
+			require.Equal(t, before, certCount(cert, compliance.KindSubjectKey))
 			require.Zero(t, existingKeys(t, e))
 		})
 	}

@@ -10,7 +10,6 @@ import (
 
 	"agentmemory/internal/erasure"
 	"agentmemory/internal/events"
-	"agentmemory/internal/keystore"
 	"agentmemory/internal/state"
 	"agentmemory/internal/subjects"
 	"agentmemory/models"
@@ -151,14 +150,13 @@ func (s *Service) probe(ctx context.Context, idb bun.IDB, row *models.Erasure, i
 		keys = append(keys, profileIDs...)
 		left := 0
 		for _, k := range keys {
-			_, err := s.Keys.DataKey(ctx, k, false)
-			if errors.Is(err, keystore.ErrNoKey) {
-				continue
-			}
+			ok, err := s.Keys.Exists(ctx, k) // a stored row is residue, whether or not it opens
 			if err != nil {
 				return nil, fmt.Errorf("compliance: probe keys: %w", err)
 			}
-			left++
+			if ok {
+				left++
+			}
 		}
 		out = append(out, StoreReport{Store: StoreKeys, Removed: removed[StoreKeys], Probe: left, Covers: []string{"subject keys"}})
 	}

@@ -29,7 +29,11 @@ type Store interface {
 	// create, a missing or destroyed key is ErrNoKey.
 	DataKey(ctx context.Context, subjectID string, create bool) ([]byte, error)
 	// Destroy forgets the subject's key for good; destroying a missing key is not an error.
+	// It never opens the key, so a key the process cannot unwrap is destroyed too.
 	Destroy(ctx context.Context, subjectID string) error
+	// Exists reports whether the subject has a stored key, without opening it: an erasure
+	// finds and counts keys it cannot unwrap (e.g. under an unknown KEK) and destroys them.
+	Exists(ctx context.Context, subjectID string) (bool, error)
 }
 
 // File is a Store in one JSON file of wrapped keys, shared safely by several processes on one
@@ -101,6 +105,16 @@ func (f *File) DataKey(_ context.Context, subjectID string, create bool) ([]byte
 		return nil, fmt.Errorf("keystore: unwrap: %w", err)
 	}
 	return key, nil
+}
+
+// Exists implements Store.
+func (f *File) Exists(_ context.Context, subjectID string) (bool, error) {
+	found := false
+	err := f.withLock(func() error {
+		_, found = f.keys[subjectID]
+		return nil
+	})
+	return found, err
 }
 
 // Destroy implements Store: the entry is removed from the file, which is rewritten and synced.

@@ -128,8 +128,116 @@ func (p *Postgres) createSchema(ctx context.Context) error {
 	if _, err := tx.ExecContext(ctx, postgresSchema); err != nil {
 		return fmt.Errorf("keystore: create schema: %w", err)
 	}
+	if err := p.checkCanary(ctx, tx); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("keystore: create schema: %w", err)
+	}
+	return nil
+}
+
+// CanaryID is the reserved key id of the key store's canary: a random key wrapped by a KEK like
+// any subject key, written by the first process that opens an empty store. A process whose
+// KEKs cannot open it refuses to start (OpenPostgres), so a replica given a wrong
+// AGENTMEMORY_KEK never wraps subject keys the other replicas cannot open. `keys rewrap`
+// rewraps it with the subject keys (it is not counted in RewrapResult). No subject id has
+// this shape (subject key ids are "sh_<hash>" or profile ids).
+const CanaryID = "keystore:canary"
+
+// ErrWrongKEK is returned (wrapped, with the KEK ids, never the KEKs) by OpenPostgres when the
+// key store's canary, or every existing key of a store without a canary, is wrapped by a KEK
+// this process does not hold. It also wraps ErrUnknownKEK.
+var ErrWrongKEK = errors.New("keystore: AGENTMEMORY_KEK does not open this key store (a wrong KEK, or the KEK the store was rotated to is missing)")
+
+// kekIDs lists this process's KEK ids for messages: the current one, then the previous ones.
+func (p *Postgres) kekIDs() string {
+	ids := "current " + p.current.id
+	if len(p.previous) > 0 {
+		prev := make([]string, len(p.previous))
+		for i, k := range p.previous {
+			prev[i] = k.id
+		}
+		ids += ", previous " + strings.Join(prev, ", ")
+	}
+	return ids
+}
+
+// wrongKEKError is ErrWrongKEK with its detail; errors.Is matches ErrWrongKEK and ErrUnknownKEK.
+type wrongKEKError struct{ msg string }
+
+func (e wrongKEKError) Error() string { return e.msg }
+
+func (e wrongKEKError) Is(target error) bool {
+	return target == ErrWrongKEK || target == ErrUnknownKEK
+}
+
+// wrongKEK is the open error naming the store's KEK id and this process's (ids only).
+func (p *Postgres) wrongKEK(what, storeKEK string) error {
+	return wrongKEKError{msg: fmt.Sprintf("%s: %s is wrapped by KEK id %s, this process holds KEK ids %s (set AGENTMEMORY_KEK to the store's KEK, or keep it in AGENTMEMORY_KEK_PREVIOUS during a rotation)",
+		ErrWrongKEK.Error(), what, storeKEK, p.kekIDs())}
+}
+
+// checkCanary runs in createSchema's transaction (under its advisory lock): it opens the
+// canary, or writes one under the current KEK when the store has none. A store without a
+// canary (created before it existed) whose keys are all under KEKs this process does not hold
+// is refused too, rather than stamped with a wrong KEK's canary.
+func (p *Postgres) checkCanary(ctx context.Context, tx *sql.Tx) error {
+	var kekID string
+	var wrapped []byte
+	err := tx.QueryRowContext(ctx, "SELECT kek_id, wrapped FROM subject_keys WHERE subject_id = $1", CanaryID).Scan(&kekID, &wrapped)
+	if err == nil {
+		return p.openCanary(kekID, wrapped)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("keystore: read canary: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT DISTINCT kek_id FROM subject_keys")
+	if err != nil {
+		return fmt.Errorf("keystore: read canary: %w", err)
+	}
+	var stored []string
+	known := false
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return fmt.Errorf("keystore: read canary: %w", err)
+		}
+		stored = append(stored, id)
+		if _, err := p.kekByID(id); err == nil {
+			known = true
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("keystore: read canary: %w", err)
+	}
+	if len(stored) > 0 && !known {
+		return p.wrongKEK("every key in the store", strings.Join(stored, ", "))
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return err
+	}
+	w, err := seal(p.current.aead, key, []byte(CanaryID))
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO subject_keys (subject_id, kek_id, wrapped) VALUES ($1, $2, $3)", CanaryID, p.current.id, w); err != nil {
+		return fmt.Errorf("keystore: write canary: %w", err)
+	}
+	return nil
+}
+
+// openCanary unwraps the canary: an unknown KEK id is ErrWrongKEK; a known id whose key does
+// not open it (a corrupt row) is an unwrap error.
+func (p *Postgres) openCanary(kekID string, wrapped []byte) error {
+	if _, err := p.kekByID(kekID); err != nil {
+		return p.wrongKEK("the key store's canary", kekID)
+	}
+	if _, err := p.unwrap(CanaryID, kekID, wrapped); err != nil {
+		return fmt.Errorf("keystore: canary: %w", err)
 	}
 	return nil
 }
@@ -137,10 +245,28 @@ func (p *Postgres) createSchema(ctx context.Context) error {
 // Close closes the pool.
 func (p *Postgres) Close() error { return p.db.Close() }
 
-// Ping checks that the key database answers and its table is readable (GET /readyz).
+// Ping checks that the key database answers and that this process still opens its canary
+// (GET /readyz): a missing canary or one rewrapped under a KEK this process does not hold
+// fails it.
 func (p *Postgres) Ping(ctx context.Context) error {
-	var any bool
-	return p.db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM subject_keys)").Scan(&any)
+	kekID, wrapped, err := p.load(ctx, CanaryID)
+	if errors.Is(err, ErrNoKey) {
+		return errors.New("keystore: the key store's canary is missing")
+	}
+	if err != nil {
+		return err
+	}
+	return p.openCanary(kekID, wrapped)
+}
+
+// Exists implements Store: whether a row for subjectID exists, whatever KEK wrapped it (the
+// key is not opened, so a key under an unknown KEK is found, counted and destroyable).
+func (p *Postgres) Exists(ctx context.Context, subjectID string) (bool, error) {
+	var ok bool
+	if err := p.db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM subject_keys WHERE subject_id = $1)", subjectID).Scan(&ok); err != nil {
+		return false, fmt.Errorf("keystore: read key: %w", err)
+	}
+	return ok, nil
 }
 
 // kekByID returns the KEK with this id, or ErrUnknownKEK.
@@ -172,6 +298,9 @@ func (p *Postgres) unwrap(subjectID, kekID string, wrapped []byte) ([]byte, erro
 // DataKey implements Store. A key wrapped by an unknown KEK is ErrUnknownKEK (never ErrNoKey,
 // never replaced); a row that does not open under its KEK is an unwrap error.
 func (p *Postgres) DataKey(ctx context.Context, subjectID string, create bool) ([]byte, error) {
+	if subjectID == CanaryID {
+		return nil, errReserved
+	}
 	kekID, wrapped, err := p.load(ctx, subjectID)
 	switch {
 	case err == nil:
@@ -203,6 +332,9 @@ func (p *Postgres) DataKey(ctx context.Context, subjectID string, create bool) (
 	return p.unwrap(subjectID, kekID, wrapped)
 }
 
+// errReserved refuses the canary's id as a subject id.
+var errReserved = errors.New("keystore: " + CanaryID + " is reserved for the key store's canary")
+
 // load reads a row; a missing row is ErrNoKey.
 func (p *Postgres) load(ctx context.Context, subjectID string) (string, []byte, error) {
 	var kekID string
@@ -228,6 +360,9 @@ func (p *Postgres) load(ctx context.Context, subjectID string) (string, []byte, 
 // database's (docs/production.md, "Key store"); rotating the KEK and discarding the old one
 // makes every such leftover copy unreadable.
 func (p *Postgres) Destroy(ctx context.Context, subjectID string) error {
+	if subjectID == CanaryID {
+		return errReserved
+	}
 	tx, err := p.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("keystore: destroy: %w", err)
@@ -252,7 +387,7 @@ func (p *Postgres) Destroy(ctx context.Context, subjectID string) error {
 	return nil
 }
 
-// RewrapResult counts what Rewrap did.
+// RewrapResult counts what Rewrap did to subject keys (the canary is rewrapped too, uncounted).
 type RewrapResult struct {
 	// Rewrapped keys moved from a previous KEK to the current one.
 	Rewrapped int
@@ -274,7 +409,7 @@ func (p *Postgres) Rewrap(ctx context.Context, batch int) (RewrapResult, error) 
 		batch = 500
 	}
 	var res RewrapResult
-	if err := p.db.QueryRowContext(ctx, "SELECT count(*) FROM subject_keys WHERE kek_id = $1", p.current.id).Scan(&res.Current); err != nil {
+	if err := p.db.QueryRowContext(ctx, "SELECT count(*) FROM subject_keys WHERE kek_id = $1 AND subject_id <> $2", p.current.id, CanaryID).Scan(&res.Current); err != nil {
 		return res, fmt.Errorf("keystore: rewrap: %w", err)
 	}
 	after := ""
@@ -332,9 +467,12 @@ func (p *Postgres) rewrapBatch(ctx context.Context, after string, limit int) (n 
 		return 0, "", 0, 0, fmt.Errorf("keystore: rewrap: %w", err)
 	}
 	for _, r := range batch {
+		canary := r.subject == CanaryID // rewrapped like a key, not counted as one
 		key, err := p.unwrap(r.subject, r.kekID, r.wrapped)
 		if errors.Is(err, ErrUnknownKEK) {
-			unknown++
+			if !canary {
+				unknown++
+			}
 			continue
 		}
 		if err != nil {
@@ -347,7 +485,9 @@ func (p *Postgres) rewrapBatch(ctx context.Context, after string, limit int) (n 
 		if _, err := tx.ExecContext(ctx, "UPDATE subject_keys SET kek_id = $2, wrapped = $3 WHERE subject_id = $1", r.subject, p.current.id, w); err != nil {
 			return 0, "", 0, 0, fmt.Errorf("keystore: rewrap: %w", err)
 		}
-		rewrapped++
+		if !canary {
+			rewrapped++
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, "", 0, 0, fmt.Errorf("keystore: rewrap: %w", err)

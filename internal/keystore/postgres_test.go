@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"encoding/base64"
 	"fmt"
 	"sync"
 	"testing"
@@ -37,13 +38,14 @@ func openPG(t *testing.T, url string, cur []byte, prev ...[]byte) *keystore.Post
 	return s
 }
 
-// rows reads the key table as it is stored: subject id -> (kek id, wrapped bytes).
+// rows reads the subject keys as they are stored: subject id -> (kek id, wrapped bytes). The
+// canary is left out (canary reads it).
 func rows(t *testing.T, url string) map[string][2]string {
 	t.Helper()
 	d, err := sql.Open("pgx", url)
 	require.NoError(t, err)
 	defer d.Close()
-	r, err := d.Query("SELECT subject_id, kek_id, wrapped FROM subject_keys")
+	r, err := d.Query("SELECT subject_id, kek_id, wrapped FROM subject_keys WHERE subject_id <> $1", keystore.CanaryID)
 	require.NoError(t, err)
 	defer r.Close()
 	out := map[string][2]string{}
@@ -55,6 +57,35 @@ func rows(t *testing.T, url string) map[string][2]string {
 	}
 	require.NoError(t, r.Err())
 	return out
+}
+
+// canary returns the KEK id of the stored canary ("" when there is none).
+func canary(t *testing.T, url string) string {
+	t.Helper()
+	d, err := sql.Open("pgx", url)
+	require.NoError(t, err)
+	defer d.Close()
+	var id string
+	err = d.QueryRow("SELECT kek_id FROM subject_keys WHERE subject_id = $1", keystore.CanaryID).Scan(&id)
+	if err == sql.ErrNoRows {
+		return ""
+	}
+	require.NoError(t, err)
+	return id
+}
+
+// foreignKey stores a key for subject wrapped by lost, a KEK no store in the test holds, as a
+// replica with a wrong KEK did before the canary existed.
+func foreignKey(t *testing.T, url, subject string, lost []byte) {
+	t.Helper()
+	key := newKEK(t)
+	w, err := keystore.Seal(lost, key, []byte(subject))
+	require.NoError(t, err)
+	d, err := sql.Open("pgx", url)
+	require.NoError(t, err)
+	defer d.Close()
+	_, err = d.Exec("INSERT INTO subject_keys (subject_id, kek_id, wrapped) VALUES ($1, $2, $3)", subject, keystore.KEKID(lost), w)
+	require.NoError(t, err)
 }
 
 // Two replicas sharing the key database see one key per subject: one creates, the other
@@ -129,19 +160,107 @@ func TestPostgresConcurrentCreate(t *testing.T) {
 func TestPostgresUnknownKEKFailsClosed(t *testing.T) {
 	ctx := context.Background()
 	url := keyDB(t)
-	old, other := newKEK(t), newKEK(t)
-	_, err := openPG(t, url, old).DataKey(ctx, "sh_ana", true)
-	require.NoError(t, err)
+	lost := newKEK(t)
+	s := openPG(t, url, newKEK(t))
+	foreignKey(t, url, "sh_ana", lost)
 	before := rows(t, url)
 
-	s := openPG(t, url, other)
 	for _, create := range []bool{false, true} {
 		_, err := s.DataKey(ctx, "sh_ana", create)
 		require.ErrorIs(t, err, keystore.ErrUnknownKEK, "create=%v", create)
 		require.NotErrorIs(t, err, keystore.ErrNoKey)
-		require.Contains(t, err.Error(), keystore.KEKID(old))
+		require.Contains(t, err.Error(), keystore.KEKID(lost))
 	}
 	require.Equal(t, before, rows(t, url), "the row changed under an unknown KEK")
+}
+
+// Issue 12 §5: a replica started with a wrong AGENTMEMORY_KEK against a shared key store
+// refuses to open (the canary, written by the first process, does not open under its KEK):
+// the error names both KEK ids and never a KEK; the store is unchanged and no key is created.
+// With the right KEK as previous (a rotation) it opens.
+func TestPostgresWrongKEKRefusedAtOpen(t *testing.T) {
+	ctx := context.Background()
+	url := keyDB(t)
+	right, wrong := newKEK(t), newKEK(t)
+	first := openPG(t, url, right)
+	require.Equal(t, keystore.KEKID(right), canary(t, url), "the first open writes the canary under its KEK")
+	_, err := first.DataKey(ctx, "sh_ana", true)
+	require.NoError(t, err)
+	before := rows(t, url)
+
+	_, err = keystore.OpenPostgres(ctx, url, keystore.PostgresOptions{KEK: wrong})
+	require.ErrorIs(t, err, keystore.ErrWrongKEK)
+	require.ErrorIs(t, err, keystore.ErrUnknownKEK)
+	require.Contains(t, err.Error(), keystore.KEKID(right), "the message names the store's KEK id")
+	require.Contains(t, err.Error(), keystore.KEKID(wrong), "the message names this process's KEK id")
+	for _, k := range [][]byte{right, wrong} {
+		require.NotContains(t, err.Error(), string(k))
+		require.NotContains(t, err.Error(), base64.StdEncoding.EncodeToString(k))
+	}
+	require.Equal(t, before, rows(t, url))
+	require.Equal(t, keystore.KEKID(right), canary(t, url))
+
+	require.NoError(t, openPG(t, url, wrong, right).Ping(ctx), "the right KEK as previous opens it")
+	require.NoError(t, first.Ping(ctx), "the canary opens: /readyz reports the key store ok")
+}
+
+// A store created before the canary existed: opening it with a KEK that wrapped none of its
+// keys is refused (no canary is written under the wrong KEK); the right KEK writes it.
+func TestPostgresNoCanaryWrongKEKRefused(t *testing.T) {
+	ctx := context.Background()
+	url := keyDB(t)
+	right, wrong := newKEK(t), newKEK(t)
+	openPG(t, url, right)
+	d, err := sql.Open("pgx", url)
+	require.NoError(t, err)
+	defer d.Close()
+	_, err = d.Exec("DELETE FROM subject_keys WHERE subject_id = $1", keystore.CanaryID)
+	require.NoError(t, err)
+	foreignKey(t, url, "sh_ana", right)
+
+	_, err = keystore.OpenPostgres(ctx, url, keystore.PostgresOptions{KEK: wrong})
+	require.ErrorIs(t, err, keystore.ErrWrongKEK)
+	require.Contains(t, err.Error(), keystore.KEKID(right))
+	require.Empty(t, canary(t, url), "a canary was written under the wrong KEK")
+	openPG(t, url, right)
+	require.Equal(t, keystore.KEKID(right), canary(t, url))
+}
+
+// /readyz: a canary that no longer opens (removed, or rewrapped by a rotation this process
+// does not know) fails Ping.
+func TestPostgresPingChecksCanary(t *testing.T) {
+	ctx := context.Background()
+	url := keyDB(t)
+	a, b := newKEK(t), newKEK(t)
+	old := openPG(t, url, a)
+	require.NoError(t, old.Ping(ctx))
+	_, err := openPG(t, url, b, a).Rewrap(ctx, 0)
+	require.NoError(t, err)
+	require.ErrorIs(t, old.Ping(ctx), keystore.ErrWrongKEK, "a replica left on the retired KEK must not read ready")
+}
+
+// Issue 12 §5: destroying a key never opens it: a key wrapped by a KEK this process does not
+// hold exists, is destroyed (row gone) and then no longer exists.
+func TestPostgresDestroyUnknownKEK(t *testing.T) {
+	ctx := context.Background()
+	url := keyDB(t)
+	s := openPG(t, url, newKEK(t))
+	foreignKey(t, url, "sh_ana", newKEK(t))
+	ok, err := s.Exists(ctx, "sh_ana")
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = s.Exists(ctx, "sh_bob")
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.NoError(t, s.Destroy(ctx, "sh_ana"))
+	require.Empty(t, rows(t, url))
+	ok, err = s.Exists(ctx, "sh_ana")
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.NotEmpty(t, canary(t, url), "destroy left the canary")
+	require.Error(t, s.Destroy(ctx, keystore.CanaryID), "the canary is not a subject key")
+	_, err = s.DataKey(ctx, keystore.CanaryID, true)
+	require.Error(t, err)
 }
 
 // KEK rotation: with the new KEK current and the old one previous, old keys still open;
@@ -174,6 +293,7 @@ func TestPostgresRotationAndRewrap(t *testing.T) {
 	for id, r := range rows(t, url) {
 		require.Equal(t, keystore.KEKID(newK), r[0], "%s is still under the old KEK", id)
 	}
+	require.Equal(t, keystore.KEKID(newK), canary(t, url), "rewrap moves the canary too")
 	res, err = rotating.Rewrap(ctx, 3)
 	require.NoError(t, err)
 	require.Equal(t, keystore.RewrapResult{Current: 8}, res, "a second rewrap must change nothing")
@@ -185,9 +305,10 @@ func TestPostgresRotationAndRewrap(t *testing.T) {
 		require.NoError(t, err, id)
 		require.Equal(t, k, got, id)
 	}
-	// The old KEK alone no longer opens anything.
-	_, err = openPG(t, url, oldKEK).DataKey(ctx, "sh_00", false)
-	require.ErrorIs(t, err, keystore.ErrUnknownKEK)
+	require.NoError(t, only.Ping(ctx))
+	// The old KEK alone no longer opens the store.
+	_, err = keystore.OpenPostgres(ctx, url, keystore.PostgresOptions{KEK: oldKEK})
+	require.ErrorIs(t, err, keystore.ErrWrongKEK)
 }
 
 // Rewrap leaves keys under an unknown KEK as they are, rewraps the rest and says so.
@@ -195,10 +316,9 @@ func TestPostgresRewrapUnknownKEK(t *testing.T) {
 	ctx := context.Background()
 	url := keyDB(t)
 	lost, prev, cur := newKEK(t), newKEK(t), newKEK(t)
-	_, err := openPG(t, url, lost).DataKey(ctx, "sh_lost", true)
+	_, err := openPG(t, url, prev).DataKey(ctx, "sh_prev", true)
 	require.NoError(t, err)
-	_, err = openPG(t, url, prev).DataKey(ctx, "sh_prev", true)
-	require.NoError(t, err)
+	foreignKey(t, url, "sh_lost", lost)
 
 	res, err := openPG(t, url, cur, prev).Rewrap(ctx, 0)
 	require.ErrorIs(t, err, keystore.ErrUnknownKEK)
@@ -206,6 +326,7 @@ func TestPostgresRewrapUnknownKEK(t *testing.T) {
 	stored := rows(t, url)
 	require.Equal(t, keystore.KEKID(lost), stored["sh_lost"][0])
 	require.Equal(t, keystore.KEKID(cur), stored["sh_prev"][0])
+	require.Equal(t, keystore.KEKID(cur), canary(t, url))
 }
 
 func TestOpenPostgresRefusesBadInput(t *testing.T) {
