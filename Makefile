@@ -6,7 +6,7 @@ TEMPORAL := $(CURDIR)/bin/temporal
 DATA_DIR ?= ./data
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: run build test test-short bench demo lint temporal postgres
+.PHONY: run build test test-short bench demo lint temporal postgres gate-report
 
 ## run: install what is missing and start `agentmemory dev` (SQLite + Temporal dev server).
 run: temporal build
@@ -35,6 +35,11 @@ test-short:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./bench
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./internal/notes
+
+## gate-report: recall and false refusals of the local personal-data gate on the labelled
+## corpus internal/redact/testdata/corpus.jsonl, overall and per kind, with the failing cases.
+gate-report:
+	GATE_REPORT=1 $(GO) test -count=1 -run '^TestGateCorpus$$' -v ./internal/redact/
 
 ## demo: replay the ABCD sample conversations against a running `make run`.
 demo: build
