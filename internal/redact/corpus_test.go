@@ -30,8 +30,8 @@ type corpusNote struct {
 // test fails when a change makes either worse; raise them when the gate gets
 // better. Targets of issue 17: recall >= 0.995, false refusals <= 0.005.
 const (
-	pinnedRecall        = 0.7678
-	pinnedFalseRefusals = 0.1319
+	pinnedRecall        = 0.9285
+	pinnedFalseRefusals = 0.0
 )
 
 func loadCorpus(t *testing.T) []corpusNote {

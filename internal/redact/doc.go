@@ -98,7 +98,12 @@
 // a group of digits is tried, so a document after other digits ("555 529 982
 // 247 25") is found, and the whole number is masked. A run of digits glued to
 // more digits is never a document. Documents are recognised whatever word
-// precedes them, and before phones.
+// precedes them, and before phones, with one exception: a bare run (digits
+// only) right after an order, ticket, invoice, protocol, tracking or batch
+// word (pedido, chamado, nota, fatura, rastreio, lote, ...; fillers, "#"
+// and list connectors aside, no other word between) is an id whose digits
+// happen to pass the check ("pedido 52998224725"); "id", "code" or
+// "cliente" before it, or any formatting (529.982.247-25), keep it a CPF.
 //
 // # Phone numbers (KindPhone)
 //
@@ -129,18 +134,33 @@
 //     country), is toll-free, shared-cost, premium-rate or universal access
 //     ("0800 123 4567", "0300 123 4567", "1-800-555-0100", "888 555 0100")
 //     is accepted, left unmasked, and its digits are not tried again as a
-//     shorter number. A known subject's number is still flagged.
+//     shorter number. A known subject's number is still flagged. In a region
+//     whose trunk prefix is "0" a service type counts only when the number
+//     is written with that "0": "(303) 630-6430" is not the Brazilian
+//     shared-cost line 0303 630 6430 but a US phone.
 //   - Seven digits or fewer (without "+") are never a phone: "call 555-0100"
 //     is accepted, because local numbers without an area code do not identify
 //     a person on their own and the shape collides with extensions, amounts
 //     and ids (555-01xx is also the reserved fictional range).
 //
-// Candidates are excluded (not personal data) when they are:
-// preceded by an id word (order, pedido, ticket, form, build, invoice, id,
-// protocolo, ref, sku, serial, version, case, chamado, nota, tracking, range,
-// port(s), faixa, intervalo, epoch, timestamp, unix, ts, ...,
-// optionally followed by "number"/"no"/"nº"/"do"/"de"/"of") or by "#"; glued
-// to an identifier ("eu-20260812-09", "v1.2.3.4", "SKU12345678"); dotted
+// Candidates are excluded (not personal data) when they are introduced as
+// an id: walking back from the number within its sentence (a ";", "!", "?",
+// new line or a "." after a word that is not an abbreviation ends it), an
+// id word (order, pedido, ticket, form, build, invoice, id, protocolo, ref,
+// sku, serial, version, case, chamado, nota, tracking, rastreio, batch,
+// lote, range, port(s), faixa, intervalo, epoch, timestamp, unix, ts, ...)
+// or a "#" comes before any contact word (phone, tel, telefone, fone, cel,
+// celular, mobile, whats, whatsapp, zap, ph, call, ligar, contact, contato,
+// customer, cliente, buyer, comprador, his, her, dele, dela, ...), with at
+// most one other word between them besides fillers ("number", "nº", "do",
+// "de", "of", "is", "the"), list connectors ("and", "e", "or", ",") and
+// other numbers: "Protocolo de atendimento 4159977512", "the tracking
+// number is 2123460821", "Orders 4154327323 and 6355444157" pass, while
+// "Ticket 88213: customer 2125550143" and "Order 4471 delayed; call
+// 2125550143" are phones. Also excluded: runs glued to an identifier
+// ("eu-20260812-09", "v1.2.3.4", "SKU12345678") unless the word glued to
+// the number is a contact word ("tel.11987654321", "fone-2125550143",
+// "whats.(85)99914-5187", "Ph.+1 312 282 8967" are phones); dotted
 // versions or IP addresses (groups of at most 3 digits joined by dots, or a
 // dot-digit continuation); dates (2026-08-12, 12/08/2026, 12.08.2026); and
 // lists of one- and two-digit numbers not starting with a trunk "0"

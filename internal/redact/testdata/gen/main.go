@@ -313,8 +313,8 @@ var (
 		"A compradora escreveu de %s sobre a garantia.",
 		"Atualizar o contato da conta para %s conforme pedido.",
 	}
-	cpfEN = []string{"Invoice must carry the buyer's CPF %s.", "Customer confirmed taxpayer number %s on the call.", "Reissue the receipt for %s."}
-	cpfPT = []string{"A nota deve sair no CPF %s.", "Cliente confirmou o CPF: %s.", "Reemitir o recibo para o documento %s."}
+	cpfEN  = []string{"Invoice must carry the buyer's CPF %s.", "Customer confirmed taxpayer number %s on the call.", "Reissue the receipt for %s."}
+	cpfPT  = []string{"A nota deve sair no CPF %s.", "Cliente confirmou o CPF: %s.", "Reemitir o recibo para o documento %s."}
 	cnpjEN = []string{"The reseller's CNPJ is %s; check before approving credit.", "Billing entity %s asked for net-30 terms."}
 	cnpjPT = []string{"CNPJ da revenda: %s, conferir antes de liberar crédito.", "A empresa %s pediu prazo de 30 dias."}
 	// Both an id and a contact: the id passes, the contact does not.
