@@ -30,7 +30,7 @@ type corpusNote struct {
 // test fails when a change makes either worse; raise them when the gate gets
 // better. Targets of issue 17: recall >= 0.995, false refusals <= 0.005.
 const (
-	pinnedRecall        = 0.9285
+	pinnedRecall        = 1.0
 	pinnedFalseRefusals = 0.0
 )
 

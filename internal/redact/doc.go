@@ -7,10 +7,15 @@
 //
 // Before detection the text is normalised in four steps. (0) Escapes are
 // decoded: percent-escapes of the characters an address is written with
-// ("%40" -> "@", "%2E" -> ".", "%2B", "%2D", "%5F", any case: only these, so
-// "40%" and other URL escapes stay as they are) and HTML character
-// references ending in ";" (numeric "&#64;", "&#x40;", "&#97;", or named
-// "&commat;", "&period;", "&lt;", ...). (1) Every character
+// ("%40" -> "@", "%2E" -> ".", "%2B", "%2D", "%5F", any case) and of ASCII
+// letters ("gm%61il" -> "gmail"; only these, so "40%" and other URL escapes
+// stay as they are); HTML character references ending in ";" (numeric
+// "&#64;", "&#x40;", "&#97;", or named "&commat;", "&period;", "&lt;",
+// ...); and references without ";": numeric ones ("&#64", "&#x40", the
+// longest run of their digits that decodes) when they stand for an address
+// character, an ASCII letter or a digit, named ones glued to what follows
+// ("&commatgmail.com", "&period") only when they stand for an address
+// character, so "AT&T", "R&D" and "&copy 2026" stay as they are. (1) Every character
 // that renders as nothing is removed: all format characters (Unicode category
 // Cf: U+200B–U+200F, the bidi embeddings/overrides U+202A–U+202E and isolates
 // U+2066–U+2069, U+2060–U+2064, U+180E, U+061C, U+FEFF, the soft hyphen
@@ -35,7 +40,10 @@
 // is read as one word; elsewhere, a stretch of 10 to 15 single digits in a
 // row ("4 1 5 5 5 5 0 1 3 2", "1 1 9 1 2 3 4 5 6 7 8") is read as the number
 // without spaces (then the phone and document rules apply as to any bare
-// run). Nine or fewer spaced digits, or more than 15, are left to the rules
+// run). A run of 3 or more letters, digits and ". - _" right before or after
+// an address word ("at", "dot", "arroba", "ponto", "@", bracketed or not) is
+// read as one word too: "tiago at g m a i l dot com", "a n a at gmail dot
+// com". Nine or fewer spaced digits, or more than 15, are left to the rules
 // for spaced text. Detection runs a second time on a copy of the text with
 // those spaces removed, only when the text has such a run, and keeps only
 // values that contain a removed space; Mask masks the whole run in the
@@ -198,8 +206,11 @@
 // together: JoinForCheck(title, body, tags) gives the text to pass to Detect,
 // each field on its own line plus all of them concatenated without
 // separator. JoinTagsForCheck(tags) adds each pair of adjacent tags joined
-// by "@" (["ana", "example.com"] gives "ana@example.com"): tags cannot hold
-// "@", and joining only adjacent pairs, never three tags, keeps ordinary tag
-// lists clean; a bare domain tag right after another tag is refused. The
+// by "@" (["ana", "example.com"] gives "ana@example.com"), and each three
+// adjacent tags ending in a generic top-level domain as "a@b.c" (["ana",
+// "example", "com"]): tags cannot hold "@", and joining only adjacent pairs,
+// and triples only before "com", "net", "org", "com.br", ..., keeps ordinary
+// tag lists (["refund", "orders", "br"]) clean; a bare domain tag right after
+// another tag is refused. The
 // notes gate (AM-6) checks notes this way.
 package redact
