@@ -140,6 +140,21 @@ var procWords = map[string]bool{
 // 2234567890", "pedidos 1234567890 e 2234567890").
 var idConnectors = map[string]bool{"and": true, "e": true, "or": true, "ou": true, "y": true, "is": true, "was": true, "foi": true}
 
+// inWords reports whether w, or w without a plural ending ("chamados",
+// "batches", "notas"), is in words.
+func inWords(words map[string]bool, w string) bool {
+	if words[w] {
+		return true
+	}
+	if t, ok := strings.CutSuffix(w, "s"); ok && len(t) > 1 && words[t] {
+		return true
+	}
+	if t, ok := strings.CutSuffix(w, "es"); ok && len(t) > 1 && words[t] {
+		return true
+	}
+	return false
+}
+
 // lettersBefore returns the letters (folded) ending exactly at s[:p].
 func lettersBefore(s string, p int) string {
 	e := p
@@ -161,16 +176,23 @@ func idContext(s string, p int) bool {
 	r, n := utf8.DecodeLastRuneInString(s[:p])
 	if strings.ContainsRune("-_/\\.=", r) && p-n > 0 && isAlnum(lastRune(s[:p-n])) {
 		// Glued by punctuation: a contact abbreviation ("tel.", "fone-",
-		// "ph/") introduces a phone; anything else makes an identifier
+		// "ph/") introduces a phone; a filler ("number=") leaves it to the
+		// words before it; anything else makes an identifier
 		// (eu-20260812-09, a/b/123).
-		return !contactWords[lettersBefore(s, p-n)]
+		w := lettersBefore(s, p-n)
+		if contactWords[w] {
+			return false
+		}
+		if !idFillers[w] || inWords(idWords, w) {
+			return true
+		}
 	}
 	if unicode.IsLetter(r) {
 		w := lettersBefore(s, p)
 		if contactWords[w] {
 			return false // "tel11987654321"
 		}
-		if utf8.RuneCountInString(w) == 1 || idWords[w] {
+		if utf8.RuneCountInString(w) == 1 || inWords(idWords, w) {
 			return true // v1.2.3, SKU12345678
 		}
 	}
@@ -200,7 +222,7 @@ func introducedBy(s string, p int, words map[string]bool, maxOthers int) bool {
 				return false
 			case r == '.':
 				// "no." and "tel." are abbreviations; any other word ends a sentence.
-				if w := lettersBefore(s, p-n); !(idFillers[w] || words[w] || idWords[w] || contactWords[w]) {
+				if w := lettersBefore(s, p-n); !(idFillers[w] || inWords(words, w) || inWords(idWords, w) || contactWords[w]) {
 					return false
 				}
 			case unicode.IsSpace(r) || strings.ContainsRune(":,=-()[]°º/&*", r):
@@ -225,7 +247,7 @@ func introducedBy(s string, p int, words map[string]bool, maxOthers int) bool {
 		switch {
 		case contactWords[w]:
 			return false
-		case words[w]:
+		case inWords(words, w):
 			return true
 		case idFillers[w] || idConnectors[w]:
 		default:
