@@ -54,7 +54,8 @@
 // Detect and Mask are linear in the text: overlap checks use a bitmap of the
 // covered bytes, each e-mail candidate is matched on a window about its own
 // size (ending before a second "@", so "a@a@a@..." stays linear), the spaced
-// pass runs at most once more over the text, documents are matched by hand at group starts, and phone verdicts
+// pass runs at most once more over the text, documents are matched by hand at group starts,
+// the look back at what introduces a number walks at most 12 words, and phone verdicts
 // (phonenumbers parsing, the expensive step) are remembered per distinct
 // digit shape within a call.
 //
