@@ -8,7 +8,7 @@ ADDR ?= 127.0.0.1:8080
 # DEV_FLAGS: more flags for `agentmemory dev`, e.g. make run DEV_FLAGS=--fake-model
 DEV_FLAGS ?=
 
-.PHONY: run build test test-short bench demo lint temporal postgres
+.PHONY: run build test test-short bench demo lint temporal postgres gate-report
 
 ## run: install what is missing and start `agentmemory dev` (SQLite + Temporal dev server).
 run: temporal build
@@ -39,6 +39,11 @@ test-short:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./bench
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./internal/notes
+
+## gate-report: recall and false refusals of the local personal-data gate on the labelled
+## corpus internal/redact/testdata/corpus.jsonl, overall and per kind, with the failing cases.
+gate-report:
+	GATE_REPORT=1 $(GO) test -count=1 -run '^TestGateCorpus$$' -v ./internal/redact/
 
 ## demo: replay the ABCD sample conversations against a running `make run`.
 demo: build

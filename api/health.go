@@ -13,6 +13,7 @@ import (
 
 	"agentmemory/internal/fault"
 	"agentmemory/internal/metrics"
+	"agentmemory/internal/notes"
 )
 
 // ReadyCheck is one dependency GET /readyz checks. Check returns nil when the dependency
@@ -63,10 +64,13 @@ func (s *Server) healthz(c *gin.Context) {
 	c.PureJSON(http.StatusOK, gin.H{"status": "ok"})
 }
 
-// readyz: GET /readyz -> 200 {"status":"ready","checks":{name:"ok"}} when the database and
-// every configured dependency (Deps.Ready: Temporal, Kafka when configured) answer within
-// 2 s; otherwise 503 not_ready with "checks" naming each failing dependency as "unavailable".
-// Causes are logged, never answered.
+// readyz: GET /readyz -> 200 {"status":"ready","checks":{name:"ok"},"gate":{...}} when the
+// database and every configured dependency (Deps.Ready: Temporal, Kafka when configured)
+// answer within 2 s; otherwise 503 not_ready with "checks" naming each failing dependency as
+// "unavailable". Causes are logged, never answered. "gate" (GateLayers) says which layers of
+// the personal-data gate run (AM-6): the local layer always, the model layer only when a
+// detector model is configured; it is information, not a check, and never makes the answer
+// 503.
 func (s *Server) readyz(c *gin.Context) {
 	checks := append([]ReadyCheck{{Name: "database", Check: s.DB.PingContext}}, s.Ready...)
 	results := make(map[string]string, len(checks))
@@ -96,7 +100,19 @@ func (s *Server) readyz(c *gin.Context) {
 			return
 		}
 	}
-	c.PureJSON(http.StatusOK, gin.H{"status": "ready", "checks": results})
+	c.PureJSON(http.StatusOK, gin.H{"status": "ready", "checks": results, "gate": GateLayers(s.Notes)})
+}
+
+// GateLayers reports the layers of the personal-data gate of n (AM-6), as GET /readyz and
+// the startup log show them: {"local_layer": "on", "model_layer": "on"|"off"}. The model
+// layer is on when n has a Detector (AGENTMEMORY_DETECTOR_MODEL with OLLAMA_HOST); without
+// it, names of customers the space has never seen pass the gate.
+func GateLayers(n *notes.Service) map[string]string {
+	model := "off"
+	if n != nil && n.Detector != nil {
+		model = "on"
+	}
+	return map[string]string{"local_layer": "on", "model_layer": model}
 }
 
 // observe records each request's count and latency by method, route template and status.

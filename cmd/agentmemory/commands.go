@@ -329,6 +329,8 @@ func (a *app) serveHTTP(ctx context.Context, addr string, tc client.Client) erro
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	a.log.Info("api listening", "addr", ln.Addr().String())
+	gate := api.GateLayers(a.notes)
+	a.log.Info("personal-data gate", "local_layer", gate["local_layer"], "model_layer", gate["model_layer"])
 	select {
 	case err := <-errc:
 		return err

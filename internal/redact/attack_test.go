@@ -245,3 +245,34 @@ func TestMaskHiddenForms(t *testing.T) {
 		})
 	}
 }
+
+// TestDetectEscapeAndSplitGaps: the gaps of issue 17 §1: percent-escapes of
+// letters, HTML references without ";", spaced letters mixed with address
+// words, three-way tag splits; and the guards that keep prose clean.
+func TestDetectEscapeAndSplitGaps(t *testing.T) {
+	runDetect(t, Options{}, []detectCase{
+		{"percent-escaped letter in domain", "renata88@gm%61il.com", email},
+		{"percent-escaped letter in local part", "%61na@example.com", email},
+		{"upper-case escape", "ana@ho%74mail.com", email},
+		{"numeric reference without semicolon", "ana&#64example.com", email},
+		{"hex reference without semicolon", "ana&#x40example.com", email},
+		{"named reference without semicolon", "ana&commatgmail.com", email},
+		{"named at and dot without semicolons", "ana&commatexample&periodcom", email},
+		{"spaced domain after at", "tiago.m at g m a i l dot com", email},
+		{"spaced short domain after at", "lucia_f at u o l dot com", email},
+		{"spaced local part before at", "a n a at gmail dot com", email},
+		{"spaced domain, arroba", "bia arroba o u t l o o k ponto com", email},
+		{"three tags ending in a generic tld", JoinTagsForCheck([]string{"joao.pereira", "acme-corp", "com"}), email},
+		{"three tags ending in com.br", JoinTagsForCheck([]string{"vip", "ana", "loja", "com.br"}), email},
+		// guards
+		{"AT&T and R&D", "AT&T and R&D signed; Q&A at 10", nil},
+		{"copy sign without semicolon", "&copy 2026 Acme &reg", nil},
+		{"numeric reference to a control character", "item &#1 of the list", nil},
+		{"percent of a non-letter", "discount 50%da loja, 10%ab", nil},
+		{"spaced letters without address word", "grades a b c d", nil},
+		{"spaced letters then at in prose", "look at a b c", nil},
+		{"three tags ending in a country code", JoinTagsForCheck([]string{"refund", "orders", "br"}), nil},
+	})
+	got, _ := Mask("write to ana&#64example.com or bia@gm%61il.com now", Options{})
+	require.Equal(t, "write to <email> or <email> now", got)
+}

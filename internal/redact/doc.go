@@ -7,10 +7,15 @@
 //
 // Before detection the text is normalised in four steps. (0) Escapes are
 // decoded: percent-escapes of the characters an address is written with
-// ("%40" -> "@", "%2E" -> ".", "%2B", "%2D", "%5F", any case: only these, so
-// "40%" and other URL escapes stay as they are) and HTML character
-// references ending in ";" (numeric "&#64;", "&#x40;", "&#97;", or named
-// "&commat;", "&period;", "&lt;", ...). (1) Every character
+// ("%40" -> "@", "%2E" -> ".", "%2B", "%2D", "%5F", any case) and of ASCII
+// letters ("gm%61il" -> "gmail"; only these, so "40%" and other URL escapes
+// stay as they are); HTML character references ending in ";" (numeric
+// "&#64;", "&#x40;", "&#97;", or named "&commat;", "&period;", "&lt;",
+// ...); and references without ";": numeric ones ("&#64", "&#x40", the
+// longest run of their digits that decodes) when they stand for an address
+// character, an ASCII letter or a digit, named ones glued to what follows
+// ("&commatgmail.com", "&period") only when they stand for an address
+// character, so "AT&T", "R&D" and "&copy 2026" stay as they are. (1) Every character
 // that renders as nothing is removed: all format characters (Unicode category
 // Cf: U+200B–U+200F, the bidi embeddings/overrides U+202A–U+202E and isolates
 // U+2066–U+2069, U+2060–U+2064, U+180E, U+061C, U+FEFF, the soft hyphen
@@ -35,7 +40,10 @@
 // is read as one word; elsewhere, a stretch of 10 to 15 single digits in a
 // row ("4 1 5 5 5 5 0 1 3 2", "1 1 9 1 2 3 4 5 6 7 8") is read as the number
 // without spaces (then the phone and document rules apply as to any bare
-// run). Nine or fewer spaced digits, or more than 15, are left to the rules
+// run). A run of 3 or more letters, digits and ". - _" right before or after
+// an address word ("at", "dot", "arroba", "ponto", "@", bracketed or not) is
+// read as one word too: "tiago at g m a i l dot com", "a n a at gmail dot
+// com". Nine or fewer spaced digits, or more than 15, are left to the rules
 // for spaced text. Detection runs a second time on a copy of the text with
 // those spaces removed, only when the text has such a run, and keeps only
 // values that contain a removed space; Mask masks the whole run in the
@@ -46,7 +54,8 @@
 // Detect and Mask are linear in the text: overlap checks use a bitmap of the
 // covered bytes, each e-mail candidate is matched on a window about its own
 // size (ending before a second "@", so "a@a@a@..." stays linear), the spaced
-// pass runs at most once more over the text, documents are matched by hand at group starts, and phone verdicts
+// pass runs at most once more over the text, documents are matched by hand at group starts,
+// the look back at what introduces a number walks at most 12 words, and phone verdicts
 // (phonenumbers parsing, the expensive step) are remembered per distinct
 // digit shape within a call.
 //
@@ -98,7 +107,12 @@
 // a group of digits is tried, so a document after other digits ("555 529 982
 // 247 25") is found, and the whole number is masked. A run of digits glued to
 // more digits is never a document. Documents are recognised whatever word
-// precedes them, and before phones.
+// precedes them, and before phones, with one exception: a bare run (digits
+// only) right after an order, ticket, invoice, protocol, tracking or batch
+// word (pedido, chamado, nota, fatura, rastreio, lote, ...; fillers, "#"
+// and list connectors aside, no other word between) is an id whose digits
+// happen to pass the check ("pedido 52998224725"); "id", "code" or
+// "cliente" before it, or any formatting (529.982.247-25), keep it a CPF.
 //
 // # Phone numbers (KindPhone)
 //
@@ -129,18 +143,33 @@
 //     country), is toll-free, shared-cost, premium-rate or universal access
 //     ("0800 123 4567", "0300 123 4567", "1-800-555-0100", "888 555 0100")
 //     is accepted, left unmasked, and its digits are not tried again as a
-//     shorter number. A known subject's number is still flagged.
+//     shorter number. A known subject's number is still flagged. In a region
+//     whose trunk prefix is "0" a service type counts only when the number
+//     is written with that "0": "(303) 630-6430" is not the Brazilian
+//     shared-cost line 0303 630 6430 but a US phone.
 //   - Seven digits or fewer (without "+") are never a phone: "call 555-0100"
 //     is accepted, because local numbers without an area code do not identify
 //     a person on their own and the shape collides with extensions, amounts
 //     and ids (555-01xx is also the reserved fictional range).
 //
-// Candidates are excluded (not personal data) when they are:
-// preceded by an id word (order, pedido, ticket, form, build, invoice, id,
-// protocolo, ref, sku, serial, version, case, chamado, nota, tracking, range,
-// port(s), faixa, intervalo, epoch, timestamp, unix, ts, ...,
-// optionally followed by "number"/"no"/"nº"/"do"/"de"/"of") or by "#"; glued
-// to an identifier ("eu-20260812-09", "v1.2.3.4", "SKU12345678"); dotted
+// Candidates are excluded (not personal data) when they are introduced as
+// an id: walking back from the number within its sentence (a ";", "!", "?",
+// new line or a "." after a word that is not an abbreviation ends it), an
+// id word (order, pedido, ticket, form, build, invoice, id, protocolo, ref,
+// sku, serial, version, case, chamado, nota, tracking, rastreio, batch,
+// lote, range, port(s), faixa, intervalo, epoch, timestamp, unix, ts, ...)
+// or a "#" comes before any contact word (phone, tel, telefone, fone, cel,
+// celular, mobile, whats, whatsapp, zap, ph, call, ligar, contact, contato,
+// customer, cliente, buyer, comprador, his, her, dele, dela, ...), with at
+// most one other word between them besides fillers ("number", "nº", "do",
+// "de", "of", "is", "the"), list connectors ("and", "e", "or", ",") and
+// other numbers: "Protocolo de atendimento 4159977512", "the tracking
+// number is 2123460821", "Orders 4154327323 and 6355444157" pass, while
+// "Ticket 88213: customer 2125550143" and "Order 4471 delayed; call
+// 2125550143" are phones. Also excluded: runs glued to an identifier
+// ("eu-20260812-09", "v1.2.3.4", "SKU12345678") unless the word glued to
+// the number is a contact word ("tel.11987654321", "fone-2125550143",
+// "whats.(85)99914-5187", "Ph.+1 312 282 8967" are phones); dotted
 // versions or IP addresses (groups of at most 3 digits joined by dots, or a
 // dot-digit continuation); dates (2026-08-12, 12/08/2026, 12.08.2026); and
 // lists of one- and two-digit numbers not starting with a trunk "0"
@@ -178,8 +207,11 @@
 // together: JoinForCheck(title, body, tags) gives the text to pass to Detect,
 // each field on its own line plus all of them concatenated without
 // separator. JoinTagsForCheck(tags) adds each pair of adjacent tags joined
-// by "@" (["ana", "example.com"] gives "ana@example.com"): tags cannot hold
-// "@", and joining only adjacent pairs, never three tags, keeps ordinary tag
-// lists clean; a bare domain tag right after another tag is refused. The
+// by "@" (["ana", "example.com"] gives "ana@example.com"), and each three
+// adjacent tags ending in a generic top-level domain as "a@b.c" (["ana",
+// "example", "com"]): tags cannot hold "@", and joining only adjacent pairs,
+// and triples only before "com", "net", "org", "com.br", ..., keeps ordinary
+// tag lists (["refund", "orders", "br"]) clean; a bare domain tag right after
+// another tag is refused. The
 // notes gate (AM-6) checks notes this way.
 package redact

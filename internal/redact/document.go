@@ -121,6 +121,12 @@ func findDocuments(s string, sp *spans, known *KnownSubjects) {
 			if !valid(d) {
 				continue
 			}
+			if len(d) == b-a && introducedBy(s, a, procWords, 0) {
+				// A bare run introduced right after an order, ticket,
+				// invoice, protocol, tracking or batch word: an id whose
+				// digits happen to pass the check (about 1 in 100 do).
+				continue
+			}
 			kinds := []Kind{kind}
 			if known.hasHandle("document:" + digitString(d)) {
 				kinds = append(kinds, KindSubject)

@@ -195,10 +195,67 @@ const maxEntityLen = 12
 // decodeEscapes decodes the escapes that hide an address's "@" or "." (or
 // any other character) from detection: percent-escapes of the characters an
 // address is written with ("%40" for "@", "%2E" for ".", "%2B", "%2D", "%5F",
-// any case) and HTML character references ending in ";" (numeric "&#64;",
-// "&#x40;", or named "&commat;", "&period;", ...). It returns the decoded
+// any case) and of ASCII letters ("gm%61il" for "gmail"), and HTML character
+// references (see htmlRef). It returns the decoded
 // text and, for each of its bytes, the original span it came from; the
 // spans are nil when nothing was decoded.
+func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
+
+// addressChars are the characters an HTML reference without ";" may decode
+// to: those an address is written with.
+const addressChars = "@.+-_"
+
+// htmlRef reads the HTML character reference at the start of s (which starts
+// with "&") and returns its length in bytes and what it stands for, or 0.
+// A reference ending in ";" (numeric "&#64;", "&#x40;", or named "&commat;",
+// "&period;", "&lt;", ...) decodes to any character. Without ";" a numeric
+// reference ("&#64", "&#x40", the longest run of its digits that decodes,
+// so "&#x40example" is "@example") decodes to an address character or an ASCII letter or digit,
+// and a named one ("&commat", "&period", the longest name that is one,
+// glued to what follows: "&commatgmail.com") only to an address character,
+// so "AT&T", "R&D" and "&copy" in prose stay as they are.
+func htmlRef(s string) (int, string) {
+	if end := strings.IndexByte(s[1:], ';'); end >= 0 {
+		ref := s[:end+2]
+		if rep := html.UnescapeString(ref); rep != ref && !strings.ContainsRune(rep, utf8.RuneError) {
+			return len(ref), rep
+		}
+	}
+	if len(s) > 2 && s[1] == '#' {
+		base, j := 10, 2
+		if s[2] == 'x' || s[2] == 'X' {
+			base, j = 16, 3
+		}
+		k := j
+		for k < len(s) && (isDigit(s[k]) || base == 16 && strings.IndexByte("abcdefABCDEF", s[k]) >= 0) {
+			k++
+		}
+		// Without ";" the reference may be glued to digits of the text
+		// ("&#x40example"): the longest prefix that decodes wins.
+		for ; k > j; k-- {
+			v, err := strconv.ParseUint(s[j:k], base, 16)
+			if err != nil || v >= utf8.RuneSelf {
+				continue
+			}
+			if c := byte(v); strings.IndexByte(addressChars, c) >= 0 || isASCIILetter(c) || isDigit(c) {
+				return k, string(rune(c))
+			}
+		}
+		return 0, ""
+	}
+	k := 1
+	for k < len(s) && isASCIILetter(s[k]) {
+		k++
+	}
+	for ; k > 2; k-- {
+		ref := s[:k] + ";"
+		if rep := html.UnescapeString(ref); rep != ref && len(rep) == 1 && strings.IndexByte(addressChars, rep[0]) >= 0 {
+			return k, rep
+		}
+	}
+	return 0, ""
+}
+
 func decodeEscapes(text string) (string, []int, []int) {
 	if strings.IndexByte(text, '%') < 0 && strings.IndexByte(text, '&') < 0 {
 		return text, nil, nil
@@ -226,23 +283,18 @@ func decodeEscapes(text string) (string, []int, []int) {
 		switch text[i] {
 		case '%':
 			if i+2 < len(text) {
-				if v, err := strconv.ParseUint(text[i+1:i+3], 16, 8); err == nil && strings.IndexByte("@.+-_", byte(v)) >= 0 {
+				if v, err := strconv.ParseUint(text[i+1:i+3], 16, 8); err == nil && (strings.IndexByte("@.+-_", byte(v)) >= 0 || isASCIILetter(byte(v))) {
 					emit(i, i+3, string(rune(v)))
 					i += 2
 				}
 			}
 		case '&':
-			end := strings.IndexByte(text[i+1:min(len(text), i+maxEntityLen)], ';')
-			if end < 0 {
+			ref, rep := htmlRef(text[i:min(len(text), i+maxEntityLen)])
+			if ref == 0 {
 				continue
 			}
-			ref := text[i : i+1+end+1]
-			rep := html.UnescapeString(ref)
-			if rep == ref || strings.ContainsRune(rep, utf8.RuneError) {
-				continue
-			}
-			emit(i, i+len(ref), rep)
-			i += len(ref) - 1
+			emit(i, i+ref, rep)
+			i += ref - 1
 		}
 	}
 	if ds == nil {

@@ -108,6 +108,66 @@ func prevWord(s string, p int) (word string, start int, hash bool) {
 	return foldToken(s[p:end]), p, hash
 }
 
+// contactWords, when they introduce a digit run, make it a contact: a phone
+// even when an id word comes earlier in the clause ("Ticket 88213: customer
+// phone 2125550143"), and glued to the number ("tel.11987654321",
+// "fone-2125550143", "whats.(85)99914-5187").
+var contactWords = map[string]bool{
+	"phone": true, "phones": true, "telephone": true, "tel": true, "tels": true, "telefone": true,
+	"telefones": true, "fone": true, "fones": true, "cel": true, "cell": true, "celular": true,
+	"mobile": true, "mob": true, "movel": true, "whats": true, "whatsapp": true, "wpp": true,
+	"zap": true, "wa": true, "ph": true, "call": true, "callback": true, "ligar": true, "ligue": true,
+	"liga": true, "retornar": true, "contact": true, "contacts": true, "contato": true,
+	"contatos": true, "sms": true, "text": true, "fax": true, "customer": true, "customers": true,
+	"client": true, "cliente": true, "clientes": true, "buyer": true, "comprador": true,
+	"compradora": true, "his": true, "her": true, "him": true, "dele": true, "dela": true,
+}
+
+// procWords are the id words of everyday procedures (order, ticket, invoice,
+// protocol, tracking, batch and their Portuguese forms): a bare run of digits
+// they introduce is an id even when its digits happen to be a valid CPF or
+// CNPJ. "id", "code", "ref" are not among them: a customer id may well be a
+// document.
+var procWords = map[string]bool{
+	"order": true, "orders": true, "pedido": true, "pedidos": true, "ticket": true, "tickets": true,
+	"invoice": true, "invoices": true, "protocolo": true, "protocol": true, "chamado": true,
+	"nota": true, "nf": true, "nfe": true, "fatura": true, "boleto": true, "tracking": true,
+	"rastreio": true, "rastreamento": true, "lote": true, "batch": true, "po": true,
+	"transaction": true, "transacao": true, "receipt": true, "recibo": true,
+}
+
+// idConnectors join the items of a list of ids ("orders 1234567890 and
+// 2234567890", "pedidos 1234567890 e 2234567890").
+var idConnectors = map[string]bool{"and": true, "e": true, "or": true, "ou": true, "y": true, "is": true, "was": true, "foi": true}
+
+// inWords reports whether w, or w without a plural ending ("chamados",
+// "batches", "notas"), is in words.
+func inWords(words map[string]bool, w string) bool {
+	if words[w] {
+		return true
+	}
+	if t, ok := strings.CutSuffix(w, "s"); ok && len(t) > 1 && words[t] {
+		return true
+	}
+	if t, ok := strings.CutSuffix(w, "es"); ok && len(t) > 1 && words[t] {
+		return true
+	}
+	return false
+}
+
+// lettersBefore returns the letters (folded) ending exactly at s[:p].
+func lettersBefore(s string, p int) string {
+	e := p
+	for p > 0 {
+		r, n := utf8.DecodeLastRuneInString(s[:p])
+		if !unicode.IsLetter(r) && !unicode.Is(unicode.Mn, r) {
+			break
+		}
+		p -= n
+	}
+	return foldToken(s[p:e])
+}
+
 // idContext reports whether the run starting at p is an id by its context.
 func idContext(s string, p int) bool {
 	if p == 0 {
@@ -115,22 +175,93 @@ func idContext(s string, p int) bool {
 	}
 	r, n := utf8.DecodeLastRuneInString(s[:p])
 	if strings.ContainsRune("-_/\\.=", r) && p-n > 0 && isAlnum(lastRune(s[:p-n])) {
-		return true // part of an identifier: eu-20260812-09, a/b/123
+		// Glued by punctuation: a contact abbreviation ("tel.", "fone-",
+		// "ph/") introduces a phone; a filler ("number=") leaves it to the
+		// words before it; anything else makes an identifier
+		// (eu-20260812-09, a/b/123).
+		w := lettersBefore(s, p-n)
+		if contactWords[w] {
+			return false
+		}
+		if !idFillers[w] || inWords(idWords, w) {
+			return true
+		}
 	}
 	if unicode.IsLetter(r) {
-		w, _, _ := prevWord(s, p)
-		if utf8.RuneCountInString(w) == 1 || idWords[w] {
+		w := lettersBefore(s, p)
+		if contactWords[w] {
+			return false // "tel11987654321"
+		}
+		if utf8.RuneCountInString(w) == 1 || inWords(idWords, w) {
 			return true // v1.2.3, SKU12345678
 		}
 	}
-	w, start, hash := prevWord(s, p)
-	if hash || idWords[w] {
-		return true
-	}
-	if idFillers[w] {
-		w2, _, hash2 := prevWord(s, start)
-		if hash2 || idWords[w2] {
+	return introducedBy(s, p, idWords, 1)
+}
+
+// introducedBy reports whether the digit run starting at p is introduced, in
+// its clause, as an id by one of words: walking back word by word from p, an
+// id word (or "#") is met before any contact word, with at most maxOthers
+// other words on the way besides fillers ("number", "do", "of", "is", ...), list
+// connectors ("and", "e", ","), and other runs of digits (a list of ids).
+// The walk stops at the end of the previous sentence (";", "!", "?", a new
+// line, or "." after a word that is not an abbreviation such as "no.").
+// So "Protocolo de atendimento 4159977512", "the tracking number is
+// 2123460821" and "Orders 4154327323 and 6355444157" are ids, while "Ticket
+// 88213: customer phone 2125550143" and "Order 4471 delayed; call
+// 2125550143" are not.
+func introducedBy(s string, p int, words map[string]bool, maxOthers int) bool {
+	others := 0
+	for step := 0; step < 12 && p > 0; step++ {
+		for p > 0 {
+			r, n := utf8.DecodeLastRuneInString(s[:p])
+			switch {
+			case r == '#':
+				return true
+			case r == ';' || r == '!' || r == '?' || r == '\n':
+				return false
+			case r == '.':
+				// "no." and "tel." are abbreviations; any other word ends a sentence.
+				if w := lettersBefore(s, p-n); !(idFillers[w] || inWords(words, w) || inWords(idWords, w) || contactWords[w]) {
+					return false
+				}
+			case unicode.IsSpace(r) || strings.ContainsRune(":,=-()[]°º/&*", r):
+			default:
+				goto token
+			}
+			p -= n
+		}
+		return false
+	token:
+		if isDigit(s[p-1]) {
+			for p > 0 && (isAlnum(lastRune(s[:p]))) {
+				_, n := utf8.DecodeLastRuneInString(s[:p])
+				p -= n
+			}
+			continue
+		}
+		w := lettersBefore(s, p)
+		if w == "" {
+			return false
+		}
+		switch {
+		case contactWords[w]:
+			return false
+		case inWords(words, w):
 			return true
+		case idFillers[w] || idConnectors[w]:
+		default:
+			others++
+			if others > maxOthers {
+				return false
+			}
+		}
+		for p > 0 {
+			r, n := utf8.DecodeLastRuneInString(s[:p])
+			if !unicode.IsLetter(r) && !unicode.Is(unicode.Mn, r) {
+				break
+			}
+			p -= n
 		}
 	}
 	return false
@@ -356,6 +487,12 @@ func phoneVerdict(d string, groups []int, plus, bare bool, opt Options, regions 
 	for _, r := range check {
 		num, err := phonenumbers.Parse(d, r)
 		if err == nil && phonenumbers.IsPossibleNumber(num) && phonenumbers.IsValidNumber(num) {
+			if serviceNumber(num) && d[0] != '0' && phonenumbers.GetNddPrefixForRegion(r, true) == "0" {
+				// Where service lines are dialled with a trunk "0" (BR
+				// "0303 ...", GB "03..."), digits written without it are
+				// not that service line: "(303) 630-6430" is a US phone.
+				continue
+			}
 			return classify(num), subject
 		}
 	}

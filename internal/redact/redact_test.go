@@ -113,7 +113,12 @@ func TestDetectDocuments(t *testing.T) {
 	runDetect(t, Options{}, []detectCase{
 		{"cpf formatted", "CPF 529.982.247-25", cpf},
 		{"cpf bare", "cpf: 52998224725.", cpf},
-		{"cpf after id word", "pedido 52998224725", cpf},
+		{"cpf after id word", "id 52998224725", cpf},
+		{"cpf after customer", "cliente 52998224725", cpf},
+		{"cpf after procedure word and another word", "recibo para 52998224725", cpf},
+		{"formatted cpf after procedure word", "pedido 529.982.247-25", cpf},
+		{"order number with cpf check digits", "pedido 52998224725", nil},
+		{"ticket number with cpf check digits", "Ticket #52998224725 closed", nil},
 		{"cnpj formatted", "CNPJ 11.222.333/0001-81", cnpj},
 		{"cnpj bare", "11222333000181", cnpj},
 		{"both", "529.982.247-25 e 11.222.333/0001-81", []Kind{KindCNPJ, KindCPF}},
@@ -279,4 +284,43 @@ func BenchmarkDetect(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestDetectPhoneIntroduction: what introduces a digit run decides between id
+// and phone (issue 17 §1): contact abbreviations glued by punctuation make a
+// phone, ids introduced by order/ticket/invoice/protocol/tracking/batch words
+// (also a few words away, and in lists) pass, and a contact word closer to the
+// number than the id word makes it a phone again.
+func TestDetectPhoneIntroduction(t *testing.T) {
+	phone := []Kind{KindPhone}
+	runDetect(t, Options{}, []detectCase{
+		{"tel glued by period", "ligar tel.11987654321 hoje", phone},
+		{"cel glued, formatted", "cel.(21)96869-4296", phone},
+		{"fone glued with plus", "fone.+55 19 98044-8505", phone},
+		{"ph glued", "callback Ph.2125550143 today", phone},
+		{"whats glued", "whats.(85)99914-5187", phone},
+		{"fone glued by dash", "fone-2125550143", phone},
+		{"tel glued by slash", "tel/+1 404 481 0901", phone},
+		{"contact glued by dash, plus", "contact-+55 92 98903-1561", phone},
+		{"tel glued to digits", "tel11987654321", phone},
+		{"id glued stays id", "build eu-2125550143-09 failed", nil},
+		{"protocol two words away", "Protocolo de atendimento 4159977512 registrado.", nil},
+		{"tracking number is", "The tracking number is 2123460821; updates at night.", nil},
+		{"nota fiscal", "Nota fiscal 3129671929 emitida em duplicidade.", nil},
+		{"numero do protocolo e", "O número do protocolo é 31999509241, informar.", nil},
+		{"order list", "Orders 4154327323 and 6355444157 were merged.", nil},
+		{"ticket list with comma", "Tickets 2802139876, 31982742690 closed.", nil},
+		{"pedidos e", "Pedidos 85975527444 e 51966107181 unidos.", nil},
+		{"batch", "Batch 2125550143 recalled.", nil},
+		{"plural id word", "Chamados 11987650000 e 11987650001 tratam do mesmo defeito.", nil},
+		{"filler glued, contact before it", "Callback number=3125550187, ask for the holder.", phone},
+		{"filler glued, id word before it", "Order number=3125550187 shipped.", nil},
+		{"contact after id in clause", "Ticket 88213: customer 2125550143 asked to cancel.", phone},
+		{"id then contact", "Pedido 7253724283: telefone do cliente 11987654321.", phone},
+		{"sentence ends the id", "Order 4471 delayed. Call 2125550143.", phone},
+		{"semicolon ends the id", "Order 4471 delayed; 11987654321 is the buyer.", phone},
+		{"too far from the id word", "Order shipped to the buyer at 2125550143.", phone},
+		{"us number not a BR shared-cost line", "ligar (303) 630-6430", phone},
+		{"br shared-cost line with trunk 0", "Central 0303 630 6430", nil},
+	})
 }

@@ -20,7 +20,38 @@ const (
 	// at most 15 digits) and is left to the first pass, which reads it
 	// spaced.
 	maxSpacedDigits = 15
+	// minSpacedWord is the fewest single-character tokens of a spaced run
+	// next to an address word that is read as one word ("u o l").
+	minSpacedWord = 3
 )
+
+// addressWords are the words that join the parts of a spelled-out address.
+var addressWords = map[string]bool{
+	"at": true, "[at]": true, "(at)": true, "{at}": true, "<at>": true, "arroba": true, "@": true,
+	"dot": true, "[dot]": true, "(dot)": true, "{dot}": true, "<dot>": true, "ponto": true,
+}
+
+// addressChunk reports whether the spaced run s[a:b] is a part of a
+// spelled-out address: made of letters, digits and ". - _" only, with an
+// address word ("at", "dot", "arroba", "ponto", "@", bracketed or not) right
+// before or after it ("ana at g m a i l dot com", "a n a at gmail dot com").
+func addressChunk(s string, a, b int) bool {
+	for i := a; i < b; i++ {
+		c := s[i]
+		if !(c == ' ' || c == '.' || c == '-' || c == '_' || isDigit(c) || isASCIILetter(c) || c >= utf8.RuneSelf) {
+			return false
+		}
+	}
+	before := strings.TrimRight(s[:a], " ")
+	if k := strings.LastIndexAny(before, " \t\n"); k >= 0 {
+		before = before[k+1:]
+	}
+	after := strings.TrimLeft(s[b:], " ")
+	if k := strings.IndexAny(after, " \t\n"); k >= 0 {
+		after = after[:k]
+	}
+	return addressWords[strings.ToLower(before)] || addressWords[strings.ToLower(after)]
+}
 
 // collapsed is a copy of the normalised text with the spaces of the spaced
 // runs removed; at[i] is the offset in the normalised text of byte i.
@@ -50,6 +81,8 @@ func collapseSpaced(s string) *collapsed {
 				}
 			}
 			if hasAt && len(run) >= minSpacedEmail {
+				cuts = append(cuts, [2]int{run[0].a, run[len(run)-1].b})
+			} else if len(run) >= minSpacedWord && addressChunk(s, run[0].a, run[len(run)-1].b) {
 				cuts = append(cuts, [2]int{run[0].a, run[len(run)-1].b})
 			} else {
 				for i := 0; i < len(run); {
