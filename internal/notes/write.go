@@ -345,8 +345,8 @@ func lookupRequest(ctx context.Context, idb bun.IDB, w write) (WriteResult, bool
 // commit stores w in one transaction: the admin receipt first (its chain head row serialises
 // the space's writers, so the limits below are exact across replicas), then the idempotency
 // re-check, for a new note (not an edit) the duplicate check (which rolls the transaction
-// back and answers the existing note), the hourly limit and the cap, the rows, the outbox event and the idempotency
-// record.
+// back, receipt included, and answers the existing note), the hourly limit and the cap, the
+// rows, the outbox event and the idempotency record.
 func (s *Service) commit(ctx context.Context, w write) (WriteResult, error) {
 	var res, replayed, duplicate WriteResult
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
