@@ -39,7 +39,9 @@ const (
 		"addresses, and no words quoted from the conversation. Write the general lesson, not the case. " +
 		"Do not use it to keep the state of the current conversation. A note with personal data is " +
 		"refused with error personal_data_in_agent_memory and the kinds found: rewrite it without them. " +
-		"The space may hold notes for a person's approval; then the answer is a proposal_id."
+		"The space may hold notes for a person's approval; then the answer is a proposal_id. " +
+		"A note you already have, word for word, is not stored again: the answer is status duplicate " +
+		"with its note_id."
 )
 
 // mcpSearchInput is the input of search_agent_memory.
@@ -74,12 +76,15 @@ type mcpSearchOutput struct {
 	Notes   []mcpNote `json:"notes"`
 }
 
-// mcpRememberOutput is the answer of remember: stored with note_id, or held as proposal_id.
+// mcpRememberOutput is the answer of remember: stored with note_id, held as proposal_id, or
+// "duplicate" with note_id and duplicate_of both the id of the active note it repeats
+// (nothing stored, issue 17 §2).
 type mcpRememberOutput struct {
-	Status     string `json:"status"` // "stored" or "proposed"
-	NoteID     string `json:"note_id,omitempty"`
-	Version    int    `json:"version,omitempty"`
-	ProposalID string `json:"proposal_id,omitempty"`
+	Status      string `json:"status"` // "stored", "proposed" or "duplicate"
+	NoteID      string `json:"note_id,omitempty"`
+	Version     int    `json:"version,omitempty"`
+	ProposalID  string `json:"proposal_id,omitempty"`
+	DuplicateOf string `json:"duplicate_of,omitempty"`
 }
 
 // mcpServerKey carries the request's *mcp.Server from the Gin middleware to the handler.
@@ -261,6 +266,9 @@ func (s *Server) mcpRemember(p auth.Principal) mcpHandler[mcpRememberInput] {
 		}
 		if res.ProposalID != "" {
 			return mcpRememberOutput{Status: "proposed", ProposalID: res.ProposalID}, nil
+		}
+		if res.DuplicateOf != "" {
+			return mcpRememberOutput{Status: "duplicate", NoteID: res.Note.ID, Version: res.Note.Version, DuplicateOf: res.DuplicateOf}, nil
 		}
 		return mcpRememberOutput{Status: "stored", NoteID: res.Note.ID, Version: res.Note.Version}, nil
 	}

@@ -23,11 +23,23 @@ func idempotencyKey(c *gin.Context) (string, error) {
 	return k, notes.CheckIdempotencyKey(k)
 }
 
-// answerWrite answers a note write: 201 with the note, or 202 {"proposal_id"} when it became
-// a proposal (AM-8). A replay of an Idempotency-Key carries Idempotent-Replayed: true.
+// duplicateAnswer is the 200 answer of a create identical to an active note of its source
+// (issue 17 §2): the existing note, as a 201 shows a note, plus duplicate_of (its id).
+type duplicateAnswer struct {
+	notes.Note
+	DuplicateOf string `json:"duplicate_of"`
+}
+
+// answerWrite answers a note write: 201 with the note, 202 {"proposal_id"} when it became
+// a proposal (AM-8), or 200 with the existing note and duplicate_of when the write was a
+// duplicate (nothing stored). A replay of an Idempotency-Key carries Idempotent-Replayed: true.
 func answerWrite(c *gin.Context, res notes.WriteResult) {
 	if res.Replayed {
 		c.Header("Idempotent-Replayed", "true")
+	}
+	if res.DuplicateOf != "" {
+		c.PureJSON(http.StatusOK, duplicateAnswer{Note: *res.Note, DuplicateOf: res.DuplicateOf})
+		return
 	}
 	if res.ProposalID != "" {
 		c.PureJSON(http.StatusAccepted, gin.H{"proposal_id": res.ProposalID})
@@ -36,7 +48,8 @@ func answerWrite(c *gin.Context, res notes.WriteResult) {
 	c.PureJSON(http.StatusCreated, res.Note)
 }
 
-// createNote: POST /v1/agent-memory/notes (AM-1, AM-6..AM-8) -> 201 note | 202 {"proposal_id"}.
+// createNote: POST /v1/agent-memory/notes (AM-1, AM-6..AM-8) -> 201 note | 202 {"proposal_id"}
+// | 200 note + duplicate_of (issue 17 §2).
 func (s *Server) createNote(c *gin.Context) {
 	var in notes.Input
 	if err := bind(c, &in); err != nil {

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -231,10 +232,10 @@ func TestNoteRateLimit(t *testing.T) {
 		bot := writer(e, "shop-bot", "acme")
 		integ := e.PersonKey("loader", "integration")
 		for i := 0; i < 20; i++ {
-			create(e, bot, note("Note", "Body."))
+			create(e, bot, note(fmt.Sprintf("Note %d", i), "Body."))
 			requireError(t, e.Do("POST", notesPath, bot, note("Note", "mail ana@example.com")), 422, "personal_data_in_agent_memory")
 			requireError(t, e.Do("POST", notesPath, bot, note("", "Body.")), 400, "invalid_member")
-			create(e, integ, note("By a person", "Body.", "source_id", "shop-bot"))
+			create(e, integ, note(fmt.Sprintf("By a person %d", i), "Body.", "source_id", "shop-bot"))
 			clk.Add(time.Minute)
 		}
 		clk.Add(10*time.Minute + 500*time.Millisecond) // t0 + 30 min 0.5 s
@@ -251,8 +252,8 @@ func TestNoteRateLimit(t *testing.T) {
 		require.Equal(t, 429, r.Status)
 		require.Equal(t, "1", r.Header.Get("Retry-After"))
 		clk.Add(time.Second) // t0 + 60 min: the first write leaves the hour
-		create(e, bot, note("Note", "Body."))
-		r = e.Do("POST", notesPath, bot, note("Note", "Body."))
+		create(e, bot, note("Note 20", "Body."))
+		r = e.Do("POST", notesPath, bot, note("Note 21", "Body."))
 		require.Equal(t, 429, r.Status, "the second write (t0+1min) is still in the hour")
 		require.Equal(t, "60", r.Header.Get("Retry-After"))
 	})

@@ -228,6 +228,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			n1 := c.do(201, "POST", "/v1/agent-memory/notes", bot, map[string]any{"kind": "tool_note", "title": "Stock API pagination", "body": "Follow next_cursor until empty.", "tags": []string{"stock"}}, "Idempotency-Key", "k-1")
 			nid := id(n1, "id")
 			c.do(201, "POST", "/v1/agent-memory/notes", bot, map[string]any{"kind": "tool_note", "title": "Stock API pagination", "body": "Follow next_cursor until empty.", "tags": []string{"stock"}}, "Idempotency-Key", "k-1")
+			c.do(200, "POST", "/v1/agent-memory/notes", bot, map[string]any{"kind": "tool_note", "title": "Stock API pagination", "body": "Follow  next_cursor until empty.", "tags": []string{"stock"}}) // duplicate_of
 			c.do(422, "POST", "/v1/agent-memory/notes", bot, map[string]any{"kind": "pitfall", "title": "Refund", "body": "Mail ana@example.com."})
 			c.do(400, "POST", "/v1/agent-memory/notes", bot, map[string]any{"kind": "pitfall", "title": "x"})
 			c.do(200, "GET", "/v1/agent-memory/notes?kind=tool_note&limit=10", bot, nil)

@@ -10,7 +10,8 @@ import (
 // Version+1 and SupersedesNoteID set, and retires the previous row; LineageID is the id of
 // version 1. Tags is a JSON array; TagsText the same tags joined by spaces (for search).
 // ActorKind is the kind of key that wrote the row ("agent" or "person"): only agent writes
-// count against the hourly limit (AM-7).
+// count against the hourly limit (AM-7). ContentHash is notes.ContentHash of the row's
+// content (duplicate detection, issue 17 §2).
 type Note struct {
 	bun.BaseModel `bun:"table:notes,alias:n"`
 
@@ -32,6 +33,7 @@ type Note struct {
 	Origin           string     `bun:"origin"`
 	Status           string     `bun:"status"`
 	ValidUntil       *time.Time `bun:"valid_until"`
+	ContentHash      string     `bun:"content_hash"`
 	ProposalID       string     `bun:"proposal_id"`
 	ActorKeyID       string     `bun:"actor_key_id"`
 	ActorKind        string     `bun:"actor_kind"`

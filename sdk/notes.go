@@ -43,11 +43,15 @@ type Evidence struct {
 
 // Remembered is the answer of Remember: the stored Note (201), or, when the space takes
 // agents' notes only through a person's approval (writes: human_only), the ProposalID (202).
-// Replayed is true when an Idempotency-Key matched an earlier write.
+// Replayed is true when an Idempotency-Key matched an earlier write. DuplicateOf is set
+// (200) when the note was identical to an active note of the same source (kind, title, body,
+// tags and visibility, white space and tag order aside): nothing was stored, Note is that
+// existing note and DuplicateOf its id.
 type Remembered struct {
-	Note       *Note
-	ProposalID string
-	Replayed   bool
+	Note        *Note
+	ProposalID  string
+	Replayed    bool
+	DuplicateOf string
 }
 
 // Remember writes a note through the personal-data gate (POST /v1/agent-memory/notes).
@@ -93,11 +97,15 @@ func (c *Client) Remember(ctx context.Context, n Note, idempotencyKey string) (R
 		out.ProposalID = p.ProposalID
 		return out, nil
 	}
-	var note Note
+	var note struct {
+		Note
+		DuplicateOf string `json:"duplicate_of"`
+	}
 	if err := json.Unmarshal(raw, &note); err != nil {
 		return Remembered{}, fmt.Errorf("sdk: decode answer: %w", err)
 	}
-	out.Note = &note
+	out.Note = &note.Note
+	out.DuplicateOf = note.DuplicateOf
 	return out, nil
 }
 

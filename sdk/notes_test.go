@@ -80,6 +80,17 @@ func TestRememberNoteIdempotencyAndProposal(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, again.Replayed)
 		require.Equal(t, got.Note.ID, again.Note.ID)
+		require.Empty(t, again.DuplicateOf, "a replay answers as before")
+
+		// The same note without a key (other white space): the existing note, nothing stored.
+		dupNote := n
+		dupNote.Body = "The stock API  pages at 50 items;\nfollow next_cursor. "
+		dup, err := c.Remember(ctx, dupNote, "")
+		require.NoError(t, err)
+		require.Equal(t, got.Note.ID, dup.DuplicateOf)
+		require.Equal(t, got.Note.ID, dup.Note.ID)
+		require.Equal(t, n.Body, dup.Note.Body)
+		require.False(t, dup.Replayed)
 
 		// human_only: the write becomes a proposal (202).
 		e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true, "writes": "human_only"}})

@@ -237,6 +237,8 @@ func importGuidelines(ctx context.Context, hc *http.Client, opt importOptions) (
 		_ = json.Unmarshal(answer, &out)
 		switch resp.StatusCode {
 		case http.StatusCreated, http.StatusAccepted:
+		case http.StatusOK: // duplicate_of: the same note is already active (issue 17 §2)
+			sum.Replayed++
 		case http.StatusTooManyRequests:
 			return sum, fmt.Errorf("notes import: %q: rate limited (an agent writes 20 notes an hour); retry after %s s, or use a person key with integration and --source-id",
 				n.Title, resp.Header.Get("Retry-After"))

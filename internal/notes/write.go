@@ -67,10 +67,14 @@ func (s *Service) idemHash(spaceID, key string) string {
 // WriteResult is the answer of a note write: Note when a note was stored (201), ProposalID
 // when the write became a proposal (202, AM-8). Replayed is true when an Idempotency-Key
 // matched an earlier write: the first answer is returned and nothing is written.
+// DuplicateOf is set when a Create was identical (ContentHash) to an active note of the same
+// source (issue 17 §2): Note is that existing note (as it is now), DuplicateOf its id, and
+// nothing was written (no note, proposal, receipt, outbox event or idempotency record).
 type WriteResult struct {
-	Note       *Note  `json:"note,omitempty"`
-	ProposalID string `json:"proposal_id,omitempty"`
-	Replayed   bool   `json:"-"`
+	Note        *Note  `json:"note,omitempty"`
+	ProposalID  string `json:"proposal_id,omitempty"`
+	Replayed    bool   `json:"-"`
+	DuplicateOf string `json:"-"`
 }
 
 // Create writes a new note for p (AM-1, AM-6, AM-7, AM-8). idemKey is the Idempotency-Key
@@ -81,6 +85,15 @@ type WriteResult struct {
 // personal_data_in_agent_memory, fault.Unavailable detector_unavailable, fault.TooMany
 // note_rate_limited (RetryAfter in whole seconds), fault.Conflict note_cap_reached or
 // idempotency_key_reused. A refused write stores nothing and does not count.
+//
+// Duplicates (issue 17 §2): a note whose ContentHash equals that of an active, unexpired note
+// of the same source (space, source_id, vendor) answers WriteResult{Note: existing,
+// DuplicateOf: its id} and stores nothing: no note, no proposal (under writes: human_only
+// too), no receipt, no outbox event, no idempotency record (only stored answers are
+// remembered). It is checked after validation and the gate, inside the write's transaction
+// before the hourly limit and the cap, so a duplicate answers even at the limit or the cap,
+// and two identical writes at once store one note. An Idempotency-Key replay answers as
+// before (the first answer), ahead of the duplicate check.
 func (s *Service) Create(ctx context.Context, p auth.Principal, agentVersion, idemKey string, in Input) (WriteResult, error) {
 	f, err := s.features(ctx, p.SpaceID)
 	if err != nil {
@@ -331,11 +344,11 @@ func lookupRequest(ctx context.Context, idb bun.IDB, w write) (WriteResult, bool
 
 // commit stores w in one transaction: the admin receipt first (its chain head row serialises
 // the space's writers, so the limits below are exact across replicas), then the idempotency
-// re-check, the hourly limit and the cap, the rows, the outbox event and the idempotency
-// record.
+// re-check, for a new note (not an edit) the duplicate check (which rolls the transaction
+// back, receipt included, and answers the existing note), the hourly limit and the cap, the
+// rows, the outbox event and the idempotency record.
 func (s *Service) commit(ctx context.Context, w write) (WriteResult, error) {
-	var res WriteResult
-	var replayed WriteResult
+	var res, replayed, duplicate WriteResult
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		res = WriteResult{}
 		id := auth.NewID("note")
@@ -366,6 +379,16 @@ func (s *Service) commit(ctx context.Context, w write) (WriteResult, error) {
 			if done {
 				replayed = r
 				return errReplayed
+			}
+		}
+		if w.prev == nil {
+			n, ok, err := findDuplicate(ctx, tx, w)
+			if err != nil {
+				return err
+			}
+			if ok {
+				duplicate = WriteResult{Note: &n, DuplicateOf: n.ID}
+				return errDuplicate
 			}
 		}
 		if w.a.p.IsAgent() {
@@ -410,6 +433,9 @@ func (s *Service) commit(ctx context.Context, w write) (WriteResult, error) {
 	if errors.Is(err, errReplayed) {
 		return replayed, nil
 	}
+	if errors.Is(err, errDuplicate) {
+		return duplicate, nil
+	}
 	if err != nil {
 		return WriteResult{}, err
 	}
@@ -432,7 +458,7 @@ func insertNote(ctx context.Context, tx bun.Tx, w write, id, origin, proposalID 
 		ID: id, SpaceID: w.a.p.SpaceID, LineageID: id, Version: 1, SourceID: w.a.sourceID, Vendor: w.a.vendor,
 		Kind: w.c.Kind, Title: w.c.Title, Body: w.c.Body, Tags: encodeTags(w.c.Tags), TagsText: joinTags(w.c.Tags),
 		Visibility: w.c.Visibility, EvidenceKind: ek, EvidenceID: eid, Origin: origin, Status: StatusActive,
-		ValidUntil: w.c.ValidUntil, ProposalID: proposalID, ActorKeyID: w.a.p.KeyID, ActorKind: w.a.kind(),
+		ValidUntil: w.c.ValidUntil, ContentHash: w.c.hash(), ProposalID: proposalID, ActorKeyID: w.a.p.KeyID, ActorKind: w.a.kind(),
 		AgentVersion: w.agentVersion, CreatedAt: w.now, UpdatedAt: w.now,
 	}
 	if w.prev != nil {
