@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 
 	"agentmemory/api"
 	"agentmemory/internal/compliance"
@@ -133,6 +134,13 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 		d.Close()
 		return nil, err
 	}
+	if pg, ok := ks.(*keystore.Postgres); ok {
+		if err := keystoreApart(ctx, d); err != nil {
+			pg.Close()
+			d.Close()
+			return nil, err
+		}
+	}
 	a := &app{cfg: cfg, log: log, db: d, hasher: hasher, keys: ks, signer: signer, docs: spaces.Documents{DB: d, AllowPrivateWebhooks: cfg.WebhookAllowPrivate}, metrics: metrics.New()}
 	if pg, ok := ks.(*keystore.Postgres); ok {
 		a.ready = append(a.ready, api.ReadyCheck{Name: "keystore", Check: pg.Ping})
@@ -186,10 +194,38 @@ func openKeystore(ctx context.Context, cfg config.Config, path string, hasher ke
 	return keystore.OpenPostgres(ctx, cfg.KeystoreURL, keystore.PostgresOptions{KEK: cur, Previous: prev})
 }
 
+// keystoreApart refuses a shared key store that lives in the main database: a check by
+// content, not by URL (another spelling of the same database passes any comparison of
+// strings), which holds for every URL naming it. The key store's table and canary visible
+// from DATABASE_URL mean its keys would share the main database's backups, and erasure would
+// no longer make those backups unreadable (issue 12 §5).
+func keystoreApart(ctx context.Context, main *bun.DB) error {
+	if main.Dialect().Name() != dialect.PG {
+		return nil
+	}
+	var shared bool
+	err := main.QueryRowContext(ctx, "SELECT to_regclass('subject_keys') IS NOT NULL").Scan(&shared)
+	if err != nil {
+		return fmt.Errorf("keystore: check that it is apart from DATABASE_URL: %w", err)
+	}
+	if shared {
+		var canary int
+		if err := main.QueryRowContext(ctx, "SELECT count(*) FROM subject_keys WHERE subject_id = ?", keystore.CanaryID).Scan(&canary); err != nil {
+			return fmt.Errorf("keystore: check that it is apart from DATABASE_URL: %w", err)
+		}
+		shared = canary > 0
+	}
+	if shared {
+		return errors.New("AGENTMEMORY_KEYSTORE_URL names the database of DATABASE_URL (its key store table is visible there): " +
+			"the key store must be a database of its own, whose backups are kept apart")
+	}
+	return nil
+}
+
 // apiServer builds the API; wf starts and signals workflows (nil: those calls answer 503).
 func (a *app) apiServer(wf api.Workflows) *api.Server {
 	if a.signer == nil {
-		a.log.Warn("no signing key (AGENTMEMORY_SIGNING_KEY): certificates and receipt heads answer 503 signing_unavailable")
+		a.log.Warn("no signing key (AGENTMEMORY_SIGNING_KEY): certificates are issued unsigned, and signing keys and receipt heads answer 503 signing_unavailable")
 	}
 	return api.NewServer(api.Deps{
 		DB: a.db, Logger: a.log, State: a.state, Subjects: a.subjects, Docs: a.docs, Turns: a.turns, Notes: a.notes,

@@ -6,10 +6,13 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"io"
+	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"agentmemory/internal/config"
 	"agentmemory/internal/db/dbtest"
 	"agentmemory/internal/keystore"
 )
@@ -81,4 +84,32 @@ func TestKeysRewrapCommand(t *testing.T) {
 
 	_, err = rewrap(map[string]string{})
 	require.ErrorContains(t, err, "AGENTMEMORY_KEYSTORE_URL is not set")
+}
+
+// A key store URL that names the main database in another spelling (an added parameter here;
+// in production another host alias, port default or scheme) is refused at start: the check
+// looks at what the main database holds, not at the URL's text (issue 12 §5). A key store in
+// a database of its own starts.
+func TestKeystoreInTheMainDatabaseIsRefused(t *testing.T) {
+	ctx := context.Background()
+	mainURL := dbtest.URL(t, "postgres")
+	vars := map[string]string{
+		"DATABASE_URL":             mainURL,
+		"AGENTMEMORY_SECRET":       "keystore-apart-secret-0123456789abcdef",
+		"AGENTMEMORY_KEYSTORE_URL": mainURL + "&application_name=keys",
+		"AGENTMEMORY_KEK":          base64.StdEncoding.EncodeToString(randomKEK(t)),
+		"AGENTMEMORY_DATA_DIR":     t.TempDir(),
+	}
+	cfg, err := config.Load(env(vars))
+	require.NoError(t, err, "the URLs differ as text")
+	_, err = openApp(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), false)
+	require.ErrorContains(t, err, "names the database of DATABASE_URL")
+
+	// A fresh main database: the refused attempt above left the key store's table in this one.
+	vars["DATABASE_URL"], vars["AGENTMEMORY_KEYSTORE_URL"] = dbtest.URL(t, "postgres"), dbtest.URL(t, "postgres")
+	cfg, err = config.Load(env(vars))
+	require.NoError(t, err)
+	a, err := openApp(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), false)
+	require.NoError(t, err)
+	a.close()
 }
