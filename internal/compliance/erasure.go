@@ -63,8 +63,9 @@ type Certificate struct {
 	NothingFound bool      `json:"nothing_found"`
 	NotCovered   []string  `json:"not_covered"`
 	// Stores lists every registered store (and the key store for a subject): what the
-	// erasure removed there and what the probe found after the steps (always 0 here: a
-	// probe that finds anything fails the erasure with "residue:<stores>").
+	// erasure removed there (summed over every round) and what the probe found after the
+	// steps (always 0 here: residue runs the steps again, and residue after the last round
+	// fails the erasure with "residue:<stores>").
 	Stores []StoreReport `json:"stores"`
 	// Rounds is how many rounds of steps the erasure ran (1 normally; up to MaxErasureRounds
 	// when something was written for the subject during the erasure and the probe found it).
