@@ -147,6 +147,33 @@ func (a *ComplianceActivities) CertifyErasure(ctx context.Context, in ErasureRef
 	return out, nil
 }
 
+// ProbeResult names the stores where the probe found residue of an erasure's target (empty:
+// none). Store names only, never data.
+type ProbeResult struct {
+	Residue []string
+}
+
+// RoundRef names the round (2..compliance.MaxErasureRounds) an erasure re-runs its steps in.
+type RoundRef struct {
+	SpaceID   string
+	ErasureID string
+	Round     int
+}
+
+// ProbeErasure asks every store for residue of the erasure's target, changing nothing.
+func (a *ComplianceActivities) ProbeErasure(ctx context.Context, in ErasureRef) (ProbeResult, error) {
+	r, err := a.Compliance.Probe(ctx, in.SpaceID, in.ErasureID)
+	if err != nil {
+		return ProbeResult{}, classify(err)
+	}
+	return ProbeResult{Residue: r}, nil
+}
+
+// RerunErasure starts the next round of the erasure's steps (the erasure stays running).
+func (a *ComplianceActivities) RerunErasure(ctx context.Context, in RoundRef) error {
+	return classify(a.Compliance.RerunErasure(ctx, in.SpaceID, in.ErasureID, in.Round))
+}
+
 // FailErasure marks the erasure failed.
 func (a *ComplianceActivities) FailErasure(ctx context.Context, in FailRef) error {
 	return classify(a.Compliance.FailErasure(ctx, in.SpaceID, in.ID, in.Reason))

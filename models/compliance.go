@@ -22,7 +22,12 @@ type Erasure struct {
 	ProfileIDs  string `bun:"profile_ids"`
 	Resolved    bool   `bun:"resolved"`
 	Items       string `bun:"items"`
-	KeyIDs      string `bun:"key_ids"` // JSON subject key ids to destroy; '' until the key step runs
+	KeyIDs      string `bun:"key_ids"` // JSON subject key ids to destroy; '' until the key step runs (of this round)
+	// Round is the erasure's current round of steps (0 or 1: the first; a re-run after the
+	// probe found residue moves it up, to compliance.MaxErasureRounds at most).
+	Round int `bun:"round"`
+	// KeysRound is the last round whose destroyed keys were added to Items (0: none yet).
+	KeysRound   int    `bun:"keys_round"`
 	Status      string `bun:"status"`
 	RequestedBy string `bun:"requested_by"`
 	Certificate string `bun:"certificate"`

@@ -41,6 +41,9 @@ func mockErasureSteps(env *testsuite.TestWorkflowEnvironment, a *activities.Comp
 	}
 	env.OnActivity(a.PurgeSubjectCaches, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(a.CheckpointStore, mock.Anything, mock.Anything).Return(nil)
+	if !skip(a.ProbeErasure) {
+		env.OnActivity(a.ProbeErasure, mock.Anything, mock.Anything).Return(activities.ProbeResult{}, nil)
+	}
 }
 
 func workflowName(fn any) string { return fmtName(fn) }
@@ -88,6 +91,45 @@ func TestErasureWorkflowMarksFailedWhenAStepKeepsFailing(t *testing.T) {
 	env.AssertNotCalled(t, "DestroySubjectKeys", mock.Anything, mock.Anything)
 	env.AssertNotCalled(t, "CertifyErasure", mock.Anything, mock.Anything)
 	env.AssertNumberOfCalls(t, "FailErasure", 1)
+}
+
+// Something written for the subject during the first round: the probe finds it, the steps
+// run again (resolve once), the second probe is clean and the erasure is certified.
+func TestErasureWorkflowRerunsOnResidue(t *testing.T) {
+	env, a := erasureEnv(t)
+	mockErasureSteps(env, a, a.ProbeErasure)
+	ref := activities.ErasureRef{SpaceID: "sp_1", ErasureID: "er_1"}
+	env.OnActivity(a.ProbeErasure, mock.Anything, ref).Return(activities.ProbeResult{Residue: []string{"state", "keys"}}, nil).Once()
+	env.OnActivity(a.ProbeErasure, mock.Anything, ref).Return(activities.ProbeResult{}, nil).Once()
+	env.OnActivity(a.RerunErasure, mock.Anything, activities.RoundRef{SpaceID: "sp_1", ErasureID: "er_1", Round: 2}).Return(nil).Once()
+	env.OnActivity(a.CertifyErasure, mock.Anything, ref).Return(activities.CertificateResult{Seq: 5, Total: 8}, nil).Once()
+	env.ExecuteWorkflow(workflows.ErasureWorkflow, workflows.ErasureInput{SpaceID: "sp_1", ErasureID: "er_1"})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	env.AssertNumberOfCalls(t, "ResolveErasure", 1)
+	env.AssertNumberOfCalls(t, "EraseSubjectStates", 2)
+	env.AssertNumberOfCalls(t, "DestroySubjectKeys", 2)
+	env.AssertNumberOfCalls(t, "ProbeErasure", 2)
+	env.AssertNotCalled(t, "FailErasure", mock.Anything, mock.Anything)
+	env.AssertExpectations(t)
+}
+
+// Residue after every round: three rounds, then the erasure fails with the stores the last
+// probe named, and no certificate is asked for.
+func TestErasureWorkflowFailsAfterLastRound(t *testing.T) {
+	env, a := erasureEnv(t)
+	mockErasureSteps(env, a, a.ProbeErasure)
+	env.OnActivity(a.ProbeErasure, mock.Anything, mock.Anything).Return(activities.ProbeResult{Residue: []string{"state", "keys"}}, nil)
+	env.OnActivity(a.RerunErasure, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(a.FailErasure, mock.Anything, activities.FailRef{SpaceID: "sp_1", ID: "er_1", Reason: "residue:state,keys"}).Return(nil).Once()
+	env.ExecuteWorkflow(workflows.ErasureWorkflow, workflows.ErasureInput{SpaceID: "sp_1", ErasureID: "er_1"})
+	require.True(t, env.IsWorkflowCompleted())
+	require.Error(t, env.GetWorkflowError())
+	env.AssertNumberOfCalls(t, "ProbeErasure", 3)
+	env.AssertNumberOfCalls(t, "RerunErasure", 2)
+	env.AssertNumberOfCalls(t, "EraseSubjectStates", 3)
+	env.AssertNotCalled(t, "CertifyErasure", mock.Anything, mock.Anything)
+	env.AssertExpectations(t)
 }
 
 func TestExportWorkflowMarksFailedExport(t *testing.T) {

@@ -2,12 +2,14 @@ package workflows
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"agentmemory/activities"
+	"agentmemory/internal/compliance"
 )
 
 // ErasureInput names the erasure to run; the target itself stays in the database (as a keyed
@@ -36,22 +38,31 @@ func complianceActivityOptions(ctx workflow.Context) workflow.Context {
 	})
 }
 
+// erasureRerun is the version marker of ErasureWorkflow's re-run rounds (workflows started
+// before it replay with the single round whose Certify fails on residue).
+const erasureRerun = "erasure-rerun"
+
 // ErasureWorkflow erases a subject or a conversation (WM-13, GOV-2, MS-4): it resolves the
 // scope (moving the erasure pending → running; a failed or completed erasure makes it fail),
 // has each registered store erase its rows (states, turns and identity links, data packages,
-// profiles), destroys the subject's keys, purges caches, checkpoints the database, and
-// completes with the certificate receipt, which first probes every store for residue. It waits on nothing but its activities (2 min each, 10 attempts); it
-// takes no signals. A step that still fails marks the erasure failed (what was erased stays
-// erased; a new request finishes the rest) and fails the workflow.
+// profiles), destroys the subject's keys, purges caches, checkpoints the database, then
+// probes every store for residue. Residue (something written for the subject during the
+// erasure, e.g. by an agent still in conversation) runs the steps again, the erasure staying
+// running, up to compliance.MaxErasureRounds rounds in all; residue after the last round
+// fails the erasure with "residue:<stores>". With no residue it completes with the
+// certificate receipt (Certify probes once more and never certifies residue). It waits on
+// nothing but its activities (2 min each, 10 attempts); it takes no signals. A step that
+// still fails marks the erasure failed (what was erased stays erased; a new request finishes
+// the rest) and fails the workflow.
 func ErasureWorkflow(ctx workflow.Context, in ErasureInput) (ErasureResult, error) {
 	var a *activities.ComplianceActivities
 	ctx = complianceActivityOptions(ctx)
 	ref := activities.ErasureRef{SpaceID: in.SpaceID, ErasureID: in.ErasureID}
-	steps := []struct {
+	type step struct {
 		name string
 		fn   any
-	}{
-		{"resolve", a.ResolveErasure},
+	}
+	steps := []step{
 		{"states", a.EraseSubjectStates},
 		{"turns", a.EraseSubjectTurns},
 		{"exports", a.EraseSubjectExports},
@@ -60,9 +71,44 @@ func ErasureWorkflow(ctx workflow.Context, in ErasureInput) (ErasureResult, erro
 		{"caches", a.PurgeSubjectCaches},
 		{"checkpoint", a.CheckpointStore},
 	}
-	for _, st := range steps {
-		if err := workflow.ExecuteActivity(ctx, st.fn, ref).Get(ctx, nil); err != nil {
-			return ErasureResult{}, failErasure(ctx, in, "step_failed:"+st.name, err)
+	run := func(steps []step) error {
+		for _, st := range steps {
+			if err := workflow.ExecuteActivity(ctx, st.fn, ref).Get(ctx, nil); err != nil {
+				return failErasure(ctx, in, "step_failed:"+st.name, err)
+			}
+		}
+		return nil
+	}
+	if workflow.GetVersion(ctx, erasureRerun, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		if err := run(append([]step{{"resolve", a.ResolveErasure}}, steps...)); err != nil {
+			return ErasureResult{}, err
+		}
+	} else {
+		if err := run([]step{{"resolve", a.ResolveErasure}}); err != nil {
+			return ErasureResult{}, err
+		}
+		for round := 1; ; round++ {
+			if round > 1 {
+				r := activities.RoundRef{SpaceID: in.SpaceID, ErasureID: in.ErasureID, Round: round}
+				if err := workflow.ExecuteActivity(ctx, a.RerunErasure, r).Get(ctx, nil); err != nil {
+					return ErasureResult{}, failErasure(ctx, in, "step_failed:rerun", err)
+				}
+			}
+			if err := run(steps); err != nil {
+				return ErasureResult{}, err
+			}
+			var p activities.ProbeResult
+			if err := workflow.ExecuteActivity(ctx, a.ProbeErasure, ref).Get(ctx, &p); err != nil {
+				return ErasureResult{}, failErasure(ctx, in, "step_failed:probe", err)
+			}
+			if len(p.Residue) == 0 {
+				break
+			}
+			if round >= compliance.MaxErasureRounds {
+				stores := strings.Join(p.Residue, ",")
+				cause := temporal.NewNonRetryableApplicationError("the probe found data left in: "+stores, "residue", nil)
+				return ErasureResult{}, failErasure(ctx, in, "residue:"+stores, cause)
+			}
 		}
 	}
 	var c activities.CertificateResult

@@ -63,9 +63,14 @@ type Certificate struct {
 	NothingFound bool      `json:"nothing_found"`
 	NotCovered   []string  `json:"not_covered"`
 	// Stores lists every registered store (and the key store for a subject): what the
-	// erasure removed there and what the probe found after the steps (always 0 here: a
-	// probe that finds anything fails the erasure with "residue:<stores>").
+	// erasure removed there (summed over every round) and what the probe found after the
+	// steps (always 0 here: residue runs the steps again, and residue after the last round
+	// fails the erasure with "residue:<stores>").
 	Stores []StoreReport `json:"stores"`
+	// Rounds is how many rounds of steps the erasure ran (1 normally; up to MaxErasureRounds
+	// when something was written for the subject during the erasure and the probe found it).
+	// Items and Stores' Removed sum what every round removed.
+	Rounds int `json:"rounds"`
 	// WorkflowHistory says what Temporal holds of the subject (WorkflowHistoryNote).
 	WorkflowHistory string         `json:"workflow_history"`
 	Receipt         *ChainPosition `json:"receipt,omitempty"`
@@ -372,13 +377,22 @@ func (s *Service) DestroyKeys(ctx context.Context, spaceID, id string) (int, err
 			return 0, fmt.Errorf("compliance: destroy key: %w", err)
 		}
 	}
-	_, err = s.step(ctx, spaceID, id, func(_ context.Context, _ bun.Tx, row *models.Erasure, _, _ []string) ([]Erased, error) {
+	_, err = s.step(ctx, spaceID, id, func(ctx context.Context, tx bun.Tx, row *models.Erasure, _, _ []string) ([]Erased, error) {
 		items := itemSet{}
 		if err := decodeRecord(row.ID, "items", row.Items, &items); err != nil {
 			return nil, err
 		}
-		if len(intended) == 0 || items[KindSubjectKey] != nil {
+		round := roundOf(row)
+		// Counted once per round: keys_round records it (a row from before rounds existed
+		// has keys_round 0 and its count in items).
+		if row.KeysRound >= round || (round == 1 && items[KindSubjectKey] != nil) {
 			return nil, nil // recorded by an earlier attempt
+		}
+		if _, err := tx.NewUpdate().Model((*models.Erasure)(nil)).Set("keys_round = ?", round).Where("id = ?", row.ID).Exec(ctx); err != nil {
+			return nil, fmt.Errorf("compliance: record key round: %w", err)
+		}
+		if len(intended) == 0 {
+			return nil, nil
 		}
 		return []Erased{{Kind: KindSubjectKey, IDs: intended, Store: StoreKeys}}, nil
 	})
@@ -417,13 +431,95 @@ func (s *Service) Checkpoint(ctx context.Context) error {
 	return nil
 }
 
+// MaxErasureRounds is how many rounds of steps an erasure runs at most: when the probe finds
+// residue (something written for the subject during the erasure, e.g. an agent still in
+// conversation saving its working state), the steps run again and the probe again; residue
+// after the last round fails the erasure with "residue:<stores>".
+const MaxErasureRounds = 3
+
+// roundOf is row's current round (1 for a row from before rounds existed).
+func roundOf(row *models.Erasure) int {
+	if row.Round < 1 {
+		return 1
+	}
+	return row.Round
+}
+
+// Probe asks every registered store and the key store for residue of a running erasure's
+// target (issue 12 §3) and returns the names of the stores where it found some (empty: none),
+// sorted in registry order. It changes nothing: the workflow decides to re-run the steps
+// (RerunErasure), to certify, or to fail the erasure with "residue:<stores>". Errors:
+// fault.Conflict "erasure_not_running" for an erasure that is not running, "corrupt_record".
+func (s *Service) Probe(ctx context.Context, spaceID, id string) ([]string, error) {
+	row, err := s.loadErasure(ctx, s.DB, spaceID, id)
+	if err != nil {
+		return nil, err
+	}
+	if row.Status != StatusRunning {
+		return nil, errNotRunning(row.Status)
+	}
+	if !row.Resolved {
+		return nil, fmt.Errorf("compliance: erasure %s is not resolved", id)
+	}
+	items := itemSet{}
+	if err := decodeRecord(row.ID, "items", row.Items, &items); err != nil {
+		return nil, err
+	}
+	stores, err := s.probe(ctx, s.DB, row, items)
+	if err != nil {
+		return nil, err
+	}
+	residue := []string{}
+	for _, st := range stores {
+		if st.Probe != 0 {
+			residue = append(residue, st.Store)
+		}
+	}
+	return residue, nil
+}
+
+// RerunErasure starts round (2..MaxErasureRounds) of a running erasure after the probe found
+// residue: the erasure stays running (the state machine allows no other move), its round is
+// recorded and its key intent cleared, so the key step looks again for keys created since
+// (a write for the subject recreates its key). What earlier rounds removed stays in the
+// items; the steps add what this round removes. Calling it again for the same round (a
+// retried activity) changes nothing. Errors: fault.Invalid "invalid_round" for a round
+// out of range or not the next one, "erasure_not_running".
+func (s *Service) RerunErasure(ctx context.Context, spaceID, id string, round int) error {
+	if round < 2 || round > MaxErasureRounds {
+		return fault.New(fault.Invalid, "invalid_round", "round %d is out of 2..%d", round, MaxErasureRounds)
+	}
+	return s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		row, err := s.loadErasure(ctx, tx, spaceID, id)
+		if err != nil {
+			return err
+		}
+		if row.Status != StatusRunning {
+			return errNotRunning(row.Status)
+		}
+		cur := roundOf(row)
+		if cur >= round {
+			return nil // a retried activity
+		}
+		if cur != round-1 {
+			return fault.New(fault.Invalid, "invalid_round", "round %d does not follow round %d", round, cur)
+		}
+		_, err = tx.NewUpdate().Model((*models.Erasure)(nil)).Set("round = ?", round).Set("key_ids = ''").
+			Where("id = ? AND status = ?", id, StatusRunning).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("compliance: erasure round: %w", err)
+		}
+		return nil
+	})
+}
+
 // Certify completes a running erasure (running → completed): it writes the certificate as a
 // "erasure.certificate" compliance receipt (in the same transaction as the status change),
 // clears the conversation id it held, and returns the certificate with its chain position.
 // Before it, the probe asks every registered store and the key store for residue of the
 // target (issue 12 §3); residue anywhere fails the erasure instead, with reason
 // "residue:<stores>", and is fault.Conflict "residue". The certificate lists per store what
-// was removed and what the probe found (0).
+// was removed and what the probe found (0), and the number of rounds the erasure ran.
 // Certifying a completed erasure returns its certificate unchanged (a retried activity);
 // a pending or failed erasure is fault.Conflict "erasure_not_running", never certified.
 func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate, error) {
@@ -477,7 +573,7 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 		cert = Certificate{
 			Type: CertificateType, ErasureID: row.ID, SpaceID: spaceID, TargetKind: row.TargetKind, RequestedBy: row.RequestedBy,
 			StartedAt: row.CreatedAt.UTC(), EndedAt: now, Items: []Item{}, NotCovered: []string{},
-			Stores: stores, WorkflowHistory: WorkflowHistoryNote,
+			Stores: stores, Rounds: roundOf(row), WorkflowHistory: WorkflowHistoryNote,
 		}
 		for _, k := range kinds {
 			cert.Items = append(cert.Items, *items[k])

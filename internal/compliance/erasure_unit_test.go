@@ -264,3 +264,64 @@ func TestProbeFailsErasureOnResidue(t *testing.T) {
 		})
 	}
 }
+
+// Re-run rounds at the service: Probe reports residue without failing the row; RerunErasure
+// takes only the next round and keeps the erasure running; round 2's key step finds the key
+// the write recreated and counts it once, retried or not; Certify sums both rounds.
+func TestProbeAndRerunRounds(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			e, dpo := stepEnv(t, engine)
+			ctx := context.Background()
+			c := e.Deps.Compliance
+			id := e.MustDo(http.StatusAccepted, "POST", "/v1/erasures", dpo, map[string]any{"subject": "email:ana@example.com"}).JSON(t)["erasure_id"].(string)
+			_, err := c.ResolveErasure(ctx, e.SpaceID, id)
+			require.NoError(t, err)
+			steps := []func(context.Context, string, string) (int, error){c.EraseStates, c.EraseTurns, c.EraseExports, c.EraseProfiles, c.DestroyKeys}
+			keys1 := 0
+			for _, step := range steps {
+				n, err := step(ctx, e.SpaceID, id)
+				require.NoError(t, err)
+				keys1 = n // the last step's count: the keys destroyed
+			}
+			residue, err := c.Probe(ctx, e.SpaceID, id)
+			require.NoError(t, err)
+			require.Empty(t, residue)
+
+			// An agent writes the subject's state after the key step.
+			crm := e.AgentKey("crm-bot", "acme", auth.ScopeAgentState)
+			e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", crm, map[string]any{
+				"scope": map[string]any{"kind": "subject", "id": "email:ana@example.com"}, "body": map[string]any{"tier": "silver"},
+			})
+			residue, err = c.Probe(ctx, e.SpaceID, id)
+			require.NoError(t, err)
+			require.Equal(t, []string{compliance.StoreState, compliance.StoreKeys}, residue)
+			var row models.Erasure
+			require.NoError(t, e.DB.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx))
+			require.Equal(t, compliance.StatusRunning, row.Status, "the probe fails nothing")
+
+			require.True(t, fault.IsCode(c.RerunErasure(ctx, e.SpaceID, id, 3), "invalid_round"), "round 3 does not follow round 1")
+			require.True(t, fault.IsCode(c.RerunErasure(ctx, e.SpaceID, id, 1), "invalid_round"))
+			require.NoError(t, c.RerunErasure(ctx, e.SpaceID, id, 2))
+			require.NoError(t, c.RerunErasure(ctx, e.SpaceID, id, 2), "a retried rerun changes nothing")
+			for _, step := range steps {
+				_, err := step(ctx, e.SpaceID, id)
+				require.NoError(t, err)
+			}
+			n, err := c.DestroyKeys(ctx, e.SpaceID, id)
+			require.NoError(t, err, "a retried key step")
+			require.Equal(t, 1, n, "round 2 destroyed the one key the write recreated")
+			residue, err = c.Probe(ctx, e.SpaceID, id)
+			require.NoError(t, err)
+			require.Empty(t, residue)
+			cert, err := c.Certify(ctx, e.SpaceID, id)
+			require.NoError(t, err)
+			require.Equal(t, 2, cert.Rounds)
+			require.Equal(t, keys1+1, certCount(cert, compliance.KindSubjectKey), "each round's keys counted once")
+			require.Equal(t, 2, certCount(cert, "agent_state"))
+			require.Error(t, c.RerunErasure(ctx, e.SpaceID, id, 3), "a completed erasure runs no more rounds")
+			_, err = c.Probe(ctx, e.SpaceID, id)
+			require.True(t, fault.IsCode(err, "erasure_not_running"), "got %v", err)
+		})
+	}
+}

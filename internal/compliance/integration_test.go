@@ -191,6 +191,11 @@ func waitWorkflow(t *testing.T, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, temporalClient.GetWorkflow(ctx, id, "").Get(ctx, nil), "workflow %s", id)
+	if name := os.Getenv("AGENTMEMORY_RECORD_ERASURE"); name != "" && t.Name() == os.Getenv("AGENTMEMORY_RECORD_ERASURE_TEST") && strings.HasPrefix(id, "erasure-") {
+		// Re-record a replay fixture, e.g. AGENTMEMORY_RECORD_ERASURE=erasure_v0.json
+		// AGENTMEMORY_RECORD_ERASURE_TEST=TestConversationErasureLeavesNoCleartext/sqlite
+		recordHistory(t, id, filepath.Join("..", "..", "workflows", "testdata", name))
+	}
 }
 
 func export(t *testing.T, e *apitest.Env, key, handle string) (string, map[string]any) {
