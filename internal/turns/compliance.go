@@ -212,6 +212,11 @@ func deleteByID(ctx context.Context, idb bun.IDB, turnIDs, linkIDs []string) ([]
 			return nil, fmt.Errorf("turns: delete links: %w", err)
 		}
 	}
+	return erased(turnIDs, linkIDs), nil
+}
+
+// erased reports turn and link ids as the certificate's items: one per kind that has any.
+func erased(turnIDs, linkIDs []string) []compliance.Erased {
 	var out []compliance.Erased
 	if len(turnIDs) > 0 {
 		out = append(out, compliance.Erased{Kind: compliance.KindTurn, IDs: turnIDs})
@@ -219,7 +224,7 @@ func deleteByID(ctx context.Context, idb bun.IDB, turnIDs, linkIDs []string) ([]
 	if len(linkIDs) > 0 {
 		out = append(out, compliance.Erased{Kind: compliance.KindIdentityLink, IDs: linkIDs})
 	}
-	return out, nil
+	return out
 }
 
 // ExportSubject returns, read through idb, the identity links naming one of s's handle hashes

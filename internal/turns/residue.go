@@ -23,22 +23,15 @@ func (s *Service) SubjectResidue(ctx context.Context, idb bun.IDB, spaceID strin
 	if err != nil {
 		return nil, err
 	}
-	var out []compliance.Erased
-	if len(rows) > 0 {
-		ids := make([]string, len(rows))
-		for i, r := range rows {
-			ids[i] = r.ID
-		}
-		out = append(out, compliance.Erased{Kind: compliance.KindTurn, IDs: ids})
+	turnIDs := make([]string, len(rows))
+	for i, r := range rows {
+		turnIDs[i] = r.ID
 	}
-	if len(links) > 0 {
-		ids := make([]string, len(links))
-		for i, l := range links {
-			ids[i] = l.ID
-		}
-		out = append(out, compliance.Erased{Kind: compliance.KindIdentityLink, IDs: ids})
+	linkIDs := make([]string, len(links))
+	for i, l := range links {
+		linkIDs[i] = l.ID
 	}
-	return out, nil
+	return erased(turnIDs, linkIDs), nil
 }
 
 // ConversationResidue is the probe of a conversation erasure: the turns and identity links
@@ -53,12 +46,5 @@ func (s *Service) ConversationResidue(ctx context.Context, idb bun.IDB, spaceID,
 		Where("space_id = ? AND scope_hash = ?", spaceID, scopeHash).Scan(ctx, &linkIDs); err != nil {
 		return nil, fmt.Errorf("turns: probe links: %w", err)
 	}
-	var out []compliance.Erased
-	if len(turnIDs) > 0 {
-		out = append(out, compliance.Erased{Kind: compliance.KindTurn, IDs: turnIDs})
-	}
-	if len(linkIDs) > 0 {
-		out = append(out, compliance.Erased{Kind: compliance.KindIdentityLink, IDs: linkIDs})
-	}
-	return out, nil
+	return erased(turnIDs, linkIDs), nil
 }
