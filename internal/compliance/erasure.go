@@ -700,7 +700,11 @@ func scopeOf(row *models.Erasure) (hashes, profileIDs []string, err error) {
 // signCertificate returns cert's canonical JSON (RFC 8785) and, with a Signer, the JSON of
 // its signature over those bytes (” without one).
 func (s *Service) signCertificate(cert Certificate) (string, string, error) {
-	canon, err := signing.Canonical([]byte(mustJSON(cert)))
+	doc, err := json.Marshal(cert)
+	if err != nil {
+		return "", "", fmt.Errorf("compliance: encode certificate: %w", err)
+	}
+	canon, err := signing.Canonical(doc)
 	if err != nil {
 		return "", "", fmt.Errorf("compliance: canonical certificate: %w", err)
 	}
