@@ -291,13 +291,29 @@ func spaceCmd(load func() (config.Config, error), stdout io.Writer) *cobra.Comma
 	return space
 }
 
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freePorts(1)
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
+}
+
+// freePorts returns n distinct TCP ports on 127.0.0.1 that were free a moment ago. Every
+// listener stays open until all n are picked, so the kernel cannot hand out one port twice
+// (two separate freePort calls can return the same port).
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }
 
 // serveHTTP serves the API on addr (and the metrics on AGENTMEMORY_METRICS_ADDR when set)

@@ -170,10 +170,9 @@ func TestDevFakeModelDistilsToPending(t *testing.T) {
 	}
 	cli := repoTemporal(t)
 	dir := t.TempDir()
-	port, err := freePort()
+	ports, err := freePorts(2)
 	require.NoError(t, err)
-	uiPort, err := freePort()
-	require.NoError(t, err)
+	port, uiPort := ports[0], ports[1]
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	// OLLAMA_HOST names a server nothing listens on: the fake model replaces it.
 	getenv := env(map[string]string{"AGENTMEMORY_TEMPORAL_CLI": cli, "OLLAMA_HOST": "http://127.0.0.1:1"})

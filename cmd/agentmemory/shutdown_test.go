@@ -204,10 +204,9 @@ func TestSIGTERMLosesNoAcknowledgedWrite(t *testing.T) {
 			if engine == "sqlite" {
 				dbURL = "sqlite://" + filepath.Join(dir, "agentmemory.db")
 			}
-			port, err := freePort()
+			ports, err := freePorts(2)
 			require.NoError(t, err)
-			mport, err := freePort()
-			require.NoError(t, err)
+			port, mport := ports[0], ports[1]
 			env := append(shippedEnviron(),
 				"DATABASE_URL="+dbURL,
 				"AGENTMEMORY_SECRET=shutdown-test-secret-0123456789abcdef",
