@@ -1,4 +1,4 @@
-module agentmemory
+module github.com/agentmemory/agentmemory
 
 go 1.26.0
 

@@ -9,8 +9,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"agentmemory/internal/compliance"
-	"agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/fault"
 )
 
 // ComplianceActivities are the steps of ErasureWorkflow, ExportWorkflow,

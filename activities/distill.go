@@ -13,9 +13,9 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"agentmemory/internal/llm"
-	"agentmemory/internal/notes"
-	"agentmemory/internal/turns"
+	"github.com/agentmemory/agentmemory/internal/llm"
+	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/turns"
 )
 
 // Failure reasons of a distillation (AM-9), recorded on the proposal.

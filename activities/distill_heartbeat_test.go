@@ -11,9 +11,9 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 
-	"agentmemory/activities"
-	"agentmemory/internal/llm"
-	"agentmemory/internal/turns"
+	"github.com/agentmemory/agentmemory/activities"
+	"github.com/agentmemory/agentmemory/internal/llm"
+	"github.com/agentmemory/agentmemory/internal/turns"
 )
 
 // blockedModel answers only once released (or when its call's context ends).

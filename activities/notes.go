@@ -7,9 +7,9 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"agentmemory/internal/fault"
-	"agentmemory/internal/notes"
-	"agentmemory/internal/turns"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/turns"
 )
 
 // NotesStore is the notes side of distillation: ProposalStore and Gate over the one notes

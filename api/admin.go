@@ -7,9 +7,9 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/auth"
-	"agentmemory/internal/fault"
-	"agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/receipts"
 )
 
 // createKey: POST /v1/keys (role admin) -> 201 {"key_id", "key"}; the key is shown once.

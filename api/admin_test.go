@@ -11,10 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/api/apitest"
-	"agentmemory/internal/auth"
-	"agentmemory/internal/spaces"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/spaces"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // POST /v1/keys: role admin; the spec is validated naming the member; the key is shown once

@@ -12,11 +12,11 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"agentmemory/internal/auth"
-	"agentmemory/internal/compliance"
-	"agentmemory/internal/fault"
-	"agentmemory/internal/strictjson"
-	"agentmemory/workflows"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/strictjson"
+	"github.com/agentmemory/agentmemory/workflows"
 )
 
 // start runs workflow with id on the worker's task queue; without a Temporal client it is

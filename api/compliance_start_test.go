@@ -11,11 +11,11 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"agentmemory/api"
-	"agentmemory/api/apitest"
-	"agentmemory/internal/compliance"
-	"agentmemory/models"
-	"agentmemory/workflows"
+	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/models"
+	"github.com/agentmemory/agentmemory/workflows"
 )
 
 // startsWorkflows records workflow starts and answers each with err.

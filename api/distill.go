@@ -10,10 +10,10 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"agentmemory/internal/auth"
-	"agentmemory/internal/fault"
-	"agentmemory/internal/turns"
-	"agentmemory/workflows"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/turns"
+	"github.com/agentmemory/agentmemory/workflows"
 )
 
 // Workflows is the part of the Temporal client the API uses (client.Client has it): start a

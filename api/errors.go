@@ -8,8 +8,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"agentmemory/internal/fault"
-	"agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/notes"
 )
 
 // statusOf maps each fault kind to its HTTP status: the only place statuses are chosen.

@@ -5,9 +5,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"agentmemory/internal/auth"
-	"agentmemory/internal/events"
-	"agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/events"
+	"github.com/agentmemory/agentmemory/internal/fault"
 )
 
 // listEvents: GET /v1/events?after=&limit= (role admin or integration) -> {"events": [...],

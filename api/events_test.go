@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"agentmemory/api/apitest"
-	"agentmemory/internal/events"
-	"agentmemory/internal/keyed"
-	"agentmemory/internal/spaces"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/events"
+	"github.com/agentmemory/agentmemory/internal/keyed"
+	"github.com/agentmemory/agentmemory/internal/spaces"
 )
 
 func enqueueEvent(t *testing.T, e *apitest.Env, space, noteID string) events.Event {

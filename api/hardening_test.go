@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/api/apitest"
 )
 
 // Requests whose path or query carry NUL bytes or invalid UTF-8 are refused before any

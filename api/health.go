@@ -11,9 +11,9 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.temporal.io/sdk/client"
 
-	"agentmemory/internal/fault"
-	"agentmemory/internal/metrics"
-	"agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/metrics"
+	"github.com/agentmemory/agentmemory/internal/notes"
 )
 
 // ReadyCheck is one dependency GET /readyz checks. Check returns nil when the dependency

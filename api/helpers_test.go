@@ -14,9 +14,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/api"
-	"agentmemory/api/apitest"
-	"agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/db"
 )
 
 // wmFields are the declared fields of the test agent's working-memory type: one of each kind

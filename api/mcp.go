@@ -13,10 +13,10 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"agentmemory/internal/auth"
-	"agentmemory/internal/fault"
-	"agentmemory/internal/notes"
-	"agentmemory/internal/strictjson"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/strictjson"
 )
 
 // MCP tool names (AM-5). Working memory is never a tool (WM-11).

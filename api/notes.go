@@ -10,10 +10,10 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.temporal.io/api/serviceerror"
 
-	"agentmemory/internal/fault"
-	"agentmemory/internal/notes"
-	"agentmemory/internal/strictjson"
-	"agentmemory/workflows"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/strictjson"
+	"github.com/agentmemory/agentmemory/workflows"
 )
 
 // idempotencyKey reads the Idempotency-Key header: at most 200 printable ASCII characters

@@ -7,10 +7,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/api"
-	"agentmemory/api/apitest"
-	"agentmemory/internal/llm"
-	"agentmemory/internal/llm/llmtest"
+	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/llm"
+	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
 )
 
 // AM-6: the gate's model layer is internal/llm's detector, reached through the real Ollama

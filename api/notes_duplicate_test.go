@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/api"
-	"agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/api/apitest"
 )
 
 // tableCount counts the rows of table in e's database.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/api/apitest"
 )
 
 // AM-12: GET /v1/agent-memory/export (admin) returns every note version (retired ones too)

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"agentmemory/api"
-	"agentmemory/api/apitest"
-	"agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/notes"
 )
 
 // clock is a settable clock for the services of one Env (state.Service.Now, notes).

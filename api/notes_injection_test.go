@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/api/apitest"
-	"agentmemory/internal/notes"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // fences counts the block's fence tags in text as a model would read them: "<", optional

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/api/apitest"
 )
 
 const proposalsPath = "/v1/agent-memory/proposals"

@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"agentmemory/api"
-	"agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/api/apitest"
 )
 
 // docOperations returns "METHOD /path/{param}" of every operation of the document.

@@ -16,10 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"agentmemory/api"
-	"agentmemory/api/apitest"
-	"agentmemory/internal/logs"
-	"agentmemory/internal/metrics"
+	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/logs"
+	"github.com/agentmemory/agentmemory/internal/metrics"
 )
 
 // fakeTemporal answers CheckHealth with err.

@@ -10,12 +10,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/api"
-	"agentmemory/api/apitest"
-	"agentmemory/internal/receipts"
-	"agentmemory/internal/signing"
-	"agentmemory/internal/spaces"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/signing"
+	"github.com/agentmemory/agentmemory/internal/spaces"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // newTestSigner returns a Signer with a fresh key and, when previous is set, one rotated key.

@@ -5,9 +5,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"agentmemory/internal/auth"
-	"agentmemory/internal/state"
-	"agentmemory/internal/subjects"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/state"
+	"github.com/agentmemory/agentmemory/internal/subjects"
 )
 
 // writeState: PUT /v1/agent-state (WM-4..WM-8). Stored or refused by rule: 200 with

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/api/apitest"
 )
 
 // result is one concurrent answer: status and decoded body.

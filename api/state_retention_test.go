@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/api/apitest"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // stateRow loads the only stored state, opened when it is sealed under its subject's key.

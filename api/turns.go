@@ -6,8 +6,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"agentmemory/internal/strictjson"
-	"agentmemory/internal/turns"
+	"github.com/agentmemory/agentmemory/internal/strictjson"
+	"github.com/agentmemory/agentmemory/internal/turns"
 )
 
 // writeTurns: POST /v1/turns (scope context or role integration): one turn

@@ -10,10 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/api/apitest"
-	"agentmemory/internal/turns"
-	"agentmemory/internal/turns/turnstest"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/turns"
+	"github.com/agentmemory/agentmemory/internal/turns/turnstest"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // countTurns returns how many turn rows the space has.

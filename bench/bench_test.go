@@ -38,10 +38,10 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/api/apitest"
-	"agentmemory/internal/db"
-	"agentmemory/internal/db/dbtest"
-	"agentmemory/sdk"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+	"github.com/agentmemory/agentmemory/sdk"
 )
 
 var (

@@ -8,11 +8,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/db/dbtest"
-	"agentmemory/internal/notes"
-	"agentmemory/internal/spaces"
-	"agentmemory/migrations"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/spaces"
+	"github.com/agentmemory/agentmemory/migrations"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // The migration's frozen hash and notes.ContentHash agree, so backfilled rows are found as

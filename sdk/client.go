@@ -23,7 +23,7 @@ import (
 	"sync"
 	"time"
 
-	"agentmemory/internal/strictjson"
+	"github.com/agentmemory/agentmemory/internal/strictjson"
 )
 
 // Options configure a Client.

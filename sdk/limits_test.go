@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/sdk"
+	"github.com/agentmemory/agentmemory/sdk"
 )
 
 // TestDeepAnswerIsRefused: an answer of 1 MB of nesting (from a broken or hostile server) is

@@ -13,10 +13,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/api"
-	"agentmemory/api/apitest"
-	"agentmemory/models"
-	"agentmemory/sdk"
+	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/models"
+	"github.com/agentmemory/agentmemory/sdk"
 )
 
 // server runs the real API on a fixed loopback address that can be stopped and started again.

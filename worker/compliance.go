@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"agentmemory/activities"
-	"agentmemory/workflows"
+	"github.com/agentmemory/agentmemory/activities"
+	"github.com/agentmemory/agentmemory/workflows"
 )
 
 // RegisterCompliance registers the compliance workflows (erasure, export, retention sweep,

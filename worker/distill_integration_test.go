@@ -23,14 +23,14 @@ import (
 
 	historypb "go.temporal.io/api/history/v1"
 
-	"agentmemory/activities"
-	"agentmemory/api"
-	"agentmemory/api/apitest"
-	"agentmemory/internal/llm"
-	"agentmemory/internal/llm/llmtest"
-	"agentmemory/internal/turns/turnstest"
-	"agentmemory/worker"
-	"agentmemory/workflows"
+	"github.com/agentmemory/agentmemory/activities"
+	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/llm"
+	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
+	"github.com/agentmemory/agentmemory/internal/turns/turnstest"
+	"github.com/agentmemory/agentmemory/worker"
+	"github.com/agentmemory/agentmemory/workflows"
 )
 
 // One Temporal dev server for the package (starting and stopping one takes about a second).

@@ -12,14 +12,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/activities"
-	"agentmemory/api"
-	"agentmemory/api/apitest"
-	"agentmemory/internal/llm"
-	"agentmemory/internal/llm/llmtest"
-	"agentmemory/internal/turns/turnstest"
-	"agentmemory/worker"
-	"agentmemory/workflows"
+	"github.com/agentmemory/agentmemory/activities"
+	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/llm"
+	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
+	"github.com/agentmemory/agentmemory/internal/turns/turnstest"
+	"github.com/agentmemory/agentmemory/worker"
+	"github.com/agentmemory/agentmemory/workflows"
 )
 
 // notesRig is the real product end to end: the API over one database with the notes service

@@ -6,10 +6,10 @@ import (
 	"slices"
 	"sync"
 
-	"agentmemory/activities"
-	"agentmemory/internal/auth"
-	"agentmemory/internal/redact"
-	"agentmemory/internal/turns"
+	"github.com/agentmemory/agentmemory/activities"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/redact"
+	"github.com/agentmemory/agentmemory/internal/turns"
 )
 
 // memProposals stands in for internal/notes (not merged on this branch): the proposal store

@@ -9,8 +9,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"agentmemory/internal/compliance"
-	"agentmemory/workflows"
+	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/workflows"
 )
 
 // Starter implements compliance.WorkflowStarter with Temporal: it starts the ErasureWorkflow,

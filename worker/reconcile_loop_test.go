@@ -11,12 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
 
-	"agentmemory/api/apitest"
-	"agentmemory/internal/auth"
-	"agentmemory/internal/compliance"
-	"agentmemory/models"
-	"agentmemory/worker"
-	"agentmemory/workflows"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/models"
+	"github.com/agentmemory/agentmemory/worker"
+	"github.com/agentmemory/agentmemory/workflows"
 )
 
 // Issue 11 §3: an erasure whose request committed its row but never told Temporal (Temporal

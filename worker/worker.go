@@ -6,8 +6,8 @@ import (
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"agentmemory/activities"
-	"agentmemory/workflows"
+	"github.com/agentmemory/agentmemory/activities"
+	"github.com/agentmemory/agentmemory/workflows"
 )
 
 // New returns a worker polling taskQueue with every workflow and the activities of a

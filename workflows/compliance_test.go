@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"agentmemory/activities"
-	"agentmemory/workflows"
+	"github.com/agentmemory/agentmemory/activities"
+	"github.com/agentmemory/agentmemory/workflows"
 )
 
 func erasureEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *activities.ComplianceActivities) {

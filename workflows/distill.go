@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"agentmemory/activities"
+	"github.com/agentmemory/agentmemory/activities"
 )
 
 const reuseRejectDuplicate = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE

@@ -8,8 +8,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"agentmemory/activities"
-	"agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/activities"
+	"github.com/agentmemory/agentmemory/internal/compliance"
 )
 
 // ErasureInput names the erasure to run; the target itself stays in the database (as a keyed

@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"agentmemory/activities"
+	"github.com/agentmemory/agentmemory/activities"
 )
 
 // ExportInput names the export to build; the subject stays in the database as a keyed hash.

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/worker"
 
-	"agentmemory/workflows"
+	"github.com/agentmemory/agentmemory/workflows"
 )
 
 // TestDistillReplay replays a history recorded on a real Temporal dev server (a distillation

@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"agentmemory/activities"
+	"github.com/agentmemory/agentmemory/activities"
 )
 
 // reconcileChange is the GetVersion id of the orphan reconcile step added to sweeps.

@@ -9,11 +9,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/internal/config"
-	"agentmemory/internal/fault"
-	"agentmemory/internal/llm/llmtest"
-	"agentmemory/internal/notes"
-	"agentmemory/internal/spaces"
+	"github.com/agentmemory/agentmemory/internal/config"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
+	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/spaces"
 )
 
 // openApp wires the gate's model layer only when OLLAMA_HOST and AGENTMEMORY_DETECTOR_MODEL

@@ -16,11 +16,11 @@ import (
 	"github.com/uptrace/bun"
 	"go.temporal.io/sdk/client"
 
-	"agentmemory/api"
-	"agentmemory/internal/config"
-	"agentmemory/internal/db"
-	"agentmemory/internal/llm/fakemodel"
-	"agentmemory/internal/spaces"
+	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/internal/config"
+	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/llm/fakemodel"
+	"github.com/agentmemory/agentmemory/internal/spaces"
 )
 
 func newRootCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Command {

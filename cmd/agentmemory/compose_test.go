@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
-	"agentmemory/internal/config"
+	"github.com/agentmemory/agentmemory/internal/config"
 )
 
 // composeFile is the part of docker-compose.yml the tests read.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"agentmemory/internal/config"
-	"agentmemory/internal/keystore"
+	"github.com/agentmemory/agentmemory/internal/config"
+	"github.com/agentmemory/agentmemory/internal/keystore"
 )
 
 // keysCmd groups the shared key store's maintenance commands (issue 12 §5).

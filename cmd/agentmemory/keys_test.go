@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/internal/config"
-	"agentmemory/internal/db/dbtest"
-	"agentmemory/internal/keystore"
+	"github.com/agentmemory/agentmemory/internal/config"
+	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+	"github.com/agentmemory/agentmemory/internal/keystore"
 )
 
 func randomKEK(t *testing.T) []byte {

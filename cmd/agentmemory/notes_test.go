@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/api/apitest"
 )
 
 const guidelinesPath = "../../testdata/abcd/guidelines.json"

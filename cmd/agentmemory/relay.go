@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"agentmemory/internal/events"
+	"github.com/agentmemory/agentmemory/internal/events"
 )
 
 // startRelay runs the outbox relay until ctx ends (AM-13, GOV-4): webhooks always, Kafka

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"agentmemory/internal/replay"
-	"agentmemory/sdk"
+	"github.com/agentmemory/agentmemory/internal/replay"
+	"github.com/agentmemory/agentmemory/sdk"
 )
 
 // replayCmd: agentmemory replay --dataset FILE --url URL --key AGENT_KEY. It plays each ABCD

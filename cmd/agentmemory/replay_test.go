@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/api/apitest"
-	"agentmemory/internal/replay"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/replay"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 var abcdSample = filepath.Join("..", "..", "testdata", "abcd", "abcd_sample.json")

@@ -17,16 +17,16 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"agentmemory/internal/auth"
-	"agentmemory/internal/config"
-	"agentmemory/internal/db"
-	"agentmemory/internal/db/dbtest"
-	"agentmemory/internal/keystore"
-	"agentmemory/internal/signing"
-	"agentmemory/internal/spaces"
-	"agentmemory/internal/state"
-	"agentmemory/models"
-	"agentmemory/workflows"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/config"
+	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+	"github.com/agentmemory/agentmemory/internal/keystore"
+	"github.com/agentmemory/agentmemory/internal/signing"
+	"github.com/agentmemory/agentmemory/internal/spaces"
+	"github.com/agentmemory/agentmemory/internal/state"
+	"github.com/agentmemory/agentmemory/models"
+	"github.com/agentmemory/agentmemory/workflows"
 )
 
 // replica is one app instance (an API replica; the first also runs the worker).

@@ -21,7 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/testsuite"
 
-	"agentmemory/internal/db/dbtest"
+	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 )
 
 // repoRoot walks up from the test's directory to the directory holding go.mod.

@@ -16,12 +16,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"agentmemory/api"
-	"agentmemory/internal/compliance"
-	"agentmemory/internal/config"
-	"agentmemory/internal/db"
-	"agentmemory/internal/receipts"
-	"agentmemory/internal/signing"
+	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/config"
+	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/signing"
 )
 
 // cliHTTP is the client of the verification commands: bounded, so a silent server cannot

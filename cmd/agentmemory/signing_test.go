@@ -13,13 +13,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/api"
-	"agentmemory/api/apitest"
-	"agentmemory/internal/config"
-	"agentmemory/internal/db/dbtest"
-	"agentmemory/internal/receipts"
-	"agentmemory/internal/signing"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/config"
+	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/signing"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // signedEnv is an API with a signing key behind a real HTTP server.

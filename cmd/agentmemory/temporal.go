@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"agentmemory/internal/config"
+	"github.com/agentmemory/agentmemory/internal/config"
 )
 
 // defaultTemporalUIPort is the dev server's web UI port when --temporal-ui-port is not given

@@ -9,10 +9,10 @@ import (
 	"go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"agentmemory/activities"
-	"agentmemory/internal/compliance"
-	"agentmemory/internal/llm"
-	"agentmemory/worker"
+	"github.com/agentmemory/agentmemory/activities"
+	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/llm"
+	"github.com/agentmemory/agentmemory/worker"
 )
 
 // defaultOllamaHost is used when OLLAMA_HOST is empty: distillations wait (durably) while

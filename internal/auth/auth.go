@@ -21,8 +21,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/fault"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // Key kinds.

@@ -11,17 +11,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/internal/auth"
-	"agentmemory/internal/db"
-	"agentmemory/internal/fault"
-	"agentmemory/internal/keystore"
-	"agentmemory/internal/spaces"
-	"agentmemory/internal/state"
-	"agentmemory/internal/subjects"
-	"agentmemory/internal/turns"
-	"agentmemory/internal/turns/turnstest"
-	"agentmemory/models"
-	"agentmemory/workflows"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/keystore"
+	"github.com/agentmemory/agentmemory/internal/spaces"
+	"github.com/agentmemory/agentmemory/internal/state"
+	"github.com/agentmemory/agentmemory/internal/subjects"
+	"github.com/agentmemory/agentmemory/internal/turns"
+	"github.com/agentmemory/agentmemory/internal/turns/turnstest"
+	"github.com/agentmemory/agentmemory/models"
+	"github.com/agentmemory/agentmemory/workflows"
 )
 
 // MS-4: a backup of the database taken before an erasure, restored after it, cannot bring

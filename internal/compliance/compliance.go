@@ -15,13 +15,13 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/erasure"
-	"agentmemory/internal/fault"
-	"agentmemory/internal/keyed"
-	"agentmemory/internal/keystore"
-	"agentmemory/internal/spaces"
-	"agentmemory/internal/state"
-	"agentmemory/internal/subjects"
+	"github.com/agentmemory/agentmemory/internal/erasure"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/keyed"
+	"github.com/agentmemory/agentmemory/internal/keystore"
+	"github.com/agentmemory/agentmemory/internal/spaces"
+	"github.com/agentmemory/agentmemory/internal/state"
+	"github.com/agentmemory/agentmemory/internal/subjects"
 )
 
 // Statuses of erasures and exports. An erasure moves only forward along one state machine

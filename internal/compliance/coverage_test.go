@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/api/apitest"
-	"agentmemory/internal/compliance"
-	"agentmemory/internal/erasure"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/erasure"
 )
 
 // Issue 12 §2: every table and column holding sealed or hashed subject data (by the rule of

@@ -12,13 +12,13 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/auth"
-	"agentmemory/internal/db"
-	"agentmemory/internal/fault"
-	"agentmemory/internal/receipts"
-	"agentmemory/internal/signing"
-	"agentmemory/internal/state"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/signing"
+	"github.com/agentmemory/agentmemory/internal/state"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // ErasureRequest is the body of POST /v1/erasures: exactly one of Subject (a customer handle

@@ -10,14 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"agentmemory/api"
-	"agentmemory/api/apitest"
-	"agentmemory/internal/auth"
-	"agentmemory/internal/compliance"
-	"agentmemory/internal/fault"
-	"agentmemory/internal/keystore"
-	"agentmemory/internal/state"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/keystore"
+	"github.com/agentmemory/agentmemory/internal/state"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // acceptsWorkflows acknowledges every start and runs nothing: tests drive the steps.

@@ -24,16 +24,16 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"agentmemory/activities"
-	"agentmemory/api"
-	"agentmemory/api/apitest"
-	"agentmemory/internal/auth"
-	"agentmemory/internal/compliance"
-	"agentmemory/internal/turns"
-	"agentmemory/internal/turns/turnstest"
-	"agentmemory/models"
-	"agentmemory/worker"
-	"agentmemory/workflows"
+	"github.com/agentmemory/agentmemory/activities"
+	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/turns"
+	"github.com/agentmemory/agentmemory/internal/turns/turnstest"
+	"github.com/agentmemory/agentmemory/models"
+	"github.com/agentmemory/agentmemory/worker"
+	"github.com/agentmemory/agentmemory/workflows"
 )
 
 // One Temporal dev server for the package (Stop takes about a second).

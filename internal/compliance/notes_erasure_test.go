@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"agentmemory/activities"
-	"agentmemory/internal/db"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/activities"
+	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // noteIDs returns the ids of objects in list (a JSON array of objects with "id").

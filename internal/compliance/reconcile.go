@@ -9,8 +9,8 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/fault"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // Kinds of workflow a reconciler restarts (Orphan.Kind).

@@ -13,16 +13,16 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"agentmemory/activities"
-	"agentmemory/api"
-	"agentmemory/api/apitest"
-	"agentmemory/internal/auth"
-	"agentmemory/internal/compliance"
-	"agentmemory/internal/notes"
-	"agentmemory/internal/turns"
-	"agentmemory/models"
-	"agentmemory/worker"
-	"agentmemory/workflows"
+	"github.com/agentmemory/agentmemory/activities"
+	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/turns"
+	"github.com/agentmemory/agentmemory/models"
+	"github.com/agentmemory/agentmemory/worker"
+	"github.com/agentmemory/agentmemory/workflows"
 )
 
 // reconcileEnv is an Env whose worker (on its own task queue) also reconciles: its

@@ -8,11 +8,11 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/erasure"
-	"agentmemory/internal/events"
-	"agentmemory/internal/state"
-	"agentmemory/internal/subjects"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/erasure"
+	"github.com/agentmemory/agentmemory/internal/events"
+	"github.com/agentmemory/agentmemory/internal/state"
+	"github.com/agentmemory/agentmemory/internal/subjects"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // Stores named in certificates (issue 12 §2, §3): each registered eraser by its Name, and

@@ -8,10 +8,10 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/db"
-	"agentmemory/internal/fault"
-	"agentmemory/internal/receipts"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // Sweep phases, run in this order by RetentionSweepWorkflow (WM-12, MS-3).

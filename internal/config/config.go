@@ -14,7 +14,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
-	"agentmemory/internal/signing"
+	"github.com/agentmemory/agentmemory/internal/signing"
 )
 
 // Config is the whole configuration of the service. Each field names its environment variable

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/internal/config"
+	"github.com/agentmemory/agentmemory/internal/config"
 )
 
 func lookup(m map[string]string) func(string) string {

@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/internal/config"
-	"agentmemory/internal/signing"
+	"github.com/agentmemory/agentmemory/internal/config"
+	"github.com/agentmemory/agentmemory/internal/signing"
 )
 
 // TestSigningKeyVariables: a malformed signing key is refused naming the variable and never

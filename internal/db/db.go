@@ -21,8 +21,8 @@ import (
 	"github.com/uptrace/bun/driver/sqliteshim"
 	"github.com/uptrace/bun/migrate"
 
-	"agentmemory/internal/config"
-	"agentmemory/migrations"
+	"github.com/agentmemory/agentmemory/internal/config"
+	"github.com/agentmemory/agentmemory/migrations"
 )
 
 // Options tune a PostgreSQL connection pool; SQLite ignores them (it keeps its own small pool

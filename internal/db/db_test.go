@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/db"
-	"agentmemory/internal/db/dbtest"
-	"agentmemory/migrations"
+	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+	"github.com/agentmemory/agentmemory/migrations"
 )
 
 // TestConcurrentMigrate starts several "replicas" (each its own pool) migrating one fresh

@@ -17,7 +17,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/db"
 )
 
 // Target kinds.

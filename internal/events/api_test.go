@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/api/apitest"
-	"agentmemory/internal/events"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/events"
 )
 
 // TestNotesThroughTheAPIReachKafka (AM-13, GOV-4): notes and a proposal written through the

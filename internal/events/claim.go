@@ -7,8 +7,8 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/db"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // Leader safety. Several relays (several workers, or worker and dev on one database) may run

@@ -6,8 +6,8 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/erasure"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/erasure"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // Eraser is the outbox's eraser (issue 12 §2, §3). Events carry ids of notes and proposals,

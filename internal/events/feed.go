@@ -10,7 +10,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // Item is one outbox event as GET /v1/events shows it: its position in the space (1, 2, 3...

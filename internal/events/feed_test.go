@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/db/dbtest"
-	"agentmemory/internal/events"
+	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+	"github.com/agentmemory/agentmemory/internal/events"
 )
 
 // MS-1, GOV-4: each space numbers its own events 1, 2, 3... with no gaps left by other spaces'

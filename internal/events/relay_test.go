@@ -17,10 +17,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/auth"
-	"agentmemory/internal/db/dbtest"
-	"agentmemory/internal/events"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+	"github.com/agentmemory/agentmemory/internal/events"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 const topic = "agentmemory.events"

@@ -18,10 +18,10 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/keyed"
-	"agentmemory/internal/netguard"
-	"agentmemory/internal/spaces"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/keyed"
+	"github.com/agentmemory/agentmemory/internal/netguard"
+	"github.com/agentmemory/agentmemory/internal/spaces"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // Webhook request headers. The signature is "v1=" followed by the lower-case hex

@@ -19,12 +19,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/auth"
-	"agentmemory/internal/db/dbtest"
-	"agentmemory/internal/events"
-	"agentmemory/internal/fault"
-	"agentmemory/internal/keyed"
-	"agentmemory/internal/spaces"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+	"github.com/agentmemory/agentmemory/internal/events"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/keyed"
+	"github.com/agentmemory/agentmemory/internal/spaces"
 )
 
 // receiver is a webhook endpoint that verifies each request as the documentation tells a

@@ -36,6 +36,6 @@ func (h Hasher) Hash(spaceID, kind, value string) string {
 // secret never serves two purposes directly.
 func (h Hasher) Key(purpose string) []byte {
 	m := hmac.New(sha256.New, h.key)
-	m.Write([]byte("agentmemory/" + purpose))
+	m.Write([]byte("github.com/agentmemory/agentmemory/" + purpose))
 	return m.Sum(nil)
 }

@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/internal/db/dbtest"
-	"agentmemory/internal/keystore"
+	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+	"github.com/agentmemory/agentmemory/internal/keystore"
 )
 
 func newKEK(t *testing.T) []byte {

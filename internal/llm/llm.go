@@ -20,8 +20,8 @@ import (
 
 	"github.com/ollama/ollama/api"
 
-	"agentmemory/internal/fault"
-	"agentmemory/internal/strictjson"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/strictjson"
 )
 
 // ErrBadAnswer marks an answer that is not usable: empty, "{}", truncated, not JSON, or not

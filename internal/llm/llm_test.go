@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/internal/llm"
-	"agentmemory/internal/llm/llmtest"
+	"github.com/agentmemory/agentmemory/internal/llm"
+	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
 )
 
 func client(t *testing.T, srv *llmtest.Server) *llm.Client {

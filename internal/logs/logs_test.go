@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/internal/logs"
+	"github.com/agentmemory/agentmemory/internal/logs"
 )
 
 func TestJSONWithRequestID(t *testing.T) {

@@ -9,10 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/db/dbtest"
-	"agentmemory/internal/events"
-	"agentmemory/internal/metrics"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+	"github.com/agentmemory/agentmemory/internal/events"
+	"github.com/agentmemory/agentmemory/internal/metrics"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 func TestRecordsByBoundedLabels(t *testing.T) {

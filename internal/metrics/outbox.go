@@ -8,7 +8,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // OutboxBacklog reads the backlog from the outbox table of db: rows with no sent_at.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/internal/netguard"
+	"github.com/agentmemory/agentmemory/internal/netguard"
 )
 
 func TestBlocked(t *testing.T) {

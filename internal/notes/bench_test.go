@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/api/apitest"
 )
 
 // report adds p50/p99 latency (ms) and requests per second to b.

@@ -12,9 +12,9 @@ import (
 	"github.com/tiktoken-go/tokenizer"
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/auth"
-	"agentmemory/internal/receipts"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // Block limits (AM-4).

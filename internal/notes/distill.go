@@ -10,10 +10,10 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/auth"
-	"agentmemory/internal/fault"
-	"agentmemory/internal/turns"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/turns"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // Decisions a reviewer stages for a distilled proposal's workflow.

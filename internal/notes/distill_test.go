@@ -6,11 +6,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/api/apitest"
-	"agentmemory/internal/auth"
-	"agentmemory/internal/fault"
-	"agentmemory/internal/notes"
-	"agentmemory/internal/turns"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/turns"
 )
 
 // distilEnv is a space with agent memory on, an agent support-bot and a distilled proposal

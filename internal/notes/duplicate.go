@@ -15,7 +15,7 @@ import (
 	"github.com/uptrace/bun"
 	"golang.org/x/text/unicode/norm"
 
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // ContentHash is the identity of a note's content for duplicate detection (issue 17 §2): the

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/notes"
 )
 
 // ContentHash reads white space, tag order and Unicode composition as the same note, and

@@ -7,11 +7,11 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/auth"
-	"agentmemory/internal/compliance"
-	"agentmemory/internal/db"
-	"agentmemory/internal/receipts"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // EraseSource erases every note (all versions) and proposal of agent sourceID in space

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"agentmemory/internal/fault"
-	"agentmemory/internal/redact"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/redact"
 )
 
 // Detector is the optional model layer of the personal-data gate (AM-6): it returns the kinds

@@ -19,12 +19,12 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/auth"
-	"agentmemory/internal/fault"
-	"agentmemory/internal/keyed"
-	"agentmemory/internal/redact"
-	"agentmemory/internal/spaces"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/keyed"
+	"github.com/agentmemory/agentmemory/internal/redact"
+	"github.com/agentmemory/agentmemory/internal/spaces"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // Note kinds (AM-1).

@@ -12,11 +12,11 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/auth"
-	"agentmemory/internal/events"
-	"agentmemory/internal/fault"
-	"agentmemory/internal/receipts"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/events"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // Proposal statuses (AM-8, AM-9). drafting: created by distillation, content not yet there;

@@ -11,9 +11,9 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/auth"
-	"agentmemory/internal/fault"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // viewer is whose eyes a read uses (AM-2): an agent (source and vendor), or a person who

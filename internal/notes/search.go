@@ -8,10 +8,10 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/auth"
-	"agentmemory/internal/db"
-	"agentmemory/internal/receipts"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // Search limits (AM-14).

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"agentmemory/sdk"
+	"github.com/agentmemory/agentmemory/sdk"
 )
 
 // Conversation is one ABCD conversation, reduced to what the replay uses.

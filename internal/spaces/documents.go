@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"agentmemory/internal/fault"
-	"agentmemory/internal/strictjson"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/strictjson"
 )
 
 // Document names.

@@ -6,8 +6,8 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/erasure"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/erasure"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // KindAgentState is the item kind of a working state in erasure reaches and certificates.

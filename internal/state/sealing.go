@@ -12,9 +12,9 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/keystore"
-	"agentmemory/internal/spaces"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/keystore"
+	"github.com/agentmemory/agentmemory/internal/spaces"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // Sealing (GOV-2, MS-4). A state tied to a customer (its scope is a subject, or its `subject`

@@ -18,14 +18,14 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/auth"
-	"agentmemory/internal/fault"
-	"agentmemory/internal/keyed"
-	"agentmemory/internal/keystore"
-	"agentmemory/internal/redact"
-	"agentmemory/internal/spaces"
-	"agentmemory/internal/strictjson"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/keyed"
+	"github.com/agentmemory/agentmemory/internal/keystore"
+	"github.com/agentmemory/agentmemory/internal/redact"
+	"github.com/agentmemory/agentmemory/internal/spaces"
+	"github.com/agentmemory/agentmemory/internal/strictjson"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // Write modes (WM-5, WM-6).

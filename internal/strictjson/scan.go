@@ -1,6 +1,6 @@
 package strictjson
 
-import "agentmemory/internal/fault"
+import "github.com/agentmemory/agentmemory/internal/fault"
 
 // Nesting limits. Depth counts open arrays and objects: `1` has depth 0, `[]` and `{}` depth 1,
 // `{"a":[1]}` depth 2. A body nested deeper than its limit is refused with fault.Invalid

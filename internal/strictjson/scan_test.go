@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/internal/fault"
-	"agentmemory/internal/strictjson"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/strictjson"
 )
 
 // nested returns depth levels of arrays around 1, or of objects {"a": ...} when obj is set.

@@ -17,7 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/fault"
 )
 
 // Check is CheckDepth with MaxEnvelopeDepth.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/internal/fault"
-	"agentmemory/internal/strictjson"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/strictjson"
 )
 
 type inner struct {

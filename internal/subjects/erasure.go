@@ -8,8 +8,8 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/erasure"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/erasure"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // Item kinds of the profile store in erasure reaches and certificates.

@@ -9,10 +9,10 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/compliance"
-	"agentmemory/internal/keystore"
-	"agentmemory/internal/spaces"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/keystore"
+	"github.com/agentmemory/agentmemory/internal/spaces"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // The turns store's side of erasure, the data package and retention (WM-13, GOV-2, GOV-3,

@@ -12,12 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"agentmemory/api/apitest"
-	"agentmemory/internal/compliance"
-	"agentmemory/internal/spaces"
-	"agentmemory/internal/turns"
-	"agentmemory/internal/turns/turnstest"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/spaces"
+	"github.com/agentmemory/agentmemory/internal/turns"
+	"github.com/agentmemory/agentmemory/internal/turns/turnstest"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // person is a seeded profile and how compliance names it to the turns store.

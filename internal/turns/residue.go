@@ -6,8 +6,8 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/compliance"
-	"agentmemory/models"
+	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // SubjectResidue is the probe of a subject erasure over the turns store (issue 12 §3): the

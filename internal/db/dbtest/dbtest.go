@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/config"
-	"agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/config"
+	"github.com/agentmemory/agentmemory/internal/db"
 )
 
 // PostgresURL is the base URL of the test PostgreSQL server.

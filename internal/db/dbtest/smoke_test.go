@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"agentmemory/internal/db/dbtest"
+	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 )
 
 func TestMigratedOnBothEngines(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/internal/llm"
-	"agentmemory/internal/llm/fakemodel"
+	"github.com/agentmemory/agentmemory/internal/llm"
+	"github.com/agentmemory/agentmemory/internal/llm/fakemodel"
 )
 
 // The fake model drafts a note through internal/llm's own client, labelled as fake in its

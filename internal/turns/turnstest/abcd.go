@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"agentmemory/internal/turns"
+	"github.com/agentmemory/agentmemory/internal/turns"
 )
 
 // Conversation is one ABCD conversation: the customer's synthetic personal data and its
