@@ -3,8 +3,10 @@ package workflows
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 )
 
@@ -110,4 +112,46 @@ func AwaitOutcome(ctx context.Context, c Getter, proposalID string, wait time.Du
 		return Status{}, false, err
 	}
 	return st, true, nil
+}
+
+// DefaultDecisionWait is how long Decisions.Deliver waits for a DistillWorkflow to apply a
+// decision before its caller answers 202 (the decision still pending).
+const DefaultDecisionWait = 5 * time.Second
+
+// Decisions delivers reviewers' decisions to DistillWorkflows over the Temporal client
+// (internal/proposals.Workflow: the package owns the interface, this is its Temporal side).
+// Wait bounds the wait for the workflow's end (0: DefaultDecisionWait); Log, when set,
+// records an outcome that stayed unknown (never ids).
+type Decisions struct {
+	Client interface {
+		Signaler
+		Getter
+	}
+	Wait time.Duration
+	Log  *slog.Logger
+}
+
+// Deliver sends ApprovalSignal with {decision, byKeyID, decisionID} (ids only) to proposal
+// proposalID's DistillWorkflow and waits up to d.Wait for the workflow to end. It reports
+// false, nil when the workflow no longer exists (*serviceerror.NotFound: it ended, or its
+// history is gone); an error when the signal could not be sent. The answer comes from the
+// stored proposal afterwards: the workflow's own result, or its failure to end in time,
+// only tells when to look.
+func (d Decisions) Deliver(ctx context.Context, proposalID, decision, byKeyID, decisionID string) (bool, error) {
+	err := SendApproval(ctx, d.Client, proposalID, Approval{Decision: decision, ByKeyID: byKeyID, EditsID: decisionID})
+	var missing *serviceerror.NotFound
+	if errors.As(err, &missing) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	wait := d.Wait
+	if wait <= 0 {
+		wait = DefaultDecisionWait
+	}
+	if _, _, err := AwaitOutcome(ctx, d.Client, proposalID, wait); err != nil && d.Log != nil {
+		d.Log.WarnContext(ctx, "distillation outcome unknown")
+	}
+	return true, nil
 }

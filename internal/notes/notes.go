@@ -91,6 +91,9 @@ type Service struct {
 	Detector        Detector
 	DetectorTimeout time.Duration
 	Now             func() time.Time
+	// Proposals stores agents' writes under writes: human_only as proposals (AM-8):
+	// internal/proposals.Service. Without it such a write fails (an internal error).
+	Proposals Proposer
 }
 
 func (s *Service) now() time.Time {
