@@ -29,10 +29,23 @@ const (
 	ReasonPersonalData     = "personal_data"
 )
 
+// Proposal statuses and decisions as internal/proposals defines them (once): workflows
+// names them through these.
+const (
+	StatusDrafting  = proposals.StatusDrafting
+	StatusPending   = proposals.StatusPending
+	StatusApproved  = proposals.StatusApproved
+	StatusRejected  = proposals.StatusRejected
+	StatusFailed    = proposals.StatusFailed
+	StatusExpired   = proposals.StatusExpired
+	DecisionApprove = proposals.DecisionApprove
+	DecisionReject  = proposals.DecisionReject
+)
+
 // Outcomes of Draft besides the failure reasons.
 const (
 	// OutcomePending: the proposed note passed the gate and the proposal is pending.
-	OutcomePending = "pending"
+	OutcomePending = proposals.StatusPending
 )
 
 // Error types of Draft's application errors (Temporal retries by these).

@@ -8,6 +8,8 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+
+	"github.com/agentmemory/agentmemory/activities"
 )
 
 // DefaultTaskQueue is the task queue the worker polls unless AGENTMEMORY_TASK_QUEUE says
@@ -22,10 +24,10 @@ func DistillID(proposalID string) string { return "distill/" + proposalID }
 // its payload is Approval.
 const ApprovalSignal = "approval"
 
-// Decisions of an Approval.
+// Decisions of an Approval (internal/proposals' words, through activities).
 const (
-	DecisionApprove = "approve"
-	DecisionReject  = "reject"
+	DecisionApprove = activities.DecisionApprove
+	DecisionReject  = activities.DecisionReject
 )
 
 // Approval is ApprovalSignal's payload: ids only. The API checks the approver's role and the
@@ -43,14 +45,15 @@ type Approval struct {
 // StatusQuery is the name of the query answering DistillWorkflow's Status.
 const StatusQuery = "status"
 
-// Proposal statuses as DistillWorkflow sees them.
+// Proposal statuses as DistillWorkflow reports them: internal/proposals' statuses (defined
+// there once), through activities.
 const (
-	StatusDrafting = "drafting"
-	StatusPending  = "pending"
-	StatusApproved = "approved"
-	StatusRejected = "rejected"
-	StatusFailed   = "failed"
-	StatusExpired  = "expired"
+	StatusDrafting = activities.StatusDrafting
+	StatusPending  = activities.StatusPending
+	StatusApproved = activities.StatusApproved
+	StatusRejected = activities.StatusRejected
+	StatusFailed   = activities.StatusFailed
+	StatusExpired  = activities.StatusExpired
 )
 
 // Status is DistillWorkflow's result and the answer of StatusQuery: the proposal's status,

@@ -143,7 +143,9 @@ func proposedOf(r models.NoteProposal) notes.ProposedNote {
 		Visibility: r.Visibility, ValidUntil: utcPtr(r.ValidUntil)}
 }
 
-func evidence(r models.NoteProposal) *notes.Evidence { return notes.EvidenceOf(r.EvidenceKind, r.EvidenceID) }
+func evidence(r models.NoteProposal) *notes.Evidence {
+	return notes.EvidenceOf(r.EvidenceKind, r.EvidenceID)
+}
 
 func strPtr(s string) *string {
 	if s == "" {
