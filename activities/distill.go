@@ -234,7 +234,7 @@ func (a *Activities) Draft(ctx context.Context, in ProposalRef) (DraftResult, er
 	}
 	// The same gate text as every other write path (REST, MCP): a value split across title
 	// and body is caught.
-	note := notes.ProposedNote{Kind: p.Kind, Title: p.Title, Body: p.Body, Tags: p.Tags}
+	note := p
 	kinds, err := a.check(ctx, space, note.GateText(&ev))
 	if err != nil {
 		return DraftResult{}, fmt.Errorf("activities: gate: %w", err)
