@@ -13,8 +13,10 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/llm"
 	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/proposals"
 	"github.com/agentmemory/agentmemory/internal/turns"
 )
 
@@ -27,10 +29,23 @@ const (
 	ReasonPersonalData     = "personal_data"
 )
 
+// Proposal statuses and decisions as internal/proposals defines them (once): workflows
+// names them through these.
+const (
+	StatusDrafting  = proposals.StatusDrafting
+	StatusPending   = proposals.StatusPending
+	StatusApproved  = proposals.StatusApproved
+	StatusRejected  = proposals.StatusRejected
+	StatusFailed    = proposals.StatusFailed
+	StatusExpired   = proposals.StatusExpired
+	DecisionApprove = proposals.DecisionApprove
+	DecisionReject  = proposals.DecisionReject
+)
+
 // Outcomes of Draft besides the failure reasons.
 const (
 	// OutcomePending: the proposed note passed the gate and the proposal is pending.
-	OutcomePending = "pending"
+	OutcomePending = proposals.StatusPending
 )
 
 // Error types of Draft's application errors (Temporal retries by these).
@@ -50,24 +65,10 @@ const (
 	LastErrorBadAnswer        = "model_bad_answer"
 )
 
-// Distillation is what a proposal distils: its space and the conversation or task it reads.
-type Distillation struct {
-	SpaceID string
-	Scope   turns.Scope
-}
-
-// ProposedNote is the note the model proposed, in the fixed schema of AM-1.
-type ProposedNote struct {
-	Kind  string
-	Title string
-	Body  string
-	Tags  []string
-}
-
-// ApproveOutcome is what ProposalStore.Approve did: NoteID of the written (or, for a repeated
-// approve, already written) note; or, when the approval was refused and the proposal stays
-// pending, RefusedCode (e.g. personal_data_in_agent_memory, note_cap_reached) and, for
-// personal data, the kinds the gate found in the edits.
+// ApproveOutcome is what Approve did: NoteID of the written (or, for a repeated approve,
+// already written) note; or, when the approval was refused and the proposal stays pending,
+// RefusedCode (e.g. personal_data_in_agent_memory, note_cap_reached) and, for personal data,
+// the kinds the gate found in the edits. It is a workflow payload: its shape stays.
 type ApproveOutcome struct {
 	NoteID       string
 	RefusedKinds []string
@@ -76,40 +77,6 @@ type ApproveOutcome struct {
 
 // Refused reports whether the approval was refused (the proposal stays pending).
 func (o ApproveOutcome) Refused() bool { return len(o.RefusedKinds) > 0 || o.RefusedCode != "" }
-
-// ProposalStore is what distillation needs from the notes side; internal/notes implements
-// it. Every method is idempotent (an activity may run more than once) and takes the
-// proposal's id only; the store knows the space.
-type ProposalStore interface {
-	// Distillation returns the proposal's space and evidence (conversation or task id).
-	Distillation(ctx context.Context, proposalID string) (Distillation, error)
-	// SetLastError records why a drafting proposal is still drafting (a code such as
-	// model_unreachable, never a message from outside).
-	SetLastError(ctx context.Context, proposalID, code string) error
-	// MarkPending stores the proposed note and moves the proposal from drafting to pending,
-	// clearing its last error.
-	MarkPending(ctx context.Context, proposalID string, note ProposedNote) error
-	// MarkFailed moves the proposal to failed with reason and, for personal_data, the kinds
-	// found (never the values).
-	MarkFailed(ctx context.Context, proposalID, reason string, kinds []string) error
-	// Approve writes the note (origin distilled, evidence the proposal's conversation or task)
-	// from the proposal, with the edits the API stored under editsID ("" for none) passed
-	// through the gate again, in one transaction with its receipt; the proposal becomes
-	// approved. Refused edits leave it pending (RefusedKinds set). Approving an approved
-	// proposal returns its note and changes nothing.
-	Approve(ctx context.Context, proposalID, editsID, byKeyID string) (ApproveOutcome, error)
-	// Reject moves a pending proposal to rejected, with the reason the API stored under
-	// editsID ("" for none) and a receipt. Rejecting a rejected proposal changes nothing.
-	Reject(ctx context.Context, proposalID, editsID, byKeyID string) error
-	// Expire moves a pending proposal to expired; one no longer pending is left as it is.
-	Expire(ctx context.Context, proposalID string) error
-}
-
-// Gate is the personal-data gate (AM-6): Check returns the kinds of personal data found in
-// text (none: it passes). An error means the gate could not decide; the caller retries.
-type Gate interface {
-	Check(ctx context.Context, spaceID, text string) ([]string, error)
-}
 
 // Model distils a note from masked turns (internal/llm.Client).
 type Model interface {
@@ -123,12 +90,14 @@ type TurnReader interface {
 }
 
 // Activities holds the dependencies of every activity. Workflows call its methods through a
-// nil *Activities; the worker registers a wired one.
+// nil *Activities; the worker registers a wired one. Proposals is the proposal lifecycle
+// (internal/proposals), whose methods the activities call directly; every one is idempotent
+// (an activity may run more than once) and takes the proposal's id only. Its Notes gives the
+// personal-data gate.
 type Activities struct {
 	Turns     TurnReader
 	Model     Model
-	Proposals ProposalStore
-	Gate      Gate
+	Proposals *proposals.Service
 	// Now is the clock of the 90-day window; nil means time.Now.
 	Now func() time.Time
 	// MaxBadAnswers is the attempt after which an unusable model answer is final
@@ -191,34 +160,34 @@ func (a *Activities) now() time.Time {
 	return time.Now()
 }
 
-// load returns the proposal's distillation and the kind and id of its scope.
-func (a *Activities) load(ctx context.Context, proposalID string) (Distillation, string, string, error) {
-	d, err := a.Proposals.Distillation(ctx, proposalID)
+// load returns the proposal's space and evidence and the kind and id of its scope.
+func (a *Activities) load(ctx context.Context, proposalID string) (string, notes.Evidence, string, string, error) {
+	space, ev, err := a.distillation(ctx, proposalID)
 	if err != nil {
-		return d, "", "", keep("activities: load proposal", err)
+		return "", ev, "", "", keep("activities: load proposal", err)
 	}
-	if d.Scope.TaskID != "" {
-		return d, "task", d.Scope.TaskID, nil
+	if ev.TaskID != "" {
+		return space, ev, "task", ev.TaskID, nil
 	}
-	if d.Scope.ConversationID == "" {
-		return d, "", "", temporal.NewNonRetryableApplicationError("the proposal names no conversation or task", "BadProposal", nil)
+	if ev.ConversationID == "" {
+		return space, ev, "", "", temporal.NewNonRetryableApplicationError("the proposal names no conversation or task", "BadProposal", nil)
 	}
-	return d, "conversation", d.Scope.ConversationID, nil
+	return space, ev, "conversation", ev.ConversationID, nil
 }
 
 // CheckTurns counts the conversation's masked turns of the last 90 days (UTC) and checks its
 // identity links: no turns gives no_turns; a conversation tied to its subject only through
 // unconfirmed links gives unconfirmed_link (the model is then never called).
 func (a *Activities) CheckTurns(ctx context.Context, in ProposalRef) (CheckResult, error) {
-	d, kind, id, err := a.load(ctx, in.ProposalID)
+	space, _, kind, id, err := a.load(ctx, in.ProposalID)
 	if err != nil {
 		return CheckResult{}, err
 	}
-	links, err := a.Turns.LinkStatus(ctx, d.SpaceID, kind, id)
+	links, err := a.Turns.LinkStatus(ctx, space, kind, id)
 	if err != nil {
 		return CheckResult{}, err
 	}
-	list, err := a.Turns.Recent(ctx, d.SpaceID, kind, id, a.now().UTC().Add(-turns.Window))
+	list, err := a.Turns.Recent(ctx, space, kind, id, a.now().UTC().Add(-turns.Window))
 	if err != nil {
 		return CheckResult{}, err
 	}
@@ -238,11 +207,11 @@ func (a *Activities) CheckTurns(ctx context.Context, in ProposalRef) (CheckResul
 // last error says model_unreachable); an unusable answer is a retryable BadModelAnswer error
 // until attempt MaxBadAnswers, then a final ModelError.
 func (a *Activities) Draft(ctx context.Context, in ProposalRef) (DraftResult, error) {
-	d, kind, id, err := a.load(ctx, in.ProposalID)
+	space, ev, kind, id, err := a.load(ctx, in.ProposalID)
 	if err != nil {
 		return DraftResult{}, err
 	}
-	list, err := a.Turns.Recent(ctx, d.SpaceID, kind, id, a.now().UTC().Add(-turns.Window))
+	list, err := a.Turns.Recent(ctx, space, kind, id, a.now().UTC().Add(-turns.Window))
 	if err != nil {
 		return DraftResult{}, err
 	}
@@ -265,23 +234,21 @@ func (a *Activities) Draft(ctx context.Context, in ProposalRef) (DraftResult, er
 	}
 	// The same gate text as every other write path (REST, MCP): a value split across title
 	// and body is caught.
-	ev := notes.Evidence{ConversationID: d.Scope.ConversationID, TaskID: d.Scope.TaskID}
-	kinds, err := a.Gate.Check(ctx, d.SpaceID, notes.GateText(p.Title, p.Body, p.Tags, &ev))
+	note := p
+	kinds, err := a.check(ctx, space, note.GateText(&ev))
 	if err != nil {
 		return DraftResult{}, fmt.Errorf("activities: gate: %w", err)
 	}
 	if len(kinds) > 0 {
 		return DraftResult{Outcome: ReasonPersonalData, Kinds: kinds}, nil
 	}
-	note := ProposedNote{Kind: p.Kind, Title: p.Title, Body: p.Body, Tags: p.Tags}
 	if err := a.Proposals.MarkPending(ctx, in.ProposalID, note); err != nil {
-		var ae *temporal.ApplicationError
-		if errors.As(err, &ae) && ae.Type() == ErrTypeInvalidNote {
+		if fault.IsCode(err, CodeInvalidNote) {
 			// A note outside AM-1's limits (e.g. a control character in its body) breaks the
 			// answer's schema: the model's fault, never a store error to retry forever.
 			return DraftResult{}, a.badAnswer(ctx, in.ProposalID)
 		}
-		return DraftResult{}, keep("activities: mark pending", err)
+		return DraftResult{}, keep("activities: mark pending", storeError(err))
 	}
 	return DraftResult{Outcome: OutcomePending}, nil
 }
@@ -319,9 +286,9 @@ func (a *Activities) distill(ctx context.Context, mt []llm.Turn) (llm.Proposal, 
 	}
 }
 
-// ErrTypeInvalidNote is the application error type of a ProposalStore.MarkPending refusing
-// the proposed note as invalid (notes' fault.Invalid invalid_member, through NotesStore).
-const ErrTypeInvalidNote = "notes:invalid_member"
+// CodeInvalidNote is the fault code of proposals.Service.MarkPending refusing the proposed
+// note as invalid (the notes validation's fault.Invalid invalid_member).
+const CodeInvalidNote = "invalid_member"
 
 // badAnswer is the error of an unusable model answer: a retryable BadModelAnswer until
 // attempt MaxBadAnswers, then a final ModelError.
@@ -339,21 +306,27 @@ func (a *Activities) badAnswer(ctx context.Context, proposalID string) error {
 
 // Fail ends the proposal failed with the input's reason (and kinds).
 func (a *Activities) Fail(ctx context.Context, in FailInput) error {
-	return a.Proposals.MarkFailed(ctx, in.ProposalID, in.Reason, in.Kinds)
+	return storeError(a.Proposals.MarkFailed(ctx, in.ProposalID, in.Reason, in.Kinds))
 }
 
-// Approve writes the approved note (edits gated again) and returns its id, or the refused
-// kinds when the gate refused the edits (the proposal stays pending).
+// Approve writes the approved note (the edits of staged decision in.EditsID, gated again)
+// and returns its id, or the refusal when the gate or the cap refused (the proposal stays
+// pending). Approving an approved proposal returns its note and changes nothing.
 func (a *Activities) Approve(ctx context.Context, in DecisionInput) (ApproveOutcome, error) {
-	return a.Proposals.Approve(ctx, in.ProposalID, in.EditsID, in.ByKeyID)
+	out, err := a.Proposals.ApplyApproval(ctx, in.ProposalID, in.EditsID, in.ByKeyID)
+	if err != nil {
+		return ApproveOutcome{}, storeError(err)
+	}
+	return ApproveOutcome{NoteID: out.NoteID, RefusedKinds: out.RefusedKinds, RefusedCode: out.RefusedCode}, nil
 }
 
-// Reject ends the proposal rejected.
+// Reject ends the proposal rejected (with the reason of staged decision in.EditsID).
 func (a *Activities) Reject(ctx context.Context, in DecisionInput) error {
-	return a.Proposals.Reject(ctx, in.ProposalID, in.EditsID, in.ByKeyID)
+	return storeError(a.Proposals.ApplyRejection(ctx, in.ProposalID, in.EditsID, in.ByKeyID))
 }
 
-// Expire ends the proposal expired (its approval deadline passed).
+// Expire ends the proposal expired (its approval deadline passed); one no longer pending is
+// left as it is.
 func (a *Activities) Expire(ctx context.Context, in ProposalRef) error {
-	return a.Proposals.Expire(ctx, in.ProposalID)
+	return storeError(a.Proposals.Expire(ctx, in.ProposalID))
 }

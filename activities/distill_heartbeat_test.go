@@ -12,8 +12,12 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/agentmemory/agentmemory/activities"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/llm"
+	"github.com/agentmemory/agentmemory/internal/proposals"
 	"github.com/agentmemory/agentmemory/internal/turns"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // blockedModel answers only once released (or when its call's context ends).
@@ -38,29 +42,19 @@ func (oneTurn) LinkStatus(context.Context, string, string, string) (turns.Links,
 	return turns.Links{}, nil
 }
 
-// store is the part of ProposalStore Draft uses; the rest is never called.
-type store struct {
-	activities.ProposalStore
-	mu      sync.Mutex
-	pending bool
+// drafting is a real proposal store (SQLite) with agent memory on and one drafting
+// distilled proposal; it returns the store and the proposal's id.
+func drafting(t *testing.T) (*proposals.Service, string) {
+	t.Helper()
+	e := apitest.New(t, "sqlite")
+	e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true}})
+	e.AgentKey("support-bot", "acme", "agent_memory")
+	admin, err := auth.Authenticate(context.Background(), e.DB, e.AdminKey)
+	require.NoError(t, err)
+	id, err := e.Deps.Proposals.CreateDistillProposal(context.Background(), admin, turns.Scope{ConversationID: "c-1"}, "support-bot")
+	require.NoError(t, err)
+	return e.Deps.Proposals, id
 }
-
-func (*store) Distillation(context.Context, string) (activities.Distillation, error) {
-	return activities.Distillation{SpaceID: "sp_1", Scope: turns.Scope{ConversationID: "c-1"}}, nil
-}
-
-func (*store) SetLastError(context.Context, string, string) error { return nil }
-
-func (s *store) MarkPending(context.Context, string, activities.ProposedNote) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pending = true
-	return nil
-}
-
-type noPersonalData struct{}
-
-func (noPersonalData) Check(context.Context, string, string) ([]string, error) { return nil, nil }
 
 // Issue 11 §3: Draft heartbeats while it waits for the model, so that a lost worker is noticed
 // by the heartbeat timeout instead of the 5-minute StartToClose timeout. The model here answers
@@ -82,9 +76,9 @@ func TestDraftHeartbeatsWhileWaitingForTheModel(t *testing.T) {
 		mu.Unlock()
 		once.Do(func() { close(release) })
 	})
-	st := &store{}
+	store, id := drafting(t)
 	env.RegisterActivity(&activities.Activities{
-		Turns: oneTurn{}, Model: blockedModel{release: release}, Proposals: st, Gate: noPersonalData{},
+		Turns: oneTurn{}, Model: blockedModel{release: release}, Proposals: store,
 		HeartbeatEvery: 10 * time.Millisecond,
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -94,7 +88,7 @@ func TestDraftHeartbeatsWhileWaitingForTheModel(t *testing.T) {
 		<-ctx.Done()
 		once.Do(func() { close(release) })
 	}()
-	val, err := env.ExecuteActivity((&activities.Activities{}).Draft, activities.ProposalRef{ProposalID: "prop_1"})
+	val, err := env.ExecuteActivity((&activities.Activities{}).Draft, activities.ProposalRef{ProposalID: id})
 	require.NoError(t, err)
 	var res activities.DraftResult
 	require.NoError(t, val.Get(&res))
@@ -104,4 +98,7 @@ func TestDraftHeartbeatsWhileWaitingForTheModel(t *testing.T) {
 	defer mu.Unlock()
 	require.NotEmpty(t, beats)
 	require.Equal(t, 1, beats[0].Beats)
+	var status string
+	require.NoError(t, store.DB.NewSelect().Model((*models.NoteProposal)(nil)).Column("status").Where("id = ?", id).Scan(context.Background(), &status))
+	require.Equal(t, "pending", status, "the drafted note was stored")
 }

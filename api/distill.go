@@ -24,23 +24,6 @@ type Workflows interface {
 	GetWorkflow(ctx context.Context, workflowID, runID string) client.WorkflowRun
 }
 
-// DistillProposals creates the drafting proposal of a distillation (internal/notes implements
-// it): it checks the caller's rights and the feature, validates sourceID (the agent the note
-// will belong to; "" for the caller's own agent), stores the proposal in drafting with the
-// scope as evidence, and appends its admin receipt, all in one transaction. It returns the
-// proposal's id.
-type DistillProposals interface {
-	CreateDistillProposal(ctx context.Context, p auth.Principal, scope turns.Scope, sourceID string) (string, error)
-	// CreateDistillProposalOnce is CreateDistillProposal under an Idempotency-Key ("" for
-	// none): a repeat of the same request with the same key returns the first proposal's id
-	// with replayed true and stores nothing; the key with a different request is
-	// fault.Conflict idempotency_key_reused; a malformed key fault.Invalid invalid_header.
-	CreateDistillProposalOnce(ctx context.Context, p auth.Principal, scope turns.Scope, sourceID, idemKey string) (id string, replayed bool, err error)
-	// AbandonDistillProposal ends a drafting proposal whose workflow could not be started
-	// (failed, reason workflow_unavailable), so that nothing runs it later on its own.
-	AbandonDistillProposal(ctx context.Context, id string) error
-}
-
 // DistillRequest is the body of POST /v1/agent-memory/distill.
 type DistillRequest struct {
 	turns.Scope

@@ -14,10 +14,9 @@ import (
 
 	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/api/apitest"
-	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/notes"
-	"github.com/agentmemory/agentmemory/internal/turns"
+	"github.com/agentmemory/agentmemory/internal/proposals"
 	"github.com/agentmemory/agentmemory/models"
 	"github.com/agentmemory/agentmemory/workflows"
 )
@@ -41,56 +40,61 @@ func (f *fakeWorkflows) SignalWorkflow(context.Context, string, string, string, 
 
 func (f *fakeWorkflows) GetWorkflow(context.Context, string, string) client.WorkflowRun { return nil }
 
-// fakeProposals hands out proposal ids and records the abandoned ones.
-type fakeProposals struct {
-	scopes    []turns.Scope
-	abandoned []string
+// distillEnv is an Env on the real proposal store with fake workflows: agent memory on and
+// an agent support-bot to distil for.
+func distillEnv(t *testing.T, wf *fakeWorkflows, taskQueue string) *apitest.Env {
+	t.Helper()
+	e := apitest.New(t, "sqlite", func(d *api.Deps) { d.Workflows, d.TaskQueue = wf, taskQueue })
+	e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true}})
+	e.AgentKey("support-bot", "acme", "agent_memory")
+	return e
 }
 
-func (f *fakeProposals) CreateDistillProposal(_ context.Context, _ auth.Principal, s turns.Scope, _ string) (string, error) {
-	f.scopes = append(f.scopes, s)
-	return "prop_fake", nil
-}
-
-func (f *fakeProposals) CreateDistillProposalOnce(ctx context.Context, p auth.Principal, s turns.Scope, src, _ string) (string, bool, error) {
-	id, err := f.CreateDistillProposal(ctx, p, s, src)
-	return id, false, err
-}
-
-func (f *fakeProposals) AbandonDistillProposal(_ context.Context, id string) error {
-	f.abandoned = append(f.abandoned, id)
-	return nil
+// storedProposals reads every proposal row of e's database.
+func storedProposals(t *testing.T, e *apitest.Env) []models.NoteProposal {
+	t.Helper()
+	var rows []models.NoteProposal
+	require.NoError(t, e.DB.NewSelect().Model(&rows).Order("created_at", "id").Scan(context.Background()))
+	return rows
 }
 
 func TestDistillStartsTheWorkflow(t *testing.T) {
-	wf, props := &fakeWorkflows{}, &fakeProposals{}
-	e := apitest.New(t, "sqlite", func(d *api.Deps) { d.Workflows, d.Proposals, d.TaskQueue = wf, props, "q1" })
-	r := e.MustDo(http.StatusAccepted, "POST", "/v1/agent-memory/distill", e.AdminKey, map[string]any{"task_id": "t-7"})
-	require.Equal(t, map[string]any{"proposal_id": "prop_fake", "status": "drafting"}, r.JSON(t))
-	require.Equal(t, []turns.Scope{{TaskID: "t-7"}}, props.scopes)
+	wf := &fakeWorkflows{}
+	e := distillEnv(t, wf, "q1")
+	body := map[string]any{"task_id": "t-7", "source_id": "support-bot"}
+	r := e.MustDo(http.StatusAccepted, "POST", "/v1/agent-memory/distill", e.AdminKey, body)
+	id := r.JSON(t)["proposal_id"].(string)
+	require.Equal(t, map[string]any{"proposal_id": id, "status": "drafting"}, r.JSON(t))
+	rows := storedProposals(t, e)
+	require.Len(t, rows, 1)
+	require.Equal(t, "task", rows[0].EvidenceKind)
+	require.Equal(t, "t-7", rows[0].EvidenceID)
 	require.Len(t, wf.starts, 1)
-	require.Equal(t, workflows.DistillID("prop_fake"), wf.starts[0].ID)
+	require.Equal(t, workflows.DistillID(id), wf.starts[0].ID)
 	require.Equal(t, "q1", wf.starts[0].TaskQueue)
 	require.True(t, wf.starts[0].WorkflowExecutionErrorWhenAlreadyStarted)
-	require.Equal(t, workflows.DistillInput{ProposalID: "prop_fake"}, wf.inputs[0], "the workflow input carries ids only")
+	require.Equal(t, workflows.DistillInput{ProposalID: id}, wf.inputs[0], "the workflow input carries ids only")
 
 	wf.err = serviceerror.NewWorkflowExecutionAlreadyStarted("started", "", "")
-	r = e.Do("POST", "/v1/agent-memory/distill", e.AdminKey, map[string]any{"task_id": "t-7"})
+	r = e.Do("POST", "/v1/agent-memory/distill", e.AdminKey, body)
 	require.Equal(t, http.StatusConflict, r.Status, "got %d: %s", r.Status, r.Body)
 	require.Equal(t, "distillation_started", r.ErrorCode(t))
 
 	wf.err = errors.New("connection refused")
-	r = e.Do("POST", "/v1/agent-memory/distill", e.AdminKey, map[string]any{"task_id": "t-7"})
+	r = e.Do("POST", "/v1/agent-memory/distill", e.AdminKey, body)
 	require.Equal(t, http.StatusServiceUnavailable, r.Status)
 	require.Equal(t, "workflows_unavailable", r.ErrorCode(t))
 	require.NotEmpty(t, r.Header.Get("Retry-After"))
 	require.NotContains(t, string(r.Body), "connection refused")
-	require.Equal(t, []string{"prop_fake"}, props.abandoned, "a 503 without Idempotency-Key ends its proposal")
+	rows = storedProposals(t, e)
+	require.Len(t, rows, 3)
+	require.Equal(t, []string{"drafting", "drafting", "failed"}, []string{rows[0].Status, rows[1].Status, rows[2].Status})
+	require.Equal(t, proposals.ReasonWorkflowUnavailable, rows[2].Reason, "a 503 without Idempotency-Key ends its proposal")
 }
 
 func TestDistillRefused(t *testing.T) {
-	wf, props := &fakeWorkflows{}, &fakeProposals{}
-	e := apitest.New(t, "sqlite", func(d *api.Deps) { d.Workflows, d.Proposals = wf, props })
+	wf := &fakeWorkflows{}
+	e := distillEnv(t, wf, "")
 	cases := []struct {
 		name   string
 		key    string
@@ -109,7 +113,7 @@ func TestDistillRefused(t *testing.T) {
 		require.Equal(t, tc.status, r.Status, "%s: got %d, want %d: %s", tc.name, r.Status, tc.status, r.Body)
 		require.Equal(t, tc.code, r.ErrorCode(t), tc.name)
 	}
-	require.Empty(t, props.scopes, "a refused request creates no proposal")
+	require.Empty(t, storedProposals(t, e), "a refused request creates no proposal")
 	require.Empty(t, wf.starts, "a refused request starts no workflow")
 
 	bare := apitest.New(t, "sqlite")
@@ -169,7 +173,7 @@ func TestDistillRetryAfter503(t *testing.T) {
 			e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true}})
 			e.AgentKey("support-bot", "acme", "agent_memory")
 			body := map[string]any{"conversation_id": "c-retry", "source_id": "support-bot"}
-			proposals := func() []models.NoteProposal {
+			stored := func() []models.NoteProposal {
 				var rows []models.NoteProposal
 				require.NoError(t, e.DB.NewSelect().Model(&rows).Where("space_id = ?", e.SpaceID).Order("created_at ASC").Scan(ctx))
 				return rows
@@ -184,7 +188,7 @@ func TestDistillRetryAfter503(t *testing.T) {
 			// With a key: 503, the proposal stays drafting (the reconciler or the retry starts it).
 			r := e.Do("POST", "/v1/agent-memory/distill", e.AdminKey, body, "Idempotency-Key", "retry-1")
 			require.Equal(t, http.StatusServiceUnavailable, r.Status, "%s", r.Body)
-			rows := proposals()
+			rows := stored()
 			require.Len(t, rows, 1)
 			require.Equal(t, "drafting", rows[0].Status)
 			first := rows[0].ID
@@ -193,14 +197,14 @@ func TestDistillRetryAfter503(t *testing.T) {
 			r = e.MustDo(http.StatusAccepted, "POST", "/v1/agent-memory/distill", e.AdminKey, body, "Idempotency-Key", "retry-1")
 			require.Equal(t, first, r.JSON(t)["proposal_id"], "the retry returns the proposal of the 503")
 			require.Equal(t, "true", r.Header.Get("Idempotent-Replayed"))
-			require.Len(t, proposals(), 1, "never a second proposal")
+			require.Len(t, stored(), 1, "never a second proposal")
 			require.Equal(t, workflows.DistillID(first), wf.starts[len(wf.starts)-1].ID)
 
 			// Another retry after the workflow started: the same answer, nothing new.
 			wf.err = serviceerror.NewWorkflowExecutionAlreadyStarted("started", "", "")
 			r = e.MustDo(http.StatusAccepted, "POST", "/v1/agent-memory/distill", e.AdminKey, body, "Idempotency-Key", "retry-1")
 			require.Equal(t, first, r.JSON(t)["proposal_id"])
-			require.Len(t, proposals(), 1)
+			require.Len(t, stored(), 1)
 
 			// The key with another request is refused and stores nothing.
 			r = e.Do("POST", "/v1/agent-memory/distill", e.AdminKey, map[string]any{"conversation_id": "c-other", "source_id": "support-bot"}, "Idempotency-Key", "retry-1")
@@ -208,16 +212,16 @@ func TestDistillRetryAfter503(t *testing.T) {
 			require.Equal(t, notes.CodeIdempotencyReuse, r.ErrorCode(t))
 			r = e.Do("POST", "/v1/agent-memory/distill", e.AdminKey, body, "Idempotency-Key", "bad key")
 			require.Equal(t, http.StatusBadRequest, r.Status, "%s", r.Body)
-			require.Len(t, proposals(), 1)
+			require.Len(t, stored(), 1)
 
 			// Without a key: 503, and the proposal is ended so that nothing starts it later.
 			wf.err = errors.New("connection refused")
 			r = e.Do("POST", "/v1/agent-memory/distill", e.AdminKey, map[string]any{"conversation_id": "c-nokey", "source_id": "support-bot"})
 			require.Equal(t, http.StatusServiceUnavailable, r.Status)
-			rows = proposals()
+			rows = stored()
 			require.Len(t, rows, 2)
 			require.Equal(t, "failed", rows[1].Status)
-			require.Equal(t, notes.ReasonWorkflowUnavailable, rows[1].Reason)
+			require.Equal(t, proposals.ReasonWorkflowUnavailable, rows[1].Reason)
 			require.Equal(t, []string{first}, orphans(), "only the keyed proposal (returned by its retry) is left to a reconciler")
 		})
 	}

@@ -2,16 +2,13 @@ package api
 
 import (
 	"bytes"
-	"errors"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
-	"go.temporal.io/api/serviceerror"
 
-	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/proposals"
 	"github.com/agentmemory/agentmemory/internal/strictjson"
 	"github.com/agentmemory/agentmemory/workflows"
 )
@@ -138,7 +135,7 @@ func (s *Server) listProposals(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	list, err := s.Notes.ListProposals(s.ctx(c), principal(c), c.Query("status"), int(limit))
+	list, err := s.Proposals.List(s.ctx(c), principal(c), c.Query("status"), int(limit))
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -148,7 +145,7 @@ func (s *Server) listProposals(c *gin.Context) {
 
 // getProposal: GET /v1/agent-memory/proposals/{id} (admin or reviewer).
 func (s *Server) getProposal(c *gin.Context) {
-	pr, err := s.Notes.GetProposal(s.ctx(c), principal(c), c.Param("id"))
+	pr, err := s.Proposals.Get(s.ctx(c), principal(c), c.Param("id"))
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -163,134 +160,25 @@ type approveRequest struct {
 
 // DefaultDecisionWait is how long approve and reject wait for a distilled proposal's
 // workflow to apply the decision before answering 202.
-const DefaultDecisionWait = 5 * time.Second
+const DefaultDecisionWait = workflows.DefaultDecisionWait
 
 // approveProposal: POST /v1/agent-memory/proposals/{id}/approve {"edits"?} (admin, or
-// reviewer when the space grants it) -> the note: 201 when this call approved the proposal,
-// 200 with the same note when it was approved already (a repeated approve changes nothing,
-// whatever its edits). A distilled proposal is approved by its DistillWorkflow: the role,
-// the state (drafting, failed, rejected, expired -> 409 proposal_not_pending), the edits
-// (400, 422) and the cap (409) are checked first, the edits stored, the workflow signalled
-// with their id only, and the outcome awaited briefly: 201 the note when this call's decision
-// was applied, or 202 {"proposal_id", "status": "pending"} when it is not applied yet. Of
-// concurrent approvals only the one applied answers 201; another answers 200 with the note
-// when its edits are the applied ones, else 409 proposal_already_decided.
+// reviewer when the space grants it; proposals.Service.Decide) -> the note: 201 when this
+// call approved the proposal, 200 with the same note when it was approved already; 202
+// {"proposal_id", "status": "pending"} when the proposal's workflow has not applied the
+// decision yet.
 func (s *Server) approveProposal(c *gin.Context) {
 	var req approveRequest
 	if err := bindOptional(c, &req); err != nil {
 		s.writeError(c, err)
 		return
 	}
-	p, id := principal(c), c.Param("id")
-	viaWorkflow, err := s.viaWorkflow(c, id)
+	res, err := s.Proposals.Decide(s.ctx(c), principal(c), c.Param("id"), proposals.Decision{Kind: proposals.DecisionApprove, Edits: req.Edits})
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	if !viaWorkflow {
-		n, created, err := s.Notes.Approve(s.ctx(c), p, id, req.Edits)
-		if err != nil {
-			s.writeError(c, err)
-			return
-		}
-		answerApproval(c, n, created)
-		return
-	}
-	st, err := s.Notes.StageDecision(s.ctx(c), p, id, notes.DecisionApprove, req.Edits, "")
-	if err != nil {
-		s.writeError(c, err)
-		return
-	}
-	if st.Note != nil {
-		answerApproval(c, *st.Note, false)
-		return
-	}
-	sent, err := s.signalDecision(c, id, workflows.Approval{Decision: workflows.DecisionApprove, ByKeyID: p.KeyID, EditsID: st.DecisionID})
-	if err != nil {
-		s.writeError(c, err)
-		return
-	}
-	if !sent {
-		// The workflow is gone (its history lost, or it ended approving another caller's
-		// decision): decide through the same notes path.
-		n, created, err := s.Notes.Approve(s.ctx(c), p, id, req.Edits)
-		if err != nil {
-			s.writeError(c, err)
-			return
-		}
-		if !created {
-			s.answerStaged(c, n, id, st.DecisionID)
-			return
-		}
-		answerApproval(c, n, created)
-		return
-	}
-	pr, n, err := s.Notes.Decided(s.ctx(c), p, id, st.DecisionID)
-	switch {
-	case err != nil:
-		s.writeError(c, err)
-	case n != nil:
-		s.answerStaged(c, *n, id, st.DecisionID)
-	case pr.Status == notes.ProposalPending:
-		c.PureJSON(http.StatusAccepted, gin.H{"proposal_id": id, "status": pr.Status})
-	default:
-		s.writeError(c, fault.New(fault.Conflict, notes.CodeProposalNotPending, "the proposal is %s, not pending", pr.Status).With("status", pr.Status))
-	}
-}
-
-// answerStaged answers an approval whose staged decision decisionID found proposal id
-// approved: 201 when its decision was the one applied, 200 when another was applied with
-// the same edits, 409 proposal_already_decided when another was applied with other edits.
-func (s *Server) answerStaged(c *gin.Context, n notes.Note, id, decisionID string) {
-	applied, err := s.Notes.CheckApplied(s.ctx(c), id, decisionID)
-	if err != nil {
-		s.writeError(c, err)
-		return
-	}
-	answerApproval(c, n, applied)
-}
-
-// answerApproval answers the approved note: 201 when this call wrote it, else 200.
-func answerApproval(c *gin.Context, n notes.Note, created bool) {
-	if created {
-		c.PureJSON(http.StatusCreated, n)
-		return
-	}
-	c.PureJSON(http.StatusOK, n)
-}
-
-// viaWorkflow reports whether proposal id is decided through its DistillWorkflow: it was
-// born of distillation and this server has a Temporal client. It checks the caller's role
-// and that the proposal exists first.
-func (s *Server) viaWorkflow(c *gin.Context, id string) (bool, error) {
-	pr, err := s.Notes.GetProposal(s.ctx(c), principal(c), id)
-	if err != nil {
-		return false, err
-	}
-	return pr.Origin == notes.OriginDistilled && s.Workflows != nil, nil
-}
-
-// signalDecision signals the proposal's workflow and waits (DecisionWait) for it to end. It
-// reports false when the workflow no longer exists.
-func (s *Server) signalDecision(c *gin.Context, id string, a workflows.Approval) (bool, error) {
-	err := workflows.SendApproval(s.ctx(c), s.Workflows, id, a)
-	var missing *serviceerror.NotFound
-	if errors.As(err, &missing) {
-		return false, nil
-	}
-	if err != nil {
-		return false, workflowError(err)
-	}
-	wait := s.DecisionWait
-	if wait <= 0 {
-		wait = DefaultDecisionWait
-	}
-	// The answer comes from the stored proposal; the workflow's own result (or its failure)
-	// only tells when to look.
-	if _, _, err := workflows.AwaitOutcome(s.ctx(c), s.Workflows, id, wait); err != nil {
-		s.log.WarnContext(s.ctx(c), "distillation outcome unknown", "request_id", c.GetString(requestIDKey))
-	}
-	return true, nil
+	answerDecision(c, c.Param("id"), res)
 }
 
 // rejectRequest is the optional body of .../reject.
@@ -298,60 +186,43 @@ type rejectRequest struct {
 	Reason string `json:"reason"`
 }
 
-// rejectProposal: POST /v1/agent-memory/proposals/{id}/reject {"reason"?} -> 200 the
-// proposal. A distilled proposal is rejected by its DistillWorkflow (role, state and reason
-// checked first, the reason stored, the signal carrying its id); 202 {"proposal_id",
-// "status": "pending"} when the workflow has not applied it yet.
+// rejectProposal: POST /v1/agent-memory/proposals/{id}/reject {"reason"?}
+// (proposals.Service.Decide) -> 200 the proposal; 202 {"proposal_id", "status": "pending"}
+// when the proposal's workflow has not applied the decision yet.
 func (s *Server) rejectProposal(c *gin.Context) {
 	var req rejectRequest
 	if err := bindOptional(c, &req); err != nil {
 		s.writeError(c, err)
 		return
 	}
-	p, id := principal(c), c.Param("id")
-	viaWorkflow, err := s.viaWorkflow(c, id)
+	res, err := s.Proposals.Decide(s.ctx(c), principal(c), c.Param("id"), proposals.Decision{Kind: proposals.DecisionReject, Reason: req.Reason})
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	sent := false
-	if viaWorkflow {
-		st, err := s.Notes.StageDecision(s.ctx(c), p, id, notes.DecisionReject, nil, req.Reason)
-		if err != nil {
-			s.writeError(c, err)
-			return
-		}
-		if sent, err = s.signalDecision(c, id, workflows.Approval{Decision: workflows.DecisionReject, ByKeyID: p.KeyID, EditsID: st.DecisionID}); err != nil {
-			s.writeError(c, err)
-			return
-		}
+	answerDecision(c, c.Param("id"), res)
+}
+
+// answerDecision answers Decide's result for proposal id: 202 while the workflow has not
+// applied it, 201 the note this call wrote, 200 the note approved already, or 200 the
+// rejected proposal.
+func answerDecision(c *gin.Context, id string, res proposals.Result) {
+	switch {
+	case res.Pending:
+		c.PureJSON(http.StatusAccepted, gin.H{"proposal_id": id, "status": proposals.StatusPending})
+	case res.Note != nil && res.Created:
+		c.PureJSON(http.StatusCreated, res.Note)
+	case res.Note != nil:
+		c.PureJSON(http.StatusOK, res.Note)
+	default:
+		c.PureJSON(http.StatusOK, res.Proposal)
 	}
-	if sent {
-		pr, _, err := s.Notes.Decided(s.ctx(c), p, id, "")
-		switch {
-		case err != nil:
-			s.writeError(c, err)
-		case pr.Status == notes.ProposalRejected:
-			c.PureJSON(http.StatusOK, pr)
-		case pr.Status == notes.ProposalPending:
-			c.PureJSON(http.StatusAccepted, gin.H{"proposal_id": id, "status": pr.Status})
-		default:
-			s.writeError(c, fault.New(fault.Conflict, notes.CodeProposalNotPending, "the proposal is %s, not pending", pr.Status).With("status", pr.Status))
-		}
-		return
-	}
-	pr, err := s.Notes.Reject(s.ctx(c), p, id, req.Reason)
-	if err != nil {
-		s.writeError(c, err)
-		return
-	}
-	c.PureJSON(http.StatusOK, pr)
 }
 
 // exportNotes: GET /v1/agent-memory/export (role admin) -> every note version and proposal
 // of the space as one JSON document (AM-12), sent as a download.
 func (s *Server) exportNotes(c *gin.Context) {
-	x, err := s.Notes.Export(s.ctx(c), principal(c))
+	x, err := s.Proposals.Export(s.ctx(c), principal(c))
 	if err != nil {
 		s.writeError(c, err)
 		return

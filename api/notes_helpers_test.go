@@ -10,6 +10,7 @@ import (
 	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/proposals"
 )
 
 // clock is a settable clock for the services of one Env (state.Service.Now, notes).
@@ -108,10 +109,10 @@ func strs(v any) []string {
 	return out
 }
 
-func notesDraft(e *apitest.Env) notes.DraftRequest {
-	return notes.DraftRequest{SpaceID: e.SpaceID, SourceID: "shop-bot", Vendor: "acme", ActorKey: "key_test", Evidence: notes.Evidence{ConversationID: "conv-9"}}
+func notesDraft(e *apitest.Env) proposals.DraftRequest {
+	return proposals.DraftRequest{SpaceID: e.SpaceID, SourceID: "shop-bot", Vendor: "acme", ActorKey: "key_test", Evidence: notes.Evidence{ConversationID: "conv-9"}}
 }
 
-func distilled(title, body string) notes.DistilledNote {
-	return notes.DistilledNote{Kind: "procedure", Title: title, Body: body, Tags: []string{"refund"}}
+func distilled(title, body string) notes.ProposedNote {
+	return notes.ProposedNote{Kind: "procedure", Title: title, Body: body, Tags: []string{"refund"}}
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/notes"
 )
 
 const proposalsPath = "/v1/agent-memory/proposals"
@@ -88,7 +90,7 @@ func TestNoteProposalLifecycle(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		enableNotes(e, nil)
 		writer(e, "shop-bot", "acme")
-		svc := e.Deps.Notes
+		svc := e.Deps.Proposals
 		ctx := t.Context()
 		d := notesDraft(e)
 		id, err := svc.Draft(ctx, d)
@@ -101,15 +103,19 @@ func TestNoteProposalLifecycle(t *testing.T) {
 		require.Equal(t, map[string]any{"conversation_id": "conv-9"}, p["evidence"])
 		requireError(t, e.Do("POST", proposalsPath+"/"+id+"/approve", reviewer, nil), 409, "proposal_not_pending")
 
-		require.NoError(t, svc.Propose(ctx, e.SpaceID, id, distilled("Refunds", "Validate the purchase before a refund.")))
+		require.NoError(t, svc.MarkPending(ctx, id, distilled("Refunds", "Validate the purchase before a refund.")))
 		n := e.MustDo(http.StatusCreated, "POST", proposalsPath+"/"+id+"/approve", reviewer, nil).JSON(t)
 		require.Equal(t, "distilled", n["origin"])
 		require.Equal(t, map[string]any{"conversation_id": "conv-9"}, n["evidence"])
 
+		// The drafting gate's refusal (the workflow's Draft activity) fails the proposal with
+		// the kinds found, never the values.
 		id2, err := svc.Draft(ctx, d)
 		require.NoError(t, err)
-		err = svc.Propose(ctx, e.SpaceID, id2, distilled("Call back", "Call +44 20 7123 4567."))
-		require.Error(t, err)
+		call := distilled("Call back", "Call +44 20 7123 4567.")
+		err = e.Deps.Notes.Check(ctx, e.SpaceID, call.GateText(&d.Evidence))
+		require.Equal(t, notes.CodePersonalData, fault.As(err).Code, "got %v", err)
+		require.NoError(t, svc.MarkFailed(ctx, id2, "personal_data", fault.As(err).Details["kinds"].([]string)))
 		p = e.MustDo(http.StatusOK, "GET", proposalsPath+"/"+id2, reviewer, nil).JSON(t)
 		require.Equal(t, "failed", p["status"])
 		require.Equal(t, "personal_data", p["reason"])
@@ -119,8 +125,7 @@ func TestNoteProposalLifecycle(t *testing.T) {
 
 		id3, err := svc.Draft(ctx, d)
 		require.NoError(t, err)
-		_, err = svc.Fail(ctx, e.SpaceID, id3, "no_turns")
-		require.NoError(t, err)
+		require.NoError(t, svc.MarkFailed(ctx, id3, "no_turns", nil))
 		require.Equal(t, "no_turns", e.MustDo(http.StatusOK, "GET", proposalsPath+"/"+id3, reviewer, nil).JSON(t)["reason"])
 	})
 }

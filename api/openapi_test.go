@@ -182,7 +182,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			e := apitest.New(t, engine, func(d *api.Deps) {
-				d.Workflows, d.Proposals = anyWorkflows{}, &fakeProposals{}
+				d.Workflows = anyWorkflows{}
 				d.Signer = newTestSigner(t) // signed routes (api/signing.go)
 			})
 			c := newChecked(t, e)

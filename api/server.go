@@ -25,6 +25,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/logs"
 	"github.com/agentmemory/agentmemory/internal/metrics"
 	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/proposals"
 	"github.com/agentmemory/agentmemory/internal/signing"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/internal/state"
@@ -45,8 +46,10 @@ type Deps struct {
 	Turns    *turns.Service
 	// Workflows starts and signals Temporal workflows (nil: distillation answers 503).
 	Workflows Workflows
-	// Proposals creates distillation proposals (internal/notes; nil: distillation answers 503).
-	Proposals DistillProposals
+	// Proposals is the proposal lifecycle (lists, decisions, distillation proposals, the
+	// agent-memory export); nil: distillation answers 503. NewServer has it decide distilled
+	// proposals through their workflows when Workflows is set.
+	Proposals *proposals.Service
 	// TaskQueue is the Temporal task queue of the worker (default workflows.DefaultTaskQueue).
 	TaskQueue string
 	// ApprovalDeadline is how long a distilled proposal waits for approval (0: 14 days).
@@ -101,6 +104,10 @@ func NewServer(d Deps) *Server {
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	if d.Proposals != nil && d.Workflows != nil && d.Proposals.Workflow == nil {
+		// A reviewer's decision on a distilled proposal reaches its DistillWorkflow.
+		d.Proposals = d.Proposals.WithWorkflow(workflows.Decisions{Client: d.Workflows, Wait: d.DecisionWait, Log: d.Logger})
 	}
 	s := &Server{Deps: d, log: d.Logger, engine: gin.New()}
 	s.engine.HandleMethodNotAllowed = true

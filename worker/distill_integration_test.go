@@ -26,8 +26,11 @@ import (
 	"github.com/agentmemory/agentmemory/activities"
 	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/llm"
 	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
+	"github.com/agentmemory/agentmemory/internal/proposals"
+	"github.com/agentmemory/agentmemory/internal/turns"
 	"github.com/agentmemory/agentmemory/internal/turns/turnstest"
 	"github.com/agentmemory/agentmemory/worker"
 	"github.com/agentmemory/agentmemory/workflows"
@@ -93,49 +96,62 @@ func (quietLogger) Info(string, ...any)  {}
 func (quietLogger) Warn(string, ...any)  {}
 func (quietLogger) Error(string, ...any) {}
 
-// rig is the API over one database, a worker on its own task queue, a fake model server and
-// the in-memory proposal store.
+// rig is the API over one database with the real proposal store (apitest's wiring), a
+// worker on its own task queue whose activities use the same store, and a fake model
+// server. Agent memory is on and support-bot is an agent of the space.
 type rig struct {
 	*apitest.Env
 	model     *llmtest.Server
-	proposals *memProposals
 	taskQueue string
+	admin     auth.Principal
 }
 
 func newRig(t *testing.T, engine string, answers ...llmtest.Answer) *rig {
 	if testing.Short() {
 		t.Skip("needs the Temporal dev server")
 	}
-	r := &rig{model: llmtest.New(t, answers...), proposals: newMemProposals(),
+	r := &rig{model: llmtest.New(t, answers...),
 		taskQueue: fmt.Sprintf("test-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), time.Now().UnixNano())}
 	r.Env = apitest.New(t, engine, func(d *api.Deps) {
-		d.Workflows, d.Proposals, d.TaskQueue = temporalClient, r.proposals, r.taskQueue
+		d.Workflows, d.TaskQueue = temporalClient, r.taskQueue
 	})
 	model, err := llm.New(llm.Config{Host: r.model.URL, Model: "distiller"})
 	require.NoError(t, err)
 	w := worker.New(temporalClient, r.taskQueue, sdkworker.Options{}, &activities.Activities{
-		Turns: r.Deps.Turns, Model: model, Proposals: r.proposals, Gate: r.proposals, Now: time.Now,
+		Turns: r.Deps.Turns, Model: model, Proposals: r.Deps.Proposals, Now: time.Now,
 	}, &activities.ComplianceActivities{Compliance: r.Deps.Compliance})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
+	r.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true}})
+	r.AgentKey("support-bot", "acme", "agent_memory")
+	r.admin, err = auth.Authenticate(context.Background(), r.DB, r.AdminKey)
+	require.NoError(t, err)
 	return r
 }
 
-// await waits (bounded) until the proposal reaches a final or pending status and returns it.
-func (r *rig) await(t *testing.T, id string, want string) memProposal {
+// await polls the stored proposal (bounded) until it shows want and returns it; it fails
+// when the proposal ends in another status. seen, when not nil, collects every last_error
+// it read on the way.
+func (r *rig) await(t *testing.T, id, want string, seen ...*[]string) proposals.Proposal {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for {
-		if p := r.proposals.snapshot(id); p.status == want {
+		p, err := r.Deps.Proposals.Get(ctx, r.admin, id)
+		require.NoError(t, err)
+		if p.LastError != nil && len(seen) > 0 {
+			*seen[0] = append(*seen[0], *p.LastError)
+		}
+		if p.Status == want {
 			return p
-		} else if p.status != "drafting" && p.status != "pending" {
-			require.Equal(t, want, p.status, "proposal ended %s (%s)", p.status, p.reason)
+		}
+		if p.Status != proposals.StatusDrafting && p.Status != proposals.StatusPending {
+			require.Equal(t, want, p.Status, "proposal ended %s (%v)", p.Status, p.Reason)
 		}
 		select {
-		case <-r.proposals.changed:
+		case <-time.After(10 * time.Millisecond):
 		case <-ctx.Done():
-			t.Fatalf("proposal %s: still %s, want %s", id, r.proposals.snapshot(id).status, want)
+			t.Fatalf("proposal %s: still %s, want %s", id, p.Status, want)
 		}
 	}
 }
@@ -179,7 +195,7 @@ func TestDistillABCDApproved(t *testing.T) {
 			id := r.distill(t, conv.ID)
 
 			p := r.await(t, id, "pending")
-			require.Equal(t, "Returns requested after 90 days", p.note.Title)
+			require.Equal(t, "Returns requested after 90 days", p.Note.Title)
 			require.Equal(t, 1, r.model.Calls())
 			// The model saw the masked turns only.
 			prompt := r.model.Requests()[0].Messages[1].Content
@@ -195,9 +211,11 @@ func TestDistillABCDApproved(t *testing.T) {
 			require.True(t, done)
 			require.Equal(t, workflows.StatusApproved, st.Status)
 			require.NotEmpty(t, st.NoteID)
-			n := r.proposals.note(st.NoteID)
+			n, err := r.Deps.Notes.Stored(ctx, r.SpaceID, st.NoteID)
+			require.NoError(t, err)
 			require.Equal(t, "distilled", n.Origin)
 			require.Equal(t, conv.ID, n.Evidence.ConversationID)
+			require.Equal(t, id, *n.ProposalID)
 
 			// A repeated approve finds the workflow closed; a repeated start is refused.
 			err = workflows.SendApproval(ctx, temporalClient, id, workflows.Approval{Decision: workflows.DecisionApprove, ByKeyID: "key_reviewer"})
@@ -222,7 +240,7 @@ func TestDistillABCDApproved(t *testing.T) {
 					require.NotContains(t, hist, tt.Text, "raw turn text in the workflow history")
 				}
 			}
-			for _, s := range []string{p.note.Title, p.note.Body, conv.Email, conv.Phone, conv.ID, "Crystal Minh"} {
+			for _, s := range []string{p.Note.Title, p.Note.Body, conv.Email, conv.Phone, conv.ID, "Crystal Minh"} {
 				require.NotContains(t, hist, s)
 			}
 			if engine == "sqlite" && os.Getenv("AGENTMEMORY_RECORD_HISTORY") != "" {
@@ -266,9 +284,9 @@ func TestDistillRefusesPersonalDataFromTheModel(t *testing.T) {
 			r.ingest(t, conv)
 			id := r.distill(t, conv.ID)
 			p := r.await(t, id, "failed")
-			require.Equal(t, activities.ReasonPersonalData, p.reason)
-			require.Equal(t, []string{"email"}, p.kinds)
-			require.Nil(t, p.note, "a refused note is not stored")
+			require.Equal(t, activities.ReasonPersonalData, *p.Reason)
+			require.Equal(t, []string{"email"}, p.Kinds)
+			require.Nil(t, p.Note, "a refused note is not stored")
 		})
 	}
 }
@@ -284,7 +302,7 @@ func TestDistillUnconfirmedLinkNeverCallsTheModel(t *testing.T) {
 			})
 			id := r.distill(t, conv.ID)
 			p := r.await(t, id, "failed")
-			require.Equal(t, activities.ReasonUnconfirmedLink, p.reason)
+			require.Equal(t, activities.ReasonUnconfirmedLink, *p.Reason)
 			require.Zero(t, r.model.Calls(), "the model must never be called")
 		})
 	}
@@ -306,7 +324,7 @@ func TestDistillUnconfirmedLinkBesideAConfirmedOneNeverCallsTheModel(t *testing.
 			})
 			id := r.distill(t, conv.ID)
 			p := r.await(t, id, "failed")
-			require.Equal(t, activities.ReasonUnconfirmedLink, p.reason)
+			require.Equal(t, activities.ReasonUnconfirmedLink, *p.Reason)
 			require.Zero(t, r.model.Calls(), "the model must never be called")
 		})
 	}
@@ -316,7 +334,7 @@ func TestDistillNoTurns(t *testing.T) {
 	r := newRig(t, "sqlite", goodNote)
 	id := r.distill(t, "conversation-without-turns")
 	p := r.await(t, id, "failed")
-	require.Equal(t, activities.ReasonNoTurns, p.reason)
+	require.Equal(t, activities.ReasonNoTurns, *p.Reason)
 	require.Zero(t, r.model.Calls())
 }
 
@@ -325,19 +343,19 @@ func TestDistillNothingToPropose(t *testing.T) {
 	conv := turnstest.Load(t)[2]
 	r.ingest(t, conv)
 	p := r.await(t, r.distill(t, conv.ID), "failed")
-	require.Equal(t, activities.ReasonNothingToPropose, p.reason)
+	require.Equal(t, activities.ReasonNothingToPropose, *p.Reason)
 }
 
 func TestDistillModelErrorAfterRetries(t *testing.T) {
 	r := newRig(t, "postgres", llmtest.Answer{Content: "{}"})
 	conv := turnstest.Load(t)[2]
 	r.ingest(t, conv)
-	id, err := r.proposals.CreateDistillProposal(context.Background(), principalOf(r), turnsScope(conv.ID), "")
+	id, err := r.Deps.Proposals.CreateDistillProposal(context.Background(), r.admin, turns.Scope{ConversationID: conv.ID}, "support-bot")
 	require.NoError(t, err)
 	require.NoError(t, workflows.StartDistill(context.Background(), temporalClient, r.taskQueue,
 		workflows.DistillInput{ProposalID: id, RetryInterval: 50 * time.Millisecond}))
 	p := r.await(t, id, "failed")
-	require.Equal(t, activities.ReasonModelError, p.reason)
+	require.Equal(t, activities.ReasonModelError, *p.Reason)
 	require.Equal(t, 3, r.model.Calls(), "an unusable answer is retried up to 3 attempts")
 }
 
@@ -345,14 +363,16 @@ func TestDistillWaitsWhileTheModelIsDown(t *testing.T) {
 	r := newRig(t, "sqlite", llmtest.Answer{Status: http.StatusServiceUnavailable}, llmtest.Answer{Status: http.StatusServiceUnavailable}, llmtest.Answer{Status: http.StatusBadGateway}, goodNote)
 	conv := turnstest.Load(t)[0]
 	r.ingest(t, conv)
-	id, err := r.proposals.CreateDistillProposal(context.Background(), principalOf(r), turnsScope(conv.ID), "")
+	id, err := r.Deps.Proposals.CreateDistillProposal(context.Background(), r.admin, turns.Scope{ConversationID: conv.ID}, "support-bot")
 	require.NoError(t, err)
 	require.NoError(t, workflows.StartDistill(context.Background(), temporalClient, r.taskQueue,
 		workflows.DistillInput{ProposalID: id, RetryInterval: 50 * time.Millisecond}))
-	p := r.await(t, id, "pending")
-	require.Empty(t, p.lastError, "pending clears the last error")
+	var seen []string
+	p := r.await(t, id, "pending", &seen)
+	require.Nil(t, p.LastError, "pending clears the last error")
 	require.Equal(t, 4, r.model.Calls())
-	r.proposals.mu.Lock()
-	require.Equal(t, []string{"model_unreachable", "model_unreachable", "model_unreachable"}, r.proposals.lastErrors)
-	r.proposals.mu.Unlock()
+	require.NotEmpty(t, seen, "the last error showed while the model was down")
+	for _, code := range seen {
+		require.Equal(t, "model_unreachable", code)
+	}
 }

@@ -22,9 +22,9 @@ import (
 	"github.com/agentmemory/agentmemory/workflows"
 )
 
-// notesRig is the real product end to end: the API over one database with the notes service
-// as the proposal store (apitest's wiring), a worker whose activities use the same notes
-// service (activities.NotesStore), the package's Temporal dev server and a fake model.
+// notesRig is the real product end to end: the API over one database with the proposal
+// store beside the notes service (apitest's wiring), a worker whose activities use the same
+// proposal store, the package's Temporal dev server and a fake model.
 type notesRig struct {
 	*apitest.Env
 	model *llmtest.Server
@@ -46,8 +46,7 @@ func newNotesRig(t *testing.T, engine string, deps func(*api.Deps), answers ...l
 	model := llmtest.New(t, answers...)
 	mc, err := llm.New(llm.Config{Host: model.URL, Model: "distiller"})
 	require.NoError(t, err)
-	store := activities.NotesStore{Notes: e.Deps.Notes}
-	w := worker.New(temporalClient, tq, sdkworker.Options{}, &activities.Activities{Turns: e.Deps.Turns, Model: mc, Proposals: store, Gate: store},
+	w := worker.New(temporalClient, tq, sdkworker.Options{}, &activities.Activities{Turns: e.Deps.Turns, Model: mc, Proposals: e.Deps.Proposals},
 		&activities.ComplianceActivities{Compliance: e.Deps.Compliance})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)

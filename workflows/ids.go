@@ -3,9 +3,13 @@ package workflows
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+
+	"github.com/agentmemory/agentmemory/activities"
 )
 
 // DefaultTaskQueue is the task queue the worker polls unless AGENTMEMORY_TASK_QUEUE says
@@ -20,10 +24,10 @@ func DistillID(proposalID string) string { return "distill/" + proposalID }
 // its payload is Approval.
 const ApprovalSignal = "approval"
 
-// Decisions of an Approval.
+// Decisions of an Approval (internal/proposals' words, through activities).
 const (
-	DecisionApprove = "approve"
-	DecisionReject  = "reject"
+	DecisionApprove = activities.DecisionApprove
+	DecisionReject  = activities.DecisionReject
 )
 
 // Approval is ApprovalSignal's payload: ids only. The API checks the approver's role and the
@@ -41,14 +45,15 @@ type Approval struct {
 // StatusQuery is the name of the query answering DistillWorkflow's Status.
 const StatusQuery = "status"
 
-// Proposal statuses as DistillWorkflow sees them.
+// Proposal statuses as DistillWorkflow reports them: internal/proposals' statuses (defined
+// there once), through activities.
 const (
-	StatusDrafting = "drafting"
-	StatusPending  = "pending"
-	StatusApproved = "approved"
-	StatusRejected = "rejected"
-	StatusFailed   = "failed"
-	StatusExpired  = "expired"
+	StatusDrafting = activities.StatusDrafting
+	StatusPending  = activities.StatusPending
+	StatusApproved = activities.StatusApproved
+	StatusRejected = activities.StatusRejected
+	StatusFailed   = activities.StatusFailed
+	StatusExpired  = activities.StatusExpired
 )
 
 // Status is DistillWorkflow's result and the answer of StatusQuery: the proposal's status,
@@ -110,4 +115,46 @@ func AwaitOutcome(ctx context.Context, c Getter, proposalID string, wait time.Du
 		return Status{}, false, err
 	}
 	return st, true, nil
+}
+
+// DefaultDecisionWait is how long Decisions.Deliver waits for a DistillWorkflow to apply a
+// decision before its caller answers 202 (the decision still pending).
+const DefaultDecisionWait = 5 * time.Second
+
+// Decisions delivers reviewers' decisions to DistillWorkflows over the Temporal client
+// (internal/proposals.Workflow: the package owns the interface, this is its Temporal side).
+// Wait bounds the wait for the workflow's end (0: DefaultDecisionWait); Log, when set,
+// records an outcome that stayed unknown (never ids).
+type Decisions struct {
+	Client interface {
+		Signaler
+		Getter
+	}
+	Wait time.Duration
+	Log  *slog.Logger
+}
+
+// Deliver sends ApprovalSignal with {decision, byKeyID, decisionID} (ids only) to proposal
+// proposalID's DistillWorkflow and waits up to d.Wait for the workflow to end. It reports
+// false, nil when the workflow no longer exists (*serviceerror.NotFound: it ended, or its
+// history is gone); an error when the signal could not be sent. The answer comes from the
+// stored proposal afterwards: the workflow's own result, or its failure to end in time,
+// only tells when to look.
+func (d Decisions) Deliver(ctx context.Context, proposalID, decision, byKeyID, decisionID string) (bool, error) {
+	err := SendApproval(ctx, d.Client, proposalID, Approval{Decision: decision, ByKeyID: byKeyID, EditsID: decisionID})
+	var missing *serviceerror.NotFound
+	if errors.As(err, &missing) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	wait := d.Wait
+	if wait <= 0 {
+		wait = DefaultDecisionWait
+	}
+	if _, _, err := AwaitOutcome(ctx, d.Client, proposalID, wait); err != nil && d.Log != nil {
+		d.Log.WarnContext(ctx, "distillation outcome unknown")
+	}
+	return true, nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/keyed"
 	"github.com/agentmemory/agentmemory/internal/keystore"
 	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/proposals"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/internal/state"
 	"github.com/agentmemory/agentmemory/internal/subjects"
@@ -81,11 +82,15 @@ func NewWithPool(t testing.TB, engine string, pool db.Options, opts ...func(*api
 	deps.EventSigner = events.Signer{Hasher: &hasher}
 	deps.Turns = ts
 	deps.Notes = &notes.Service{DB: d, Docs: docs, Subjects: subj, Hasher: hasher, Now: func() time.Time { return deps.Now() }}
-	// Distillation and agent-note erasure go through the same notes service (AM-9, AM-12).
-	deps.Proposals = deps.Notes
+	// The proposal lifecycle beside notes (AM-8, AM-9): agents' writes under human_only,
+	// distillation, decisions and agent-note erasure (AM-12).
+	deps.Proposals = &proposals.Service{DB: d, Notes: deps.Notes}
+	deps.Notes.Proposals = deps.Proposals
 	// As the application does: the reconciler fails a drafting proposal whose workflow ended.
-	comp.Proposals = func(ctx context.Context, id, reason string) error { return deps.Notes.MarkFailed(ctx, id, reason, nil) }
-	comp.Notes = deps.Notes
+	comp.Proposals = func(ctx context.Context, id, reason string) error {
+		return deps.Proposals.MarkFailed(ctx, id, reason, nil)
+	}
+	comp.Notes = deps.Proposals
 	for _, o := range opts {
 		o(&deps)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/logs"
 	"github.com/agentmemory/agentmemory/internal/metrics"
 	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/proposals"
 	"github.com/agentmemory/agentmemory/internal/signing"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/internal/state"
@@ -53,6 +54,7 @@ type app struct {
 	// eventMetrics counts the relay's deliveries (registered in metrics).
 	eventMetrics *events.Metrics
 	notes        *notes.Service
+	proposals    *proposals.Service
 	metrics      *metrics.Metrics
 	ready        []api.ReadyCheck // GET /readyz's checks besides the database; set by serveHTTP
 	// signer signs certificates and receipt heads (PR-3); nil: those routes answer 503.
@@ -157,9 +159,15 @@ func openApp(ctx context.Context, cfg config.Config, log *slog.Logger, generateS
 	a.eventMetrics = events.NewMetrics()
 	a.metrics.Registry().MustRegister(a.eventMetrics)
 	a.notes = &notes.Service{DB: d, Docs: a.docs, Subjects: a.subjects, Hasher: hasher, Now: time.Now}
-	a.compliance.Notes = a.notes // AM-12: agent-note erasure
+	// The proposal lifecycle beside notes (AM-8, AM-9); it also erases an agent's notes and
+	// proposals (AM-12).
+	a.proposals = &proposals.Service{DB: d, Notes: a.notes}
+	a.notes.Proposals = a.proposals
+	a.compliance.Notes = a.proposals // AM-12: agent-note erasure
 	// The reconciler fails a drafting proposal whose distillation workflow ended (issue 12 fix).
-	a.compliance.Proposals = func(ctx context.Context, id, reason string) error { return a.notes.MarkFailed(ctx, id, reason, nil) }
+	a.compliance.Proposals = func(ctx context.Context, id, reason string) error {
+		return a.proposals.MarkFailed(ctx, id, reason, nil)
+	}
 	if cfg.OllamaHost != "" && cfg.DetectorModel != "" {
 		// The gate's model layer (AM-6): the detector model at OLLAMA_HOST, bounded by
 		// notes.DefaultDetectorTimeout per call.
@@ -229,7 +237,7 @@ func (a *app) apiServer(wf api.Workflows) *api.Server {
 	}
 	return api.NewServer(api.Deps{
 		DB: a.db, Logger: a.log, State: a.state, Subjects: a.subjects, Docs: a.docs, Turns: a.turns, Notes: a.notes,
-		Workflows: wf, TaskQueue: a.cfg.TaskQueue, Compliance: a.compliance, Proposals: a.notes,
+		Workflows: wf, TaskQueue: a.cfg.TaskQueue, Compliance: a.compliance, Proposals: a.proposals,
 		MaxBodyBytes: a.cfg.MaxBodyBytes, Now: time.Now,
 		EventSigner: events.Signer{Hasher: &a.hasher},
 		Metrics:     a.metrics, MetricsOnOwnPort: a.cfg.MetricsAddr != "", Ready: a.ready,

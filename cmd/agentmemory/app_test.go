@@ -17,7 +17,8 @@ import (
 )
 
 // openApp wires the gate's model layer only when OLLAMA_HOST and AGENTMEMORY_DETECTOR_MODEL
-// are both set, and always wires agent-note erasure and distillation to the notes service.
+// are both set, and always wires agent-note erasure, distillation and human_only writes to
+// the proposals service beside notes.
 func TestOpenAppWiresNotes(t *testing.T) {
 	model := llmtest.New(t, llmtest.Answer{Content: `{"kinds": ["name"]}`})
 	open := func(vars map[string]string) *app {
@@ -32,8 +33,10 @@ func TestOpenAppWiresNotes(t *testing.T) {
 
 	a := open(map[string]string{"OLLAMA_HOST": model.URL})
 	require.Nil(t, a.notes.Detector, "no detector model named: local layer only")
-	require.Same(t, a.notes, a.compliance.Notes)
-	require.Same(t, a.notes, a.apiServer(nil).Proposals)
+	require.Same(t, a.proposals, a.compliance.Notes, "agent-note erasure erases notes and proposals")
+	require.Same(t, a.proposals, a.apiServer(nil).Proposals)
+	require.Same(t, a.notes, a.proposals.Notes)
+	require.Same(t, a.proposals, a.notes.Proposals, "human_only writes become proposals")
 
 	a = open(map[string]string{"OLLAMA_HOST": model.URL, "AGENTMEMORY_DETECTOR_MODEL": "detector"})
 	require.NotNil(t, a.notes.Detector)

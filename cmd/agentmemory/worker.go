@@ -35,8 +35,7 @@ func (a *app) startWorker(c client.Client) (sdkworker.Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	store := activities.NotesStore{Notes: a.notes}
-	acts := &activities.Activities{Turns: a.turns, Model: model, Proposals: store, Gate: store, Now: time.Now}
+	acts := &activities.Activities{Turns: a.turns, Model: model, Proposals: a.proposals, Now: time.Now}
 	starter := worker.Starter{Client: c, TaskQueue: a.cfg.TaskQueue}
 	w := worker.New(c, a.cfg.TaskQueue, sdkworker.Options{WorkerStopTimeout: a.cfg.ShutdownTimeout}, acts,
 		&activities.ComplianceActivities{Compliance: a.compliance, Workflows: starter})

@@ -152,7 +152,8 @@ type NoteCounts struct {
 
 // NoteEraser erases every note (all versions) and proposal of one source (agent) of a space,
 // with their search-index rows, inside idb (the erasure's transaction, which also holds its
-// receipt); a second call finds nothing. The notes package implements it.
+// receipt); a second call finds nothing. internal/proposals implements it (the notes through
+// internal/notes, then the proposals and their decisions).
 type NoteEraser interface {
 	EraseSource(ctx context.Context, idb bun.IDB, spaceID, sourceID string) (NoteCounts, error)
 }

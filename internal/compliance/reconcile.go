@@ -75,8 +75,8 @@ func ReasonWorkflowClosed(closed string) string { return "workflow_" + closed }
 
 // ProposalFailer ends a drafting distilled proposal failed with a reason code and its
 // "proposal.fail" receipt; a proposal already failed is left as it is, one no longer
-// drafting is an error. internal/notes implements it (MarkFailed); this package cannot import
-// notes, so the application wires it into Service.Proposals.
+// drafting is an error. internal/proposals implements it (MarkFailed); this package cannot
+// import proposals, so the application wires it into Service.Proposals.
 type ProposalFailer func(ctx context.Context, id, reason string) error
 
 // ReconcileResult counts what a Reconcile call did: the unfinished rows it checked, the
@@ -119,8 +119,8 @@ func (s *Service) Reconcile(ctx context.Context, starter WorkflowStarter, spaceI
 		return ReconcileResult{}, fmt.Errorf("compliance: reconcile exports: %w", err)
 	}
 	// Distilled proposals still drafting: the request committed the proposal and died before
-	// starting its DistillWorkflow ("drafting" and "distilled" are internal/notes'
-	// ProposalDrafting and OriginDistilled; that package imports this one).
+	// starting its DistillWorkflow ("drafting" and "distilled" are internal/proposals'
+	// StatusDrafting and internal/notes' OriginDistilled; both import this package).
 	var drafting []models.NoteProposal
 	q = s.DB.NewSelect().Model(&drafting).Column("id", "space_id").
 		Where("status = ? AND origin = ? AND created_at <= ?", "drafting", "distilled", before).Order("created_at ASC").Limit(reconcileBatch)

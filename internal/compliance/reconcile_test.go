@@ -18,7 +18,7 @@ import (
 	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
-	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/proposals"
 	"github.com/agentmemory/agentmemory/internal/turns"
 	"github.com/agentmemory/agentmemory/models"
 	"github.com/agentmemory/agentmemory/worker"
@@ -181,9 +181,8 @@ func TestReconcileStartsOrphanedDistillations(t *testing.T) {
 			tq := "reconcile-distill-" + auth.NewID("tq")
 			e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = temporalClient; d.TaskQueue = tq })
 			starter := worker.Starter{Client: temporalClient, TaskQueue: tq}
-			store := activities.NotesStore{Notes: e.Deps.Notes}
 			w := worker.New(temporalClient, tq, sdkworker.Options{},
-				&activities.Activities{Turns: e.Deps.Turns, Proposals: store, Gate: store},
+				&activities.Activities{Turns: e.Deps.Turns, Proposals: e.Deps.Proposals},
 				&activities.ComplianceActivities{Compliance: e.Deps.Compliance, Workflows: starter})
 			require.NoError(t, w.Start())
 			t.Cleanup(w.Stop)
@@ -193,7 +192,7 @@ func TestReconcileStartsOrphanedDistillations(t *testing.T) {
 			admin, err := auth.Authenticate(ctx, e.DB, e.AdminKey)
 			require.NoError(t, err)
 			// As POST /v1/agent-memory/distill does, without starting the workflow.
-			id, err := e.Deps.Notes.CreateDistillProposal(ctx, admin, turns.Scope{ConversationID: "conv-orphan"}, "support-bot")
+			id, err := e.Deps.Proposals.CreateDistillProposal(ctx, admin, turns.Scope{ConversationID: "conv-orphan"}, "support-bot")
 			require.NoError(t, err)
 			comp := e.Deps.Compliance
 
@@ -205,9 +204,9 @@ func TestReconcileStartsOrphanedDistillations(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, compliance.ReconcileResult{Checked: 1, Started: 1}, res)
 			waitWorkflow(t, workflows.DistillID(id))
-			p, err := e.Deps.Notes.GetProposal(ctx, admin, id)
+			p, err := e.Deps.Proposals.Get(ctx, admin, id)
 			require.NoError(t, err)
-			require.Equal(t, notes.ProposalFailed, p.Status)
+			require.Equal(t, proposals.StatusFailed, p.Status)
 			require.Equal(t, "no_turns", *p.Reason)
 
 			// Failed proposals are not looked at again; one that still reads drafting although
@@ -216,16 +215,16 @@ func TestReconcileStartsOrphanedDistillations(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, compliance.ReconcileResult{}, res)
 			run := runID(t, workflows.DistillID(id))
-			_, err = e.DB.NewUpdate().Model((*models.NoteProposal)(nil)).Set("status = ?", notes.ProposalDrafting).
+			_, err = e.DB.NewUpdate().Model((*models.NoteProposal)(nil)).Set("status = ?", proposals.StatusDrafting).
 				Where("id = ?", id).Exec(ctx)
 			require.NoError(t, err)
 			res, err = comp.Reconcile(ctx, starter, e.SpaceID, 0)
 			require.NoError(t, err)
 			require.Equal(t, compliance.ReconcileResult{Checked: 1, Started: 0, Failed: 1}, res)
 			require.Equal(t, run, runID(t, workflows.DistillID(id)), "the finished workflow was not re-run")
-			p, err = e.Deps.Notes.GetProposal(ctx, admin, id)
+			p, err = e.Deps.Proposals.Get(ctx, admin, id)
 			require.NoError(t, err)
-			require.Equal(t, notes.ProposalFailed, p.Status, "a drafting proposal whose workflow ended is failed")
+			require.Equal(t, proposals.StatusFailed, p.Status, "a drafting proposal whose workflow ended is failed")
 			require.Equal(t, "workflow_completed", *p.Reason)
 		})
 	}

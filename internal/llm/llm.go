@@ -21,6 +21,7 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/strictjson"
 )
 
@@ -79,17 +80,10 @@ type Turn struct {
 	Text string
 }
 
-// Proposal is the note the model proposes, in the fixed schema of AM-1.
-type Proposal struct {
-	// Kind is procedure, tool_note, process_note or pitfall.
-	Kind string `json:"kind"`
-	// Title has 1 to 120 characters.
-	Title string `json:"title"`
-	// Body has 1 to 2,000 characters.
-	Body string `json:"body"`
-	// Tags holds at most 8 lower-case tags.
-	Tags []string `json:"tags"`
-}
+// Proposal is the note the model proposes, in the fixed schema of AM-1 (kind, title, body,
+// tags): the one shape of a proposed note, notes.ProposedNote (visibility and valid_until
+// stay empty; a distilled note is visible to its source only).
+type Proposal = notes.ProposedNote
 
 // Kinds lists the note kinds of AM-1.
 var Kinds = []string{"procedure", "tool_note", "process_note", "pitfall"}
@@ -158,15 +152,16 @@ func (c *Client) Distill(ctx context.Context, turns []Turn) (Proposal, bool, err
 	if ans.Tags != nil {
 		p.Tags = append(p.Tags, (*ans.Tags)...)
 	}
-	if err := p.Validate(); err != nil {
+	if err := ValidateProposal(p); err != nil {
 		return Proposal{}, false, fmt.Errorf("%w: %w", ErrBadAnswer, err)
 	}
 	return p, true, nil
 }
 
-// Validate checks p against AM-1's limits: a known kind, a title of 1-120 characters, a body
-// of 1-2,000 characters, at most 8 lower-case tags.
-func (p Proposal) Validate() error {
+// ValidateProposal checks the model's answer p against AM-1's limits as the answer's schema
+// states them: a known kind, a title of 1-120 characters, a body of 1-2,000 characters, at
+// most 8 lower-case tags. An error means an unusable answer.
+func ValidateProposal(p Proposal) error {
 	known := false
 	for _, k := range Kinds {
 		known = known || p.Kind == k

@@ -1,11 +1,14 @@
 // Package notes is agent memory (AM-1..AM-14): notes an agent learned about its own trade,
-// never about a customer. Every door (REST today; MCP, proposal approval and distillation
-// later) writes through the one Service, which validates, runs the personal-data gate,
-// applies the limits and idempotency, and commits each change whole with its admin receipt
-// and its outbox event. Reads (list, block, search) apply the visibility rules of AM-2 and
-// leave agent_memory receipts naming the notes delivered.
+// never about a customer. Every door (REST, MCP; a proposal's approval through
+// InsertApproved, inside the approval's transaction) writes through the one Service, which
+// validates, runs the personal-data gate, applies the limits and idempotency, and commits
+// each change whole with its admin receipt and its outbox event. Reads (list, block, search)
+// apply the visibility rules of AM-2 and leave agent_memory receipts naming the notes
+// delivered.
 //
-// The package never imports gin or Temporal; errors are *fault.Error.
+// The proposal lifecycle (AM-8, AM-9) is internal/proposals, which imports this package;
+// this one reaches it only through the Proposer interface it owns. The package never imports
+// gin, Temporal or internal/proposals; errors are *fault.Error.
 package notes
 
 import (
@@ -91,6 +94,9 @@ type Service struct {
 	Detector        Detector
 	DetectorTimeout time.Duration
 	Now             func() time.Time
+	// Proposals stores agents' writes under writes: human_only as proposals (AM-8):
+	// internal/proposals.Service. Without it such a write fails (an internal error).
+	Proposals Proposer
 }
 
 func (s *Service) now() time.Time {

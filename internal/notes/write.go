@@ -332,7 +332,7 @@ func lookupRequest(ctx context.Context, idb bun.IDB, w write) (WriteResult, bool
 		return WriteResult{}, false, fmt.Errorf("notes: idempotency: %w", err)
 	}
 	if r.BodyHash != w.bodyHash {
-		return WriteResult{}, true, fault.New(fault.Conflict, CodeIdempotencyReuse, "this Idempotency-Key was used for a different request")
+		return WriteResult{}, true, reused()
 	}
 	var res WriteResult
 	if err := json.Unmarshal([]byte(r.Response), &res); err != nil {
@@ -397,14 +397,7 @@ func (s *Service) commit(ctx context.Context, w write) (WriteResult, error) {
 			}
 		}
 		if w.proposal() {
-			pr := proposalRow(w, id)
-			if _, err := tx.NewInsert().Model(&pr).Exec(ctx); err != nil {
-				return fmt.Errorf("notes: insert proposal: %w", err)
-			}
-			if _, err := events.Enqueue(ctx, tx, events.Event{
-				Type: events.TypeNoteCreated, SpaceID: w.a.p.SpaceID, ProposalID: id, Kind: w.c.Kind,
-				Origin: pr.Origin, SourceID: w.a.sourceID,
-			}, w.now); err != nil {
+			if err := s.propose(ctx, tx, w, id); err != nil {
 				return err
 			}
 			res.ProposalID = id
@@ -442,10 +435,31 @@ func (s *Service) commit(ctx context.Context, w write) (WriteResult, error) {
 	return res, nil
 }
 
+func reused() error {
+	return fault.New(fault.Conflict, CodeIdempotencyReuse, "this Idempotency-Key was used for a different request")
+}
+
+// propose hands agent write w to the Proposer as proposal id (AM-8), inside the write's
+// transaction tx.
+func (s *Service) propose(ctx context.Context, tx bun.IDB, w write, id string) error {
+	if s.Proposals == nil {
+		return errors.New("notes: no proposal store wired (Service.Proposals)")
+	}
+	p := AgentProposal{
+		ID: id, SpaceID: w.a.p.SpaceID, SourceID: w.a.sourceID, Vendor: w.a.vendor, Origin: w.a.origin(),
+		Note: proposedOf(w.c), Evidence: w.c.Evidence, ActorKeyID: w.a.p.KeyID, ActorKind: w.a.kind(),
+		AgentVersion: w.agentVersion, Now: w.now,
+	}
+	if w.prev != nil {
+		p.SupersedesNoteID = w.prev.ID
+	}
+	return s.Proposals.InsertAgentProposal(ctx, tx, p)
+}
+
 // insertNote checks the cap, retires the superseded version (compare-and-swap on its status),
 // inserts the note, its tags and its search row, and enqueues note_created. Call inside a
 // transaction that already appended the receipt.
-func insertNote(ctx context.Context, tx bun.Tx, w write, id, origin, proposalID string) (Note, error) {
+func insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID string) (Note, error) {
 	if w.prev != nil {
 		if err := retireRow(ctx, tx, w.a.p.SpaceID, w.prev.ID, w.now); err != nil {
 			return Note{}, err
@@ -551,19 +565,6 @@ func rateLimited(times []time.Time, now time.Time, format string) error {
 	e := fault.New(fault.TooMany, CodeRateLimited, format, RateLimit, secs).With("retry_after", secs)
 	e.RetryAfter = time.Duration(secs) * time.Second
 	return e
-}
-
-// checkDistillRate refuses a distillation when the source agent already has RateLimit
-// distilled proposals created in the hour before now (counted from stored proposals, so it
-// holds across replicas): fault.TooMany rate_limited with RetryAfter.
-func checkDistillRate(ctx context.Context, tx bun.IDB, spaceID, sourceID string, now time.Time) error {
-	var times []time.Time
-	if err := tx.NewSelect().Model((*models.NoteProposal)(nil)).Column("created_at").
-		Where("space_id = ? AND source_id = ? AND origin = ? AND created_at > ?", spaceID, sourceID, OriginDistilled, now.Add(-RateWindow)).
-		Scan(ctx, &times); err != nil {
-		return fmt.Errorf("notes: distill rate: %w", err)
-	}
-	return rateLimited(times, now, "an agent is distilled at most %d times per hour; retry after %d s")
 }
 
 // checkCap refuses a new note when the source already has max active, unexpired notes:

@@ -28,7 +28,7 @@ func TestFakeModelDraftsALabelledNoteAndRefusesToDetect(t *testing.T) {
 	require.Contains(t, p.Body, "fake model")
 	require.Contains(t, p.Body, "counted 2 turns")
 	require.Equal(t, []string{fakemodel.Tag}, p.Tags)
-	require.NoError(t, p.Validate())
+	require.NoError(t, llm.ValidateProposal(p))
 
 	_, err = c.DetectKinds(context.Background(), "call Ana Souza")
 	require.True(t, errors.Is(err, llm.ErrUnavailable), "err %v", err)

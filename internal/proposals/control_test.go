@@ -1,4 +1,4 @@
-package notes_test
+package proposals_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/proposals"
 )
 
 // Control characters (NUL above all) in a note's text are refused by the notes validation
@@ -29,23 +30,23 @@ func TestControlCharactersRefusedOnEveryWritePath(t *testing.T) {
 			{"Refunds", "Validate\u0085 the purchase.", "body"},
 			{"Ref\x00unds", "Validate the purchase.", "title"},
 		} {
-			_, err := svc.Create(ctx, agent, "", "", notes.Input{Kind: "procedure", Title: tc.title, Body: tc.body})
+			_, err := e.Deps.Notes.Create(ctx, agent, "", "", notes.Input{Kind: "procedure", Title: tc.title, Body: tc.body})
 			fe := fault.As(err)
 			require.NotNil(t, fe, "got %v, want fault.Invalid", err)
 			require.Equal(t, fault.Invalid, fe.Kind, "got %v", err)
 			require.Equal(t, tc.member, fe.Details["member"], "got %v", err)
 
-			err = svc.MarkPending(ctx, id, notes.DistilledNote{Kind: "procedure", Title: tc.title, Body: tc.body})
+			err = svc.MarkPending(ctx, id, notes.ProposedNote{Kind: "procedure", Title: tc.title, Body: tc.body})
 			fe = fault.As(err)
 			require.NotNil(t, fe, "got %v, want fault.Invalid", err)
 			require.Equal(t, fault.Invalid, fe.Kind, "got %v", err)
 			require.Equal(t, tc.member, fe.Details["member"], "got %v", err)
 		}
-		p, err := svc.GetProposal(ctx, admin, id)
+		p, err := svc.Get(ctx, admin, id)
 		require.NoError(t, err)
-		require.Equal(t, notes.ProposalDrafting, p.Status, "a refused note leaves the proposal drafting")
+		require.Equal(t, proposals.StatusDrafting, p.Status, "a refused note leaves the proposal drafting")
 
-		res, err := svc.Create(ctx, agent, "", "", notes.Input{Kind: "procedure", Title: "Refunds", Body: "Line one\r\n\tline two"})
+		res, err := e.Deps.Notes.Create(ctx, agent, "", "", notes.Input{Kind: "procedure", Title: "Refunds", Body: "Line one\r\n\tline two"})
 		require.NoError(t, err)
 		require.Equal(t, "Line one\r\n\tline two", res.Note.Body)
 	})
