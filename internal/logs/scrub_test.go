@@ -22,8 +22,10 @@ func (pgError) SQLState() string { return "23505" }
 // liteError stands in for modernc's *sqlite.Error.
 type liteError struct{}
 
-func (liteError) Error() string { return "constraint failed: UNIQUE constraint failed: t.ana@example.com (2067)" }
-func (liteError) Code() int     { return 2067 }
+func (liteError) Error() string {
+	return "constraint failed: UNIQUE constraint failed: t.ana@example.com (2067)"
+}
+func (liteError) Code() int { return 2067 }
 
 func TestScrub(t *testing.T) {
 	tests := []struct {

@@ -114,4 +114,3 @@ func TestReadNeverWritten(t *testing.T) {
 		require.Nil(t, got.UpdatedAt)
 	})
 }
-
