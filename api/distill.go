@@ -94,9 +94,7 @@ func (s *Server) distill(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	err = workflows.StartDistill(s.ctx(c), s.Workflows, s.TaskQueue, workflows.DistillInput{
-		ProposalID: id, ApprovalDeadline: s.ApprovalDeadline,
-	})
+	err = workflows.StartDistill(s.ctx(c), s.Workflows, s.TaskQueue, workflows.DistillStart(id, s.ApprovalDeadline))
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
 	case err == nil:

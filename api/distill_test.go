@@ -72,7 +72,7 @@ func TestDistillStartsTheWorkflow(t *testing.T) {
 	require.Equal(t, workflows.DistillID("prop_fake"), wf.starts[0].ID)
 	require.Equal(t, "q1", wf.starts[0].TaskQueue)
 	require.True(t, wf.starts[0].WorkflowExecutionErrorWhenAlreadyStarted)
-	require.Equal(t, workflows.DistillInput{ProposalID: "prop_fake"}, wf.inputs[0], "the workflow input carries ids only")
+	require.Equal(t, workflows.DistillStart("prop_fake", workflows.DefaultApprovalDeadline), wf.inputs[0], "the workflow input carries ids only (and the configured deadline)")
 
 	wf.err = serviceerror.NewWorkflowExecutionAlreadyStarted("started", "", "")
 	r = e.Do("POST", "/v1/agent-memory/distill", e.AdminKey, map[string]any{"task_id": "t-7"})

@@ -101,6 +101,14 @@ type (
 	}
 )
 
+// DistillStart is the input every starter of DistillWorkflow gives a proposal, the API's
+// POST /v1/agent-memory/distill and the worker's reconciler alike: the proposal's id and the
+// configured approval deadline (AGENTMEMORY_APPROVAL_DEADLINE; 0 is
+// DefaultApprovalDeadline).
+func DistillStart(proposalID string, approvalDeadline time.Duration) DistillInput {
+	return DistillInput{ProposalID: proposalID, ApprovalDeadline: approvalDeadline}
+}
+
 // StartDistill starts DistillWorkflow for in.ProposalID on taskQueue. Starting a proposal
 // whose workflow exists (running or closed) fails with
 // *serviceerror.WorkflowExecutionAlreadyStarted.

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/app"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/config"
 	"github.com/agentmemory/agentmemory/internal/db"
@@ -27,52 +27,6 @@ import (
 // cliHTTP is the client of the verification commands: bounded, so a silent server cannot
 // hang a check.
 var cliHTTP = &http.Client{Timeout: 60 * time.Second}
-
-// signingKeyFile is the signing key dev keeps in the data dir when AGENTMEMORY_SIGNING_KEY is
-// unset (base64 seed, mode 0600).
-const signingKeyFile = "signing-key"
-
-// openSigner returns the signer of AGENTMEMORY_SIGNING_KEY or, for dev (generate), of the
-// signing-key file in the data dir, created on first use. serve and worker read only the
-// variable, never a file dev left behind: without it they return nil, and the signed routes
-// answer 503 signing_unavailable while certificates are issued unsigned (PR-3).
-func openSigner(cfg config.Config, generate bool) (*signing.Signer, error) {
-	key := cfg.SigningKey
-	if key == "" && !generate {
-		return nil, nil
-	}
-	if key == "" {
-		path := filepath.Join(cfg.DataDir, signingKeyFile)
-		b, err := os.ReadFile(path)
-		switch {
-		case err == nil:
-			key = strings.TrimSpace(string(b))
-		case !errors.Is(err, os.ErrNotExist):
-			return nil, fmt.Errorf("read %s: %w", path, err)
-		default:
-			seed, _, err := signing.GenerateKey()
-			if err != nil {
-				return nil, err
-			}
-			if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-				return nil, err
-			}
-			if err := os.WriteFile(path, []byte(seed+"\n"), 0o600); err != nil {
-				return nil, fmt.Errorf("write %s: %w", path, err)
-			}
-			key = seed
-		}
-	}
-	priv, err := signing.ParsePrivateKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("signing key: %w", err)
-	}
-	previous, err := signing.ParsePrevious(cfg.SigningKeysPrevious)
-	if err != nil {
-		return nil, err
-	}
-	return signing.NewSigner(priv, time.Time{}, previous...)
-}
 
 // signingKeyCmd: `agentmemory signing-key generate|public`: make a new signing key, or print
 // the public key of AGENTMEMORY_SIGNING_KEY (what to add to _PREVIOUS on rotation).
@@ -316,7 +270,7 @@ func verifyInDatabase(ctx context.Context, load func() (config.Config, error), d
 	if dataDirSet {
 		cfg.DataDir = dataDir
 	}
-	d, err := db.Open(ctx, databaseURL(cfg), db.PoolOptions(cfg))
+	d, err := db.Open(ctx, app.DatabaseURL(cfg), db.PoolOptions(cfg))
 	if err != nil {
 		return receipts.Verification{}, err
 	}
