@@ -217,4 +217,3 @@ func rewriteChain(t *testing.T, e *apitest.Env, seq int64) {
 	_, err = e.DB.NewRaw("UPDATE receipt_heads SET hash = ? WHERE space_id = ?", prev, e.SpaceID).Exec(ctx)
 	require.NoError(t, err)
 }
-
