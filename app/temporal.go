@@ -213,3 +213,11 @@ type (
 func (f counterFunc) Inc(d int64)          { f(d) }
 func (f gaugeFunc) Update(v float64)       { f(v) }
 func (f timerFunc) Record(d time.Duration) { f(d) }
+
+// ShareClient returns a Temporal client on existing's connection with a's ClientOptions (the
+// SDK's logs into a's logger, its metrics on a's registry), so that test rigs sharing one dev
+// server's connection still log and count like the binary. Close it when done: the
+// connection stays open while other clients use it.
+func (a *App) ShareClient(existing client.Client) (client.Client, error) {
+	return client.NewClientFromExisting(existing, a.ClientOptions(""))
+}

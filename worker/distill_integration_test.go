@@ -26,10 +26,10 @@ import (
 	"github.com/agentmemory/agentmemory/activities"
 	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/app"
 	"github.com/agentmemory/agentmemory/internal/llm"
 	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
 	"github.com/agentmemory/agentmemory/internal/turns/turnstest"
-	"github.com/agentmemory/agentmemory/worker"
 	"github.com/agentmemory/agentmemory/workflows"
 )
 
@@ -93,6 +93,18 @@ func (quietLogger) Info(string, ...any)  {}
 func (quietLogger) Warn(string, ...any)  {}
 func (quietLogger) Error(string, ...any) {}
 
+// newWorker is e's worker (app.NewWorker) with o, on a client sharing the dev server's
+// connection with e's logger and metrics; it is not started.
+func newWorker(t *testing.T, e *apitest.Env, o app.WorkerOptions) sdkworker.Worker {
+	t.Helper()
+	tc, err := e.App.ShareClient(temporalClient)
+	require.NoError(t, err)
+	t.Cleanup(tc.Close)
+	w, err := e.App.NewWorker(tc, o)
+	require.NoError(t, err)
+	return w
+}
+
 // rig is the API over one database, a worker on its own task queue, a fake model server and
 // the in-memory proposal store.
 type rig struct {
@@ -113,9 +125,7 @@ func newRig(t *testing.T, engine string, answers ...llmtest.Answer) *rig {
 	})
 	model, err := llm.New(llm.Config{Host: r.model.URL, Model: "distiller"})
 	require.NoError(t, err)
-	w := worker.New(temporalClient, r.taskQueue, sdkworker.Options{}, &activities.Activities{
-		Turns: r.Deps.Turns, Model: model, Proposals: r.proposals, Gate: r.proposals, Now: time.Now,
-	}, &activities.ComplianceActivities{Compliance: r.Deps.Compliance})
+	w := newWorker(t, r.Env, app.WorkerOptions{TaskQueue: r.taskQueue, Model: model, Proposals: r.proposals, Gate: r.proposals, NoReconcile: true})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	return r
