@@ -33,11 +33,12 @@ func newRootCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Com
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	load := func() (config.Config, error) { return config.Load(getenv) }
+	cl := config.LoadClient(getenv)
 	root.AddCommand(devCmd(load, stdout, stderr), serveCmd(load, stderr), workerCmd(load, stderr),
-		migrateCmd(load, stdout), spaceCmd(load, stdout), replayCmd(getenv, stdout),
-		notesCmd(getenv, stdout), healthcheckCmd(), keysCmd(load, stdout),
+		migrateCmd(load, stdout), spaceCmd(load, stdout), replayCmd(cl, stdout),
+		notesCmd(cl, stdout), healthcheckCmd(), keysCmd(load, stdout),
 		// Signed proofs (PR-3): cmd/agentmemory/signing.go.
-		verifyCertificateCmd(getenv, stdout), receiptsCmd(load, getenv, stdout), signingKeyCmd(getenv, stdout))
+		verifyCertificateCmd(cl, stdout), receiptsCmd(load, cl, stdout), signingKeyCmd(cl, stdout))
 	return root
 }
 

@@ -141,6 +141,50 @@ type Config struct {
 // AGENTMEMORY_LOG_FORMAT is set) without reading the environment itself.
 func (c Config) IsSet(name string) bool { return c.set[name] }
 
+// Client is the configuration of the commands that call a running service or check its
+// proofs (replay, notes import, receipts verify, verify-certificate, signing-key public),
+// apart from Config so that they need none of the server's settings. Each field names its
+// environment variable; docs/production.md's table lists them too.
+type Client struct {
+	// URL is the service's base URL (e.g. http://127.0.0.1:8080) when --url is not given;
+	// verify-certificate and receipts verify also take the public keys from it.
+	URL string `env:"AGENTMEMORY_URL"`
+	// Key is the API key the commands send as Bearer when --key is not given; never logged.
+	Key string `env:"AGENTMEMORY_KEY"`
+	// SigningKey is the Ed25519 signing key `signing-key public` prints the public key of
+	// (Config.SigningKey's variable, read here without the server's validation).
+	SigningKey string `env:"AGENTMEMORY_SIGNING_KEY"`
+}
+
+// LoadClient reads the commands' configuration through getenv (os.Getenv in main). Every
+// value is taken as given; the commands check them where they use them.
+func LoadClient(getenv func(string) string) Client {
+	var cl Client
+	environ := map[string]string{}
+	for _, v := range ClientVariables() {
+		if s := getenv(v.Name); s != "" {
+			environ[v.Name] = s
+		}
+	}
+	if err := env.ParseWithOptions(&cl, env.Options{Environment: environ}); err != nil {
+		panic(err) // string fields without options cannot fail to parse
+	}
+	return cl
+}
+
+// ClientVariables lists every environment variable LoadClient reads, in Client's field order.
+func ClientVariables() []Variable {
+	params, err := env.GetFieldParams(&Client{})
+	if err != nil {
+		panic(err) // Client's tags are static: a failure here is a programming error.
+	}
+	out := make([]Variable, 0, len(params))
+	for _, p := range params {
+		out = append(out, Variable{Name: p.Key, Default: p.DefaultValue})
+	}
+	return out
+}
+
 // Variable is one environment variable the service reads.
 type Variable struct {
 	// Name is the environment variable, e.g. "DATABASE_URL".

@@ -146,7 +146,7 @@ func TestDocumentedConfigurationTable(t *testing.T) {
 		name := strings.Trim(strings.TrimSpace(cells[1]), "`")
 		rows[name] = strings.Trim(strings.TrimSpace(cells[2]), "`")
 	}
-	for _, v := range config.Variables() {
+	for _, v := range append(config.Variables(), config.ClientVariables()...) {
 		def, ok := rows[v.Name]
 		require.True(t, ok, "docs/production.md has no row for %s", v.Name)
 		want := v.Default
@@ -204,4 +204,15 @@ func TestIsSet(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, cfg.IsSet("AGENTMEMORY_LOG_FORMAT"))
 	require.False(t, cfg.IsSet("AGENTMEMORY_LOG_LEVEL"), "a default is not set")
+}
+
+// TestLoadClient reads the commands' variables, and ClientVariables names exactly those.
+func TestLoadClient(t *testing.T) {
+	cl := config.LoadClient(lookup(map[string]string{"AGENTMEMORY_URL": "http://x:1", "AGENTMEMORY_KEY": "am_k", "AGENTMEMORY_SIGNING_KEY": "s"}))
+	require.Equal(t, config.Client{URL: "http://x:1", Key: "am_k", SigningKey: "s"}, cl)
+	var names []string
+	for _, v := range config.ClientVariables() {
+		names = append(names, v.Name)
+	}
+	require.Equal(t, []string{"AGENTMEMORY_URL", "AGENTMEMORY_KEY", "AGENTMEMORY_SIGNING_KEY"}, names)
 }
