@@ -107,12 +107,11 @@ type App struct {
 // cfg. Errors: the secret missing (unless o.GenerateSecret), a database that does not open
 // or migrate, a signing key that does not parse, a key store that does not open or shares
 // the main database. Call Close when done.
-func Build(ctx context.Context, cfg config.Config, o Overrides) (a *App, err error) {
-	a = &App{Config: cfg, Log: o.Logger, Now: o.Now, Metrics: o.Metrics}
+func Build(ctx context.Context, cfg config.Config, o Overrides) (_ *App, err error) {
+	a := &App{Config: cfg, Log: o.Logger, Now: o.Now, Metrics: o.Metrics}
 	defer func() {
 		if err != nil {
-			a.Close()
-			a = nil
+			a.Close() // what Build opened before the error
 		}
 	}()
 	if a.Log == nil {
