@@ -1,6 +1,3 @@
-// Package activities holds the Temporal activities: thin, idempotent steps over the domain
-// packages. Inputs and outputs are ids and counts only, so no personal data enters a
-// workflow history (which erasure cannot reach).
 package activities
 
 import (

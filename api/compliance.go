@@ -53,10 +53,19 @@ func (s *Server) tryStart(ctx context.Context, name, id string, workflow any, ar
 	}
 	if err != nil {
 		s.Metrics.WorkflowFailed(name)
+		s.logStartFailed(ctx, name, id, err)
 		return err
 	}
 	s.Metrics.WorkflowStarted(name)
 	return nil
+}
+
+// logStartFailed logs a workflow start the engine did not accept, at warn: the workflow's
+// name, its id (derived from an opaque row id: no scope id, key or personal data) and the
+// Temporal client's error, which names the gRPC failure (unavailable, deadline, namespace)
+// and never carries the workflow's arguments.
+func (s *Server) logStartFailed(ctx context.Context, name, id string, err error) {
+	s.log.WarnContext(ctx, "workflow start failed", "workflow", name, "workflow_id", id, "cause", err.Error())
 }
 
 // definiteRefusal reports whether a start error means the workflow was certainly not

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/logs"
 	"github.com/agentmemory/agentmemory/internal/turns"
 	"github.com/agentmemory/agentmemory/workflows"
 )
@@ -76,9 +77,7 @@ func (s *Server) distill(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	err = workflows.StartDistill(s.ctx(c), s.Workflows, s.TaskQueue, workflows.DistillInput{
-		ProposalID: id, ApprovalDeadline: s.ApprovalDeadline,
-	})
+	err = workflows.StartDistill(s.ctx(c), s.Workflows, s.TaskQueue, workflows.DistillStart(id, s.ApprovalDeadline))
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
 	case err == nil:
@@ -87,11 +86,15 @@ func (s *Server) distill(c *gin.Context) {
 		// The first request (or the reconciler) started it: the retry's answer is the same.
 	default:
 		s.Metrics.WorkflowFailed("Distill")
+		if !errors.As(err, &started) {
+			s.logStartFailed(s.ctx(c), "Distill", workflows.DistillID(id), err)
+		}
 		if key == "" && !errors.As(err, &started) {
 			// No key to retry under: end the proposal so that nothing starts it later. If
 			// that fails too, the reconciler may still start it (logged, no ids).
 			if aerr := s.Proposals.AbandonDistillProposal(context.WithoutCancel(s.ctx(c)), id); aerr != nil {
-				s.log.Warn("could not abandon a distillation whose workflow did not start", "err", aerr)
+				code, cause := logs.Scrub(aerr)
+				s.log.WarnContext(s.ctx(c), "could not abandon a distillation whose workflow did not start", "code", code, "cause", cause)
 			}
 		}
 		s.writeError(c, workflowError(err))

@@ -73,7 +73,7 @@ func TestDistillStartsTheWorkflow(t *testing.T) {
 	require.Equal(t, workflows.DistillID(id), wf.starts[0].ID)
 	require.Equal(t, "q1", wf.starts[0].TaskQueue)
 	require.True(t, wf.starts[0].WorkflowExecutionErrorWhenAlreadyStarted)
-	require.Equal(t, workflows.DistillInput{ProposalID: id}, wf.inputs[0], "the workflow input carries ids only")
+	require.Equal(t, workflows.DistillStart(id, workflows.DefaultApprovalDeadline), wf.inputs[0], "the workflow input carries ids only (and the configured deadline)")
 
 	wf.err = serviceerror.NewWorkflowExecutionAlreadyStarted("started", "", "")
 	r = e.Do("POST", "/v1/agent-memory/distill", e.AdminKey, body)

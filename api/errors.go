@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net/http"
@@ -9,8 +10,14 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/logs"
 	"github.com/agentmemory/agentmemory/internal/notes"
 )
+
+// StatusClientClosedRequest is the status of a request whose caller went away before its
+// answer (nginx's 499): nothing is left to read it, but the access log and the metrics say
+// what happened instead of a 500.
+const StatusClientClosedRequest = 499
 
 // statusOf maps each fault kind to its HTTP status: the only place statuses are chosen.
 var statusOf = map[fault.Kind]int{
@@ -24,22 +31,29 @@ var statusOf = map[fault.Kind]int{
 	fault.Unprocessable: http.StatusUnprocessableEntity,
 	fault.TooMany:       http.StatusTooManyRequests,
 	fault.Unavailable:   http.StatusServiceUnavailable,
+	fault.Canceled:      StatusClientClosedRequest,
 }
 
 // errorBody is the JSON shape of every error: {"error": {"code", "message", ...details}}.
 type errorBody map[string]any
 
 // writeError answers err as JSON. A *fault.Error gets its mapped status, code and details; a
-// body over the cap gets 413; anything else is logged once and answered 500 "internal" with
-// no detail.
+// body over the cap gets 413; context.Canceled while the request's own context has ended
+// (the caller went away) gets 499 "request_canceled", not logged as an error; anything else
+// is logged once, as the database's error code and a scrubbed cause (logs.Scrub: never the
+// driver's message, which may quote a row), and answered 500 "internal" with no detail.
 func (s *Server) writeError(c *gin.Context, err error) {
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		err = fault.New(fault.TooLarge, "body_too_large", "the request body is over %d bytes", tooBig.Limit)
 	}
+	if fault.As(err) == nil && errors.Is(err, context.Canceled) && c.Request.Context().Err() != nil {
+		err = fault.New(fault.Canceled, "request_canceled", "the request was cancelled before it finished")
+	}
 	fe := fault.As(err)
 	if fe == nil {
-		s.log.ErrorContext(c.Request.Context(), "internal error", "route", c.FullPath(), "request_id", c.GetString(requestIDKey), "err", err.Error())
+		code, cause := logs.Scrub(err)
+		s.log.ErrorContext(c.Request.Context(), "internal error", "route", c.FullPath(), "request_id", c.GetString(requestIDKey), "code", code, "cause", cause)
 		c.AbortWithStatusJSON(http.StatusInternalServerError, errorBody{"error": gin.H{"code": "internal", "message": "internal error"}})
 		return
 	}

@@ -105,7 +105,7 @@ func (s *Server) readyz(c *gin.Context) {
 
 // GateLayers reports the layers of the personal-data gate of n (AM-6), as GET /readyz and
 // the startup log show them: {"local_layer": "on", "model_layer": "on"|"off"}. The model
-// layer is on when n has a Detector (AGENTMEMORY_DETECTOR_MODEL with OLLAMA_HOST); without
+// layer is on when n has a Detector (AGENTMEMORY_DETECTOR_MODEL, at OLLAMA_HOST); without
 // it, names of customers the space has never seen pass the gate.
 func GateLayers(n *notes.Service) map[string]string {
 	model := "off"

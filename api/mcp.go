@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/logs"
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/strictjson"
 )
@@ -289,7 +290,8 @@ func (s *Server) toolError(ctx context.Context, err error) *mcp.CallToolResult {
 			inner["retry_after_seconds"] = int(math.Ceil(fe.RetryAfter.Seconds()))
 		}
 	} else if !errors.Is(err, context.Canceled) {
-		s.log.ErrorContext(ctx, "internal error", "route", "/mcp", "err", err.Error())
+		code, cause := logs.Scrub(err)
+		s.log.ErrorContext(ctx, "internal error", "route", "/mcp", "code", code, "cause", cause)
 	}
 	data, _ := json.Marshal(map[string]any{"error": inner})
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(data)}}}

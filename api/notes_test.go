@@ -153,7 +153,7 @@ func TestNoteVisibility(t *testing.T) {
 			require.ElementsMatch(t, want[who], ids(found["notes"]), "%s: search", who)
 			for _, id := range []string{src, ven, spc} {
 				r := e.Do("GET", notesPath+"/"+id, key, nil)
-				if contains(want[who], id) {
+				if slices.Contains(want[who], id) {
 					require.Equal(t, 200, r.Status, "%s reads %s", who, id)
 				} else {
 					requireError(t, r, 404, "note_not_found")
@@ -165,15 +165,6 @@ func TestNoteVisibility(t *testing.T) {
 		block := e.MustDo(http.StatusOK, "GET", "/v1/agent-memory/block?source_id=rival-bot", integ, nil).JSON(t)
 		require.Equal(t, []string{spc}, strs(block["note_ids"]))
 	})
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // AM-3: off by default: writes and reads are refused, the block is empty with enabled false.

@@ -35,7 +35,7 @@ import (
 	"github.com/agentmemory/agentmemory/workflows"
 )
 
-// Deps are what the API needs; cmd/agentmemory wires them.
+// Deps are what the API needs; app.Build wires them (App.APIDeps).
 type Deps struct {
 	DB       *bun.DB
 	Logger   *slog.Logger
@@ -52,10 +52,11 @@ type Deps struct {
 	Proposals *proposals.Service
 	// TaskQueue is the Temporal task queue of the worker (default workflows.DefaultTaskQueue).
 	TaskQueue string
-	// ApprovalDeadline is how long a distilled proposal waits for approval (0: 14 days).
+	// ApprovalDeadline is how long a distilled proposal waits for approval
+	// (AGENTMEMORY_APPROVAL_DEADLINE; 0: workflows.DefaultApprovalDeadline, 14 days).
 	ApprovalDeadline time.Duration
 	// DecisionWait is how long approve/reject of a distilled proposal wait for its workflow
-	// before answering 202 (0: DefaultDecisionWait).
+	// before answering 202 (AGENTMEMORY_DECISION_WAIT; 0: DefaultDecisionWait).
 	DecisionWait time.Duration
 	MaxBodyBytes int64
 	Now          func() time.Time

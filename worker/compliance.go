@@ -1,4 +1,3 @@
-// Package worker registers the workflows and activities with a Temporal worker.
 package worker
 
 import (

@@ -27,12 +27,12 @@ import (
 	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/app"
 	"github.com/agentmemory/agentmemory/internal/llm"
 	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
 	"github.com/agentmemory/agentmemory/internal/proposals"
 	"github.com/agentmemory/agentmemory/internal/turns"
 	"github.com/agentmemory/agentmemory/internal/turns/turnstest"
-	"github.com/agentmemory/agentmemory/worker"
 	"github.com/agentmemory/agentmemory/workflows"
 )
 
@@ -96,6 +96,18 @@ func (quietLogger) Info(string, ...any)  {}
 func (quietLogger) Warn(string, ...any)  {}
 func (quietLogger) Error(string, ...any) {}
 
+// newWorker is e's worker (app.NewWorker) with o, on a client sharing the dev server's
+// connection with e's logger and metrics; it is not started.
+func newWorker(t *testing.T, e *apitest.Env, o app.WorkerOptions) sdkworker.Worker {
+	t.Helper()
+	tc, err := e.App.ShareClient(temporalClient)
+	require.NoError(t, err)
+	t.Cleanup(tc.Close)
+	w, err := e.App.NewWorker(tc, o)
+	require.NoError(t, err)
+	return w
+}
+
 // rig is the API over one database with the real proposal store (apitest's wiring), a
 // worker on its own task queue whose activities use the same store, and a fake model
 // server. Agent memory is on and support-bot is an agent of the space.
@@ -117,9 +129,7 @@ func newRig(t *testing.T, engine string, answers ...llmtest.Answer) *rig {
 	})
 	model, err := llm.New(llm.Config{Host: r.model.URL, Model: "distiller"})
 	require.NoError(t, err)
-	w := worker.New(temporalClient, r.taskQueue, sdkworker.Options{}, &activities.Activities{
-		Turns: r.Deps.Turns, Model: model, Proposals: r.Deps.Proposals, Now: time.Now,
-	}, &activities.ComplianceActivities{Compliance: r.Deps.Compliance})
+	w := newWorker(t, r.Env, app.WorkerOptions{TaskQueue: r.taskQueue, Model: model, NoReconcile: true})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	r.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true}})

@@ -3,7 +3,6 @@ package worker_test
 import (
 	"context"
 	"fmt"
-	sdkworker "go.temporal.io/sdk/worker"
 	"net/http"
 	"strings"
 	"sync"
@@ -15,10 +14,10 @@ import (
 	"github.com/agentmemory/agentmemory/activities"
 	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/app"
 	"github.com/agentmemory/agentmemory/internal/llm"
 	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
 	"github.com/agentmemory/agentmemory/internal/turns/turnstest"
-	"github.com/agentmemory/agentmemory/worker"
 	"github.com/agentmemory/agentmemory/workflows"
 )
 
@@ -46,8 +45,7 @@ func newNotesRig(t *testing.T, engine string, deps func(*api.Deps), answers ...l
 	model := llmtest.New(t, answers...)
 	mc, err := llm.New(llm.Config{Host: model.URL, Model: "distiller"})
 	require.NoError(t, err)
-	w := worker.New(temporalClient, tq, sdkworker.Options{}, &activities.Activities{Turns: e.Deps.Turns, Model: mc, Proposals: e.Deps.Proposals},
-		&activities.ComplianceActivities{Compliance: e.Deps.Compliance})
+	w := newWorker(t, e, app.WorkerOptions{TaskQueue: tq, Model: mc, NoReconcile: true})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true}})

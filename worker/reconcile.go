@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -14,7 +15,8 @@ import (
 )
 
 // Starter implements compliance.WorkflowStarter with Temporal: it starts the ErasureWorkflow,
-// ExportWorkflow or DistillWorkflow (default durations) of an orphaned row on TaskQueue, under
+// ExportWorkflow or DistillWorkflow (with the API's inputs: workflows.DistillStart and
+// ApprovalDeadline) of an orphaned row on TaskQueue, under
 // the row's deterministic workflow id (workflows.ErasureWorkflowID, workflows.ExportWorkflowID,
 // workflows.DistillID), only when
 // DescribeWorkflowExecution answers NotFound. The start refuses duplicate ids
@@ -24,6 +26,9 @@ import (
 type Starter struct {
 	Client    client.Client
 	TaskQueue string
+	// ApprovalDeadline is AGENTMEMORY_APPROVAL_DEADLINE, the one the API starts
+	// distillations with (0: workflows.DefaultApprovalDeadline).
+	ApprovalDeadline time.Duration
 }
 
 var _ compliance.WorkflowStarter = Starter{}
@@ -40,7 +45,7 @@ func (s Starter) StartMissing(ctx context.Context, o compliance.Orphan) (complia
 	case compliance.WorkflowExport:
 		id, wf, arg = workflows.ExportWorkflowID(o.ID), workflows.ExportWorkflow, workflows.ExportInput{SpaceID: o.SpaceID, ExportID: o.ID}
 	case compliance.WorkflowDistill:
-		id, wf, arg = workflows.DistillID(o.ID), workflows.DistillWorkflow, workflows.DistillInput{ProposalID: o.ID}
+		id, wf, arg = workflows.DistillID(o.ID), workflows.DistillWorkflow, workflows.DistillStart(o.ID, s.ApprovalDeadline)
 	default:
 		return compliance.StartResult{}, fmt.Errorf("worker: unknown workflow kind %q", o.Kind)
 	}

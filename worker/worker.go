@@ -1,5 +1,3 @@
-// Package worker builds the Temporal worker that runs every workflow and activity; nothing
-// else. `agentmemory worker` runs it alone, `agentmemory dev` in-process beside the API.
 package worker
 
 import (

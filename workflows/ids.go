@@ -16,9 +16,37 @@ import (
 // otherwise.
 const DefaultTaskQueue = "agentmemory"
 
-// DistillID is the workflow id of a proposal's distillation: derived from the proposal id,
-// so a repeated start of the same proposal never runs two workflows.
+// Workflow ids, derived from domain ids so that a repeated start of the same row never runs
+// two workflows, and so that the API (approvals, status) and the worker's reconciler find a
+// row's workflow from the row alone.
+//
+// Two formats coexist, "distill/" + id and "<kind>-" + id, and stay as they are (issue 13):
+// the ids are the only link between a row and its workflow. Rows created by earlier releases
+// have workflows running (or retained) under these exact ids; a new format would make the
+// reconciler find no workflow for such a row and start a second one, and an approval would
+// signal a workflow that does not exist. The recorded histories in testdata replay under
+// them too. New workflows use "<kind>-" + id.
+
+// DistillID is the workflow id of a proposal's distillation, "distill/" + proposalID.
 func DistillID(proposalID string) string { return "distill/" + proposalID }
+
+// ErasureWorkflowID is the workflow id of erasure erasureID, "erasure-" + erasureID.
+func ErasureWorkflowID(erasureID string) string { return "erasure-" + erasureID }
+
+// ExportWorkflowID is the workflow id of export exportID, "export-" + exportID.
+func ExportWorkflowID(exportID string) string { return "export-" + exportID }
+
+// NoteErasureWorkflowID is the workflow id of an agent-note erasure request requestID,
+// "note-erasure-" + requestID.
+func NoteErasureWorkflowID(requestID string) string { return "note-erasure-" + requestID }
+
+// SweepWorkflowID is the workflow id of a sweep started on request (requestID unique),
+// "retention-sweep-" + requestID.
+func SweepWorkflowID(requestID string) string { return "retention-sweep-" + requestID }
+
+// RetentionScheduleID is the id of the Temporal Schedule that runs RetentionSweepWorkflow;
+// each run's workflow id is RetentionScheduleID + "-run" (Temporal appends the time).
+const RetentionScheduleID = "agentmemory-retention-sweep"
 
 // ApprovalSignal is the name of the signal a reviewer's decision reaches DistillWorkflow by;
 // its payload is Approval.
@@ -77,6 +105,14 @@ type (
 		GetWorkflow(ctx context.Context, workflowID, runID string) client.WorkflowRun
 	}
 )
+
+// DistillStart is the input every starter of DistillWorkflow gives a proposal, the API's
+// POST /v1/agent-memory/distill and the worker's reconciler alike: the proposal's id and the
+// configured approval deadline (AGENTMEMORY_APPROVAL_DEADLINE; 0 is
+// DefaultApprovalDeadline).
+func DistillStart(proposalID string, approvalDeadline time.Duration) DistillInput {
+	return DistillInput{ProposalID: proposalID, ApprovalDeadline: approvalDeadline}
+}
 
 // StartDistill starts DistillWorkflow for in.ProposalID on taskQueue. Starting a proposal
 // whose workflow exists (running or closed) fails with

@@ -9,6 +9,13 @@ import (
 	"github.com/agentmemory/agentmemory/activities"
 )
 
+// Sweep defaults: the batch size of one activity and how many batches run before the
+// workflow continues as new (keeping its history small).
+const (
+	DefaultSweepBatch      = 500
+	DefaultSweepMaxBatches = 50
+)
+
 // reconcileChange is the GetVersion id of the orphan reconcile step added to sweeps.
 const reconcileChange = "reconcile-orphans"
 

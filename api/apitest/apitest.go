@@ -1,6 +1,6 @@
-// Package apitest runs the real API over a fresh database for tests: it wires the same
-// services as cmd/agentmemory, creates a space with an admin key, and offers small helpers to
-// call the API and decode its JSON.
+// Package apitest runs the real API over a fresh database for tests: it builds the service
+// graph through the binary's composition root (app.Build), creates a space with an admin
+// key, and offers small helpers to call the API and decode its JSON.
 package apitest
 
 import (
@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,24 +17,21 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/app"
+	"github.com/agentmemory/agentmemory/internal/config"
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
-	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/internal/keyed"
 	"github.com/agentmemory/agentmemory/internal/keystore"
-	"github.com/agentmemory/agentmemory/internal/notes"
-	"github.com/agentmemory/agentmemory/internal/proposals"
 	"github.com/agentmemory/agentmemory/internal/spaces"
-	"github.com/agentmemory/agentmemory/internal/state"
-	"github.com/agentmemory/agentmemory/internal/subjects"
-	"github.com/agentmemory/agentmemory/internal/turns"
 )
 
 // Env is one API over one database, with a space and its admin key (every person role).
 type Env struct {
-	T        testing.TB
-	Engine   string
+	T      testing.TB
+	Engine string
+	// App is the service graph the API runs on (its worker: App.NewWorker).
+	App      *app.App
 	DB       *bun.DB
 	Deps     api.Deps
 	Server   *api.Server
@@ -69,37 +65,25 @@ func New(t testing.TB, engine string, opts ...func(*api.Deps)) *Env {
 func NewWithPool(t testing.TB, engine string, pool db.Options, opts ...func(*api.Deps)) *Env {
 	t.Helper()
 	d := dbtest.OpenWith(t, engine, pool)
-	hasher := keyed.New([]byte(Secret))
-	ks, err := keystore.OpenFile(filepath.Join(t.TempDir(), "keys.json"), hasher.Key("subject-keys"))
+	cfg, err := config.Load(func(string) string { return "" })
 	require.NoError(t, err)
-	docs := spaces.Documents{DB: d}
-	subj := &subjects.Service{DB: d, Docs: docs, Hasher: hasher, Keys: ks, Now: time.Now}
-	st := &state.Service{DB: d, Docs: docs, Hasher: hasher, Masker: subj, Now: time.Now, Keys: ks}
-	ts := &turns.Service{DB: d, Subjects: subj, Hasher: hasher, Keys: ks, Now: time.Now}
-	comp := &compliance.Service{DB: d, Docs: docs, Hasher: hasher, Keys: ks, Subjects: subj, State: st, Now: time.Now,
-		Turns: ts, TurnExports: ts, TurnSweeps: ts}
-	deps := api.Deps{DB: d, State: st, Subjects: subj, Docs: docs, Now: time.Now, MaxBodyBytes: 1 << 20, Compliance: comp}
-	deps.EventSigner = events.Signer{Hasher: &hasher}
-	deps.Turns = ts
-	deps.Notes = &notes.Service{DB: d, Docs: docs, Subjects: subj, Hasher: hasher, Now: func() time.Time { return deps.Now() }}
-	// The proposal lifecycle beside notes (AM-8, AM-9): agents' writes under human_only,
-	// distillation, decisions and agent-note erasure (AM-12).
-	deps.Proposals = &proposals.Service{DB: d, Notes: deps.Notes}
-	deps.Notes.Proposals = deps.Proposals
-	// As the application does: the reconciler fails a drafting proposal whose workflow ended.
-	comp.Proposals = func(ctx context.Context, id, reason string) error {
-		return deps.Proposals.MarkFailed(ctx, id, reason, nil)
-	}
-	comp.Notes = deps.Proposals
+	cfg.Secret, cfg.DataDir = Secret, t.TempDir()
+	// deps.Now is every service's clock, so an option's fixed clock reaches them all.
+	var deps api.Deps
+	a, err := app.Build(context.Background(), cfg, app.Overrides{DB: d, Now: func() time.Time { return deps.Now() }})
+	require.NoError(t, err)
+	t.Cleanup(a.Close)
+	deps = a.APIDeps(nil)
+	deps.Now = time.Now
 	for _, o := range opts {
 		o(&deps)
 	}
-	if deps.Signer != nil && comp.Signer == nil {
-		comp.Signer = deps.Signer // certificates are signed when issued, as in the binary
+	if deps.Signer != nil && a.Compliance.Signer == nil {
+		a.Compliance.Signer = deps.Signer // certificates are signed when issued, as in the binary
 	}
 	spaceID, admin, err := spaces.Create(context.Background(), d, "test", time.Now())
 	require.NoError(t, err)
-	return &Env{T: t, Engine: engine, DB: d, Deps: deps, Server: api.NewServer(deps), Hasher: hasher, Keys: ks, SpaceID: spaceID, AdminKey: admin}
+	return &Env{T: t, Engine: engine, App: a, DB: d, Deps: deps, Server: api.NewServer(deps), Hasher: a.Hasher, Keys: a.Keys, SpaceID: spaceID, AdminKey: admin}
 }
 
 // Response is a recorded answer.

@@ -17,8 +17,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/app"
 	"github.com/agentmemory/agentmemory/internal/config"
-	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/llm/fakemodel"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 )
@@ -33,11 +33,12 @@ func newRootCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Com
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	load := func() (config.Config, error) { return config.Load(getenv) }
+	cl := config.LoadClient(getenv)
 	root.AddCommand(devCmd(load, stdout, stderr), serveCmd(load, stderr), workerCmd(load, stderr),
-		migrateCmd(load, stdout), spaceCmd(load, stdout), replayCmd(getenv, stdout),
-		notesCmd(getenv, stdout), healthcheckCmd(), keysCmd(load, stdout),
+		migrateCmd(load, stdout), spaceCmd(load, stdout), replayCmd(cl, stdout),
+		notesCmd(cl, stdout), healthcheckCmd(), keysCmd(load, stdout),
 		// Signed proofs (PR-3): cmd/agentmemory/signing.go.
-		verifyCertificateCmd(getenv, stdout), receiptsCmd(load, getenv, stdout), signingKeyCmd(getenv, stdout))
+		verifyCertificateCmd(cl, stdout), receiptsCmd(load, cl, stdout), signingKeyCmd(cl, stdout))
 	return root
 }
 
@@ -59,7 +60,7 @@ func devCmd(load func() (config.Config, error), stdout, stderr io.Writer) *cobra
 			if cmd.Flags().Changed("data-dir") {
 				cfg.DataDir = dataDir
 			}
-			if cfg.LogFormat == "json" && os.Getenv("AGENTMEMORY_LOG_FORMAT") == "" {
+			if cfg.LogFormat == "json" && !cfg.IsSet("AGENTMEMORY_LOG_FORMAT") {
 				cfg.LogFormat = "text"
 			}
 			// dev keeps the file store in the data dir, whatever AGENTMEMORY_KEYSTORE_URL says.
@@ -80,33 +81,29 @@ func devCmd(load func() (config.Config, error), stdout, stderr io.Writer) *cobra
 			if err != nil {
 				return err
 			}
-			defer a.close()
-			tc, stopTemporal, err := startTemporal(ctx, cfg, uiPort, cmd.Flags().Changed("temporal-ui-port"), stdout)
+			defer a.Close()
+			tc, stopTemporal, err := startTemporal(ctx, a, uiPort, cmd.Flags().Changed("temporal-ui-port"), stdout)
 			if err != nil {
 				return err
 			}
 			defer stopTemporal()
-			w, err := a.startWorker(tc)
+			w, err := a.StartWorker(tc)
 			if err != nil {
 				return err
 			}
 			defer func() {
-				a.log.Info("worker stopping: waiting for running activities", "timeout", a.cfg.ShutdownTimeout.String())
+				a.Log.Info("worker stopping: waiting for running activities", "timeout", a.Config.ShutdownTimeout.String())
 				w.Stop()
-				a.log.Info("worker stopped")
+				a.Log.Info("worker stopped")
 			}()
-			defer a.startRelay(ctx)()
+			defer a.StartRelay(ctx)()
 			exe, _ := os.Executable()
 			fmt.Fprintf(stdout, "agentmemory dev: API on http://%s (data in %s)\n", cfg.Addr, cfg.DataDir)
 			if !fakeModel {
-				host := cfg.OllamaHost
-				if host == "" {
-					host = defaultOllamaHost
-				}
-				fmt.Fprintf(stdout, "distillations ask the model %s at %s; while none answers they stay drafting (last_error model_unreachable); --fake-model tries the flow without one\n", cfg.OllamaModel, host)
+				fmt.Fprintf(stdout, "distillations ask the model %s at %s; while none answers they stay drafting (last_error model_unreachable); --fake-model tries the flow without one\n", cfg.OllamaModel, cfg.OllamaHost)
 			}
 			fmt.Fprintf(stdout, "create a space and its admin key with:\n  %s space create my-space --data-dir %s\n", exe, cfg.DataDir)
-			return a.serveHTTP(ctx, cfg.Addr, tc)
+			return serveHTTP(ctx, a, cfg.Addr, tc)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "listen address of the API")
@@ -139,8 +136,8 @@ func serveCmd(load func() (config.Config, error), stderr io.Writer) *cobra.Comma
 		Use:   "serve",
 		Short: "Run the API (configured from the environment)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withProduction(cmd.Context(), load, stderr, func(ctx context.Context, a *app, tc client.Client) error {
-				return a.serveHTTP(ctx, a.cfg.Addr, tc)
+			return withProduction(cmd.Context(), load, stderr, func(ctx context.Context, a *app.App, tc client.Client) error {
+				return serveHTTP(ctx, a, a.Config.Addr, tc)
 			})
 		},
 	}
@@ -148,7 +145,7 @@ func serveCmd(load func() (config.Config, error), stderr io.Writer) *cobra.Comma
 
 // withProduction runs fn with the app and a Temporal client configured from the environment
 // (serve and worker: no generated secret, TEMPORAL_ADDRESS required), closing both after.
-func withProduction(ctx context.Context, load func() (config.Config, error), stderr io.Writer, fn func(ctx context.Context, a *app, tc client.Client) error) error {
+func withProduction(ctx context.Context, load func() (config.Config, error), stderr io.Writer, fn func(ctx context.Context, a *app.App, tc client.Client) error) error {
 	cfg, err := load()
 	if err != nil {
 		return err
@@ -157,8 +154,8 @@ func withProduction(ctx context.Context, load func() (config.Config, error), std
 	if err != nil {
 		return err
 	}
-	defer a.close()
-	tc, err := dialTemporal(cfg)
+	defer a.Close()
+	tc, err := dialTemporal(a)
 	if err != nil {
 		return err
 	}
@@ -171,33 +168,11 @@ func workerCmd(load func() (config.Config, error), stderr io.Writer) *cobra.Comm
 		Use:   "worker",
 		Short: "Run the Temporal worker (configured from the environment)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withProduction(cmd.Context(), load, stderr, func(ctx context.Context, a *app, tc client.Client) error {
-				return a.runWorker(ctx, tc)
+			return withProduction(cmd.Context(), load, stderr, func(ctx context.Context, a *app.App, tc client.Client) error {
+				return runWorker(ctx, a, tc)
 			})
 		},
 	}
-}
-
-// runWorker runs the worker, its metrics listener and the outbox relay until ctx ends, then
-// waits for running activities (up to AGENTMEMORY_SHUTDOWN_TIMEOUT).
-func (a *app) runWorker(ctx context.Context, tc client.Client) error {
-	w, err := a.startWorker(tc)
-	if err != nil {
-		return err
-	}
-	stopMetrics, err := a.serveMetrics(a.cfg.MetricsAddr)
-	if err != nil {
-		w.Stop()
-		return err
-	}
-	defer stopMetrics()
-	defer a.startRelay(ctx)()
-	a.log.Info("worker started", "task_queue", a.cfg.TaskQueue)
-	<-ctx.Done()
-	a.log.Info("worker stopping: waiting for running activities", "timeout", a.cfg.ShutdownTimeout.String())
-	w.Stop()
-	a.log.Info("worker stopped")
-	return nil
 }
 
 func migrateCmd(load func() (config.Config, error), stdout io.Writer) *cobra.Command {
@@ -229,21 +204,7 @@ func openMigrated(cmd *cobra.Command, load func() (config.Config, error), dataDi
 	if cmd.Flags().Changed("data-dir") {
 		cfg.DataDir = dataDir
 	}
-	if !config.IsPostgres(databaseURL(cfg)) {
-		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-			return nil, nil, err
-		}
-	}
-	d, err := db.Open(cmd.Context(), databaseURL(cfg), db.PoolOptions(cfg))
-	if err != nil {
-		return nil, nil, err
-	}
-	names, err := db.Migrate(cmd.Context(), d)
-	if err != nil {
-		d.Close()
-		return nil, nil, err
-	}
-	return d, names, nil
+	return app.OpenMigrated(cmd.Context(), cfg)
 }
 
 func spaceCmd(load func() (config.Config, error), stdout io.Writer) *cobra.Command {
@@ -320,23 +281,23 @@ func freePorts(n int) ([]int, error) {
 // until ctx ends, then stops accepting connections and drains the requests in flight for at
 // most AGENTMEMORY_SHUTDOWN_TIMEOUT. /readyz checks the database, tc and, when configured,
 // Kafka.
-func (a *app) serveHTTP(ctx context.Context, addr string, tc client.Client) error {
+func serveHTTP(ctx context.Context, a *app.App, addr string, tc client.Client) error {
 	if tc != nil {
-		a.ready = append(a.ready, api.TemporalCheck(tc))
+		a.Ready = append(a.Ready, api.TemporalCheck(tc))
 	}
-	if len(a.cfg.KafkaBrokers) > 0 {
-		a.ready = append(a.ready, api.KafkaCheck(a.cfg.KafkaBrokers))
+	if len(a.Config.KafkaBrokers) > 0 {
+		a.Ready = append(a.Ready, api.KafkaCheck(a.Config.KafkaBrokers))
 	}
 	var wf api.Workflows
 	if tc != nil {
 		wf = tc
 	}
-	srv := a.apiServer(wf).HTTPServer(addr)
+	srv := a.Server(wf).HTTPServer(addr)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	stopMetrics, err := a.serveMetrics(a.cfg.MetricsAddr)
+	stopMetrics, err := serveMetrics(a, a.Config.MetricsAddr)
 	if err != nil {
 		ln.Close()
 		return err
@@ -344,28 +305,28 @@ func (a *app) serveHTTP(ctx context.Context, addr string, tc client.Client) erro
 	defer stopMetrics()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	a.log.Info("api listening", "addr", ln.Addr().String())
-	gate := api.GateLayers(a.notes)
-	a.log.Info("personal-data gate", "local_layer", gate["local_layer"], "model_layer", gate["model_layer"])
+	a.Log.Info("api listening", "addr", ln.Addr().String())
+	gate := api.GateLayers(a.Notes)
+	a.Log.Info("personal-data gate", "local_layer", gate["local_layer"], "model_layer", gate["model_layer"])
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
-	a.log.Info("api stopping: draining requests", "timeout", a.cfg.ShutdownTimeout.String())
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
+	a.Log.Info("api stopping: draining requests", "timeout", a.Config.ShutdownTimeout.String())
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), a.Config.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("drain HTTP requests: %w", err)
 	}
-	a.log.Info("api stopped")
+	a.Log.Info("api stopped")
 	return nil
 }
 
 // serveMetrics serves GET /metrics and GET /healthz on addr (AGENTMEMORY_METRICS_ADDR) and
 // returns a function that stops it; with addr empty it serves nothing (the API port serves
 // /metrics instead).
-func (a *app) serveMetrics(addr string) (func(), error) {
+func serveMetrics(a *app.App, addr string) (func(), error) {
 	if addr == "" {
 		return func() {}, nil
 	}
@@ -374,14 +335,14 @@ func (a *app) serveMetrics(addr string) (func(), error) {
 		return nil, fmt.Errorf("AGENTMEMORY_METRICS_ADDR %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", a.metrics.Handler())
+	mux.Handle("GET /metrics", a.Metrics.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"status":"ok"}`)
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	a.log.Info("metrics listening", "addr", ln.Addr().String())
+	a.Log.Info("metrics listening", "addr", ln.Addr().String())
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

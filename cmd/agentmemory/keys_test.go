@@ -111,5 +111,5 @@ func TestKeystoreInTheMainDatabaseIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	a, err := openApp(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), false)
 	require.NoError(t, err)
-	a.close()
+	a.Close()
 }

@@ -15,9 +15,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+
+	"github.com/agentmemory/agentmemory/internal/config"
 )
 
-func notesCmd(getenv func(string) string, stdout io.Writer) *cobra.Command {
+func notesCmd(cl config.Client, stdout io.Writer) *cobra.Command {
 	notes := &cobra.Command{Use: "notes", Short: "Agent-memory notes"}
 	var opt importOptions
 	imp := &cobra.Command{
@@ -38,7 +40,7 @@ A body over 2,000 characters is split at step boundaries into notes titled
 flow, subflow and part, so a rerun of the same key writes nothing twice.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opt.key == "" {
-				opt.key = getenv("AGENTMEMORY_KEY")
+				opt.key = cl.Key
 			}
 			if opt.key == "" {
 				return fmt.Errorf("notes import: --key (or AGENTMEMORY_KEY) is required")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentmemory/agentmemory/internal/config"
 	"github.com/agentmemory/agentmemory/internal/replay"
 	"github.com/agentmemory/agentmemory/sdk"
 )
@@ -16,7 +17,7 @@ import (
 // conversation through the REST API as the key's agent, reads each state back and prints a
 // report; it fails when a write is refused or a state does not read back as written.
 // --types AGENT prints the object-types document the replay needs and exits.
-func replayCmd(getenv func(string) string, stdout io.Writer) *cobra.Command {
+func replayCmd(cl config.Client, stdout io.Writer) *cobra.Command {
 	var dataset, url, key, types, agentVersion string
 	var limit int
 	cmd := &cobra.Command{
@@ -34,13 +35,13 @@ func replayCmd(getenv func(string) string, stdout io.Writer) *cobra.Command {
 				return enc.Encode(replay.ObjectTypes(types))
 			}
 			if url == "" {
-				url = getenv("AGENTMEMORY_URL")
+				url = cl.URL
 			}
 			if url == "" {
 				url = "http://127.0.0.1:8080"
 			}
 			if key == "" {
-				key = getenv("AGENTMEMORY_KEY")
+				key = cl.Key
 			}
 			if key == "" {
 				return errors.New("replay: an agent key is needed: --key or AGENTMEMORY_KEY")

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/agentmemory/agentmemory/app"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/config"
 	"github.com/agentmemory/agentmemory/internal/db"
@@ -32,7 +33,7 @@ import (
 // replica is one app instance (an API replica; the first also runs the worker).
 type replica struct {
 	t   *testing.T
-	app *app
+	app *app.App
 	h   http.Handler
 }
 
@@ -118,9 +119,9 @@ func replicasShareKeys(t *testing.T, tc client.Client, engine string) {
 		require.NoError(t, err)
 		a, err := openApp(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), false)
 		require.NoError(t, err)
-		t.Cleanup(a.close)
-		require.IsType(t, &keystore.Postgres{}, a.keys, "AGENTMEMORY_KEYSTORE_URL must select the PostgreSQL store")
-		return replica{t: t, app: a, h: a.apiServer(tc)}
+		t.Cleanup(a.Close)
+		require.IsType(t, &keystore.Postgres{}, a.Keys, "AGENTMEMORY_KEYSTORE_URL must select the PostgreSQL store")
+		return replica{t: t, app: a, h: a.Server(tc)}
 	}
 	one, two := open(), open()
 
@@ -137,14 +138,14 @@ func replicasShareKeys(t *testing.T, tc client.Client, engine string) {
 	_, err = openApp(ctx, wrongCfg, slog.New(slog.NewTextHandler(io.Discard, nil)), false)
 	require.ErrorIs(t, err, keystore.ErrWrongKEK)
 	require.ErrorContains(t, err, keystore.KEKID(wrong))
-	w, err := one.app.startWorker(tc)
+	w, err := one.app.StartWorker(tc)
 	require.NoError(t, err)
 	t.Cleanup(w.Stop)
 
 	ready := two.call(http.StatusOK, "GET", "/readyz", "", nil)
 	require.Equal(t, map[string]any{"database": "ok", "keystore": "ok"}, ready["checks"])
 
-	spaceID, admin, err := spaces.Create(ctx, one.app.db, "acme", time.Now())
+	spaceID, admin, err := spaces.Create(ctx, one.app.DB, "acme", time.Now())
 	require.NoError(t, err)
 	one.call(http.StatusOK, "PUT", "/v1/documents/features", admin, map[string]any{"agent_state": map[string]any{"enabled": true}})
 	one.call(http.StatusOK, "PUT", "/v1/documents/object-types", admin, map[string]any{"types": []any{map[string]any{
@@ -185,17 +186,17 @@ func replicasShareKeys(t *testing.T, tc client.Client, engine string) {
 
 	// The backup: the subject's rows as a copy of the main database holds them.
 	var backup []models.AgentState
-	require.NoError(t, one.app.db.NewSelect().Model(&backup).Where("space_id = ? AND subject_hash != ''", spaceID).Scan(ctx))
+	require.NoError(t, one.app.DB.NewSelect().Model(&backup).Where("space_id = ? AND subject_hash != ''", spaceID).Scan(ctx))
 	require.Len(t, backup, 1)
 	require.False(t, bytes.Contains(backup[0].Body, []byte("prefers letters")), "the state is stored in clear")
 	keyID := state.SubjectKeyID(backup[0].SubjectHash)
 	var fileCopy string // SQLite: a real copy of the database file, taken before the erasure
 	if engine == "sqlite" {
 		fileCopy = filepath.Join(t.TempDir(), "backup.db")
-		_, err := one.app.db.ExecContext(ctx, "VACUUM INTO ?", fileCopy)
+		_, err := one.app.DB.ExecContext(ctx, "VACUUM INTO ?", fileCopy)
 		require.NoError(t, err)
 	}
-	_, err = two.app.keys.DataKey(ctx, keyID, false)
+	_, err = two.app.Keys.DataKey(ctx, keyID, false)
 	require.NoError(t, err, "the subject key is not in the shared store")
 
 	id := one.call(http.StatusAccepted, "POST", "/v1/erasures", dpo, map[string]any{"subject": handle})["erasure_id"].(string)
@@ -243,11 +244,11 @@ func replicasShareKeys(t *testing.T, tc client.Client, engine string) {
 	require.ErrorIs(t, err, signing.ErrBadSignature)
 
 	// Replica two fails closed: no key, nothing to read, and the backup's row stays shut.
-	_, err = two.app.keys.DataKey(ctx, keyID, false)
+	_, err = two.app.Keys.DataKey(ctx, keyID, false)
 	require.ErrorIs(t, err, keystore.ErrNoKey)
 	got = two.call(http.StatusOK, "POST", "/v1/agent-state/read", crm, map[string]any{"scope": scope})
 	require.Equal(t, map[string]any{}, got["body"], "replica two still reads the erased subject")
-	ok, err := two.app.state.Unseal(ctx, &backup[0])
+	ok, err := two.app.State.Unseal(ctx, &backup[0])
 	require.NoError(t, err)
 	require.False(t, ok, "the backup's state opened after the erasure")
 	if fileCopy != "" {
@@ -257,13 +258,13 @@ func replicasShareKeys(t *testing.T, tc client.Client, engine string) {
 		var copied []models.AgentState
 		require.NoError(t, old.NewSelect().Model(&copied).Where("space_id = ? AND subject_hash != ''", spaceID).Scan(ctx))
 		require.Len(t, copied, 1, "the copy holds the subject's sealed state")
-		ok, err := two.app.state.Unseal(ctx, &copied[0])
+		ok, err := two.app.State.Unseal(ctx, &copied[0])
 		require.NoError(t, err)
 		require.False(t, ok, "the state in the file copy opened after the erasure")
 	}
 
 	// /readyz reports a key store that does not answer.
-	require.NoError(t, two.app.keys.(*keystore.Postgres).Close())
+	require.NoError(t, two.app.Keys.(*keystore.Postgres).Close())
 	notReady := two.call(http.StatusServiceUnavailable, "GET", "/readyz", "", nil)
 	require.Equal(t, "unavailable", notReady["error"].(map[string]any)["checks"].(map[string]any)["keystore"], "%v", notReady)
 }

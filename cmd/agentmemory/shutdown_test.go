@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +22,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/agentmemory/agentmemory/app"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 )
 
@@ -47,7 +49,7 @@ func devServer(t *testing.T) *testsuite.DevServer {
 	require.NoError(t, err, "the Temporal CLI is missing at %s: run `make temporal`", path)
 	srv, err := testsuite.StartDevServer(context.Background(), testsuite.DevServerOptions{
 		ExistingPath: path, LogLevel: "error", Stdout: io.Discard, Stderr: io.Discard,
-		ClientOptions: &client.Options{Logger: quietLogger{}},
+		ClientOptions: &client.Options{Logger: app.TemporalLogger(slog.New(slog.DiscardHandler))},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Stop() })

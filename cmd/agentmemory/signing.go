@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/app"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/config"
 	"github.com/agentmemory/agentmemory/internal/db"
@@ -28,55 +28,9 @@ import (
 // hang a check.
 var cliHTTP = &http.Client{Timeout: 60 * time.Second}
 
-// signingKeyFile is the signing key dev keeps in the data dir when AGENTMEMORY_SIGNING_KEY is
-// unset (base64 seed, mode 0600).
-const signingKeyFile = "signing-key"
-
-// openSigner returns the signer of AGENTMEMORY_SIGNING_KEY or, for dev (generate), of the
-// signing-key file in the data dir, created on first use. serve and worker read only the
-// variable, never a file dev left behind: without it they return nil, and the signed routes
-// answer 503 signing_unavailable while certificates are issued unsigned (PR-3).
-func openSigner(cfg config.Config, generate bool) (*signing.Signer, error) {
-	key := cfg.SigningKey
-	if key == "" && !generate {
-		return nil, nil
-	}
-	if key == "" {
-		path := filepath.Join(cfg.DataDir, signingKeyFile)
-		b, err := os.ReadFile(path)
-		switch {
-		case err == nil:
-			key = strings.TrimSpace(string(b))
-		case !errors.Is(err, os.ErrNotExist):
-			return nil, fmt.Errorf("read %s: %w", path, err)
-		default:
-			seed, _, err := signing.GenerateKey()
-			if err != nil {
-				return nil, err
-			}
-			if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-				return nil, err
-			}
-			if err := os.WriteFile(path, []byte(seed+"\n"), 0o600); err != nil {
-				return nil, fmt.Errorf("write %s: %w", path, err)
-			}
-			key = seed
-		}
-	}
-	priv, err := signing.ParsePrivateKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("signing key: %w", err)
-	}
-	previous, err := signing.ParsePrevious(cfg.SigningKeysPrevious)
-	if err != nil {
-		return nil, err
-	}
-	return signing.NewSigner(priv, time.Time{}, previous...)
-}
-
 // signingKeyCmd: `agentmemory signing-key generate|public`: make a new signing key, or print
 // the public key of AGENTMEMORY_SIGNING_KEY (what to add to _PREVIOUS on rotation).
-func signingKeyCmd(getenv func(string) string, stdout io.Writer) *cobra.Command {
+func signingKeyCmd(cl config.Client, stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{Use: "signing-key", Short: "Ed25519 signing keys of certificates and receipt heads (docs/signatures.md)"}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "generate",
@@ -96,7 +50,7 @@ func signingKeyCmd(getenv func(string) string, stdout io.Writer) *cobra.Command 
 		Short: "Print the public key and id of AGENTMEMORY_SIGNING_KEY",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			k := getenv("AGENTMEMORY_SIGNING_KEY")
+			k := cl.SigningKey
 			if k == "" {
 				return errors.New("AGENTMEMORY_SIGNING_KEY is not set")
 			}
@@ -115,7 +69,7 @@ func signingKeyCmd(getenv func(string) string, stdout io.Writer) *cobra.Command 
 // verifyCertificateCmd: `agentmemory verify-certificate FILE --keys URL|FILE` checks a signed
 // certificate (the JSON of GET /v1/erasures/{id}/certificate) offline and prints what it
 // proves; any changed byte makes it fail (exit 1).
-func verifyCertificateCmd(getenv func(string) string, stdout io.Writer) *cobra.Command {
+func verifyCertificateCmd(cl config.Client, stdout io.Writer) *cobra.Command {
 	var keysFrom string
 	cmd := &cobra.Command{
 		Use:   "verify-certificate FILE",
@@ -140,7 +94,7 @@ of the certificate, so any change of content fails; formatting does not matter.`
 			if name != "certificate" {
 				return fmt.Errorf("%s holds a signed %q, not a certificate", args[0], name)
 			}
-			keys, err := loadKeys(cmd.Context(), keysFrom, getenv)
+			keys, err := loadKeys(cmd.Context(), keysFrom, cl)
 			if err != nil {
 				return err
 			}
@@ -167,7 +121,7 @@ of the certificate, so any change of content fails; formatting does not matter.`
 }
 
 // receiptsCmd: `agentmemory receipts verify [--since-head FILE]`.
-func receiptsCmd(load func() (config.Config, error), getenv func(string) string, stdout io.Writer) *cobra.Command {
+func receiptsCmd(load func() (config.Config, error), cl config.Client, stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{Use: "receipts", Short: "The receipt chain (GOV-1)"}
 	var sinceFile, baseURL, key, keysFrom, dataDir string
 	verify := &cobra.Command{
@@ -186,14 +140,14 @@ Exit status 1 when the chain does not verify.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if baseURL == "" {
-				baseURL = getenv("AGENTMEMORY_URL")
+				baseURL = cl.URL
 			}
 			if key == "" {
-				key = getenv("AGENTMEMORY_KEY")
+				key = cl.Key
 			}
 			var since *receipts.Head
 			if sinceFile != "" {
-				h, err := readSignedHead(ctx, sinceFile, keysFrom, baseURL, getenv)
+				h, err := readSignedHead(ctx, sinceFile, keysFrom, baseURL, cl)
 				if err != nil {
 					return err
 				}
@@ -230,7 +184,7 @@ Exit status 1 when the chain does not verify.`,
 
 // readSignedHead reads a signed head file and checks its signature against the keys from
 // keysFrom (default: the API's /v1/signing-keys).
-func readSignedHead(ctx context.Context, path, keysFrom, baseURL string, getenv func(string) string) (receipts.Head, error) {
+func readSignedHead(ctx context.Context, path, keysFrom, baseURL string, cl config.Client) (receipts.Head, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return receipts.Head{}, err
@@ -245,7 +199,7 @@ func readSignedHead(ctx context.Context, path, keysFrom, baseURL string, getenv 
 	if keysFrom == "" && baseURL != "" {
 		keysFrom = baseURL
 	}
-	keys, err := loadKeys(ctx, keysFrom, getenv)
+	keys, err := loadKeys(ctx, keysFrom, cl)
 	if err != nil {
 		return receipts.Head{}, err
 	}
@@ -316,7 +270,7 @@ func verifyInDatabase(ctx context.Context, load func() (config.Config, error), d
 	if dataDirSet {
 		cfg.DataDir = dataDir
 	}
-	d, err := db.Open(ctx, databaseURL(cfg), db.PoolOptions(cfg))
+	d, err := db.Open(ctx, app.DatabaseURL(cfg), db.PoolOptions(cfg))
 	if err != nil {
 		return receipts.Verification{}, err
 	}
@@ -352,9 +306,9 @@ func reportVerification(stdout io.Writer, v receipts.Verification, since *receip
 // loadKeys reads public keys from a file or URL holding GET /v1/signing-keys's JSON (or a bare
 // array of keys); from "" it uses $AGENTMEMORY_URL. A URL without a path gets
 // /v1/signing-keys.
-func loadKeys(ctx context.Context, from string, getenv func(string) string) ([]signing.PublicKey, error) {
+func loadKeys(ctx context.Context, from string, cl config.Client) ([]signing.PublicKey, error) {
 	if from == "" {
-		from = getenv("AGENTMEMORY_URL")
+		from = cl.URL
 	}
 	if from == "" {
 		return nil, errors.New("no public keys: give --keys FILE|URL (or set AGENTMEMORY_URL)")

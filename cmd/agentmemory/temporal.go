@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/agentmemory/agentmemory/internal/config"
+	"github.com/agentmemory/agentmemory/app"
 )
 
 // defaultTemporalUIPort is the dev server's web UI port when --temporal-ui-port is not given
@@ -29,9 +29,10 @@ const defaultTemporalUIPort = 8233
 // file), and prints its web UI address. The web UI listens on 127.0.0.1:uiPort (0: a free
 // port). A busy uiPort is an error when explicit (the flag was given); otherwise a free port
 // is used instead and the message says so.
-func startTemporal(ctx context.Context, cfg config.Config, uiPort int, explicit bool, stdout io.Writer) (client.Client, func(), error) {
+func startTemporal(ctx context.Context, a *app.App, uiPort int, explicit bool, stdout io.Writer) (client.Client, func(), error) {
+	cfg := a.Config
 	if cfg.TemporalAddress != "" {
-		c, err := dialTemporal(cfg)
+		c, err := dialTemporal(a)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -78,7 +79,7 @@ func startTemporal(ctx context.Context, cfg config.Config, uiPort int, explicit 
 		}
 	}
 	hostPort := "127.0.0.1:" + strconv.Itoa(port)
-	c, err := dialUntilReady(ctx, hostPort, cfg.TemporalNamespace, exited)
+	c, err := dialUntilReady(ctx, a.ClientOptions(hostPort), exited)
 	if err != nil {
 		stop()
 		return nil, nil, fmt.Errorf("the Temporal dev server did not come up (see %s): %w", filepath.Join(cfg.DataDir, "temporal.log"), err)
@@ -113,13 +114,13 @@ func pickUIPort(port int, explicit bool) (int, string, error) {
 	return p, fmt.Sprintf(" (port %d is busy; set --temporal-ui-port to choose)", port), nil
 }
 
-// dialUntilReady dials hostPort until the namespace answers, the process exits, or 60 s pass.
-func dialUntilReady(ctx context.Context, hostPort, namespace string, exited <-chan struct{}) (client.Client, error) {
+// dialUntilReady dials opts until its namespace answers, the process exits, or 60 s pass.
+func dialUntilReady(ctx context.Context, opts client.Options, exited <-chan struct{}) (client.Client, error) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		c, err := client.Dial(client.Options{HostPort: hostPort, Namespace: namespace, Logger: quietLogger{}})
+		c, err := client.Dial(opts)
 		if err == nil {
-			_, err = c.WorkflowService().DescribeNamespace(ctx, describeNamespace(namespace))
+			_, err = c.WorkflowService().DescribeNamespace(ctx, describeNamespace(opts.Namespace))
 			if err == nil {
 				return c, nil
 			}
@@ -155,13 +156,16 @@ func temporalCLI(configured string) (string, error) {
 	return "", errors.New("the Temporal CLI is not installed: run `make run` (it installs ./bin/temporal) or set TEMPORAL_ADDRESS")
 }
 
-func dialTemporal(cfg config.Config) (client.Client, error) {
-	if cfg.TemporalAddress == "" {
+// dialTemporal dials TEMPORAL_ADDRESS with a's client options (the SDK's logs and metrics
+// into a's logger and registry).
+func dialTemporal(a *app.App) (client.Client, error) {
+	addr := a.Config.TemporalAddress
+	if addr == "" {
 		return nil, errors.New("TEMPORAL_ADDRESS is not set")
 	}
-	c, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Logger: quietLogger{}})
+	c, err := client.Dial(a.ClientOptions(addr))
 	if err != nil {
-		return nil, fmt.Errorf("TEMPORAL_ADDRESS %s: %w", cfg.TemporalAddress, err)
+		return nil, fmt.Errorf("TEMPORAL_ADDRESS %s: %w", addr, err)
 	}
 	return c, nil
 }

@@ -11,13 +11,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentmemory/agentmemory/app"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/keystore"
-	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/internal/state"
-	"github.com/agentmemory/agentmemory/internal/subjects"
 	"github.com/agentmemory/agentmemory/internal/turns"
 	"github.com/agentmemory/agentmemory/internal/turns/turnstest"
 	"github.com/agentmemory/agentmemory/models"
@@ -54,9 +53,11 @@ func TestRestoredBackupCannotBeDecrypted(t *testing.T) {
 	var rows []models.AgentState
 	require.NoError(t, restored.NewSelect().Model(&rows).Where("subject_hash != ''").Scan(ctx))
 	require.Len(t, rows, 2, "the backup still has ana's sealed states")
-	docs := spaces.Documents{DB: restored}
-	subj := &subjects.Service{DB: restored, Docs: docs, Hasher: e.Hasher, Keys: e.Keys, Now: time.Now}
-	st := &state.Service{DB: restored, Docs: docs, Hasher: e.Hasher, Masker: subj, Now: time.Now, Keys: e.Keys}
+	// The services over the restored copy, wired as the binary wires them, with the
+	// (current) key store.
+	ra, err := app.Build(ctx, e.App.Config, app.Overrides{DB: restored, Keys: e.Keys})
+	require.NoError(t, err)
+	subj, st := ra.Subjects, ra.State
 	for i := range rows {
 		_, err := e.Keys.DataKey(ctx, state.SubjectKeyID(rows[i].SubjectHash), false)
 		require.ErrorIs(t, err, keystore.ErrNoKey)
@@ -70,7 +71,7 @@ func TestRestoredBackupCannotBeDecrypted(t *testing.T) {
 	var turnRows []models.Turn
 	require.NoError(t, restored.NewSelect().Model(&turnRows).Where("profile_id = ?", ana.profileID).Scan(ctx))
 	require.Len(t, turnRows, ana.turns, "the backup still has ana's sealed turns")
-	ts := &turns.Service{DB: restored, Subjects: subj, Hasher: e.Hasher, Keys: e.Keys, Now: time.Now}
+	ts := ra.Turns
 	got, err := ts.Recent(ctx, e.SpaceID, "conversation", ana.conv, time.Now().Add(-turns.Window))
 	require.NoError(t, err)
 	require.Empty(t, got, "a restored turn opened after erasure")

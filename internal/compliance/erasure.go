@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -233,7 +234,7 @@ func (s *Service) ResolveErasure(ctx context.Context, spaceID, id string) (int, 
 					return fmt.Errorf("compliance: resolve handles: %w", err)
 				}
 			}
-			if !contains(hashes, row.TargetHash) {
+			if !slices.Contains(hashes, row.TargetHash) {
 				hashes = append(hashes, row.TargetHash)
 			}
 			sort.Strings(hashes)
@@ -637,15 +638,6 @@ func (s *Service) FailErasure(ctx context.Context, spaceID, id, reason string) e
 		}, now)
 		return err
 	})
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // setStatus moves row to status to inside tx (Transition decides), guarded by the status it

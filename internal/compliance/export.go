@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -256,7 +257,7 @@ func subjectScope(ctx context.Context, idb bun.IDB, spaceID, hash string) (profi
 			return nil, nil, fmt.Errorf("compliance: resolve handles: %w", err)
 		}
 	}
-	if !contains(hashes, hash) {
+	if !slices.Contains(hashes, hash) {
 		hashes = append(hashes, hash)
 	}
 	sort.Strings(hashes)

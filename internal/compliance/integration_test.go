@@ -24,15 +24,14 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"github.com/agentmemory/agentmemory/activities"
 	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/app"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/turns"
 	"github.com/agentmemory/agentmemory/internal/turns/turnstest"
 	"github.com/agentmemory/agentmemory/models"
-	"github.com/agentmemory/agentmemory/worker"
 	"github.com/agentmemory/agentmemory/workflows"
 )
 
@@ -106,11 +105,22 @@ func newEnv(t *testing.T, engine string) *apitest.Env {
 	}
 	tq := "compliance-" + auth.NewID("tq")
 	e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = temporalClient; d.TaskQueue = tq })
-	w := sdkworker.New(temporalClient, tq, sdkworker.Options{})
-	worker.RegisterCompliance(w, &activities.ComplianceActivities{Compliance: e.Deps.Compliance})
+	w := newWorker(t, e, app.WorkerOptions{TaskQueue: tq, NoReconcile: true})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	return e
+}
+
+// newWorker is e's worker (app.NewWorker, every workflow and activity) with o, on a client
+// sharing the dev server's connection with e's logger and metrics; it is not started.
+func newWorker(t *testing.T, e *apitest.Env, o app.WorkerOptions) sdkworker.Worker {
+	t.Helper()
+	tc, err := e.App.ShareClient(temporalClient)
+	require.NoError(t, err)
+	t.Cleanup(tc.Close)
+	w, err := e.App.NewWorker(tc, o)
+	require.NoError(t, err)
+	return w
 }
 
 func seedSpace(e *apitest.Env) {

@@ -10,12 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
-	sdkworker "go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/agentmemory/agentmemory/activities"
 	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/app"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/proposals"
@@ -34,9 +33,8 @@ func reconcileEnv(t *testing.T, engine string) (*apitest.Env, worker.Starter) {
 	}
 	tq := "reconcile-" + auth.NewID("tq")
 	e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = temporalClient; d.TaskQueue = tq })
-	starter := worker.Starter{Client: temporalClient, TaskQueue: tq}
-	w := sdkworker.New(temporalClient, tq, sdkworker.Options{})
-	worker.RegisterCompliance(w, &activities.ComplianceActivities{Compliance: e.Deps.Compliance, Workflows: starter, ReconcileMinAge: time.Nanosecond})
+	starter := e.App.Starter(temporalClient, tq)
+	w := newWorker(t, e, app.WorkerOptions{TaskQueue: tq, ReconcileMinAge: time.Nanosecond})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	return e, starter
@@ -180,10 +178,8 @@ func TestReconcileStartsOrphanedDistillations(t *testing.T) {
 			}
 			tq := "reconcile-distill-" + auth.NewID("tq")
 			e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = temporalClient; d.TaskQueue = tq })
-			starter := worker.Starter{Client: temporalClient, TaskQueue: tq}
-			w := worker.New(temporalClient, tq, sdkworker.Options{},
-				&activities.Activities{Turns: e.Deps.Turns, Proposals: e.Deps.Proposals},
-				&activities.ComplianceActivities{Compliance: e.Deps.Compliance, Workflows: starter})
+			starter := e.App.Starter(temporalClient, tq)
+			w := newWorker(t, e, app.WorkerOptions{TaskQueue: tq})
 			require.NoError(t, w.Start())
 			t.Cleanup(w.Stop)
 			ctx := context.Background()

@@ -52,12 +52,23 @@ type Config struct {
 	KafkaBrokers []string `env:"KAFKA_BROKERS" envSeparator:","`
 	// KafkaTopic receives the events.
 	KafkaTopic string `env:"KAFKA_TOPIC" envDefault:"agentmemory.events"`
-	// OllamaHost is the base URL of an Ollama-API server, e.g. http://127.0.0.1:11434.
-	OllamaHost string `env:"OLLAMA_HOST"`
+	// OllamaHost is the base URL of the Ollama-API server that distils notes (and, with
+	// DetectorModel, runs the gate's model layer). While nothing answers there,
+	// distillations wait durably (drafting, last_error model_unreachable).
+	OllamaHost string `env:"OLLAMA_HOST" envDefault:"http://127.0.0.1:11434"`
 	// OllamaModel is the model asked to distil notes.
 	OllamaModel string `env:"OLLAMA_MODEL" envDefault:"llama3.2"`
-	// DetectorModel, when set with OllamaHost, turns on the model layer of the personal-data gate.
+	// DetectorModel, when set, turns on the model layer of the personal-data gate: this model
+	// at OllamaHost.
 	DetectorModel string `env:"AGENTMEMORY_DETECTOR_MODEL"`
+	// ApprovalDeadline is how long a distilled proposal waits for a person's decision before
+	// it expires; the API and the worker's reconciler start DistillWorkflow with it. At least
+	// 1m.
+	ApprovalDeadline time.Duration `env:"AGENTMEMORY_APPROVAL_DEADLINE" envDefault:"336h"`
+	// DecisionWait is how long approve and reject of a distilled proposal wait for its
+	// workflow to apply the decision before answering 202: more than 0, at most 50s (under
+	// the HTTP server's 60 s write timeout).
+	DecisionWait time.Duration `env:"AGENTMEMORY_DECISION_WAIT" envDefault:"5s"`
 	// MaxBodyBytes caps every request body (413 past it); at least 1024.
 	MaxBodyBytes int64 `env:"AGENTMEMORY_MAX_BODY_BYTES" envDefault:"1048576"`
 	// LogFormat is "json" (production) or "text".
@@ -120,6 +131,58 @@ type Config struct {
 	// base64 (32 bytes) optionally followed by "@" and the RFC 3339 time it stopped signing.
 	// They stay published on GET /v1/signing-keys, so older signatures keep verifying.
 	SigningKeysPrevious string `env:"AGENTMEMORY_SIGNING_KEYS_PREVIOUS"`
+
+	// set holds the variables the environment gave a non-empty value (IsSet).
+	set map[string]bool
+}
+
+// IsSet reports whether the environment Load read gave the variable name a non-empty value,
+// so that a command can tell a default from an explicit choice (dev logs text unless
+// AGENTMEMORY_LOG_FORMAT is set) without reading the environment itself.
+func (c Config) IsSet(name string) bool { return c.set[name] }
+
+// Client is the configuration of the commands that call a running service or check its
+// proofs (replay, notes import, receipts verify, verify-certificate, signing-key public),
+// apart from Config so that they need none of the server's settings. Each field names its
+// environment variable; docs/production.md's table lists them too.
+type Client struct {
+	// URL is the service's base URL (e.g. http://127.0.0.1:8080) when --url is not given;
+	// verify-certificate and receipts verify also take the public keys from it.
+	URL string `env:"AGENTMEMORY_URL"`
+	// Key is the API key the commands send as Bearer when --key is not given; never logged.
+	Key string `env:"AGENTMEMORY_KEY"`
+	// SigningKey is the Ed25519 signing key `signing-key public` prints the public key of
+	// (Config.SigningKey's variable, read here without the server's validation).
+	SigningKey string `env:"AGENTMEMORY_SIGNING_KEY"`
+}
+
+// LoadClient reads the commands' configuration through getenv (os.Getenv in main). Every
+// value is taken as given; the commands check them where they use them.
+func LoadClient(getenv func(string) string) Client {
+	var cl Client
+	environ := map[string]string{}
+	for _, v := range ClientVariables() {
+		if s := getenv(v.Name); s != "" {
+			environ[v.Name] = s
+		}
+	}
+	if err := env.ParseWithOptions(&cl, env.Options{Environment: environ}); err != nil {
+		panic(err) // string fields without options cannot fail to parse
+	}
+	return cl
+}
+
+// ClientVariables lists every environment variable LoadClient reads, in Client's field order.
+func ClientVariables() []Variable {
+	params, err := env.GetFieldParams(&Client{})
+	if err != nil {
+		panic(err) // Client's tags are static: a failure here is a programming error.
+	}
+	out := make([]Variable, 0, len(params))
+	for _, p := range params {
+		out = append(out, Variable{Name: p.Key, Default: p.DefaultValue})
+	}
+	return out
 }
 
 // Variable is one environment variable the service reads.
@@ -160,6 +223,10 @@ func Load(getenv func(string) string) (Config, error) {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
 	cfg.resolve()
+	cfg.set = make(map[string]bool, len(environ))
+	for name := range environ {
+		cfg.set[name] = true
+	}
 	return cfg, nil
 }
 
@@ -249,6 +316,12 @@ func (c Config) validate() error {
 		if u, err := url.Parse(c.OllamaHost); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("OLLAMA_HOST must be an http(s) URL such as http://127.0.0.1:11434, got %q", c.OllamaHost)
 		}
+	}
+	if c.ApprovalDeadline < time.Minute {
+		bad("AGENTMEMORY_APPROVAL_DEADLINE must be at least 1m, got %s", c.ApprovalDeadline)
+	}
+	if c.DecisionWait <= 0 || c.DecisionWait > 50*time.Second {
+		bad("AGENTMEMORY_DECISION_WAIT must be more than 0 and at most 50s, got %s", c.DecisionWait)
 	}
 	if c.TemporalNamespace == "" {
 		bad("TEMPORAL_NAMESPACE must not be empty")

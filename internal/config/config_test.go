@@ -30,6 +30,9 @@ func TestLoadDefaults(t *testing.T) {
 	require.Equal(t, "info", cfg.LogLevel)
 	require.Empty(t, cfg.MetricsAddr)
 	require.Empty(t, cfg.KafkaBrokers)
+	require.Equal(t, "http://127.0.0.1:11434", cfg.OllamaHost)
+	require.Equal(t, 14*24*time.Hour, cfg.ApprovalDeadline)
+	require.Equal(t, 5*time.Second, cfg.DecisionWait)
 }
 
 func TestLoadReadsEveryVariable(t *testing.T) {
@@ -104,6 +107,10 @@ func TestBadConfigurationNamesTheVariable(t *testing.T) {
 		{"TEMPORAL_ADDRESS", "temporal"},
 		{"KAFKA_BROKERS", "k1:9092,k2"},
 		{"OLLAMA_HOST", "ollama:11434"},
+		{"AGENTMEMORY_APPROVAL_DEADLINE", "30s"},
+		{"AGENTMEMORY_APPROVAL_DEADLINE", "two weeks"},
+		{"AGENTMEMORY_DECISION_WAIT", "0s"},
+		{"AGENTMEMORY_DECISION_WAIT", "2m"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
@@ -116,7 +123,7 @@ func TestBadConfigurationNamesTheVariable(t *testing.T) {
 
 func TestVariablesListsEveryField(t *testing.T) {
 	vars := config.Variables()
-	require.Len(t, vars, 31)
+	require.Len(t, vars, 33)
 	names := map[string]string{}
 	for _, v := range vars {
 		names[v.Name] = v.Default
@@ -139,7 +146,7 @@ func TestDocumentedConfigurationTable(t *testing.T) {
 		name := strings.Trim(strings.TrimSpace(cells[1]), "`")
 		rows[name] = strings.Trim(strings.TrimSpace(cells[2]), "`")
 	}
-	for _, v := range config.Variables() {
+	for _, v := range append(config.Variables(), config.ClientVariables()...) {
 		def, ok := rows[v.Name]
 		require.True(t, ok, "docs/production.md has no row for %s", v.Name)
 		want := v.Default
@@ -189,4 +196,23 @@ func TestKeystoreConfiguration(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestIsSet tells a variable given by the environment from its default.
+func TestIsSet(t *testing.T) {
+	cfg, err := config.Load(lookup(map[string]string{"AGENTMEMORY_LOG_FORMAT": "json"}))
+	require.NoError(t, err)
+	require.True(t, cfg.IsSet("AGENTMEMORY_LOG_FORMAT"))
+	require.False(t, cfg.IsSet("AGENTMEMORY_LOG_LEVEL"), "a default is not set")
+}
+
+// TestLoadClient reads the commands' variables, and ClientVariables names exactly those.
+func TestLoadClient(t *testing.T) {
+	cl := config.LoadClient(lookup(map[string]string{"AGENTMEMORY_URL": "http://x:1", "AGENTMEMORY_KEY": "am_k", "AGENTMEMORY_SIGNING_KEY": "s"}))
+	require.Equal(t, config.Client{URL: "http://x:1", Key: "am_k", SigningKey: "s"}, cl)
+	var names []string
+	for _, v := range config.ClientVariables() {
+		names = append(names, v.Name)
+	}
+	require.Equal(t, []string{"AGENTMEMORY_URL", "AGENTMEMORY_KEY", "AGENTMEMORY_SIGNING_KEY"}, names)
 }

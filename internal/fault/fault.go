@@ -24,6 +24,7 @@ const (
 	Unprocessable                 // 422: refused content (personal data)
 	TooMany                       // 429: rate limit; RetryAfter set
 	Unavailable                   // 503: a dependency did not answer; RetryAfter set
+	Canceled                      // 499: the caller gave up (its request's context ended) before the answer
 )
 
 // Error is a domain error a caller can act on. Code is stable (e.g. "agent_state_conflict");

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -197,7 +198,7 @@ func ParseObjectTypes(data []byte) (ObjectTypes, error) {
 			if !fieldNamePattern.MatchString(name) {
 				return d, invalidMember(fat, "field names are 1-64 characters of letters, digits and _")
 			}
-			if !contains(FieldTypes, f.Type) {
+			if !slices.Contains(FieldTypes, f.Type) {
 				return d, invalidMember(fat+".type", fmt.Sprintf("unknown field type %q (known: %s)", f.Type, strings.Join(FieldTypes, ", ")))
 			}
 			switch f.Sensitivity {
@@ -214,7 +215,7 @@ func ParseObjectTypes(data []byte) (ObjectTypes, error) {
 				return d, invalidMember(at+".agent_state", "a type with ownership agent needs an agent_state section")
 			}
 			s := t.AgentState
-			if !contains(ScopeKinds, s.Scope) {
+			if !slices.Contains(ScopeKinds, s.Scope) {
 				return d, invalidMember(at+".agent_state.scope", "must be one of conversation, task, object, subject")
 			}
 			if s.MaxBytes < 0 || s.MaxBytes > MaxMaxBytes {
@@ -328,15 +329,6 @@ func (t ObjectType) FieldTTL(field string) time.Duration {
 
 func invalidMember(member, msg string) error {
 	return fault.New(fault.Invalid, "invalid_document", "%s %s", member, msg).With("member", member)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // marshal encodes a document for storage without HTML escaping.

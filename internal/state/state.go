@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -112,7 +113,13 @@ type Meta struct {
 // ErrConflict is the code of a stale if_version (412, WM-5).
 const ErrConflict = "agent_state_conflict"
 
+// maxAttempts bounds the optimistic attempts of one write before it answers
+// agent_state_busy (503).
 const maxAttempts = 200
+
+// errNoState is load's answer when no row holds the target's state (never written, or
+// erased); callers read it as version 0.
+var errNoState = errors.New("state: no stored state")
 
 // target is a resolved request: who writes, which state, under which schema.
 type target struct {
@@ -129,7 +136,10 @@ type target struct {
 // "agent_state_conflict" with the current version), declared fields (stored:false
 // not_declared_field), field values (fault.Invalid), cap (stored:false over_cap). Feature off
 // or scope missing is fault.Forbidden; a malformed request is fault.Invalid. Parallel merge
-// writers of different fields never lose each other's writes.
+// writers of different fields never lose each other's writes. A write whose ctx ends while
+// it retries a lost race stops at once and returns ctx's error (context.Canceled or
+// context.DeadlineExceeded, wrapped); nothing of it is stored. After maxAttempts lost races it
+// is fault.Unavailable "agent_state_busy".
 func (s *Service) Write(ctx context.Context, p auth.Principal, agentVersion string, req WriteRequest) (WriteResult, error) {
 	if req.Mode == "" {
 		req.Mode = ModeMerge
@@ -162,6 +172,9 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, agentVersion stri
 		return WriteResult{}, invalid("mode", fmt.Sprintf("this agent's schema allows only %s writes", t.schema.AgentState.Write))
 	}
 	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return WriteResult{}, fmt.Errorf("state: write: %w", err)
+		}
 		res, retry, err := s.tryWrite(ctx, p, agentVersion, t, req, body, deletes)
 		if err != nil || !retry {
 			return res, err
@@ -172,8 +185,22 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, agentVersion stri
 			return WriteResult{}, busy
 		}
 		if attempt > 2 {
-			time.Sleep(time.Duration(rand.IntN(200*attempt)) * time.Microsecond)
+			if err := pause(ctx, time.Duration(rand.IntN(200*attempt))*time.Microsecond); err != nil {
+				return WriteResult{}, fmt.Errorf("state: write: %w", err)
+			}
 		}
+	}
+}
+
+// pause waits d, or less when ctx ends first (then it returns ctx's error).
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
@@ -262,7 +289,7 @@ func (s *Service) resolve(ctx context.Context, p auth.Principal, scope *Scope, a
 	if scope == nil {
 		return t, invalid("scope", "scope is required")
 	}
-	if !contains(spaces.ScopeKinds, scope.Kind) {
+	if !slices.Contains(spaces.ScopeKinds, scope.Kind) {
 		return t, invalid("scope.kind", "scope.kind must be conversation, task, object or subject")
 	}
 	id := strings.TrimSpace(scope.ID)
@@ -308,6 +335,9 @@ func (s *Service) resolve(ctx context.Context, p auth.Principal, scope *Scope, a
 func (s *Service) tryWrite(ctx context.Context, p auth.Principal, agentVersion string, t target, req WriteRequest, body strictjson.Object, deletes []string) (WriteResult, bool, error) {
 	now := s.Now().UTC()
 	row, err := s.load(ctx, t)
+	if errors.Is(err, errNoState) {
+		row, err = nil, nil
+	}
 	if err != nil {
 		return WriteResult{}, false, err
 	}
@@ -429,12 +459,13 @@ func (s *Service) tryWrite(ctx context.Context, p auth.Principal, agentVersion s
 	return stored(version), false, nil
 }
 
+// load returns the stored row of t's state, opened (unsealed); errNoState when there is none.
 func (s *Service) load(ctx context.Context, t target) (*models.AgentState, error) {
 	var row models.AgentState
 	err := s.DB.NewSelect().Model(&row).
 		Where("space_id = ? AND scope_hash = ? AND agent = ?", t.spaceID, t.scopeHash, t.agent).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+		return nil, errNoState
 	}
 	if err != nil {
 		return nil, fmt.Errorf("state: load: %w", err)
@@ -480,6 +511,9 @@ func (s *Service) Read(ctx context.Context, p auth.Principal, req ReadRequest) (
 		return ReadResult{}, err
 	}
 	row, err := s.load(ctx, t)
+	if errors.Is(err, errNoState) {
+		return ReadResult{Body: json.RawMessage("{}"), Version: 0}, nil
+	}
 	if err != nil {
 		return ReadResult{}, err
 	}
@@ -582,7 +616,7 @@ func checkValue(name string, f spaces.Field, raw json.RawMessage) error {
 		_, ok = v.(string)
 	case "enum":
 		str, isStr := v.(string)
-		ok = isStr && (len(f.Values) == 0 || contains(f.Values, str))
+		ok = isStr && (len(f.Values) == 0 || slices.Contains(f.Values, str))
 	case "integer":
 		n, isNum := v.(json.Number)
 		_, err := n.Int64()
@@ -639,13 +673,4 @@ func sortedKeys(o strictjson.Object) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

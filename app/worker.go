@@ -1,0 +1,150 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/agentmemory/agentmemory/activities"
+	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/events"
+	"github.com/agentmemory/agentmemory/internal/llm"
+	"github.com/agentmemory/agentmemory/internal/logs"
+	"github.com/agentmemory/agentmemory/worker"
+)
+
+// WorkerOptions adjust the worker NewWorker builds; the zero value is the binary's.
+type WorkerOptions struct {
+	// TaskQueue is polled instead of AGENTMEMORY_TASK_QUEUE (tests: one queue per test).
+	TaskQueue string
+	// Model distils notes instead of the Ollama client at OLLAMA_HOST.
+	Model activities.Model
+	// ReconcileMinAge is the minimum age of the rows a sweep's reconcile step restarts
+	// (0: compliance.DefaultReconcileMinAge).
+	ReconcileMinAge time.Duration
+	// NoReconcile leaves the retention sweep's reconcile step without a starter, so a sweep
+	// restarts no orphaned workflow (rigs that check rows as the API left them).
+	NoReconcile bool
+}
+
+// Starter is the reconciler's workflow starter on taskQueue ("" is AGENTMEMORY_TASK_QUEUE):
+// it restarts a distillation with the same inputs the API starts it with
+// (AGENTMEMORY_APPROVAL_DEADLINE).
+func (a *App) Starter(c client.Client, taskQueue string) worker.Starter {
+	if taskQueue == "" {
+		taskQueue = a.Config.TaskQueue
+	}
+	return worker.Starter{Client: c, TaskQueue: taskQueue, ApprovalDeadline: a.Config.ApprovalDeadline}
+}
+
+// NewWorker returns a Temporal worker on c with every workflow and activity registered over
+// a's services, waiting up to AGENTMEMORY_SHUTDOWN_TIMEOUT for running activities on Stop.
+// It is not started. Errors: the model client does not build (a malformed OLLAMA_HOST).
+func (a *App) NewWorker(c client.Client, o WorkerOptions) (sdkworker.Worker, error) {
+	tq := o.TaskQueue
+	if tq == "" {
+		tq = a.Config.TaskQueue
+	}
+	model := o.Model
+	if model == nil {
+		m, err := llm.New(llm.Config{Host: a.Config.OllamaHost, Model: a.Config.OllamaModel, DetectorModel: a.Config.DetectorModel})
+		if err != nil {
+			return nil, err
+		}
+		model = m
+	}
+	acts := &activities.Activities{Turns: a.Turns, Model: model, Proposals: a.Proposals, Now: a.Now}
+	ca := &activities.ComplianceActivities{Compliance: a.Compliance, ReconcileMinAge: o.ReconcileMinAge}
+	if !o.NoReconcile {
+		ca.Workflows = a.Starter(c, tq)
+	}
+	return worker.New(c, tq, sdkworker.Options{WorkerStopTimeout: a.Config.ShutdownTimeout}, acts, ca), nil
+}
+
+// Worker is a started worker with its reconcile loop.
+type Worker struct {
+	sdkworker.Worker
+	loop *worker.ReconcileLoop
+}
+
+// Stop ends the reconcile loop (cancelling a running pass), then the worker (waiting up to
+// AGENTMEMORY_SHUTDOWN_TIMEOUT for running activities).
+func (w *Worker) Stop() {
+	w.loop.Stop()
+	w.Worker.Stop()
+}
+
+// StartWorker is the binary's worker: it ensures the retention schedule
+// (AGENTMEMORY_SWEEP_EVERY), starts NewWorker's worker, reconciles orphaned workflows once,
+// then every AGENTMEMORY_RECONCILE_INTERVAL (issue 11 §3).
+func (a *App) StartWorker(c client.Client) (*Worker, error) {
+	if err := worker.EnsureRetentionSchedule(context.Background(), c, a.Config.TaskQueue, a.Config.SweepEvery); err != nil {
+		return nil, err
+	}
+	w, err := a.NewWorker(c, WorkerOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Start(); err != nil {
+		return nil, err
+	}
+	starter := a.Starter(c, "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	a.Reconcile(ctx, starter)
+	cancel()
+	loop := &worker.ReconcileLoop{Interval: a.Config.ReconcileInterval, Timeout: time.Minute,
+		Run: func(ctx context.Context) { a.Reconcile(ctx, starter) }}
+	loop.Start()
+	return &Worker{Worker: w, loop: loop}, nil
+}
+
+// Reconcile starts the missing workflows of erasures and exports (pending or running) and of
+// distillations (drafting) whose request died or failed between its commit and its workflow
+// start, and fails those rows whose workflow ended without finishing them. A failure is
+// logged (code and scrubbed cause), not returned: the next pass retries.
+func (a *App) Reconcile(ctx context.Context, starter compliance.WorkflowStarter) {
+	res, err := a.Compliance.Reconcile(ctx, starter, "", compliance.DefaultReconcileMinAge)
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return // shutting down
+		}
+		code, cause := logs.Scrub(err)
+		a.Log.Warn("reconcile of orphaned workflows failed; the next pass retries",
+			"checked", res.Checked, "started", res.Started, "code", code, "cause", cause)
+		return
+	}
+	if res.Started > 0 || res.Failed > 0 {
+		a.Log.Info("reconciled orphaned compliance workflows", "checked", res.Checked, "started", res.Started,
+			"failed_ended", res.Failed)
+	}
+}
+
+// StartRelay runs the outbox relay until ctx ends (AM-13, GOV-4): webhooks always, Kafka
+// when KAFKA_BROKERS is set (otherwise the outbox only fills and GET /v1/events reads it).
+// Several workers may run it at once. The returned stop cancels it and waits.
+func (a *App) StartRelay(ctx context.Context) (stop func()) {
+	r := &events.Relay{
+		DB: a.DB, Logger: a.Log, Metrics: a.EventMetrics, Now: a.Now,
+		Webhooks: &events.Webhooks{Docs: a.Docs, Signer: events.Signer{Hasher: &a.Hasher}, AllowPrivate: a.Config.WebhookAllowPrivate},
+	}
+	var kafka *events.Kafka
+	if len(a.Config.KafkaBrokers) > 0 {
+		kafka = events.NewKafka(a.Config.KafkaBrokers, a.Config.KafkaTopic)
+		r.Publisher = kafka
+		a.Log.Info("events relay to Kafka on", "topic", a.Config.KafkaTopic, "brokers", len(a.Config.KafkaBrokers))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = r.Run(ctx) })
+	return func() {
+		cancel()
+		wg.Wait()
+		if kafka != nil {
+			_ = kafka.Close()
+		}
+	}
+}
