@@ -188,7 +188,7 @@ func (a *App) wire() {
 	a.Metrics.Registry().MustRegister(a.EventMetrics)
 	a.Notes = &notes.Service{DB: d, Docs: a.Docs, Subjects: a.Subjects, Hasher: h, Now: now}
 	a.Proposals = &proposals.Service{DB: d, Notes: a.Notes}
-	a.Notes.Proposals = a.Proposals // human_only writes become proposals (AM-8)
+	a.Notes.Proposals = a.Proposals  // human_only writes become proposals (AM-8)
 	a.Compliance.Notes = a.Proposals // AM-12: agent-note erasure erases notes and proposals
 	// The reconciler fails a drafting proposal whose distillation workflow ended (issue 12 fix).
 	a.Compliance.Proposals = func(ctx context.Context, id, reason string) error {
