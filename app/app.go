@@ -187,7 +187,7 @@ func (a *App) wire() {
 	a.EventMetrics = events.NewMetrics()
 	a.Metrics.Registry().MustRegister(a.EventMetrics)
 	a.Notes = &notes.Service{DB: d, Docs: a.Docs, Subjects: a.Subjects, Hasher: h, Now: now}
-	a.Proposals = &proposals.Service{DB: d, Notes: a.Notes}
+	a.Proposals = &proposals.Service{DB: d, Notes: a.Notes, Now: now}
 	a.Notes.Proposals = a.Proposals  // human_only writes become proposals (AM-8)
 	a.Compliance.Notes = a.Proposals // AM-12: agent-note erasure erases notes and proposals
 	// The reconciler fails a drafting proposal whose distillation workflow ended (issue 12 fix).

@@ -32,10 +32,12 @@ func TestBuildSharesOneGraph(t *testing.T) {
 	deps := a.APIDeps(nil)
 	require.Same(t, m, deps.Metrics)
 	require.Same(t, a.Notes, deps.Notes)
-	require.Same(t, a.Notes, a.Compliance.Notes)
+	require.Same(t, a.Proposals, deps.Proposals)
+	require.Same(t, a.Proposals, a.Compliance.Notes, "agent-note erasure erases notes and proposals")
+	require.Same(t, a.Notes, a.Proposals.Notes)
 	require.Nil(t, a.Notes.Detector, "no AGENTMEMORY_DETECTOR_MODEL: local layer only")
 	for name, now := range map[string]func() time.Time{"api": deps.Now, "state": a.State.Now, "notes": a.Notes.Now,
-		"turns": a.Turns.Now, "subjects": a.Subjects.Now, "compliance": a.Compliance.Now} {
+		"turns": a.Turns.Now, "proposals": a.Proposals.Now, "subjects": a.Subjects.Now, "compliance": a.Compliance.Now} {
 		require.Equal(t, fixed, now(), "%s runs on another clock", name)
 	}
 	require.Equal(t, 48*time.Hour, deps.ApprovalDeadline)
