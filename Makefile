@@ -8,6 +8,9 @@ WORKFLOWCHECK := $(CURDIR)/bin/workflowcheck
 # RACE_PKGS: the packages with concurrency, tested under -race by make test (and only there:
 # test-go runs every other package without it). The Go SDK's own module (sdk/) also runs -race.
 RACE_PKGS := ./internal/state/... ./internal/notes/... ./internal/events/... ./internal/receipts/... ./internal/sdktest/...
+# RACE_API_TESTS: the api tests that drive state, notes and receipts concurrently (internal/state
+# is tested through the API); test-go-race runs them again under -race.
+RACE_API_TESTS := Concurrent|Parallel|ReadDoesNotWait|ReadYourWrites
 DATA_DIR ?= ./data
 ADDR ?= 127.0.0.1:8080
 # DEV_FLAGS: more flags for `agentmemory dev`, e.g. make run DEV_FLAGS=--fake-model
@@ -49,9 +52,10 @@ vet:
 test-go:
 	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -vxF "$$($(GO) list $(RACE_PKGS))")
 
-## test-go-race: RACE_PKGS under the race detector.
+## test-go-race: RACE_PKGS and the api's RACE_API_TESTS under the race detector.
 test-go-race:
 	$(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
+	$(GO) test -count=1 -race -timeout 30m -run '$(RACE_API_TESTS)' ./api/
 
 ## test-sdk: the Go SDK's own module (standard library only), under -race.
 test-sdk:
