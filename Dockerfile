@@ -4,6 +4,9 @@
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
+# The Go SDK is its own module, required through `replace ... => ./sdk`: its go.mod must be
+# there before the download.
+COPY sdk/go.mod sdk/
 RUN go mod download
 COPY . .
 # Pure Go (SQLite through modernc), so the binary is static and runs without libc.

@@ -3,12 +3,20 @@ SHELL := /bin/bash
 GO ?= go
 TEMPORAL_VERSION := v1.5.1
 TEMPORAL := $(CURDIR)/bin/temporal
+WORKFLOWCHECK_VERSION := v0.6.0
+WORKFLOWCHECK := $(CURDIR)/bin/workflowcheck
+# RACE_PKGS: the packages with concurrency, tested under -race by make test (and only there:
+# test-go runs every other package without it). The Go SDK's own module (sdk/) also runs -race.
+RACE_PKGS := ./internal/state/... ./internal/notes/... ./internal/events/... ./internal/receipts/... ./internal/sdktest/...
+# RACE_API_TESTS: the api tests that drive state, notes and receipts concurrently (internal/state
+# is tested through the API); test-go-race runs them again under -race.
+RACE_API_TESTS := Concurrent|Parallel|ReadDoesNotWait|ReadYourWrites
 DATA_DIR ?= ./data
 ADDR ?= 127.0.0.1:8080
 # DEV_FLAGS: more flags for `agentmemory dev`, e.g. make run DEV_FLAGS=--fake-model
 DEV_FLAGS ?=
 
-.PHONY: run build test test-short bench demo lint temporal postgres gate-report
+.PHONY: run build test test-short test-go test-go-race test-sdk test-sdk-short vet bench demo lint temporal workflowcheck postgres gate-report
 
 ## run: install what is missing and start `agentmemory dev` (SQLite + Temporal dev server).
 run: temporal build
@@ -25,14 +33,42 @@ $(TEMPORAL):
 	@echo "downloads and compiles it, which takes about 5 to 25 minutes on a 2-core machine and prints nothing meanwhile."
 	GOBIN=$(CURDIR)/bin $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_VERSION)
 
-## test: every test, on SQLite and PostgreSQL (127.0.0.1:5432, database test) and a Temporal dev server.
-test: temporal
-	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 30m ./...
+## test: every test, on SQLite and PostgreSQL (127.0.0.1:5432, database test) and a Temporal
+## dev server: go vet, the main module (RACE_PKGS under -race), the Go SDK's module, and
+## workflowcheck over workflows/.
+test: temporal vet test-go test-go-race test-sdk workflowcheck
+	$(WORKFLOWCHECK) ./workflows/...
 
-## test-short: the fast tests only (no Temporal dev server, no long integration runs).
-test-short:
+## test-short: the fast tests only, of both modules: no PostgreSQL, no Temporal dev server.
+test-short: test-sdk-short
 	$(GO) test -count=1 -short ./...
+
+## vet: go vet over the main module and the SDK's module.
+vet:
+	$(GO) vet ./...
+	cd sdk && $(GO) vet ./...
+
+## test-go: every package of the main module but RACE_PKGS.
+test-go:
+	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -vxF "$$($(GO) list $(RACE_PKGS))")
+
+## test-go-race: RACE_PKGS and the api's RACE_API_TESTS under the race detector.
+test-go-race:
+	$(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
+	$(GO) test -count=1 -race -timeout 30m -run '$(RACE_API_TESTS)' ./api/
+
+## test-sdk: the Go SDK's own module (standard library only), under -race.
+test-sdk:
+	cd sdk && $(GO) test -count=1 -race ./...
+
+test-sdk-short:
+	cd sdk && $(GO) vet ./... && $(GO) test -count=1 -short ./...
+
+## workflowcheck: go.temporal.io/sdk/contrib/tools/workflowcheck in ./bin, installed once with
+## go install; make test runs it over workflows/ (no non-deterministic call in a workflow).
+workflowcheck: $(WORKFLOWCHECK)
+$(WORKFLOWCHECK):
+	GOBIN=$(CURDIR)/bin $(GO) install go.temporal.io/sdk/contrib/tools/workflowcheck@$(WORKFLOWCHECK_VERSION)
 
 ## bench: API throughput and latency against the database's own compare-and-swap limit, with the
 ## shipped pool defaults, and on PostgreSQL the same load with a tuned pool (ratio printed).
@@ -50,9 +86,8 @@ demo: build
 	ADDR=$(ADDR) DATA_DIR=$(DATA_DIR) ./scripts/demo.sh
 
 ## lint: formatting and go vet.
-lint:
+lint: vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
-	$(GO) vet ./...
 
 ## postgres: start the local PostgreSQL cluster if it is down.
 postgres:

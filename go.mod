@@ -3,6 +3,7 @@ module github.com/agentmemory/agentmemory
 go 1.26.0
 
 require (
+	github.com/agentmemory/agentmemory/sdk v0.0.0
 	github.com/caarlos0/env/v11 v11.4.2
 	github.com/gin-gonic/gin v1.12.0
 	github.com/google/jsonschema-go v0.4.3
@@ -120,3 +121,5 @@ require (
 	modernc.org/memory v1.11.0 // indirect
 	modernc.org/sqlite v1.46.1 // indirect
 )
+
+replace github.com/agentmemory/agentmemory/sdk => ./sdk

@@ -11,12 +11,22 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+	"github.com/agentmemory/agentmemory/internal/events"
+	"github.com/agentmemory/agentmemory/internal/keyed"
+	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/spaces"
+	statesvc "github.com/agentmemory/agentmemory/internal/state"
+	"github.com/agentmemory/agentmemory/internal/subjects"
+	"github.com/agentmemory/agentmemory/internal/turns"
 )
 
 // wmFields are the declared fields of the test agent's working-memory type: one of each kind
@@ -234,7 +244,57 @@ func requireNotStored(t testing.TB, e *apitest.Env, needles ...string) {
 	}
 }
 
-// newReplica is a second API server over the same store and services as e (another replica).
-func newReplica(e *apitest.Env) *api.Server { return api.NewServer(e.Deps) }
+// newReplica is a second API server wired on its own over e's database, as another replica
+// process would be: its own connection pool (opened from the database's URL) and its own
+// services (state, subjects, documents, turns, notes, compliance), so nothing held in memory
+// by one is seen by the other. Only the subject key store is shared, as replicas share theirs
+// (the key service, AGENTMEMORY_KEYSTORE_URL).
+func newReplica(e *apitest.Env) *api.Server {
+	t := e.T
+	t.Helper()
+	d, err := db.Open(context.Background(), databaseURL(t, e), dbtest.Shipped())
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	require.NotSame(t, e.DB, d)
+	hasher := keyed.New([]byte(apitest.Secret))
+	ks := e.Keys
+	docs := spaces.Documents{DB: d}
+	subj := &subjects.Service{DB: d, Docs: docs, Hasher: hasher, Keys: ks, Now: time.Now}
+	st := &statesvc.Service{DB: d, Docs: docs, Hasher: hasher, Masker: subj, Now: time.Now, Keys: ks}
+	ts := &turns.Service{DB: d, Subjects: subj, Hasher: hasher, Keys: ks, Now: time.Now}
+	comp := &compliance.Service{DB: d, Docs: docs, Hasher: hasher, Keys: ks, Subjects: subj, State: st, Now: time.Now,
+		Turns: ts, TurnExports: ts, TurnSweeps: ts}
+	deps := api.Deps{DB: d, State: st, Subjects: subj, Docs: docs, Now: time.Now, MaxBodyBytes: e.Deps.MaxBodyBytes, Compliance: comp}
+	deps.EventSigner = events.Signer{Hasher: &hasher}
+	deps.Turns = ts
+	deps.Notes = &notes.Service{DB: d, Docs: docs, Subjects: subj, Hasher: hasher, Now: time.Now}
+	deps.Proposals = deps.Notes
+	comp.Notes = deps.Notes
+	return api.NewServer(deps)
+}
+
+// databaseURL is the URL of e's database: its SQLite file, or the PostgreSQL test server
+// with e's schema as search_path.
+func databaseURL(t testing.TB, e *apitest.Env) string {
+	t.Helper()
+	ctx := context.Background()
+	if db.IsSQLite(e.DB) {
+		var rows []struct {
+			Seq  int            `bun:"seq"`
+			Name string         `bun:"name"`
+			File sql.NullString `bun:"file"`
+		}
+		require.NoError(t, e.DB.NewRaw("PRAGMA database_list").Scan(ctx, &rows))
+		for _, r := range rows {
+			if r.Name == "main" && r.File.Valid && r.File.String != "" {
+				return "sqlite://" + r.File.String
+			}
+		}
+		t.Fatal("the SQLite file was not found")
+	}
+	var schema string
+	require.NoError(t, e.DB.NewRaw("SELECT current_schema()").Scan(ctx, &schema))
+	return dbtest.PostgresURL() + "&search_path=" + schema
+}
 
 func jsonInt(i int64) string { return strconv.FormatInt(i, 10) }

@@ -689,7 +689,9 @@ func TestWMProfileAgentState(t *testing.T) {
 	})
 }
 
-// WM-10: a writer reads its own writes, through any replica of the API over the same store.
+// WM-10: a writer reads its own writes, through any replica of the API over the same store:
+// the second replica is wired on its own (newReplica: its own pool and services, sharing only
+// the database and the key store), and writes alternate between the two.
 func TestWMReadYourWrites(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		key := setupWM(e)

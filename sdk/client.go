@@ -22,8 +22,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/agentmemory/agentmemory/internal/strictjson"
 )
 
 // Options configure a Client.
@@ -171,21 +169,6 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, hea
 		}
 	}
 	return resp.Header, resp.StatusCode, nil
-}
-
-// MaxAnswerDepth is the nesting an answer of the service may hold (a working-memory body holds
-// at most strictjson.MaxBodyDepth levels; answers wrap it in a few more). A deeper answer is
-// refused by a linear scan before it is parsed: the client's memory stays bounded whatever a
-// server (or something posing as one) sends.
-const MaxAnswerDepth = strictjson.MaxBodyDepth + 32
-
-// checkAnswerDepth refuses an answer nested beyond MaxAnswerDepth (or holding a lone UTF-16
-// surrogate escape) with an error that never repeats the answer's text.
-func checkAnswerDepth(data []byte) error {
-	if err := strictjson.Scan(data, MaxAnswerDepth); err != nil {
-		return fmt.Errorf("sdk: decode answer: %w", err)
-	}
-	return nil
 }
 
 func decodeError(resp *http.Response, data []byte) error {

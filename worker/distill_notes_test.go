@@ -30,6 +30,9 @@ type notesRig struct {
 	bot   string
 }
 
+// testDecisionWait is the rigs' api.Deps.DecisionWait (the shipped default is 5 s).
+const testDecisionWait = 2 * time.Minute
+
 func newNotesRig(t *testing.T, engine string, deps func(*api.Deps), answers ...llmtest.Answer) *notesRig {
 	t.Helper()
 	if testing.Short() {
@@ -38,6 +41,11 @@ func newNotesRig(t *testing.T, engine string, deps func(*api.Deps), answers ...l
 	tq := fmt.Sprintf("notes-%s-%d", engine, time.Now().UnixNano())
 	e := apitest.New(t, engine, func(d *api.Deps) {
 		d.Workflows, d.TaskQueue = temporalClient, tq
+		// approve and reject answer 201/200 once the workflow has applied the decision, 202 if
+		// it has not within DecisionWait. The tests assert the applied answer, so the wait is
+		// far beyond any scheduling delay of a loaded machine (the answer comes as soon as the
+		// workflow ends; only a lost decision would use it up).
+		d.DecisionWait = testDecisionWait
 		if deps != nil {
 			deps(d)
 		}

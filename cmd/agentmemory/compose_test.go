@@ -252,4 +252,22 @@ func TestDockerfile(t *testing.T) {
 	last := users[len(users)-1]
 	require.NotContains(t, []string{"root", "0", "0:0", "root:root"}, last)
 	require.Contains(t, text, `ENTRYPOINT ["/usr/local/bin/agentmemory"]`)
+
+	// Every module the root go.mod replaces with a local directory (the Go SDK, ./sdk) has its
+	// go.mod copied before `go mod download`, or the download fails on a missing directory.
+	mod, err := os.ReadFile(filepath.Join(repoRoot(t), "go.mod"))
+	require.NoError(t, err)
+	download := strings.Index(text, "go mod download")
+	require.Positive(t, download, "no go mod download step")
+	var local []string
+	for _, line := range strings.Split(string(mod), "\n") {
+		if _, target, ok := strings.Cut(line, "=>"); ok && strings.HasPrefix(strings.TrimSpace(target), "./") {
+			local = append(local, strings.TrimPrefix(strings.TrimSpace(target), "./"))
+		}
+	}
+	require.Contains(t, local, "sdk", "the root module replaces the SDK with ./sdk")
+	for _, dir := range local {
+		at := strings.Index(text, "COPY "+dir+"/go.mod ")
+		require.True(t, at >= 0 && at < download, "the Dockerfile must COPY %s/go.mod before go mod download", dir)
+	}
 }

@@ -1,6 +1,8 @@
 // Package dbtest opens fresh, migrated databases for tests: a SQLite file in t.TempDir() and
 // a PostgreSQL schema of its own on the development machine's server (127.0.0.1:5432, trust
-// auth, database test; override with AGENTMEMORY_TEST_POSTGRES).
+// auth, database test; override with AGENTMEMORY_TEST_POSTGRES). Under -short (make
+// test-short) every PostgreSQL database is skipped, with the reason, so the fast tests need no
+// server; without -short a missing server fails the test.
 package dbtest
 
 import (
@@ -73,13 +75,15 @@ func Shipped() db.Options {
 }
 
 // URL creates an empty database of the engine and returns its URL: a SQLite file under
-// t.TempDir(), or a new PostgreSQL schema selected through search_path.
+// t.TempDir(), or a new PostgreSQL schema selected through search_path. Under -short a
+// PostgreSQL database skips the (sub)test instead (SkipPostgresShort).
 func URL(t testing.TB, engine string) string {
 	t.Helper()
 	switch engine {
 	case "sqlite":
 		return "sqlite://" + filepath.Join(t.TempDir(), "agentmemory.db")
 	case "postgres":
+		SkipPostgresShort(t)
 		var b [6]byte
 		_, _ = rand.Read(b[:])
 		schema := "t_" + hex.EncodeToString(b[:])
@@ -99,5 +103,14 @@ func URL(t testing.TB, engine string) string {
 	default:
 		t.Fatalf("dbtest: unknown engine %q", engine)
 		return ""
+	}
+}
+
+// SkipPostgresShort skips t under -short: make test-short runs without PostgreSQL, and make
+// test runs every PostgreSQL test.
+func SkipPostgresShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("PostgreSQL test skipped under -short (make test-short needs no PostgreSQL; make test runs it)")
 	}
 }

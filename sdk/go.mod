@@ -1,0 +1,3 @@
+module github.com/agentmemory/agentmemory/sdk
+
+go 1.26.0
