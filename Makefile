@@ -7,7 +7,7 @@ WORKFLOWCHECK_VERSION := v0.6.0
 WORKFLOWCHECK := $(CURDIR)/bin/workflowcheck
 # RACE_PKGS: the packages with concurrency, tested under -race by make test (and only there:
 # test-go runs every other package without it). The Go SDK's own module (sdk/) also runs -race.
-RACE_PKGS := ./internal/state/... ./internal/notes/... ./internal/events/... ./internal/receipts/... ./internal/sdktest/...
+RACE_PKGS := ./internal/state/... ./internal/notes/... ./internal/events/... ./internal/receipts/... ./internal/proposals/... ./internal/sdktest/...
 # RACE_API_TESTS: the api tests that drive state, notes and receipts concurrently (internal/state
 # is tested through the API); test-go-race runs them again under -race.
 RACE_API_TESTS := Concurrent|Parallel|ReadDoesNotWait|ReadYourWrites

@@ -11,22 +11,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/api/apitest"
-	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/app"
+	"github.com/agentmemory/agentmemory/internal/config"
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
-	"github.com/agentmemory/agentmemory/internal/events"
-	"github.com/agentmemory/agentmemory/internal/keyed"
-	"github.com/agentmemory/agentmemory/internal/notes"
-	"github.com/agentmemory/agentmemory/internal/spaces"
-	statesvc "github.com/agentmemory/agentmemory/internal/state"
-	"github.com/agentmemory/agentmemory/internal/subjects"
-	"github.com/agentmemory/agentmemory/internal/turns"
 )
 
 // wmFields are the declared fields of the test agent's working-memory type: one of each kind
@@ -256,20 +249,16 @@ func newReplica(e *apitest.Env) *api.Server {
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
 	require.NotSame(t, e.DB, d)
-	hasher := keyed.New([]byte(apitest.Secret))
-	ks := e.Keys
-	docs := spaces.Documents{DB: d}
-	subj := &subjects.Service{DB: d, Docs: docs, Hasher: hasher, Keys: ks, Now: time.Now}
-	st := &statesvc.Service{DB: d, Docs: docs, Hasher: hasher, Masker: subj, Now: time.Now, Keys: ks}
-	ts := &turns.Service{DB: d, Subjects: subj, Hasher: hasher, Keys: ks, Now: time.Now}
-	comp := &compliance.Service{DB: d, Docs: docs, Hasher: hasher, Keys: ks, Subjects: subj, State: st, Now: time.Now,
-		Turns: ts, TurnExports: ts, TurnSweeps: ts}
-	deps := api.Deps{DB: d, State: st, Subjects: subj, Docs: docs, Now: time.Now, MaxBodyBytes: e.Deps.MaxBodyBytes, Compliance: comp}
-	deps.EventSigner = events.Signer{Hasher: &hasher}
-	deps.Turns = ts
-	deps.Notes = &notes.Service{DB: d, Docs: docs, Subjects: subj, Hasher: hasher, Now: time.Now}
-	deps.Proposals = deps.Notes
-	comp.Notes = deps.Notes
+	cfg, err := config.Load(func(string) string { return "" })
+	require.NoError(t, err)
+	cfg.Secret, cfg.DataDir = apitest.Secret, t.TempDir()
+	// The binary's composition root over the replica's own pool; only the key store is e's.
+	a, err := app.Build(context.Background(), cfg, app.Overrides{DB: d, Keys: e.Keys})
+	require.NoError(t, err)
+	t.Cleanup(a.Close)
+	require.NotSame(t, e.App.State, a.State)
+	deps := a.APIDeps(nil)
+	deps.MaxBodyBytes = e.Deps.MaxBodyBytes
 	return api.NewServer(deps)
 }
 
