@@ -5,10 +5,11 @@ TEMPORAL_VERSION := v1.5.1
 TEMPORAL := $(CURDIR)/bin/temporal
 DATA_DIR ?= ./data
 ADDR ?= 127.0.0.1:8080
+PYTHON ?= python3
 # DEV_FLAGS: more flags for `agentmemory dev`, e.g. make run DEV_FLAGS=--fake-model
 DEV_FLAGS ?=
 
-.PHONY: run build test test-short bench demo lint temporal postgres gate-report
+.PHONY: run build test test-short test-python bench demo lint temporal postgres gate-report
 
 ## run: install what is missing and start `agentmemory dev` (SQLite + Temporal dev server).
 run: temporal build
@@ -29,6 +30,13 @@ $(TEMPORAL):
 test: temporal
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
+	$(MAKE) test-python
+
+## test-python: the Python SDK (sdk/python, standard library unittest) against the real binary:
+## the conformance suite (sdk/conformance), the tool kit against /mcp, the README quick start.
+test-python: temporal build
+	cd sdk/python && AGENTMEMORY_BIN=$(CURDIR)/bin/agentmemory AGENTMEMORY_TEMPORAL_CLI=$(TEMPORAL) \
+		$(PYTHON) -m unittest discover -s tests -t tests -v
 
 ## test-short: the fast tests only (no Temporal dev server, no long integration runs).
 test-short:
