@@ -67,7 +67,7 @@ def parse_retry_after(value: Optional[str]) -> Optional[float]:
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """Never follows a redirect: the key must not travel to another address."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[override]
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
         return None
 
 
@@ -167,7 +167,7 @@ class Transport:
 
 def _read(resp: Any) -> bytes:
     try:
-        raw = resp.read(MAX_ANSWER_BYTES + 1)
+        raw: bytes = resp.read(MAX_ANSWER_BYTES + 1)
     except (OSError, socket.timeout):
         raise UnreachableError("the answer was cut") from None
     if len(raw) > MAX_ANSWER_BYTES:

@@ -4,7 +4,7 @@ client in a worker thread (asyncio.to_thread), so the event loop never blocks on
 from __future__ import annotations
 
 import asyncio
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .client import Block, Client, Conflict, Note, Saved, Scope, Session, State, WriteResult
 from .tools import Toolkit
@@ -28,7 +28,8 @@ class AsyncAgentState:
     @property
     def conflicts(self) -> List[Conflict]:
         """See AgentState.conflicts."""
-        return self._sync.conflicts
+        conflicts: List[Conflict] = self._sync.conflicts
+        return conflicts
 
 
 class AsyncToolkit:
@@ -38,17 +39,17 @@ class AsyncToolkit:
         self._sync = sync
         self.names = sync.names
 
-    def openai(self) -> List[dict]:
+    def openai(self) -> List[Dict[str, Any]]:
         return self._sync.openai()
 
-    def anthropic(self) -> List[dict]:
+    def anthropic(self) -> List[Dict[str, Any]]:
         return self._sync.anthropic()
 
-    async def dispatch(self, name: str, arguments: Any) -> dict:
+    async def dispatch(self, name: str, arguments: Any) -> Dict[str, Any]:
         """See Toolkit.dispatch."""
         return await asyncio.to_thread(self._sync.dispatch, name, arguments)
 
-    async def handle(self, call: Any) -> dict:
+    async def handle(self, call: Any) -> Dict[str, Any]:
         """See Toolkit.handle."""
         return await asyncio.to_thread(self._sync.handle, call)
 

@@ -352,7 +352,7 @@ class Client:
             with self._lock:
                 return copy.deepcopy(self._local.get(k, State()))
         self._flush_quiet()
-        body = {"scope": scope.wire()}
+        body: Dict[str, Any] = {"scope": scope.wire()}
         if self.agent:
             body["agent"] = self.agent
         attempt = 0

@@ -225,7 +225,7 @@ class Toolkit:
         ``{"role": "tool", "tool_call_id", "content"}``. Or an Anthropic ``tool_use`` block
         (``{"type": "tool_use", "id", "name", "input"}``): the answer is ``{"type": "tool_result",
         "tool_use_id", "content", "is_error"}``. ``content`` is the dispatch result as JSON text."""
-        get = (lambda o, k: o.get(k)) if isinstance(call, Mapping) else (lambda o, k: getattr(o, k, None))
+        get = _member
         if get(call, "type") == "tool_use" or get(call, "input") is not None:
             result = self.dispatch(str(get(call, "name")), get(call, "input"))
             return {"type": "tool_result", "tool_use_id": get(call, "id"),
@@ -233,18 +233,24 @@ class Toolkit:
         fn = get(call, "function")
         if fn is None:
             raise ValueError("agentmemory: not an OpenAI tool call nor an Anthropic tool_use block")
-        fget = (lambda o, k: o.get(k)) if isinstance(fn, Mapping) else (lambda o, k: getattr(o, k, None))
-        result = self.dispatch(str(fget(fn, "name")), fget(fn, "arguments"))
+        result = self.dispatch(str(get(fn, "name")), get(fn, "arguments"))
         return {"role": "tool", "tool_call_id": get(call, "id"), "content": json.dumps(result, ensure_ascii=False)}
+
+
+def _member(o: Any, k: str) -> Any:
+    """o[k] for a mapping, o.k for an object (a provider SDK's tool call), else None."""
+    return o.get(k) if isinstance(o, Mapping) else getattr(o, k, None)
 
 
 def _check(schema: Mapping[str, Any], args: Mapping[str, Any]) -> str:
     """The first way args break the (flat) schema, as a message without values; "" when valid."""
     props = schema["properties"]
+    name: str
     for name in schema.get("required", []):
         if name not in args:
             return "missing argument: " + name
-    for name, value in args.items():
+    for key, value in args.items():
+        name = str(key)
         spec = props.get(name)
         if spec is None:
             return "unknown argument"
