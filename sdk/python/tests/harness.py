@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -114,6 +115,8 @@ class DevServer:
     def close(self) -> None:
         self.stop()
         self.log.close()
+        if not os.environ.get("AGENTMEMORY_KEEP_DATA"):
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def create_space(self, name: str) -> str:
         out = subprocess.run([binary(), "space", "create", name, "--data-dir", self.dir],

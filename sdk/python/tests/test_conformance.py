@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import tempfile
 import unittest
 from typing import Any, Dict, List, Optional
@@ -28,6 +29,7 @@ class Runner:
         self.server = server
         self.case = case
         self.dir = tempfile.mkdtemp(prefix="conf-")
+        test.addCleanup(shutil.rmtree, self.dir, True)
         agent = "%s-%s" % (setup["agent_key"]["agent"], case["name"].replace("_", "-"))
         self.key_spec = dict(setup["agent_key"], agent=agent)
         self.key = server.mint_key(self.key_spec)
