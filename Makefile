@@ -13,10 +13,11 @@ RACE_PKGS := ./internal/state/... ./internal/notes/... ./internal/events/... ./i
 RACE_API_TESTS := Concurrent|Parallel|ReadDoesNotWait|ReadYourWrites
 DATA_DIR ?= ./data
 ADDR ?= 127.0.0.1:8080
+PYTHON ?= python3
 # DEV_FLAGS: more flags for `agentmemory dev`, e.g. make run DEV_FLAGS=--fake-model
 DEV_FLAGS ?=
 
-.PHONY: run build test test-short test-go test-go-race test-sdk test-sdk-short vet bench demo lint temporal workflowcheck postgres gate-report
+.PHONY: run build test test-short test-go test-go-race test-sdk test-sdk-short test-python vet bench demo lint temporal workflowcheck postgres gate-report
 
 ## run: install what is missing and start `agentmemory dev` (SQLite + Temporal dev server).
 run: temporal build
@@ -35,9 +36,16 @@ $(TEMPORAL):
 
 ## test: every test, on SQLite and PostgreSQL (127.0.0.1:5432, database test) and a Temporal
 ## dev server: go vet, the main module (RACE_PKGS under -race), the Go SDK's module, and
-## workflowcheck over workflows/.
-test: temporal vet test-go test-go-race test-sdk workflowcheck
+## workflowcheck over workflows/,
+## and the Python SDK.
+test: temporal vet test-go test-go-race test-sdk workflowcheck test-python
 	$(WORKFLOWCHECK) ./workflows/...
+
+## test-python: the Python SDK (sdk/python, standard library unittest) against the real binary:
+## the conformance suite (sdk/conformance), the tool kit against /mcp, the README quick start.
+test-python: temporal build
+	cd sdk/python && AGENTMEMORY_BIN=$(CURDIR)/bin/agentmemory AGENTMEMORY_TEMPORAL_CLI=$(TEMPORAL) \
+		$(PYTHON) -m unittest discover -s tests -t tests -v
 
 ## test-short: the fast tests only, of both modules: no PostgreSQL, no Temporal dev server.
 test-short: test-sdk-short

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -41,6 +42,14 @@ type Options struct {
 	QueueFile string
 	// Replay starts every state empty and keeps writes local: nothing is sent to the service.
 	Replay bool
+	// MaxRetries bounds the retries of an answer 429 or 5xx (default 3; negative: none). Each
+	// waits the answer's Retry-After, else an exponential backoff with jitter from RetryBackoff.
+	MaxRetries int
+	// MaxRetryWait: an answer asking to wait longer than this (default 30 s) is returned at
+	// once, with its RetryAfter, instead of being retried.
+	MaxRetryWait time.Duration
+	// RetryBackoff is the first backoff without Retry-After (default 250 ms; doubles per retry).
+	RetryBackoff time.Duration
 }
 
 // Client talks to agentmemory. It is safe for concurrent use.
@@ -63,6 +72,15 @@ func New(opt Options) (*Client, error) {
 		return nil, errors.New("sdk: BaseURL is required")
 	}
 	opt.BaseURL = strings.TrimRight(opt.BaseURL, "/")
+	if opt.MaxRetries == 0 {
+		opt.MaxRetries = 3
+	}
+	if opt.MaxRetryWait == 0 {
+		opt.MaxRetryWait = 30 * time.Second
+	}
+	if opt.RetryBackoff == 0 {
+		opt.RetryBackoff = 250 * time.Millisecond
+	}
 	hc := opt.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Timeout: 10 * time.Second}
@@ -118,15 +136,49 @@ type errUnreachable struct{ err error }
 func (e errUnreachable) Error() string { return "agentmemory: unreachable: " + e.err.Error() }
 func (e errUnreachable) Unwrap() error { return e.err }
 
+// retryStatuses are the answers retried with backoff (or their Retry-After).
+func retryStatus(status int) bool {
+	return status == http.StatusTooManyRequests || status >= 500 && status <= 599
+}
+
 // do sends a JSON request and decodes a 2xx JSON answer into out. headers are name, value
-// pairs. It returns the response headers and status.
+// pairs. It returns the response headers and status. An answer 429 or 5xx is retried up to
+// Options.MaxRetries times, waiting its Retry-After or an exponential backoff with full
+// jitter; one asking to wait longer than Options.MaxRetryWait is returned at once. Transport
+// failures are not retried (a write is queued instead).
 func (c *Client) do(ctx context.Context, method, path string, body, out any, headers ...string) (http.Header, int, error) {
-	var rd io.Reader
+	var data []byte
 	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if data, err = json.Marshal(body); err != nil {
 			return nil, 0, fmt.Errorf("sdk: encode: %w", err)
 		}
+	}
+	for attempt := 0; ; attempt++ {
+		h, status, err := c.doOnce(ctx, method, path, data, body != nil, out, headers)
+		var ae *Error
+		if err == nil || !errors.As(err, &ae) || !retryStatus(ae.Status) || attempt >= c.opt.MaxRetries {
+			return h, status, err
+		}
+		wait := ae.RetryAfter
+		if wait == 0 {
+			wait = c.opt.RetryBackoff << attempt
+			wait = wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1))
+		}
+		if wait > c.opt.MaxRetryWait {
+			return h, status, err
+		}
+		select {
+		case <-ctx.Done():
+			return h, status, err
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (c *Client) doOnce(ctx context.Context, method, path string, data []byte, hasBody bool, out any, headers []string) (http.Header, int, error) {
+	var rd io.Reader
+	if hasBody {
 		rd = bytes.NewReader(data)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.opt.BaseURL+path, rd)
@@ -134,7 +186,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, hea
 		return nil, 0, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.opt.Key)
-	if body != nil {
+	if hasBody {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.opt.AgentVersion != "" {
@@ -148,7 +200,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, hea
 		return nil, 0, errUnreachable{err}
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
 		return nil, 0, errUnreachable{err}
 	}
@@ -156,13 +208,13 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, hea
 		return resp.Header, resp.StatusCode, nil
 	}
 	if resp.StatusCode >= 300 {
-		return resp.Header, resp.StatusCode, decodeError(resp, data)
+		return resp.Header, resp.StatusCode, decodeError(resp, answer)
 	}
-	if out != nil && len(data) > 0 {
-		if err := checkAnswerDepth(data); err != nil {
+	if out != nil && len(answer) > 0 {
+		if err := checkAnswerDepth(answer); err != nil {
 			return resp.Header, resp.StatusCode, err
 		}
-		dec := json.NewDecoder(bytes.NewReader(data))
+		dec := json.NewDecoder(bytes.NewReader(answer))
 		dec.UseNumber()
 		if err := dec.Decode(out); err != nil {
 			return resp.Header, resp.StatusCode, fmt.Errorf("sdk: decode answer: %w", err)
@@ -184,15 +236,30 @@ func decodeError(resp *http.Response, data []byte) error {
 		_ = json.Unmarshal(data, &body)
 	}
 	e := &Error{Status: resp.StatusCode, Code: body.Error.Code, Message: body.Error.Message, Kinds: body.Error.Kinds, Version: body.Version}
-	if s := resp.Header.Get("Retry-After"); s != "" {
-		if n, err := strconv.Atoi(s); err == nil {
-			e.RetryAfter = time.Duration(n) * time.Second
-		}
-	}
+	e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	if e.Code == "" {
 		e.Code = http.StatusText(resp.StatusCode)
 	}
 	return e
+}
+
+// parseRetryAfter reads a Retry-After header: delta-seconds or an HTTP date (0 when absent,
+// invalid or past).
+func parseRetryAfter(s string, now time.Time) time.Duration {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 0 {
+			return 0
+		}
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(s); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }
 
 func query(values map[string]string) string {

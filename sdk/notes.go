@@ -124,6 +124,9 @@ type Block struct {
 	NoteIDs []string `json:"note_ids"`
 	Tokens  int      `json:"tokens"`
 	ETag    string   `json:"-"`
+	// NotModified is true when this call was answered 304 (If-None-Match) and served from the
+	// client's cache.
+	NotModified bool `json:"-"`
 }
 
 // Block returns the notes block. The client caches it per options and revalidates it with
@@ -147,6 +150,7 @@ func (c *Client) Block(ctx context.Context, opt BlockOptions) (Block, error) {
 		return Block{}, err
 	}
 	if status == http.StatusNotModified {
+		cached.NotModified = true
 		return cached, nil
 	}
 	b.ETag = h.Get("ETag")

@@ -1,0 +1,31 @@
+"""agentmemory: the Python SDK of the agentmemory service (standard library only).
+
+    import agentmemory
+    client = agentmemory.Client("http://127.0.0.1:8080", key)   # or AGENTMEMORY_URL / AGENTMEMORY_KEY
+    conversation = client.conversation("c-1")
+    state = conversation.agent_state.get()                       # version 0 before the first write
+    written = conversation.agent_state.put({"step": "sizes"})    # merge_by_key
+    written = conversation.agent_state.put({"step": "checkout"}, mode="cas", if_version=state.version)
+    conversation.agent_state.put({"offer": agentmemory.DELETE})
+    notes = conversation.agent_memory(max_tokens=300, tags=["scheduling"])
+    saved = conversation.remember("pitfall", "Scheduling API", "Dates without a time zone...", tags=["scheduling"])
+
+See docs/sdk.md ("Python") for every behaviour.
+"""
+
+from .aio import AsyncAgentState, AsyncClient, AsyncSession, AsyncToolkit
+from .client import (DELETE, AgentState, Block, Client, Conflict, Note, Saved, Scope, Session, State,
+                     WriteResult, system_prompt)
+from .errors import (AgentMemoryError, AnswerError, ConflictError, PersonalDataError, RateLimitedError,
+                     UnavailableError, UnreachableError)
+from .tools import DEFINITIONS, REMEMBER_SCHEMA, SEARCH_SCHEMA, ToolDefinition, Toolkit
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client", "AsyncClient", "Session", "AsyncSession", "AgentState", "AsyncAgentState", "Toolkit", "AsyncToolkit",
+    "DELETE", "Scope", "State", "WriteResult", "Conflict", "Block", "Note", "Saved", "system_prompt",
+    "ToolDefinition", "DEFINITIONS", "SEARCH_SCHEMA", "REMEMBER_SCHEMA",
+    "AgentMemoryError", "ConflictError", "PersonalDataError", "RateLimitedError", "UnavailableError",
+    "UnreachableError", "AnswerError",
+]

@@ -1,0 +1,652 @@
+"""The agentmemory client: working memory (agent_state) with read-your-writes, an offline queue
+and replay mode (WM-14), and agent notes (the prompt block with revalidation, remember, search)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import os
+import threading
+import time
+import urllib.parse
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ._http import Transport
+from .errors import AgentMemoryError, ConflictError, UnavailableError, UnreachableError
+
+log = logging.getLogger("agentmemory")
+
+__all__ = [
+    "DELETE", "Scope", "State", "WriteResult", "Conflict", "Block", "Note", "Saved",
+    "Client", "Session", "AgentState", "system_prompt",
+]
+
+
+class _Delete:
+    """The DELETE sentinel: as a field's value in a merge write, removes that field."""
+
+    _instance: Optional["_Delete"] = None
+
+    def __new__(cls) -> "_Delete":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "agentmemory.DELETE"
+
+    def __reduce__(self) -> str:
+        return "DELETE"
+
+
+#: As a field's value in ``agent_state.put`` (merge_by_key), removes that field; sent as
+#: exactly ``{"$delete": true}`` (which may also be written literally).
+DELETE = _Delete()
+
+_DELETE_WIRE = {"$delete": True}
+
+
+def _is_delete(value: Any) -> bool:
+    return value is DELETE or (isinstance(value, dict) and value == _DELETE_WIRE and
+                               isinstance(value.get("$delete"), bool))
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a state belongs to: kind is ``conversation``, ``task``, ``object`` or ``subject``.
+
+    An object's id is ``type:namespace:id``; a subject's id is a handle such as
+    ``email:ana@example.com``. A scope's id is never logged nor put in an error message.
+    """
+
+    kind: str
+    id: str = field(repr=False)
+
+    def wire(self) -> Dict[str, str]:
+        return {"kind": self.kind, "id": self.id}
+
+
+@dataclass
+class State:
+    """A state as read: ``body`` maps field names to JSON values; ``version`` 0 and an empty body
+    before the first write (or after the state was erased, expired or deleted)."""
+
+    body: Dict[str, Any] = field(default_factory=dict)
+    version: int = 0
+    updated_at: Optional[str] = None
+
+
+@dataclass
+class WriteResult:
+    """The answer of ``agent_state.put``.
+
+    ``stored`` is True when the write was applied at ``version``. When False, ``reason`` says why:
+    ``not_declared_field`` (``fields`` names them), ``over_cap`` (``bytes`` over ``max_bytes``)
+    or ``conflict`` (the state is at another version, ``version`` is the current one: a
+    compare-and-swap or conditional merge lost). ``queued`` is True when the service was
+    unreachable and the write waits in the client's queue (``version`` is then the if_version
+    it will be resent with, or 0).
+    """
+
+    stored: bool
+    version: int
+    reason: Optional[str] = None
+    fields: List[str] = field(default_factory=list)
+    bytes: int = 0
+    max_bytes: int = 0
+    queued: bool = False
+
+
+@dataclass
+class Conflict:
+    """A queued write with an if_version that met another version when it was resent: reported,
+    never merged silently. ``body`` is the body the write carried (DELETE as ``{"$delete": true}``)."""
+
+    scope: Scope
+    agent: str
+    if_version: int
+    current_version: int
+    body: Dict[str, Any] = field(repr=False)
+    mode: str = "cas"
+
+
+@dataclass
+class Block:
+    """The notes block for a prompt (AM-4): ``text`` (empty when agent memory is off, then
+    ``enabled`` is False), the ids of the notes in it, its size in tokens and its ``etag``.
+    ``not_modified`` is True when this call was answered 304 and served from the cache."""
+
+    text: str = ""
+    enabled: bool = False
+    note_ids: List[str] = field(default_factory=list)
+    tokens: int = 0
+    etag: str = ""
+    not_modified: bool = False
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass
+class Note:
+    """A note as the service answers it (AM-1)."""
+
+    id: str
+    kind: str
+    title: str
+    body: str
+    tags: List[str] = field(default_factory=list)
+    version: int = 0
+    source_id: str = ""
+    visibility: str = ""
+    status: str = ""
+    origin: str = ""
+    evidence: Optional[Dict[str, str]] = None
+    created_at: Optional[str] = None
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> "Note":
+        return cls(id=str(d.get("id", "")), kind=str(d.get("kind", "")), title=str(d.get("title", "")),
+                   body=str(d.get("body", "")), tags=list(d.get("tags") or []), version=int(d.get("version") or 0),
+                   source_id=str(d.get("source_id", "")), visibility=str(d.get("visibility", "")),
+                   status=str(d.get("status", "")), origin=str(d.get("origin", "")),
+                   evidence=d.get("evidence"), created_at=d.get("created_at"))
+
+
+@dataclass
+class Saved:
+    """The answer of ``remember``.
+
+    ``status`` is ``stored`` (``note`` holds it), ``proposed`` (the space holds agents' notes for
+    a person's approval: ``proposal_id``), ``duplicate`` (an identical active note exists:
+    ``note`` is it, ``duplicate_of`` its id, nothing stored) or ``error``: then ``error`` is the
+    service's code (``personal_data_in_agent_memory`` with ``kinds``, never values;
+    ``rate_limited`` with ``retry_after``; ``note_cap_reached``, ``invalid_member``,
+    ``feature_disabled``...) and ``http_status`` its status. ``replayed`` is True when the
+    Idempotency-Key matched an earlier call (the first answer is returned).
+    """
+
+    status: str
+    note: Optional[Note] = None
+    proposal_id: str = ""
+    duplicate_of: str = ""
+    replayed: bool = False
+    error: Optional[str] = None
+    message: str = ""
+    kinds: List[str] = field(default_factory=list)
+    retry_after: Optional[float] = None
+    http_status: int = 0
+    idempotency_key: str = ""
+
+    @property
+    def note_id(self) -> str:
+        """The stored (or duplicated) note's id, or ""."""
+        return self.note.id if self.note else ""
+
+    def raise_for_error(self) -> "Saved":
+        """Raises the typed AgentMemoryError when ``error`` is set; returns self otherwise."""
+        if self.error is not None:
+            from .errors import error_for
+            raise error_for(self.http_status, self.error, self.message, retry_after=self.retry_after, kinds=self.kinds)
+        return self
+
+
+def system_prompt(instructions: str, notes: Any = None, context: Any = None) -> str:
+    """Builds a system prompt: the agent's instructions, then the notes block, then the
+    customer's context, joined by a blank line (empty parts left out). ``notes`` is a Block or
+    text; the block goes after the instructions and before the customer context (AM-4), so the
+    prompt prefix a provider caches stays the same for every customer."""
+    parts = [instructions, notes.text if isinstance(notes, Block) else notes,
+             getattr(context, "text", context)]
+    return "\n\n".join(str(p) for p in parts if p)
+
+
+_Key = Tuple[str, str, str]
+
+
+@dataclass
+class _Seen:
+    version: int
+    body: Optional[Dict[str, Any]] = None  # None: only the version is known
+    updated_at: Optional[str] = None
+
+
+#: Retries of a read that answers an older version than this client saw (about 0.75 s in all).
+MAX_READ_RETRIES = 5
+
+
+class Client:
+    """Talks to agentmemory; one per agent process, safe for concurrent use.
+
+    Args:
+        base_url: e.g. ``http://127.0.0.1:8080``; default ``$AGENTMEMORY_URL``.
+        key: an agent key (scopes agent_state, agent_memory, agent_memory:write), or a person
+            key with role integration plus ``agent``; default ``$AGENTMEMORY_KEY``.
+        agent: the agent acted for (person keys only): sent as ``agent`` and ``source_id``.
+        agent_version: sent as the Agent-Version header (provenance).
+        queue_file: keep writes queued while the service is unreachable in this JSON file, so
+            they survive a restart of the agent's process (default: in memory).
+        replay: start every state empty and keep writes local; nothing is sent.
+        timeout: seconds per HTTP request.
+        max_retries: retries of a 429 or 5xx answer (exponential backoff, or Retry-After).
+        max_retry_wait: an answer asking to wait longer than this is returned at once.
+
+    Raises:
+        ValueError: without a base URL (outside replay mode), or with an unreadable queue file.
+    """
+
+    def __init__(self, base_url: Optional[str] = None, key: Optional[str] = None, *, agent: str = "",
+                 agent_version: str = "", queue_file: Optional[str] = None, replay: bool = False,
+                 timeout: float = 10.0, max_retries: int = 3, max_retry_wait: float = 30.0,
+                 backoff: float = 0.25) -> None:
+        base_url = base_url if base_url is not None else os.environ.get("AGENTMEMORY_URL", "")
+        key = key if key is not None else os.environ.get("AGENTMEMORY_KEY", "")
+        if not replay and not base_url:
+            raise ValueError("agentmemory: base_url (or AGENTMEMORY_URL) is required")
+        self.agent = agent
+        self.replay = replay
+        self.queue_file = queue_file
+        self._http = Transport(base_url or "http://replay.invalid", key or "", agent_version=agent_version,
+                               timeout=timeout, max_retries=max_retries, max_retry_wait=max_retry_wait,
+                               backoff=backoff)
+        self._lock = threading.RLock()
+        self._flush_lock = threading.Lock()
+        self._seen: Dict[_Key, _Seen] = {}
+        self._local: Dict[_Key, State] = {}
+        self._queue: List[Dict[str, Any]] = []
+        self._conflicts: List[Conflict] = []
+        self._blocks: Dict[str, Block] = {}
+        self._load_queue()
+
+    def __repr__(self) -> str:
+        return "agentmemory.Client(%r%s)" % (self._http.base_url, ", replay=True" if self.replay else "")
+
+    # Sessions -------------------------------------------------------------------------------
+
+    def conversation(self, conversation_id: str, *, subject: str = "", view: str = "") -> "Session":
+        """The session of one conversation: its agent_state, its notes block, remember with the
+        conversation id as evidence. ``subject`` (a handle) ties its state to a customer."""
+        return Session(self, Scope("conversation", conversation_id), subject=subject, view=view)
+
+    def task(self, task_id: str, *, subject: str = "", view: str = "") -> "Session":
+        """The session of one task (remember sends the task id as evidence)."""
+        return Session(self, Scope("task", task_id), subject=subject, view=view)
+
+    def object(self, type: str, namespace: str, id: str, *, subject: str = "", view: str = "") -> "Session":
+        """The session of one object, named ``type:namespace:id``."""
+        return Session(self, Scope("object", "%s:%s:%s" % (type, namespace, id)), subject=subject, view=view)
+
+    def subject(self, handle: str, *, view: str = "") -> "Session":
+        """The session of one customer, named by a handle such as ``email:ana@example.com``."""
+        return Session(self, Scope("subject", handle), view=view)
+
+    def agent_state(self, scope: Scope, *, subject: str = "") -> "AgentState":
+        """The handle of the state of ``scope`` for this client's agent."""
+        return AgentState(self, scope, subject=subject)
+
+    # Working memory ---------------------------------------------------------------------------
+
+    @property
+    def pending(self) -> int:
+        """How many writes wait in the queue."""
+        with self._lock:
+            return len(self._queue)
+
+    @property
+    def conflicts(self) -> List[Conflict]:
+        """Every queued conditional write that conflicted when resent, in order."""
+        with self._lock:
+            return list(self._conflicts)
+
+    def flush(self) -> None:
+        """Resends queued writes in order with their own if_version. A resent conditional write
+        that conflicts moves to ``conflicts``; any other refusal is dropped from the queue (and
+        logged without values). Raises UnreachableError/UnavailableError, leaving the rest queued,
+        when the service still cannot take them."""
+        with self._flush_lock:
+            while True:
+                with self._lock:
+                    if not self._queue:
+                        return
+                    req = self._queue[0]
+                try:
+                    self._send(req)
+                except (UnreachableError, UnavailableError):
+                    raise
+                except ConflictError as err:
+                    with self._lock:
+                        self._queue.pop(0)
+                        self._conflicts.append(Conflict(
+                            scope=Scope(req["scope"]["kind"], req["scope"]["id"]), agent=req.get("agent", ""),
+                            if_version=int(req.get("if_version") or 0), current_version=int(err.version or 0),
+                            body=copy.deepcopy(req["body"]), mode=req.get("mode", "cas")))
+                        self._save_queue()
+                    log.warning("agentmemory: a queued %s write conflicted on resend (see conflicts)", req.get("mode"))
+                except AgentMemoryError as err:
+                    with self._lock:
+                        self._queue.pop(0)
+                        self._save_queue()
+                    log.warning("agentmemory: a queued write was refused on resend: %d %s", err.status, err.code)
+                else:
+                    with self._lock:
+                        self._queue.pop(0)
+                        self._save_queue()
+
+    def _flush_quiet(self) -> None:
+        if self.pending:
+            try:
+                self.flush()
+            except AgentMemoryError:
+                pass
+
+    def _key(self, scope: Scope, agent: str) -> _Key:
+        return (scope.kind, scope.id, agent)
+
+    def _get(self, scope: Scope) -> State:
+        k = self._key(scope, self.agent)
+        if self.replay:
+            with self._lock:
+                return copy.deepcopy(self._local.get(k, State()))
+        self._flush_quiet()
+        body: Dict[str, Any] = {"scope": scope.wire()}
+        if self.agent:
+            body["agent"] = self.agent
+        attempt = 0
+        while True:
+            data = self._http.request("POST", "/v1/agent-state/read", body).data or {}
+            st = State(body=dict(data.get("body") or {}), version=int(data.get("version") or 0),
+                       updated_at=data.get("updated_at"))
+            with self._lock:
+                seen = self._seen.get(k)
+                if seen is None or st.version >= seen.version:
+                    self._seen[k] = _Seen(st.version, copy.deepcopy(st.body), st.updated_at)
+                    return st
+                absent = st.version == 0
+                if absent and attempt >= MAX_READ_RETRIES:
+                    # Still absent after the retries: erased, expired or deleted, not lagging.
+                    del self._seen[k]
+                    return st
+                if seen.body is not None and not absent:
+                    return State(copy.deepcopy(seen.body), seen.version, seen.updated_at)
+            if attempt >= MAX_READ_RETRIES:
+                raise AgentMemoryError(0, "stale_read", "the service still serves version %d after this client saw %d"
+                                       % (st.version, seen.version))
+            time.sleep(0.05 * (attempt + 1))
+            attempt += 1
+
+    def _put(self, scope: Scope, subject: str, body: Mapping[str, Any], mode: str,
+             if_version: Optional[int]) -> WriteResult:
+        if mode not in ("merge_by_key", "cas"):
+            raise ValueError("agentmemory: mode must be merge_by_key or cas")
+        if not isinstance(body, Mapping):
+            raise TypeError("agentmemory: body must be a mapping of field names to JSON values")
+        wire_body = {str(f): (dict(_DELETE_WIRE) if _is_delete(v) else copy.deepcopy(v)) for f, v in body.items()}
+        json.dumps(wire_body)  # a TypeError here names the type, never a value
+        req: Dict[str, Any] = {"scope": scope.wire(), "mode": mode, "body": wire_body}
+        if self.agent:
+            req["agent"] = self.agent
+        if if_version is not None:
+            req["if_version"] = int(if_version)
+        if subject:
+            req["subject"] = subject
+        if self.replay:
+            return self._apply_local(self._key(scope, self.agent), req)
+        self._flush_quiet()
+        try:
+            return self._send(req)
+        except ConflictError as err:
+            return WriteResult(stored=False, version=int(err.version or 0), reason="conflict")
+        except (UnreachableError, UnavailableError):
+            with self._lock:
+                self._queue.append(req)
+                self._save_queue()
+            log.info("agentmemory: the service is unreachable; a write is queued (%d pending)", self.pending)
+            return WriteResult(stored=False, version=int(if_version or 0), queued=True)
+
+    def _send(self, req: Dict[str, Any]) -> WriteResult:
+        data = self._http.request("PUT", "/v1/agent-state", req).data or {}
+        res = WriteResult(stored=bool(data.get("stored")), version=int(data.get("version") or 0),
+                          reason=data.get("reason"), fields=list(data.get("fields") or []),
+                          bytes=int(data.get("bytes") or 0), max_bytes=int(data.get("max_bytes") or 0))
+        if res.stored:
+            k = (req["scope"]["kind"], req["scope"]["id"], req.get("agent", ""))
+            with self._lock:
+                seen = self._seen.get(k)
+                if seen is None or res.version > seen.version:
+                    self._seen[k] = _Seen(res.version)
+        return res
+
+    def _apply_local(self, k: _Key, req: Dict[str, Any]) -> WriteResult:
+        with self._lock:
+            cur = self._local.get(k, State())
+            iv = req.get("if_version")
+            if iv is not None and iv != cur.version:
+                return WriteResult(stored=False, version=cur.version, reason="conflict")
+            nxt: Dict[str, Any] = {} if req["mode"] == "cas" else copy.deepcopy(cur.body)
+            for f, v in req["body"].items():
+                if _is_delete(v):
+                    nxt.pop(f, None)
+                else:
+                    nxt[f] = copy.deepcopy(v)
+            now = datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+            self._local[k] = State(nxt, cur.version + 1, now)
+            return WriteResult(stored=True, version=cur.version + 1)
+
+    def _load_queue(self) -> None:
+        if not self.queue_file or not os.path.exists(self.queue_file):
+            return
+        try:
+            with open(self.queue_file, "rb") as f:
+                raw = f.read()
+            items = json.loads(raw) if raw.strip() else []
+            if not isinstance(items, list):
+                raise ValueError("not a list")
+            self._queue = [dict(item["request"]) for item in items]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise ValueError("agentmemory: the queue file cannot be read as a queue") from None
+
+    def _save_queue(self) -> None:
+        """Writes the queue file atomically (the Go SDK's format: [{"request": {...}}]); lock held."""
+        if not self.queue_file:
+            return
+        tmp = self.queue_file + ".tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump([{"request": r} for r in self._queue], f, ensure_ascii=False)
+        os.replace(tmp, self.queue_file)
+
+    # Agent memory -------------------------------------------------------------------------------
+
+    def block(self, max_tokens: Optional[int] = None, tags: Optional[Sequence[str]] = None,
+              view: str = "") -> Block:
+        """The notes block for the prompt (GET /v1/agent-memory/block). Cached per (max_tokens,
+        tags, view) and revalidated with If-None-Match: unchanged costs a 304 and returns the
+        cached block with ``not_modified`` True. ``max_tokens`` is 50..2000 (the service's
+        default 300). Raises AgentMemoryError (400 for a bad max_tokens, 401, 403)."""
+        q: Dict[str, str] = {}
+        if max_tokens:
+            q["max_tokens"] = str(int(max_tokens))
+        if tags:
+            q["tags"] = ",".join(tags)
+        if view:
+            q["view"] = view
+        if self.agent:
+            q["source_id"] = self.agent
+        path = "/v1/agent-memory/block" + ("?" + urllib.parse.urlencode(sorted(q.items())) if q else "")
+        with self._lock:
+            cached = self._blocks.get(path)
+        headers = {"If-None-Match": cached.etag} if cached is not None and cached.etag else None
+        resp = self._http.request("GET", path, headers=headers)
+        if resp.status == 304 and cached is not None:
+            out = copy.deepcopy(cached)
+            out.not_modified = True
+            return out
+        d = resp.data or {}
+        b = Block(text=str(d.get("text") or ""), enabled=bool(d.get("enabled")), note_ids=list(d.get("note_ids") or []),
+                  tokens=int(d.get("tokens") or 0), etag=resp.header("ETag"))
+        with self._lock:
+            self._blocks[path] = copy.deepcopy(b)
+        return b
+
+    def remember(self, kind: str, title: str, body: str, tags: Optional[Sequence[str]] = None, *,
+                 visibility: str = "", conversation_id: str = "", task_id: str = "",
+                 idempotency_key: Optional[str] = None, valid_until: Optional[str] = None) -> Saved:
+        """Writes a note about the agent's trade through the personal-data gate
+        (POST /v1/agent-memory/notes). ``kind`` is procedure, tool_note, process_note or pitfall;
+        title at most 120 characters, body 2,000, at most 8 lower-case tags. Sends an
+        Idempotency-Key of its own (a new uuid) unless one is given, so retries never store
+        twice. A refusal is not raised: it is ``Saved.error`` (e.g.
+        ``personal_data_in_agent_memory`` with ``kinds``). Raises UnreachableError only."""
+        payload: Dict[str, Any] = {"kind": kind, "title": title, "body": body}
+        if tags:
+            payload["tags"] = list(tags)
+        if visibility:
+            payload["visibility"] = visibility
+        evidence = {}
+        if conversation_id:
+            evidence["conversation_id"] = conversation_id
+        if task_id:
+            evidence["task_id"] = task_id
+        if evidence:
+            payload["evidence"] = evidence
+        if valid_until:
+            payload["valid_until"] = valid_until
+        if self.agent:
+            payload["source_id"] = self.agent
+        idem = idempotency_key or "py-" + uuid.uuid4().hex
+        try:
+            resp = self._http.request("POST", "/v1/agent-memory/notes", payload, {"Idempotency-Key": idem})
+        except UnreachableError:
+            raise
+        except AgentMemoryError as err:
+            return Saved(status="error", error=err.code, message=err.message, kinds=list(err.kinds),
+                         retry_after=err.retry_after, http_status=err.status, idempotency_key=idem)
+        replayed = resp.header("Idempotent-Replayed") == "true"
+        d = resp.data or {}
+        if resp.status == 202:
+            return Saved(status="proposed", proposal_id=str(d.get("proposal_id", "")), replayed=replayed,
+                         http_status=202, idempotency_key=idem)
+        dup = str(d.get("duplicate_of") or "")
+        return Saved(status="duplicate" if dup else "stored", note=Note.from_wire(d), duplicate_of=dup,
+                     replayed=replayed, http_status=resp.status, idempotency_key=idem)
+
+    def search(self, query: str, tags: Optional[Sequence[str]] = None, limit: Optional[int] = None) -> List[Note]:
+        """Finds notes by words (every word must match) and tags (every tag must be on the note),
+        with the block's visibility (GET /v1/agent-memory/search). Raises AgentMemoryError."""
+        return self._search(query, tags, limit)[1]
+
+    def _search(self, query: str, tags: Optional[Sequence[str]], limit: Optional[int]) -> Tuple[bool, List[Note]]:
+        q = {"q": query}
+        if tags:
+            q["tags"] = ",".join(tags)
+        if limit:
+            q["limit"] = str(int(limit))
+        if self.agent:
+            q["source_id"] = self.agent
+        d = self._http.request("GET", "/v1/agent-memory/search?" + urllib.parse.urlencode(sorted(q.items()))).data or {}
+        return bool(d.get("enabled")), [Note.from_wire(n) for n in d.get("notes") or []]
+
+    # Tools --------------------------------------------------------------------------------------
+
+    def tools(self, agent_memory: bool = True, write_agent_memory: bool = False, *,
+              can_write: Optional[bool] = None, discover: bool = True) -> "Toolkit":
+        """The model tool kit: ``search_agent_memory`` (with agent_memory) and ``remember`` (with
+        write_agent_memory, and only when the key holds ``agent_memory:write``). What the key may
+        use is learned from the service's MCP tool list (POST /mcp tools/list, which follows the
+        key's scopes and the space's features); ``can_write`` overrides that for remember, and
+        ``discover=False`` offers what is asked without asking the service. Raises
+        AgentMemoryError when discovery fails."""
+        from .tools import Toolkit, discover_tools
+        offered: Optional[List[str]] = None
+        if discover and not self.replay:
+            offered = discover_tools(self._http)
+        names: List[str] = []
+        if agent_memory and (offered is None or "search_agent_memory" in offered):
+            names.append("search_agent_memory")
+        if write_agent_memory:
+            allowed = can_write if can_write is not None else (offered is None or "remember" in offered)
+            if allowed:
+                names.append("remember")
+        return Toolkit(self, names)
+
+    @staticmethod
+    def system_prompt(instructions: str, notes: Any = None, context: Any = None) -> str:
+        """See :func:`agentmemory.system_prompt`."""
+        return system_prompt(instructions, notes, context)
+
+
+class AgentState:
+    """Reads and writes one state (scope + this client's agent)."""
+
+    def __init__(self, client: Client, scope: Scope, *, subject: str = "") -> None:
+        self._client = client
+        self.scope = scope
+        self._subject = subject
+
+    def __repr__(self) -> str:
+        return "AgentState(%s)" % self.scope.kind
+
+    def get(self) -> State:
+        """The state, never older than the newest version this client wrote or read
+        (read-your-writes). An older non-zero version (a lagging replica) is answered from what
+        the client holds, or retried briefly; version 0 kept through the retries (about 0.75 s)
+        means the state is gone (erased, expired, deleted): the client drops its copy and returns
+        the empty state. Pending queued writes are resent first. Raises AgentMemoryError
+        (UnreachableError when the service cannot be reached)."""
+        return self._client._get(self.scope)
+
+    def put(self, body: Mapping[str, Any], mode: str = "merge_by_key", if_version: Optional[int] = None) -> WriteResult:
+        """Writes fields: ``merge_by_key`` (the default: each top-level field replaces that field,
+        ``DELETE`` removes one) or ``cas`` (the body is the whole state, applied only at
+        ``if_version``; 0: the state must not exist). A refusal by rule is a result with
+        ``stored`` False and ``reason`` (not_declared_field, over_cap, conflict), not an error.
+        When the service is unreachable (or answers 502/503/504 after the retries) the write is
+        queued (``queued`` True) and resent later with the same if_version. Raises
+        AgentMemoryError for other refusals (400 invalid_field_value, 401, 403)."""
+        return self._client._put(self.scope, self._subject, body, mode, if_version)
+
+    @property
+    def conflicts(self) -> List[Conflict]:
+        """This state's queued conditional writes that conflicted when resent."""
+        k = self._client._key(self.scope, self._client.agent)
+        return [c for c in self._client.conflicts if (c.scope.kind, c.scope.id, c.agent) == k]
+
+
+class Session:
+    """A conversation, task, object or customer: its working memory and its notes."""
+
+    def __init__(self, client: Client, scope: Scope, *, subject: str = "", view: str = "") -> None:
+        self.client = client
+        self.scope = scope
+        self.view = view
+        self.agent_state = AgentState(client, scope, subject=subject)
+
+    def __repr__(self) -> str:
+        return "Session(%s)" % self.scope.kind
+
+    def agent_memory(self, max_tokens: Optional[int] = None, tags: Optional[Sequence[str]] = None,
+                     view: Optional[str] = None) -> Block:
+        """The notes block (see Client.block); the session's view orders the notes unless given."""
+        return self.client.block(max_tokens=max_tokens, tags=tags, view=self.view if view is None else view)
+
+    def remember(self, kind: str, title: str, body: str, tags: Optional[Sequence[str]] = None, *,
+                 visibility: str = "", idempotency_key: Optional[str] = None,
+                 valid_until: Optional[str] = None) -> Saved:
+        """Client.remember with this conversation's (or task's) id as evidence."""
+        conv = self.scope.id if self.scope.kind == "conversation" else ""
+        task = self.scope.id if self.scope.kind == "task" else ""
+        return self.client.remember(kind, title, body, tags, visibility=visibility, conversation_id=conv,
+                                    task_id=task, idempotency_key=idempotency_key, valid_until=valid_until)
+
+    def tools(self, agent_memory: bool = True, write_agent_memory: bool = False, **kw: Any) -> "Toolkit":
+        """Client.tools whose remember sends this session's id as evidence."""
+        kit = self.client.tools(agent_memory, write_agent_memory, **kw)
+        kit.session = self
+        return kit
+
+
+from .tools import Toolkit  # noqa: E402  (the tool kit refers back to Client)

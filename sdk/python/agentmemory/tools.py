@@ -1,0 +1,272 @@
+"""The model tool kit: ``search_agent_memory`` and ``remember`` with the MCP server's names,
+descriptions and JSON Schemas (api/mcp.go), in OpenAI function-tool and Anthropic tool shapes,
+and a dispatcher that executes a model's tool call and returns a result the model can read.
+
+Working memory is never a tool (WM-11): the state is written by code, not by a model.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
+
+from ._http import Transport
+from .errors import AgentMemoryError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .client import Client, Session
+
+SEARCH = "search_agent_memory"
+REMEMBER = "remember"
+
+#: The MCP server's description of search_agent_memory: when to use it and when not to.
+SEARCH_DESCRIPTION = (
+    "Search your own agent memory: procedures, tool notes, process notes and pitfalls you "
+    "(or agents you share notes with) learned about your trade. It holds NOTHING about customers, "
+    "conversations or orders: for a customer's history, data or past conversations use the "
+    "customer-history tools instead. Give a few words in query (all must match) and optionally tags "
+    "(lower-case; every tag must be on the note).")
+
+#: The MCP server's description of remember: above all, never customer data.
+REMEMBER_DESCRIPTION = (
+    "Write a short note to your own agent memory about how to do your job: a procedure, how a "
+    "tool behaves, how a company process works, or a pitfall to avoid. NEVER write customer data: no "
+    "names, phone numbers, e-mail addresses, documents (CPF, CNPJ, ids), account or order numbers, "
+    "addresses, and no words quoted from the conversation. Write the general lesson, not the case. "
+    "Do not use it to keep the state of the current conversation. A note with personal data is "
+    "refused with error personal_data_in_agent_memory and the kinds found: rewrite it without them. "
+    "The space may hold notes for a person's approval; then the answer is a proposal_id. "
+    "A note you already have, word for word, is not stored again: the answer is status duplicate "
+    "with its note_id.")
+
+#: JSON Schema of search_agent_memory's arguments (identical to the MCP server's inputSchema).
+SEARCH_SCHEMA: Dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "words to find; every word must match title, body or tags",
+                  "maxLength": 500},
+        "tags": {"type": ["null", "array"], "items": {"type": "string"},
+                 "description": "only notes carrying every one of these lower-case tags", "maxItems": 8},
+        "limit": {"type": "integer", "description": "at most this many notes, 1 to 50 (default 10)",
+                  "minimum": 1, "maximum": 50},
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+#: JSON Schema of remember's arguments (identical to the MCP server's inputSchema).
+REMEMBER_SCHEMA: Dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "kind": {"type": "string", "description": "procedure, tool_note, process_note or pitfall",
+                 "enum": ["procedure", "tool_note", "process_note", "pitfall"]},
+        "title": {"type": "string", "description": "a short title, at most 120 characters, no customer data",
+                  "maxLength": 120},
+        "body": {"type": "string", "description": "the lesson, at most 2000 characters, no customer data",
+                 "maxLength": 2000},
+        "tags": {"type": ["null", "array"], "items": {"type": "string"},
+                 "description": "at most 8 lower-case tags: object types, operations, systems", "maxItems": 8},
+    },
+    "required": ["kind", "title", "body"],
+    "additionalProperties": False,
+}
+
+
+@dataclass(frozen=True)
+class ToolDefinition:
+    """One tool: its name, description (when to use it, and when not) and JSON Schema arguments."""
+
+    name: str
+    description: str
+    parameters: Dict[str, Any]
+
+    def openai(self) -> Dict[str, Any]:
+        """The OpenAI function-tool shape: {"type": "function", "function": {name, description, parameters}}."""
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                 "parameters": copy.deepcopy(self.parameters)}}
+
+    def anthropic(self) -> Dict[str, Any]:
+        """The Anthropic tool shape: {name, description, input_schema}."""
+        return {"name": self.name, "description": self.description, "input_schema": copy.deepcopy(self.parameters)}
+
+
+DEFINITIONS: Dict[str, ToolDefinition] = {
+    SEARCH: ToolDefinition(SEARCH, SEARCH_DESCRIPTION, SEARCH_SCHEMA),
+    REMEMBER: ToolDefinition(REMEMBER, REMEMBER_DESCRIPTION, REMEMBER_SCHEMA),
+}
+
+
+def discover_tools(http: Transport) -> List[str]:
+    """The tool names the service's MCP server offers this key (POST /mcp tools/list): it follows
+    the key's scopes (remember needs agent_memory:write) and the space's features (none while
+    agent memory is off). Raises AgentMemoryError."""
+    msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    resp = http.request("POST", "/mcp", msg, {"Mcp-Protocol-Version": "2025-06-18"},
+                        accept="application/json, text/event-stream")
+    data = resp.data if isinstance(resp.data, dict) else {}
+    if "error" in data:
+        err = data.get("error") or {}
+        raise AgentMemoryError(resp.status, "mcp_error", str(err.get("message", "")) if isinstance(err, dict) else "")
+    tools = (data.get("result") or {}).get("tools") or []
+    return [str(t.get("name")) for t in tools if isinstance(t, dict)]
+
+
+def _error(code: str, message: str, **extra: Any) -> Dict[str, Any]:
+    inner: Dict[str, Any] = {"code": code, "message": message}
+    inner.update(extra)
+    return {"error": inner}
+
+
+class Toolkit:
+    """The tools offered to a model, and their dispatcher.
+
+    ``names`` lists the offered tools (search_agent_memory first); ``openai()`` and
+    ``anthropic()`` give their definitions in each provider's shape; ``dispatch(name, arguments)``
+    runs one call and returns a JSON-ready dict the model can read:
+
+    - search_agent_memory: ``{"enabled": bool, "notes": [{id, kind, title, body, tags, version, source_id}]}``
+    - remember: ``{"status": "stored", "note_id", "version"}``, ``{"status": "proposed", "proposal_id"}``
+      or ``{"status": "duplicate", "note_id", "version", "duplicate_of"}``
+    - a refusal: ``{"error": {"code", "message", ...}}``, e.g. code ``personal_data_in_agent_memory``
+      with ``kinds`` (never values), ``retry_after_seconds`` for limits; ``unknown_tool`` for a tool
+      not offered, ``invalid_arguments`` for arguments outside the schema.
+
+    The same shapes as the MCP server's tool results.
+    """
+
+    def __init__(self, client: "Client", names: List[str], session: Optional["Session"] = None) -> None:
+        self.client = client
+        self.names = list(names)
+        self.session = session
+
+    def __repr__(self) -> str:
+        return "Toolkit(%r)" % self.names
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @property
+    def definitions(self) -> List[ToolDefinition]:
+        """The offered tools' definitions."""
+        return [DEFINITIONS[n] for n in self.names]
+
+    def openai(self) -> List[Dict[str, Any]]:
+        """The offered tools in OpenAI's function-tool shape (Chat Completions ``tools``)."""
+        return [d.openai() for d in self.definitions]
+
+    def anthropic(self) -> List[Dict[str, Any]]:
+        """The offered tools in Anthropic's tool shape (Messages ``tools``)."""
+        return [d.anthropic() for d in self.definitions]
+
+    def dispatch(self, name: str, arguments: Any) -> Dict[str, Any]:
+        """Runs the tool ``name`` with ``arguments`` (a mapping, or the JSON text a model sent).
+        Never raises for the model's mistakes or the service's refusals: they are error results.
+        Raises UnreachableError when the service cannot be reached."""
+        if name not in self.names:
+            return _error("unknown_tool", "this tool is not offered")
+        if isinstance(arguments, (str, bytes)):
+            try:
+                arguments = json.loads(arguments or "{}")
+            except ValueError:
+                return _error("invalid_arguments", "the arguments are not JSON")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, Mapping):
+            return _error("invalid_arguments", "the arguments must be a JSON object")
+        problem = _check(DEFINITIONS[name].parameters, arguments)
+        if problem:
+            return _error("invalid_arguments", problem)
+        try:
+            if name == SEARCH:
+                enabled, notes = self.client._search(arguments["query"], arguments.get("tags"), arguments.get("limit"))
+                return {"enabled": enabled, "notes": [
+                    {"id": n.id, "kind": n.kind, "title": n.title, "body": n.body, "tags": n.tags,
+                     "version": n.version, "source_id": n.source_id} for n in notes]}
+            return self._remember(arguments)
+        except AgentMemoryError as err:
+            if err.status == 0:
+                raise
+            extra: Dict[str, Any] = {}
+            if err.kinds:
+                extra["kinds"] = err.kinds
+            if err.retry_after:
+                extra["retry_after_seconds"] = int(-(-err.retry_after // 1))
+            return _error(err.code, err.message, **extra)
+
+    def _remember(self, a: Mapping[str, Any]) -> Dict[str, Any]:
+        conv = task = ""
+        if self.session is not None:
+            conv = self.session.scope.id if self.session.scope.kind == "conversation" else ""
+            task = self.session.scope.id if self.session.scope.kind == "task" else ""
+        saved = self.client.remember(a["kind"], a["title"], a["body"], a.get("tags"), conversation_id=conv, task_id=task)
+        if saved.error is not None:
+            extra: Dict[str, Any] = {}
+            if saved.kinds:
+                extra["kinds"] = saved.kinds
+            if saved.retry_after:
+                extra["retry_after_seconds"] = int(-(-saved.retry_after // 1))
+            return _error(saved.error, saved.message, **extra)
+        if saved.status == "proposed":
+            return {"status": "proposed", "proposal_id": saved.proposal_id}
+        note = saved.note
+        out: Dict[str, Any] = {"status": saved.status, "note_id": note.id if note else "",
+                               "version": note.version if note else 0}
+        if saved.status == "duplicate":
+            out["duplicate_of"] = saved.duplicate_of
+        return out
+
+    def handle(self, call: Any) -> Dict[str, Any]:
+        """Executes a model's tool call and returns the message that answers it.
+
+        ``call`` is an OpenAI tool call (``{"id", "type": "function", "function": {"name",
+        "arguments"}}``, or the SDK object with those attributes): the answer is
+        ``{"role": "tool", "tool_call_id", "content"}``. Or an Anthropic ``tool_use`` block
+        (``{"type": "tool_use", "id", "name", "input"}``): the answer is ``{"type": "tool_result",
+        "tool_use_id", "content", "is_error"}``. ``content`` is the dispatch result as JSON text."""
+        get = _member
+        if get(call, "type") == "tool_use" or get(call, "input") is not None:
+            result = self.dispatch(str(get(call, "name")), get(call, "input"))
+            return {"type": "tool_result", "tool_use_id": get(call, "id"),
+                    "content": json.dumps(result, ensure_ascii=False), "is_error": "error" in result}
+        fn = get(call, "function")
+        if fn is None:
+            raise ValueError("agentmemory: not an OpenAI tool call nor an Anthropic tool_use block")
+        result = self.dispatch(str(get(fn, "name")), get(fn, "arguments"))
+        return {"role": "tool", "tool_call_id": get(call, "id"), "content": json.dumps(result, ensure_ascii=False)}
+
+
+def _member(o: Any, k: str) -> Any:
+    """o[k] for a mapping, o.k for an object (a provider SDK's tool call), else None."""
+    return o.get(k) if isinstance(o, Mapping) else getattr(o, k, None)
+
+
+def _check(schema: Mapping[str, Any], args: Mapping[str, Any]) -> str:
+    """The first way args break the (flat) schema, as a message without values; "" when valid."""
+    props = schema["properties"]
+    name: str
+    for name in schema.get("required", []):
+        if name not in args:
+            return "missing argument: " + name
+    for key, value in args.items():
+        name = str(key)
+        spec = props.get(name)
+        if spec is None:
+            return "unknown argument"
+        types = spec["type"] if isinstance(spec["type"], list) else [spec["type"]]
+        ok = ((value is None and "null" in types) or (isinstance(value, str) and "string" in types) or
+              (isinstance(value, list) and "array" in types and all(isinstance(v, str) for v in value)) or
+              (isinstance(value, int) and not isinstance(value, bool) and "integer" in types))
+        if not ok:
+            return "wrong type: " + name
+        if "enum" in spec and value not in spec["enum"]:
+            return "not one of the allowed values: " + name
+        if isinstance(value, str) and len(value) > spec.get("maxLength", len(value)):
+            return "too long: " + name
+        if isinstance(value, list) and len(value) > spec.get("maxItems", len(value)):
+            return "too many items: " + name
+        if isinstance(value, int) and not isinstance(value, bool) and not (
+                spec.get("minimum", value) <= value <= spec.get("maximum", value)):
+            return "out of range: " + name
+    return ""

@@ -1,0 +1,148 @@
+"""Starts the real agentmemory binary for the tests (the conformance harness, sdk/conformance/README.md).
+
+The binary is $AGENTMEMORY_BIN, else built once with ``go build`` from the repository root; the
+Temporal CLI is $AGENTMEMORY_TEMPORAL_CLI, else <repo>/bin/temporal. Nothing here is part of
+the installed package.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+CONFORMANCE = REPO / "sdk" / "conformance"
+
+_built: Optional[str] = None
+
+
+def binary() -> str:
+    """Returns the path of the agentmemory binary, building it once when $AGENTMEMORY_BIN is unset."""
+    global _built
+    env_bin = os.environ.get("AGENTMEMORY_BIN")
+    if env_bin:
+        return env_bin
+    if _built is None:
+        out = Path(tempfile.mkdtemp(prefix="agentmemory-bin-")) / "agentmemory"
+        subprocess.run(["go", "build", "-o", str(out), "./cmd/agentmemory"], cwd=str(REPO), check=True)
+        _built = str(out)
+    return _built
+
+
+def temporal_cli() -> str:
+    return os.environ.get("AGENTMEMORY_TEMPORAL_CLI") or str(REPO / "bin" / "temporal")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_json(method: str, url: str, key: str, body: Any = None, headers: Optional[Dict[str, str]] = None) -> Any:
+    """One JSON request without the SDK (setup only); raises on a non-2xx answer."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method)
+    req.add_header("Authorization", "Bearer " + key)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        raw = resp.read()
+        return json.loads(raw) if raw else None
+
+
+class DevServer:
+    """``agentmemory dev`` on a fresh data dir and a free port; stop() and start() restart it."""
+
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="agentmemory-dev-")
+        self.port = free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.proc: Optional[subprocess.Popen] = None
+        self.log = open(os.path.join(self.dir, "dev.log"), "ab")
+        self.admin_key = ""
+
+    def _env(self) -> Dict[str, str]:
+        env = dict(os.environ)
+        env["AGENTMEMORY_TEMPORAL_CLI"] = temporal_cli()
+        env.setdefault("OLLAMA_HOST", "http://127.0.0.1:1")
+        return env
+
+    def start(self) -> None:
+        if self.proc is not None:
+            return
+        self.proc = subprocess.Popen(
+            [binary(), "dev", "--addr", "127.0.0.1:%d" % self.port, "--data-dir", self.dir, "--temporal-ui-port", "0"],
+            stdout=self.log, stderr=self.log, env=self._env())
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("agentmemory dev exited; see " + os.path.join(self.dir, "dev.log"))
+            try:
+                with urllib.request.urlopen(self.url + "/healthz", timeout=2) as resp:
+                    if resp.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("agentmemory dev did not serve /healthz in 90 s")
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def close(self) -> None:
+        self.stop()
+        self.log.close()
+        if not os.environ.get("AGENTMEMORY_KEEP_DATA"):
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def create_space(self, name: str) -> str:
+        out = subprocess.run([binary(), "space", "create", name, "--data-dir", self.dir],
+                             env=self._env(), check=True, capture_output=True, text=True).stdout
+        self.admin_key = json.loads(out.strip().splitlines()[-1])["admin_key"]
+        return self.admin_key
+
+    def put_document(self, name: str, body: Any) -> None:
+        http_json("PUT", self.url + "/v1/documents/" + name, self.admin_key, body)
+
+    def mint_key(self, spec: Dict[str, Any]) -> str:
+        return http_json("POST", self.url + "/v1/keys", self.admin_key, spec)["key"]
+
+
+def load_setup() -> Dict[str, Any]:
+    return json.loads((CONFORMANCE / "setup.json").read_text())
+
+
+def load_cases() -> List[Dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted((CONFORMANCE / "cases").glob("*.json"))]
+
+
+def setup_space(server: DevServer) -> Dict[str, Any]:
+    """Creates the space of setup.json and PUTs its documents; returns setup.json."""
+    setup = load_setup()
+    server.create_space(setup["space_name"])
+    for doc in setup["documents"]:
+        server.put_document(doc["name"], doc["body"])
+    return setup
