@@ -5,18 +5,18 @@ import (
 	"strconv"
 
 	"github.com/gin-gonic/gin"
-	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/spaces"
 )
 
 // createKey: POST /v1/keys (role admin) -> 201 {"key_id", "key"}; the key is shown once.
 func (s *Server) createKey(c *gin.Context) {
 	p := principal(c)
 	if err := p.RequireRole(auth.RoleAdmin); err != nil {
-		s.writeError(c, err)
+		s.writeError(c, err) // before the body is read (issue 11 §1)
 		return
 	}
 	var spec auth.KeySpec
@@ -24,23 +24,7 @@ func (s *Server) createKey(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	if err := spec.Validate(); err != nil {
-		s.writeError(c, err)
-		return
-	}
-	var keyID, key string
-	err := s.DB.RunInTx(s.ctx(c), nil, func(ctx ctxT, tx bun.Tx) error {
-		var err error
-		keyID, key, err = auth.Mint(ctx, tx, p.SpaceID, p.KeyID, spec, s.Now())
-		if err != nil {
-			return err
-		}
-		_, err = receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
-			Kind: receipts.KindAdmin, Action: "key.create", ActorKey: p.KeyID, ObjectIDs: []string{keyID},
-			Detail: map[string]any{"kind": spec.Kind},
-		}, s.Now())
-		return err
-	})
+	keyID, key, err := spaces.MintKey(s.ctx(c), s.DB, p, spec, s.Now())
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -50,22 +34,7 @@ func (s *Server) createKey(c *gin.Context) {
 
 // revokeKey: DELETE /v1/keys/{key_id} (role admin) -> 204; effective on the next request.
 func (s *Server) revokeKey(c *gin.Context) {
-	p := principal(c)
-	if err := p.RequireRole(auth.RoleAdmin); err != nil {
-		s.writeError(c, err)
-		return
-	}
-	keyID := c.Param("key_id")
-	err := s.DB.RunInTx(s.ctx(c), nil, func(ctx ctxT, tx bun.Tx) error {
-		if err := auth.Revoke(ctx, tx, p.SpaceID, keyID, s.Now()); err != nil {
-			return err
-		}
-		_, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
-			Kind: receipts.KindAdmin, Action: "key.revoke", ActorKey: p.KeyID, ObjectIDs: []string{keyID},
-		}, s.Now())
-		return err
-	})
-	if err != nil {
+	if err := spaces.RevokeKey(s.ctx(c), s.DB, principal(c), c.Param("key_id"), s.Now()); err != nil {
 		s.writeError(c, err)
 		return
 	}

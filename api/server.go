@@ -237,7 +237,5 @@ func bind(c *gin.Context, v any) error {
 
 func (s *Server) ctx(c *gin.Context) context.Context { return c.Request.Context() }
 
-type ctxT = context.Context
-
 // readBody reads the capped body.
 func readBody(c *gin.Context) ([]byte, error) { return io.ReadAll(c.Request.Body) }
