@@ -8,7 +8,7 @@ ADDR ?= 127.0.0.1:8080
 # DEV_FLAGS: more flags for `agentmemory dev`, e.g. make run DEV_FLAGS=--fake-model
 DEV_FLAGS ?=
 
-.PHONY: run build test test-short bench demo lint temporal postgres gate-report
+.PHONY: run build test test-short test-typescript bench demo lint temporal postgres gate-report
 
 ## run: install what is missing and start `agentmemory dev` (SQLite + Temporal dev server).
 run: temporal build
@@ -29,6 +29,15 @@ $(TEMPORAL):
 test: temporal
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
+	$(MAKE) test-typescript
+
+## test-typescript: the TypeScript SDK (sdk/typescript): npm ci, the tsc build, then node --test
+## against the real binary (./bin/agentmemory) and the Temporal CLI in ./bin.
+test-typescript: temporal build
+	cd sdk/typescript && npm ci --no-audit --no-fund
+	cd sdk/typescript && npm run build && npm run build:test
+	cd sdk/typescript && AGENTMEMORY_BIN=$(CURDIR)/bin/agentmemory AGENTMEMORY_TEMPORAL_CLI=$(TEMPORAL) \
+		node --test --test-concurrency=1 build/test/*.test.js
 
 ## test-short: the fast tests only (no Temporal dev server, no long integration runs).
 test-short:
