@@ -63,8 +63,9 @@ export {
 } from "./tools.js";
 export type * from "./types.js";
 
-/** Creates an {@link AgentMemoryClient}. */
 import { AgentMemoryClient as Client, type ClientOptions as Options } from "./client.js";
+
+/** Creates an {@link AgentMemoryClient}; throws `TypeError` without `baseUrl` outside replay mode. */
 export function createClient(options: Options): Client {
   return new Client(options);
 }

@@ -222,3 +222,19 @@ test("no key, scope id or personal data in logs or error messages", () => {
     assert.ok(!text.includes(secret), `leaked ${secret.slice(0, 6)}...`);
   }
 });
+
+test("the README's quick start (examples/quickstart.mjs) runs as written", async () => {
+  const { execFile } = await import("node:child_process");
+  const { promisify } = await import("node:util");
+  const { repoRoot } = await import("./harness.js");
+  const { stdout } = await promisify(execFile)(process.execPath, ["examples/quickstart.mjs"], {
+    cwd: join(repoRoot, "sdk", "typescript"),
+    env: { ...process.env, AGENTMEMORY_URL: server.url, AGENTMEMORY_KEY: key },
+  });
+  assert.match(stdout, /cas: true 2 \| stale cas: conflict \| now: \{"step":"checkout"\}/);
+  assert.match(stdout, /remember: stored/);
+  assert.match(stdout, /refused: personal_data_in_agent_memory \[ 'phone' \]/);
+  assert.match(stdout, /block cached: true/);
+  assert.match(stdout, /You are the shop's assistant\.\n\n<agent_notes>[\s\S]*Scheduling API[\s\S]*<\/agent_notes>\n\n\(the customer context\)/);
+  assert.match(stdout, /tools: search_agent_memory, remember/);
+});
