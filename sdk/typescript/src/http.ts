@@ -14,10 +14,15 @@ export interface FetchResponse {
   text(): Promise<string>;
 }
 
+/** An `AbortSignal` (the SDK's own timeout), typed structurally so no DOM or Node types are needed. */
+export interface AbortSignalLike {
+  readonly aborted: boolean;
+}
+
 /** The part of `fetch` the SDK calls; pass your own (a proxy, a test double) in `ClientOptions.fetch`. */
 export type FetchLike = (
   url: string,
-  init: { method: string; headers: Record<string, string>; body?: string; signal?: AbortSignal },
+  init: { method: string; headers: Record<string, string>; body?: string; signal?: AbortSignalLike },
 ) => Promise<FetchResponse>;
 
 /** Retry policy: how many retries after the first try and the backoff bounds. */

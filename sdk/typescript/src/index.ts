@@ -44,7 +44,7 @@ export {
   UnreachableError,
   type AgentMemoryErrorInit,
 } from "./errors.js";
-export { MAX_ANSWER_DEPTH, type FetchLike, type FetchResponse, type LogEvent, type Logger, type RetryOptions } from "./http.js";
+export { MAX_ANSWER_DEPTH, type AbortSignalLike, type FetchLike, type FetchResponse, type LogEvent, type Logger, type RetryOptions } from "./http.js";
 export { fileQueue, memoryQueue, type QueueStore, type QueuedWrite } from "./queue.js";
 export {
   REMEMBER_TOOL,

@@ -117,3 +117,27 @@ test("the check catches a drift (a mutated document fails to compile)", () => {
   const failed = [...r.output.matchAll(/check\.ts\((\d+),/g)].map((m) => /const (\w+):/.exec(lines[Number(m[1]) - 1] ?? "")?.[1]);
   assert.deepEqual(failed.sort(), ["keys_Note", "types_Block", "types_StateWriteResult"], r.output);
 });
+
+test("the published declarations compile for a consumer with lib ES2022 only (no DOM, no Node types)", () => {
+  const dir = join(pkg, "build", "consumer");
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, "consumer.ts"),
+    [
+      'import { AgentMemoryClient, DELETE, systemPrompt, type WriteResult, type RememberResult } from "@agentmemory/sdk";',
+      'const c = new AgentMemoryClient({ baseUrl: "http://127.0.0.1:8080", key: "k" });',
+      'const conv = c.conversation("c-1");',
+      "export const w: Promise<WriteResult> = conv.agentState.put({ offer: DELETE }, { mode: \"merge_by_key\", ifVersion: 1 });",
+      'export const r: Promise<RememberResult> = conv.remember({ kind: "pitfall", title: "t", body: "b", tags: ["x"] });',
+      'export const s: string = systemPrompt("i", { text: "n" }, "c");',
+    ].join("\n"),
+  );
+  const config = { compilerOptions: { noEmit: true, strict: true, target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", lib: ["ES2022"], types: [] }, files: ["consumer.ts"] };
+  writeFileSync(join(dir, "tsconfig.json"), JSON.stringify(config));
+  const tsc = join(pkg, "node_modules", "typescript", "bin", "tsc");
+  try {
+    execFileSync(process.execPath, [tsc, "-p", join(dir, "tsconfig.json")], { cwd: pkg, encoding: "utf8" });
+  } catch (e: any) {
+    assert.fail(String(e.stdout ?? "") + String(e.stderr ?? ""));
+  }
+});

@@ -21,7 +21,7 @@ export interface Exchange {
 /** A fetch that records every exchange into `log`. */
 export function recordingFetch(log: Exchange[]): FetchLike {
   return async (url, init) => {
-    const res = await fetch(url, init as RequestInit);
+    const res = await fetch(url, init as unknown as RequestInit);
     const text = await res.text();
     const u = new URL(url);
     const ex: Exchange = { method: init.method, path: u.pathname, status: res.status, responseText: text, contentType: res.headers.get("content-type") ?? "" };
