@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AgentMemoryClient, DELETE, UnreachableError, type LogEvent, type ClientOptions } from "../src/index.js";
 import { walkthroughServer, ALL_SCOPES, type Server } from "./harness.js";
-import { recordingFetch, checkExchanges, type Exchange } from "./openapi.js";
+import { recordingFetch, checkExchanges, openapi, type Exchange } from "./openapi.js";
 
 let server: Server;
 let key: string;
@@ -208,7 +208,9 @@ test("typed errors carry the service's code; a bad key is 401", async () => {
   });
 });
 
-test("every exchange matches api/openapi.json", () => {
+test("every exchange matches api/openapi.json (the document GET /openapi.json serves)", async () => {
+  const served = await (await fetch(server.url + "/openapi.json")).json();
+  assert.deepStrictEqual(served, openapi, "the binary serves api/openapi.json");
   assert.ok(exchanges.length > 20);
   const statuses = new Set(exchanges.map((x) => x.status));
   for (const s of [200, 201, 304, 401, 412, 422]) assert.ok(statuses.has(s), `saw a ${s}`);
