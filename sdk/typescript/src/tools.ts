@@ -214,8 +214,8 @@ async function offeredTools(client: AgentMemoryClient): Promise<string[]> {
     raw: true,
   });
   const msg = jsonRpcAnswer(ans.data) as { result?: { tools?: { name?: unknown }[] } } | undefined;
-  if (!msg?.result?.tools) throw new AgentMemoryError({ status: 0, code: "invalid_answer", message: "tools/list gave no tools" });
-  return msg.result.tools.map((x) => x.name).filter((n): n is string => typeof n === "string");
+  if (!msg?.result) throw new AgentMemoryError({ status: 0, code: "invalid_answer", message: "tools/list gave no result" });
+  return (msg.result.tools ?? []).map((x) => x.name).filter((n): n is string => typeof n === "string");
 }
 
 /** The JSON-RPC message of an MCP answer: plain JSON, or the last `data:` line of an event stream. */

@@ -152,3 +152,14 @@ test("Vercel AI SDK: generateText with the mock model calls remember and search_
   const note = await server.admin("GET", "/v1/agent-memory/notes/" + (results[0]![1] as any).note_id);
   assert.deepEqual(note.json.evidence, { conversation_id: "c-ai" });
 });
+
+test("agent memory off: no tool is offered and the block is empty with enabled false", async () => {
+  await server.putDocument("features", { agent_state: { enabled: true }, agent_memory: { enabled: false } });
+  const c = new AgentMemoryClient({ baseUrl: server.url, key });
+  const kit = await c.tools({ agentMemory: true, writeAgentMemory: true });
+  assert.deepEqual(kit.names, []);
+  assert.deepEqual(kit.openai, []);
+  const b = await c.agentMemory({ max_tokens: 300 });
+  assert.equal(b.enabled, false);
+  assert.equal(b.text, "");
+});
