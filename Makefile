@@ -17,7 +17,7 @@ PYTHON ?= python3
 # DEV_FLAGS: more flags for `agentmemory dev`, e.g. make run DEV_FLAGS=--fake-model
 DEV_FLAGS ?=
 
-.PHONY: run build test test-short test-go test-go-race test-sdk test-sdk-short test-python vet bench demo lint temporal workflowcheck postgres gate-report
+.PHONY: run build test test-short test-go test-go-race test-sdk test-sdk-short test-python test-typescript vet bench demo lint temporal workflowcheck postgres gate-report
 
 ## run: install what is missing and start `agentmemory dev` (SQLite + Temporal dev server).
 run: temporal build
@@ -37,9 +37,17 @@ $(TEMPORAL):
 ## test: every test, on SQLite and PostgreSQL (127.0.0.1:5432, database test) and a Temporal
 ## dev server: go vet, the main module (RACE_PKGS under -race), the Go SDK's module, and
 ## workflowcheck over workflows/,
-## and the Python SDK.
-test: temporal vet test-go test-go-race test-sdk workflowcheck test-python
+## and the Python and TypeScript SDKs.
+test: temporal vet test-go test-go-race test-sdk workflowcheck test-python test-typescript
 	$(WORKFLOWCHECK) ./workflows/...
+
+## test-typescript: the TypeScript SDK (sdk/typescript): npm ci, the tsc build, then node --test
+## against the real binary (./bin/agentmemory) and the Temporal CLI in ./bin.
+test-typescript: temporal build
+	cd sdk/typescript && npm ci --no-audit --no-fund
+	cd sdk/typescript && npm run build && npm run build:test
+	cd sdk/typescript && AGENTMEMORY_BIN=$(CURDIR)/bin/agentmemory AGENTMEMORY_TEMPORAL_CLI=$(TEMPORAL) \
+		node --test --test-concurrency=1 build/test/*.test.js
 
 ## test-python: the Python SDK (sdk/python, standard library unittest) against the real binary:
 ## the conformance suite (sdk/conformance), the tool kit against /mcp, the README quick start.

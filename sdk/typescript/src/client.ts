@@ -1,0 +1,595 @@
+/**
+ * The client: working memory with read-your-writes, an offline queue and replay mode (WM-14),
+ * and agent memory (the prompt block cached and revalidated, remember, search) (AM-4).
+ *
+ * @module
+ */
+import { AgentMemoryError, ConflictError, UnreachableError } from "./errors.js";
+import { Transport, type FetchLike, type Logger, type RetryOptions } from "./http.js";
+import { fileQueue, memoryQueue, type QueueStore, type QueuedWrite } from "./queue.js";
+import type {
+  Block,
+  Evidence,
+  JsonValue,
+  Note,
+  NoteInput,
+  ProposalAccepted,
+  Scope,
+  SearchResult,
+  StateReadResult,
+  StateWrite,
+  StateWriteResult,
+  WriteMode,
+} from "./types.js";
+import { toolKit, type ToolKit, type ToolKitOptions } from "./tools.js";
+
+/** Options of {@link AgentMemoryClient}. */
+export interface ClientOptions {
+  /** The service, e.g. `http://127.0.0.1:8080`. Required unless `replay` is true. */
+  baseUrl?: string;
+  /** The agent's key (scopes `agent_state`, `agent_memory`, `agent_memory:write`), or a person's with role `integration`. */
+  key?: string;
+  /** The agent acted for; only with a person key (sent as `agent` and `source_id`). */
+  agent?: string;
+  /** Sent as the `Agent-Version` header (provenance, MS-5), e.g. `shop-bot/2.1`. */
+  agentVersion?: string;
+  /** Queued writes are kept in this JSON file (Node, Deno, Bun) and survive a restart. */
+  queueFile?: string;
+  /** A queue store of your own (takes precedence over `queueFile`); in memory by default. */
+  queue?: QueueStore;
+  /** Replay mode: every state starts empty and writes stay local; nothing is sent. */
+  replay?: boolean;
+  /** The `fetch` to use (default: the runtime's global `fetch`). */
+  fetch?: FetchLike;
+  /** Per-attempt timeout in milliseconds (default 10000). */
+  timeoutMs?: number;
+  /** Retries with backoff on 429, 5xx and transport failures. */
+  retry?: RetryOptions;
+  /** Receives log events: method, route, status, attempt, code. Never a key, scope id or body. */
+  logger?: Logger;
+}
+
+/** `{"$delete": true}`: as a field's value in a merge write, removes that field. */
+export const DELETE: { readonly $delete: true } = Object.freeze({ $delete: true as const });
+
+/** A state as read: the service's `StateReadResult`. */
+export type AgentState = StateReadResult;
+
+/**
+ * The answer of a write. `stored` and `version` as the service answered; `reason` is
+ * `not_declared_field` or `over_cap` (refused by rule, HTTP 200), or `conflict` (HTTP 412: the
+ * stored version is not `if_version`; `version` is the current one). `queued` is true when
+ * the service could not be reached and the write waits in the queue (`stored` false,
+ * `version` the expected base).
+ */
+export interface WriteResult extends Omit<StateWriteResult, "reason"> {
+  reason: StateWriteResult["reason"] | "conflict";
+  queued: boolean;
+}
+
+/** Options of a write: `mode` (`merge_by_key` default, or `cas`) and `ifVersion` (0: must not exist). */
+export interface PutOptions {
+  mode?: WriteMode;
+  ifVersion?: number;
+}
+
+/**
+ * A queued compare-and-swap (or conditional merge) that met another version when it was
+ * resent: reported, never merged.
+ */
+export interface Conflict {
+  scope: Scope;
+  agent?: string;
+  if_version: number;
+  current_version: number;
+  body: { [field: string]: JsonValue };
+}
+
+/** A queued write the service refused for another reason than a conflict when resent (dropped from the queue). */
+export interface Rejected {
+  request: StateWrite;
+  error: AgentMemoryError;
+}
+
+/** Options of a scope handle. */
+export interface HandleOptions {
+  /** The customer a conversation, task or object state belongs to (a handle such as `email:...`). */
+  subject?: string;
+  /** The agent (person keys with role `integration` only); defaults to `ClientOptions.agent`. */
+  agent?: string;
+}
+
+/** Selects a prompt block: `max_tokens` 50..2000 (default 300); `tags` and `view` order notes, matching first. */
+export interface BlockOptions {
+  max_tokens?: number;
+  tags?: string[];
+  view?: string;
+}
+
+/** The prompt block with its `etag`; `notModified` is true when this call was answered 304 from the cache. */
+export interface AgentMemoryBlock extends Block {
+  etag: string | null;
+  notModified: boolean;
+}
+
+/** What `remember` sends: a note (`kind`, `title`, `body`, `tags`, ...). */
+export type RememberNote = NoteInput;
+
+/** Options of `remember`. */
+export interface RememberOptions {
+  /** Makes a retry return the first answer (at most 200 printable ASCII); a new one is generated when absent. */
+  idempotencyKey?: string;
+}
+
+/**
+ * A note written: `stored` (201, `note`), `proposed` (202 in a `human_only` space,
+ * `proposal_id`) or `duplicate` (200: the same note is already active, nothing stored;
+ * `note` is it and `duplicate_of` its id). `replayed` is true when the Idempotency-Key
+ * matched an earlier write.
+ */
+export interface Remembered {
+  status: "stored" | "proposed" | "duplicate";
+  note: Note | null;
+  proposal_id?: string;
+  duplicate_of?: string;
+  replayed: boolean;
+}
+
+/** `{ data, error }`: exactly one is non-null. `error.code` is the service's (e.g. `personal_data_in_agent_memory` with `error.kinds`). */
+export type RememberResult = { data: Remembered; error: null } | { data: null; error: AgentMemoryError };
+
+/** Options of `search`: `tags` (every one must be on the note) and `limit` (1..50, default 10). */
+export interface SearchOptions {
+  tags?: string[];
+  limit?: number;
+}
+
+interface Seen {
+  state: AgentState;
+  known: boolean; // state.body is the body at state.version (not only the number)
+}
+
+const MAX_READ_RETRIES = 5;
+
+/**
+ * The agentmemory client. One per agent process.
+ *
+ * ```ts
+ * const client = new AgentMemoryClient({ baseUrl: "http://127.0.0.1:8080", key: process.env.AGENTMEMORY_KEY });
+ * const conv = client.conversation("c-1");
+ * const state = await conv.agentState.get();
+ * await conv.agentState.put({ step: "checkout" }, { mode: "cas", ifVersion: state.version });
+ * ```
+ */
+export class AgentMemoryClient {
+  /** @internal */ readonly http: Transport | null;
+  /** @internal */ readonly opt: ClientOptions;
+  private readonly store: QueueStore;
+  private readonly ready: Promise<void>;
+  private queue: QueuedWrite[] = [];
+  private readonly conflictList: Conflict[] = [];
+  private readonly rejectedList: Rejected[] = [];
+  private readonly seen = new Map<string, Seen>();
+  private readonly local = new Map<string, AgentState>();
+  private readonly blocks = new Map<string, AgentMemoryBlock>();
+  private flushing: Promise<void> | undefined;
+
+  /** Builds a client; a queue file that exists is loaded and resent on the next call that reaches the service. Throws `TypeError` without `baseUrl` (outside replay). */
+  constructor(opt: ClientOptions) {
+    this.opt = { ...opt };
+    if (!opt.replay && !opt.baseUrl) throw new TypeError("agentmemory: baseUrl is required");
+    const t: ConstructorParameters<typeof Transport>[0] = { baseUrl: opt.baseUrl ?? "", key: opt.key ?? "" };
+    if (opt.agentVersion !== undefined) t.agentVersion = opt.agentVersion;
+    if (opt.fetch !== undefined) t.fetch = opt.fetch;
+    if (opt.timeoutMs !== undefined) t.timeoutMs = opt.timeoutMs;
+    if (opt.retry !== undefined) t.retry = opt.retry;
+    if (opt.logger !== undefined) t.logger = opt.logger;
+    this.http = opt.replay && !opt.baseUrl ? null : new Transport(t);
+    this.store = opt.queue ?? (opt.queueFile ? fileQueue(opt.queueFile) : memoryQueue());
+    this.ready = this.store.load().then((q) => {
+      this.queue = q;
+    });
+    this.ready.catch(() => {}); // reported by the calls that await it
+  }
+
+  /** The handle of a conversation: its working state, the notes block, `remember` with the conversation as evidence. */
+  conversation(id: string, opts?: HandleOptions): ScopeHandle {
+    return new ScopeHandle(this, { kind: "conversation", id }, opts);
+  }
+
+  /** The handle of a task (its id is sent as `evidence.task_id` by `remember`). */
+  task(id: string, opts?: HandleOptions): ScopeHandle {
+    return new ScopeHandle(this, { kind: "task", id }, opts);
+  }
+
+  /** The handle of an object, named `type:namespace:id` (a string, or its three parts). */
+  object(ref: string | { type: string; namespace: string; id: string }, opts?: HandleOptions): ScopeHandle {
+    const id = typeof ref === "string" ? ref : `${ref.type}:${ref.namespace}:${ref.id}`;
+    return new ScopeHandle(this, { kind: "object", id }, opts);
+  }
+
+  /** The handle of a customer, named by a handle such as `email:ana@example.com`. */
+  subject(handle: string, opts?: HandleOptions): ScopeHandle {
+    return new ScopeHandle(this, { kind: "subject", id: handle }, opts);
+  }
+
+  /** The working state of any scope for this client's agent. */
+  agentState(scope: Scope, opts?: HandleOptions): AgentStateHandle {
+    return new AgentStateHandle(this, scope, opts);
+  }
+
+  /** Queued compare-and-swap writes that conflicted when resent, oldest first (a copy). */
+  get conflicts(): Conflict[] {
+    return this.conflictList.map((c) => ({ ...c }));
+  }
+
+  /** Queued writes the service refused (not a conflict) when resent, oldest first (a copy). */
+  get rejected(): Rejected[] {
+    return [...this.rejectedList];
+  }
+
+  /** How many writes wait in the queue. */
+  async pending(): Promise<number> {
+    await this.ready;
+    return this.queue.length;
+  }
+
+  /**
+   * Resends queued writes in order, each with its own `if_version`. A resent write that
+   * conflicts moves to {@link conflicts}; one refused otherwise to {@link rejected}. Throws
+   * {@link UnreachableError} (or a 5xx error) when the service still cannot take them: they
+   * stay queued.
+   */
+  async flush(): Promise<void> {
+    await this.ready;
+    if (this.flushing) return this.flushing;
+    this.flushing = (async () => {
+      try {
+        while (this.queue.length > 0) {
+          const next = this.queue[0]!;
+          try {
+            await this.send(next.request);
+            this.http?.log({ event: "resent", method: "PUT", route: "/v1/agent-state" });
+          } catch (err) {
+            if (isTransient(err)) throw err;
+            if (err instanceof ConflictError) {
+              const c: Conflict = {
+                scope: { ...next.request.scope },
+                if_version: next.request.if_version ?? 0,
+                current_version: err.version ?? 0,
+                body: next.request.body,
+              };
+              if (next.request.agent) c.agent = next.request.agent;
+              this.conflictList.push(c);
+              this.http?.log({ event: "conflict", method: "PUT", route: "/v1/agent-state", status: 412, code: err.code });
+            } else if (err instanceof AgentMemoryError) {
+              this.rejectedList.push({ request: next.request, error: err });
+              this.http?.log({ event: "rejected", method: "PUT", route: "/v1/agent-state", status: err.status, code: err.code });
+            } else {
+              throw err;
+            }
+          }
+          this.queue.shift();
+          await this.store.save(this.queue);
+        }
+      } finally {
+        this.flushing = undefined;
+      }
+    })();
+    return this.flushing;
+  }
+
+  private async flushQuiet(): Promise<void> {
+    await this.ready;
+    if (this.queue.length === 0) return;
+    try {
+      await this.flush();
+    } catch {
+      // still unreachable: the writes stay queued
+    }
+  }
+
+  /** @internal */
+  async read(scope: Scope, agent: string | undefined): Promise<AgentState> {
+    const k = stateKey(scope, agent);
+    if (this.opt.replay) return cloneState(this.local.get(k) ?? emptyState());
+    await this.flushQuiet();
+    const http = this.transport();
+    for (let attempt = 0; ; attempt++) {
+      const req: { scope: Scope; agent?: string } = { scope };
+      if (agent) req.agent = agent;
+      const st = (await http.request<StateReadResult>("POST", "/v1/agent-state/read", { body: req })).data;
+      const seen = this.seen.get(k);
+      if (!seen || st.version >= seen.state.version) {
+        this.seen.set(k, { state: cloneState(st), known: true });
+        return cloneState(st);
+      }
+      const absent = st.version === 0;
+      if (absent && attempt >= MAX_READ_RETRIES) {
+        // Still absent after the retries: erased, expired or deleted, not a lagging replica.
+        this.seen.delete(k);
+        http.log({ event: "dropped_state", method: "POST", route: "/v1/agent-state/read" });
+        return cloneState(st);
+      }
+      if (seen.known && !absent) return cloneState(seen.state);
+      if (attempt >= MAX_READ_RETRIES) {
+        throw new AgentMemoryError({
+          status: 0,
+          code: "stale_read",
+          message: `the service still serves version ${st.version} after this client saw ${seen.state.version}`,
+        });
+      }
+      await new Promise((r) => setTimeout(r, 50 * (attempt + 1)));
+    }
+  }
+
+  /** @internal */
+  async write(req: StateWrite): Promise<WriteResult> {
+    const k = stateKey(req.scope, req.agent);
+    if (this.opt.replay) return this.applyLocal(k, req);
+    await this.flushQuiet();
+    if (this.queue.length > 0) return this.enqueue(req); // keep the order behind writes still waiting
+    try {
+      return await this.send(req);
+    } catch (err) {
+      if (isTransient(err)) return this.enqueue(req);
+      if (err instanceof ConflictError) return { stored: false, version: err.version ?? 0, reason: "conflict", queued: false };
+      throw err;
+    }
+  }
+
+  private async enqueue(req: StateWrite): Promise<WriteResult> {
+    this.queue.push({ request: req });
+    await this.store.save(this.queue);
+    this.http?.log({ event: "queued", method: "PUT", route: "/v1/agent-state" });
+    return { stored: false, version: req.if_version ?? 0, reason: null, queued: true };
+  }
+
+  private async send(req: StateWrite): Promise<WriteResult> {
+    const res = (await this.transport().request<StateWriteResult>("PUT", "/v1/agent-state", { body: req })).data;
+    if (res.stored) {
+      const k = stateKey(req.scope, req.agent);
+      const seen = this.seen.get(k);
+      if (!seen || res.version > seen.state.version) {
+        this.seen.set(k, { state: { body: {}, version: res.version, updated_at: null }, known: false });
+      }
+    }
+    return { ...res, queued: false };
+  }
+
+  /** Replay: the service's semantics on a local state (version check, merge or CAS, version + 1). */
+  private applyLocal(k: string, req: StateWrite): WriteResult {
+    const cur = this.local.get(k) ?? emptyState();
+    if (req.if_version !== undefined && req.if_version !== null && req.if_version !== cur.version) {
+      return { stored: false, version: cur.version, reason: "conflict", queued: false };
+    }
+    const cas = req.mode === "cas";
+    const next: { [f: string]: JsonValue } = cas ? {} : { ...cur.body };
+    for (const [f, v] of Object.entries(req.body)) {
+      if (isDelete(v)) {
+        if (cas) throw new AgentMemoryError({ status: 400, code: "invalid_member", member: "body", message: "$delete is for merge writes" });
+        delete next[f];
+      } else next[f] = v;
+    }
+    this.local.set(k, { body: next, version: cur.version + 1, updated_at: new Date().toISOString() });
+    return { stored: true, version: cur.version + 1, reason: null, queued: false };
+  }
+
+  /**
+   * The notes block for the prompt (`GET /v1/agent-memory/block`), cached per
+   * (`max_tokens`, `tags`, `view`) and revalidated with `If-None-Match`: unchanged costs a 304
+   * (`notModified` true). With agent memory off the block is empty and `enabled` false.
+   * Throws {@link AgentMemoryError} (400, 401, 403) or {@link UnreachableError}.
+   */
+  async agentMemory(opts: BlockOptions = {}): Promise<AgentMemoryBlock> {
+    const q = new URLSearchParams();
+    if (opts.max_tokens !== undefined) q.set("max_tokens", String(opts.max_tokens));
+    if (opts.tags && opts.tags.length > 0) q.set("tags", opts.tags.join(","));
+    if (opts.view) q.set("view", opts.view);
+    if (this.opt.agent) q.set("source_id", this.opt.agent);
+    const path = "/v1/agent-memory/block" + (q.toString() ? "?" + q.toString() : "");
+    const cached = this.blocks.get(path);
+    const headers: Record<string, string> = {};
+    if (cached?.etag) headers["If-None-Match"] = cached.etag;
+    const ans = await this.transport().request<Block>("GET", path, { headers });
+    if (ans.status === 304 && cached) return { ...cached, note_ids: [...cached.note_ids], notModified: true };
+    const b: AgentMemoryBlock = { ...ans.data, etag: ans.headers.get("ETag"), notModified: false };
+    this.blocks.set(path, b);
+    return { ...b, note_ids: [...b.note_ids] };
+  }
+
+  /**
+   * Writes a note through the personal-data gate (`POST /v1/agent-memory/notes`) with an
+   * Idempotency-Key (yours or a new one), so a retry never writes twice. Never throws for an
+   * answer of the service: a refusal is `{ data: null, error }` with `error.code`
+   * (`personal_data_in_agent_memory` with `error.kinds`, `note_rate_limited` with
+   * `error.retryAfterSeconds`, `feature_disabled`, `unreachable`, ...). In replay mode nothing
+   * is sent: the error is `replay_mode`.
+   */
+  async remember(note: RememberNote, opts: RememberOptions = {}): Promise<RememberResult> {
+    if (this.opt.replay) {
+      return { data: null, error: new AgentMemoryError({ status: 0, code: "replay_mode", message: "replay mode keeps writes local: notes are not written" }) };
+    }
+    const body: NoteInput = { kind: note.kind, title: note.title, body: note.body };
+    if (note.tags && note.tags.length > 0) body.tags = note.tags;
+    if (note.visibility) body.visibility = note.visibility;
+    if (note.evidence) body.evidence = note.evidence;
+    if (note.valid_until) body.valid_until = note.valid_until;
+    const source = note.source_id ?? this.opt.agent;
+    if (source) body.source_id = source;
+    try {
+      const ans = await this.transport().request<Note | ProposalAccepted | (Note & { duplicate_of: string })>("POST", "/v1/agent-memory/notes", {
+        body,
+        headers: { "Idempotency-Key": opts.idempotencyKey ?? newId() },
+      });
+      const replayed = ans.headers.get("Idempotent-Replayed") === "true";
+      if (ans.status === 202) {
+        return { data: { status: "proposed", note: null, proposal_id: (ans.data as ProposalAccepted).proposal_id, replayed }, error: null };
+      }
+      const n = ans.data as Note & { duplicate_of?: string };
+      if (n.duplicate_of) {
+        const { duplicate_of, ...stored } = n;
+        return { data: { status: "duplicate", note: stored, duplicate_of, replayed }, error: null };
+      }
+      return { data: { status: "stored", note: n, replayed }, error: null };
+    } catch (err) {
+      if (err instanceof AgentMemoryError) return { data: null, error: err };
+      throw err;
+    }
+  }
+
+  /**
+   * Finds notes by words (all must match) and tags (`GET /v1/agent-memory/search`), with the
+   * block's visibility. Throws {@link AgentMemoryError} or {@link UnreachableError}.
+   */
+  async search(query: string, opts: SearchOptions = {}): Promise<SearchResult> {
+    const q = new URLSearchParams();
+    q.set("q", query);
+    if (opts.tags && opts.tags.length > 0) q.set("tags", opts.tags.join(","));
+    if (opts.limit !== undefined) q.set("limit", String(opts.limit));
+    if (this.opt.agent) q.set("source_id", this.opt.agent);
+    return (await this.transport().request<SearchResult>("GET", "/v1/agent-memory/search?" + q.toString())).data;
+  }
+
+  /**
+   * The model tool kit: `search_agent_memory` (with `agentMemory`) and `remember` (with
+   * `writeAgentMemory`, and only when the key has `agent_memory:write`), as OpenAI and
+   * Anthropic tool definitions, plus a dispatcher. See {@link ToolKit}.
+   */
+  tools(opts: ToolKitOptions = {}): Promise<ToolKit> {
+    return toolKit(this, opts, undefined);
+  }
+
+  /** @internal */
+  transport(): Transport {
+    if (!this.http) throw new AgentMemoryError({ status: 0, code: "replay_mode", message: "replay mode without baseUrl sends nothing" });
+    return this.http;
+  }
+}
+
+/** The working state of one scope and agent. */
+export class AgentStateHandle {
+  /** The scope this handle reads and writes. */
+  readonly scope: Scope;
+  private readonly client: AgentMemoryClient;
+  private readonly agent: string | undefined;
+  private readonly subjectHandle: string | undefined;
+
+  /** Use {@link AgentMemoryClient.conversation} (or task, object, subject, agentState). */
+  constructor(client: AgentMemoryClient, scope: Scope, opts: HandleOptions = {}) {
+    this.client = client;
+    this.scope = { ...scope };
+    this.agent = opts.agent ?? client.opt.agent;
+    this.subjectHandle = opts.subject;
+  }
+
+  /**
+   * Reads the state (`POST /v1/agent-state/read`): version 0 and an empty body before the
+   * first write. Never older than what this client wrote or read for this scope and agent
+   * (read-your-writes); a state the service keeps answering as gone (version 0) is dropped
+   * from the client's memory and returned empty. Resends queued writes first. Throws
+   * {@link UnreachableError} or {@link AgentMemoryError}.
+   */
+  get(): Promise<AgentState> {
+    return this.client.read(this.scope, this.agent);
+  }
+
+  /**
+   * Writes fields (`PUT /v1/agent-state`): `merge_by_key` by default (each field replaces
+   * that field; {@link DELETE} removes one), or `{ mode: "cas", ifVersion }` (the whole
+   * state, at that version). A refusal by rule or a version conflict is a result with
+   * `stored` false and its `reason`, not an error. An unreachable service queues the write
+   * (`queued` true), resent later with the same `if_version`. Throws {@link AgentMemoryError}
+   * for other refusals (400 `invalid_field_value`, 403, ...).
+   */
+  put(body: { [field: string]: JsonValue | undefined }, opts: PutOptions = {}): Promise<WriteResult> {
+    const clean: { [f: string]: JsonValue } = {};
+    for (const [f, v] of Object.entries(body)) if (v !== undefined) clean[f] = v;
+    const req: StateWrite = { scope: { ...this.scope }, mode: opts.mode ?? "merge_by_key", body: clean };
+    if (this.agent) req.agent = this.agent;
+    if (opts.ifVersion !== undefined) req.if_version = opts.ifVersion;
+    if (this.subjectHandle) req.subject = this.subjectHandle;
+    return this.client.write(req);
+  }
+
+  /** The client's queued writes of this scope and agent that conflicted when resent. */
+  get conflicts(): Conflict[] {
+    return this.client.conflicts.filter(
+      (c) => c.scope.kind === this.scope.kind && c.scope.id === this.scope.id && (c.agent ?? "") === (this.agent ?? ""),
+    );
+  }
+}
+
+/** A conversation, task, object or customer: its working state and the agent's notes. */
+export class ScopeHandle {
+  /** The scope. */
+  readonly scope: Scope;
+  /** The working state of this scope for the client's agent. */
+  readonly agentState: AgentStateHandle;
+  private readonly client: AgentMemoryClient;
+
+  /** Use {@link AgentMemoryClient.conversation} (or task, object, subject). */
+  constructor(client: AgentMemoryClient, scope: Scope, opts?: HandleOptions) {
+    this.client = client;
+    this.scope = { ...scope };
+    this.agentState = new AgentStateHandle(client, scope, opts);
+  }
+
+  /** The notes block (see {@link AgentMemoryClient.agentMemory}). */
+  agentMemory(opts?: BlockOptions): Promise<AgentMemoryBlock> {
+    return this.client.agentMemory(opts);
+  }
+
+  /**
+   * Writes a note (see {@link AgentMemoryClient.remember}) with this conversation's or task's
+   * id as `evidence` (an object or customer scope sends none: a handle is never evidence).
+   */
+  remember(note: RememberNote, opts?: RememberOptions): Promise<RememberResult> {
+    const evidence = this.evidence();
+    return this.client.remember(evidence && !note.evidence ? { ...note, evidence } : note, opts);
+  }
+
+  /** The tool kit whose `remember` sends this scope's evidence (see {@link AgentMemoryClient.tools}). */
+  tools(opts: ToolKitOptions = {}): Promise<ToolKit> {
+    return toolKit(this.client, opts, this.evidence());
+  }
+
+  private evidence(): Evidence | undefined {
+    if (this.scope.kind === "conversation") return { conversation_id: this.scope.id };
+    if (this.scope.kind === "task") return { task_id: this.scope.id };
+    return undefined;
+  }
+}
+
+function isTransient(err: unknown): boolean {
+  return err instanceof UnreachableError || (err instanceof AgentMemoryError && [502, 503, 504].includes(err.status));
+}
+
+function isDelete(v: unknown): boolean {
+  return !!v && typeof v === "object" && !Array.isArray(v) && Object.keys(v).length === 1 && (v as { $delete?: unknown }).$delete === true;
+}
+
+function stateKey(scope: Scope, agent: string | undefined): string {
+  return JSON.stringify([scope.kind, scope.id, agent ?? ""]);
+}
+
+function emptyState(): AgentState {
+  return { body: {}, version: 0, updated_at: null };
+}
+
+function cloneState(s: AgentState): AgentState {
+  return { body: structuredCloneJson(s.body), version: s.version, updated_at: s.updated_at };
+}
+
+function structuredCloneJson<T>(v: T): T {
+  return JSON.parse(JSON.stringify(v)) as T;
+}
+
+/** A random id for an Idempotency-Key. */
+export function newId(): string {
+  const c = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
+  if (c?.randomUUID) return c.randomUUID();
+  let s = "";
+  for (let i = 0; i < 32; i++) s += Math.floor(Math.random() * 16).toString(16);
+  return s;
+}

@@ -1,0 +1,320 @@
+/**
+ * The model tool kit (AM-5): `search_agent_memory` and `remember`, with the same names,
+ * descriptions (including when NOT to use them) and JSON Schema arguments as the service's MCP
+ * server (`api/mcp.go`), in OpenAI function-tool and Anthropic tool shapes, and a dispatcher
+ * that runs a model's tool call and returns a result the model can read. Working memory is
+ * never a tool (WM-11).
+ *
+ * @module
+ */
+import type { AgentMemoryClient, AgentMemoryBlock } from "./client.js";
+import { AgentMemoryError } from "./errors.js";
+import { parseAnswer } from "./http.js";
+import type { Evidence, NoteKind } from "./types.js";
+
+/** A JSON Schema object. */
+export type JsonSchema = { [member: string]: unknown };
+
+/** A tool: name, description for the model, and the JSON Schema of its arguments. */
+export interface ToolDefinition {
+  name: "search_agent_memory" | "remember";
+  description: string;
+  inputSchema: JsonSchema;
+}
+
+/** The OpenAI (Chat Completions) function-tool shape. */
+export interface OpenAITool {
+  type: "function";
+  function: { name: string; description: string; parameters: JsonSchema };
+}
+
+/** The Anthropic Messages tool shape. */
+export interface AnthropicTool {
+  name: string;
+  description: string;
+  input_schema: JsonSchema;
+}
+
+/** The name of the search tool. */
+export const SEARCH_TOOL = "search_agent_memory";
+/** The name of the write tool. */
+export const REMEMBER_TOOL = "remember";
+
+/** `search_agent_memory`, as the MCP server lists it. */
+export const searchAgentMemoryTool: ToolDefinition = {
+  name: SEARCH_TOOL,
+  description:
+    "Search your own agent memory: procedures, tool notes, process notes and pitfalls you " +
+    "(or agents you share notes with) learned about your trade. It holds NOTHING about customers, " +
+    "conversations or orders: for a customer's history, data or past conversations use the " +
+    "customer-history tools instead. Give a few words in query (all must match) and optionally tags " +
+    "(lower-case; every tag must be on the note).",
+  inputSchema: {
+    type: "object",
+    properties: {
+      query: { type: "string", description: "words to find; every word must match title, body or tags", maxLength: 500 },
+      tags: {
+        type: ["null", "array"],
+        items: { type: "string" },
+        description: "only notes carrying every one of these lower-case tags",
+        maxItems: 8,
+      },
+      limit: { type: "integer", description: "at most this many notes, 1 to 50 (default 10)", minimum: 1, maximum: 50 },
+    },
+    required: ["query"],
+    additionalProperties: false,
+  },
+};
+
+/** `remember`, as the MCP server lists it. */
+export const rememberTool: ToolDefinition = {
+  name: REMEMBER_TOOL,
+  description:
+    "Write a short note to your own agent memory about how to do your job: a procedure, how a " +
+    "tool behaves, how a company process works, or a pitfall to avoid. NEVER write customer data: no " +
+    "names, phone numbers, e-mail addresses, documents (CPF, CNPJ, ids), account or order numbers, " +
+    "addresses, and no words quoted from the conversation. Write the general lesson, not the case. " +
+    "Do not use it to keep the state of the current conversation. A note with personal data is " +
+    "refused with error personal_data_in_agent_memory and the kinds found: rewrite it without them. " +
+    "The space may hold notes for a person's approval; then the answer is a proposal_id. " +
+    "A note you already have, word for word, is not stored again: the answer is status duplicate " +
+    "with its note_id.",
+  inputSchema: {
+    type: "object",
+    properties: {
+      kind: {
+        type: "string",
+        description: "procedure, tool_note, process_note or pitfall",
+        enum: ["procedure", "tool_note", "process_note", "pitfall"],
+      },
+      title: { type: "string", description: "a short title, at most 120 characters, no customer data", maxLength: 120 },
+      body: { type: "string", description: "the lesson, at most 2000 characters, no customer data", maxLength: 2000 },
+      tags: {
+        type: ["null", "array"],
+        items: { type: "string" },
+        description: "at most 8 lower-case tags: object types, operations, systems",
+        maxItems: 8,
+      },
+    },
+    required: ["kind", "title", "body"],
+    additionalProperties: false,
+  },
+};
+
+/**
+ * Options of the kit: `agentMemory` offers `search_agent_memory`, `writeAgentMemory` offers
+ * `remember` (only when the key has `agent_memory:write`). `offered` skips asking the service
+ * which tools the key may use (the names, e.g. from your own configuration).
+ */
+export interface ToolKitOptions {
+  agentMemory?: boolean;
+  writeAgentMemory?: boolean;
+  offered?: string[];
+}
+
+/**
+ * What a tool call returns to the model: `content` is JSON text, the same as the MCP tool's:
+ * a search `{"enabled", "notes": [{id, kind, title, body, tags, version, source_id}]}`; a
+ * remember `{"status": "stored", "note_id", "version"}`, `{"status": "proposed",
+ * "proposal_id"}` or `{"status": "duplicate", "note_id", "version", "duplicate_of"}`; a
+ * refusal `{"error": {"code", "message", "kinds"?, "retry_after_seconds"?}}` with `isError`
+ * true (e.g. `personal_data_in_agent_memory` with the kinds, for the model to rewrite).
+ */
+export interface ToolResult {
+  name: string;
+  /** The tool call's id when the call carried one (OpenAI `id`, Anthropic `id`). */
+  toolCallId?: string;
+  isError: boolean;
+  /** The answer as an object. */
+  result: { [member: string]: unknown };
+  /** The answer as JSON text, to hand back to the model. */
+  content: string;
+}
+
+/**
+ * A model's tool call, in any of these shapes: `{ name, arguments }` (an object or JSON
+ * text), OpenAI `{ id, function: { name, arguments } }`, Anthropic `{ id, name, input }`.
+ */
+export type ToolCall =
+  | { name: string; arguments?: unknown; id?: string }
+  | { id?: string; type?: string; function: { name: string; arguments?: unknown } }
+  | { id?: string; type?: string; name: string; input?: unknown };
+
+/** The kit: the offered tools in each shape and a dispatcher. */
+export interface ToolKit {
+  /** The offered tools' names, search first. */
+  names: string[];
+  /** The offered tools (name, description, inputSchema). */
+  definitions: ToolDefinition[];
+  /** OpenAI function tools. */
+  openai: OpenAITool[];
+  /** Anthropic tools. */
+  anthropic: AnthropicTool[];
+  /** Runs a tool by name; a refusal is a result with `isError`, never a throw. An unknown or not offered tool is `unknown_tool`. */
+  call(name: string, args: unknown, toolCallId?: string): Promise<ToolResult>;
+  /** Runs a model's tool call in any of the {@link ToolCall} shapes. */
+  dispatch(call: ToolCall): Promise<ToolResult>;
+}
+
+/**
+ * Places the notes block after the agent's instructions and before the customer context
+ * (AM-4), joined by blank lines; empty parts are left out. `notes` is a block (its `text`) or
+ * a string.
+ */
+export function systemPrompt(instructions: string, notes?: Pick<AgentMemoryBlock, "text"> | string | null, context?: string | null): string {
+  const text = typeof notes === "string" ? notes : notes?.text;
+  return [instructions, text, context].filter((p): p is string => typeof p === "string" && p.length > 0).join("\n\n");
+}
+
+/** @internal Builds the kit for a client (and a scope's evidence). */
+export async function toolKit(client: AgentMemoryClient, opts: ToolKitOptions, evidence: Evidence | undefined): Promise<ToolKit> {
+  const offered = opts.offered ?? (await offeredTools(client));
+  const defs: ToolDefinition[] = [];
+  if (opts.agentMemory && offered.includes(SEARCH_TOOL)) defs.push(searchAgentMemoryTool);
+  if (opts.writeAgentMemory && offered.includes(REMEMBER_TOOL)) defs.push(rememberTool);
+  const names = defs.map((d) => d.name as string);
+  const call = async (name: string, args: unknown, toolCallId?: string): Promise<ToolResult> => {
+    let result: { [m: string]: unknown };
+    if (!names.includes(name)) result = errorResult("unknown_tool", "this tool is not offered");
+    else {
+      const parsed = parseArgs(args);
+      if ("error" in parsed) result = parsed.error;
+      else if (name === SEARCH_TOOL) result = await runSearch(client, parsed.args);
+      else result = await runRemember(client, parsed.args, evidence);
+    }
+    const out: ToolResult = { name, isError: "error" in result, result, content: JSON.stringify(result) };
+    if (toolCallId !== undefined) out.toolCallId = toolCallId;
+    return out;
+  };
+  return {
+    names,
+    definitions: defs.map(cloneDef),
+    openai: defs.map((d) => ({ type: "function", function: { name: d.name, description: d.description, parameters: cloneSchema(d.inputSchema) } })),
+    anthropic: defs.map((d) => ({ name: d.name, description: d.description, input_schema: cloneSchema(d.inputSchema) })),
+    call,
+    dispatch(tc: ToolCall) {
+      if ("function" in tc && tc.function) return call(tc.function.name, tc.function.arguments, tc.id);
+      if ("input" in tc) return call(tc.name, tc.input, tc.id);
+      const c = tc as { name: string; arguments?: unknown; id?: string };
+      return call(c.name, c.arguments, c.id);
+    },
+  };
+}
+
+/**
+ * Asks the service which tools this key may use (`tools/list` on `/mcp`): they follow the
+ * key's scopes and the space's features. Throws {@link AgentMemoryError} (403
+ * `agent_key_required` for a person key).
+ */
+async function offeredTools(client: AgentMemoryClient): Promise<string[]> {
+  const t = client.transport();
+  const ans = await t.request<string>("POST", "/mcp", {
+    body: { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} },
+    headers: { Accept: "application/json, text/event-stream" },
+    raw: true,
+  });
+  const msg = jsonRpcAnswer(ans.data) as { result?: { tools?: { name?: unknown }[] } } | undefined;
+  if (!msg?.result) throw new AgentMemoryError({ status: 0, code: "invalid_answer", message: "tools/list gave no result" });
+  return (msg.result.tools ?? []).map((x) => x.name).filter((n): n is string => typeof n === "string");
+}
+
+/** The JSON-RPC message of an MCP answer: plain JSON, or the last `data:` line of an event stream. */
+function jsonRpcAnswer(text: string): unknown {
+  const t = text.trim();
+  if (t.startsWith("{")) return parseAnswer(t);
+  let last: unknown;
+  for (const line of t.split(/\r?\n/)) {
+    if (line.startsWith("data:")) last = parseAnswer(line.slice(5).trim());
+  }
+  return last;
+}
+
+type Parsed = { args: { [m: string]: unknown } } | { error: { [m: string]: unknown } };
+
+function parseArgs(args: unknown): Parsed {
+  let v = args;
+  if (typeof v === "string") {
+    if (v.trim() === "") v = {};
+    else {
+      try {
+        v = JSON.parse(v);
+      } catch {
+        return { error: errorResult("invalid_json", "the arguments are not JSON") };
+      }
+    }
+  }
+  if (v === undefined || v === null) v = {};
+  if (typeof v !== "object" || Array.isArray(v)) return { error: errorResult("invalid_json", "the arguments must be a JSON object") };
+  return { args: v as { [m: string]: unknown } };
+}
+
+function check(args: { [m: string]: unknown }, def: ToolDefinition): { [m: string]: unknown } | null {
+  const props = def.inputSchema.properties as { [m: string]: { type: unknown } };
+  for (const k of Object.keys(args)) {
+    if (!(k in props)) return errorResult("unknown_member", /^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(k) ? `unknown member ${k}` : "unknown member", k);
+  }
+  for (const k of def.inputSchema.required as string[]) {
+    if (args[k] === undefined || args[k] === null) return errorResult("invalid_member", `${k} is required`, k);
+  }
+  for (const [k, v] of Object.entries(args)) {
+    if (v === null || v === undefined) continue;
+    const type = props[k]!.type;
+    const ok =
+      type === "string" ? typeof v === "string" : type === "integer" ? Number.isInteger(v) : Array.isArray(v) && v.every((x) => typeof x === "string");
+    if (!ok) return errorResult("invalid_member", `${k} has the wrong type`, k);
+  }
+  return null;
+}
+
+async function runSearch(client: AgentMemoryClient, args: { [m: string]: unknown }): Promise<{ [m: string]: unknown }> {
+  const bad = check(args, searchAgentMemoryTool);
+  if (bad) return bad;
+  try {
+    const opts: { tags?: string[]; limit?: number } = {};
+    if (Array.isArray(args.tags)) opts.tags = args.tags as string[];
+    if (typeof args.limit === "number") opts.limit = args.limit;
+    const res = await client.search(args.query as string, opts);
+    return {
+      enabled: res.enabled,
+      notes: res.notes.map((n) => ({ id: n.id, kind: n.kind, title: n.title, body: n.body, tags: n.tags, version: n.version, source_id: n.source_id })),
+    };
+  } catch (err) {
+    if (err instanceof AgentMemoryError) return fromError(err);
+    throw err;
+  }
+}
+
+async function runRemember(client: AgentMemoryClient, args: { [m: string]: unknown }, evidence: Evidence | undefined): Promise<{ [m: string]: unknown }> {
+  const bad = check(args, rememberTool);
+  if (bad) return bad;
+  const note: Parameters<AgentMemoryClient["remember"]>[0] = { kind: args.kind as NoteKind, title: args.title as string, body: args.body as string };
+  if (Array.isArray(args.tags)) note.tags = args.tags as string[];
+  if (evidence) note.evidence = evidence;
+  const { data, error } = await client.remember(note);
+  if (error) return fromError(error);
+  if (data.status === "proposed") return { status: "proposed", proposal_id: data.proposal_id };
+  if (data.status === "duplicate") return { status: "duplicate", note_id: data.note?.id, version: data.note?.version, duplicate_of: data.duplicate_of };
+  return { status: "stored", note_id: data.note?.id, version: data.note?.version };
+}
+
+function fromError(err: AgentMemoryError): { [m: string]: unknown } {
+  const inner: { [m: string]: unknown } = { code: err.code, message: err.message.replace(/^agentmemory: \S+ \S+: ?/, "") };
+  if (err.member) inner.member = err.member;
+  if (err.kinds) inner.kinds = err.kinds;
+  if (err.retryAfterSeconds !== undefined) inner.retry_after_seconds = err.retryAfterSeconds;
+  return { error: inner };
+}
+
+function errorResult(code: string, message: string, member?: string): { [m: string]: unknown } {
+  const inner: { [m: string]: unknown } = { code, message };
+  if (member && /^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(member)) inner.member = member;
+  return { error: inner };
+}
+
+function cloneSchema(s: JsonSchema): JsonSchema {
+  return JSON.parse(JSON.stringify(s)) as JsonSchema;
+}
+
+function cloneDef(d: ToolDefinition): ToolDefinition {
+  return { name: d.name, description: d.description, inputSchema: cloneSchema(d.inputSchema) };
+}

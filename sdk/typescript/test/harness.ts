@@ -1,0 +1,165 @@
+// The real binary for the tests: build (or $AGENTMEMORY_BIN), start `agentmemory dev` on a
+// free port and a temporary data dir, create a space, PUT the documents, mint agent keys;
+// stop (SIGTERM) and start again on the same port and data dir.
+import { spawn, execFile, type ChildProcess } from "node:child_process";
+import { mkdtempSync, openSync, existsSync, mkdirSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
+
+/** The repository root (sdk/typescript/build/test -> four levels up). */
+export const repoRoot = process.env.AGENTMEMORY_REPO ?? resolve(dirname(fileURLToPath(import.meta.url)), "../../../..");
+
+let builtBin: Promise<string> | undefined;
+
+/** The binary: $AGENTMEMORY_BIN, else `go build` once into a temporary dir. */
+export function binary(): Promise<string> {
+  if (process.env.AGENTMEMORY_BIN) return Promise.resolve(process.env.AGENTMEMORY_BIN);
+  builtBin ??= (async () => {
+    const dir = join(tmpdir(), "agentmemory-sdk-ts-bin");
+    mkdirSync(dir, { recursive: true });
+    const out = join(dir, "agentmemory");
+    await run("go", ["build", "-o", out, "./cmd/agentmemory"], { cwd: repoRoot, maxBuffer: 1 << 24 });
+    return out;
+  })();
+  return builtBin;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.unref();
+    s.on("error", rej);
+    s.listen(0, "127.0.0.1", () => {
+      const a = s.address();
+      s.close(() => (a && typeof a === "object" ? res(a.port) : rej(new Error("no port"))));
+    });
+  });
+}
+
+export interface KeySpec {
+  kind: "agent";
+  agent: string;
+  vendor: string;
+  scopes: string[];
+}
+
+/** One running `agentmemory dev`. */
+export class Server {
+  readonly url: string;
+  readonly dataDir: string;
+  adminKey = "";
+  spaceId = "";
+  private proc: ChildProcess | undefined;
+  private exited: Promise<void> | undefined;
+
+  private constructor(readonly bin: string, readonly port: number, dataDir: string) {
+    this.url = `http://127.0.0.1:${port}`;
+    this.dataDir = dataDir;
+  }
+
+  static async start(): Promise<Server> {
+    const bin = await binary();
+    const dir = mkdtempSync(join(tmpdir(), "agentmemory-sdk-ts-"));
+    const s = new Server(bin, await freePort(), join(dir, "data"));
+    await s.startProcess();
+    return s;
+  }
+
+  async startProcess(): Promise<void> {
+    const log = openSync(join(dirname(this.dataDir), "server.log"), "a");
+    const temporal = process.env.AGENTMEMORY_TEMPORAL_CLI ?? join(repoRoot, "bin", "temporal");
+    if (!existsSync(temporal)) throw new Error(`the Temporal CLI is missing at ${temporal}: run make temporal`);
+    const p = spawn(this.bin, ["dev", "--addr", `127.0.0.1:${this.port}`, "--data-dir", this.dataDir, "--temporal-ui-port", "0"], {
+      env: { ...process.env, AGENTMEMORY_TEMPORAL_CLI: temporal },
+      stdio: ["ignore", log, log],
+    });
+    this.proc = p;
+    this.exited = new Promise((r) => p.once("exit", () => r()));
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      if (p.exitCode !== null) throw new Error(`agentmemory dev exited (${p.exitCode}); see ${join(dirname(this.dataDir), "server.log")}`);
+      try {
+        const r = await fetch(this.url + "/healthz");
+        if (r.status === 200) return;
+      } catch {
+        // not yet listening
+      }
+      if (Date.now() > deadline) throw new Error("agentmemory dev did not answer /healthz within 60 s");
+      await new Promise((r) => setTimeout(r, 150));
+    }
+  }
+
+  /** SIGTERM and wait for the exit (SIGKILL after 30 s). */
+  async stop(): Promise<void> {
+    const p = this.proc;
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
+    p.kill("SIGTERM");
+    const t = setTimeout(() => p.kill("SIGKILL"), 30_000);
+    await this.exited;
+    clearTimeout(t);
+    this.proc = undefined;
+  }
+
+  get running(): boolean {
+    return !!this.proc && this.proc.exitCode === null && this.proc.signalCode === null;
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.startProcess();
+  }
+
+  /** `agentmemory space create NAME`: keeps the admin key. */
+  async createSpace(name: string): Promise<void> {
+    const { stdout } = await run(this.bin, ["space", "create", name, "--data-dir", this.dataDir]);
+    const line = stdout.trim().split("\n").pop()!;
+    const j = JSON.parse(line) as { admin_key: string; space_id: string };
+    this.adminKey = j.admin_key;
+    this.spaceId = j.space_id;
+  }
+
+  async admin(method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
+    const init: RequestInit = { method, headers: { Authorization: "Bearer " + this.adminKey, "Content-Type": "application/json" } };
+    if (body !== undefined) init.body = JSON.stringify(body);
+    const r = await fetch(this.url + path, init);
+    const text = await r.text();
+    return { status: r.status, json: text ? JSON.parse(text) : undefined };
+  }
+
+  async putDocument(name: string, body: unknown): Promise<void> {
+    const r = await this.admin("PUT", "/v1/documents/" + name, body);
+    if (r.status !== 200) throw new Error(`PUT /v1/documents/${name}: ${r.status} ${JSON.stringify(r.json)}`);
+  }
+
+  async mintKey(spec: KeySpec): Promise<string> {
+    const r = await this.admin("POST", "/v1/keys", spec);
+    if (r.status !== 201) throw new Error(`POST /v1/keys: ${r.status} ${JSON.stringify(r.json)}`);
+    return r.json.key as string;
+  }
+}
+
+/** The README's walk-through space: working memory and agent memory on, the shopping assistant's type. */
+export async function walkthroughServer(): Promise<Server> {
+  const s = await Server.start();
+  await s.createSpace("sdk-ts");
+  await s.putDocument("features", { agent_state: { enabled: true }, agent_memory: { enabled: true, writes: "agents", max_notes_per_source: 500 } });
+  await s.putDocument("object-types", {
+    types: [
+      {
+        type: "shopping_assistant_state",
+        ownership: "agent",
+        fields: { step: { type: "enum" }, offer: { type: "string" }, cart_note: { type: "text", pii: true } },
+        agent_state: { scope: "conversation", max_bytes: 16384, write: "both" },
+        retention: { state: "30d", cart_note: "7d" },
+      },
+    ],
+  });
+  return s;
+}
+
+export const ALL_SCOPES = ["agent_state", "agent_memory", "agent_memory:write"];
