@@ -16,6 +16,7 @@ import (
 	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/internal/logs"
+	"github.com/agentmemory/agentmemory/internal/logs/logstest"
 	"github.com/agentmemory/agentmemory/internal/metrics"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -43,7 +44,7 @@ func (m *losingMasker) MaskText(_ context.Context, _, text string) (string, erro
 // retries gets 499 request_canceled, not 500, and the log holds no internal error.
 func TestCancelledWriteIsAnsweredAsSuch(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		sink := &syncBuffer{}
+		sink := &logstest.Buffer{}
 		e = apitest.New(t, e.Engine, func(d *api.Deps) { d.Logger = logs.New("json", "debug", sink); d.Metrics = metrics.New() })
 		key := stateSetup(e)
 		e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", key, stateWriteBody("c-1", nil, map[string]any{"step": "cart"}))

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,6 +18,7 @@ import (
 	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/internal/logs"
+	"github.com/agentmemory/agentmemory/internal/logs/logstest"
 	"github.com/agentmemory/agentmemory/internal/metrics"
 )
 
@@ -178,31 +178,13 @@ func (r *recorder) Header() http.Header         { return r.header }
 func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
 func (r *recorder) WriteHeader(s int)           { r.status = s }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestLogsCarryNoPersonalData writes a state with an e-mail in a pii field under a
 // phone-shaped conversation id, then sends refused requests (and a refused note) carrying the
 // same values, and scans every log line (debug level, JSON) for the scope id, the e-mail and
 // the keys.
 func TestLogsCarryNoPersonalData(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		sink := &syncBuffer{}
+		sink := &logstest.Buffer{}
 		log := logs.New("json", "debug", sink)
 		e = apitest.New(t, e.Engine, func(d *api.Deps) { d.Logger = log; d.Metrics = metrics.New() })
 		key := stateSetup(e)

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,31 +21,14 @@ import (
 	"github.com/agentmemory/agentmemory/internal/config"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 	"github.com/agentmemory/agentmemory/internal/logs"
+	"github.com/agentmemory/agentmemory/internal/logs/logstest"
 )
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestTemporalLoggerKeepsIdsOnly: Debug and Info are dropped; Warn and Error keep names and
 // ids, reduce an error to its code and scrubbed cause, and drop payloads, panics' values and
 // unknown attributes.
 func TestTemporalLoggerKeepsIdsOnly(t *testing.T) {
-	sink := &syncBuffer{}
+	sink := &logstest.Buffer{}
 	l := app.TemporalLogger(logs.New("json", "debug", sink))
 	l.Debug("debug line", "WorkflowID", "wf-1")
 	l.Info("info line", "WorkflowID", "wf-1")
@@ -85,7 +66,7 @@ func TestWorkflowTaskFailureReachesTheLog(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Stop() })
 
-	sink := &syncBuffer{}
+	sink := &logstest.Buffer{}
 	cfg, err := config.Load(func(string) string { return "" })
 	require.NoError(t, err)
 	cfg.Secret, cfg.DataDir, cfg.TaskQueue = "temporal-log-test-secret-0123456789abcdef", t.TempDir(), "log-test"

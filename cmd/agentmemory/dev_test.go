@@ -10,11 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentmemory/agentmemory/internal/logs/logstest"
 )
 
 // repoTemporal returns the Temporal CLI installed by `make temporal`.
@@ -30,24 +31,6 @@ func repoTemporal(t *testing.T) string {
 
 func env(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
-}
-
-// syncBuffer is a bytes.Buffer safe for the command's goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestSpaceCreatePrintsOneJSONObject(t *testing.T) {
@@ -77,9 +60,9 @@ func TestDevServesAndRestartsOnItsDataDir(t *testing.T) {
 	getenv := env(map[string]string{"AGENTMEMORY_TEMPORAL_CLI": cli,
 		"AGENTMEMORY_KEYSTORE_URL": "postgres://nobody@127.0.0.1:1/keys", "AGENTMEMORY_KEK": "q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80="})
 
-	startDev := func() (stop func(), out *syncBuffer) {
+	startDev := func() (stop func(), out *logstest.Buffer) {
 		ctx, cancel := context.WithCancel(context.Background())
-		out = &syncBuffer{}
+		out = &logstest.Buffer{}
 		done := make(chan error, 1)
 		go func() { done <- run(ctx, []string{"dev", "--addr", addr, "--data-dir", dir}, getenv, out, io.Discard) }()
 		require.Eventually(t, func() bool {
@@ -178,7 +161,7 @@ func TestDevFakeModelDistilsToPending(t *testing.T) {
 	getenv := env(map[string]string{"AGENTMEMORY_TEMPORAL_CLI": cli, "OLLAMA_HOST": "http://127.0.0.1:1"})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out, logs := &syncBuffer{}, &syncBuffer{}
+	out, logs := &logstest.Buffer{}, &logstest.Buffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"dev", "--fake-model", "--addr", addr, "--data-dir", dir, "--temporal-ui-port", fmt.Sprint(uiPort)}, getenv, out, logs)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/app"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+	"github.com/agentmemory/agentmemory/internal/logs/logstest"
 )
 
 // repoRoot walks up from the test's directory to the directory holding go.mod.
@@ -70,13 +71,13 @@ func buildBinary(t *testing.T) string {
 // proc is a running agentmemory process.
 type proc struct {
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *logstest.Buffer
 	done   chan error
 }
 
 func start(t *testing.T, bin string, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(bin, args...), stderr: &syncBuffer{}, done: make(chan error, 1)}
+	p := &proc{cmd: exec.Command(bin, args...), stderr: &logstest.Buffer{}, done: make(chan error, 1)}
 	p.cmd.Env = env
 	p.cmd.Stderr = p.stderr
 	p.cmd.Stdout = io.Discard
