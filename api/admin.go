@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -28,19 +29,7 @@ func (s *Server) createKey(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	var keyID, key string
-	err := s.DB.RunInTx(s.ctx(c), nil, func(ctx ctxT, tx bun.Tx) error {
-		var err error
-		keyID, key, err = auth.Mint(ctx, tx, p.SpaceID, p.KeyID, spec, s.Now())
-		if err != nil {
-			return err
-		}
-		_, err = receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
-			Kind: receipts.KindAdmin, Action: "key.create", ActorKey: p.KeyID, ObjectIDs: []string{keyID},
-			Detail: map[string]any{"kind": spec.Kind},
-		}, s.Now())
-		return err
-	})
+	keyID, key, err := s.MintKey(s.ctx(c), p, spec)
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -55,8 +44,47 @@ func (s *Server) revokeKey(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	keyID := c.Param("key_id")
-	err := s.DB.RunInTx(s.ctx(c), nil, func(ctx ctxT, tx bun.Tx) error {
+	if err := s.RevokeKey(s.ctx(c), p, c.Param("key_id")); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+// MintKey mints a key of spec in p's space with its key.create receipt, in one transaction
+// (role admin): POST /v1/keys and the Console's Keys screen. The key is returned once.
+func (s *Server) MintKey(ctx context.Context, p auth.Principal, spec auth.KeySpec) (keyID, key string, err error) {
+	if err := p.RequireRole(auth.RoleAdmin); err != nil {
+		return "", "", err
+	}
+	if err := spec.Validate(); err != nil {
+		return "", "", err
+	}
+	err = s.DB.RunInTx(ctx, nil, func(ctx ctxT, tx bun.Tx) error {
+		var err error
+		keyID, key, err = auth.Mint(ctx, tx, p.SpaceID, p.KeyID, spec, s.Now())
+		if err != nil {
+			return err
+		}
+		_, err = receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
+			Kind: receipts.KindAdmin, Action: "key.create", ActorKey: p.KeyID, ObjectIDs: []string{keyID},
+			Detail: map[string]any{"kind": spec.Kind},
+		}, s.Now())
+		return err
+	})
+	if err != nil {
+		return "", "", err
+	}
+	return keyID, key, nil
+}
+
+// RevokeKey revokes key keyID of p's space with its key.revoke receipt (role admin):
+// DELETE /v1/keys/{key_id} and the Console's Keys screen.
+func (s *Server) RevokeKey(ctx context.Context, p auth.Principal, keyID string) error {
+	if err := p.RequireRole(auth.RoleAdmin); err != nil {
+		return err
+	}
+	return s.DB.RunInTx(ctx, nil, func(ctx ctxT, tx bun.Tx) error {
 		if err := auth.Revoke(ctx, tx, p.SpaceID, keyID, s.Now()); err != nil {
 			return err
 		}
@@ -65,11 +93,6 @@ func (s *Server) revokeKey(c *gin.Context) {
 		}, s.Now())
 		return err
 	})
-	if err != nil {
-		s.writeError(c, err)
-		return
-	}
-	c.Status(http.StatusNoContent)
 }
 
 // getDocument: GET /v1/documents/{name} (any person key) -> the document JSON, with its
