@@ -80,6 +80,12 @@ var funcs = template.FuncMap{
 		return fmt.Sprintf("%d days", int(d.Hours()/24))
 	},
 	"join": strings.Join,
+	"short": func(id string) string {
+		if len(id) <= 18 {
+			return id
+		}
+		return id[:18] + "…"
+	},
 	"list": func(xs ...string) []string { return xs },
 	"str": func(s *string) string {
 		if s == nil {

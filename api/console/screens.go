@@ -281,6 +281,7 @@ type receiptsData struct {
 	Actor    string
 	Kinds    []string
 	Actors   []auth.KeyInfo
+	Names    map[string]string
 	Prev     int64
 	Next     int64
 	Verify   *receipts.Verification
@@ -327,6 +328,14 @@ func (h *Console) showReceipts(c *gin.Context, p auth.Principal, v *receipts.Ver
 		}
 	}
 	d.Actors, _ = auth.List(ctx, h.DB, p.SpaceID)
+	d.Names = map[string]string{}
+	for _, k := range d.Actors {
+		if k.Name != "" {
+			d.Names[k.ID] = k.Name
+		} else {
+			d.Names[k.ID] = k.Agent
+		}
+	}
 	h.renderView(c, http.StatusOK, "receipts", view{Title: "Receipts", Data: d})
 }
 
