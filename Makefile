@@ -8,7 +8,7 @@ ADDR ?= 127.0.0.1:8080
 # DEV_FLAGS: more flags for `agentmemory dev`, e.g. make run DEV_FLAGS=--fake-model
 DEV_FLAGS ?=
 
-.PHONY: run build test test-short bench demo lint temporal postgres gate-report
+.PHONY: run build test test-short test-console bench demo lint temporal postgres gate-report
 
 ## run: install what is missing and start `agentmemory dev` (SQLite + Temporal dev server).
 run: temporal build
@@ -29,6 +29,14 @@ $(TEMPORAL):
 test: temporal
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
+	$(MAKE) test-console
+
+## test-console: the Console in real Chromium (Debian's /usr/bin/chromium driven by
+## playwright-core from api/console/e2e, never a downloaded browser) against the real binary;
+## screenshots land in api/console/e2e/screenshots/.
+test-console: temporal
+	@command -v chromium >/dev/null || { echo "test-console needs Debian's chromium: apt-get install -y chromium"; exit 1; }
+	cd api/console/e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund && node console.e2e.mjs
 
 ## test-short: the fast tests only (no Temporal dev server, no long integration runs).
 test-short:
