@@ -177,6 +177,13 @@ func TestConsoleSignIn(t *testing.T) {
 		keys := b.get("/console/keys")
 		require.NotContains(t, keys.Body, ">x<")
 
+		// Behind TLS (a proxy saying so) the cookie is Secure too.
+		req := httptest.NewRequest(http.MethodGet, "/console/login", nil)
+		req.Header.Set("X-Forwarded-Proto", "https")
+		rec := httptest.NewRecorder()
+		e.Server.ServeHTTP(rec, req)
+		require.Contains(t, rec.Header().Get("Set-Cookie"), "; Secure")
+
 		// Sign-out ends the session.
 		require.Equal(t, http.StatusSeeOther, b.post("/console/logout", nil).Status)
 		require.Equal(t, "/console/login", b.get("/console/notes").Location)

@@ -106,6 +106,11 @@ func (h *Console) login(c *gin.Context) {
 	row := &models.ConsoleSession{ID: tokenHash(tok), SpaceID: p.SpaceID, PersonKey: p.KeyID,
 		CreatedAt: now, SeenAt: now, ExpiresAt: now.Add(h.MaxAge)}
 	err = h.DB.RunInTx(c.Request.Context(), nil, func(ctx ctxT, tx bun.Tx) error {
+		// Sessions past their expiry that nobody came back to are swept here.
+		if _, err := tx.NewDelete().Model((*models.ConsoleSession)(nil)).
+			Where("expires_at <= ? OR seen_at <= ?", now, now.Add(-h.IdleTimeout)).Exec(ctx); err != nil {
+			return err
+		}
 		if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
 			return err
 		}
