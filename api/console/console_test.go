@@ -367,12 +367,20 @@ func TestConsoleProfileShowsNoContent(t *testing.T) {
 		e.MustDo(http.StatusOK, http.MethodPut, "/v1/agent-state", shop, map[string]any{
 			"scope": map[string]any{"kind": "conversation", "id": "c-77"}, "subject": "email:ana@example.com",
 			"body": map[string]any{"step": "sizes", "offer": "zebra-unique-offer", "cart_note": "blue dress"}})
+		integ := e.PersonKey("Ivo", "integration")
+		prof := e.MustDo(http.StatusCreated, http.MethodPost, "/v1/profiles", integ, map[string]any{
+			"name": "Ana Souza", "handles": []string{"email:ana@example.com", "phone:+55 11 98765-4321"}}).JSON(t)["profile_id"].(string)
 		b := signIn(t, e, e.PersonKey("Cora", "compliance"))
 		b.get("/console/profiles")
-		p := b.post("/console/profiles", url.Values{"profile": {"email:ana@example.com"}})
+		// By the profile's id, or by another handle of the same profile: the same tab.
+		byID := b.post("/console/profiles", url.Values{"profile": {prof}})
+		require.Equal(t, http.StatusOK, byID.Status)
+		require.Contains(t, byID.Body, "<td>shop-bot</td><td>conversation</td>")
+		require.NotContains(t, byID.Body, prof, "the id is not echoed")
+		p := b.post("/console/profiles", url.Values{"profile": {"phone:+55 11 98765-4321"}})
 		require.Equal(t, http.StatusOK, p.Status)
 		require.Contains(t, p.Body, "<td>shop-bot</td><td>conversation</td>")
-		for _, secret := range []string{"zebra-unique-offer", "blue dress", "sizes", "ana@example.com", "c-77"} {
+		for _, secret := range []string{"zebra-unique-offer", "blue dress", "sizes", "ana@example.com", "98765", "c-77"} {
 			require.NotContains(t, p.Body, secret)
 		}
 	})

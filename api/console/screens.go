@@ -260,12 +260,10 @@ func (h *Console) profileLookup(c *gin.Context) {
 	ref := strings.TrimSpace(c.PostForm("profile"))
 	hashes, err := h.Subjects.HandleHashes(ctx, p.SpaceID, ref)
 	if err != nil {
-		canon, cerr := h.Subjects.Canonical(ctx, p.SpaceID, ref)
-		if cerr != nil {
-			h.renderView(c, statusOf(err), "profiles", view{Title: "Profiles", Error: "No profile with that id, and it is not a customer handle (email:..., phone:...).", Data: profileData{}})
+		if hashes, err = h.Subjects.SubjectHashes(ctx, p.SpaceID, ref); err != nil {
+			h.renderView(c, http.StatusNotFound, "profiles", view{Title: "Profiles", Error: "No profile with that id, and it is not a customer handle (email:..., phone:...).", Data: profileData{}})
 			return
 		}
-		hashes = []string{h.Subjects.HandleHash(p.SpaceID, canon)}
 	}
 	list, err := h.State.ListBySubject(ctx, p.SpaceID, hashes)
 	if err != nil {
