@@ -77,6 +77,8 @@ func (h *Console) saveDocument(c *gin.Context) {
 		return
 	}
 	text := c.PostForm("document")
+	// Change requests (branch `changes`): when two-person approval lands, this direct save
+	// becomes "propose a change" and a second security person approves the diff.
 	if _, _, err := h.Docs.Put(c.Request.Context(), h.DB, p, name, []byte(text), h.Now()); err != nil {
 		h.renderView(c, statusOf(err), "settings", view{Title: "Settings", Error: name + ": " + h.message(c, err), Data: h.docForms(c, p, name, text, h.message(c, err))})
 		return

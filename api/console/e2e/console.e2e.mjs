@@ -139,6 +139,28 @@ try {
   assert.ok(!page.url().includes("ana"), "no personal data in the URL");
   await shot("note-refused");
 
+  // The profile's working-memory tab: sizes and dates, never the content.
+  await nav("Profiles").click();
+  await page.getByLabel("Profile id or customer handle").fill("phone:+55 11 98765-4321");
+  await page.getByRole("button", { name: "Open" }).click();
+  await page.getByRole("cell", { name: "shop-bot" }).waitFor();
+  const tab = await page.locator("main").textContent();
+  assert.ok(!tab.includes("gift for her mother") && !tab.includes("sizes"), "no state content on the profile page");
+  await shot("profiles");
+
+  // Export: start it, wait for the package, download it.
+  await nav("Compliance").click();
+  await page.locator("#x-subject").fill("email:ana@example.com");
+  await page.getByRole("button", { name: "Start export" }).click();
+  await page.getByText("Export started.").waitFor();
+  await until("the export package", async () => {
+    await page.goto(base + "/console/compliance");
+    return page.getByRole("link", { name: "Download" }).isVisible();
+  });
+  const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Download" }).click()]);
+  assert.match(download.suggestedFilename(), /\.json$/);
+  await shot("compliance-export");
+
   // Erasure: preview first, confirm, then the signed certificate.
   await nav("Compliance").click();
   await page.getByLabel("Subject handle").first().fill("email:ana@example.com");
@@ -159,8 +181,6 @@ try {
   await shot("compliance");
 
   // The remaining screens.
-  await nav("Profiles").click();
-  await shot("profiles");
   await nav("Receipts").click();
   await page.getByRole("button", { name: "Verify" }).click();
   await page.getByText("The chain verifies").waitFor();
