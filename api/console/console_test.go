@@ -356,6 +356,20 @@ func TestConsoleProposalDecision(t *testing.T) {
 		require.Contains(t, pg.Body, "approved</strong> by <strong>Ada")
 		require.NotContains(t, pg.Body, ">Approve</button>")
 		require.Equal(t, http.StatusConflict, second.post("/console/proposals/"+id+"/reject", url.Values{"reason": {"duplicate"}}).Status)
+
+		// Another proposal, rejected with a reason; the approved note shows as its most similar.
+		r = e.MustDo(http.StatusAccepted, http.MethodPost, "/v1/agent-memory/notes", bot, map[string]any{
+			"kind": "procedure", "title": "Size chart again", "body": "Send the size chart before any exchange, always."})
+		id2 := r.JSON(t)["proposal_id"].(string)
+		pg = second.get("/console/proposals/" + id2)
+		require.Contains(t, pg.Body, "Most similar notes of shop-bot")
+		require.Contains(t, pg.Body, ">Size chart first</a>")
+		r2 = second.post("/console/proposals/"+id2+"/reject", url.Values{"reason": {"duplicate"}})
+		require.Equal(t, http.StatusSeeOther, r2.Status, r2.Body)
+		pg = second.get(r2.Location)
+		require.Contains(t, pg.Body, "Proposal rejected.")
+		require.Contains(t, pg.Body, "Reason: duplicate.")
+		require.Contains(t, pg.Body, "rejected</strong> by <strong>Bea")
 	})
 }
 

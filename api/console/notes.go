@@ -159,16 +159,13 @@ type noteData struct {
 
 // history returns every version of n's chain, newest first, from the notes of its source.
 func (h *Console) history(c *gin.Context, p auth.Principal, n notes.Note) []notes.Note {
-	all, err := h.Notes.List(c.Request.Context(), p, notes.ListFilter{SourceID: "", Limit: 500, Kind: ""})
+	all, err := h.Notes.List(c.Request.Context(), p, notes.ListFilter{SourceID: n.SourceID, Limit: 500})
 	if err != nil {
 		return []notes.Note{n}
 	}
 	byID := map[string]notes.Note{}
 	next := map[string]string{}
 	for _, x := range all {
-		if x.SourceID != n.SourceID {
-			continue
-		}
 		byID[x.ID] = x
 		if x.SupersedesNoteID != nil {
 			next[*x.SupersedesNoteID] = x.ID

@@ -113,7 +113,7 @@ func (h *Console) proposalData(c *gin.Context, p auth.Principal, pr proposals.Pr
 // similar returns up to 3 active notes of the proposal's agent sharing the most words with
 // the proposed note (a reviewer's check for duplicates).
 func (h *Console) similar(c *gin.Context, p auth.Principal, pr proposals.Proposal) []notes.Note {
-	list, err := h.Notes.List(c.Request.Context(), p, notes.ListFilter{Status: notes.StatusActive, Limit: 500})
+	list, err := h.Notes.List(c.Request.Context(), p, notes.ListFilter{SourceID: pr.SourceID, Status: notes.StatusActive, Limit: 500})
 	if err != nil {
 		return nil
 	}
@@ -124,9 +124,6 @@ func (h *Console) similar(c *gin.Context, p auth.Principal, pr proposals.Proposa
 	}
 	var out []scored
 	for _, n := range list {
-		if n.SourceID != pr.SourceID {
-			continue
-		}
 		s := 0
 		for w := range words(n.Title + " " + n.Body + " " + strings.Join(n.Tags, " ")) {
 			if want[w] {
