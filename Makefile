@@ -17,7 +17,7 @@ PYTHON ?= python3
 # DEV_FLAGS: more flags for `agentmemory dev`, e.g. make run DEV_FLAGS=--fake-model
 DEV_FLAGS ?=
 
-.PHONY: run build test test-short test-go test-go-race test-sdk test-sdk-short test-python test-typescript vet bench demo lint temporal workflowcheck postgres gate-report
+.PHONY: run build test test-short test-go test-go-race test-sdk test-sdk-short test-python test-typescript test-console vet bench demo lint temporal workflowcheck postgres gate-report
 
 ## run: install what is missing and start `agentmemory dev` (SQLite + Temporal dev server).
 run: temporal build
@@ -37,9 +37,16 @@ $(TEMPORAL):
 ## test: every test, on SQLite and PostgreSQL (127.0.0.1:5432, database test) and a Temporal
 ## dev server: go vet, the main module (RACE_PKGS under -race), the Go SDK's module, and
 ## workflowcheck over workflows/,
-## and the Python and TypeScript SDKs.
-test: temporal vet test-go test-go-race test-sdk workflowcheck test-python test-typescript
+## the Python and TypeScript SDKs, and the Console in Chromium.
+test: temporal vet test-go test-go-race test-sdk workflowcheck test-python test-typescript test-console
 	$(WORKFLOWCHECK) ./workflows/...
+
+## test-console: the Console in real Chromium (Debian's /usr/bin/chromium driven by
+## playwright-core from api/console/e2e, never a downloaded browser) against the real binary;
+## screenshots land in api/console/e2e/screenshots/.
+test-console: temporal
+	@command -v chromium >/dev/null || { echo "test-console needs Debian's chromium: apt-get install -y chromium"; exit 1; }
+	cd api/console/e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund && node console.e2e.mjs
 
 ## test-typescript: the TypeScript SDK (sdk/typescript): npm ci, the tsc build, then node --test
 ## against the real binary (./bin/agentmemory) and the Temporal CLI in ./bin.

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -39,6 +40,18 @@ func (s *Server) revokeKey(c *gin.Context) {
 		return
 	}
 	c.Status(http.StatusNoContent)
+}
+
+// MintKey is spaces.MintKey on s's database and clock: POST /v1/keys and the Console's Keys
+// screen mint through it (role admin; the key is returned once).
+func (s *Server) MintKey(ctx context.Context, p auth.Principal, spec auth.KeySpec) (keyID, key string, err error) {
+	return spaces.MintKey(ctx, s.DB, p, spec, s.Now())
+}
+
+// RevokeKey is spaces.RevokeKey on s's database and clock: DELETE /v1/keys/{key_id} and the
+// Console's Keys screen revoke through it (role admin).
+func (s *Server) RevokeKey(ctx context.Context, p auth.Principal, keyID string) error {
+	return spaces.RevokeKey(ctx, s.DB, p, keyID, s.Now())
 }
 
 // getDocument: GET /v1/documents/{name} (any person key) -> the document JSON, with its

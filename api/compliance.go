@@ -106,22 +106,48 @@ func (s *Server) createErasure(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	p := principal(c)
-	id, err := s.Compliance.RequestErasure(s.ctx(c), p, req)
+	id, err := s.StartErasure(s.ctx(c), principal(c), req)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	err = s.tryStart(s.ctx(c), "Erasure", workflows.ErasureWorkflowID(id), workflows.ErasureWorkflow, workflows.ErasureInput{SpaceID: p.SpaceID, ErasureID: id})
-	if err != nil && definiteRefusal(err) {
-		if ferr := s.Compliance.FailErasure(context.WithoutCancel(s.ctx(c)), p.SpaceID, id, "start_failed"); ferr != nil {
-			s.writeError(c, ferr)
-			return
-		}
-		s.writeError(c, errStartFailed)
-		return
-	}
 	c.PureJSON(http.StatusAccepted, gin.H{"erasure_id": id, "status": compliance.StatusPending})
+}
+
+// StartErasure records erasure req for p (compliance.Service.RequestErasure) and starts its
+// ErasureWorkflow: POST /v1/erasures and the Console's Compliance screen. A definite refusal
+// of the start fails the erasure and is errStartFailed; an ambiguous answer leaves it pending
+// for the reconciler.
+func (s *Server) StartErasure(ctx context.Context, p auth.Principal, req compliance.ErasureRequest) (string, error) {
+	id, err := s.Compliance.RequestErasure(ctx, p, req)
+	if err != nil {
+		return "", err
+	}
+	err = s.tryStart(ctx, "Erasure", workflows.ErasureWorkflowID(id), workflows.ErasureWorkflow, workflows.ErasureInput{SpaceID: p.SpaceID, ErasureID: id})
+	if err != nil && definiteRefusal(err) {
+		if ferr := s.Compliance.FailErasure(context.WithoutCancel(ctx), p.SpaceID, id, "start_failed"); ferr != nil {
+			return "", ferr
+		}
+		return "", errStartFailed
+	}
+	return id, nil
+}
+
+// StartExport records export req for p (compliance.Service.RequestExport) and starts its
+// ExportWorkflow: POST /v1/exports and the Console's Compliance screen. A start the engine
+// does not accept fails the export.
+func (s *Server) StartExport(ctx context.Context, p auth.Principal, req compliance.ExportRequest) (string, error) {
+	id, err := s.Compliance.RequestExport(ctx, p, req)
+	if err != nil {
+		return "", err
+	}
+	if err := s.start(ctx, "Export", workflows.ExportWorkflowID(id), workflows.ExportWorkflow, workflows.ExportInput{SpaceID: p.SpaceID, ExportID: id}); err != nil {
+		if ferr := s.Compliance.FailExport(context.WithoutCancel(ctx), p.SpaceID, id, "start_failed"); ferr != nil {
+			return "", ferr
+		}
+		return "", err
+	}
+	return id, nil
 }
 
 // getErasure: GET /v1/erasures/{id} (compliance or admin) -> {erasure_id, status, certificate}.
@@ -146,17 +172,8 @@ func (s *Server) createExport(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	p := principal(c)
-	id, err := s.Compliance.RequestExport(s.ctx(c), p, req)
+	id, err := s.StartExport(s.ctx(c), principal(c), req)
 	if err != nil {
-		s.writeError(c, err)
-		return
-	}
-	if err := s.start(s.ctx(c), "Export", workflows.ExportWorkflowID(id), workflows.ExportWorkflow, workflows.ExportInput{SpaceID: p.SpaceID, ExportID: id}); err != nil {
-		if ferr := s.Compliance.FailExport(context.WithoutCancel(s.ctx(c)), p.SpaceID, id, "start_failed"); ferr != nil {
-			s.writeError(c, ferr)
-			return
-		}
 		s.writeError(c, err)
 		return
 	}

@@ -1,6 +1,10 @@
 package api
 
-import "github.com/gin-gonic/gin"
+import (
+	"github.com/gin-gonic/gin"
+
+	"github.com/agentmemory/agentmemory/api/console"
+)
 
 // routes lists the whole API on one screen.
 func (s *Server) routes() {
@@ -17,6 +21,15 @@ func (s *Server) routes() {
 
 	// Signing keys (PR-3): public, so third parties verify certificates without a key.
 	r.GET("/v1/signing-keys", s.signingKeys)
+
+	// The Console (CON-1, CON-2): HTML pages for people, signed in by session, calling the
+	// same services (and, for keys, erasures and exports, the same Server methods) as below.
+	// Its routes are not in openapi.json: they are pages, not the API.
+	console.New(console.Deps{
+		DB: s.DB, Logger: s.log, Notes: s.Notes, Proposals: s.Proposals, Docs: s.Docs,
+		Compliance: s.Compliance, Subjects: s.Subjects, State: s.State, Turns: s.Turns,
+		Signer: s.Signer, Ops: s, Now: s.Now,
+	}).Mount(r)
 
 	v1 := r.Group("/v1", s.authenticate())
 

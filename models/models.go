@@ -124,3 +124,16 @@ type OutboxEvent struct {
 	Attempts  int        `bun:"attempts"`
 	LastError string     `bun:"last_error"`
 }
+
+// ConsoleSession is a signed-in Console session (CON-1): ID is the hex SHA-256 of the
+// session token, never the token; PersonKey the id of the person key that signed in.
+type ConsoleSession struct {
+	bun.BaseModel `bun:"table:console_sessions"`
+
+	ID        string    `bun:"id,pk"`
+	SpaceID   string    `bun:"space_id"`
+	PersonKey string    `bun:"person_key"`
+	CreatedAt time.Time `bun:"created_at"`
+	SeenAt    time.Time `bun:"seen_at"`
+	ExpiresAt time.Time `bun:"expires_at"`
+}

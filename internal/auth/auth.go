@@ -245,3 +245,58 @@ func Revoke(ctx context.Context, db bun.IDB, spaceID, keyID string, now time.Tim
 	}
 	return nil
 }
+
+// KeyInfo is a key as a listing shows it: never its secret or its hash.
+type KeyInfo struct {
+	ID        string     `json:"key_id"`
+	Kind      string     `json:"kind"`
+	Agent     string     `json:"agent,omitempty"`
+	Vendor    string     `json:"vendor,omitempty"`
+	Name      string     `json:"name,omitempty"`
+	Scopes    []string   `json:"scopes"`
+	Roles     []string   `json:"roles"`
+	CreatedBy string     `json:"created_by"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at"`
+}
+
+// List returns the keys of spaceID, oldest first, revoked ones too.
+func List(ctx context.Context, db bun.IDB, spaceID string) ([]KeyInfo, error) {
+	var rows []models.APIKey
+	if err := db.NewSelect().Model(&rows).ExcludeColumn("hash").Where("space_id = ?", spaceID).
+		Order("created_at ASC", "id ASC").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("auth: list keys: %w", err)
+	}
+	out := make([]KeyInfo, 0, len(rows))
+	for _, r := range rows {
+		k := KeyInfo{ID: r.ID, Kind: r.Kind, Agent: r.Agent, Vendor: r.Vendor, Name: r.Name,
+			Scopes: nonNil(r.Scopes), Roles: nonNil(r.Roles), CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC()}
+		if r.RevokedAt != nil {
+			t := r.RevokedAt.UTC()
+			k.RevokedAt = &t
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// ByID resolves key keyID of spaceID to its Principal, as Authenticate does for the key
+// itself (the Console's sessions hold the key's id, never the key). An unknown or revoked key
+// is fault.Unauthorized "invalid_key".
+func ByID(ctx context.Context, db bun.IDB, spaceID, keyID string) (Principal, error) {
+	var row models.APIKey
+	err := db.NewSelect().Model(&row).Where("id = ? AND space_id = ?", keyID, spaceID).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Principal{}, errInvalidKey
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("auth: load key: %w", err)
+	}
+	if row.RevokedAt != nil {
+		return Principal{}, errInvalidKey
+	}
+	return Principal{
+		SpaceID: row.SpaceID, KeyID: row.ID, Kind: row.Kind, Agent: row.Agent,
+		Vendor: row.Vendor, Name: row.Name, Scopes: row.Scopes, Roles: row.Roles,
+	}, nil
+}

@@ -115,27 +115,15 @@ func (s *Service) RequestErasure(ctx context.Context, p auth.Principal, req Eras
 	if err := MayRequest(p); err != nil {
 		return "", err
 	}
-	subject, conv := strings.TrimSpace(req.Subject), strings.TrimSpace(req.ConversationID)
 	row := &models.Erasure{
 		ID: auth.NewID("er"), SpaceID: p.SpaceID, ScopeHashes: "[]", ProfileIDs: "[]", Items: "{}",
 		Status: StatusPending, RequestedBy: p.KeyID, CreatedAt: s.now(),
 	}
-	switch {
-	case (subject == "") == (conv == ""):
-		return "", fault.New(fault.Invalid, "invalid_member", `give exactly one of "subject" or "conversation_id"`).With("member", "subject")
-	case subject != "":
-		c, err := s.Subjects.Canonical(ctx, p.SpaceID, subject)
-		if err != nil {
-			return "", fault.New(fault.Invalid, "invalid_handle", "subject is a customer handle such as email:... or phone:...").With("member", "subject")
-		}
-		row.TargetKind, row.TargetHash = TargetSubject, s.Subjects.HandleHash(p.SpaceID, c)
-	default:
-		if len(conv) > 512 {
-			return "", fault.New(fault.Invalid, "invalid_member", "conversation_id is 1-512 characters").With("member", "conversation_id")
-		}
-		row.TargetKind, row.TargetHash, row.TargetRef = TargetConversation, s.Hasher.Hash(p.SpaceID, "scope:conversation", conv), conv
+	var err error
+	if row.TargetKind, row.TargetHash, row.TargetRef, err = s.requestTarget(ctx, p.SpaceID, req); err != nil {
+		return "", err
 	}
-	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
 			return fmt.Errorf("compliance: insert erasure: %w", err)
 		}
@@ -149,6 +137,28 @@ func (s *Service) RequestErasure(ctx context.Context, p auth.Principal, req Eras
 		return "", err
 	}
 	return row.ID, nil
+}
+
+// requestTarget validates req's target: exactly one of a customer handle (kept as its keyed
+// hash) or a conversation id (its keyed scope hash, and the id as ref). Errors are
+// fault.Invalid naming the member.
+func (s *Service) requestTarget(ctx context.Context, spaceID string, req ErasureRequest) (kind, hash, ref string, err error) {
+	subject, conv := strings.TrimSpace(req.Subject), strings.TrimSpace(req.ConversationID)
+	switch {
+	case (subject == "") == (conv == ""):
+		return "", "", "", fault.New(fault.Invalid, "invalid_member", `give exactly one of "subject" or "conversation_id"`).With("member", "subject")
+	case subject != "":
+		c, err := s.Subjects.Canonical(ctx, spaceID, subject)
+		if err != nil {
+			return "", "", "", fault.New(fault.Invalid, "invalid_handle", "subject is a customer handle such as email:... or phone:...").With("member", "subject")
+		}
+		return TargetSubject, s.Subjects.HandleHash(spaceID, c), "", nil
+	default:
+		if len(conv) > 512 {
+			return "", "", "", fault.New(fault.Invalid, "invalid_member", "conversation_id is 1-512 characters").With("member", "conversation_id")
+		}
+		return TargetConversation, s.Hasher.Hash(spaceID, "scope:conversation", conv), conv, nil
+	}
 }
 
 // GetErasure returns an erasure of p's space (role compliance or admin). Unknown is

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -314,4 +315,47 @@ func CurrentHead(ctx context.Context, idb bun.IDB, spaceID string) (Head, error)
 	}
 	at := row.At.UTC()
 	return Head{SpaceID: spaceID, Seq: h.Seq, Hash: h.Hash, At: &at}, nil
+}
+
+// Filter narrows a page of the chain: receipts with seq > After (or, with Before set, seq <
+// Before), of Kind and by ActorKey when set, at most Limit.
+type Filter struct {
+	After    int64
+	Before   int64
+	Kind     string
+	ActorKey string
+	Limit    int
+}
+
+// ListFiltered returns a page of the space's receipts matching f in chain order (oldest
+// first): the first Limit after After, or with Before set the last Limit before Before.
+func ListFiltered(ctx context.Context, idb bun.IDB, spaceID string, f Filter) ([]Receipt, error) {
+	var rows []models.Receipt
+	q := idb.NewSelect().Model(&rows).Where("space_id = ?", spaceID)
+	if f.Kind != "" {
+		q = q.Where("kind = ?", f.Kind)
+	}
+	if f.ActorKey != "" {
+		q = q.Where("actor_key_id = ?", f.ActorKey)
+	}
+	if f.Before > 0 {
+		q = q.Where("seq < ?", f.Before).Order("seq DESC")
+	} else {
+		q = q.Where("seq > ?", f.After).Order("seq ASC")
+	}
+	if err := q.Limit(int64(f.Limit)).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("receipts: list: %w", err)
+	}
+	if f.Before > 0 {
+		slices.Reverse(rows)
+	}
+	out := make([]Receipt, 0, len(rows))
+	for _, row := range rows {
+		r, err := fromRow(row)
+		if err != nil {
+			return nil, fmt.Errorf("receipts: decode %s: %w", row.ID, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }

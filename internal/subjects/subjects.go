@@ -205,6 +205,26 @@ func (s *Service) HandleHashes(ctx context.Context, spaceID, profileID string) (
 	return hashes, nil
 }
 
+// SubjectHashes returns the keyed hashes a customer is known by, from one of their handles:
+// every handle of the profile holding it, or the handle's own hash when no profile does. A
+// malformed handle is fault.Invalid "invalid_handle".
+func (s *Service) SubjectHashes(ctx context.Context, spaceID, handle string) ([]string, error) {
+	c, err := s.Canonical(ctx, spaceID, handle)
+	if err != nil {
+		return nil, fault.New(fault.Invalid, "invalid_handle", "a customer handle such as email:... or phone:...")
+	}
+	h := s.HandleHash(spaceID, c)
+	var ids []string
+	if err := s.DB.NewSelect().Model((*models.ProfileHandle)(nil)).Column("profile_id").
+		Where("space_id = ? AND handle_hash = ?", spaceID, h).Scan(ctx, &ids); err != nil {
+		return nil, fmt.Errorf("subjects: profile of handle: %w", err)
+	}
+	if len(ids) == 0 {
+		return []string{h}, nil
+	}
+	return s.HandleHashes(ctx, spaceID, ids[0])
+}
+
 // Known returns the space's known subjects (names and handles of its profiles, held only as
 // keyed hashes), cached for up to 30 s; creating or erasing a profile here refreshes it.
 func (s *Service) Known(ctx context.Context, spaceID string) (*redact.KnownSubjects, error) {

@@ -1,0 +1,205 @@
+// Package console is the Console (issue 15, CON-1, CON-2): server-rendered pages at /console
+// for the people of a space, signed in with a person key. Every action goes through the same
+// domain services as the REST API (the same gate, limits, receipts and events); key minting
+// and revocation, erasures and exports go through the API server's own methods (Ops), so
+// there is no second write path. Pages use html/template and one embedded style sheet: no
+// script, plain forms, labelled controls.
+//
+// Security: a server-side session (console_sessions, only the token's SHA-256 stored) in an
+// HttpOnly, SameSite=Strict cookie (Secure behind TLS) with idle and absolute expiry, the
+// person key checked on every request (a revoked key ends the session); a CSRF token on every
+// state-changing form (a POST without it is 403); a Content-Security-Policy without script,
+// X-Frame-Options DENY; no personal data or scope ids in URLs. Each handler authorises by
+// role whatever the page shows, and the services check again.
+package console
+
+import (
+	"context"
+	"embed"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/uptrace/bun"
+
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/proposals"
+	"github.com/agentmemory/agentmemory/internal/signing"
+	"github.com/agentmemory/agentmemory/internal/spaces"
+	"github.com/agentmemory/agentmemory/internal/state"
+	"github.com/agentmemory/agentmemory/internal/subjects"
+	"github.com/agentmemory/agentmemory/internal/turns"
+)
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// Ops are the write paths the Console shares with the REST API's handlers (*api.Server
+// implements them): each checks the role and records its receipt exactly as REST does.
+type Ops interface {
+	MintKey(ctx context.Context, p auth.Principal, spec auth.KeySpec) (keyID, key string, err error)
+	RevokeKey(ctx context.Context, p auth.Principal, keyID string) error
+	StartErasure(ctx context.Context, p auth.Principal, req compliance.ErasureRequest) (string, error)
+	StartExport(ctx context.Context, p auth.Principal, req compliance.ExportRequest) (string, error)
+}
+
+// Defaults of the session lifetimes.
+const (
+	DefaultIdleTimeout = 30 * time.Minute
+	DefaultMaxAge      = 12 * time.Hour
+)
+
+// Deps are the services the Console calls; the API server passes its own.
+type Deps struct {
+	DB         *bun.DB
+	Logger     *slog.Logger
+	Notes      *notes.Service
+	Proposals  *proposals.Service
+	Docs       spaces.Documents
+	Compliance *compliance.Service
+	Subjects   *subjects.Service
+	State      *state.Service
+	Turns      *turns.Service
+	// Signer's public keys check certificates' signatures (nil: shown as not checked).
+	Signer *signing.Signer
+	Ops    Ops
+	Now    func() time.Time
+	// IdleTimeout ends a session unused this long (DefaultIdleTimeout when zero); MaxAge
+	// ends any session this long after sign-in (DefaultMaxAge when zero).
+	IdleTimeout time.Duration
+	MaxAge      time.Duration
+}
+
+// Console serves the pages.
+type Console struct {
+	Deps
+	pages map[string]*template.Template
+}
+
+// New parses the embedded templates and returns the Console.
+func New(d Deps) *Console {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.IdleTimeout == 0 {
+		d.IdleTimeout = DefaultIdleTimeout
+	}
+	if d.MaxAge == 0 {
+		d.MaxAge = DefaultMaxAge
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	return &Console{Deps: d, pages: parsePages()}
+}
+
+// Mount adds the Console's routes under /console to r.
+func (h *Console) Mount(r gin.IRouter) {
+	g := r.Group("/console", h.headers())
+	static, _ := fs.Sub(assets, "static")
+	g.GET("/static/*file", func(c *gin.Context) {
+		c.Header("Cache-Control", "public, max-age=3600")
+		c.FileFromFS(c.Param("file"), http.FS(static))
+	})
+	g.GET("/login", h.loginPage)
+	g.POST("/login", h.login)
+
+	a := g.Group("", h.session())
+	a.GET("", h.home)
+	a.POST("/logout", h.logout)
+
+	a.GET("/notes", h.notesPage)
+	a.GET("/notes/new", h.newNotePage)
+	a.POST("/notes", h.createNote)
+	a.GET("/notes/block", h.blockPage)
+	a.GET("/notes/:id", h.notePage)
+	a.POST("/notes/:id/versions", h.editNote)
+	a.POST("/notes/:id/retire", h.retireNote)
+
+	a.GET("/proposals", h.proposalsPage)
+	a.GET("/proposals/:id", h.proposalPage)
+	a.POST("/proposals/:id/approve", h.approve)
+	a.POST("/proposals/:id/reject", h.reject)
+
+	a.GET("/settings", h.settingsPage)
+	a.POST("/settings/:name", h.saveDocument)
+
+	a.GET("/compliance", h.compliancePage)
+	a.POST("/compliance/erasures/preview", h.previewErasure)
+	a.POST("/compliance/erasures", h.startErasure)
+	a.GET("/compliance/erasures/:id", h.erasurePage)
+	a.POST("/compliance/exports", h.startExport)
+	a.GET("/compliance/exports/:id/package", h.exportPackage)
+
+	a.GET("/profiles", h.profilesPage)
+	a.POST("/profiles", h.profileLookup)
+
+	a.GET("/receipts", h.receiptsPage)
+	a.GET("/receipts/verify", h.verifyReceipts)
+
+	a.GET("/keys", h.keysPage)
+	a.POST("/keys", h.mintKey)
+	a.POST("/keys/:id/revoke", h.revokeKey)
+}
+
+// csp allows the Console's own style sheet and forms, and nothing else: no script at all.
+const csp = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// headers sets the security headers of every Console answer.
+func (h *Console) headers() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Header("Content-Security-Policy", csp)
+		c.Header("X-Frame-Options", "DENY")
+		c.Header("X-Content-Type-Options", "nosniff")
+		c.Header("Referrer-Policy", "no-referrer")
+		if c.Request.Method != http.MethodGet || c.Param("file") == "" {
+			c.Header("Cache-Control", "no-store")
+		}
+		c.Next()
+	}
+}
+
+// screen is one navigation entry: its link text, path and the roles that may use it.
+type screen struct {
+	Name  string
+	Path  string
+	Roles []string
+}
+
+// screens are the navigation, in order; the link texts are the screens' names.
+var screens = []screen{
+	{"Notes", "/console/notes", []string{auth.RoleIntegration, auth.RoleAdmin}},
+	{"Proposals", "/console/proposals", []string{auth.RoleReviewer, auth.RoleAdmin}},
+	{"Settings", "/console/settings", []string{auth.RoleSecurity, auth.RoleAdmin, auth.RoleIntegration}},
+	{"Compliance", "/console/compliance", []string{auth.RoleCompliance}},
+	{"Profiles", "/console/profiles", []string{auth.RoleIntegration, auth.RoleAdmin, auth.RoleCompliance, auth.RoleSecurity}},
+	{"Receipts", "/console/receipts", []string{auth.RoleAdmin, auth.RoleCompliance}},
+	{"Keys", "/console/keys", []string{auth.RoleAdmin}},
+}
+
+// roleOf returns the roles of screen name.
+func roleOf(name string) []string {
+	for _, s := range screens {
+		if s.Name == name {
+			return s.Roles
+		}
+	}
+	return nil
+}
+
+// home sends a person to the first screen their roles allow.
+func (h *Console) home(c *gin.Context) {
+	p := principalOf(c)
+	for _, s := range screens {
+		if p.HasAnyRole(s.Roles...) {
+			c.Redirect(http.StatusSeeOther, s.Path)
+			return
+		}
+	}
+	h.render(c, http.StatusOK, "empty", "Console", "", nil)
+}

@@ -1,0 +1,243 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/fault"
+)
+
+type ctxT = context.Context
+
+// view is what every page template gets.
+type view struct {
+	Title   string
+	Active  string
+	Nav     []screen
+	P       *auth.Principal
+	CSRF    string
+	Flash   string
+	Error   string
+	Kinds   []string
+	Data    any
+	Now     time.Time
+	Version string
+}
+
+// flashes are the messages a redirect may name with ?m= (a fixed code, never data).
+var flashes = map[string]string{
+	"signed_out":     "You are signed out.",
+	"note_created":   "Note created.",
+	"note_proposed":  "The note was stored as a proposal waiting for review.",
+	"note_versioned": "Saved as a new version.",
+	"note_retired":   "Note retired.",
+	"approved":       "Proposal approved: the note is live.",
+	"rejected":       "Proposal rejected.",
+	"decision_sent":  "Decision sent: the distillation workflow is applying it.",
+	"saved":          "Document saved.",
+	"key_revoked":    "Key revoked: it stops working on its next request.",
+	"erasure_start":  "Erasure started.",
+	"export_start":   "Export started.",
+	"duplicate":      "An identical note already exists: nothing was stored.",
+}
+
+var funcs = template.FuncMap{
+	"date": func(t any) string {
+		switch v := t.(type) {
+		case time.Time:
+			if v.IsZero() {
+				return "—"
+			}
+			return v.UTC().Format("2006-01-02 15:04 UTC")
+		case *time.Time:
+			if v == nil {
+				return "—"
+			}
+			return v.UTC().Format("2006-01-02 15:04 UTC")
+		}
+		return ""
+	},
+	"age": func(now, t time.Time) string {
+		d := now.Sub(t)
+		switch {
+		case d < time.Minute:
+			return "just now"
+		case d < time.Hour:
+			return fmt.Sprintf("%d min", int(d.Minutes()))
+		case d < 48*time.Hour:
+			return fmt.Sprintf("%d h", int(d.Hours()))
+		}
+		return fmt.Sprintf("%d days", int(d.Hours()/24))
+	},
+	"join": strings.Join,
+	"short": func(id string) string {
+		if len(id) <= 18 {
+			return id
+		}
+		return id[:18] + "…"
+	},
+	"list": func(xs ...string) []string { return xs },
+	"str": func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	},
+	"badge": func(status string) string {
+		switch status {
+		case "active", "approved", "completed", "ok", "valid":
+			return "badge ok"
+		case "pending", "drafting", "running":
+			return "badge wait"
+		case "rejected", "failed", "expired", "revoked", "invalid", "broken":
+			return "badge bad"
+		}
+		return "badge"
+	},
+	"has": func(list []string, s string) bool {
+		for _, x := range list {
+			if x == s {
+				return true
+			}
+		}
+		return false
+	},
+}
+
+// parsePages parses each page template with the layout: one template set per page.
+func parsePages() map[string]*template.Template {
+	out := map[string]*template.Template{}
+	files, err := fs.Glob(assets, "templates/*.html")
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(path.Base(f), ".html")
+		if name == "layout" || name == "noteform" {
+			continue
+		}
+		out[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/noteform.html", f))
+	}
+	return out
+}
+
+// render writes page name with data inside the layout.
+func (h *Console) render(c *gin.Context, status int, name, title, errMsg string, data any) {
+	h.renderView(c, status, name, view{Title: title, Error: errMsg, Data: data})
+}
+
+func (h *Console) renderView(c *gin.Context, status int, name string, v view) {
+	if x, ok := c.Get(principalKey); ok {
+		p := x.(auth.Principal)
+		v.P = &p
+		for _, s := range screens {
+			if p.HasAnyRole(s.Roles...) {
+				v.Nav = append(v.Nav, s)
+			}
+		}
+	}
+	v.CSRF = c.GetString(csrfKey)
+	if v.Flash == "" {
+		v.Flash = flashes[c.Query("m")]
+	}
+	if v.Active == "" {
+		v.Active = v.Title
+	}
+	v.Now = h.Now().UTC()
+	t := h.pages[name]
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout", v); err != nil {
+		h.Logger.ErrorContext(c.Request.Context(), "console: render", "page", name, "cause", err.Error())
+		c.String(http.StatusInternalServerError, "internal error")
+		return
+	}
+	c.Data(status, "text/html; charset=utf-8", buf.Bytes())
+}
+
+// statusOf maps a domain error to the page's HTTP status (as api/errors.go does for JSON).
+func statusOf(err error) int {
+	fe := fault.As(err)
+	if fe == nil {
+		return http.StatusInternalServerError
+	}
+	switch fe.Kind {
+	case fault.Invalid:
+		return http.StatusBadRequest
+	case fault.Unauthorized:
+		return http.StatusUnauthorized
+	case fault.Forbidden:
+		return http.StatusForbidden
+	case fault.NotFound:
+		return http.StatusNotFound
+	case fault.Conflict:
+		return http.StatusConflict
+	case fault.Stale:
+		return http.StatusPreconditionFailed
+	case fault.TooLarge:
+		return http.StatusRequestEntityTooLarge
+	case fault.Unprocessable:
+		return http.StatusUnprocessableEntity
+	case fault.TooMany:
+		return http.StatusTooManyRequests
+	case fault.Unavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// message is what a page says of err: a domain error's message (which never carries
+// personal data or secrets), else a generic line (the cause is logged).
+func (h *Console) message(c *gin.Context, err error) string {
+	if fe := fault.As(err); fe != nil {
+		return fe.Message
+	}
+	h.Logger.ErrorContext(c.Request.Context(), "console: internal error", "route", c.FullPath(), "cause", err.Error())
+	return "Something went wrong on the server; try again."
+}
+
+// kindsOf returns the personal-data kinds of a gate refusal (never values), or nil.
+func kindsOf(err error) []string {
+	fe := fault.As(err)
+	if fe == nil {
+		return nil
+	}
+	ks, _ := fe.Details["kinds"].([]string)
+	return ks
+}
+
+// fail renders the error page for err with its status.
+func (h *Console) fail(c *gin.Context, err error) {
+	h.renderView(c, statusOf(err), "error", view{Title: "Error", Error: h.message(c, err)})
+}
+
+// allow checks p holds one of the roles of screen name; else renders 403 and returns false.
+func (h *Console) allow(c *gin.Context, name string) (auth.Principal, bool) {
+	p := principalOf(c)
+	if err := p.RequireRole(roleOf(name)...); err != nil {
+		h.renderView(c, http.StatusForbidden, "error", view{Title: name, Error: "Your key's roles do not include this screen (" + strings.Join(roleOf(name), " or ") + ")."})
+		return p, false
+	}
+	return p, true
+}
+
+// redirect answers 303 to path with flash code m.
+func redirect(c *gin.Context, path, m string) {
+	if m != "" {
+		if strings.Contains(path, "?") {
+			path += "&m=" + m
+		} else {
+			path += "?m=" + m
+		}
+	}
+	c.Redirect(http.StatusSeeOther, path)
+}

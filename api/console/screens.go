@@ -1,0 +1,415 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/signing"
+	"github.com/agentmemory/agentmemory/internal/state"
+)
+
+// documents are the space documents the Settings screen edits, in order.
+var documents = []string{"features", "object-types"}
+
+type docForm struct {
+	Name    string
+	Text    string
+	Version int64
+	CanEdit bool
+	Error   string
+}
+
+// settingsPage: each space document as a JSON form. Saving goes straight through the
+// documents service for now; two-person change requests (branch `changes`) will take the
+// place marked in settings.html.
+func (h *Console) settingsPage(c *gin.Context) {
+	p, ok := h.allow(c, "Settings")
+	if !ok {
+		return
+	}
+	h.renderView(c, http.StatusOK, "settings", view{Title: "Settings", Data: h.docForms(c, p, "", "", "")})
+}
+
+func (h *Console) docForms(c *gin.Context, p auth.Principal, name, text, errMsg string) []docForm {
+	var out []docForm
+	for _, n := range documents {
+		f := docForm{Name: n, CanEdit: h.Docs.MayPut(p, n) == nil}
+		raw, version, err := h.Docs.Get(c.Request.Context(), p.SpaceID, n)
+		if err == nil {
+			f.Text, f.Version = pretty(raw), version
+		} else {
+			f.Error = h.message(c, err)
+		}
+		if n == name {
+			f.Text, f.Error = text, errMsg
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func pretty(raw string) string {
+	var b bytes.Buffer
+	if json.Indent(&b, []byte(raw), "", "  ") != nil {
+		return raw
+	}
+	return b.String()
+}
+
+// saveDocument: spaces.Documents.Put, as PUT /v1/documents/{name} (the role rule of MayPut).
+func (h *Console) saveDocument(c *gin.Context) {
+	p, ok := h.allow(c, "Settings")
+	if !ok {
+		return
+	}
+	name := c.Param("name")
+	if err := h.Docs.MayPut(p, name); err != nil {
+		h.fail(c, err)
+		return
+	}
+	text := c.PostForm("document")
+	// Change requests (branch `changes`): when two-person approval lands, this direct save
+	// becomes "propose a change" and a second security person approves the diff.
+	if _, _, err := h.Docs.Put(c.Request.Context(), h.DB, p, name, []byte(text), h.Now()); err != nil {
+		h.renderView(c, statusOf(err), "settings", view{Title: "Settings", Error: name + ": " + h.message(c, err), Data: h.docForms(c, p, name, text, h.message(c, err))})
+		return
+	}
+	redirect(c, "/console/settings", "saved")
+}
+
+type complianceData struct {
+	Erasures []compliance.ErasureView
+	Exports  []compliance.ExportView
+	Subject  string
+	Conv     string
+	Preview  *compliance.Preview
+}
+
+// compliancePage: erasure and export forms, and their lists with status.
+func (h *Console) compliancePage(c *gin.Context) {
+	p, ok := h.allow(c, "Compliance")
+	if !ok {
+		return
+	}
+	h.renderCompliance(c, p, http.StatusOK, "", complianceData{})
+}
+
+func (h *Console) renderCompliance(c *gin.Context, p auth.Principal, status int, errMsg string, d complianceData) {
+	ctx := c.Request.Context()
+	var err error
+	if d.Erasures, err = h.Compliance.ListErasures(ctx, p, 50); err != nil {
+		h.fail(c, err)
+		return
+	}
+	if d.Exports, err = h.Compliance.ListExports(ctx, p, 50); err != nil {
+		h.fail(c, err)
+		return
+	}
+	h.renderView(c, status, "compliance", view{Title: "Compliance", Error: errMsg, Data: d})
+}
+
+func erasureRequest(c *gin.Context) compliance.ErasureRequest {
+	return compliance.ErasureRequest{Subject: strings.TrimSpace(c.PostForm("subject")), ConversationID: strings.TrimSpace(c.PostForm("conversation_id"))}
+}
+
+// previewErasure: what an erasure of the target would remove, per store (counts only), and a
+// confirm form carrying the target in the POST body.
+func (h *Console) previewErasure(c *gin.Context) {
+	p, ok := h.allow(c, "Compliance")
+	if !ok {
+		return
+	}
+	req := erasureRequest(c)
+	d := complianceData{Subject: req.Subject, Conv: req.ConversationID}
+	pv, err := h.Compliance.PreviewErasure(c.Request.Context(), p, req)
+	if err != nil {
+		h.renderCompliance(c, p, statusOf(err), h.message(c, err), d)
+		return
+	}
+	d.Preview = &pv
+	h.renderCompliance(c, p, http.StatusOK, "", d)
+}
+
+// startErasure: the confirm step; Ops.StartErasure as POST /v1/erasures.
+func (h *Console) startErasure(c *gin.Context) {
+	p, ok := h.allow(c, "Compliance")
+	if !ok {
+		return
+	}
+	req := erasureRequest(c)
+	if c.PostForm("confirm") != "yes" {
+		h.renderCompliance(c, p, http.StatusBadRequest, "Preview the erasure, then confirm it.", complianceData{Subject: req.Subject, Conv: req.ConversationID})
+		return
+	}
+	id, err := h.Ops.StartErasure(c.Request.Context(), p, req)
+	if err != nil {
+		h.renderCompliance(c, p, statusOf(err), h.message(c, err), complianceData{Subject: req.Subject, Conv: req.ConversationID})
+		return
+	}
+	redirect(c, "/console/compliance/erasures/"+id, "erasure_start")
+}
+
+type erasureData struct {
+	Erasure   compliance.ErasureView
+	CertJSON  string
+	Signature *signing.Signature
+	Check     string
+	CheckOK   bool
+}
+
+// erasurePage: an erasure's status and, once completed, its certificate with the result of
+// checking its signature against the server's published keys.
+func (h *Console) erasurePage(c *gin.Context) {
+	p, ok := h.allow(c, "Compliance")
+	if !ok {
+		return
+	}
+	ctx := c.Request.Context()
+	v, err := h.Compliance.GetErasure(ctx, p, c.Param("id"))
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	d := erasureData{Erasure: v}
+	if v.Status == compliance.StatusCompleted {
+		cert, sigJSON, err := h.Compliance.SignedCertificate(ctx, p, v.ErasureID)
+		if err != nil {
+			h.fail(c, err)
+			return
+		}
+		d.CertJSON = pretty(string(cert))
+		switch {
+		case sigJSON == "":
+			d.Check = "unsigned: issued without a signing key"
+		case h.Signer == nil:
+			d.Check = "not checked: this server has no signing key"
+		default:
+			var sig signing.Signature
+			if err := json.Unmarshal([]byte(sigJSON), &sig); err != nil {
+				d.Check = "invalid: the stored signature does not decode"
+			} else if err := signing.Verify(cert, sig, h.Signer.Keys()); err != nil {
+				d.Signature = &sig
+				d.Check = "invalid: " + err.Error()
+			} else {
+				d.Signature, d.Check, d.CheckOK = &sig, "valid", true
+			}
+		}
+	}
+	h.renderView(c, http.StatusOK, "erasure", view{Title: "Erasure", Active: "Compliance", Data: d})
+}
+
+// startExport: Ops.StartExport as POST /v1/exports (the handle in the POST body).
+func (h *Console) startExport(c *gin.Context) {
+	p, ok := h.allow(c, "Compliance")
+	if !ok {
+		return
+	}
+	if _, err := h.Ops.StartExport(c.Request.Context(), p, compliance.ExportRequest{Subject: strings.TrimSpace(c.PostForm("subject"))}); err != nil {
+		h.renderCompliance(c, p, statusOf(err), h.message(c, err), complianceData{})
+		return
+	}
+	redirect(c, "/console/compliance", "export_start")
+}
+
+// exportPackage: the package as a JSON download (compliance.Service.PackageJSON, with its
+// receipt).
+func (h *Console) exportPackage(c *gin.Context) {
+	p, ok := h.allow(c, "Compliance")
+	if !ok {
+		return
+	}
+	id := c.Param("id")
+	data, err := h.Compliance.PackageJSON(c.Request.Context(), p, id)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	c.Header("Content-Disposition", `attachment; filename="`+id+`.json"`)
+	c.Data(http.StatusOK, "application/json", data)
+}
+
+type profileData struct {
+	Looked bool
+	States []state.Meta
+}
+
+// profilesPage: the lookup form of a profile's working-memory tab.
+func (h *Console) profilesPage(c *gin.Context) {
+	if _, ok := h.allow(c, "Profiles"); !ok {
+		return
+	}
+	h.renderView(c, http.StatusOK, "profiles", view{Title: "Profiles", Data: profileData{}})
+}
+
+// profileLookup: the working-memory tab of the profile named in the POST body (its id, or a
+// customer handle of it): agent, scope kind, size, version and dates of each state, never
+// content (WM-11). The id or handle is never echoed.
+func (h *Console) profileLookup(c *gin.Context) {
+	p, ok := h.allow(c, "Profiles")
+	if !ok {
+		return
+	}
+	ctx := c.Request.Context()
+	ref := strings.TrimSpace(c.PostForm("profile"))
+	hashes, err := h.Subjects.HandleHashes(ctx, p.SpaceID, ref)
+	if err != nil {
+		if hashes, err = h.Subjects.SubjectHashes(ctx, p.SpaceID, ref); err != nil {
+			h.renderView(c, http.StatusNotFound, "profiles", view{Title: "Profiles", Error: "No profile with that id, and it is not a customer handle (email:..., phone:...).", Data: profileData{}})
+			return
+		}
+	}
+	list, err := h.State.ListBySubject(ctx, p.SpaceID, hashes)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	h.renderView(c, http.StatusOK, "profiles", view{Title: "Profiles", Data: profileData{Looked: true, States: list}})
+}
+
+type receiptsData struct {
+	Receipts []receipts.Receipt
+	Kind     string
+	Actor    string
+	Kinds    []string
+	Actors   []auth.KeyInfo
+	Names    map[string]string
+	Prev     int64
+	Next     int64
+	Verify   *receipts.Verification
+}
+
+const receiptsPage = 50
+
+// receiptsPage: the chain, a page at a time, filtered by kind and actor.
+func (h *Console) receiptsPage(c *gin.Context) {
+	p, ok := h.allow(c, "Receipts")
+	if !ok {
+		return
+	}
+	h.showReceipts(c, p, nil)
+}
+
+func (h *Console) showReceipts(c *gin.Context, p auth.Principal, v *receipts.Verification) {
+	ctx := c.Request.Context()
+	after, _ := strconv.ParseInt(c.Query("after"), 10, 64)
+	before, _ := strconv.ParseInt(c.Query("before"), 10, 64)
+	d := receiptsData{Kind: c.Query("kind"), Actor: c.Query("actor"), Verify: v,
+		Kinds: []string{receipts.KindAdmin, receipts.KindAgentMemory, receipts.KindCompliance}}
+	list, err := receipts.ListFiltered(ctx, h.DB, p.SpaceID, receipts.Filter{After: max(after, 0), Before: max(before, 0), Kind: d.Kind, ActorKey: d.Actor, Limit: receiptsPage + 1})
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	more := len(list) > receiptsPage
+	if more {
+		if before > 0 {
+			list = list[1:]
+		} else {
+			list = list[:receiptsPage]
+		}
+	}
+	d.Receipts = list
+	if len(list) > 0 {
+		back := before > 0
+		if (!back && after > 0) || (back && more) {
+			d.Prev = list[0].Seq
+		}
+		if (!back && more) || back {
+			d.Next = list[len(list)-1].Seq
+		}
+	}
+	d.Actors, _ = auth.List(ctx, h.DB, p.SpaceID)
+	d.Names = map[string]string{}
+	for _, k := range d.Actors {
+		if k.Name != "" {
+			d.Names[k.ID] = k.Name
+		} else {
+			d.Names[k.ID] = k.Agent
+		}
+	}
+	h.renderView(c, http.StatusOK, "receipts", view{Title: "Receipts", Data: d})
+}
+
+// verifyReceipts: walks the whole chain (receipts.Verify) and shows the result above the page.
+func (h *Console) verifyReceipts(c *gin.Context) {
+	p, ok := h.allow(c, "Receipts")
+	if !ok {
+		return
+	}
+	v, err := receipts.Verify(c.Request.Context(), h.DB, p.SpaceID)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	h.showReceipts(c, p, &v)
+}
+
+type keysData struct {
+	Keys    []auth.KeyInfo
+	Roles   []string
+	Scopes  []string
+	Minted  string
+	MintedI string
+}
+
+// keysPage: the space's keys (never a secret), the mint form and revoke buttons.
+func (h *Console) keysPage(c *gin.Context) {
+	p, ok := h.allow(c, "Keys")
+	if !ok {
+		return
+	}
+	h.showKeys(c, p, http.StatusOK, "", "", "")
+}
+
+func (h *Console) showKeys(c *gin.Context, p auth.Principal, status int, errMsg, keyID, key string) {
+	keys, err := auth.List(c.Request.Context(), h.DB, p.SpaceID)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	sort.SliceStable(keys, func(i, j int) bool { return keys[i].RevokedAt == nil && keys[j].RevokedAt != nil })
+	h.renderView(c, status, "keys", view{Title: "Keys", Error: errMsg, Data: keysData{Keys: keys, Roles: auth.AllRoles, Scopes: auth.AllScopes, Minted: key, MintedI: keyID}})
+}
+
+// mintKey: Ops.MintKey as POST /v1/keys; the key is shown once, on this answer only (never in
+// a URL).
+func (h *Console) mintKey(c *gin.Context) {
+	p, ok := h.allow(c, "Keys")
+	if !ok {
+		return
+	}
+	spec := auth.KeySpec{Kind: c.PostForm("kind")}
+	if spec.Kind == auth.KindAgent {
+		spec.Agent, spec.Vendor, spec.Scopes = strings.TrimSpace(c.PostForm("agent")), strings.TrimSpace(c.PostForm("vendor")), c.PostFormArray("scopes")
+	} else {
+		spec.Name, spec.Roles = strings.TrimSpace(c.PostForm("name")), c.PostFormArray("roles")
+	}
+	id, key, err := h.Ops.MintKey(c.Request.Context(), p, spec)
+	if err != nil {
+		h.showKeys(c, p, statusOf(err), h.message(c, err), "", "")
+		return
+	}
+	h.showKeys(c, p, http.StatusCreated, "", id, key)
+}
+
+// revokeKey: Ops.RevokeKey as DELETE /v1/keys/{key_id}.
+func (h *Console) revokeKey(c *gin.Context) {
+	p, ok := h.allow(c, "Keys")
+	if !ok {
+		return
+	}
+	if err := h.Ops.RevokeKey(c.Request.Context(), p, c.Param("id")); err != nil {
+		h.showKeys(c, p, statusOf(err), h.message(c, err), "", "")
+		return
+	}
+	redirect(c, "/console/keys", "key_revoked")
+}
