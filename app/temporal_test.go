@@ -102,8 +102,13 @@ func TestWorkflowTaskFailureReachesTheLog(t *testing.T) {
 	require.Contains(t, line, `"WorkflowID":"panicky-1"`)
 	require.NotContains(t, sink.String(), "ana@example.com", "the panic's value reached the log")
 
-	rec := httptest.NewRecorder()
-	a.Metrics.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	require.Contains(t, rec.Body.String(), `temporal_workflow_task_execution_failed{`, "the SDK's metrics are on the App's registry")
-	require.NotContains(t, rec.Body.String(), "panicky-1", "no workflow id in a metric label")
+	// The SDK counts the failure after it logs it: wait for the counter rather than race it.
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		a.Metrics.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		return rec.Body.String()
+	}
+	require.Eventually(t, func() bool { return strings.Contains(scrape(), `temporal_workflow_task_execution_failed{`) },
+		30*time.Second, 100*time.Millisecond, "the SDK's metrics are on the App's registry")
+	require.NotContains(t, scrape(), "panicky-1", "no workflow id in a metric label")
 }
