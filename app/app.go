@@ -77,11 +77,11 @@ type App struct {
 	Config config.Config
 	Log    *slog.Logger
 	// Now is the clock every service uses.
-	Now      func() time.Time
-	DB       *bun.DB
-	Hasher   keyed.Hasher
-	Keys     keystore.Store
-	Docs     spaces.Documents
+	Now    func() time.Time
+	DB     *bun.DB
+	Hasher keyed.Hasher
+	Keys   keystore.Store
+	Docs   spaces.Documents
 	// Changes are the documents' change requests (issue 15): proposed, shown as a diff,
 	// applied when a second person holding role security approves.
 	Changes  *changes.Service
