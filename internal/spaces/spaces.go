@@ -1,5 +1,7 @@
 // Package spaces creates spaces (tenants) and keeps their documents: "features" (which
-// features are on, WM-1, AM-3) and "object-types" (the type registry, WM-2).
+// features are on, WM-1, AM-3) and "object-types" (the type registry, WM-2). A document is
+// written by a direct PUT only where the space allows it (Documents.DirectPut); otherwise
+// through a change request (internal/changes), whose apply is the same Documents.Write.
 package spaces
 
 import (
