@@ -97,7 +97,7 @@ func TestKeysSpaceIsolation(t *testing.T) {
 		key := setupWM(e)
 		mustStore(e, key, map[string]any{"scope": conv("c-shared-id"), "body": map[string]any{"step": "greet"}})
 		// A second space in the same database, served by the same API.
-		_, otherAdmin, err := spaces.Create(context.Background(), e.DB, "other", time.Now())
+		_, otherAdmin, err := spaces.CreateWith(context.Background(), e.DB, "other", time.Now(), spaces.CreateOptions{DirectPut: true})
 		require.NoError(t, err)
 		e2 := &apitest.Env{T: t, Server: e.Server, DB: e.DB, AdminKey: otherAdmin}
 		enableWM(e2, typesDoc(wmType("shop-bot", "conversation", 0, nil)))

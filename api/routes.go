@@ -38,6 +38,11 @@ func (s *Server) routes() {
 	v1.DELETE("/keys/:key_id", s.revokeKey)
 	v1.GET("/documents/:name", s.getDocument)
 	v1.PUT("/documents/:name", s.putDocument)
+	v1.POST("/documents/:name/changes", s.proposeChange)
+	v1.GET("/documents/:name/changes", s.listChanges)
+	v1.GET("/documents/:name/changes/:id", s.getChange)
+	v1.POST("/documents/:name/changes/:id/approve", s.approveChange)
+	v1.POST("/documents/:name/changes/:id/reject", s.rejectChange)
 
 	// Subjects.
 	v1.POST("/profiles", s.createProfile)

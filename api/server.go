@@ -19,6 +19,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/changes"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/internal/fault"
@@ -43,7 +44,9 @@ type Deps struct {
 	Subjects *subjects.Service
 	Notes    *notes.Service
 	Docs     spaces.Documents
-	Turns    *turns.Service
+	// Changes are the documents' change requests (api/changes.go).
+	Changes *changes.Service
+	Turns   *turns.Service
 	// Workflows starts and signals Temporal workflows (nil: distillation answers 503).
 	Workflows Workflows
 	// Proposals is the proposal lifecycle (lists, decisions, distillation proposals, the

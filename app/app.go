@@ -29,6 +29,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/internal/changes"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/config"
 	"github.com/agentmemory/agentmemory/internal/db"
@@ -76,11 +77,14 @@ type App struct {
 	Config config.Config
 	Log    *slog.Logger
 	// Now is the clock every service uses.
-	Now      func() time.Time
-	DB       *bun.DB
-	Hasher   keyed.Hasher
-	Keys     keystore.Store
-	Docs     spaces.Documents
+	Now    func() time.Time
+	DB     *bun.DB
+	Hasher keyed.Hasher
+	Keys   keystore.Store
+	Docs   spaces.Documents
+	// Changes are the documents' change requests (issue 15): proposed, shown as a diff,
+	// applied when a second person holding role security approves.
+	Changes  *changes.Service
 	Subjects *subjects.Service
 	State    *state.Service
 	Turns    *turns.Service
@@ -175,6 +179,7 @@ func Build(ctx context.Context, cfg config.Config, o Overrides) (_ *App, err err
 func (a *App) wire() {
 	d, h, ks, now := a.DB, a.Hasher, a.Keys, a.Now
 	a.Docs = spaces.Documents{DB: d, AllowPrivateWebhooks: a.Config.WebhookAllowPrivate}
+	a.Changes = &changes.Service{DB: d, Docs: a.Docs}
 	a.Metrics.WatchOutbox(metrics.OutboxBacklog(d))
 	a.Subjects = &subjects.Service{DB: d, Docs: a.Docs, Hasher: h, Keys: ks, Now: now}
 	a.Turns = &turns.Service{DB: d, Subjects: a.Subjects, Hasher: h, Keys: ks, Now: now}
@@ -365,7 +370,7 @@ func keystoreApart(ctx context.Context, main *bun.DB) error {
 // (nil: those calls answer 503). A rig may adjust them before api.NewServer.
 func (a *App) APIDeps(wf api.Workflows) api.Deps {
 	return api.Deps{
-		DB: a.DB, Logger: a.Log, State: a.State, Subjects: a.Subjects, Docs: a.Docs, Turns: a.Turns, Notes: a.Notes,
+		DB: a.DB, Logger: a.Log, State: a.State, Subjects: a.Subjects, Docs: a.Docs, Changes: a.Changes, Turns: a.Turns, Notes: a.Notes,
 		Workflows: wf, TaskQueue: a.Config.TaskQueue, Compliance: a.Compliance, Proposals: a.Proposals,
 		ApprovalDeadline: a.Config.ApprovalDeadline, DecisionWait: a.Config.DecisionWait,
 		MaxBodyBytes: a.Config.MaxBodyBytes, Now: a.Now,

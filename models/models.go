@@ -7,12 +7,15 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// Space is a tenant. Every key belongs to exactly one space.
+// Space is a tenant. Every key belongs to exactly one space. DirectPut is the choice made
+// when the space was created (spaces.CreateOptions): whether its documents may be written by a
+// direct PUT while the features document does not say (documents.direct_put).
 type Space struct {
 	bun.BaseModel `bun:"table:spaces"`
 
 	ID        string    `bun:"id,pk"`
 	Name      string    `bun:"name"`
+	DirectPut bool      `bun:"direct_put"`
 	CreatedAt time.Time `bun:"created_at"`
 }
 
@@ -46,6 +49,30 @@ type Document struct {
 	Version   int64     `bun:"version"`
 	UpdatedBy string    `bun:"updated_by"`
 	UpdatedAt time.Time `bun:"updated_at"`
+}
+
+// DocumentChange is a proposed change of a space document (a change request): Body is the
+// proposed document as it would be stored, BaseBody and BaseVersion the document it was
+// proposed against. Status is "pending", "applied", "rejected" or "stale"; ProposerName is the
+// proposing key's person name (the same person may not approve). DecidedBy, Reason,
+// AppliedVersion and DecidedAt are set by the decision.
+type DocumentChange struct {
+	bun.BaseModel `bun:"table:document_changes"`
+
+	ID             string     `bun:"id,pk"`
+	SpaceID        string     `bun:"space_id"`
+	Name           string     `bun:"name"`
+	Body           string     `bun:"body"`
+	BaseBody       string     `bun:"base_body"`
+	BaseVersion    int64      `bun:"base_version"`
+	Status         string     `bun:"status"`
+	ProposedBy     string     `bun:"proposed_by"`
+	ProposerName   string     `bun:"proposer_name"`
+	DecidedBy      *string    `bun:"decided_by"`
+	Reason         *string    `bun:"reason"`
+	AppliedVersion *int64     `bun:"applied_version"`
+	CreatedAt      time.Time  `bun:"created_at"`
+	DecidedAt      *time.Time `bun:"decided_at"`
 }
 
 // Profile is a data subject. Its name and handles are sealed (encrypted), never stored in clear.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # demo: replay the ABCD sample conversations against a running `agentmemory dev` (make run),
-# with no other set-up: creates a space on the dev's data dir, turns working memory on,
-# declares the replay agent's type, mints an agent key and replays. Keys are never printed.
+# with no other set-up: creates a space on the dev's data dir (--direct-put: its documents are
+# PUT directly), turns working memory on, declares the replay agent's type, mints an agent key
+# and replays. Keys are never printed.
 #
 # Environment: ADDR (127.0.0.1:8080) or AGENTMEMORY_URL, DATA_DIR (./data), DATASET
 # (testdata/abcd/abcd_sample.json), BIN (./bin/agentmemory), AGENT (abcd-agent).
@@ -21,7 +22,7 @@ fi
 [ -x "$BIN" ] || { echo "demo: $BIN is missing; run: make build" >&2; exit 1; }
 
 # The space and its admin key (every person role), printed once as JSON by the CLI.
-space_json=$("$BIN" space create "abcd-demo-$(date +%Y%m%d-%H%M%S)" --data-dir "$DATA_DIR")
+space_json=$("$BIN" space create "abcd-demo-$(date +%Y%m%d-%H%M%S)" --direct-put --data-dir "$DATA_DIR")
 space_id=$(sed -n 's/.*"space_id":"\([^"]*\)".*/\1/p' <<<"$space_json")
 admin_key=$(sed -n 's/.*"admin_key":"\([^"]*\)".*/\1/p' <<<"$space_json")
 [ -n "$space_id" ] && [ -n "$admin_key" ] || { echo "demo: space create printed no space/key" >&2; exit 1; }

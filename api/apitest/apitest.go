@@ -26,7 +26,9 @@ import (
 	"github.com/agentmemory/agentmemory/internal/spaces"
 )
 
-// Env is one API over one database, with a space and its admin key (every person role).
+// Env is one API over one database, with a space and its admin key (every person role). The
+// space is created as `agentmemory space create --direct-put` creates it, so tests set its
+// documents up with one PUT; NewSpace makes a space with the default (change requests only).
 type Env struct {
 	T      testing.TB
 	Engine string
@@ -81,9 +83,18 @@ func NewWithPool(t testing.TB, engine string, pool db.Options, opts ...func(*api
 	if deps.Signer != nil && a.Compliance.Signer == nil {
 		a.Compliance.Signer = deps.Signer // certificates are signed when issued, as in the binary
 	}
-	spaceID, admin, err := spaces.Create(context.Background(), d, "test", time.Now())
+	spaceID, admin, err := spaces.CreateWith(context.Background(), d, "test", time.Now(), spaces.CreateOptions{DirectPut: true})
 	require.NoError(t, err)
 	return &Env{T: t, Engine: engine, App: a, DB: d, Deps: deps, Server: api.NewServer(deps), Hasher: a.Hasher, Keys: a.Keys, SpaceID: spaceID, AdminKey: admin}
+}
+
+// NewSpace creates another space named name in the Env's database and returns its id and
+// admin key; directPut is its CreateOptions.DirectPut (false: the default of a new space).
+func (e *Env) NewSpace(name string, directPut bool) (spaceID, adminKey string) {
+	e.T.Helper()
+	spaceID, adminKey, err := spaces.CreateWith(context.Background(), e.DB, name, time.Now(), spaces.CreateOptions{DirectPut: directPut})
+	require.NoError(e.T, err)
+	return spaceID, adminKey
 }
 
 // Response is a recorded answer.

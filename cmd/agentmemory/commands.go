@@ -220,13 +220,21 @@ func spaceCmd(load func() (config.Config, error), stdout io.Writer) *cobra.Comma
 		defer d.Close()
 		return fn(d)
 	}
+	var directPut bool
 	create := &cobra.Command{
 		Use:   "create NAME",
 		Short: `Create a space; prints {"space_id", "admin_key"} (the key holds every person role and is shown once)`,
-		Args:  cobra.ExactArgs(1),
+		Long: `Create a space; prints {"space_id", "admin_key"} (the key holds every person role and is shown once).
+
+By default the space's documents (features, object-types) change only through change requests
+(POST /v1/documents/{name}/changes) that a second person holding role security approves; a
+direct PUT /v1/documents/{name} answers 409 direct_put_disabled. --direct-put allows direct PUT
+(a single operator's or a demo space) until the features document turns it off
+({"documents": {"direct_put": false}}).`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withDB(cmd, func(d *bun.DB) error {
-				id, key, err := spaces.Create(cmd.Context(), d, args[0], time.Now())
+				id, key, err := spaces.CreateWith(cmd.Context(), d, args[0], time.Now(), spaces.CreateOptions{DirectPut: directPut})
 				if err != nil {
 					return err
 				}
@@ -234,6 +242,7 @@ func spaceCmd(load func() (config.Config, error), stdout io.Writer) *cobra.Comma
 			})
 		},
 	}
+	create.Flags().BoolVar(&directPut, "direct-put", false, "allow direct PUT of the space's documents (default: change requests only)")
 	adminKey := &cobra.Command{
 		Use:   "admin-key SPACE_ID",
 		Short: `Mint a new admin key (every person role) for an existing space, e.g. after its last admin key was revoked; prints {"space_id", "admin_key"}`,

@@ -86,7 +86,7 @@ func TestDevServesAndRestartsOnItsDataDir(t *testing.T) {
 	require.Contains(t, out.String(), "distillations ask the model llama3.2 at http://127.0.0.1:11434")
 
 	var created bytes.Buffer
-	require.NoError(t, run(context.Background(), []string{"space", "create", "acme", "--data-dir", dir}, getenv, &created, io.Discard))
+	require.NoError(t, run(context.Background(), []string{"space", "create", "acme", "--direct-put", "--data-dir", dir}, getenv, &created, io.Discard))
 	var sp map[string]string
 	require.NoError(t, json.Unmarshal(created.Bytes(), &sp))
 	admin := sp["admin_key"]
@@ -180,7 +180,7 @@ func TestDevFakeModelDistilsToPending(t *testing.T) {
 	require.NotContains(t, out.String(), "distillations ask the model")
 
 	var created bytes.Buffer
-	require.NoError(t, run(context.Background(), []string{"space", "create", "acme", "--data-dir", dir}, getenv, &created, io.Discard))
+	require.NoError(t, run(context.Background(), []string{"space", "create", "acme", "--direct-put", "--data-dir", dir}, getenv, &created, io.Discard))
 	var sp map[string]string
 	require.NoError(t, json.Unmarshal(created.Bytes(), &sp))
 	call := func(method, path, body string) (int, map[string]any) {

@@ -145,7 +145,7 @@ func replicasShareKeys(t *testing.T, tc client.Client, engine string) {
 	ready := two.call(http.StatusOK, "GET", "/readyz", "", nil)
 	require.Equal(t, map[string]any{"database": "ok", "keystore": "ok"}, ready["checks"])
 
-	spaceID, admin, err := spaces.Create(ctx, one.app.DB, "acme", time.Now())
+	spaceID, admin, err := spaces.CreateWith(ctx, one.app.DB, "acme", time.Now(), spaces.CreateOptions{DirectPut: true})
 	require.NoError(t, err)
 	one.call(http.StatusOK, "PUT", "/v1/documents/features", admin, map[string]any{"agent_state": map[string]any{"enabled": true}})
 	one.call(http.StatusOK, "PUT", "/v1/documents/object-types", admin, map[string]any{"types": []any{map[string]any{

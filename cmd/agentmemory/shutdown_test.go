@@ -222,7 +222,7 @@ func TestSIGTERMLosesNoAcknowledgedWrite(t *testing.T) {
 				"AGENTMEMORY_LOG_FORMAT=json",
 			)
 			var out bytes.Buffer
-			create := exec.Command(bin, "space", "create", "shutdown")
+			create := exec.Command(bin, "space", "create", "shutdown", "--direct-put")
 			create.Env, create.Stdout, create.Stderr = env, &out, &out
 			require.NoError(t, create.Run(), "space create: %s", out.String())
 			var space struct {

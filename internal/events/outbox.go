@@ -19,7 +19,9 @@ import (
 const TypeNoteCreated = "agent_memory.note_created"
 
 // Event is the JSON every consumer receives. It carries ids, kind and origin, never a note's
-// title, body or tags.
+// title, body or tags. A change request's events (internal/changes) carry ChangeID, Document
+// (the document's name) and Version (the version proposed against, or the one applied),
+// never the document's text.
 type Event struct {
 	ID         string    `json:"id"`
 	Type       string    `json:"type"`
@@ -29,6 +31,9 @@ type Event struct {
 	Kind       string    `json:"kind,omitempty"`
 	Origin     string    `json:"origin,omitempty"`
 	SourceID   string    `json:"source_id,omitempty"`
+	ChangeID   string    `json:"change_id,omitempty"`
+	Document   string    `json:"document,omitempty"`
+	Version    int64     `json:"version,omitempty"`
 	OccurredAt time.Time `json:"occurred_at"`
 }
 

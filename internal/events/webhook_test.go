@@ -74,7 +74,7 @@ func (rc *receiver) requests() []received {
 func webhookSpace(t *testing.T, d *bun.DB, url string) string {
 	t.Helper()
 	ctx := context.Background()
-	id, _, err := spaces.Create(ctx, d, "hooks", time.Now())
+	id, _, err := spaces.CreateWith(ctx, d, "hooks", time.Now(), spaces.CreateOptions{DirectPut: true})
 	require.NoError(t, err)
 	if url != "" {
 		doc, _ := json.Marshal(map[string]any{"agent_memory": map[string]any{"enabled": true, "webhook_url": url}})
@@ -230,7 +230,7 @@ func TestWebhookRefusesPrivateAddresses(t *testing.T) {
 func TestFeaturesRefuseUnsafeWebhookURL(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
 		ctx := context.Background()
-		id, _, err := spaces.Create(ctx, d, "ssrf", time.Now())
+		id, _, err := spaces.CreateWith(ctx, d, "ssrf", time.Now(), spaces.CreateOptions{DirectPut: true})
 		require.NoError(t, err)
 		p := auth.Principal{SpaceID: id, KeyID: "key_test", Kind: auth.KindPerson, Roles: []string{auth.RoleSecurity}}
 		docs := spaces.Documents{DB: d}

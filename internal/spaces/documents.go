@@ -27,6 +27,16 @@ type Features struct {
 	AgentMemory AgentMemoryFeature `json:"agent_memory"`
 	Masking     MaskingSettings    `json:"masking"`
 	Turns       TurnsSettings      `json:"turns"`
+	Documents   DocumentSettings   `json:"documents"`
+}
+
+// DocumentSettings govern how the space's documents change. DirectPut allows a direct
+// PUT /v1/documents/{name}; false (the default of spaces created without
+// `space create --direct-put`) means they change only through change requests that a second
+// person holding role security approves. Absent, the space's creation choice applies; a
+// stored features document always states it (Put and change requests fill it in).
+type DocumentSettings struct {
+	DirectPut *bool `json:"direct_put,omitempty"`
 }
 
 // AgentStateFeature turns working memory on (WM-1).

@@ -1,5 +1,7 @@
 // Package spaces creates spaces (tenants) and keeps their documents: "features" (which
-// features are on, WM-1, AM-3) and "object-types" (the type registry, WM-2).
+// features are on, WM-1, AM-3) and "object-types" (the type registry, WM-2). A document is
+// written by a direct PUT only where the space allows it (Documents.DirectPut); otherwise
+// through a change request (internal/changes), whose apply is the same Documents.Write.
 package spaces
 
 import (
@@ -20,20 +22,36 @@ import (
 	"github.com/agentmemory/agentmemory/models"
 )
 
-// Create makes a space named name and its first person key holding every role. It returns
-// the space id and that key (shown once).
+// Create makes a space named name and its first person key holding every role, with direct
+// PUT of its documents off (CreateWith with the zero CreateOptions). It returns the space id
+// and that key (shown once).
 func Create(ctx context.Context, db *bun.DB, name string, now time.Time) (spaceID, adminKey string, err error) {
+	return CreateWith(ctx, db, name, now, CreateOptions{})
+}
+
+// CreateOptions are a new space's choices. DirectPut lets its documents be written by a
+// direct PUT (a single operator's or a test's space); without it they change only through
+// change requests approved by a second person holding role security (issue 15). The features
+// document's documents.direct_put overrides it once written.
+type CreateOptions struct {
+	DirectPut bool
+}
+
+// CreateWith is Create with opts. A name that is blank or over 120 characters is
+// fault.Invalid (member name).
+func CreateWith(ctx context.Context, db *bun.DB, name string, now time.Time, opts CreateOptions) (spaceID, adminKey string, err error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 120 {
 		return "", "", fault.New(fault.Invalid, "invalid_member", "a space name is 1-120 characters").With("member", "name")
 	}
 	err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		sp := &models.Space{ID: auth.NewID("sp"), Name: name, CreatedAt: now.UTC()}
+		sp := &models.Space{ID: auth.NewID("sp"), Name: name, DirectPut: opts.DirectPut, CreatedAt: now.UTC()}
 		if _, err := tx.NewInsert().Model(sp).Exec(ctx); err != nil {
 			return fmt.Errorf("spaces: insert: %w", err)
 		}
 		if _, err := receipts.Append(ctx, tx, sp.ID, receipts.Entry{
 			Kind: receipts.KindAdmin, Action: "space.create", ActorKey: "cli", ObjectIDs: []string{sp.ID},
+			Detail: map[string]any{"direct_put": opts.DirectPut},
 		}, now); err != nil {
 			return err
 		}
@@ -173,24 +191,71 @@ func parseCached(name, text string, parse func([]byte) (any, error)) (any, error
 	return v, nil
 }
 
-// Get returns the document as stored JSON text (a default when never written) and its
-// version (0 when never written). An unknown name is fault.NotFound.
+// Get returns the document as stored JSON text (a default when never written; the default
+// features state documents.direct_put as the space was created) and its version (0 when never
+// written). An unknown name is fault.NotFound.
 func (d Documents) Get(ctx context.Context, spaceID, name string) (string, int64, error) {
+	return d.get(ctx, d.DB, spaceID, name)
+}
+
+func (d Documents) get(ctx context.Context, db bun.IDB, spaceID, name string) (string, int64, error) {
 	var row models.Document
-	err := d.DB.NewSelect().Model(&row).Where("space_id = ? AND name = ?", spaceID, name).Scan(ctx)
+	err := db.NewSelect().Model(&row).Where("space_id = ? AND name = ?", spaceID, name).Scan(ctx)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		switch name {
 		case DocFeatures:
-			return marshal(Features{}), 0, nil
+			direct, err := createdDirectPut(ctx, db, spaceID)
+			if err != nil {
+				return "", 0, err
+			}
+			return marshal(Features{Documents: DocumentSettings{DirectPut: &direct}}), 0, nil
 		case DocObjectTypes:
 			return `{"types":[]}`, 0, nil
 		}
-		return "", 0, fault.New(fault.NotFound, "document_not_found", "the documents are features and object-types")
+		return "", 0, errNoDocument()
 	case err != nil:
 		return "", 0, fmt.Errorf("spaces: load document: %w", err)
 	}
 	return row.Body, row.Version, nil
+}
+
+func errNoDocument() error {
+	return fault.New(fault.NotFound, "document_not_found", "the documents are features and object-types")
+}
+
+// DirectPut reports whether the space's documents may be written by a direct PUT: the
+// features document's documents.direct_put when it states it, else the choice made when the
+// space was created (CreateOptions.DirectPut; true for spaces created before change requests).
+func (d Documents) DirectPut(ctx context.Context, spaceID string) (bool, error) {
+	return directPut(ctx, d.DB, spaceID)
+}
+
+func directPut(ctx context.Context, db bun.IDB, spaceID string) (bool, error) {
+	var row models.Document
+	err := db.NewSelect().Model(&row).Column("body").Where("space_id = ? AND name = ?", spaceID, DocFeatures).Scan(ctx)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return false, fmt.Errorf("spaces: load document: %w", err)
+	}
+	if err == nil {
+		v, err := parseCached(DocFeatures, row.Body, func(b []byte) (any, error) { return ParseFeatures(b) })
+		if err != nil {
+			return false, err
+		}
+		if dp := v.(Features).Documents.DirectPut; dp != nil {
+			return *dp, nil
+		}
+	}
+	return createdDirectPut(ctx, db, spaceID)
+}
+
+// createdDirectPut is the space's creation choice (spaces.direct_put).
+func createdDirectPut(ctx context.Context, db bun.IDB, spaceID string) (bool, error) {
+	var sp models.Space
+	if err := db.NewSelect().Model(&sp).Column("direct_put").Where("id = ?", spaceID).Scan(ctx); err != nil {
+		return false, fmt.Errorf("spaces: load space: %w", err)
+	}
+	return sp.DirectPut, nil
 }
 
 func (d Documents) raw(ctx context.Context, spaceID, name string) (string, error) {
@@ -215,62 +280,126 @@ func (d Documents) MayPut(p auth.Principal, name string) error {
 	case DocObjectTypes:
 		return p.RequireRole(auth.RoleAdmin, auth.RoleIntegration)
 	default:
-		return fault.New(fault.NotFound, "document_not_found", "the documents are features and object-types")
+		return errNoDocument()
 	}
 }
 
-// Put validates and stores a document written by p, with an admin receipt, and returns the
-// stored text and its new version. Writing features needs role security; object-types needs
-// admin or integration. Invalid documents are fault.Invalid naming the member; nothing changes.
+// Put validates and stores a document written by p with a direct PUT, with an admin receipt
+// ("document.put"), and returns the stored text and its new version. Writing features needs
+// role security; object-types needs admin or integration (fault.Forbidden). A space whose
+// documents change only through change requests (DirectPut false) refuses it with
+// fault.Conflict "direct_put_disabled". Invalid documents are fault.Invalid naming the member;
+// a write that lost a race with another is fault.Conflict "document_conflict". In every error
+// nothing changes. Pending change requests of the document become stale (their base version
+// is no longer the document's).
 func (d Documents) Put(ctx context.Context, db *bun.DB, p auth.Principal, name string, body []byte, now time.Time) (string, int64, error) {
 	if err := d.MayPut(p, name); err != nil {
 		return "", 0, err
 	}
 	var text string
+	var version int64
+	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		direct, err := directPut(ctx, tx, p.SpaceID)
+		if err != nil {
+			return err
+		}
+		if !direct {
+			return fault.New(fault.Conflict, "direct_put_disabled",
+				"this space's documents change through change requests (POST /v1/documents/%s/changes) approved by a second person holding role security", name)
+		}
+		if text, err = d.normalize(name, body, direct); err != nil {
+			return err
+		}
+		_, cur, err := d.get(ctx, tx, p.SpaceID, name)
+		if err != nil {
+			return err
+		}
+		version, err = d.Write(ctx, tx, p, name, text, cur, now, map[string]any{})
+		return err
+	})
+	return text, version, err
+}
+
+// Normalize validates a proposed document of the space as a direct PUT does and returns the
+// text it would be stored as (see normalize), reading the space's direct-PUT setting through
+// idb (a transaction's reads see its own writes).
+func (d Documents) Normalize(ctx context.Context, idb bun.IDB, spaceID, name string, body []byte) (string, error) {
+	direct, err := directPut(ctx, idb, spaceID)
+	if err != nil {
+		return "", err
+	}
+	return d.normalize(name, body, direct)
+}
+
+// Current is Get read through idb (inside a transaction).
+func (d Documents) Current(ctx context.Context, idb bun.IDB, spaceID, name string) (string, int64, error) {
+	return d.get(ctx, idb, spaceID, name)
+}
+
+// normalize validates a proposed document and returns the text it is stored as: the
+// canonical JSON of its parsed value. A features document that does not state
+// documents.direct_put states direct, the space's current setting (a document never drops the
+// setting silently). Errors are fault.Invalid naming the member, or "document_not_found".
+func (d Documents) normalize(name string, body []byte, direct bool) (string, error) {
 	switch name {
 	case DocFeatures:
 		f, err := ParseFeatures(body)
 		if err != nil {
-			return "", 0, err
+			return "", err
 		}
 		if u := f.AgentMemory.WebhookURL; u != "" {
 			if err := netguard.CheckURL(u, d.AllowPrivateWebhooks); err != nil {
-				return "", 0, invalidMember("agent_memory.webhook_url", err.Error())
+				return "", invalidMember("agent_memory.webhook_url", err.Error())
 			}
 		}
-		text = marshal(f)
+		if f.Documents.DirectPut == nil {
+			f.Documents.DirectPut = &direct
+		}
+		return marshal(f), nil
 	case DocObjectTypes:
 		t, err := ParseObjectTypes(body)
 		if err != nil {
-			return "", 0, err
+			return "", err
 		}
 		if t.Types == nil {
 			t.Types = []ObjectType{}
 		}
-		text = marshal(t)
-	default:
-		return "", 0, fault.New(fault.NotFound, "document_not_found", "the documents are features and object-types")
+		return marshal(t), nil
 	}
-	var version int64
-	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		var cur models.Document
-		err := tx.NewSelect().Model(&cur).Where("space_id = ? AND name = ?", p.SpaceID, name).Scan(ctx)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("spaces: load document: %w", err)
-		}
-		row := &models.Document{SpaceID: p.SpaceID, Name: name, Body: text, Version: cur.Version + 1, UpdatedBy: p.KeyID, UpdatedAt: now.UTC()}
-		if _, err := tx.NewInsert().Model(row).
-			On("CONFLICT (space_id, name) DO UPDATE").
-			Set("body = EXCLUDED.body, version = EXCLUDED.version, updated_by = EXCLUDED.updated_by, updated_at = EXCLUDED.updated_at").
-			Exec(ctx); err != nil {
-			return fmt.Errorf("spaces: store %s: %w", name, err)
-		}
-		version = row.Version
-		_, err = receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
-			Kind: receipts.KindAdmin, Action: "document.put", ActorKey: p.KeyID,
-			ObjectIDs: []string{name}, Detail: map[string]any{"version": version},
-		}, now)
-		return err
-	})
-	return text, version, err
+	return "", errNoDocument()
+}
+
+// Write stores text (a document Normalize returned) as document name inside tx if its
+// version is still base (compare and swap), with the "document.put" receipt by p (detail plus
+// the new version), and returns the new version: the one write of a direct PUT and of an
+// applied change request. A version other than base is fault.Conflict "document_conflict".
+// Roles and the direct-PUT setting are the caller's to check.
+func (d Documents) Write(ctx context.Context, tx bun.Tx, p auth.Principal, name, text string, base int64, now time.Time, detail map[string]any) (int64, error) {
+	now = now.UTC()
+	row := &models.Document{SpaceID: p.SpaceID, Name: name, Body: text, Version: base + 1, UpdatedBy: p.KeyID, UpdatedAt: now}
+	var res sql.Result
+	var err error
+	if base == 0 {
+		res, err = tx.NewInsert().Model(row).On("CONFLICT (space_id, name) DO NOTHING").Exec(ctx)
+	} else {
+		res, err = tx.NewUpdate().Model(row).Column("body", "version", "updated_by", "updated_at").
+			Where("space_id = ? AND name = ? AND version = ?", p.SpaceID, name, base).Exec(ctx)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("spaces: store %s: %w", name, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return 0, fmt.Errorf("spaces: store %s: %w", name, err)
+	} else if n != 1 {
+		return 0, fault.New(fault.Conflict, "document_conflict", "the document changed during this write; read it and try again")
+	}
+	if detail == nil {
+		detail = map[string]any{}
+	}
+	detail["version"] = row.Version
+	_, err = receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
+		Kind: receipts.KindAdmin, Action: "document.put", ActorKey: p.KeyID,
+		ObjectIDs: []string{name}, Detail: detail,
+	}, now)
+	return row.Version, err
 }

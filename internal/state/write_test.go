@@ -45,7 +45,7 @@ func (m *racingMasker) MaskText(ctx context.Context, _, text string) (string, er
 func newService(t *testing.T, d *bun.DB, m state.Masker) (*state.Service, auth.Principal) {
 	t.Helper()
 	ctx := context.Background()
-	spaceID, _, err := spaces.Create(ctx, d, "test", time.Now())
+	spaceID, _, err := spaces.CreateWith(ctx, d, "test", time.Now(), spaces.CreateOptions{DirectPut: true})
 	require.NoError(t, err)
 	p := auth.Principal{SpaceID: spaceID, KeyID: "key_test", Kind: auth.KindPerson, Name: "tester",
 		Roles: []string{auth.RoleSecurity, auth.RoleAdmin, auth.RoleIntegration}}

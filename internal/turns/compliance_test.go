@@ -276,7 +276,7 @@ func TestSweepTurnsInBatches(t *testing.T) {
 			{Scope: turns.Scope{ConversationID: "c-1"}, Speaker: "agent", Text: "old too", At: at(90*day + time.Second)},
 			{Scope: turns.Scope{ConversationID: "c-1"}, Speaker: "agent", Text: "kept", At: at(89 * day)},
 		})
-		other, otherKey, err := spaces.Create(ctx, e.DB, "other", now)
+		other, otherKey, err := spaces.CreateWith(ctx, e.DB, "other", now, spaces.CreateOptions{DirectPut: true})
 		require.NoError(t, err)
 		e.MustDo(http.StatusOK, "PUT", "/v1/documents/features", otherKey, map[string]any{"turns": map[string]any{"retention_days": 1}})
 		ingest(t, e, otherKey, []turns.Input{

@@ -1,0 +1,126 @@
+package changes_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
+
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/changes"
+	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/spaces"
+	"github.com/agentmemory/agentmemory/models"
+)
+
+type rig struct {
+	svc     *changes.Service
+	db      *bun.DB
+	spaceID string
+}
+
+func newRig(t *testing.T, db *bun.DB) rig {
+	id, _, err := spaces.Create(context.Background(), db, "governed", time.Now())
+	require.NoError(t, err)
+	return rig{svc: &changes.Service{DB: db, Docs: spaces.Documents{DB: db}}, db: db, spaceID: id}
+}
+
+func (r rig) person(key, name string, roles ...string) auth.Principal {
+	return auth.Principal{SpaceID: r.spaceID, KeyID: key, Kind: auth.KindPerson, Name: name, Roles: roles}
+}
+
+func (r rig) count(t *testing.T, model any) int64 {
+	n, err := r.db.NewSelect().Model(model).Where("space_id = ?", r.spaceID).Count(context.Background())
+	require.NoError(t, err)
+	return n
+}
+
+func code(err error) string {
+	if fe := fault.As(err); fe != nil {
+		return fe.Code
+	}
+	return ""
+}
+
+// An approval commits whole: when its event cannot be written, the document, the change's
+// status and the receipt are not written either.
+func TestApproveCommitsWhole(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := context.Background()
+		r := newRig(t, db)
+		sol, rui := r.person("key_sol", "Sol", auth.RoleSecurity), r.person("key_rui", "Rui", auth.RoleSecurity)
+		ch, err := r.svc.Propose(ctx, sol, spaces.DocFeatures, []byte(`{"agent_state": {"enabled": true}}`), time.Now())
+		require.NoError(t, err)
+		receipts := r.count(t, (*models.Receipt)(nil))
+
+		_, err = db.ExecContext(ctx, "ALTER TABLE outbox RENAME TO outbox_off")
+		require.NoError(t, err)
+		_, err = r.svc.Approve(ctx, rui, spaces.DocFeatures, ch.ID, time.Now())
+		require.Error(t, err)
+		_, err = db.ExecContext(ctx, "ALTER TABLE outbox_off RENAME TO outbox")
+		require.NoError(t, err)
+
+		_, version, err := spaces.Documents{DB: db}.Get(ctx, r.spaceID, spaces.DocFeatures)
+		require.NoError(t, err)
+		require.Zero(t, version, "the document was not written")
+		got, err := r.svc.Get(ctx, rui, spaces.DocFeatures, ch.ID)
+		require.NoError(t, err)
+		require.Equal(t, changes.Pending, got.Status)
+		require.Equal(t, receipts, r.count(t, (*models.Receipt)(nil)), "no receipt")
+
+		applied, err := r.svc.Approve(ctx, rui, spaces.DocFeatures, ch.ID, time.Now())
+		require.NoError(t, err)
+		require.Equal(t, changes.Applied, applied.Status)
+	})
+}
+
+// Two changes proposed against the same version and approved at once: one is applied, the
+// other is stale, and the document holds the applied one.
+func TestConcurrentApprovals(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := context.Background()
+		r := newRig(t, db)
+		ada, ivo := r.person("key_ada", "Ada", auth.RoleAdmin), r.person("key_ivo", "Ivo", auth.RoleIntegration)
+		a, err := r.svc.Propose(ctx, ada, spaces.DocObjectTypes, []byte(`{"types": [{"type": "a", "fields": {}}]}`), time.Now())
+		require.NoError(t, err)
+		b, err := r.svc.Propose(ctx, ivo, spaces.DocObjectTypes, []byte(`{"types": [{"type": "b", "fields": {}}]}`), time.Now())
+		require.NoError(t, err)
+
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, id := range []string{a.ID, b.ID} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sec := r.person("key_sec"+id, "Sec "+id, auth.RoleSecurity)
+				_, errs[i] = r.svc.Approve(ctx, sec, spaces.DocObjectTypes, id, time.Now())
+			}()
+		}
+		wg.Wait()
+		var applied, stale int
+		for _, err := range errs {
+			switch code(err) {
+			case "":
+				require.NoError(t, err)
+				applied++
+			case "change_stale":
+				stale++
+			default:
+				t.Fatalf("unexpected error: %v", err)
+			}
+		}
+		require.Equal(t, 1, applied)
+		require.Equal(t, 1, stale)
+		text, version, err := spaces.Documents{DB: db}.Get(ctx, r.spaceID, spaces.DocObjectTypes)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), version)
+		list, err := r.svc.List(ctx, ada, spaces.DocObjectTypes, changes.Applied, 10)
+		require.NoError(t, err)
+		require.Len(t, list, 1)
+		require.JSONEq(t, string(list[0].Document), text)
+	})
+}
