@@ -193,7 +193,7 @@ func TestConformance(t *testing.T) {
 	srv.start()
 	defer srv.stop()
 
-	out, err := exec.Command(srv.bin, "space", "create", setup.SpaceName, "--data-dir", dir).Output()
+	out, err := exec.Command(srv.bin, "space", "create", setup.SpaceName, "--direct-put", "--data-dir", dir).Output()
 	if err != nil {
 		t.Fatalf("space create: %v", err)
 	}

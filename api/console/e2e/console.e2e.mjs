@@ -61,7 +61,7 @@ let failed = false;
 try {
   await until("the API", async () => (await fetch(base + "/healthz")).ok, 120000);
   log("API up on", base);
-  const out = execFileSync(bin, ["space", "create", "e2e", "--data-dir", dataDir], { env: process.env }).toString();
+  const out = execFileSync(bin, ["space", "create", "e2e", "--direct-put", "--data-dir", dataDir], { env: process.env }).toString();
   const admin = /"admin_key":"([^"]+)"/.exec(out)[1];
 
   const api = async (method, path, body, key = admin) => {

@@ -119,7 +119,7 @@ class DevServer:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def create_space(self, name: str) -> str:
-        out = subprocess.run([binary(), "space", "create", name, "--data-dir", self.dir],
+        out = subprocess.run([binary(), "space", "create", name, "--direct-put", "--data-dir", self.dir],
                              env=self._env(), check=True, capture_output=True, text=True).stdout
         self.admin_key = json.loads(out.strip().splitlines()[-1])["admin_key"]
         return self.admin_key

@@ -116,7 +116,7 @@ export class Server {
 
   /** `agentmemory space create NAME`: keeps the admin key. */
   async createSpace(name: string): Promise<void> {
-    const { stdout } = await run(this.bin, ["space", "create", name, "--data-dir", this.dataDir]);
+    const { stdout } = await run(this.bin, ["space", "create", name, "--direct-put", "--data-dir", this.dataDir]);
     const line = stdout.trim().split("\n").pop()!;
     const j = JSON.parse(line) as { admin_key: string; space_id: string };
     this.adminKey = j.admin_key;
