@@ -26,7 +26,7 @@ func (s *Server) routes() {
 	// same services (and, for keys, erasures and exports, the same Server methods) as below.
 	// Its routes are not in openapi.json: they are pages, not the API.
 	console.New(console.Deps{
-		DB: s.DB, Logger: s.log, Notes: s.Notes, Proposals: s.Proposals, Docs: s.Docs,
+		DB: s.DB, Logger: s.log, Notes: s.Notes, Proposals: s.Proposals, Docs: s.Docs, Changes: s.Changes,
 		Compliance: s.Compliance, Subjects: s.Subjects, State: s.State, Turns: s.Turns,
 		Signer: s.Signer, Ops: s, Now: s.Now,
 	}).Mount(r)

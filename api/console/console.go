@@ -26,6 +26,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/changes"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/proposals"
@@ -56,11 +57,13 @@ const (
 
 // Deps are the services the Console calls; the API server passes its own.
 type Deps struct {
-	DB         *bun.DB
-	Logger     *slog.Logger
-	Notes      *notes.Service
-	Proposals  *proposals.Service
-	Docs       spaces.Documents
+	DB        *bun.DB
+	Logger    *slog.Logger
+	Notes     *notes.Service
+	Proposals *proposals.Service
+	Docs      spaces.Documents
+	// Changes are the documents' change requests (the Settings screen's approved diff).
+	Changes    *changes.Service
 	Compliance *compliance.Service
 	Subjects   *subjects.Service
 	State      *state.Service
@@ -128,6 +131,9 @@ func (h *Console) Mount(r gin.IRouter) {
 
 	a.GET("/settings", h.settingsPage)
 	a.POST("/settings/:name", h.saveDocument)
+	a.POST("/settings/:name/changes", h.proposeChange)
+	a.POST("/settings/:name/changes/:id/approve", h.approveChange)
+	a.POST("/settings/:name/changes/:id/reject", h.rejectChange)
 
 	a.GET("/compliance", h.compliancePage)
 	a.POST("/compliance/erasures/preview", h.previewErasure)

@@ -36,19 +36,22 @@ type view struct {
 
 // flashes are the messages a redirect may name with ?m= (a fixed code, never data).
 var flashes = map[string]string{
-	"signed_out":     "You are signed out.",
-	"note_created":   "Note created.",
-	"note_proposed":  "The note was stored as a proposal waiting for review.",
-	"note_versioned": "Saved as a new version.",
-	"note_retired":   "Note retired.",
-	"approved":       "Proposal approved: the note is live.",
-	"rejected":       "Proposal rejected.",
-	"decision_sent":  "Decision sent: the distillation workflow is applying it.",
-	"saved":          "Document saved.",
-	"key_revoked":    "Key revoked: it stops working on its next request.",
-	"erasure_start":  "Erasure started.",
-	"export_start":   "Export started.",
-	"duplicate":      "An identical note already exists: nothing was stored.",
+	"signed_out":      "You are signed out.",
+	"note_created":    "Note created.",
+	"note_proposed":   "The note was stored as a proposal waiting for review.",
+	"note_versioned":  "Saved as a new version.",
+	"note_retired":    "Note retired.",
+	"approved":        "Proposal approved: the note is live.",
+	"rejected":        "Proposal rejected.",
+	"decision_sent":   "Decision sent: the distillation workflow is applying it.",
+	"saved":           "Document saved.",
+	"change_proposed": "Change proposed: it is applied when a second person holding security approves it.",
+	"change_applied":  "Change approved: the document is updated.",
+	"change_rejected": "Change rejected.",
+	"key_revoked":     "Key revoked: it stops working on its next request.",
+	"erasure_start":   "Erasure started.",
+	"export_start":    "Export started.",
+	"duplicate":       "An identical note already exists: nothing was stored.",
 }
 
 var funcs = template.FuncMap{
@@ -95,7 +98,7 @@ var funcs = template.FuncMap{
 	},
 	"badge": func(status string) string {
 		switch status {
-		case "active", "approved", "completed", "ok", "valid":
+		case "active", "approved", "applied", "completed", "ok", "valid":
 			return "badge ok"
 		case "pending", "drafting", "running":
 			return "badge wait"
@@ -103,6 +106,12 @@ var funcs = template.FuncMap{
 			return "badge bad"
 		}
 		return "badge"
+	},
+	"deref": func(n *int64) int64 {
+		if n == nil {
+			return 0
+		}
+		return *n
 	},
 	"has": func(list []string, s string) bool {
 		for _, x := range list {

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"sort"
@@ -16,75 +15,6 @@ import (
 	"github.com/agentmemory/agentmemory/internal/signing"
 	"github.com/agentmemory/agentmemory/internal/state"
 )
-
-// documents are the space documents the Settings screen edits, in order.
-var documents = []string{"features", "object-types"}
-
-type docForm struct {
-	Name    string
-	Text    string
-	Version int64
-	CanEdit bool
-	Error   string
-}
-
-// settingsPage: each space document as a JSON form. Saving goes straight through the
-// documents service for now; two-person change requests (branch `changes`) will take the
-// place marked in settings.html.
-func (h *Console) settingsPage(c *gin.Context) {
-	p, ok := h.allow(c, "Settings")
-	if !ok {
-		return
-	}
-	h.renderView(c, http.StatusOK, "settings", view{Title: "Settings", Data: h.docForms(c, p, "", "", "")})
-}
-
-func (h *Console) docForms(c *gin.Context, p auth.Principal, name, text, errMsg string) []docForm {
-	var out []docForm
-	for _, n := range documents {
-		f := docForm{Name: n, CanEdit: h.Docs.MayPut(p, n) == nil}
-		raw, version, err := h.Docs.Get(c.Request.Context(), p.SpaceID, n)
-		if err == nil {
-			f.Text, f.Version = pretty(raw), version
-		} else {
-			f.Error = h.message(c, err)
-		}
-		if n == name {
-			f.Text, f.Error = text, errMsg
-		}
-		out = append(out, f)
-	}
-	return out
-}
-
-func pretty(raw string) string {
-	var b bytes.Buffer
-	if json.Indent(&b, []byte(raw), "", "  ") != nil {
-		return raw
-	}
-	return b.String()
-}
-
-// saveDocument: spaces.Documents.Put, as PUT /v1/documents/{name} (the role rule of MayPut).
-func (h *Console) saveDocument(c *gin.Context) {
-	p, ok := h.allow(c, "Settings")
-	if !ok {
-		return
-	}
-	name := c.Param("name")
-	if err := h.Docs.MayPut(p, name); err != nil {
-		h.fail(c, err)
-		return
-	}
-	text := c.PostForm("document")
-	// Change requests (branch `changes`): when two-person approval lands, this direct save
-	// becomes "propose a change" and a second security person approves the diff.
-	if _, _, err := h.Docs.Put(c.Request.Context(), h.DB, p, name, []byte(text), h.Now()); err != nil {
-		h.renderView(c, statusOf(err), "settings", view{Title: "Settings", Error: name + ": " + h.message(c, err), Data: h.docForms(c, p, name, text, h.message(c, err))})
-		return
-	}
-	redirect(c, "/console/settings", "saved")
-}
 
 type complianceData struct {
 	Erasures []compliance.ErasureView
