@@ -70,17 +70,12 @@ var funcs = template.FuncMap{
 		}
 		return ""
 	},
-	"age": func(now, t time.Time) string {
-		d := now.Sub(t)
-		switch {
-		case d < time.Minute:
-			return "just now"
-		case d < time.Hour:
-			return fmt.Sprintf("%d min", int(d.Minutes()))
-		case d < 48*time.Hour:
-			return fmt.Sprintf("%d h", int(d.Hours()))
+	"age": ageOf,
+	"ago": func(now, t time.Time) string {
+		if a := ageOf(now, t); a != "just now" {
+			return a + " ago"
 		}
-		return fmt.Sprintf("%d days", int(d.Hours()/24))
+		return "just now"
 	},
 	"join": strings.Join,
 	"short": func(id string) string {
@@ -249,4 +244,18 @@ func redirect(c *gin.Context, path, m string) {
 		}
 	}
 	c.Redirect(http.StatusSeeOther, path)
+}
+
+// ageOf is how long ago t was at now, coarsely ("just now", "5 min", "3 h", "4 days").
+func ageOf(now, t time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h", int(d.Hours()))
+	}
+	return fmt.Sprintf("%d days", int(d.Hours()/24))
 }

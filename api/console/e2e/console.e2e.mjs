@@ -3,7 +3,8 @@
 // (`agentmemory dev --fake-model`), prepares data through the REST API, then in the browser:
 // signs in, approves a distilled proposal and finds its note in the block preview, sees an
 // edit with personal data refused inline, runs an erasure from its preview to the signed
-// certificate, and saves a screenshot of each screen in screenshots/.
+// certificate, has a settings change proposed by one security person and approved by another
+// on a space without direct PUT, and saves a screenshot of each screen in screenshots/.
 import { chromium } from "playwright-core";
 import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
@@ -189,6 +190,57 @@ try {
   await shot("keys");
   await nav("Settings").click();
   await shot("settings");
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByText("You are signed out.").waitFor();
+
+  // Settings on a space without direct PUT: a two-person approved diff. Sol (security) proposes,
+  // cannot approve her own change (the server refuses), Rui (security) approves and it applies.
+  const gov = execFileSync(bin, ["space", "create", "governed", "--data-dir", dataDir], { env: process.env }).toString();
+  const govAdmin = /"admin_key":"([^"]+)"/.exec(gov)[1];
+  const sol = (await api("POST", "/v1/keys", { kind: "person", name: "Sol", roles: ["security"] }, govAdmin)).key;
+  const rui = (await api("POST", "/v1/keys", { kind: "person", name: "Rui", roles: ["security"] }, govAdmin)).key;
+  const signInAs = async (key) => {
+    await page.goto(base + "/console/login");
+    await page.getByLabel("Key").fill(key);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await nav("Settings").click();
+    await page.getByRole("heading", { name: "Settings" }).waitFor();
+  };
+  await signInAs(sol);
+  assert.equal(await page.getByRole("button", { name: /^Save/ }).count(), 0, "no direct save where direct PUT is off");
+  await page.getByLabel("features (JSON)").fill(JSON.stringify({ agent_state: { enabled: true }, agent_memory: { enabled: true } }, null, 2));
+  await page.getByRole("button", { name: "Propose change" }).first().click();
+  await page.getByText("Change proposed").waitFor();
+  assert.ok(await page.locator("pre.diff .add").first().isVisible(), "the diff's added lines are shown");
+  assert.ok(await page.locator("pre.diff .del").first().isVisible(), "the diff's removed lines are shown");
+  await page.getByText("You proposed this change").waitFor();
+  await shot("settings-change-proposed");
+  await page.getByRole("button", { name: "Approve" }).click();
+  await page.getByRole("alert").first().getByText(/approved by another person than its proposer/).waitFor();
+  assert.equal((await api("GET", "/v1/documents/features", null, govAdmin)).agent_state.enabled, false, "the proposer's approval applies nothing");
+  await shot("settings-change-own-refused");
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByText("You are signed out.").waitFor();
+
+  await signInAs(rui);
+  await page.getByText("Proposed by Sol").waitFor();
+  await shot("settings-change");
+  await page.getByRole("button", { name: "Approve" }).click();
+  await page.getByText("Change approved").waitFor();
+  const applied = await api("GET", "/v1/documents/features", null, govAdmin);
+  assert.equal(applied.agent_state.enabled, true, "the second person's approval applies the document");
+  assert.equal(applied.agent_memory.enabled, true);
+  await page.getByRole("cell", { name: "Rui" }).waitFor();
+
+  // Sol proposes another change (through REST); Rui rejects it with a reason.
+  await api("POST", "/v1/documents/features/changes", { agent_state: { enabled: true }, agent_memory: { enabled: false } }, sol);
+  await page.reload();
+  await page.getByLabel("Reason").fill("keep agent memory on for the pilot");
+  await page.getByRole("button", { name: "Reject" }).click();
+  await page.getByText("Change rejected.").waitFor();
+  await page.getByText("Reason: keep agent memory on for the pilot").waitFor();
+  assert.equal((await api("GET", "/v1/documents/features", null, govAdmin)).agent_memory.enabled, true, "a rejected change touches nothing");
+  await shot("settings-change-decided");
   await page.getByRole("button", { name: "Sign out" }).click();
   await page.getByText("You are signed out.").waitFor();
   log("ok: every step passed; screenshots in", shots);
