@@ -27,6 +27,13 @@ type Features struct {
 	AgentMemory AgentMemoryFeature `json:"agent_memory"`
 	Masking     MaskingSettings    `json:"masking"`
 	Turns       TurnsSettings      `json:"turns"`
+	Knowledge   KnowledgeFeature   `json:"knowledge"`
+}
+
+// KnowledgeFeature turns knowledge bases and retrieval on (KN-1); off by default. The
+// settings of each base live on the base (POST /v1/knowledge).
+type KnowledgeFeature struct {
+	Enabled bool `json:"enabled"`
 }
 
 // AgentStateFeature turns working memory on (WM-1).
