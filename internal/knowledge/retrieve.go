@@ -188,7 +188,8 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 	}
 
 	type cand struct {
-		ID, KBID  string
+		ID        string     `bun:"id"`
+		KBID      string     `bun:"kb_id"`
 		Embedding []byte     `bun:"embedding"`
 		IndexedAt *time.Time `bun:"indexed_at"`
 	}
@@ -463,4 +464,3 @@ func cos(a, b []float32) float64 {
 }
 
 func round(x float64) float64 { return math.Round(x*1e6) / 1e6 }
-
