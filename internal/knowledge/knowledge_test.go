@@ -44,6 +44,13 @@ func newRig(t *testing.T, engine string) *rig {
 	return r
 }
 
+// each runs fn on a fresh rig per database engine.
+func each(t *testing.T, fn func(t *testing.T, r *rig)) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) { fn(t, newRig(t, engine)) })
+	}
+}
+
 func (r *rig) base(t *testing.T, name string, settings map[string]any) string {
 	resp := r.MustDo(http.StatusCreated, "POST", "/v1/knowledge", r.AdminKey, map[string]any{"name": name, "settings": settings})
 	return resp.JSON(t)["id"].(string)
@@ -202,4 +209,8 @@ func TestABCDProcedures(t *testing.T) {
 			require.NotContains(t, fmt.Sprint(last.Detail), "password", "a receipt never holds the query")
 		})
 	}
+}
+
+func receiptsOf(r *rig) ([]receipts.Receipt, error) {
+	return receipts.List(context.Background(), r.DB, r.SpaceID, 0, 100000)
 }
