@@ -102,7 +102,7 @@ type Retrieval struct {
 //
 // Ranking: the query's vector (each base's embedding model) against every candidate's
 // stored vector by exact cosine, best ListDepth; the full-text match of the query's words
-// (any word; SQLite FTS5 bm25 with the heading weighted twice, PostgreSQL ts_rank over
+// (any word of two or more letters, as a prefix: "refund" matches "refunds"; SQLite FTS5 bm25 with the heading weighted twice, PostgreSQL ts_rank over
 // 'simple' tsvectors), best ListDepth; fused by reciprocal rank fusion (RRFK), ties by chunk
 // id. When the embedder is down, a base with embedder_down "fail" makes the call
 // fault.Unavailable "embedder_unavailable"; "lexical_only" ranks by full text alone (Mode
@@ -243,13 +243,13 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 		if db.IsSQLite(s.DB) {
 			quoted := make([]string, len(words))
 			for i, w := range words {
-				quoted[i] = `"` + w + `"` // words hold only letters and digits
+				quoted[i] = `"` + w + `"*` // words hold only letters and digits; prefix match
 			}
 			match := strings.Join(quoted, " OR ")
 			q = q.Join("JOIN knowledge_chunks_fts AS f ON f.chunk_id = c.id").
 				Where("knowledge_chunks_fts MATCH ?", match).OrderExpr("bm25(knowledge_chunks_fts, 0.0, 2.0, 1.0) ASC, c.id ASC")
 		} else {
-			tsq := strings.Join(words, " | ")
+			tsq := strings.Join(words, ":* | ") + ":*" // prefix match
 			q = q.Where("c.search @@ to_tsquery('simple', ?)", tsq).
 				OrderExpr("ts_rank(setweight(to_tsvector('simple', c.heading), 'A') || c.search, to_tsquery('simple', ?)) DESC, c.id ASC", tsq)
 		}
@@ -439,9 +439,11 @@ func attr(s string) string {
 	return strings.NewReplacer("&", "&amp;", `"`, "&quot;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
 
-// queryWords splits q into at most 32 distinct lower-case words of letters and digits.
+// queryWords splits q into at most 32 distinct lower-case words of letters and digits,
+// dropping one-letter words (they would match nearly every chunk).
 func queryWords(q string) []string {
 	words := strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
+	words = slices.DeleteFunc(words, func(w string) bool { return len([]rune(w)) < 2 })
 	slices.Sort(words)
 	words = slices.Compact(words)
 	if len(words) > maxQueryWords {
