@@ -252,3 +252,28 @@ func TestChunkText(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, a[0].ID, c[0].ID, "the version is part of the id")
 }
+
+// TestFreshnessAndMinScore: max_age drops chunks indexed longer ago; min_score drops weak
+// vector candidates (full-text matches stay).
+func TestFreshnessAndMinScore(t *testing.T) {
+	r := newRig(t, "sqlite")
+	now := time.Now()
+	r.ks.Now = func() time.Time { return now }
+	kb := r.base(t, "fresh", map[string]any{"max_age": "2d"})
+	r.ingest(t, kb, knowledge.SubmitRequest{Text: "Gift cards never expire.", SourceURI: "kb://gift"})
+	q := map[string]any{"query": "gift cards", "kbs": []string{kb}}
+	require.Len(t, chunksOf(r.retrieve(t, r.AdminKey, q)), 1)
+	now = now.Add(49 * time.Hour)
+	require.Empty(t, chunksOf(r.retrieve(t, r.AdminKey, q)), "older than max_age")
+
+	kb2 := r.base(t, "scored", nil)
+	r.ingest(t, kb2, knowledge.SubmitRequest{Text: "Boots are waterproof and come in five colours.", SourceURI: "kb://boots"})
+	weak := map[string]any{"query": "gift cards", "kbs": []string{kb2}}
+	require.Len(t, chunksOf(r.retrieve(t, r.AdminKey, weak)), 1, "without min_score any vector is a candidate")
+	weak["min_score"] = 0.9
+	require.Empty(t, chunksOf(r.retrieve(t, r.AdminKey, weak)))
+	strong := map[string]any{"query": "waterproof boots", "kbs": []string{kb2}, "min_score": 0.9}
+	got := chunksOf(r.retrieve(t, r.AdminKey, strong))
+	require.Len(t, got, 1, "the full-text match stays")
+	require.Nil(t, got[0]["vector_score"])
+}
