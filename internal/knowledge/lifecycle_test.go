@@ -277,3 +277,24 @@ func TestFreshnessAndMinScore(t *testing.T) {
 	require.Len(t, got, 1, "the full-text match stays")
 	require.Nil(t, got[0]["vector_score"])
 }
+
+// TestSubmitWithoutTheWorkflowEngine: a person with role integration may write; when the
+// workflow engine does not accept IngestWorkflow the answer is 503 and the new document is
+// failed (workflow_unavailable), so nothing is left pending for no one.
+func TestSubmitWithoutTheWorkflowEngine(t *testing.T) {
+	r := newRig(t, "sqlite") // apitest's Deps have no Workflows
+	kb := r.base(t, "handbook", nil)
+	integ := r.PersonKey("loader", "integration")
+	resp := r.MustDo(http.StatusServiceUnavailable, "POST", "/v1/knowledge/"+kb+"/documents", integ, map[string]any{"text": "Gift cards never expire.", "source_uri": "kb://gift"})
+	require.Equal(t, "workflows_unavailable", resp.ErrorCode(t))
+	list := r.MustDo(http.StatusOK, "GET", "/v1/knowledge/"+kb+"/documents", integ, nil).JSON(t)["documents"].([]any)
+	require.Len(t, list, 1)
+	d := list[0].(map[string]any)
+	require.Equal(t, knowledge.StatusFailed, d["status"])
+	require.Equal(t, "workflow_unavailable", d["reason"])
+	var body string
+	require.NoError(t, r.DB.NewRaw("SELECT body FROM knowledge_documents WHERE id = ?", d["id"]).Scan(context.Background(), &body))
+	require.Empty(t, body, "a failed document keeps no text")
+	reviewer := r.PersonKey("rev", "reviewer")
+	r.MustDo(http.StatusForbidden, "POST", "/v1/knowledge/"+kb+"/documents", reviewer, map[string]any{"text": "x", "source_uri": "kb://x"})
+}
