@@ -315,6 +315,30 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(200, "GET", "/v1/agent-memory/export", admin, nil)
 			c.do(403, "GET", "/v1/agent-memory/export", bot, nil)
 
+			// Knowledge (KN-1..KN-4): no embedder answers here, so the base is lexical_only.
+			c.do(403, "POST", "/v1/knowledge", admin, map[string]any{"name": "handbook"}) // feature off
+			c.do(200, "PUT", "/v1/documents/features", admin, map[string]any{"agent_state": map[string]any{"enabled": true}, "agent_memory": map[string]any{"enabled": true, "writes": "human_only"}, "knowledge": map[string]any{"enabled": true}})
+			kb := id(c.do(201, "POST", "/v1/knowledge", admin, map[string]any{"name": "handbook", "settings": map[string]any{"embedder_down": "lexical_only", "max_age": "30d"}}), "id")
+			c.do(400, "POST", "/v1/knowledge", admin, map[string]any{"name": "x", "settings": map[string]any{"chunk_tokens": 1}})
+			c.do(409, "POST", "/v1/knowledge", admin, map[string]any{"name": "handbook"})
+			reader := e.AgentKey("kb-reader", "acme-ai", "knowledge:read")
+			c.do(200, "GET", "/v1/knowledge", reader, nil)
+			c.do(403, "GET", "/v1/knowledge", bot, nil)
+			doc := id(c.do(202, "POST", "/v1/knowledge/"+kb+"/documents", admin, map[string]any{"text": "# Refunds\n\nRefunds go to the original card.", "format": "markdown", "source_uri": "kb://refunds", "title": "Refunds", "version": "v1"}), "document_id")
+			c.do(202, "POST", "/v1/knowledge/"+kb+"/documents", admin, map[string]any{"text": "# Refunds\n\nRefunds go to the original card.", "format": "markdown", "source_uri": "kb://refunds", "title": "Refunds", "version": "v1"})
+			c.do(422, "POST", "/v1/knowledge/"+kb+"/documents", admin, map[string]any{"text": "Call (11) 91234-5678.", "source_uri": "kb://call"})
+			c.do(403, "POST", "/v1/knowledge/"+kb+"/documents", reader, map[string]any{"text": "x", "source_uri": "kb://x"})
+			c.do(404, "POST", "/v1/knowledge/kb_nope/documents", admin, map[string]any{"text": "x", "source_uri": "kb://x"})
+			c.do(200, "GET", "/v1/knowledge/"+kb+"/documents?status=pending", reader, nil)
+			c.do(400, "GET", "/v1/knowledge/"+kb+"/documents?status=lost", reader, nil)
+			c.do(200, "GET", "/v1/knowledge/"+kb+"/documents/"+doc, reader, nil)
+			c.do(404, "GET", "/v1/knowledge/"+kb+"/documents/kd_nope", reader, nil)
+			c.do(200, "POST", "/v1/knowledge/retrieve", reader, map[string]any{"query": "refunds", "kbs": []string{kb}, "top_k": 3, "max_tokens": 500})
+			c.do(400, "POST", "/v1/knowledge/retrieve", reader, map[string]any{"query": "", "kbs": []string{kb}})
+			c.do(404, "POST", "/v1/knowledge/retrieve", reader, map[string]any{"query": "refunds", "kbs": []string{"kb_nope"}})
+			c.do(403, "DELETE", "/v1/knowledge/"+kb+"/documents/"+doc, reader, nil)
+			c.do(200, "DELETE", "/v1/knowledge/"+kb+"/documents/"+doc, admin, nil)
+
 			// Receipts and events.
 			c.do(200, "GET", "/v1/receipts?limit=5", admin, nil)
 			c.do(400, "GET", "/v1/receipts?limit=0", admin, nil)

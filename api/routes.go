@@ -90,6 +90,15 @@ func (s *Server) routes() {
 	v1.GET("/receipts/verify", s.verifyReceipts)
 	v1.GET("/receipts/head", s.receiptsHead) // signed (PR-3)
 
+	// Knowledge (KN-1..KN-4): bases, documents (ingested by IngestWorkflow), retrieval.
+	v1.POST("/knowledge", s.createKnowledgeBase)
+	v1.GET("/knowledge", s.listKnowledgeBases)
+	v1.POST("/knowledge/retrieve", s.retrieveKnowledge)
+	v1.POST("/knowledge/:kb/documents", s.submitKnowledgeDocument)
+	v1.GET("/knowledge/:kb/documents", s.listKnowledgeDocuments)
+	v1.GET("/knowledge/:kb/documents/:id", s.getKnowledgeDocument)
+	v1.DELETE("/knowledge/:kb/documents/:id", s.deleteKnowledgeDocument)
+
 	// Events (AM-13, GOV-4): the outbox and the webhook signing secret.
 	v1.GET("/events", s.listEvents)
 	v1.GET("/events/webhook-secret", s.webhookSecret)

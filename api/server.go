@@ -23,6 +23,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/knowledge"
 	"github.com/agentmemory/agentmemory/internal/logs"
 	"github.com/agentmemory/agentmemory/internal/metrics"
 	"github.com/agentmemory/agentmemory/internal/notes"
@@ -65,6 +66,9 @@ type Deps struct {
 	Now          func() time.Time
 	// Compliance runs erasures, exports and sweeps.
 	Compliance *compliance.Service
+	// Knowledge is the knowledge store (KN-1..KN-4); its ingests run as IngestWorkflow
+	// through Workflows.
+	Knowledge *knowledge.Service
 	// EventSigner derives the spaces' webhook secrets (GET /v1/events/webhook-secret).
 	EventSigner events.Signer
 	// Signer signs erasure certificates and receipt-chain heads (PR-3, api/signing.go); nil

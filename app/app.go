@@ -36,6 +36,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/internal/keyed"
 	"github.com/agentmemory/agentmemory/internal/keystore"
+	"github.com/agentmemory/agentmemory/internal/knowledge"
 	"github.com/agentmemory/agentmemory/internal/llm"
 	"github.com/agentmemory/agentmemory/internal/metrics"
 	"github.com/agentmemory/agentmemory/internal/notes"
@@ -94,6 +95,10 @@ type App struct {
 	Proposals *proposals.Service
 	// Compliance runs erasures, exports, retention sweeps and the orphan reconciler.
 	Compliance *compliance.Service
+	// Knowledge is the knowledge store (KN-1..KN-4): bases, documents, retrieval. Its
+	// Embedder is the Ollama client at OLLAMA_HOST (nil when that does not build); rigs may
+	// replace it.
+	Knowledge *knowledge.Service
 	// Metrics is the Prometheus registry of the process (/metrics), also Temporal's.
 	Metrics *metrics.Metrics
 	// EventMetrics counts the relay's deliveries (registered in Metrics).
@@ -172,6 +177,9 @@ func Build(ctx context.Context, cfg config.Config, o Overrides) (_ *App, err err
 		}
 		a.Notes.Detector = det
 	}
+	if emb, err := llm.New(llm.Config{Host: cfg.OllamaHost, Model: cfg.OllamaModel}); err == nil {
+		a.Knowledge.Embedder = emb // /api/embed with each base's embedding model (KN-2)
+	}
 	return a, nil
 }
 
@@ -195,6 +203,8 @@ func (a *App) wire() {
 	a.Proposals = &proposals.Service{DB: d, Notes: a.Notes, Now: now}
 	a.Notes.Proposals = a.Proposals  // human_only writes become proposals (AM-8)
 	a.Compliance.Notes = a.Proposals // AM-12: agent-note erasure erases notes and proposals
+	// Knowledge documents pass the notes gate (refuse) or the space's masking (mask).
+	a.Knowledge = &knowledge.Service{DB: d, Docs: a.Docs, Gate: a.Notes, Masker: a.Subjects, Now: now}
 	// The reconciler fails a drafting proposal whose distillation workflow ended (issue 12 fix).
 	a.Compliance.Proposals = func(ctx context.Context, id, reason string) error {
 		return a.Proposals.MarkFailed(ctx, id, reason, nil)
@@ -376,7 +386,7 @@ func (a *App) APIDeps(wf api.Workflows) api.Deps {
 		MaxBodyBytes: a.Config.MaxBodyBytes, Now: a.Now,
 		EventSigner: events.Signer{Hasher: &a.Hasher},
 		Metrics:     a.Metrics, MetricsOnOwnPort: a.Config.MetricsAddr != "", Ready: a.Ready,
-		Signer: a.Signer,
+		Signer: a.Signer, Knowledge: a.Knowledge,
 	}
 }
 
@@ -387,3 +397,6 @@ func (a *App) Server(wf api.Workflows) *api.Server {
 	}
 	return api.NewServer(a.APIDeps(wf))
 }
+
+// The knowledge store's embedder is internal/llm's client.
+var _ knowledge.Embedder = (*llm.Client)(nil)

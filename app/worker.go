@@ -62,7 +62,9 @@ func (a *App) NewWorker(c client.Client, o WorkerOptions) (sdkworker.Worker, err
 	if !o.NoReconcile {
 		ca.Workflows = a.Starter(c, tq)
 	}
-	return worker.New(c, tq, sdkworker.Options{WorkerStopTimeout: a.Config.ShutdownTimeout}, acts, ca), nil
+	w := worker.New(c, tq, sdkworker.Options{WorkerStopTimeout: a.Config.ShutdownTimeout}, acts, ca)
+	worker.RegisterKnowledge(w, &activities.KnowledgeActivities{Knowledge: a.Knowledge})
+	return w, nil
 }
 
 // Worker is a started worker with its reconcile loop.

@@ -17,6 +17,12 @@ func New(c client.Client, taskQueue string, opts sdkworker.Options, a *activitie
 	return w
 }
 
+// RegisterKnowledge registers IngestWorkflow and the knowledge activities with r (KN-2).
+func RegisterKnowledge(r sdkworker.Registry, ka *activities.KnowledgeActivities) {
+	r.RegisterWorkflow(workflows.IngestWorkflow)
+	r.RegisterActivity(ka)
+}
+
 // Register adds every workflow and activity to r (a worker, a replayer's registry or a test
 // environment).
 func Register(r sdkworker.Registry, a *activities.Activities) {

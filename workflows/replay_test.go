@@ -53,3 +53,13 @@ func TestErasureReplay(t *testing.T) {
 		})
 	}
 }
+
+// TestIngestReplay replays an IngestWorkflow history recorded on a real Temporal dev server (a
+// document indexed; re-record with AGENTMEMORY_RECORD_INGEST=1 go test ./worker -run
+// TestKnowledgeIngestWorkflow/sqlite). A change to IngestWorkflow that breaks determinism
+// fails here: guard such changes with workflow.GetVersion.
+func TestIngestReplay(t *testing.T) {
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflow(workflows.IngestWorkflow)
+	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", "knowledge_ingest.json")))
+}

@@ -127,6 +127,7 @@ func startFakeModel(cfg *config.Config, log *slog.Logger, stdout io.Writer) (fun
 		fmt.Fprintln(stdout, "agentmemory dev: --fake-model turns the gate's model layer off (AGENTMEMORY_DETECTOR_MODEL is ignored)")
 	}
 	fmt.Fprintf(stdout, "agentmemory dev: FAKE MODEL at %s answers distillations with a fixed note labelled [fake model] (not a language model; never use it for real notes)\n", s.URL)
+	fmt.Fprintln(stdout, "agentmemory dev: the fake model also answers /api/embed for knowledge bases with hashed word vectors (a stand-in, not an embedding model)")
 	log.Warn("fake model on: distillations are answered by a built-in stand-in, not a language model", "url", s.URL)
 	return func() { _ = s.Close() }, nil
 }

@@ -37,6 +37,10 @@ const (
 	ScopeAgentMemory      = "agent_memory"
 	ScopeAgentMemoryWrite = "agent_memory:write"
 	ScopeContext          = "context"
+	// ScopeKnowledgeRead retrieves from knowledge bases; ScopeKnowledgeWrite ingests and
+	// deletes documents (KN-1: separate permissions, reading does not imply writing).
+	ScopeKnowledgeRead  = "knowledge:read"
+	ScopeKnowledgeWrite = "knowledge:write"
 )
 
 // Person roles.
@@ -50,7 +54,7 @@ const (
 
 // AllScopes and AllRoles list the valid values, in a stable order.
 var (
-	AllScopes = []string{ScopeAgentState, ScopeAgentMemory, ScopeAgentMemoryWrite, ScopeContext}
+	AllScopes = []string{ScopeAgentState, ScopeAgentMemory, ScopeAgentMemoryWrite, ScopeContext, ScopeKnowledgeRead, ScopeKnowledgeWrite}
 	AllRoles  = []string{RoleAdmin, RoleSecurity, RoleIntegration, RoleReviewer, RoleCompliance}
 )
 

@@ -306,3 +306,41 @@ func decodeStrict(text string, v any) error {
 	}
 	return nil
 }
+
+// Embed asks the server's /api/embed for the vectors of texts with model (KN-2), in one
+// call: Ollama embeds a batch per request. Truncation is off, so a text longer than the
+// model's context is an error, never a silently shortened vector. It returns one vector per
+// text, all of one length. A server that does not answer (or answers an error status, such
+// as a missing model or an over-long input) wraps ErrUnavailable; an answer with the wrong
+// number of vectors, empty or unequal vectors wraps ErrBadAnswer.
+func (c *Client) Embed(ctx context.Context, model string, texts []string) ([][]float32, error) {
+	if len(texts) == 0 {
+		return [][]float32{}, nil
+	}
+	truncate := false
+	resp, err := c.api.Embed(ctx, &api.EmbedRequest{Model: model, Input: texts, Truncate: &truncate})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
+		}
+		var se api.StatusError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("%w: status %d", ErrUnavailable, se.StatusCode)
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			return nil, fmt.Errorf("%w: %s", ErrUnavailable, ue.Op)
+		}
+		return nil, fmt.Errorf("%w: unreadable answer", ErrBadAnswer)
+	}
+	if len(resp.Embeddings) != len(texts) {
+		return nil, fmt.Errorf("%w: %d vectors for %d texts", ErrBadAnswer, len(resp.Embeddings), len(texts))
+	}
+	dims := len(resp.Embeddings[0])
+	for _, v := range resp.Embeddings {
+		if len(v) == 0 || len(v) != dims {
+			return nil, fmt.Errorf("%w: vectors of unequal or zero length", ErrBadAnswer)
+		}
+	}
+	return resp.Embeddings, nil
+}

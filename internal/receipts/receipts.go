@@ -25,6 +25,7 @@ const (
 	KindAdmin       = "admin"
 	KindAgentMemory = "agent_memory"
 	KindCompliance  = "compliance"
+	KindKnowledge   = "knowledge"
 )
 
 // Genesis is the previous hash of a space's first receipt.

@@ -28,6 +28,7 @@ type Features struct {
 	Masking     MaskingSettings    `json:"masking"`
 	Turns       TurnsSettings      `json:"turns"`
 	Documents   DocumentSettings   `json:"documents"`
+	Knowledge   KnowledgeFeature   `json:"knowledge"`
 }
 
 // DocumentSettings govern how the space's documents change. DirectPut allows a direct
@@ -37,6 +38,12 @@ type Features struct {
 // stored features document always states it (Put and change requests fill it in).
 type DocumentSettings struct {
 	DirectPut *bool `json:"direct_put,omitempty"`
+}
+
+// KnowledgeFeature turns knowledge bases and retrieval on (KN-1); off by default. The
+// settings of each base live on the base (POST /v1/knowledge).
+type KnowledgeFeature struct {
+	Enabled bool `json:"enabled"`
 }
 
 // AgentStateFeature turns working memory on (WM-1).

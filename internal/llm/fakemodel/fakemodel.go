@@ -5,8 +5,10 @@
 // reads) with a fixed note that says in its title, body and tags that the fake model wrote
 // it, and names itself as the model of every answer (Model). It does not read the
 // conversation beyond counting its turns, and it refuses to act as the gate's personal-data
-// detector (HTTP 501), so it can never let a note through the gate's model layer. Nothing is
-// logged: requests hold turn text.
+// detector (HTTP 501), so it can never let a note through the gate's model layer. It also
+// answers POST /api/embed with internal/llm/hashembed's deterministic vectors (hashed words
+// and trigrams, not a language model) so the knowledge walk-through runs (KN-2). Nothing is
+// logged: requests hold turn and document text.
 package fakemodel
 
 import (
@@ -17,6 +19,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/agentmemory/agentmemory/internal/llm/hashembed"
 )
 
 // Model is the model name every answer carries.
@@ -28,11 +32,12 @@ const Tag = "fake-model"
 // Title is the title of every note the fake model drafts.
 const Title = "[fake model] Example note, not written by a language model"
 
-// Handler returns the fake server's HTTP handler: POST /api/chat, GET /api/version and
-// GET /api/tags; anything else answers 404 {"error": "..."}.
+// Handler returns the fake server's HTTP handler: POST /api/chat, POST /api/embed,
+// GET /api/version and GET /api/tags; anything else answers 404 {"error": "..."}.
 func Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/chat", chat)
+	mux.HandleFunc("POST /api/embed", embed)
 	mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"version": "0.0.0-fake"})
 	})
@@ -40,7 +45,7 @@ func Handler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]any{"models": []map[string]any{{"name": Model, "model": Model}}})
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "the fake model answers only /api/chat"})
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "the fake model answers only /api/chat and /api/embed"})
 	})
 	return mux
 }
@@ -95,6 +100,31 @@ func chat(w http.ResponseWriter, r *http.Request) {
 	})
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	_, _ = w.Write(append(line, '\n'))
+}
+
+// embed answers /api/embed: one hashembed vector per input (a string or a list of strings).
+func embed(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Input json.RawMessage `json:"input"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 32<<20)).Decode(&req); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "the fake model reads a JSON embed request"})
+		return
+	}
+	var in []string
+	if json.Unmarshal(req.Input, &in) != nil {
+		var one string
+		if json.Unmarshal(req.Input, &one) != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "input is a string or a list of strings"})
+			return
+		}
+		in = []string{one}
+	}
+	vs := make([][]float32, len(in))
+	for i, t := range in {
+		vs[i] = hashembed.Vector(t)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"model": Model, "embeddings": vs})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/llm"
 	"github.com/agentmemory/agentmemory/internal/llm/fakemodel"
+	"github.com/agentmemory/agentmemory/internal/llm/hashembed"
 )
 
 // The fake model drafts a note through internal/llm's own client, labelled as fake in its
@@ -33,4 +34,17 @@ func TestFakeModelDraftsALabelledNoteAndRefusesToDetect(t *testing.T) {
 	_, err = c.DetectKinds(context.Background(), "call Ana Souza")
 	require.True(t, errors.Is(err, llm.ErrUnavailable), "err %v", err)
 	require.True(t, strings.Contains(err.Error(), "501"), "err %v", err)
+}
+
+// The fake model answers /api/embed with hashembed's deterministic vectors.
+func TestFakeModelEmbeds(t *testing.T) {
+	s, err := fakemodel.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	defer s.Close()
+	c, err := llm.New(llm.Config{Host: s.URL, Model: "llama3.2"})
+	require.NoError(t, err)
+	vs, err := c.Embed(context.Background(), "nomic-embed-text", []string{"gift cards", "boots"})
+	require.NoError(t, err)
+	require.Len(t, vs, 2)
+	require.Equal(t, hashembed.Vector("gift cards"), vs[0])
 }

@@ -1,0 +1,60 @@
+package api_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/knowledge"
+	"github.com/agentmemory/agentmemory/internal/llm"
+	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
+	"github.com/agentmemory/agentmemory/internal/spaces"
+)
+
+// search_knowledge is listed only with the feature on and scope knowledge:read, answers
+// ranked chunks with a fenced context, and cannot reach another space's base.
+func TestMCPSearchKnowledge(t *testing.T) {
+	e := apitest.New(t, "sqlite")
+	url := serveAPI(t, e)
+	emb, err := llm.New(llm.Config{Host: llmtest.NewEmbed(t).URL, Model: "unused"})
+	require.NoError(t, err)
+	e.App.Knowledge.Embedder = emb
+	reader := e.AgentKey("support-bot", "acme-ai", "knowledge:read")
+	writer := e.AgentKey("loader", "acme-ai", "knowledge:write")
+	require.Equal(t, []string{}, toolNames(t, mcpSession(t, url, reader)), "feature off")
+
+	e.PutDocument("features", map[string]any{"knowledge": map[string]any{"enabled": true}})
+	require.Equal(t, []string{api.ToolSearchKnowledge}, toolNames(t, mcpSession(t, url, reader)))
+	require.Equal(t, []string{}, toolNames(t, mcpSession(t, url, writer)), "writing is not reading")
+
+	ctx := context.Background()
+	admin, err := auth.Authenticate(ctx, e.DB, e.AdminKey)
+	require.NoError(t, err)
+	b, err := e.App.Knowledge.CreateBase(ctx, admin, knowledge.CreateBaseRequest{Name: "handbook"})
+	require.NoError(t, err)
+	d, _, err := e.App.Knowledge.Submit(ctx, admin, b.ID, knowledge.SubmitRequest{Text: "Gift cards never expire.", SourceURI: "kb://gift", Version: "v1"})
+	require.NoError(t, err)
+	_, err = e.App.Knowledge.Ingest(ctx, d.ID)
+	require.NoError(t, err)
+
+	cs := mcpSession(t, url, reader)
+	isErr, out := callTool(t, cs, api.ToolSearchKnowledge, map[string]any{"query": "do gift cards expire"})
+	require.False(t, isErr, "%v", out)
+	chunks := out["chunks"].([]any)
+	require.Len(t, chunks, 1)
+	require.Equal(t, d.ID, chunks[0].(map[string]any)["document_id"])
+	require.Contains(t, out["context"], knowledge.ContextHeader)
+
+	_, otherAdmin, err := spaces.Create(ctx, e.DB, "other", time.Now())
+	require.NoError(t, err)
+	e.MustDo(200, "PUT", "/v1/documents/features", otherAdmin, map[string]any{"knowledge": map[string]any{"enabled": true}})
+	theirs := e.MustDo(201, "POST", "/v1/knowledge", otherAdmin, map[string]any{"name": "secret"}).JSON(t)["id"].(string)
+	isErr, out = callTool(t, cs, api.ToolSearchKnowledge, map[string]any{"query": "gift", "kbs": []string{theirs}})
+	require.True(t, isErr)
+	require.Equal(t, knowledge.CodeBaseNotFound, out["error"].(map[string]any)["code"])
+}

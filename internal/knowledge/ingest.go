@@ -1,0 +1,506 @@
+package knowledge
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/uptrace/bun"
+
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/redact"
+	"github.com/agentmemory/agentmemory/models"
+)
+
+// Document statuses (KN-2).
+const (
+	StatusPending    = "pending"    // submitted; IngestWorkflow has not indexed it yet
+	StatusReady      = "ready"      // indexed: its chunks are retrievable
+	StatusRefused    = "refused"    // the gate found personal data under refuse (kinds)
+	StatusFailed     = "failed"     // the workflow gave up (reason)
+	StatusSuperseded = "superseded" // a newer version of the source is ready: no chunks
+	StatusDeleted    = "deleted"    // deleted: no body, no chunks, no vectors
+)
+
+// Limits of a document.
+const (
+	MaxDocumentBytes = 1 << 20
+	MaxSourceURI     = 500
+	MaxTitle         = 200
+	MaxVersionLabel  = 100
+	// EmbedBatch is how many chunks one /api/embed call carries.
+	EmbedBatch = 16
+)
+
+// SubmitRequest is the body of POST /v1/knowledge/{kb}/documents: Text (1 byte..1 MiB of
+// UTF-8), Format "text" (default) or "markdown", SourceURI (required: the source's identity;
+// a new version of the same URI supersedes the old), Title and Version (a label, default
+// "1").
+type SubmitRequest struct {
+	Text      string `json:"text"`
+	Format    string `json:"format,omitempty"`
+	SourceURI string `json:"source_uri"`
+	Title     string `json:"title,omitempty"`
+	Version   string `json:"version,omitempty"`
+}
+
+// Document is a document as the API shows it (never its text).
+type Document struct {
+	ID           string   `json:"id"`
+	KBID         string   `json:"kb_id"`
+	SourceURI    string   `json:"source_uri"`
+	Title        string   `json:"title"`
+	Version      string   `json:"version"`
+	Format       string   `json:"format"`
+	Status       string   `json:"status"`
+	Reason       *string  `json:"reason"`
+	Kinds        []string `json:"kinds"`
+	Masked       bool     `json:"masked"`
+	Chunks       int      `json:"chunks"`
+	EmbedModel   string   `json:"embedding_model,omitempty"`
+	Dims         int      `json:"dimensions,omitempty"`
+	SupersededBy *string  `json:"superseded_by"`
+	CreatedAt    string   `json:"created_at"`
+	IndexedAt    *string  `json:"indexed_at"`
+}
+
+func toDocument(r models.KnowledgeDocument) Document {
+	d := Document{ID: r.ID, KBID: r.KBID, SourceURI: r.SourceURI, Title: r.Title, Version: r.VersionLabel, Format: r.Format,
+		Status: r.Status, Kinds: []string{}, Masked: r.Masked, Chunks: r.Chunks, EmbedModel: r.EmbedModel, Dims: r.Dims,
+		CreatedAt: r.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")}
+	_ = json.Unmarshal([]byte(r.Kinds), &d.Kinds)
+	if d.Kinds == nil {
+		d.Kinds = []string{}
+	}
+	if r.Reason != "" {
+		d.Reason = &r.Reason
+	}
+	if r.SupersededBy != "" {
+		d.SupersededBy = &r.SupersededBy
+	}
+	if r.IndexedAt != nil {
+		t := r.IndexedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+		d.IndexedAt = &t
+	}
+	return d
+}
+
+func (r *SubmitRequest) validate() error {
+	if r.Format == "" {
+		r.Format = "text"
+	}
+	if r.Version == "" {
+		r.Version = "1"
+	}
+	switch {
+	case r.Text == "" || len(r.Text) > MaxDocumentBytes:
+		return invalid("text", "text is 1 byte to 1 MiB")
+	case !utf8.ValidString(r.Text):
+		return invalid("text", "text must be UTF-8")
+	case r.Format != "text" && r.Format != "markdown":
+		return invalid("format", `format is "text" or "markdown"`)
+	case strings.TrimSpace(r.SourceURI) == "" || len(r.SourceURI) > MaxSourceURI || strings.ContainsAny(r.SourceURI, "\r\n\t"):
+		return invalid("source_uri", "source_uri is 1-%d characters on one line", MaxSourceURI)
+	case len(r.Title) > MaxTitle || strings.ContainsAny(r.Title, "\r\n"):
+		return invalid("title", "title is at most %d characters on one line", MaxTitle)
+	case len(r.Version) > MaxVersionLabel || strings.ContainsAny(r.Version, "\r\n\t"):
+		return invalid("version", "version is 1-%d characters on one line", MaxVersionLabel)
+	}
+	return nil
+}
+
+// ContentHash is a document's identity for re-ingest (KN-2): SHA-256 of its base, source URI
+// and stored bytes (after masking). The same bytes under the same source are a no-op.
+func ContentHash(kbID, sourceURI, body string) string {
+	h := sha256.Sum256([]byte("knowledge-document/v1\x00" + kbID + "\x00" + sourceURI + "\x00" + body))
+	return hex.EncodeToString(h[:])
+}
+
+// Submit stores a document of base kbID for IngestWorkflow (KN-2) and returns it with
+// created false when the same bytes of the same source are already pending or ready (a
+// re-ingest: no-op, the existing document). CanWrite; the feature on; the base in p's space
+// (else fault.NotFound "knowledge_base_not_found"). The ingest policy runs here, before
+// anything is stored: under "refuse" the gate's local and model layers over title and text
+// (personal data: fault.Unprocessable "personal_data_in_knowledge" with detail "kinds",
+// nothing stored; the detector down: fault.Unavailable); under "mask" personal data is
+// replaced by typed placeholders and the kinds recorded. The workflow runs the gate again
+// over the stored body. It leaves a knowledge receipt "document.submit".
+func (s *Service) Submit(ctx context.Context, p auth.Principal, kbID string, req SubmitRequest) (Document, bool, error) {
+	if err := CanWrite(p); err != nil {
+		return Document{}, false, err
+	}
+	if err := s.enabled(ctx, p.SpaceID); err != nil {
+		return Document{}, false, err
+	}
+	if err := req.validate(); err != nil {
+		return Document{}, false, err
+	}
+	b, err := s.base(ctx, s.DB, p.SpaceID, kbID)
+	if err != nil {
+		return Document{}, false, err
+	}
+	body, title, kinds, err := s.applyPolicy(ctx, p.SpaceID, b.Settings, req.Text, req.Title)
+	if err != nil {
+		return Document{}, false, err
+	}
+	hash := ContentHash(b.ID, req.SourceURI, body)
+	now := s.now()
+	row := models.KnowledgeDocument{
+		ID: auth.NewID("kd"), SpaceID: p.SpaceID, KBID: b.ID, SourceURI: req.SourceURI, Title: title, VersionLabel: req.Version,
+		Format: req.Format, ContentHash: hash, Body: body, Status: StatusPending, Kinds: mustJSON(kinds), Masked: len(kinds) > 0,
+		CreatedBy: p.KeyID, CreatedAt: now, UpdatedAt: now,
+	}
+	created := true
+	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		// The receipt comes first: it locks the space's chain head, serialising the space's
+		// writers, so two equal submissions cannot both insert.
+		if _, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "document.submit", ActorKey: p.KeyID,
+			ObjectIDs: []string{row.ID}, Detail: map[string]any{"kb_id": b.ID, "bytes": len(body), "masked": row.Masked}}, now); err != nil {
+			return err
+		}
+		var prev models.KnowledgeDocument
+		err := tx.NewSelect().Model(&prev).
+			Where("space_id = ? AND kb_id = ? AND source_uri = ? AND content_hash = ? AND status IN (?)", p.SpaceID, b.ID, req.SourceURI, hash, bun.In([]string{StatusPending, StatusReady})).
+			OrderExpr("id DESC").Limit(1).Scan(ctx)
+		if err == nil {
+			row, created = prev, false
+			return errDuplicate
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		_, err = tx.NewInsert().Model(&row).Exec(ctx)
+		return err
+	})
+	if errors.Is(err, errDuplicate) {
+		err = nil // the receipt of a no-op is rolled back with it: nothing happened
+	}
+	if err != nil {
+		return Document{}, false, err
+	}
+	return toDocument(row), created, nil
+}
+
+var errDuplicate = errors.New("knowledge: duplicate")
+
+// applyPolicy runs base settings' ingest policy over text and title: the gated (or masked)
+// body and title and the kinds masked.
+func (s *Service) applyPolicy(ctx context.Context, spaceID string, st Settings, text, title string) (string, string, []string, error) {
+	if st.PersonalData == PersonalDataMask {
+		opt, err := s.Masker.Options(ctx, spaceID)
+		if err != nil {
+			return "", "", nil, err
+		}
+		body, k1 := redact.Mask(text, opt)
+		t, k2 := redact.Mask(title, opt)
+		var kinds []string
+		for _, k := range append(k1, k2...) {
+			kinds = append(kinds, string(k))
+		}
+		slices.Sort(kinds)
+		return body, t, slices.Compact(kinds), nil
+	}
+	if err := s.gate(ctx, spaceID, redact.JoinForCheck(title, text)); err != nil {
+		return "", "", nil, err
+	}
+	return text, title, []string{}, nil
+}
+
+// gate is the notes gate with the knowledge store's refusal code.
+func (s *Service) gate(ctx context.Context, spaceID, text string) error {
+	err := s.Gate.Check(ctx, spaceID, text)
+	fe := fault.As(err)
+	if fe != nil && fe.Kind == fault.Unprocessable {
+		kinds, _ := fe.Details["kinds"].([]string)
+		if len(kinds) == 0 {
+			kinds = []string{"personal_data"}
+		}
+		return fault.New(fault.Unprocessable, CodePersonalData,
+			"the document carries personal data (%d kind(s)); this base's policy is refuse: remove them, or use a base with personal_data mask", len(kinds)).
+			With("kinds", kinds)
+	}
+	return err
+}
+
+// IngestResult is what Ingest did: the document's status afterwards, its chunks, the model
+// and dimensions of its vectors.
+type IngestResult struct {
+	DocumentID string   `json:"document_id"`
+	Status     string   `json:"status"`
+	Chunks     int      `json:"chunks"`
+	Model      string   `json:"model,omitempty"`
+	Dims       int      `json:"dims,omitempty"`
+	Kinds      []string `json:"kinds,omitempty"`
+}
+
+// Ingest chunks, embeds and indexes pending document id (KN-2; IngestWorkflow's activity). A
+// document no longer pending (indexed, refused, deleted meanwhile) is answered as it is:
+// calling it again is a no-op. Under refuse the gate runs again over the stored body and a
+// refusal ends the document refused (body cleared, kinds kept). The chunks (ChunkText with
+// the base's size and overlap) are embedded EmbedBatch at a time with the base's model; an
+// embedder that is down or answers unusable vectors is fault.Unavailable
+// "embedder_unavailable" (retry). One transaction then inserts the chunks with their vectors
+// and full-text rows, marks the document ready, and supersedes every ready older document of
+// the same source (deleting its chunks, full-text rows and vectors, clearing its body): the
+// old version leaves retrieval as the new one enters it. A newer version already ready makes
+// this one superseded instead. It leaves a knowledge receipt "document.index" naming the
+// chunks (and the superseded documents in detail).
+func (s *Service) Ingest(ctx context.Context, id string) (IngestResult, error) {
+	var doc models.KnowledgeDocument
+	if err := s.DB.NewSelect().Model(&doc).Where("id = ?", id).Scan(ctx); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return IngestResult{}, fault.New(fault.NotFound, CodeDocumentNotFound, "no such document")
+		}
+		return IngestResult{}, fmt.Errorf("knowledge: load document: %w", err)
+	}
+	if doc.Status != StatusPending {
+		return IngestResult{DocumentID: doc.ID, Status: doc.Status, Chunks: doc.Chunks, Model: doc.EmbedModel, Dims: doc.Dims}, nil
+	}
+	b, err := s.base(ctx, s.DB, doc.SpaceID, doc.KBID)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	if b.Settings.PersonalData == PersonalDataRefuse {
+		if err := s.gate(ctx, doc.SpaceID, redact.JoinForCheck(doc.Title, doc.Body)); err != nil {
+			fe := fault.As(err)
+			if fe == nil || fe.Code != CodePersonalData {
+				return IngestResult{}, err
+			}
+			kinds, _ := fe.Details["kinds"].([]string)
+			return s.finish(ctx, doc, StatusRefused, CodePersonalData, kinds)
+		}
+	}
+	chunks, err := ChunkText(doc.ID, doc.VersionLabel, doc.Body, b.Settings.ChunkTokens, b.Settings.ChunkOverlap)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	vectors, dims, err := s.embedChunks(ctx, b.Settings.EmbeddingModel, doc.Title, chunks)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	now := s.now()
+	res := IngestResult{DocumentID: doc.ID, Status: StatusReady, Chunks: len(chunks), Model: b.Settings.EmbeddingModel, Dims: dims}
+	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		ids := make([]string, len(chunks))
+		for i, c := range chunks {
+			ids[i] = c.ID
+		}
+		_, err := receipts.Append(ctx, tx, doc.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "document.index", ObjectIDs: ids,
+			Detail: map[string]any{"document_id": doc.ID, "kb_id": doc.KBID, "chunks": len(chunks), "model": res.Model, "dims": dims}}, now)
+		if err != nil {
+			return err
+		}
+		var cur string
+		if err := tx.NewSelect().Model((*models.KnowledgeDocument)(nil)).Column("status").Where("id = ?", doc.ID).Scan(ctx, &cur); err != nil {
+			return err
+		}
+		if cur != StatusPending {
+			res.Status = cur
+			return errNotPending
+		}
+		var others []models.KnowledgeDocument
+		if err := tx.NewSelect().Model(&others).Column("id").
+			Where("space_id = ? AND kb_id = ? AND source_uri = ? AND status = ? AND id <> ?", doc.SpaceID, doc.KBID, doc.SourceURI, StatusReady, doc.ID).
+			Scan(ctx); err != nil {
+			return err
+		}
+		var older []string
+		newer := ""
+		for _, o := range others {
+			if o.ID > doc.ID { // ids are time-ordered (UUIDv7): a later submission
+				newer = o.ID
+			} else {
+				older = append(older, o.ID)
+			}
+		}
+		if newer != "" {
+			res.Status, res.Chunks = StatusSuperseded, 0
+			_, err := tx.NewUpdate().Model((*models.KnowledgeDocument)(nil)).
+				Set("status = ?, superseded_by = ?, body = '', updated_at = ?", StatusSuperseded, newer, now).Where("id = ?", doc.ID).Exec(ctx)
+			return err
+		}
+		for _, o := range older {
+			if err := deleteChunks(ctx, tx, o); err != nil {
+				return err
+			}
+			if _, err := tx.NewUpdate().Model((*models.KnowledgeDocument)(nil)).
+				Set("status = ?, superseded_by = ?, body = '', chunks = 0, updated_at = ?", StatusSuperseded, doc.ID, now).Where("id = ?", o).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		rows := make([]models.KnowledgeChunk, len(chunks))
+		for i, c := range chunks {
+			rows[i] = models.KnowledgeChunk{ID: c.ID, SpaceID: doc.SpaceID, KBID: doc.KBID, DocumentID: doc.ID, Ord: c.Ord, Heading: doc.Title,
+				StartByte: c.Start, EndByte: c.End, Tokens: c.Tokens, Text: c.Text, Embedding: encodeVector(vectors[i]), CreatedAt: now}
+		}
+		if len(rows) > 0 {
+			if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
+				return err
+			}
+			if db.IsSQLite(tx) {
+				for _, r := range rows {
+					if _, err := tx.ExecContext(ctx, "INSERT INTO knowledge_chunks_fts (chunk_id, heading, text) VALUES (?, ?, ?)", r.ID, r.Heading, r.Text); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		_, err = tx.NewUpdate().Model((*models.KnowledgeDocument)(nil)).
+			Set("status = ?, chunks = ?, embed_model = ?, dims = ?, indexed_at = ?, updated_at = ?", StatusReady, len(chunks), res.Model, dims, now, now).
+			Where("id = ?", doc.ID).Exec(ctx)
+		if err != nil || len(older) == 0 {
+			return err
+		}
+		_, err = receipts.Append(ctx, tx, doc.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "document.supersede", ObjectIDs: older,
+			Detail: map[string]any{"superseded_by": doc.ID}}, now)
+		return err
+	})
+	if errors.Is(err, errNotPending) {
+		return res, nil
+	}
+	if err != nil {
+		return IngestResult{}, err
+	}
+	return res, nil
+}
+
+var errNotPending = errors.New("knowledge: not pending")
+
+// Fail ends pending document id failed with reason (IngestWorkflow gave up); a document no
+// longer pending is left as it is. Its body is cleared.
+func (s *Service) Fail(ctx context.Context, id, reason string) error {
+	var doc models.KnowledgeDocument
+	if err := s.DB.NewSelect().Model(&doc).Where("id = ?", id).Scan(ctx); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		return err
+	}
+	if doc.Status != StatusPending {
+		return nil
+	}
+	_, err := s.finish(ctx, doc, StatusFailed, reason, nil)
+	return err
+}
+
+// finish ends pending doc in status (refused or failed) with reason and kinds, clearing its body.
+func (s *Service) finish(ctx context.Context, doc models.KnowledgeDocument, status, reason string, kinds []string) (IngestResult, error) {
+	if kinds == nil {
+		kinds = []string{}
+	}
+	now := s.now()
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := receipts.Append(ctx, tx, doc.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "document." + status,
+			ObjectIDs: []string{doc.ID}, Detail: map[string]any{"reason": reason, "kinds": kinds}}, now); err != nil {
+			return err
+		}
+		_, err := tx.NewUpdate().Model((*models.KnowledgeDocument)(nil)).
+			Set("status = ?, reason = ?, kinds = ?, body = '', updated_at = ?", status, reason, mustJSON(kinds), now).
+			Where("id = ? AND status = ?", doc.ID, StatusPending).Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return IngestResult{}, err
+	}
+	return IngestResult{DocumentID: doc.ID, Status: status, Kinds: kinds}, nil
+}
+
+// embedChunks embeds "title\n\ntext" of each chunk, EmbedBatch per call: the vectors and
+// their length.
+func (s *Service) embedChunks(ctx context.Context, model, title string, chunks []Chunk) ([][]float32, int, error) {
+	out := make([][]float32, 0, len(chunks))
+	dims := 0
+	for i := 0; i < len(chunks); i += EmbedBatch {
+		j := min(i+EmbedBatch, len(chunks))
+		texts := make([]string, 0, j-i)
+		for _, c := range chunks[i:j] {
+			texts = append(texts, embedText(title, c.Text))
+		}
+		vs, err := s.embed(ctx, model, texts)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, v := range vs {
+			if dims == 0 {
+				dims = len(v)
+			}
+			if len(v) != dims {
+				return nil, 0, embedderDown()
+			}
+			out = append(out, v)
+		}
+	}
+	return out, dims, nil
+}
+
+func embedText(title, text string) string {
+	if title == "" {
+		return text
+	}
+	return title + "\n\n" + text
+}
+
+// embed calls the Embedder, checking the answer's shape; any failure is embedderDown.
+func (s *Service) embed(ctx context.Context, model string, texts []string) ([][]float32, error) {
+	if s.Embedder == nil {
+		return nil, embedderDown()
+	}
+	vs, err := s.Embedder.Embed(ctx, model, texts)
+	if err != nil || len(vs) != len(texts) {
+		return nil, embedderDown()
+	}
+	for _, v := range vs {
+		if len(v) == 0 {
+			return nil, embedderDown()
+		}
+	}
+	return vs, nil
+}
+
+func embedderDown() error {
+	return fault.New(fault.Unavailable, CodeEmbedderDown, "the embedding model did not answer; retry later")
+}
+
+// deleteChunks removes document id's chunks: rows (with their vectors) and full-text entries.
+func deleteChunks(ctx context.Context, tx bun.Tx, docID string) error {
+	if db.IsSQLite(tx) {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM knowledge_chunks_fts WHERE chunk_id IN (SELECT id FROM knowledge_chunks WHERE document_id = ?)", docID); err != nil {
+			return err
+		}
+	}
+	_, err := tx.NewDelete().Model((*models.KnowledgeChunk)(nil)).Where("document_id = ?", docID).Exec(ctx)
+	return err
+}
+
+// encodeVector is v as little-endian float32 bytes.
+func encodeVector(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+// decodeVector is encodeVector's inverse (nil for a malformed blob).
+func decodeVector(b []byte) []float32 {
+	if len(b)%4 != 0 {
+		return nil
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}

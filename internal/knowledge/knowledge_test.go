@@ -1,0 +1,216 @@
+package knowledge_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/knowledge"
+	"github.com/agentmemory/agentmemory/internal/llm"
+	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
+	"github.com/agentmemory/agentmemory/internal/receipts"
+)
+
+// rig is the real API and store (apitest's app.Build graph) with knowledge on and the
+// store's embedder pointed at a fake /api/embed server. Documents are ingested by calling
+// the store's Ingest directly (the workflow's activity); worker/knowledge_integration_test.go
+// runs the same through IngestWorkflow on a Temporal dev server.
+type rig struct {
+	*apitest.Env
+	embed *llmtest.EmbedServer
+	admin auth.Principal
+	ks    *knowledge.Service
+}
+
+func newRig(t *testing.T, engine string) *rig {
+	r := &rig{Env: apitest.New(t, engine), embed: llmtest.NewEmbed(t)}
+	c, err := llm.New(llm.Config{Host: r.embed.URL, Model: "unused"})
+	require.NoError(t, err)
+	r.ks = r.App.Knowledge
+	r.ks.Embedder = c
+	r.PutDocument("features", map[string]any{"knowledge": map[string]any{"enabled": true}})
+	r.admin, err = auth.Authenticate(context.Background(), r.DB, r.AdminKey)
+	require.NoError(t, err)
+	return r
+}
+
+// each runs fn on a fresh rig per database engine.
+func each(t *testing.T, fn func(t *testing.T, r *rig)) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) { fn(t, newRig(t, engine)) })
+	}
+}
+
+func (r *rig) base(t *testing.T, name string, settings map[string]any) string {
+	resp := r.MustDo(http.StatusCreated, "POST", "/v1/knowledge", r.AdminKey, map[string]any{"name": name, "settings": settings})
+	return resp.JSON(t)["id"].(string)
+}
+
+// ingest submits and indexes a document, returning it after ingest.
+func (r *rig) ingest(t *testing.T, kb string, req knowledge.SubmitRequest) knowledge.Document {
+	t.Helper()
+	ctx := context.Background()
+	d, _, err := r.ks.Submit(ctx, r.admin, kb, req)
+	require.NoError(t, err)
+	_, err = r.ks.Ingest(ctx, d.ID)
+	require.NoError(t, err)
+	d, err = r.ks.GetDocument(ctx, r.admin, kb, d.ID)
+	require.NoError(t, err)
+	return d
+}
+
+func (r *rig) retrieve(t *testing.T, key string, body map[string]any) map[string]any {
+	t.Helper()
+	return r.MustDo(http.StatusOK, "POST", "/v1/knowledge/retrieve", key, body).JSON(t)
+}
+
+func chunksOf(res map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, c := range res["chunks"].([]any) {
+		out = append(out, c.(map[string]any))
+	}
+	return out
+}
+
+func lastReceipt(t *testing.T, r *rig) receipts.Receipt {
+	t.Helper()
+	all, err := receipts.List(context.Background(), r.DB, r.SpaceID, 0, 100000)
+	require.NoError(t, err)
+	require.NotEmpty(t, all)
+	return all[len(all)-1]
+}
+
+// procedure is one written procedure of testdata/abcd/guidelines.json as a document.
+type procedure struct{ Title, URI, Text string }
+
+func procedures(t *testing.T) []procedure {
+	raw, err := os.ReadFile("../../testdata/abcd/guidelines.json")
+	require.NoError(t, err)
+	var flows map[string]struct {
+		Description string `json:"description"`
+		Subflows    map[string]struct {
+			Actions []struct {
+				Button  string   `json:"button"`
+				Text    string   `json:"text"`
+				Subtext []string `json:"subtext"`
+			} `json:"actions"`
+		} `json:"subflows"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &flows))
+	var out []procedure
+	for flow, f := range flows {
+		for sub, s := range f.Subflows {
+			var b strings.Builder
+			fmt.Fprintf(&b, "# %s: %s\n\n%s.\n\n", flow, sub, f.Description)
+			for i, a := range s.Actions {
+				fmt.Fprintf(&b, "%d. %s\n", i+1, a.Text)
+				for _, st := range a.Subtext {
+					fmt.Fprintf(&b, "   - %s\n", st)
+				}
+			}
+			out = append(out, procedure{Title: flow + ": " + sub, URI: "abcd://guidelines/" + strings.ReplaceAll(flow+"/"+sub, " ", "-"), Text: b.String()})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].URI < out[j].URI })
+	return out
+}
+
+// TestABCDProcedures ingests the 55 written ABCD procedures and asks customer questions:
+// the procedure that answers each is among the top 5 chunks (hybrid: stand-in hashed
+// embeddings fused with full text). The answer carries provenance, a fenced context within
+// the budget, and a receipt names the chunks delivered.
+func TestABCDProcedures(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			r := newRig(t, engine)
+			kb := r.base(t, "procedures", map[string]any{"embedding_model": "stand-in", "chunk_tokens": 200, "chunk_overlap": 30})
+			procs := procedures(t)
+			require.Len(t, procs, 55)
+			for _, p := range procs {
+				d := r.ingest(t, kb, knowledge.SubmitRequest{Text: p.Text, Format: "markdown", SourceURI: p.URI, Title: p.Title, Version: "2020-abcd"})
+				require.Equal(t, knowledge.StatusReady, d.Status, p.Title)
+				require.Positive(t, d.Chunks)
+				require.Equal(t, "stand-in", d.EmbedModel)
+				require.Equal(t, 256, d.Dims)
+			}
+			for _, req := range r.embed.Requests() {
+				require.NotNil(t, req.Truncate)
+				require.False(t, *req.Truncate, "no silent truncation")
+				require.LessOrEqual(t, len(req.Input), knowledge.EmbedBatch)
+			}
+			reader := r.AgentKey("support-bot", "acme", "knowledge:read")
+			questions := []struct{ q, want string }{
+				{"I forgot my password and cannot log in to my account", "Account Access: Recover Password"},
+				{"The website is really slow, pages take forever to load", "Troubleshoot Site: Website Too Slow"},
+				{"My promo code is not working, it says the code is invalid", "Purchase Dispute: Promo Code Invalid"},
+				{"I need to change the address on my account, I moved", "Manage Account: Manage Change Address"},
+				{"Where is my package? I want to know the shipping status of my order", "Shipping Issue: Shipping Status"},
+				{"I was charged a mystery fee on my order that I do not recognise", "Order Issue: Status Mystery Fee"},
+				{"My two-factor authentication code is not arriving, can you reset it?", "Account Access: Reset Two-Factor Auth"},
+				{"I got the wrong size and want to return the jeans", "Product Defect: Return Due to Size"},
+			}
+			misses := 0
+			for _, qa := range questions {
+				res := r.retrieve(t, reader, map[string]any{"query": qa.q, "kbs": []string{kb}, "top_k": 5, "max_tokens": 1500})
+				require.Equal(t, knowledge.ModeHybrid, res["mode"])
+				var titles []string
+				for _, c := range chunksOf(res) {
+					titles = append(titles, c["title"].(string))
+				}
+				if !slices.Contains(titles, qa.want) {
+					misses++
+					t.Logf("miss: %q: want %q, top 5 %v", qa.q, qa.want, titles)
+				}
+			}
+
+			// Measured: 7 of 8 on SQLite (bm25), 8 of 8 on PostgreSQL (ts_rank). The SQLite miss is "shipping status": that procedure's text is about an
+			// order looking wrong (the Oracle), not about where a package is; only its title says
+			// shipping status, and procedures that talk about shipping rank first.
+			t.Logf("recall@5: %d/%d questions (stand-in hashed embedder + full text)", len(questions)-misses, len(questions))
+			require.LessOrEqual(t, misses, 1, "recall@5 fell below 7/8")
+
+			// Provenance, the fenced context and its budget, the receipt.
+			res := r.retrieve(t, reader, map[string]any{"query": questions[0].q, "kbs": []string{kb}, "top_k": 3, "max_tokens": 600})
+			cs := chunksOf(res)
+			require.Len(t, cs, 3)
+			ctxText := res["context"].(string)
+			require.True(t, strings.HasPrefix(ctxText, knowledge.ContextOpen+"\n"+knowledge.ContextHeader+"\n"))
+			require.True(t, strings.HasSuffix(ctxText, knowledge.ContextClose))
+			n, err := res["context_tokens"].(json.Number).Int64()
+			require.NoError(t, err)
+			require.LessOrEqual(t, n, int64(600))
+			var ids []string
+			for _, c := range cs {
+				require.NotEmpty(t, c["document_id"])
+				require.Equal(t, "2020-abcd", c["version"])
+				require.True(t, strings.HasPrefix(c["source_uri"].(string), "abcd://guidelines/"))
+				start, _ := c["start_byte"].(json.Number).Int64()
+				end, _ := c["end_byte"].(json.Number).Int64()
+				require.Less(t, start, end)
+				if c["in_context"].(bool) {
+					require.Contains(t, ctxText, fmt.Sprintf(`version="2020-abcd" document="%s" chunk="%s" bytes="%d-%d">`, c["document_id"], c["chunk_id"], start, end))
+				}
+				ids = append(ids, c["chunk_id"].(string))
+			}
+			last := lastReceipt(t, r)
+			require.Equal(t, "knowledge", last.Kind)
+			require.Equal(t, "retrieve", last.Action)
+			require.Equal(t, ids, last.ObjectIDs)
+			require.NotContains(t, fmt.Sprint(last.Detail), "password", "a receipt never holds the query")
+		})
+	}
+}
+
+func receiptsOf(r *rig) ([]receipts.Receipt, error) {
+	return receipts.List(context.Background(), r.DB, r.SpaceID, 0, 100000)
+}

@@ -1,0 +1,68 @@
+package models
+
+import (
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// KnowledgeBase is one knowledge base of a space (KN-1): Settings is its JSON settings.
+type KnowledgeBase struct {
+	bun.BaseModel `bun:"table:knowledge_bases"`
+
+	ID        string    `bun:"id,pk"`
+	SpaceID   string    `bun:"space_id"`
+	Name      string    `bun:"name"`
+	Settings  string    `bun:"settings"`
+	CreatedBy string    `bun:"created_by"`
+	CreatedAt time.Time `bun:"created_at"`
+}
+
+// KnowledgeDocument is one submitted version of a source (KN-2). Body holds the gated text
+// (masked under the mask policy) until it is indexed or refused; Kinds is a JSON list of the
+// personal-data kinds the gate found (never values).
+type KnowledgeDocument struct {
+	bun.BaseModel `bun:"table:knowledge_documents"`
+
+	ID           string     `bun:"id,pk"`
+	SpaceID      string     `bun:"space_id"`
+	KBID         string     `bun:"kb_id"`
+	SourceURI    string     `bun:"source_uri"`
+	Title        string     `bun:"title"`
+	VersionLabel string     `bun:"version_label"`
+	Format       string     `bun:"format"`
+	ContentHash  string     `bun:"content_hash"`
+	Body         string     `bun:"body"`
+	Status       string     `bun:"status"`
+	Reason       string     `bun:"reason"`
+	Kinds        string     `bun:"kinds"`
+	Masked       bool       `bun:"masked"`
+	Chunks       int        `bun:"chunks"`
+	EmbedModel   string     `bun:"embed_model"`
+	Dims         int        `bun:"dims"`
+	SupersededBy string     `bun:"superseded_by"`
+	CreatedBy    string     `bun:"created_by"`
+	CreatedAt    time.Time  `bun:"created_at"`
+	UpdatedAt    time.Time  `bun:"updated_at"`
+	IndexedAt    *time.Time `bun:"indexed_at"`
+}
+
+// KnowledgeChunk is one indexed chunk (KN-2): its byte range [StartByte, EndByte) in the
+// document's body, Heading (the document title, indexed with the text) and Embedding
+// (little-endian float32s; nil when none).
+type KnowledgeChunk struct {
+	bun.BaseModel `bun:"table:knowledge_chunks"`
+
+	ID         string    `bun:"id,pk"`
+	SpaceID    string    `bun:"space_id"`
+	KBID       string    `bun:"kb_id"`
+	DocumentID string    `bun:"document_id"`
+	Ord        int       `bun:"ord"`
+	Heading    string    `bun:"heading"`
+	StartByte  int       `bun:"start_byte"`
+	EndByte    int       `bun:"end_byte"`
+	Tokens     int       `bun:"tokens"`
+	Text       string    `bun:"text"`
+	Embedding  []byte    `bun:"embedding"`
+	CreatedAt  time.Time `bun:"created_at"`
+}
