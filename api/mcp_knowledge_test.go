@@ -3,7 +3,6 @@ package api_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/agentmemory/agentmemory/internal/knowledge"
 	"github.com/agentmemory/agentmemory/internal/llm"
 	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
-	"github.com/agentmemory/agentmemory/internal/spaces"
 )
 
 // search_knowledge is listed only with the feature on and scope knowledge:read, answers
@@ -50,8 +48,7 @@ func TestMCPSearchKnowledge(t *testing.T) {
 	require.Equal(t, d.ID, chunks[0].(map[string]any)["document_id"])
 	require.Contains(t, out["context"], knowledge.ContextHeader)
 
-	_, otherAdmin, err := spaces.Create(ctx, e.DB, "other", time.Now())
-	require.NoError(t, err)
+	_, otherAdmin := e.NewSpace("other", true)
 	e.MustDo(200, "PUT", "/v1/documents/features", otherAdmin, map[string]any{"knowledge": map[string]any{"enabled": true}})
 	theirs := e.MustDo(201, "POST", "/v1/knowledge", otherAdmin, map[string]any{"name": "secret"}).JSON(t)["id"].(string)
 	isErr, out = callTool(t, cs, api.ToolSearchKnowledge, map[string]any{"query": "gift", "kbs": []string{theirs}})

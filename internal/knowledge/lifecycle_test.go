@@ -12,7 +12,6 @@ import (
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/knowledge"
-	"github.com/agentmemory/agentmemory/internal/spaces"
 )
 
 // stored counts what the database still holds of a document: chunk rows, stored vectors and
@@ -145,7 +144,6 @@ func TestPersonalDataPolicies(t *testing.T) {
 // space is not found, alone or beside one of the caller's.
 func TestPermissionsAndTenant(t *testing.T) {
 	each(t, func(t *testing.T, r *rig) {
-		ctx := context.Background()
 		kb := r.base(t, "mine", nil)
 		r.ingest(t, kb, knowledge.SubmitRequest{Text: "Gift cards never expire.", SourceURI: "kb://gift"})
 		writer := r.AgentKey("loader-bot", "acme", "knowledge:write")
@@ -161,9 +159,7 @@ func TestPermissionsAndTenant(t *testing.T) {
 		require.Len(t, chunksOf(r.retrieve(t, reader, q)), 1)
 
 		// Another space with its own base and document.
-		otherSpace, otherAdmin, err := spaces.Create(ctx, r.DB, "other", time.Now())
-		require.NoError(t, err)
-		_ = otherSpace
+		_, otherAdmin := r.NewSpace("other", true)
 		r.MustDo(http.StatusOK, "PUT", "/v1/documents/features", otherAdmin, map[string]any{"knowledge": map[string]any{"enabled": true}})
 		theirs := r.MustDo(http.StatusCreated, "POST", "/v1/knowledge", otherAdmin, map[string]any{"name": "secret"}).JSON(t)["id"].(string)
 		for _, kbs := range [][]string{{theirs}, {kb, theirs}} {
