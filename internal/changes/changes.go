@@ -16,9 +16,11 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/uptrace/bun"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/db"
@@ -234,13 +236,40 @@ func load(ctx context.Context, idb bun.IDB, spaceID, name, id string, lock bool)
 }
 
 // samePerson reports whether p is the person who proposed row: the same key, or a key of the
-// same person name (names compared without case and surrounding space).
+// same person name. Names are compared by personKey, so a look-alike spelling (other case,
+// white space, zero-width or other format characters, compatibility forms) is the same name.
 func samePerson(p auth.Principal, row models.DocumentChange) bool {
 	if p.KeyID == row.ProposedBy {
 		return true
 	}
-	a, b := strings.TrimSpace(p.Name), strings.TrimSpace(row.ProposerName)
-	return a != "" && strings.EqualFold(a, b)
+	a, b := personKey(p.Name), personKey(row.ProposerName)
+	return a != "" && a == b
+}
+
+// personKey is name in NFKC, case-folded, without white space and without the characters that
+// render as nothing (Unicode format characters, variation selectors, default-ignorables).
+func personKey(name string) string {
+	var b strings.Builder
+	for _, r := range norm.NFKC.String(name) {
+		if unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Variation_Selector, r) ||
+			unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) {
+			continue
+		}
+		b.WriteRune(unicode.ToLower(unicode.SimpleFold(unicode.ToUpper(r))))
+	}
+	return b.String()
+}
+
+// mintedAfter reports whether the approving key p was minted after row was proposed: such a key
+// never approves it, so a proposer who can mint keys (role admin) cannot mint their own
+// "second person" for a change already waiting. Errors: the key's row cannot be read.
+func mintedAfter(ctx context.Context, tx bun.IDB, p auth.Principal, row models.DocumentChange) (bool, error) {
+	var key models.APIKey
+	if err := tx.NewSelect().Model(&key).Column("created_at").
+		Where("id = ? AND space_id = ?", p.KeyID, p.SpaceID).Scan(ctx); err != nil {
+		return false, fmt.Errorf("changes: approving key: %w", err)
+	}
+	return key.CreatedAt.After(row.CreatedAt), nil
 }
 
 // Approve applies change request id of document name: in one transaction the document is
@@ -271,6 +300,11 @@ func (s *Service) Approve(ctx context.Context, p auth.Principal, name, id string
 		}
 		if samePerson(p, row) {
 			return fault.New(fault.Forbidden, "change_own_proposal", "a change request is approved by another person than its proposer")
+		}
+		if after, err := mintedAfter(ctx, tx, p, row); err != nil {
+			return err
+		} else if after {
+			return fault.New(fault.Forbidden, "change_approver_too_new", "a change request is approved by a key that existed before it was proposed")
 		}
 		if row.Status != Pending {
 			return fault.New(fault.Conflict, "change_not_pending", "the change request is %s", row.Status)

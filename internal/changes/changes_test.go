@@ -29,8 +29,13 @@ func newRig(t *testing.T, db *bun.DB) rig {
 	return rig{svc: &changes.Service{DB: db, Docs: spaces.Documents{DB: db}}, db: db, spaceID: id}
 }
 
-func (r rig) person(key, name string, roles ...string) auth.Principal {
-	return auth.Principal{SpaceID: r.spaceID, KeyID: key, Kind: auth.KindPerson, Name: name, Roles: roles}
+// person mints a person key named name with roles (label only names it in the test) and
+// returns its principal: an approver's key must exist (it is checked against the proposal).
+func (r rig) person(t *testing.T, label, name string, roles ...string) auth.Principal {
+	t.Helper()
+	keyID, _, err := auth.Mint(context.Background(), r.db, r.spaceID, "cli", auth.KeySpec{Kind: auth.KindPerson, Name: name, Roles: roles}, time.Now())
+	require.NoError(t, err, label)
+	return auth.Principal{SpaceID: r.spaceID, KeyID: keyID, Kind: auth.KindPerson, Name: name, Roles: roles}
 }
 
 func (r rig) count(t *testing.T, model any) int64 {
@@ -52,7 +57,7 @@ func TestApproveCommitsWhole(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		ctx := context.Background()
 		r := newRig(t, db)
-		sol, rui := r.person("key_sol", "Sol", auth.RoleSecurity), r.person("key_rui", "Rui", auth.RoleSecurity)
+		sol, rui := r.person(t, "key_sol", "Sol", auth.RoleSecurity), r.person(t, "key_rui", "Rui", auth.RoleSecurity)
 		ch, err := r.svc.Propose(ctx, sol, spaces.DocFeatures, []byte(`{"agent_state": {"enabled": true}}`), time.Now())
 		require.NoError(t, err)
 		receipts := r.count(t, (*models.Receipt)(nil))
@@ -84,7 +89,9 @@ func TestConcurrentApprovals(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		ctx := context.Background()
 		r := newRig(t, db)
-		ada, ivo := r.person("key_ada", "Ada", auth.RoleAdmin), r.person("key_ivo", "Ivo", auth.RoleIntegration)
+		ada, ivo := r.person(t, "key_ada", "Ada", auth.RoleAdmin), r.person(t, "key_ivo", "Ivo", auth.RoleIntegration)
+		// The approvers' keys exist before the proposals (a newer key never approves).
+		secs := []auth.Principal{r.person(t, "key_sec1", "Sec 1", auth.RoleSecurity), r.person(t, "key_sec2", "Sec 2", auth.RoleSecurity)}
 		a, err := r.svc.Propose(ctx, ada, spaces.DocObjectTypes, []byte(`{"types": [{"type": "a", "fields": {}}]}`), time.Now())
 		require.NoError(t, err)
 		b, err := r.svc.Propose(ctx, ivo, spaces.DocObjectTypes, []byte(`{"types": [{"type": "b", "fields": {}}]}`), time.Now())
@@ -96,8 +103,7 @@ func TestConcurrentApprovals(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				sec := r.person("key_sec"+id, "Sec "+id, auth.RoleSecurity)
-				_, errs[i] = r.svc.Approve(ctx, sec, spaces.DocObjectTypes, id, time.Now())
+				_, errs[i] = r.svc.Approve(ctx, secs[i], spaces.DocObjectTypes, id, time.Now())
 			}()
 		}
 		wg.Wait()
