@@ -81,7 +81,7 @@ $(WORKFLOWCHECK):
 ## bench: API throughput and latency against the database's own compare-and-swap limit, with the
 ## shipped pool defaults, and on PostgreSQL the same load with a tuned pool (ratio printed).
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 2000x ./bench
+	$(GO) test -run '^$$' -bench . -benchtime 1000x -timeout 30m ./bench
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./internal/notes
 
 ## gate-report: recall and false refusals of the local personal-data gate on the labelled
