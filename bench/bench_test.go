@@ -244,7 +244,7 @@ func benchEngine(b *testing.B, engine string) {
 	run("healthz", "", func(ctx context.Context, _, _ int) (int, error) {
 		return 0, get(ctx, hc, base+"/healthz", "", "", http.StatusOK)
 	})
-	e.AgentKey("bench-bot", "bench", "agent_memory")
+	reader := e.AgentKey("bench-bot", "bench", "agent_memory") // reads its own block
 	e.AgentKey("bench-writer", "bench", "agent_memory")
 	loader := e.PersonKey("loader", "integration")
 	addNotes := func(from, to int) {
@@ -255,17 +255,17 @@ func benchEngine(b *testing.B, engine string) {
 				"tags": []string{fmt.Sprintf("t%d", i%5)}})
 		}
 	}
-	blockPath := base + "/v1/agent-memory/block?max_tokens=1000&tags=t1&source_id=bench-bot"
+	blockPath := base + "/v1/agent-memory/block?max_tokens=1000&tags=t1"
 	blocks := func(notes int) {
-		etag, err := getETag(ctx, hc, blockPath, loader)
+		etag, err := getETag(ctx, hc, blockPath, reader)
 		if err != nil {
 			b.Fatal(err)
 		}
 		run(fmt.Sprintf("block_304_%d", notes), "healthz", func(ctx context.Context, _, _ int) (int, error) {
-			return 0, get(ctx, hc, blockPath, loader, etag, http.StatusNotModified)
+			return 0, get(ctx, hc, blockPath, reader, etag, http.StatusNotModified)
 		})
 		run(fmt.Sprintf("block_200_%d", notes), "healthz", func(ctx context.Context, _, _ int) (int, error) {
-			return 0, get(ctx, hc, blockPath, loader, "", http.StatusOK)
+			return 0, get(ctx, hc, blockPath, reader, "", http.StatusOK)
 		})
 	}
 	addNotes(0, 100)
