@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 
+	amdb "github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -213,7 +214,13 @@ func Authenticate(ctx context.Context, db bun.IDB, key string) (Principal, error
 	}
 	hash := HashKey(key)
 	var row models.APIKey
-	err := db.NewSelect().Model(&row).Where("hash = ?", hash).Scan(ctx)
+	var err error
+	if d, ok := db.(*bun.DB); ok {
+		// Every request runs this: a statement prepared once per pool.
+		err = amdb.QueryOne(ctx, d, keyByHash, []any{&row}, hash)
+	} else {
+		err = db.NewSelect().Model(&row).Where("hash = ?", hash).Scan(ctx)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return Principal{}, errInvalidKey
 	}
@@ -228,6 +235,9 @@ func Authenticate(ctx context.Context, db bun.IDB, key string) (Principal, error
 		Vendor: row.Vendor, Name: row.Name, Scopes: row.Scopes, Roles: row.Roles,
 	}, nil
 }
+
+// keyByHash is Authenticate's statement: every column of models.APIKey.
+const keyByHash = `SELECT id, space_id, hash, kind, agent, vendor, name, scopes, roles, created_by, created_at, revoked_at FROM api_keys WHERE hash = ?`
 
 var errInvalidKey = fault.New(fault.Unauthorized, "invalid_key", "the key is unknown or revoked")
 

@@ -494,12 +494,17 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 // there is none. With lock the row is read FOR UPDATE (PostgreSQL; idb a transaction).
 func (s *Service) load(ctx context.Context, idb bun.IDB, lock bool, t target) (*models.AgentState, error) {
 	var row models.AgentState
-	q := idb.NewSelect().Model(&row).
-		Where("space_id = ? AND scope_hash = ? AND agent = ?", t.spaceID, t.scopeHash, t.agent)
-	if lock {
-		q = q.For("UPDATE")
+	var err error
+	if d, ok := idb.(*bun.DB); ok && !lock {
+		err = db.QueryOne(ctx, d, stateByScope, []any{&row}, t.spaceID, t.scopeHash, t.agent)
+	} else {
+		q := idb.NewSelect().Model(&row).
+			Where("space_id = ? AND scope_hash = ? AND agent = ?", t.spaceID, t.scopeHash, t.agent)
+		if lock {
+			q = q.For("UPDATE")
+		}
+		err = q.Scan(ctx)
 	}
-	err := q.Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errNoState
 	}
@@ -511,6 +516,10 @@ func (s *Service) load(ctx context.Context, idb bun.IDB, lock bool, t target) (*
 	}
 	return &row, nil
 }
+
+// stateByScope is load's statement (prepared once per pool): every column of
+// models.AgentState.
+const stateByScope = `SELECT id, space_id, scope_hash, scope_kind, agent, subject_hash, body, field_times, version, bytes, key_id, agent_version, created_at, updated_at, expires_at FROM agent_states WHERE space_id = ? AND scope_hash = ? AND agent = ?`
 
 // live returns the fields of row still within retention at now, their last-write times, and
 // the version callers see: 0 when there is no row or the whole state expired (WM-12).
