@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/uptrace/bun"
 )
@@ -82,4 +83,14 @@ func dollars(query string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// TimeArg is t as QueryOne binds it for a timestamp column of d, stored exactly as bun
+// stores it when it interpolates t: on SQLite the same text (UTC, microseconds), on
+// PostgreSQL the instant truncated to microseconds.
+func TimeArg(d *bun.DB, t time.Time) any {
+	if IsSQLite(d) {
+		return strings.Trim(string(d.Dialect().AppendTime(nil, t)), "'")
+	}
+	return t.UTC().Truncate(time.Microsecond)
 }

@@ -473,12 +473,17 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 		return WriteResult{}, false, err
 	}
 	var version int64
-	err = idb.NewUpdate().Model((*models.AgentState)(nil)).
-		Set("body = ?", sealed).Set("field_times = ?", sealedTimes).Set("version = version + 1").
-		Set("bytes = ?", len(canon)).Set("key_id = ?", p.KeyID).Set("agent_version = ?", agentVersion).
-		Set("subject_hash = ?", subjectHash).Set("updated_at = ?", now).Set("expires_at = ?", expires).
-		Where("id = ? AND version = ?", row.ID, row.Version).
-		Returning("version").Scan(ctx, &version)
+	if d, ok := idb.(*bun.DB); ok {
+		err = db.QueryOne(ctx, d, updateState, []any{&version}, sealed, sealedTimes, len(canon), p.KeyID, agentVersion,
+			subjectHash, db.TimeArg(d, now), db.TimeArg(d, expires), row.ID, row.Version)
+	} else {
+		err = idb.NewUpdate().Model((*models.AgentState)(nil)).
+			Set("body = ?", sealed).Set("field_times = ?", sealedTimes).Set("version = version + 1").
+			Set("bytes = ?", len(canon)).Set("key_id = ?", p.KeyID).Set("agent_version = ?", agentVersion).
+			Set("subject_hash = ?", subjectHash).Set("updated_at = ?", now).Set("expires_at = ?", expires).
+			Where("id = ? AND version = ?", row.ID, row.Version).
+			Returning("version").Scan(ctx, &version)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		// Another writer won the race: recompute on its version (a conditional write then
 		// meets the version check and answers 412 with the current version).
@@ -520,6 +525,10 @@ func (s *Service) load(ctx context.Context, idb bun.IDB, lock bool, t target) (*
 // stateByScope is load's statement (prepared once per pool): every column of
 // models.AgentState.
 const stateByScope = `SELECT id, space_id, scope_hash, scope_kind, agent, subject_hash, body, field_times, version, bytes, key_id, agent_version, created_at, updated_at, expires_at FROM agent_states WHERE space_id = ? AND scope_hash = ? AND agent = ?`
+
+// updateState is tryWrite's conditional update outside a transaction (prepared once per
+// pool).
+const updateState = `UPDATE agent_states SET body = ?, field_times = ?, version = version + 1, bytes = ?, key_id = ?, agent_version = ?, subject_hash = ?, updated_at = ?, expires_at = ? WHERE id = ? AND version = ? RETURNING version`
 
 // live returns the fields of row still within retention at now, their last-write times, and
 // the version callers see: 0 when there is no row or the whole state expired (WM-12).
