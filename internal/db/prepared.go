@@ -94,3 +94,13 @@ func TimeArg(d *bun.DB, t time.Time) any {
 	}
 	return t.UTC().Truncate(time.Microsecond)
 }
+
+// QueryRows is QueryOne for every row: the rows of query, prepared once per pool of d; the
+// caller scans and closes them.
+func QueryRows(ctx context.Context, d *bun.DB, query string, args ...any) (*sql.Rows, error) {
+	st, err := stmt(ctx, d, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/netguard"
 	"github.com/agentmemory/agentmemory/internal/receipts"
@@ -115,10 +116,8 @@ func (d Documents) ObjectTypes(ctx context.Context, spaceID string) (ObjectTypes
 // Both returns the features document and the type registry in one read (the working-memory
 // write path needs both on every request); defaults as Features and ObjectTypes give them.
 func (d Documents) Both(ctx context.Context, spaceID string) (Features, ObjectTypes, error) {
-	var rows []models.Document
-	if err := d.DB.NewSelect().Model(&rows).Column("name", "body").
-		Where("space_id = ? AND name IN (?)", spaceID, bun.In([]string{DocFeatures, DocObjectTypes})).
-		Scan(ctx); err != nil {
+	rows, err := d.both(ctx, spaceID)
+	if err != nil {
 		return Features{}, ObjectTypes{}, fmt.Errorf("spaces: load documents: %w", err)
 	}
 	var f Features
@@ -140,6 +139,31 @@ func (d Documents) Both(ctx context.Context, spaceID string) (Features, ObjectTy
 		}
 	}
 	return f, t, nil
+}
+
+// both reads the features and object-types documents of spaceID (a prepared statement on a
+// pool, bun's query in a transaction).
+func (d Documents) both(ctx context.Context, spaceID string) ([]models.Document, error) {
+	var out []models.Document
+	pool, ok := d.DB.(*bun.DB)
+	if !ok {
+		err := d.DB.NewSelect().Model(&out).Column("name", "body").
+			Where("space_id = ? AND name IN (?)", spaceID, bun.In([]string{DocFeatures, DocObjectTypes})).Scan(ctx)
+		return out, err
+	}
+	rows, err := db.QueryRows(ctx, pool, `SELECT name, body FROM documents WHERE space_id = ? AND name IN (?, ?)`, spaceID, DocFeatures, DocObjectTypes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r models.Document
+		if err := rows.Scan(&r.Name, &r.Body); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }
 
 // parsedDocs caches parsed documents by their exact stored text: the same text always parses
@@ -195,7 +219,12 @@ func (d Documents) Get(ctx context.Context, spaceID, name string) (string, int64
 
 func (d Documents) raw(ctx context.Context, spaceID, name string) (string, error) {
 	var row models.Document
-	err := d.DB.NewSelect().Model(&row).Column("body").Where("space_id = ? AND name = ?", spaceID, name).Scan(ctx)
+	var err error
+	if pool, ok := d.DB.(*bun.DB); ok {
+		err = db.QueryOne(ctx, pool, `SELECT body FROM documents WHERE space_id = ? AND name = ?`, []any{&row.Body}, spaceID, name)
+	} else {
+		err = d.DB.NewSelect().Model(&row).Column("body").Where("space_id = ? AND name = ?", spaceID, name).Scan(ctx)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
