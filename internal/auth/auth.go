@@ -227,6 +227,25 @@ func Authenticate(ctx context.Context, db bun.IDB, key string) (Principal, error
 	if err != nil {
 		return Principal{}, fmt.Errorf("auth: load key: %w", err)
 	}
+	return FromRow(row, hash)
+}
+
+// CheckKeyFormat returns the stored hash of key, or fault.Unauthorized "invalid_key" when key
+// cannot be a key (Authenticate's first step, for lookups that read the key row themselves).
+func CheckKeyFormat(key string) (string, error) {
+	if !strings.HasPrefix(key, Prefix) || len(key) != len(Prefix)+43 {
+		return "", errInvalidKey
+	}
+	return HashKey(key), nil
+}
+
+// InvalidKey is the error of an unknown, malformed or revoked key (fault.Unauthorized
+// "invalid_key").
+func InvalidKey() error { return errInvalidKey }
+
+// FromRow is the Principal of key row found by hash; a revoked row (or one whose hash
+// differs) is fault.Unauthorized "invalid_key".
+func FromRow(row models.APIKey, hash string) (Principal, error) {
 	if subtle.ConstantTimeCompare([]byte(row.Hash), []byte(hash)) != 1 || row.RevokedAt != nil {
 		return Principal{}, errInvalidKey
 	}

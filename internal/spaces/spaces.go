@@ -5,6 +5,7 @@ package spaces
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -144,6 +145,9 @@ func (d Documents) Both(ctx context.Context, spaceID string) (Features, ObjectTy
 // both reads the features and object-types documents of spaceID (a prepared statement on a
 // pool, bun's query in a transaction).
 func (d Documents) both(ctx context.Context, spaceID string) ([]models.Document, error) {
+	if pre, ok := ctx.Value(prefetchKey{}).(prefetched); ok && pre.spaceID == spaceID {
+		return pre.docs, nil
+	}
 	var out []models.Document
 	pool, ok := d.DB.(*bun.DB)
 	if !ok {
@@ -164,6 +168,77 @@ func (d Documents) both(ctx context.Context, spaceID string) ([]models.Document,
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// prefetchKey is the context key of the documents AuthenticateWithDocuments read.
+type prefetchKey struct{}
+
+type prefetched struct {
+	spaceID string
+	docs    []models.Document
+}
+
+// keyAndDocuments reads a key row by hash and, in the same statement, its space's features
+// and object-types documents (one row per document; one row with empty names when neither
+// exists).
+const keyAndDocuments = `SELECT k.id, k.space_id, k.hash, k.kind, k.agent, k.vendor, k.name, k.scopes, k.roles,
+ CASE WHEN k.revoked_at IS NULL THEN 0 ELSE 1 END, COALESCE(d.name, ''), COALESCE(d.body, '')
+ FROM api_keys k LEFT JOIN documents d ON d.space_id = k.space_id AND d.name IN (?, ?)
+ WHERE k.hash = ?`
+
+// AuthenticateWithDocuments is auth.Authenticate that also reads, in the same statement
+// (one round trip instead of two), the features and object-types documents of the key's
+// space, and returns ctx carrying them: Documents.Both answers from them for the rest of
+// the request. For requests that only read documents (the working-memory routes): a request
+// that writes a document must not use it.
+func AuthenticateWithDocuments(ctx context.Context, d *bun.DB, key string) (auth.Principal, context.Context, error) {
+	hash, err := auth.CheckKeyFormat(key)
+	if err != nil {
+		return auth.Principal{}, ctx, err
+	}
+	rows, err := db.QueryRows(ctx, d, keyAndDocuments, DocFeatures, DocObjectTypes, hash)
+	if err != nil {
+		return auth.Principal{}, ctx, fmt.Errorf("auth: load key: %w", err)
+	}
+	defer rows.Close()
+	var row models.APIKey
+	var docs []models.Document
+	found := false
+	for rows.Next() {
+		var scopes, roles, name, body string
+		var revoked int
+		if err := rows.Scan(&row.ID, &row.SpaceID, &row.Hash, &row.Kind, &row.Agent, &row.Vendor, &row.Name,
+			&scopes, &roles, &revoked, &name, &body); err != nil {
+			return auth.Principal{}, ctx, fmt.Errorf("auth: load key: %w", err)
+		}
+		if !found {
+			found = true
+			if err := json.Unmarshal([]byte(scopes), &row.Scopes); err != nil {
+				return auth.Principal{}, ctx, fmt.Errorf("auth: key scopes: %w", err)
+			}
+			if err := json.Unmarshal([]byte(roles), &row.Roles); err != nil {
+				return auth.Principal{}, ctx, fmt.Errorf("auth: key roles: %w", err)
+			}
+			if revoked != 0 {
+				now := time.Time{}
+				row.RevokedAt = &now
+			}
+		}
+		if name != "" {
+			docs = append(docs, models.Document{SpaceID: row.SpaceID, Name: name, Body: body})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return auth.Principal{}, ctx, fmt.Errorf("auth: load key: %w", err)
+	}
+	if !found {
+		return auth.Principal{}, ctx, auth.InvalidKey()
+	}
+	p, err := auth.FromRow(row, hash)
+	if err != nil {
+		return p, ctx, err
+	}
+	return p, context.WithValue(ctx, prefetchKey{}, prefetched{spaceID: p.SpaceID, docs: docs}), nil
 }
 
 // parsedDocs caches parsed documents by their exact stored text: the same text always parses
