@@ -232,8 +232,9 @@ func (s *Server) authenticate() gin.HandlerFunc {
 }
 
 // prefetchDocuments are the routes whose key lookup also reads the space documents: the
-// working-memory routes, which read both on every request and never write them.
-var prefetchDocuments = map[string]bool{"/v1/agent-state": true, "/v1/agent-state/read": true}
+// working-memory routes and the prompt block, which read them on every request and never
+// write them.
+var prefetchDocuments = map[string]bool{"/v1/agent-state": true, "/v1/agent-state/read": true, "/v1/agent-memory/block": true}
 
 func principal(c *gin.Context) auth.Principal {
 	return c.MustGet(principalKey).(auth.Principal)

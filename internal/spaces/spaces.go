@@ -188,9 +188,9 @@ const keyAndDocuments = `SELECT k.id, k.space_id, k.hash, k.kind, k.agent, k.ven
 
 // AuthenticateWithDocuments is auth.Authenticate that also reads, in the same statement
 // (one round trip instead of two), the features and object-types documents of the key's
-// space, and returns ctx carrying them: Documents.Both answers from them for the rest of
-// the request. For requests that only read documents (the working-memory routes): a request
-// that writes a document must not use it.
+// space, and returns ctx carrying them: Documents.Both, Features and ObjectTypes answer from
+// them for the rest of the request. For requests that only read documents (the
+// working-memory routes, the prompt block): a request that writes a document must not use it.
 func AuthenticateWithDocuments(ctx context.Context, d *bun.DB, key string) (auth.Principal, context.Context, error) {
 	hash, err := auth.CheckKeyFormat(key)
 	if err != nil {
@@ -293,6 +293,14 @@ func (d Documents) Get(ctx context.Context, spaceID, name string) (string, int64
 }
 
 func (d Documents) raw(ctx context.Context, spaceID, name string) (string, error) {
+	if pre, ok := ctx.Value(prefetchKey{}).(prefetched); ok && pre.spaceID == spaceID && (name == DocFeatures || name == DocObjectTypes) {
+		for _, doc := range pre.docs {
+			if doc.Name == name {
+				return doc.Body, nil
+			}
+		}
+		return "", nil // read with the key: not written
+	}
 	var row models.Document
 	var err error
 	if pool, ok := d.DB.(*bun.DB); ok {
