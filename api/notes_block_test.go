@@ -153,3 +153,29 @@ func TestNoteSearch(t *testing.T) {
 		require.Empty(t, ids(e.MustDo(http.StatusOK, "GET", "/v1/agent-memory/search?q=refund", other, nil).JSON(t)["notes"]))
 	})
 }
+
+// AM-4, issue 16: the block is built once per note versions and request, and a 304 is
+// decided without loading notes; a retire (the only in-place change of a note) still
+// changes the bytes and the ETag at once, on this server and on a second one.
+func TestNoteBlockCacheFollowsRetire(t *testing.T) {
+	eachClocked(t, func(t *testing.T, e *apitest.Env, clk *clock) {
+		enableNotes(e, nil)
+		bot := writer(e, "shop-bot", "acme")
+		keep := create(e, bot, note("Keep", "Keep this one."))
+		gone := create(e, bot, note("Gone", "Retire this one."))
+		first := e.MustDo(http.StatusOK, "GET", blockPath, bot, nil)
+		etag := first.Header.Get("ETag")
+		require.Equal(t, http.StatusNotModified, e.Do("GET", blockPath, bot, nil, "If-None-Match", etag).Status)
+
+		e.MustDo(http.StatusOK, "POST", notesPath+"/"+gone+"/retire", bot, nil)
+		e2 := *e
+		e2.Server = api.NewServer(e.Deps)
+		for _, env := range []*apitest.Env{e, &e2} {
+			r := env.Do("GET", blockPath, bot, nil, "If-None-Match", etag)
+			require.Equal(t, http.StatusOK, r.Status, "a retire changes the block")
+			require.NotEqual(t, etag, r.Header.Get("ETag"))
+			require.Equal(t, []string{keep}, strs(r.JSON(t)["note_ids"]))
+			require.NotContains(t, r.JSON(t)["text"], "Retire this one.")
+		}
+	})
+}

@@ -218,7 +218,17 @@ func (s *Server) authenticate() gin.HandlerFunc {
 			s.writeError(c, fault.New(fault.Unauthorized, "missing_key", "send Authorization: Bearer <key>"))
 			return
 		}
-		p, err := auth.Authenticate(c.Request.Context(), s.DB, strings.TrimSpace(key))
+		var p auth.Principal
+		var err error
+		if prefetchDocuments[c.FullPath()] {
+			// The key and the space documents in one statement (spaces.Documents.Both
+			// answers from them for the rest of this request).
+			var ctx context.Context
+			p, ctx, err = spaces.AuthenticateWithDocuments(c.Request.Context(), s.DB, strings.TrimSpace(key))
+			c.Request = c.Request.WithContext(ctx)
+		} else {
+			p, err = auth.Authenticate(c.Request.Context(), s.DB, strings.TrimSpace(key))
+		}
 		if err != nil {
 			s.writeError(c, err)
 			return
@@ -227,6 +237,11 @@ func (s *Server) authenticate() gin.HandlerFunc {
 		c.Next()
 	}
 }
+
+// prefetchDocuments are the routes whose key lookup also reads the space documents: the
+// working-memory routes and the prompt block, which read them on every request and never
+// write them.
+var prefetchDocuments = map[string]bool{"/v1/agent-state": true, "/v1/agent-state/read": true, "/v1/agent-memory/block": true}
 
 func principal(c *gin.Context) auth.Principal {
 	return c.MustGet(principalKey).(auth.Principal)

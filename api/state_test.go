@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -709,6 +710,37 @@ func TestWMReadYourWrites(t *testing.T) {
 				require.GreaterOrEqual(t, got.Version, v)
 				require.Equal(t, json.Number(jsonInt(i)), got.Body["count"])
 			}
+		}
+	})
+}
+
+// Issue 16: the working-memory routes read the key and the space documents in one statement;
+// a revoked key is still refused on the very next request, on this replica and on a second
+// one wired on its own, and a document change is seen by the next request on either.
+func TestWMKeyAndDocumentsExactAcrossReplicas(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		key := setupWM(e)
+		replica := &apitest.Env{T: t, Server: newReplica(e)}
+		c := conv("c-revoke")
+		for _, srv := range []*apitest.Env{e, replica} {
+			mustStore(srv, key, map[string]any{"scope": c, "body": map[string]any{"order_id": "A-1"}})
+			read(srv, key, c, "")
+		}
+
+		// Working memory turned off: the next request on either replica sees it.
+		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": false}})
+		for _, srv := range []*apitest.Env{e, replica} {
+			requireError(t, write(srv, key, map[string]any{"scope": c, "body": map[string]any{"order_id": "A-2"}}), http.StatusForbidden, "feature_disabled")
+		}
+		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
+		mustStore(replica, key, map[string]any{"scope": c, "body": map[string]any{"order_id": "A-3"}})
+
+		var keyID string
+		require.NoError(t, e.DB.NewRaw("SELECT id FROM api_keys WHERE hash = ?", auth.HashKey(key)).Scan(context.Background(), &keyID))
+		e.MustDo(http.StatusNoContent, http.MethodDelete, "/v1/keys/"+keyID, e.AdminKey, nil)
+		for _, srv := range []*apitest.Env{e, replica} {
+			requireError(t, write(srv, key, map[string]any{"scope": c, "body": map[string]any{"order_id": "A-4"}}), http.StatusUnauthorized, "invalid_key")
+			requireError(t, srv.Do(http.MethodPost, "/v1/agent-state/read", key, map[string]any{"scope": c}), http.StatusUnauthorized, "invalid_key")
 		}
 	})
 }

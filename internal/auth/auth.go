@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 
+	amdb "github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -217,13 +218,38 @@ func Authenticate(ctx context.Context, db bun.IDB, key string) (Principal, error
 	}
 	hash := HashKey(key)
 	var row models.APIKey
-	err := db.NewSelect().Model(&row).Where("hash = ?", hash).Scan(ctx)
+	var err error
+	if d, ok := db.(*bun.DB); ok {
+		// Every request runs this: a statement prepared once per pool.
+		err = amdb.QueryOne(ctx, d, keyByHash, []any{&row}, hash)
+	} else {
+		err = db.NewSelect().Model(&row).Where("hash = ?", hash).Scan(ctx)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return Principal{}, errInvalidKey
 	}
 	if err != nil {
 		return Principal{}, fmt.Errorf("auth: load key: %w", err)
 	}
+	return FromRow(row, hash)
+}
+
+// CheckKeyFormat returns the stored hash of key, or fault.Unauthorized "invalid_key" when key
+// cannot be a key (Authenticate's first step, for lookups that read the key row themselves).
+func CheckKeyFormat(key string) (string, error) {
+	if !strings.HasPrefix(key, Prefix) || len(key) != len(Prefix)+43 {
+		return "", errInvalidKey
+	}
+	return HashKey(key), nil
+}
+
+// InvalidKey is the error of an unknown, malformed or revoked key (fault.Unauthorized
+// "invalid_key").
+func InvalidKey() error { return errInvalidKey }
+
+// FromRow is the Principal of key row found by hash; a revoked row (or one whose hash
+// differs) is fault.Unauthorized "invalid_key".
+func FromRow(row models.APIKey, hash string) (Principal, error) {
 	if subtle.ConstantTimeCompare([]byte(row.Hash), []byte(hash)) != 1 || row.RevokedAt != nil {
 		return Principal{}, errInvalidKey
 	}
@@ -232,6 +258,9 @@ func Authenticate(ctx context.Context, db bun.IDB, key string) (Principal, error
 		Vendor: row.Vendor, Name: row.Name, Scopes: row.Scopes, Roles: row.Roles,
 	}, nil
 }
+
+// keyByHash is Authenticate's statement: every column of models.APIKey.
+const keyByHash = `SELECT id, space_id, hash, kind, agent, vendor, name, scopes, roles, created_by, created_at, revoked_at FROM api_keys WHERE hash = ?`
 
 var errInvalidKey = fault.New(fault.Unauthorized, "invalid_key", "the key is unknown or revoked")
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tiktoken-go/tokenizer"
 	"github.com/uptrace/bun"
@@ -123,10 +124,46 @@ func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest)
 		return b, nil
 	}
 	now := s.now()
+	// The ids of the deliverable notes decide the answer (each id is one immutable version:
+	// an edit is a new id, a retire or an expiry drops the id), so a block built once for
+	// them and the request is answered, a 304 included, without loading or tokenising notes.
+	var ids []string
+	if err := deliverable(s.DB.NewSelect().Model((*models.Note)(nil)).Column("n.id"), v, now).
+		Order("n.id").Scan(ctx, &ids); err != nil {
+		return Block{}, fmt.Errorf("notes: block: %w", err)
+	}
+	b, ok := cachedBlock(blockKey(ids, req))
+	if !ok {
+		if b, err = s.buildBlock(ctx, v, req, now); err != nil {
+			return Block{}, err
+		}
+	}
+	b.NotModified = matches(req.IfNoneMatch, b.ETag)
+	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		_, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
+			Kind: receipts.KindAgentMemory, Action: "block.read", ActorKey: p.KeyID, ObjectIDs: b.NoteIDs,
+			Detail: map[string]any{"tokens": b.Tokens, "not_modified": b.NotModified, "source_id": v.source},
+		}, now)
+		return err
+	})
+	if err != nil {
+		return Block{}, err
+	}
+	return b, nil
+}
+
+// buildBlock loads the notes v may read at now, builds the block of req over them and
+// caches it under the ids it was built from.
+func (s *Service) buildBlock(ctx context.Context, v viewer, req BlockRequest, now time.Time) (Block, error) {
 	var rows []models.Note
 	if err := deliverable(s.DB.NewSelect().Model(&rows), v, now).Scan(ctx); err != nil {
 		return Block{}, fmt.Errorf("notes: block: %w", err)
 	}
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	slices.Sort(ids)
 	want := slices.Clone(req.Tags)
 	if req.View != "" {
 		want = append(want, req.View)
@@ -155,18 +192,59 @@ func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest)
 	}
 	b.Enabled = true
 	b.ETag = etag(b, req)
-	b.NotModified = matches(req.IfNoneMatch, b.ETag)
-	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		_, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
-			Kind: receipts.KindAgentMemory, Action: "block.read", ActorKey: p.KeyID, ObjectIDs: b.NoteIDs,
-			Detail: map[string]any{"tokens": b.Tokens, "not_modified": b.NotModified, "source_id": v.source},
-		}, now)
-		return err
-	})
-	if err != nil {
-		return Block{}, err
-	}
+	storeBlock(blockKey(ids, req), b)
 	return b, nil
+}
+
+// blockCache keeps built blocks by blockKey, in this process only: a key names the exact
+// note versions and request a block was built from, so an entry is never stale, on any
+// replica. It is emptied when it reaches maxCachedBlocks entries and whenever notes are
+// erased (EraseSource: no erased text stays in memory).
+var blockCache = struct {
+	sync.Mutex
+	m map[string]Block
+}{m: map[string]Block{}}
+
+// maxCachedBlocks bounds blockCache.
+const maxCachedBlocks = 1024
+
+// blockKey names the block of req over the notes ids (sorted): the budget, tags and view
+// in request order, and every id.
+func blockKey(ids []string, req BlockRequest) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "block/v1\n%d\n%s\n%s\n", req.MaxTokens, strings.Join(req.Tags, ","), req.View)
+	for _, id := range ids {
+		h.Write([]byte(id))
+		h.Write([]byte{'\n'})
+	}
+	return string(h.Sum(nil))
+}
+
+// cachedBlock returns the block cached under key (with its own copy of NoteIDs).
+func cachedBlock(key string) (Block, bool) {
+	blockCache.Lock()
+	b, ok := blockCache.m[key]
+	blockCache.Unlock()
+	b.NoteIDs = slices.Clone(b.NoteIDs)
+	return b, ok
+}
+
+func storeBlock(key string, b Block) {
+	b.NotModified = false
+	b.NoteIDs = slices.Clone(b.NoteIDs)
+	blockCache.Lock()
+	defer blockCache.Unlock()
+	if len(blockCache.m) >= maxCachedBlocks {
+		blockCache.m = map[string]Block{}
+	}
+	blockCache.m[key] = b
+}
+
+// forgetBlocks empties blockCache.
+func forgetBlocks() {
+	blockCache.Lock()
+	blockCache.m = map[string]Block{}
+	blockCache.Unlock()
 }
 
 // renderNote is one note's part of the block. Writes refuse fence tags and multi-line

@@ -15,8 +15,8 @@ import (
 // inside idb (the caller's transaction, which also holds its receipt): their search-index
 // rows (SQLite's notes_fts; PostgreSQL's search column goes with the row), tags, the
 // remembered idempotent answers that carry their ids or the ids of the source's proposals,
-// and the rows themselves; then the token counts cached under their ids (MS-4). The
-// proposals and their decisions are internal/proposals' (its EraseSource calls this one
+// and the rows themselves; then the token counts cached under their ids and every cached
+// block (MS-4). The proposals and their decisions are internal/proposals' (its EraseSource calls this one
 // first, then erases them: compliance.NoteEraser). It returns how many notes it removed
 // (Proposals 0); a second call finds nothing. Outbox events and receipts stay: they hold
 // ids, never text.
@@ -55,6 +55,7 @@ func (s *Service) EraseSource(ctx context.Context, idb bun.IDB, spaceID, sourceI
 	n, _ := res.RowsAffected()
 	out.Notes = int(n)
 	forgetCounts(noteIDs)
+	forgetBlocks()
 	return out, nil
 }
 

@@ -66,16 +66,24 @@ func Append(ctx context.Context, tx bun.IDB, spaceID string, e Entry, now time.T
 	if e.Detail == nil {
 		e.Detail = map[string]any{}
 	}
-	if _, err := tx.NewInsert().Model(&head{SpaceID: spaceID, Seq: 0, Hash: Genesis}).
-		On("CONFLICT (space_id) DO NOTHING").Exec(ctx); err != nil {
-		return Receipt{}, fmt.Errorf("receipts: head: %w", err)
-	}
+	// The head is locked (created at Genesis the first time): one statement once it exists.
 	var h head
-	q := tx.NewSelect().Model(&h).Where("space_id = ?", spaceID)
-	if !db.IsSQLite(tx) {
-		q = q.For("UPDATE")
+	lock := func() error {
+		q := tx.NewSelect().Model(&h).Where("space_id = ?", spaceID)
+		if !db.IsSQLite(tx) {
+			q = q.For("UPDATE")
+		}
+		return q.Scan(ctx)
 	}
-	if err := q.Scan(ctx); err != nil {
+	err := lock()
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, err := tx.NewInsert().Model(&head{SpaceID: spaceID, Seq: 0, Hash: Genesis}).
+			On("CONFLICT (space_id) DO NOTHING").Exec(ctx); err != nil {
+			return Receipt{}, fmt.Errorf("receipts: head: %w", err)
+		}
+		err = lock()
+	}
+	if err != nil {
 		return Receipt{}, fmt.Errorf("receipts: lock head: %w", err)
 	}
 	r := Receipt{

@@ -7,6 +7,7 @@ package spaces
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/netguard"
 	"github.com/agentmemory/agentmemory/internal/receipts"
@@ -133,10 +135,8 @@ func (d Documents) ObjectTypes(ctx context.Context, spaceID string) (ObjectTypes
 // Both returns the features document and the type registry in one read (the working-memory
 // write path needs both on every request); defaults as Features and ObjectTypes give them.
 func (d Documents) Both(ctx context.Context, spaceID string) (Features, ObjectTypes, error) {
-	var rows []models.Document
-	if err := d.DB.NewSelect().Model(&rows).Column("name", "body").
-		Where("space_id = ? AND name IN (?)", spaceID, bun.In([]string{DocFeatures, DocObjectTypes})).
-		Scan(ctx); err != nil {
+	rows, err := d.both(ctx, spaceID)
+	if err != nil {
 		return Features{}, ObjectTypes{}, fmt.Errorf("spaces: load documents: %w", err)
 	}
 	var f Features
@@ -158,6 +158,105 @@ func (d Documents) Both(ctx context.Context, spaceID string) (Features, ObjectTy
 		}
 	}
 	return f, t, nil
+}
+
+// both reads the features and object-types documents of spaceID (a prepared statement on a
+// pool, bun's query in a transaction).
+func (d Documents) both(ctx context.Context, spaceID string) ([]models.Document, error) {
+	if pre, ok := ctx.Value(prefetchKey{}).(prefetched); ok && pre.spaceID == spaceID {
+		return pre.docs, nil
+	}
+	var out []models.Document
+	pool, ok := d.DB.(*bun.DB)
+	if !ok {
+		err := d.DB.NewSelect().Model(&out).Column("name", "body").
+			Where("space_id = ? AND name IN (?)", spaceID, bun.In([]string{DocFeatures, DocObjectTypes})).Scan(ctx)
+		return out, err
+	}
+	rows, err := db.QueryRows(ctx, pool, `SELECT name, body FROM documents WHERE space_id = ? AND name IN (?, ?)`, spaceID, DocFeatures, DocObjectTypes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r models.Document
+		if err := rows.Scan(&r.Name, &r.Body); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// prefetchKey is the context key of the documents AuthenticateWithDocuments read.
+type prefetchKey struct{}
+
+type prefetched struct {
+	spaceID string
+	docs    []models.Document
+}
+
+// keyAndDocuments reads a key row by hash and, in the same statement, its space's features
+// and object-types documents (one row per document; one row with empty names when neither
+// exists).
+const keyAndDocuments = `SELECT k.id, k.space_id, k.hash, k.kind, k.agent, k.vendor, k.name, k.scopes, k.roles,
+ CASE WHEN k.revoked_at IS NULL THEN 0 ELSE 1 END, COALESCE(d.name, ''), COALESCE(d.body, '')
+ FROM api_keys k LEFT JOIN documents d ON d.space_id = k.space_id AND d.name IN (?, ?)
+ WHERE k.hash = ?`
+
+// AuthenticateWithDocuments is auth.Authenticate that also reads, in the same statement
+// (one round trip instead of two), the features and object-types documents of the key's
+// space, and returns ctx carrying them: Documents.Both, Features and ObjectTypes answer from
+// them for the rest of the request. For requests that only read documents (the
+// working-memory routes, the prompt block): a request that writes a document must not use it.
+func AuthenticateWithDocuments(ctx context.Context, d *bun.DB, key string) (auth.Principal, context.Context, error) {
+	hash, err := auth.CheckKeyFormat(key)
+	if err != nil {
+		return auth.Principal{}, ctx, err
+	}
+	rows, err := db.QueryRows(ctx, d, keyAndDocuments, DocFeatures, DocObjectTypes, hash)
+	if err != nil {
+		return auth.Principal{}, ctx, fmt.Errorf("auth: load key: %w", err)
+	}
+	defer rows.Close()
+	var row models.APIKey
+	var docs []models.Document
+	found := false
+	for rows.Next() {
+		var scopes, roles, name, body string
+		var revoked int
+		if err := rows.Scan(&row.ID, &row.SpaceID, &row.Hash, &row.Kind, &row.Agent, &row.Vendor, &row.Name,
+			&scopes, &roles, &revoked, &name, &body); err != nil {
+			return auth.Principal{}, ctx, fmt.Errorf("auth: load key: %w", err)
+		}
+		if !found {
+			found = true
+			if err := json.Unmarshal([]byte(scopes), &row.Scopes); err != nil {
+				return auth.Principal{}, ctx, fmt.Errorf("auth: key scopes: %w", err)
+			}
+			if err := json.Unmarshal([]byte(roles), &row.Roles); err != nil {
+				return auth.Principal{}, ctx, fmt.Errorf("auth: key roles: %w", err)
+			}
+			if revoked != 0 {
+				now := time.Time{}
+				row.RevokedAt = &now
+			}
+		}
+		if name != "" {
+			docs = append(docs, models.Document{SpaceID: row.SpaceID, Name: name, Body: body})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return auth.Principal{}, ctx, fmt.Errorf("auth: load key: %w", err)
+	}
+	if !found {
+		return auth.Principal{}, ctx, auth.InvalidKey()
+	}
+	p, err := auth.FromRow(row, hash)
+	if err != nil {
+		return p, ctx, err
+	}
+	return p, context.WithValue(ctx, prefetchKey{}, prefetched{spaceID: p.SpaceID, docs: docs}), nil
 }
 
 // parsedDocs caches parsed documents by their exact stored text: the same text always parses
@@ -259,8 +358,21 @@ func createdDirectPut(ctx context.Context, db bun.IDB, spaceID string) (bool, er
 }
 
 func (d Documents) raw(ctx context.Context, spaceID, name string) (string, error) {
+	if pre, ok := ctx.Value(prefetchKey{}).(prefetched); ok && pre.spaceID == spaceID && (name == DocFeatures || name == DocObjectTypes) {
+		for _, doc := range pre.docs {
+			if doc.Name == name {
+				return doc.Body, nil
+			}
+		}
+		return "", nil // read with the key: not written
+	}
 	var row models.Document
-	err := d.DB.NewSelect().Model(&row).Column("body").Where("space_id = ? AND name = ?", spaceID, name).Scan(ctx)
+	var err error
+	if pool, ok := d.DB.(*bun.DB); ok {
+		err = db.QueryOne(ctx, pool, `SELECT body FROM documents WHERE space_id = ? AND name = ?`, []any{&row.Body}, spaceID, name)
+	} else {
+		err = d.DB.NewSelect().Model(&row).Column("body").Where("space_id = ? AND name = ?", spaceID, name).Scan(ctx)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/keyed"
 	"github.com/agentmemory/agentmemory/internal/keystore"
@@ -171,14 +172,33 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, agentVersion stri
 	if t.declared && !t.schema.AllowsMode(req.Mode) {
 		return WriteResult{}, invalid("mode", fmt.Sprintf("this agent's schema allows only %s writes", t.schema.AgentState.Write))
 	}
+	// PostgreSQL: after one lost race the write runs under the row's lock (SELECT ... FOR
+	// UPDATE in a transaction), so a hot state's writers queue on the row instead of
+	// re-reading and losing again. A body with a pii field stays optimistic: its masking may
+	// call out (rules, a model) and must not run while the row is locked. SQLite serialises
+	// writers itself: it keeps retrying, with no transaction around the write.
+	lockable := !db.IsSQLite(s.DB) && !t.masks(body)
+	locked := false
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return WriteResult{}, fmt.Errorf("state: write: %w", err)
 		}
-		res, retry, err := s.tryWrite(ctx, p, agentVersion, t, req, body, deletes)
+		var res WriteResult
+		var retry bool
+		var err error
+		if locked {
+			err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				var err error
+				res, retry, err = s.tryWrite(ctx, tx, true, p, agentVersion, t, req, body, deletes)
+				return err
+			})
+		} else {
+			res, retry, err = s.tryWrite(ctx, s.DB, false, p, agentVersion, t, req, body, deletes)
+		}
 		if err != nil || !retry {
 			return res, err
 		}
+		locked = lockable
 		if attempt >= maxAttempts {
 			busy := fault.New(fault.Unavailable, "agent_state_busy", "too many concurrent writers on this state; retry")
 			busy.RetryAfter = time.Second
@@ -330,11 +350,22 @@ func (s *Service) resolve(ctx context.Context, p auth.Principal, scope *Scope, a
 	return t, nil
 }
 
-// tryWrite makes one optimistic attempt; retry is true when another writer won the race and
-// the write should be recomputed on the new version.
-func (s *Service) tryWrite(ctx context.Context, p auth.Principal, agentVersion string, t target, req WriteRequest, body strictjson.Object, deletes []string) (WriteResult, bool, error) {
+// masks reports whether writing body calls the masker: one of its fields is declared pii.
+func (t target) masks(body strictjson.Object) bool {
+	for name := range body {
+		if t.schema.Fields[name].PII {
+			return true
+		}
+	}
+	return false
+}
+
+// tryWrite makes one attempt through idb; retry is true when another writer won the race and
+// the write should be recomputed on the new version. With lock (idb a transaction) the row is
+// read FOR UPDATE, so an existing row's update cannot lose.
+func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.Principal, agentVersion string, t target, req WriteRequest, body strictjson.Object, deletes []string) (WriteResult, bool, error) {
 	now := s.Now().UTC()
-	row, err := s.load(ctx, t)
+	row, err := s.load(ctx, idb, lock, t)
 	if errors.Is(err, errNoState) {
 		row, err = nil, nil
 	}
@@ -402,7 +433,7 @@ func (s *Service) tryWrite(ctx context.Context, p auth.Principal, agentVersion s
 		// The stored state expired (WM-12): it is gone for callers, so this write starts a
 		// new state at version 1. The old row is removed only if still unchanged, and under a
 		// new id, so a writer holding the old row can never apply its update to the new one.
-		res, err := s.DB.NewDelete().Model((*models.AgentState)(nil)).
+		res, err := idb.NewDelete().Model((*models.AgentState)(nil)).
 			Where("id = ? AND version = ?", row.ID, row.Version).Exec(ctx)
 		if err != nil {
 			return WriteResult{}, false, fmt.Errorf("state: drop expired: %w", err)
@@ -424,7 +455,7 @@ func (s *Service) tryWrite(ctx context.Context, p auth.Principal, agentVersion s
 			Bytes: len(canon), KeyID: p.KeyID, AgentVersion: agentVersion,
 			CreatedAt: now, UpdatedAt: now, ExpiresAt: expires,
 		}
-		res, err := s.DB.NewInsert().Model(fresh).On("CONFLICT (space_id, scope_hash, agent) DO NOTHING").Exec(ctx)
+		res, err := idb.NewInsert().Model(fresh).On("CONFLICT (space_id, scope_hash, agent) DO NOTHING").Exec(ctx)
 		if err != nil {
 			return WriteResult{}, false, fmt.Errorf("state: insert: %w", err)
 		}
@@ -442,12 +473,17 @@ func (s *Service) tryWrite(ctx context.Context, p auth.Principal, agentVersion s
 		return WriteResult{}, false, err
 	}
 	var version int64
-	err = s.DB.NewUpdate().Model((*models.AgentState)(nil)).
-		Set("body = ?", sealed).Set("field_times = ?", sealedTimes).Set("version = version + 1").
-		Set("bytes = ?", len(canon)).Set("key_id = ?", p.KeyID).Set("agent_version = ?", agentVersion).
-		Set("subject_hash = ?", subjectHash).Set("updated_at = ?", now).Set("expires_at = ?", expires).
-		Where("id = ? AND version = ?", row.ID, row.Version).
-		Returning("version").Scan(ctx, &version)
+	if d, ok := idb.(*bun.DB); ok {
+		err = db.QueryOne(ctx, d, updateState, []any{&version}, sealed, sealedTimes, len(canon), p.KeyID, agentVersion,
+			subjectHash, db.TimeArg(d, now), db.TimeArg(d, expires), row.ID, row.Version)
+	} else {
+		err = idb.NewUpdate().Model((*models.AgentState)(nil)).
+			Set("body = ?", sealed).Set("field_times = ?", sealedTimes).Set("version = version + 1").
+			Set("bytes = ?", len(canon)).Set("key_id = ?", p.KeyID).Set("agent_version = ?", agentVersion).
+			Set("subject_hash = ?", subjectHash).Set("updated_at = ?", now).Set("expires_at = ?", expires).
+			Where("id = ? AND version = ?", row.ID, row.Version).
+			Returning("version").Scan(ctx, &version)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		// Another writer won the race: recompute on its version (a conditional write then
 		// meets the version check and answers 412 with the current version).
@@ -459,11 +495,21 @@ func (s *Service) tryWrite(ctx context.Context, p auth.Principal, agentVersion s
 	return stored(version), false, nil
 }
 
-// load returns the stored row of t's state, opened (unsealed); errNoState when there is none.
-func (s *Service) load(ctx context.Context, t target) (*models.AgentState, error) {
+// load returns the stored row of t's state through idb, opened (unsealed); errNoState when
+// there is none. With lock the row is read FOR UPDATE (PostgreSQL; idb a transaction).
+func (s *Service) load(ctx context.Context, idb bun.IDB, lock bool, t target) (*models.AgentState, error) {
 	var row models.AgentState
-	err := s.DB.NewSelect().Model(&row).
-		Where("space_id = ? AND scope_hash = ? AND agent = ?", t.spaceID, t.scopeHash, t.agent).Scan(ctx)
+	var err error
+	if d, ok := idb.(*bun.DB); ok && !lock {
+		err = db.QueryOne(ctx, d, stateByScope, []any{&row}, t.spaceID, t.scopeHash, t.agent)
+	} else {
+		q := idb.NewSelect().Model(&row).
+			Where("space_id = ? AND scope_hash = ? AND agent = ?", t.spaceID, t.scopeHash, t.agent)
+		if lock {
+			q = q.For("UPDATE")
+		}
+		err = q.Scan(ctx)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errNoState
 	}
@@ -475,6 +521,14 @@ func (s *Service) load(ctx context.Context, t target) (*models.AgentState, error
 	}
 	return &row, nil
 }
+
+// stateByScope is load's statement (prepared once per pool): every column of
+// models.AgentState.
+const stateByScope = `SELECT id, space_id, scope_hash, scope_kind, agent, subject_hash, body, field_times, version, bytes, key_id, agent_version, created_at, updated_at, expires_at FROM agent_states WHERE space_id = ? AND scope_hash = ? AND agent = ?`
+
+// updateState is tryWrite's conditional update outside a transaction (prepared once per
+// pool).
+const updateState = `UPDATE agent_states SET body = ?, field_times = ?, version = version + 1, bytes = ?, key_id = ?, agent_version = ?, subject_hash = ?, updated_at = ?, expires_at = ? WHERE id = ? AND version = ? RETURNING version`
 
 // live returns the fields of row still within retention at now, their last-write times, and
 // the version callers see: 0 when there is no row or the whole state expired (WM-12).
@@ -510,7 +564,7 @@ func (s *Service) Read(ctx context.Context, p auth.Principal, req ReadRequest) (
 	if err != nil {
 		return ReadResult{}, err
 	}
-	row, err := s.load(ctx, t)
+	row, err := s.load(ctx, s.DB, false, t)
 	if errors.Is(err, errNoState) {
 		return ReadResult{Body: json.RawMessage("{}"), Version: 0}, nil
 	}

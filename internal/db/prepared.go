@@ -1,0 +1,106 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// prepared holds, per pool, the statements QueryOne prepared (by query text). bun
+// interpolates every value into the SQL text, so each of its statements is new to the
+// database (SQLite compiles it, PostgreSQL parses it); the hot paths use QueryOne instead.
+var prepared sync.Map // *bun.DB -> *stmts
+
+type stmts struct {
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+// QueryOne runs query, written with ? placeholders (rewritten to $1, $2, ... on PostgreSQL),
+// as a statement prepared once per pool of d and kept for the pool's life, and scans its
+// first row into dest with bun's model scanning (a model, or scalars). No row is
+// sql.ErrNoRows. Values are bound, never interpolated, so query must hold no other "?".
+func QueryOne(ctx context.Context, d *bun.DB, query string, dest []any, args ...any) error {
+	st, err := stmt(ctx, d, query)
+	if err != nil {
+		return err
+	}
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := d.ScanRow(ctx, rows, dest...); err != nil {
+		return err
+	}
+	for rows.Next() {
+	}
+	return rows.Err()
+}
+
+func stmt(ctx context.Context, d *bun.DB, query string) (*sql.Stmt, error) {
+	v, _ := prepared.LoadOrStore(d, &stmts{m: map[string]*sql.Stmt{}})
+	s := v.(*stmts)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.m[query]; ok {
+		return st, nil
+	}
+	text := query
+	if !IsSQLite(d) {
+		text = dollars(query)
+	}
+	st, err := d.DB.PrepareContext(ctx, text)
+	if err != nil {
+		return nil, fmt.Errorf("db: prepare: %w", err)
+	}
+	s.m[query] = st
+	return st, nil
+}
+
+// dollars rewrites the ? placeholders of query as PostgreSQL's $1, $2, ...
+func dollars(query string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// TimeArg is t as QueryOne binds it for a timestamp column of d, stored exactly as bun
+// stores it when it interpolates t: on SQLite the same text (UTC, microseconds), on
+// PostgreSQL the instant truncated to microseconds.
+func TimeArg(d *bun.DB, t time.Time) any {
+	if IsSQLite(d) {
+		return strings.Trim(string(d.Dialect().AppendTime(nil, t)), "'")
+	}
+	return t.UTC().Truncate(time.Microsecond)
+}
+
+// QueryRows is QueryOne for every row: the rows of query, prepared once per pool of d; the
+// caller scans and closes them.
+func QueryRows(ctx context.Context, d *bun.DB, query string, args ...any) (*sql.Rows, error) {
+	st, err := stmt(ctx, d, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
