@@ -311,3 +311,19 @@ func mustJSON(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return strings.TrimSpace(string(b))
 }
+
+// A document body of null (or any non-object) is refused, on a direct PUT and in a change
+// request alike: null would otherwise decode as an empty document and reset every setting.
+func TestDocumentNullBodyRefused(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		e.MustDo(http.StatusOK, "PUT", "/v1/documents/features", e.AdminKey, map[string]any{"agent_state": map[string]any{"enabled": true}})
+		v, _ := docVersion(t, e, e.AdminKey, "features")
+		for _, path := range []string{"/v1/documents/features", "/v1/documents/object-types"} {
+			requireError(t, e.Do("PUT", path, e.AdminKey, []byte("null")), http.StatusBadRequest, "invalid_document")
+			requireError(t, e.Do("POST", path+"/changes", e.AdminKey, []byte(" null ")), http.StatusBadRequest, "invalid_document")
+		}
+		after, features := docVersion(t, e, e.AdminKey, "features")
+		require.Equal(t, v, after, "nothing changed")
+		require.Equal(t, true, features["agent_state"].(map[string]any)["enabled"])
+	})
+}

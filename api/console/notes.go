@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/notes"
 )
 
@@ -70,6 +71,12 @@ func (h *Console) notesPage(c *gin.Context) {
 		list = res.Notes
 	} else {
 		list, err = h.Notes.List(c.Request.Context(), p, notes.ListFilter{SourceID: f.Agent, Tag: f.Tag, Status: f.Status, Limit: 500})
+	}
+	if fault.IsCode(err, notes.CodeFeatureDisabled) {
+		// Not a failure of the page: the space has not turned agent memory on yet.
+		h.renderView(c, http.StatusOK, "notes", view{Title: "Notes", Data: d,
+			Error: "Agent memory is off for this space: there are no notes yet. A person holding security turns it on in Settings (features: agent_memory.enabled)."})
+		return
 	}
 	if err != nil {
 		h.renderView(c, statusOf(err), "notes", view{Title: "Notes", Error: h.message(c, err), Data: d})

@@ -142,3 +142,16 @@ func TestConsoleSettingsDirectPutOffersBoth(t *testing.T) {
 		require.False(t, stateEnabled(doc), "a proposal is not applied")
 	})
 }
+
+// A new space's first screen after sign-in is Notes: with agent memory still off it says so
+// (200, with what to do), not a refusal.
+func TestConsoleNotesWhileAgentMemoryIsOff(t *testing.T) {
+	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+		_, admin := e.NewSpace("fresh", false)
+		b := signIn(t, e, admin)
+		s := b.get("/console/notes")
+		require.Equal(t, http.StatusOK, s.Status, s.Body)
+		require.Contains(t, s.Body, "Agent memory is off for this space")
+		require.Contains(t, s.Body, "Settings")
+	})
+}

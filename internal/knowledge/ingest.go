@@ -132,7 +132,8 @@ func ContentHash(kbID, sourceURI, body string) string {
 // created false when the same bytes of the same source are already pending or ready (a
 // re-ingest: no-op, the existing document). CanWrite; the feature on; the base in p's space
 // (else fault.NotFound "knowledge_base_not_found"). The ingest policy runs here, before
-// anything is stored: under "refuse" the gate's local and model layers over title and text
+// anything is stored: the source URI and version label always pass the gate (they are
+// repeated as provenance); under "refuse" the gate's local and model layers over title and text
 // (personal data: fault.Unprocessable "personal_data_in_knowledge" with detail "kinds",
 // nothing stored; the detector down: fault.Unavailable); under "mask" personal data is
 // replaced by typed placeholders and the kinds recorded. The workflow runs the gate again
@@ -149,6 +150,12 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, kbID string, req
 	}
 	b, err := s.base(ctx, s.DB, p.SpaceID, kbID)
 	if err != nil {
+		return Document{}, false, err
+	}
+	// The source and version label are provenance every retrieval repeats: whatever the
+	// policy, they must hold no personal data (masking them would change the document's
+	// identity), so the gate refuses them with the kinds found.
+	if err := s.gate(ctx, p.SpaceID, redact.JoinForCheck(req.SourceURI, req.Version)); err != nil {
 		return Document{}, false, err
 	}
 	body, title, kinds, err := s.applyPolicy(ctx, p.SpaceID, b.Settings, req.Text, req.Title)
@@ -273,7 +280,7 @@ func (s *Service) Ingest(ctx context.Context, id string) (IngestResult, error) {
 		return IngestResult{}, err
 	}
 	if b.Settings.PersonalData == PersonalDataRefuse {
-		if err := s.gate(ctx, doc.SpaceID, redact.JoinForCheck(doc.Title, doc.Body)); err != nil {
+		if err := s.gate(ctx, doc.SpaceID, redact.JoinForCheck(doc.Title, doc.Body, doc.SourceURI, doc.VersionLabel)); err != nil {
 			fe := fault.As(err)
 			if fe == nil || fe.Code != CodePersonalData {
 				return IngestResult{}, err

@@ -137,6 +137,20 @@ func TestPersonalDataPolicies(t *testing.T) {
 		require.NoError(t, r.DB.NewRaw("SELECT text FROM knowledge_chunks WHERE document_id = ?", d.ID).Scan(ctx, &text))
 		require.NotContains(t, text, "91234")
 		require.Contains(t, text, "<phone>")
+
+		// The source and the version label are provenance repeated by every retrieval: under
+		// either policy personal data there is refused, never masked or stored.
+		for _, kb := range []string{refuse, mask} {
+			for _, req := range []knowledge.SubmitRequest{
+				{Text: "Pelican pasta ferment.", SourceURI: "mailto:ana.souza@example.com"},
+				{Text: "Pelican pasta ferment.", SourceURI: "kb://pasta", Version: "cpf 123.456.789-09"},
+			} {
+				_, _, err := r.ks.Submit(ctx, r.admin, kb, req)
+				require.Equal(t, knowledge.CodePersonalData, fault.As(err).Code, "%+v", req)
+			}
+		}
+		require.NoError(t, r.DB.NewRaw("SELECT count(*) FROM knowledge_documents").Scan(ctx, &count))
+		require.Equal(t, 1, count, "only the masked document is stored")
 	})
 }
 

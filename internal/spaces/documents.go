@@ -272,7 +272,8 @@ func ParseObjectTypes(data []byte) (ObjectTypes, error) {
 	return d, nil
 }
 
-// ParseRetention reads a retention such as "30d" or "12h".
+// ParseRetention reads a retention such as "30d" or "12h": a positive count of days or hours,
+// at most maxRetentionDays days; anything else is an error saying what it must look like.
 func ParseRetention(s string) (time.Duration, error) {
 	if len(s) < 2 {
 		return 0, fmt.Errorf("must look like 30d or 12h")
@@ -281,14 +282,24 @@ func ParseRetention(s string) (time.Duration, error) {
 	if err != nil || n <= 0 {
 		return 0, fmt.Errorf("must look like 30d or 12h")
 	}
+	var d time.Duration
 	switch s[len(s)-1] {
 	case 'd':
-		return time.Duration(n) * 24 * time.Hour, nil
+		d = 24 * time.Hour
 	case 'h':
-		return time.Duration(n) * time.Hour, nil
+		d = time.Hour
+	default:
+		return 0, fmt.Errorf("must look like 30d or 12h")
 	}
-	return 0, fmt.Errorf("must look like 30d or 12h")
+	if n > maxRetentionDays*int(24*time.Hour/d) {
+		return 0, fmt.Errorf("must be at most %dd", maxRetentionDays)
+	}
+	return time.Duration(n) * d, nil
 }
+
+// maxRetentionDays bounds ParseRetention (100 years): a larger count would overflow
+// time.Duration and read as a negative age.
+const maxRetentionDays = 36500
 
 // SchemaFor returns the working-memory schema of agent (WM-2): the type named like the agent
 // with ownership agent, else the only type of that ownership; ok is false when none is declared.

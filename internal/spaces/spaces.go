@@ -5,6 +5,7 @@
 package spaces
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -453,6 +454,10 @@ func (d Documents) Current(ctx context.Context, idb bun.IDB, spaceID, name strin
 // documents.direct_put states direct, the space's current setting (a document never drops the
 // setting silently). Errors are fault.Invalid naming the member, or "document_not_found".
 func (d Documents) normalize(name string, body []byte, direct bool) (string, error) {
+	if t := bytes.TrimSpace(body); len(t) == 0 || t[0] != '{' {
+		// null would decode as an empty document and reset every setting to its default.
+		return "", fault.New(fault.Invalid, "invalid_document", "the document must be a JSON object")
+	}
 	switch name {
 	case DocFeatures:
 		f, err := ParseFeatures(body)
