@@ -32,9 +32,10 @@ func ChunkID(docID, version string, start, end int) string {
 // tokens of the previous one (KN-2). The rule is deterministic: body is read as words (runs
 // without white space, by byte offset); a chunk takes whole words while the sum of their
 // token counts (each word counted with a leading space, cl100k_base) stays within size (a
-// single longer word is a chunk of its own); the next chunk starts at the latest word whose
+// word longer than size tokens is cut at UTF-8 boundaries into pieces of at most size bytes,
+// so no chunk exceeds size tokens by more than its leading space); the next chunk starts at the latest word whose
 // trailing words up to the end of the previous chunk hold at least overlap tokens, always
-// after the previous chunk's start. A chunk never cuts a word or a UTF-8 sequence. Tokens is
+// after the previous chunk's start. A chunk never cuts a word that fits in a chunk, nor a UTF-8 sequence. Tokens is
 // the exact cl100k count of the chunk's text. A body without words has no chunks.
 func ChunkText(docID, version, body string, size, overlap int) ([]Chunk, error) {
 	type word struct{ start, end, tokens int }
@@ -63,8 +64,26 @@ func ChunkText(docID, version, body string, size, overlap int) ([]Chunk, error) 
 			}
 			t, cache[w] = c, c
 		}
-		words = append(words, word{i, j, t})
-		i = j
+		if t <= size {
+			words = append(words, word{i, j, t})
+			i = j
+			continue
+		}
+		// A word longer than a chunk (a run of hundreds of kilobytes without white space) is cut
+		// at UTF-8 boundaries into pieces of at most size bytes: a token covers at least one
+		// byte, so a piece never exceeds size tokens.
+		for i < j {
+			k := min(i+max(size, utf8.UTFMax), j)
+			for k < j && !utf8.RuneStart(body[k]) {
+				k--
+			}
+			c, err := notes.CountTokens(" " + body[i:k])
+			if err != nil {
+				return nil, err
+			}
+			words = append(words, word{i, k, c})
+			i = k
+		}
 	}
 	var out []Chunk
 	for i := 0; i < len(words); {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"unicode/utf8"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -261,6 +262,20 @@ func TestChunkText(t *testing.T) {
 	c, err := knowledge.ChunkText("kd_1", "v2", body, 60, 10)
 	require.NoError(t, err)
 	require.NotEqual(t, a[0].ID, c[0].ID, "the version is part of the id")
+
+	// A word longer than a chunk (here 20 KB of letters and multi-byte runes without a space)
+	// is cut at UTF-8 boundaries: no chunk exceeds the budget, and the chunks run from its start to its end.
+	long := "intro " + strings.Repeat("abç世", 4000) + " outro"
+	d, err := knowledge.ChunkText("kd_2", "v1", long, 60, 0)
+	require.NoError(t, err)
+	require.Greater(t, len(d), 100)
+	for _, c := range d {
+		require.LessOrEqual(t, c.Tokens, 61, "chunk %d", c.Ord)
+		require.True(t, utf8.ValidString(c.Text))
+		require.Equal(t, long[c.Start:c.End], c.Text)
+	}
+	require.Equal(t, d[0].Start, 0)
+	require.Equal(t, len(long), d[len(d)-1].End)
 }
 
 // TestFreshnessAndMinScore: max_age drops chunks indexed longer ago; min_score drops weak
