@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"unicode/utf8"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
