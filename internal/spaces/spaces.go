@@ -449,19 +449,27 @@ func (d Documents) Current(ctx context.Context, idb bun.IDB, spaceID, name strin
 	return d.get(ctx, idb, spaceID, name)
 }
 
+// requireObject refuses a parsed document whose JSON is not an object: null would decode as an
+// empty document and reset every setting to its default (fault.Invalid "invalid_document").
+func requireObject(body []byte) error {
+	if t := bytes.TrimSpace(body); len(t) == 0 || t[0] != '{' {
+		return fault.New(fault.Invalid, "invalid_document", "the document must be a JSON object")
+	}
+	return nil
+}
+
 // normalize validates a proposed document and returns the text it is stored as: the
 // canonical JSON of its parsed value. A features document that does not state
 // documents.direct_put states direct, the space's current setting (a document never drops the
 // setting silently). Errors are fault.Invalid naming the member, or "document_not_found".
 func (d Documents) normalize(name string, body []byte, direct bool) (string, error) {
-	if t := bytes.TrimSpace(body); len(t) == 0 || t[0] != '{' {
-		// null would decode as an empty document and reset every setting to its default.
-		return "", fault.New(fault.Invalid, "invalid_document", "the document must be a JSON object")
-	}
 	switch name {
 	case DocFeatures:
 		f, err := ParseFeatures(body)
 		if err != nil {
+			return "", err
+		}
+		if err := requireObject(body); err != nil {
 			return "", err
 		}
 		if u := f.AgentMemory.WebhookURL; u != "" {
@@ -476,6 +484,9 @@ func (d Documents) normalize(name string, body []byte, direct bool) (string, err
 	case DocObjectTypes:
 		t, err := ParseObjectTypes(body)
 		if err != nil {
+			return "", err
+		}
+		if err := requireObject(body); err != nil {
 			return "", err
 		}
 		if t.Types == nil {
