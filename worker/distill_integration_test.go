@@ -261,11 +261,18 @@ func TestDistillABCDApproved(t *testing.T) {
 	}
 }
 
-// historyJSON returns the workflow's whole history as protojson, and the text of every
-// payload in it (protojson shows payload data in base64) decoded and joined.
+// historyJSON returns the distillation workflow's whole history of proposalID as protojson,
+// and the text of every payload in it decoded and joined (workflowHistory).
 func historyJSON(t *testing.T, proposalID string) (string, string) {
 	t.Helper()
-	it := temporalClient.GetWorkflowHistory(context.Background(), workflows.DistillID(proposalID), "", false, 0)
+	return workflowHistory(t, workflows.DistillID(proposalID))
+}
+
+// workflowHistory returns workflow workflowID's whole history as protojson, and the text of
+// every payload in it (protojson shows payload data in base64) decoded and joined.
+func workflowHistory(t *testing.T, workflowID string) (string, string) {
+	t.Helper()
+	it := temporalClient.GetWorkflowHistory(context.Background(), workflowID, "", false, 0)
 	h := &historypb.History{}
 	for it.HasNext() {
 		ev, err := it.Next()

@@ -2,7 +2,6 @@ package worker_test
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,8 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	historypb "go.temporal.io/api/history/v1"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/api/apitest"
@@ -116,23 +113,7 @@ func TestKnowledgeIngestWorkflow(t *testing.T) {
 // decoded and joined.
 func ingestHistory(t *testing.T, id string) (string, string) {
 	t.Helper()
-	it := temporalClient.GetWorkflowHistory(context.Background(), workflows.IngestWorkflowID(id), "", false, 0)
-	h := &historypb.History{}
-	for it.HasNext() {
-		ev, err := it.Next()
-		require.NoError(t, err)
-		h.Events = append(h.Events, ev)
-	}
-	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(h)
-	require.NoError(t, err)
-	var payloads strings.Builder
-	for _, m := range payloadData.FindAllStringSubmatch(string(data), -1) {
-		dec, err := base64.StdEncoding.DecodeString(m[1])
-		require.NoError(t, err)
-		payloads.Write(dec)
-		payloads.WriteByte('\n')
-	}
-	return string(data), payloads.String()
+	return workflowHistory(t, workflows.IngestWorkflowID(id))
 }
 
 // TestKnowledgeIngestWaitsForTheEmbedder: while the embedder is down the document stays
