@@ -247,7 +247,7 @@ func newReplica(e *apitest.Env) *api.Server {
 	t.Helper()
 	d, err := db.Open(context.Background(), databaseURL(t, e), dbtest.Shipped())
 	require.NoError(t, err)
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() { db.Close(d) })
 	require.NotSame(t, e.DB, d)
 	cfg, err := config.Load(func(string) string { return "" })
 	require.NoError(t, err)

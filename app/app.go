@@ -146,7 +146,7 @@ func Build(ctx context.Context, cfg config.Config, o Overrides) (_ *App, err err
 			return nil, err
 		}
 		d := a.DB
-		a.closers = append(a.closers, func() { d.Close() })
+		a.closers = append(a.closers, func() { db.Close(d) })
 	}
 	if a.Signer, err = openSigner(cfg, o.GenerateSecret); err != nil {
 		return nil, err

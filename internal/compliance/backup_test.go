@@ -49,7 +49,7 @@ func TestRestoredBackupCannotBeDecrypted(t *testing.T) {
 	require.False(t, bytes.Contains(raw, []byte(ana.email)), "the backup holds the address in clear")
 	restored, err := db.Open(ctx, "sqlite://"+backup, db.Options{})
 	require.NoError(t, err)
-	defer restored.Close()
+	defer db.Close(restored)
 	var rows []models.AgentState
 	require.NoError(t, restored.NewSelect().Model(&rows).Where("subject_hash != ''").Scan(ctx))
 	require.Len(t, rows, 2, "the backup still has ana's sealed states")

@@ -104,3 +104,19 @@ func QueryRows(ctx context.Context, d *bun.DB, query string, args ...any) (*sql.
 	}
 	return st.QueryContext(ctx, args...)
 }
+
+// Close closes the statements QueryOne and QueryRows prepared on d, forgets them, then closes
+// d. Close every pool those functions used through it, or its statements stay in memory for
+// the life of the process. Errors: d's own Close error.
+func Close(d *bun.DB) error {
+	if v, ok := prepared.LoadAndDelete(d); ok {
+		s := v.(*stmts)
+		s.mu.Lock()
+		for _, st := range s.m {
+			_ = st.Close() // the pool's Close below releases what a failed statement close keeps
+		}
+		s.m = map[string]*sql.Stmt{}
+		s.mu.Unlock()
+	}
+	return d.Close()
+}

@@ -56,7 +56,7 @@ func OpenWith(t testing.TB, engine string, opt db.Options) *bun.DB {
 	ctx := context.Background()
 	d, err := db.Open(ctx, u, opt)
 	require.NoError(t, err)
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() { db.Close(d) })
 	_, err = db.Migrate(ctx, d)
 	require.NoError(t, err)
 	return d
