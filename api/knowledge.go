@@ -35,6 +35,22 @@ func (s *Server) listKnowledgeBases(c *gin.Context) {
 	c.PureJSON(http.StatusOK, gin.H{"bases": bs})
 }
 
+// setKnowledgeReaders: PUT /v1/knowledge/{kb}/readers {"space", "agents", "vendors"} -> 200
+// the base with its new read grants (KN-1, MS-2). Role admin.
+func (s *Server) setKnowledgeReaders(c *gin.Context) {
+	var in knowledge.Readers
+	if err := bind(c, &in); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	b, err := s.Knowledge.SetReaders(s.ctx(c), principal(c), c.Param("kb"), in)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusOK, b)
+}
+
 // submitKnowledgeDocument: POST /v1/knowledge/{kb}/documents {"text", "format", "source_uri",
 // "title", "version"} -> 202 {"document_id", "status", "duplicate", "document"} (KN-2), after
 // starting IngestWorkflow under a workflow id derived from the document id. The same bytes
@@ -104,7 +120,7 @@ func (s *Server) deleteKnowledgeDocument(c *gin.Context) {
 }
 
 // retrieveKnowledge: POST /v1/knowledge/retrieve {"query", "kbs", "top_k", "max_tokens",
-// "min_score"} -> {"mode", "chunks", "context", "context_tokens"} (KN-4).
+// "min_score", "filters"} -> {"mode", "chunks", "context", "context_tokens"} (KN-4).
 func (s *Server) retrieveKnowledge(c *gin.Context) {
 	var in knowledge.RetrieveRequest
 	if err := bind(c, &in); err != nil {

@@ -94,6 +94,7 @@ func (s *Server) routes() {
 	v1.POST("/knowledge", s.createKnowledgeBase)
 	v1.GET("/knowledge", s.listKnowledgeBases)
 	v1.POST("/knowledge/retrieve", s.retrieveKnowledge)
+	v1.PUT("/knowledge/:kb/readers", s.setKnowledgeReaders)
 	v1.POST("/knowledge/:kb/documents", s.submitKnowledgeDocument)
 	v1.GET("/knowledge/:kb/documents", s.listKnowledgeDocuments)
 	v1.GET("/knowledge/:kb/documents/:id", s.getKnowledgeDocument)

@@ -20,7 +20,9 @@ type KnowledgeBase struct {
 
 // KnowledgeDocument is one submitted version of a source (KN-2). Body holds the gated text
 // (masked under the mask policy) until it is indexed or refused; Kinds is a JSON list of the
-// personal-data kinds the gate found (never values).
+// personal-data kinds the gate found (never values). SubjectHash is the keyed hash of the
+// subject the document is about under the policy allow_with_subject ("" otherwise): a subject
+// erasure deletes the document with its chunks (KN-3).
 type KnowledgeDocument struct {
 	bun.BaseModel `bun:"table:knowledge_documents"`
 
@@ -41,6 +43,7 @@ type KnowledgeDocument struct {
 	EmbedModel   string     `bun:"embed_model"`
 	Dims         int        `bun:"dims"`
 	SupersededBy string     `bun:"superseded_by"`
+	SubjectHash  string     `bun:"subject_hash"`
 	CreatedBy    string     `bun:"created_by"`
 	CreatedAt    time.Time  `bun:"created_at"`
 	UpdatedAt    time.Time  `bun:"updated_at"`
@@ -49,20 +52,33 @@ type KnowledgeDocument struct {
 
 // KnowledgeChunk is one indexed chunk (KN-2): its byte range [StartByte, EndByte) in the
 // document's body, Heading (the document title, indexed with the text) and Embedding
-// (little-endian float32s; nil when none).
+// (little-endian float32s; nil when none). SubjectHash repeats its document's.
 type KnowledgeChunk struct {
 	bun.BaseModel `bun:"table:knowledge_chunks"`
 
-	ID         string    `bun:"id,pk"`
-	SpaceID    string    `bun:"space_id"`
-	KBID       string    `bun:"kb_id"`
-	DocumentID string    `bun:"document_id"`
-	Ord        int       `bun:"ord"`
-	Heading    string    `bun:"heading"`
-	StartByte  int       `bun:"start_byte"`
-	EndByte    int       `bun:"end_byte"`
-	Tokens     int       `bun:"tokens"`
-	Text       string    `bun:"text"`
-	Embedding  []byte    `bun:"embedding"`
-	CreatedAt  time.Time `bun:"created_at"`
+	ID          string    `bun:"id,pk"`
+	SpaceID     string    `bun:"space_id"`
+	KBID        string    `bun:"kb_id"`
+	DocumentID  string    `bun:"document_id"`
+	Ord         int       `bun:"ord"`
+	Heading     string    `bun:"heading"`
+	StartByte   int       `bun:"start_byte"`
+	EndByte     int       `bun:"end_byte"`
+	Tokens      int       `bun:"tokens"`
+	Text        string    `bun:"text"`
+	Embedding   []byte    `bun:"embedding"`
+	SubjectHash string    `bun:"subject_hash"`
+	CreatedAt   time.Time `bun:"created_at"`
+}
+
+// KnowledgeReader is one read grant of a knowledge base (KN-1, MS-2): Kind "space" (Name
+// empty: every agent key of the space with knowledge:read), "agent" (Name: the agent's name)
+// or "vendor" (Name: the vendor's name).
+type KnowledgeReader struct {
+	bun.BaseModel `bun:"table:knowledge_readers"`
+
+	SpaceID string `bun:"space_id"`
+	KBID    string `bun:"kb_id,pk"`
+	Kind    string `bun:"kind,pk"`
+	Name    string `bun:"name,pk"`
 }

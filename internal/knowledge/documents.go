@@ -18,13 +18,18 @@ import (
 const MaxListDocuments = 200
 
 // GetDocument returns document id of base kbID in p's space (CanRead or CanWrite; the
-// feature on); a document of another base or space is fault.NotFound "document_not_found".
+// feature on); a document of another base or space, or of a base an agent key with
+// knowledge:read alone is not granted (whereReadable), is fault.NotFound "document_not_found".
 func (s *Service) GetDocument(ctx context.Context, p auth.Principal, kbID, id string) (Document, error) {
 	if err := s.readerOrWriter(ctx, p); err != nil {
 		return Document{}, err
 	}
 	var row models.KnowledgeDocument
-	err := s.DB.NewSelect().Model(&row).Where("space_id = ? AND kb_id = ? AND id = ?", p.SpaceID, kbID, id).Scan(ctx)
+	q := s.DB.NewSelect().Model(&row).Where("space_id = ? AND kb_id = ? AND id = ?", p.SpaceID, kbID, id)
+	if !mayReadMetadata(p) {
+		q = s.whereReadable(q, p, "kb_id")
+	}
+	err := q.Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Document{}, fault.New(fault.NotFound, CodeDocumentNotFound, "no document with that id in this knowledge base")
 	}
@@ -35,13 +40,18 @@ func (s *Service) GetDocument(ctx context.Context, p auth.Principal, kbID, id st
 }
 
 // ListDocuments lists the documents of base kbID, newest first, at most 200 (CanRead or
-// CanWrite; the feature on; the base in p's space, else "knowledge_base_not_found").
-// Status, when set, keeps only that status.
+// CanWrite; the feature on; the base in p's space and, for an agent key with knowledge:read
+// alone, granted to it, else "knowledge_base_not_found"). Status, when set, keeps only that
+// status.
 func (s *Service) ListDocuments(ctx context.Context, p auth.Principal, kbID, status string) ([]Document, error) {
 	if err := s.readerOrWriter(ctx, p); err != nil {
 		return nil, err
 	}
-	if _, err := s.base(ctx, s.DB, p.SpaceID, kbID); err != nil {
+	viewer := p
+	if mayReadMetadata(p) {
+		viewer = auth.Principal{SpaceID: p.SpaceID} // every base of the space
+	}
+	if _, err := s.readableBase(ctx, viewer, kbID); err != nil {
 		return nil, err
 	}
 	var rows []models.KnowledgeDocument

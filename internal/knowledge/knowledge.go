@@ -18,8 +18,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/uptrace/bun"
 
@@ -74,6 +76,10 @@ const (
 	EmbedderDownLexicalOnly = "lexical_only"
 	PersonalDataRefuse      = "refuse"
 	PersonalDataMask        = "mask"
+	// PersonalDataWithSubject admits personal data in a document that names the subject it is
+	// about (SubmitRequest.Subject), kept only as a keyed hash so that the subject's erasure
+	// deletes the document, its chunks, full-text entries and vectors (KN-3).
+	PersonalDataWithSubject = "allow_with_subject"
 )
 
 // Error codes of the store.
@@ -105,8 +111,71 @@ type Settings struct {
 	// only, said in the answer's mode).
 	EmbedderDown string `json:"embedder_down"`
 	// PersonalData is the ingest policy: "refuse" (default: a document with personal data is
-	// refused with its kinds) or "mask" (stored masked, as turns are).
+	// refused with its kinds), "mask" (stored masked, as turns are) or "allow_with_subject"
+	// (every document names the subject it is about; its personal data is stored and erased
+	// with the subject).
 	PersonalData string `json:"personal_data"`
+	// Readers is who may read the base (KN-1, MS-2); nil on a request is no agent at all
+	// (Readers' zero value). It is kept in knowledge_readers, never in the settings column.
+	Readers *Readers `json:"readers,omitempty"`
+}
+
+// Readers are a base's read grants (KN-1, MS-2). An agent key with knowledge:read reads the
+// base when Space is true (an explicit grant to every agent of the space), when its agent name
+// is in Agents, or when its vendor is in Vendors. The zero value grants no agent: a base
+// created without readers is read only by person keys (roles admin and integration) until an
+// admin grants it. Names are 1-100 characters without control characters, at most MaxGrants
+// of each, kept sorted and without repeats.
+type Readers struct {
+	Space   bool     `json:"space"`
+	Agents  []string `json:"agents"`
+	Vendors []string `json:"vendors"`
+}
+
+// MaxGrants caps Readers.Agents and Readers.Vendors.
+const MaxGrants = 100
+
+// Grant kinds of knowledge_readers.
+const (
+	grantSpace  = "space"
+	grantAgent  = "agent"
+	grantVendor = "vendor"
+)
+
+// normalize validates r (members named from prefix) and sorts and de-duplicates its names.
+func (r *Readers) normalize(prefix string) error {
+	for _, l := range []struct {
+		member string
+		names  *[]string
+	}{{prefix + ".agents", &r.Agents}, {prefix + ".vendors", &r.Vendors}} {
+		if len(*l.names) > MaxGrants {
+			return invalid(l.member, "%s lists at most %d names", l.member, MaxGrants)
+		}
+		for i, n := range *l.names {
+			if n == "" || len(n) > 100 || strings.IndexFunc(n, unicode.IsControl) >= 0 {
+				return invalid(fmt.Sprintf("%s[%d]", l.member, i), "a name is 1-100 characters without control characters")
+			}
+		}
+		out := append([]string{}, *l.names...)
+		slices.Sort(out)
+		*l.names = slices.Compact(out)
+	}
+	return nil
+}
+
+// rows are r as knowledge_readers rows of base kbID.
+func (r Readers) rows(spaceID, kbID string) []models.KnowledgeReader {
+	var out []models.KnowledgeReader
+	if r.Space {
+		out = append(out, models.KnowledgeReader{SpaceID: spaceID, KBID: kbID, Kind: grantSpace, Name: ""})
+	}
+	for _, n := range r.Agents {
+		out = append(out, models.KnowledgeReader{SpaceID: spaceID, KBID: kbID, Kind: grantAgent, Name: n})
+	}
+	for _, n := range r.Vendors {
+		out = append(out, models.KnowledgeReader{SpaceID: spaceID, KBID: kbID, Kind: grantVendor, Name: n})
+	}
+	return out
 }
 
 // Normalize fills defaults and validates s; errors are fault.Invalid naming the member
@@ -136,6 +205,12 @@ func (s *Settings) Normalize() error {
 	if s.PersonalData == "" {
 		s.PersonalData = PersonalDataRefuse
 	}
+	if s.Readers == nil {
+		s.Readers = &Readers{}
+	}
+	if err := s.Readers.normalize("settings.readers"); err != nil {
+		return err
+	}
 	switch {
 	case len(s.EmbeddingModel) > 200 || strings.ContainsAny(s.EmbeddingModel, " \t\r\n"):
 		return invalid("settings.embedding_model", "embedding_model is a model name of at most 200 characters")
@@ -149,8 +224,8 @@ func (s *Settings) Normalize() error {
 		return invalid("settings.max_tokens", "max_tokens must be from %d to %d", MinContextTokens, MaxContextTokens)
 	case s.EmbedderDown != EmbedderDownFail && s.EmbedderDown != EmbedderDownLexicalOnly:
 		return invalid("settings.embedder_down", `embedder_down must be "fail" or "lexical_only"`)
-	case s.PersonalData != PersonalDataRefuse && s.PersonalData != PersonalDataMask:
-		return invalid("settings.personal_data", `personal_data must be "refuse" or "mask"`)
+	case s.PersonalData != PersonalDataRefuse && s.PersonalData != PersonalDataMask && s.PersonalData != PersonalDataWithSubject:
+		return invalid("settings.personal_data", `personal_data must be "refuse", "mask" or "allow_with_subject"`)
 	}
 	if s.MaxAge != "" {
 		if _, err := spaces.ParseRetention(s.MaxAge); err != nil {
@@ -223,13 +298,11 @@ func CanWrite(p auth.Principal) error {
 
 // CreateBase creates a base in p's space (KN-1): a person key with role admin; the feature
 // on; name 1-64 characters of a-z 0-9 _ . - (unique in the space: fault.Conflict
-// "knowledge_base_exists"); settings validated by Normalize. It leaves a knowledge receipt
-// "base.create".
+// "knowledge_base_exists"); settings validated by Normalize, the read grants stored with the
+// base in the same transaction. It leaves a knowledge receipt "base.create" (with the grants'
+// counts, never names).
 func (s *Service) CreateBase(ctx context.Context, p auth.Principal, req CreateBaseRequest) (Base, error) {
-	if p.IsAgent() {
-		return Base{}, fault.New(fault.Forbidden, "role_required", "creating a knowledge base needs a person key with role admin")
-	}
-	if err := p.RequireRole(auth.RoleAdmin); err != nil {
+	if err := requireAdmin(p, "creating a knowledge base"); err != nil {
 		return Base{}, err
 	}
 	if err := s.enabled(ctx, p.SpaceID); err != nil {
@@ -242,10 +315,14 @@ func (s *Service) CreateBase(ctx context.Context, p auth.Principal, req CreateBa
 	if err := st.Normalize(); err != nil {
 		return Base{}, err
 	}
+	readers := *st.Readers
+	stored := st
+	stored.Readers = nil // knowledge_readers holds them
 	now := s.now()
-	row := models.KnowledgeBase{ID: auth.NewID("kb"), SpaceID: p.SpaceID, Name: req.Name, Settings: mustJSON(st), CreatedBy: p.KeyID, CreatedAt: now}
+	row := models.KnowledgeBase{ID: auth.NewID("kb"), SpaceID: p.SpaceID, Name: req.Name, Settings: mustJSON(stored), CreatedBy: p.KeyID, CreatedAt: now}
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "base.create", ActorKey: p.KeyID, ObjectIDs: []string{row.ID}}, now); err != nil {
+		if _, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "base.create", ActorKey: p.KeyID, ObjectIDs: []string{row.ID},
+			Detail: readersDetail(readers)}, now); err != nil {
 			return err
 		}
 		taken, err := tx.NewSelect().Model((*models.KnowledgeBase)(nil)).Where("space_id = ? AND name = ?", p.SpaceID, req.Name).Exists(ctx)
@@ -255,8 +332,10 @@ func (s *Service) CreateBase(ctx context.Context, p auth.Principal, req CreateBa
 		if taken {
 			return fault.New(fault.Conflict, CodeBaseExists, "a knowledge base of that name exists in this space").With("member", "name")
 		}
-		_, err = tx.NewInsert().Model(&row).Exec(ctx)
-		return err
+		if _, err := tx.NewInsert().Model(&row).Exec(ctx); err != nil {
+			return err
+		}
+		return insertReaders(ctx, tx, readers.rows(p.SpaceID, row.ID))
 	})
 	if err != nil {
 		return Base{}, err
@@ -264,7 +343,70 @@ func (s *Service) CreateBase(ctx context.Context, p auth.Principal, req CreateBa
 	return Base{ID: row.ID, Name: row.Name, Settings: st, CreatedAt: row.CreatedAt}, nil
 }
 
-// ListBases lists the bases of p's space by name (CanRead or CanWrite; the feature on).
+// SetReaders replaces the read grants of base kbID (KN-1, MS-2): a person key with role
+// admin; the feature on; the base in p's space (else fault.NotFound
+// "knowledge_base_not_found"); r validated as settings' readers (fault.Invalid naming
+// readers.<member>). The grants change in one transaction with a knowledge receipt
+// "base.readers" (counts, never names); the next retrieval sees them. It returns the base.
+func (s *Service) SetReaders(ctx context.Context, p auth.Principal, kbID string, r Readers) (Base, error) {
+	if err := requireAdmin(p, "changing who reads a knowledge base"); err != nil {
+		return Base{}, err
+	}
+	if err := s.enabled(ctx, p.SpaceID); err != nil {
+		return Base{}, err
+	}
+	if err := r.normalize("readers"); err != nil {
+		return Base{}, err
+	}
+	now := s.now()
+	var b Base
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "base.readers", ActorKey: p.KeyID, ObjectIDs: []string{kbID},
+			Detail: readersDetail(r)}, now); err != nil {
+			return err
+		}
+		if _, err := s.base(ctx, tx, p.SpaceID, kbID); err != nil {
+			return err
+		}
+		if _, err := tx.NewDelete().Model((*models.KnowledgeReader)(nil)).Where("space_id = ? AND kb_id = ?", p.SpaceID, kbID).Exec(ctx); err != nil {
+			return err
+		}
+		if err := insertReaders(ctx, tx, r.rows(p.SpaceID, kbID)); err != nil {
+			return err
+		}
+		var err error
+		b, err = s.base(ctx, tx, p.SpaceID, kbID)
+		return err
+	})
+	if err != nil {
+		return Base{}, err
+	}
+	return b, nil
+}
+
+func requireAdmin(p auth.Principal, what string) error {
+	if p.IsAgent() {
+		return fault.New(fault.Forbidden, "role_required", "%s needs a person key with role admin", what)
+	}
+	return p.RequireRole(auth.RoleAdmin)
+}
+
+func readersDetail(r Readers) map[string]any {
+	return map[string]any{"readers_space": r.Space, "readers_agents": len(r.Agents), "readers_vendors": len(r.Vendors)}
+}
+
+func insertReaders(ctx context.Context, tx bun.Tx, rows []models.KnowledgeReader) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	_, err := tx.NewInsert().Model(&rows).Exec(ctx)
+	return err
+}
+
+// ListBases lists the bases of p's space by name, each with its read grants (CanRead or
+// CanWrite; the feature on). An agent key with knowledge:read alone sees only the bases it may
+// read (whereReadable); one with knowledge:write sees every base (it loads documents into
+// them).
 func (s *Service) ListBases(ctx context.Context, p auth.Principal) ([]Base, error) {
 	if CanRead(p) != nil {
 		if err := CanWrite(p); err != nil {
@@ -275,40 +417,122 @@ func (s *Service) ListBases(ctx context.Context, p auth.Principal) ([]Base, erro
 		return nil, err
 	}
 	var rows []models.KnowledgeBase
-	if err := s.DB.NewSelect().Model(&rows).Where("space_id = ?", p.SpaceID).OrderExpr("name ASC").Scan(ctx); err != nil {
+	q := s.DB.NewSelect().Model(&rows).Where("space_id = ?", p.SpaceID)
+	if !mayReadMetadata(p) {
+		q = s.whereReadable(q, p, "id")
+	}
+	if err := q.OrderExpr("name ASC").Scan(ctx); err != nil {
 		return nil, fmt.Errorf("knowledge: list bases: %w", err)
 	}
-	out := make([]Base, 0, len(rows))
-	for _, r := range rows {
-		b, err := toBase(r)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
+	return s.toBases(ctx, s.DB, p.SpaceID, rows)
+}
+
+// ReadableBaseIDs returns the ids of at most limit bases p may retrieve from, by name (MCP
+// search_knowledge without kbs): every base for a person key, the granted ones for an agent.
+func (s *Service) ReadableBaseIDs(ctx context.Context, p auth.Principal, limit int) ([]string, error) {
+	if err := CanRead(p); err != nil {
+		return nil, err
 	}
-	return out, nil
+	if err := s.enabled(ctx, p.SpaceID); err != nil {
+		return nil, err
+	}
+	var ids []string
+	q := s.DB.NewSelect().Model((*models.KnowledgeBase)(nil)).Column("id").Where("space_id = ?", p.SpaceID)
+	if err := s.whereReadable(q, p, "id").OrderExpr("name ASC").Limit(int64(limit)).Scan(ctx, &ids); err != nil {
+		return nil, fmt.Errorf("knowledge: readable bases: %w", err)
+	}
+	return ids, nil
+}
+
+// whereReadable restricts q to the bases p may read (KN-1, MS-2); kbCol names q's base id
+// column (a constant of the caller). A person key (roles admin or integration, checked by the
+// caller) reads every base of its space; an agent key only the bases whose knowledge_readers
+// grant the whole space, its agent name or its vendor. The predicate is part of the query
+// itself, so nothing a request names (bases, filters) can widen it.
+func (s *Service) whereReadable(q *bun.SelectQuery, p auth.Principal, kbCol string) *bun.SelectQuery {
+	if !p.IsAgent() {
+		return q
+	}
+	granted := s.DB.NewSelect().TableExpr("knowledge_readers AS g").Column("g.kb_id").
+		Where("g.space_id = ?", p.SpaceID).
+		Where("(g.kind = ? OR (g.kind = ? AND g.name = ?) OR (g.kind = ? AND g.name = ?))", grantSpace, grantAgent, p.Agent, grantVendor, p.Vendor)
+	return q.Where(kbCol+" IN (?)", granted)
+}
+
+// mayReadMetadata reports whether p reads every base's list and document statuses without a
+// read grant: person keys, and agent keys with knowledge:write (they load the documents).
+func mayReadMetadata(p auth.Principal) bool {
+	return !p.IsAgent() || p.HasScope(auth.ScopeKnowledgeWrite)
 }
 
 // base loads base id of spaceID: another space's base is fault.NotFound like a missing one
 // (the tenant filter is in the query; a request cannot widen it).
 func (s *Service) base(ctx context.Context, idb bun.IDB, spaceID, id string) (Base, error) {
+	return s.loadBase(ctx, idb, auth.Principal{SpaceID: spaceID}, id)
+}
+
+// readableBase loads base id as p may read it: of p's space and, for an agent key, granted to
+// it (whereReadable). A base p may not read is fault.NotFound "knowledge_base_not_found",
+// exactly like a missing one or another space's.
+func (s *Service) readableBase(ctx context.Context, p auth.Principal, id string) (Base, error) {
+	return s.loadBase(ctx, s.DB, p, id)
+}
+
+func (s *Service) loadBase(ctx context.Context, idb bun.IDB, p auth.Principal, id string) (Base, error) {
 	var row models.KnowledgeBase
-	err := idb.NewSelect().Model(&row).Where("space_id = ? AND id = ?", spaceID, id).Scan(ctx)
+	q := idb.NewSelect().Model(&row).Where("space_id = ? AND id = ?", p.SpaceID, id)
+	err := s.whereReadable(q, p, "id").Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Base{}, fault.New(fault.NotFound, CodeBaseNotFound, "no knowledge base with that id in this space")
+		return Base{}, fault.New(fault.NotFound, CodeBaseNotFound, "no knowledge base with that id in this space that this key may read")
 	}
 	if err != nil {
 		return Base{}, fmt.Errorf("knowledge: load base: %w", err)
 	}
-	return toBase(row)
+	bs, err := s.toBases(ctx, idb, p.SpaceID, []models.KnowledgeBase{row})
+	if err != nil {
+		return Base{}, err
+	}
+	return bs[0], nil
 }
 
-func toBase(r models.KnowledgeBase) (Base, error) {
-	var st Settings
-	if err := json.Unmarshal([]byte(r.Settings), &st); err != nil {
-		return Base{}, fmt.Errorf("knowledge: base %s settings: %w", r.ID, err)
+// toBases decodes rows with their read grants.
+func (s *Service) toBases(ctx context.Context, idb bun.IDB, spaceID string, rows []models.KnowledgeBase) ([]Base, error) {
+	out := make([]Base, 0, len(rows))
+	if len(rows) == 0 {
+		return out, nil
 	}
-	return Base{ID: r.ID, Name: r.Name, Settings: st, CreatedAt: r.CreatedAt.UTC()}, nil
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	var grants []models.KnowledgeReader
+	if err := idb.NewSelect().Model(&grants).Where("space_id = ? AND kb_id IN (?)", spaceID, bun.In(ids)).OrderExpr("kb_id, kind, name").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("knowledge: load readers: %w", err)
+	}
+	readers := map[string]*Readers{}
+	for _, id := range ids {
+		readers[id] = &Readers{Agents: []string{}, Vendors: []string{}}
+	}
+	for _, g := range grants {
+		r := readers[g.KBID]
+		switch g.Kind {
+		case grantSpace:
+			r.Space = true
+		case grantAgent:
+			r.Agents = append(r.Agents, g.Name)
+		case grantVendor:
+			r.Vendors = append(r.Vendors, g.Name)
+		}
+	}
+	for _, row := range rows {
+		var st Settings
+		if err := json.Unmarshal([]byte(row.Settings), &st); err != nil {
+			return nil, fmt.Errorf("knowledge: base %s settings: %w", row.ID, err)
+		}
+		st.Readers = readers[row.ID]
+		out = append(out, Base{ID: row.ID, Name: row.Name, Settings: st, CreatedAt: row.CreatedAt.UTC()})
+	}
+	return out, nil
 }
 
 func mustJSON(v any) string {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/uptrace/bun"
 
@@ -54,16 +55,85 @@ const (
 var fencePattern = regexp.MustCompile(`(?i)<\s*/?\s*(knowledge_context|evidence|agent_notes)\b`)
 
 // RetrieveRequest is the body of POST /v1/knowledge/retrieve: Query (1-1000 characters),
-// KBs (1-10 base ids of the caller's space), TopK 1..50 (0: the first base's top_k),
-// MaxTokens 100..8000 (0: the first base's max_tokens) for Context, MinScore 0..1: vector
-// candidates whose cosine similarity is below it do not enter the vector ranking (full-text
-// matches are not affected).
+// KBs (1-10 base ids of the caller's space that the key may read), TopK 1..50 (0: the first
+// base's top_k), MaxTokens 100..8000 (0: the first base's max_tokens) for Context, MinScore
+// 0..1: vector candidates whose cosine similarity is below it do not enter the vector ranking
+// (full-text matches are not affected); Filters narrow the candidates (nil: none).
 type RetrieveRequest struct {
 	Query     string   `json:"query"`
 	KBs       []string `json:"kbs"`
 	TopK      int      `json:"top_k,omitempty"`
 	MaxTokens int      `json:"max_tokens,omitempty"`
 	MinScore  float64  `json:"min_score,omitempty"`
+	Filters   *Filters `json:"filters,omitempty"`
+}
+
+// Filters narrow a retrieval to some documents (KN-4); every member set must hold (AND).
+// DocumentIDs: 1-50 document ids (a document of another base or space simply matches
+// nothing); SourceURIPrefix: the source URI starts with it, exactly (case-sensitive, 1-500
+// characters); Version: the version label equals it; Title: the title equals it. They are
+// applied inside the store's queries, after the tenant and grant filter, so they can only
+// narrow what the key may read. Any other member is 400 "unknown_member" naming it
+// (filters.<name>). Documents have no tags, so there is no tag filter.
+type Filters struct {
+	DocumentIDs     []string `json:"document_ids,omitempty"`
+	SourceURIPrefix *string  `json:"source_uri_prefix,omitempty"`
+	Version         *string  `json:"version,omitempty"`
+	Title           *string  `json:"title,omitempty"`
+}
+
+// MaxFilterDocuments caps Filters.DocumentIDs.
+const MaxFilterDocuments = 50
+
+func (f *Filters) validate() error {
+	if f == nil {
+		return nil
+	}
+	switch {
+	case f.DocumentIDs != nil && (len(f.DocumentIDs) == 0 || len(f.DocumentIDs) > MaxFilterDocuments):
+		return invalid("filters.document_ids", "filters.document_ids lists 1-%d document ids", MaxFilterDocuments)
+	case f.SourceURIPrefix != nil && (*f.SourceURIPrefix == "" || len(*f.SourceURIPrefix) > MaxSourceURI):
+		return invalid("filters.source_uri_prefix", "filters.source_uri_prefix is 1-%d characters", MaxSourceURI)
+	case f.Version != nil && (*f.Version == "" || len(*f.Version) > MaxVersionLabel):
+		return invalid("filters.version", "filters.version is 1-%d characters", MaxVersionLabel)
+	case f.Title != nil && len(*f.Title) > MaxTitle:
+		return invalid("filters.title", "filters.title is at most %d characters", MaxTitle)
+	}
+	for i, id := range f.DocumentIDs {
+		if id == "" || len(id) > 100 {
+			return invalid(fmt.Sprintf("filters.document_ids[%d]", i), "a document id is 1-100 characters")
+		}
+	}
+	return nil
+}
+
+// chunkScope is the one predicate every read of chunks by a retrieval goes through (KN-4,
+// MS-1, MS-2): q selects from knowledge_chunks AS c JOIN knowledge_documents AS d (on
+// d.id = c.document_id), and chunkScope keeps the chunks of ready documents of p's space
+// (both tables), of the bases kbs, of bases p may read (whereReadable), and matching f. The
+// vector ranking, the full-text ranking and the final load all apply it, so no path sees a
+// chunk another does not, and a request narrows it (kbs, filters) but cannot widen it.
+func (s *Service) chunkScope(q *bun.SelectQuery, p auth.Principal, kbs []string, f *Filters) *bun.SelectQuery {
+	q = q.Where("c.space_id = ? AND d.space_id = ? AND c.kb_id IN (?) AND d.status = ?", p.SpaceID, p.SpaceID, bun.In(kbs), StatusReady)
+	q = s.whereReadable(q, p, "c.kb_id")
+	if f == nil {
+		return q
+	}
+	if f.DocumentIDs != nil {
+		q = q.Where("d.id IN (?)", bun.In(f.DocumentIDs))
+	}
+	if f.SourceURIPrefix != nil {
+		// substr counts characters on both databases; a comparison, not LIKE, so that % and _
+		// in a prefix are plain characters and case matters.
+		q = q.Where("substr(d.source_uri, 1, ?) = ?", utf8.RuneCountInString(*f.SourceURIPrefix), *f.SourceURIPrefix)
+	}
+	if f.Version != nil {
+		q = q.Where("d.version_label = ?", *f.Version)
+	}
+	if f.Title != nil {
+		q = q.Where("d.title = ?", *f.Title)
+	}
+	return q
 }
 
 // RetrievedChunk is one ranked chunk with its provenance (KN-4). Score is the fused RRF
@@ -95,10 +165,11 @@ type Retrieval struct {
 }
 
 // Retrieve ranks the chunks of the named bases for query (KN-4). CanRead; the feature on;
-// every base in p's space (a base id of another space is fault.NotFound
-// "knowledge_base_not_found", as a missing one: the tenant filter is in every query and a
-// request cannot widen it). Only chunks of ready documents are candidates, and of a base
-// with max_age only those indexed within it.
+// every base in p's space and readable by p (a base id of another space, or one whose read
+// grants do not name the agent key, its vendor or the whole space, is fault.NotFound
+// "knowledge_base_not_found", as a missing one: chunkScope puts the tenant and grant filter
+// in every query and a request cannot widen it). Only chunks of ready documents matching
+// req.Filters are candidates, and of a base with max_age only those indexed within it.
 //
 // Ranking: the query's vector (each base's embedding model) against every candidate's
 // stored vector by exact cosine, best ListDepth; the full-text match of the query's words
@@ -126,13 +197,16 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 	if req.MinScore < 0 || req.MinScore > 1 {
 		return Retrieval{}, invalid("min_score", "min_score is from 0 to 1")
 	}
+	if err := req.Filters.validate(); err != nil {
+		return Retrieval{}, err
+	}
 	bases := map[string]Base{}
 	var order []string
 	for _, id := range req.KBs {
 		if _, ok := bases[id]; ok {
 			continue
 		}
-		b, err := s.base(ctx, s.DB, p.SpaceID, id)
+		b, err := s.readableBase(ctx, p, id)
 		if err != nil {
 			return Retrieval{}, err
 		}
@@ -197,10 +271,9 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 	cosine := map[string]float64{}
 	if len(vecBases) > 0 {
 		var rows []cand
-		err := s.DB.NewSelect().TableExpr("knowledge_chunks AS c").Join("JOIN knowledge_documents AS d ON d.id = c.document_id").
-			ColumnExpr("c.id AS id, c.kb_id AS kb_id, c.embedding AS embedding, d.indexed_at AS indexed_at").
-			Where("c.space_id = ? AND d.space_id = ? AND c.kb_id IN (?) AND d.status = ?", p.SpaceID, p.SpaceID, bun.In(vecBases), StatusReady).
-			Scan(ctx, &rows)
+		q := s.DB.NewSelect().TableExpr("knowledge_chunks AS c").Join("JOIN knowledge_documents AS d ON d.id = c.document_id").
+			ColumnExpr("c.id AS id, c.kb_id AS kb_id, c.embedding AS embedding, d.indexed_at AS indexed_at")
+		err := s.chunkScope(q, p, vecBases, req.Filters).Scan(ctx, &rows)
 		if err != nil {
 			return Retrieval{}, fmt.Errorf("knowledge: vector candidates: %w", err)
 		}
@@ -238,8 +311,8 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 	if words := queryWords(req.Query); len(words) > 0 {
 		var rows []cand
 		q := s.DB.NewSelect().TableExpr("knowledge_chunks AS c").Join("JOIN knowledge_documents AS d ON d.id = c.document_id").
-			ColumnExpr("c.id AS id, c.kb_id AS kb_id, d.indexed_at AS indexed_at").
-			Where("c.space_id = ? AND d.space_id = ? AND c.kb_id IN (?) AND d.status = ?", p.SpaceID, p.SpaceID, bun.In(order), StatusReady)
+			ColumnExpr("c.id AS id, c.kb_id AS kb_id, d.indexed_at AS indexed_at")
+		q = s.chunkScope(q, p, order, req.Filters)
 		if db.IsSQLite(s.DB) {
 			quoted := make([]string, len(words))
 			for i, w := range words {
@@ -300,10 +373,10 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 			Version               string `bun:"version_label"`
 		}
 		var rows []full
-		err := s.DB.NewSelect().TableExpr("knowledge_chunks AS c").Join("JOIN knowledge_documents AS d ON d.id = c.document_id").
+		q := s.DB.NewSelect().TableExpr("knowledge_chunks AS c").Join("JOIN knowledge_documents AS d ON d.id = c.document_id").
 			ColumnExpr("c.id, c.kb_id, c.document_id, c.start_byte, c.end_byte, c.tokens, c.text, d.source_uri AS source_uri, d.title AS title, d.version_label AS version_label").
-			Where("c.space_id = ? AND d.space_id = ? AND c.id IN (?) AND d.status = ?", p.SpaceID, p.SpaceID, bun.In(ranked), StatusReady).
-			Scan(ctx, &rows)
+			Where("c.id IN (?)", bun.In(ranked))
+		err := s.chunkScope(q, p, order, req.Filters).Scan(ctx, &rows)
 		if err != nil {
 			return Retrieval{}, fmt.Errorf("knowledge: load chunks: %w", err)
 		}
