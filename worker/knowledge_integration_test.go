@@ -43,7 +43,7 @@ func newKnowledgeRig(t *testing.T, engine string) *knowledgeRig {
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	r.PutDocument("features", map[string]any{"knowledge": map[string]any{"enabled": true}})
-	r.kb = r.MustDo(http.StatusCreated, "POST", "/v1/knowledge", r.AdminKey, map[string]any{"name": "handbook", "settings": map[string]any{"embedding_model": "stand-in"}}).JSON(t)["id"].(string)
+	r.kb = r.MustDo(http.StatusCreated, "POST", "/v1/knowledge", r.AdminKey, map[string]any{"name": "handbook", "settings": map[string]any{"embedding_model": "stand-in", "readers": map[string]any{"space": true}}}).JSON(t)["id"].(string)
 	return r
 }
 

@@ -51,7 +51,15 @@ func each(t *testing.T, fn func(t *testing.T, r *rig)) {
 	}
 }
 
+// base creates a base; settings without "readers" grant the whole space (the tests of read
+// grants set them).
 func (r *rig) base(t *testing.T, name string, settings map[string]any) string {
+	if settings == nil {
+		settings = map[string]any{}
+	}
+	if _, ok := settings["readers"]; !ok {
+		settings["readers"] = map[string]any{"space": true}
+	}
 	resp := r.MustDo(http.StatusCreated, "POST", "/v1/knowledge", r.AdminKey, map[string]any{"name": name, "settings": settings})
 	return resp.JSON(t)["id"].(string)
 }
