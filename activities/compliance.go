@@ -108,6 +108,13 @@ func (a *ComplianceActivities) EraseSubjectExports(ctx context.Context, in Erasu
 	return n, classify(err)
 }
 
+// EraseSubjectKnowledge deletes the knowledge documents naming the subject, with their
+// chunks, vectors and full-text entries.
+func (a *ComplianceActivities) EraseSubjectKnowledge(ctx context.Context, in ErasureRef) (int, error) {
+	n, err := a.Compliance.EraseKnowledge(ctx, in.SpaceID, in.ErasureID)
+	return n, classify(err)
+}
+
 // EraseSubjectProfiles deletes the subject's profiles and handles.
 func (a *ComplianceActivities) EraseSubjectProfiles(ctx context.Context, in ErasureRef) (int, error) {
 	n, err := a.Compliance.EraseProfiles(ctx, in.SpaceID, in.ErasureID)

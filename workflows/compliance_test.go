@@ -34,7 +34,7 @@ func mockErasureSteps(env *testsuite.TestWorkflowEnvironment, a *activities.Comp
 		}
 		return false
 	}
-	for _, fn := range []any{a.ResolveErasure, a.EraseSubjectStates, a.EraseSubjectTurns, a.EraseSubjectExports, a.EraseSubjectProfiles, a.DestroySubjectKeys} {
+	for _, fn := range []any{a.ResolveErasure, a.EraseSubjectStates, a.EraseSubjectTurns, a.EraseSubjectExports, a.EraseSubjectKnowledge, a.EraseSubjectProfiles, a.DestroySubjectKeys} {
 		if !skip(fn) {
 			env.OnActivity(fn, mock.Anything, mock.Anything).Return(1, nil)
 		}

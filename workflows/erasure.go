@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,6 +39,10 @@ func complianceActivityOptions(ctx workflow.Context) workflow.Context {
 	})
 }
 
+// erasureKnowledge is the version marker of the knowledge step (workflows started before it
+// replay without it).
+const erasureKnowledge = "erasure-knowledge"
+
 // erasureRerun is the version marker of ErasureWorkflow's re-run rounds (workflows started
 // before it replay with the single round whose Certify fails on residue).
 const erasureRerun = "erasure-rerun"
@@ -45,7 +50,7 @@ const erasureRerun = "erasure-rerun"
 // ErasureWorkflow erases a subject or a conversation (WM-13, GOV-2, MS-4): it resolves the
 // scope (moving the erasure pending → running; a failed or completed erasure makes it fail),
 // has each registered store erase its rows (states, turns and identity links, data packages,
-// profiles), destroys the subject's keys, purges caches, checkpoints the database, then
+// knowledge documents naming the subject, profiles), destroys the subject's keys, purges caches, checkpoints the database, then
 // probes every store for residue. Residue (something written for the subject during the
 // erasure, e.g. by an agent still in conversation) runs the steps again, the erasure staying
 // running, up to compliance.MaxErasureRounds rounds in all; residue after the last round
@@ -70,6 +75,9 @@ func ErasureWorkflow(ctx workflow.Context, in ErasureInput) (ErasureResult, erro
 		{"keys", a.DestroySubjectKeys},
 		{"caches", a.PurgeSubjectCaches},
 		{"checkpoint", a.CheckpointStore},
+	}
+	if workflow.GetVersion(ctx, erasureKnowledge, workflow.DefaultVersion, 1) == 1 {
+		steps = slices.Insert(steps, 3, step{"knowledge", a.EraseSubjectKnowledge})
 	}
 	run := func(steps []step) error {
 		for _, st := range steps {

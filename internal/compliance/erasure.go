@@ -324,6 +324,13 @@ func (s *Service) EraseExports(ctx context.Context, spaceID, id string) (int, er
 	return s.eraseStore(ctx, spaceID, id, StoreExports)
 }
 
+// EraseKnowledge deletes the knowledge documents that name the subject (allow_with_subject)
+// with their chunks, vectors and full-text entries (KN-3), through the registered
+// StoreKnowledge eraser; without one it erases nothing.
+func (s *Service) EraseKnowledge(ctx context.Context, spaceID, id string) (int, error) {
+	return s.eraseStore(ctx, spaceID, id, StoreKnowledge)
+}
+
 // EraseProfiles deletes the subject's profiles and their handles.
 func (s *Service) EraseProfiles(ctx context.Context, spaceID, id string) (int, error) {
 	return s.eraseStore(ctx, spaceID, id, StoreSubjects)

@@ -22,7 +22,10 @@ const (
 	StoreTurns    = "turns"
 	StoreExports  = "exports"
 	StoreSubjects = "subjects"
-	StoreKeys     = "keys"
+	// StoreKnowledge is internal/knowledge's Eraser, registered by the composition root
+	// (knowledge imports this package's dependencies, so it cannot be registered here).
+	StoreKnowledge = "knowledge"
+	StoreKeys      = "keys"
 )
 
 // WorkflowHistoryNote is what certificates say of Temporal: workflow ids and histories hold

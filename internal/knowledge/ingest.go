@@ -47,13 +47,16 @@ const (
 // SubmitRequest is the body of POST /v1/knowledge/{kb}/documents: Text (1 byte..1 MiB of
 // UTF-8), Format "text" (default) or "markdown", SourceURI (required: the source's identity;
 // a new version of the same URI supersedes the old), Title and Version (a label, default
-// "1").
+// "1"), and Subject: the handle of the subject the document is about ("email:...",
+// "phone:...", "document:...", "username:..."), required by and only taken by a base with
+// personal_data allow_with_subject; it is stored only as its keyed hash.
 type SubmitRequest struct {
 	Text      string `json:"text"`
 	Format    string `json:"format,omitempty"`
 	SourceURI string `json:"source_uri"`
 	Title     string `json:"title,omitempty"`
 	Version   string `json:"version,omitempty"`
+	Subject   string `json:"subject,omitempty"`
 }
 
 // Document is a document as the API shows it (never its text).
@@ -72,14 +75,17 @@ type Document struct {
 	EmbedModel   string   `json:"embedding_model,omitempty"`
 	Dims         int      `json:"dimensions,omitempty"`
 	SupersededBy *string  `json:"superseded_by"`
-	CreatedAt    string   `json:"created_at"`
-	IndexedAt    *string  `json:"indexed_at"`
+	// NamesSubject is true when the document names a subject (allow_with_subject); the
+	// subject itself is never shown.
+	NamesSubject bool    `json:"names_subject"`
+	CreatedAt    string  `json:"created_at"`
+	IndexedAt    *string `json:"indexed_at"`
 }
 
 func toDocument(r models.KnowledgeDocument) Document {
 	d := Document{ID: r.ID, KBID: r.KBID, SourceURI: r.SourceURI, Title: r.Title, Version: r.VersionLabel, Format: r.Format,
 		Status: r.Status, Kinds: []string{}, Masked: r.Masked, Chunks: r.Chunks, EmbedModel: r.EmbedModel, Dims: r.Dims,
-		CreatedAt: r.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")}
+		NamesSubject: r.SubjectHash != "", CreatedAt: r.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")}
 	_ = json.Unmarshal([]byte(r.Kinds), &d.Kinds)
 	if d.Kinds == nil {
 		d.Kinds = []string{}
@@ -136,8 +142,13 @@ func ContentHash(kbID, sourceURI, body string) string {
 // repeated as provenance); under "refuse" the gate's local and model layers over title and text
 // (personal data: fault.Unprocessable "personal_data_in_knowledge" with detail "kinds",
 // nothing stored; the detector down: fault.Unavailable); under "mask" personal data is
-// replaced by typed placeholders and the kinds recorded. The workflow runs the gate again
-// over the stored body. It leaves a knowledge receipt "document.submit".
+// replaced by typed placeholders and the kinds recorded; under "allow_with_subject" the
+// request must name its subject (fault.Invalid "invalid_member" subject when missing,
+// "invalid_handle" when malformed), title and text are stored as they are, and the
+// document and its chunks carry the subject's keyed hash, by which the subject's erasure
+// finds them (Eraser). A subject given to a base with another policy is fault.Invalid. The
+// workflow runs the gate again over the stored body under "refuse". It leaves a knowledge
+// receipt "document.submit".
 func (s *Service) Submit(ctx context.Context, p auth.Principal, kbID string, req SubmitRequest) (Document, bool, error) {
 	if err := CanWrite(p); err != nil {
 		return Document{}, false, err
@@ -149,6 +160,10 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, kbID string, req
 		return Document{}, false, err
 	}
 	b, err := s.base(ctx, s.DB, p.SpaceID, kbID)
+	if err != nil {
+		return Document{}, false, err
+	}
+	subjectHash, err := s.subjectHash(ctx, p.SpaceID, b.Settings, req.Subject)
 	if err != nil {
 		return Document{}, false, err
 	}
@@ -167,19 +182,19 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, kbID string, req
 	row := models.KnowledgeDocument{
 		ID: auth.NewID("kd"), SpaceID: p.SpaceID, KBID: b.ID, SourceURI: req.SourceURI, Title: title, VersionLabel: req.Version,
 		Format: req.Format, ContentHash: hash, Body: body, Status: StatusPending, Kinds: mustJSON(kinds), Masked: len(kinds) > 0,
-		CreatedBy: p.KeyID, CreatedAt: now, UpdatedAt: now,
+		SubjectHash: subjectHash, CreatedBy: p.KeyID, CreatedAt: now, UpdatedAt: now,
 	}
 	created := true
 	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		// The receipt comes first: it locks the space's chain head, serialising the space's
 		// writers, so two equal submissions cannot both insert.
 		if _, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "document.submit", ActorKey: p.KeyID,
-			ObjectIDs: []string{row.ID}, Detail: map[string]any{"kb_id": b.ID, "bytes": len(body), "masked": row.Masked}}, now); err != nil {
+			ObjectIDs: []string{row.ID}, Detail: map[string]any{"kb_id": b.ID, "bytes": len(body), "masked": row.Masked, "names_subject": subjectHash != ""}}, now); err != nil {
 			return err
 		}
 		var prev models.KnowledgeDocument
 		err := tx.NewSelect().Model(&prev).
-			Where("space_id = ? AND kb_id = ? AND source_uri = ? AND content_hash = ? AND status IN (?)", p.SpaceID, b.ID, req.SourceURI, hash, bun.In([]string{StatusPending, StatusReady})).
+			Where("space_id = ? AND kb_id = ? AND source_uri = ? AND content_hash = ? AND subject_hash = ? AND status IN (?)", p.SpaceID, b.ID, req.SourceURI, hash, subjectHash, bun.In([]string{StatusPending, StatusReady})).
 			OrderExpr("id DESC").Limit(1).Scan(ctx)
 		if err == nil {
 			row, created = prev, false
@@ -202,9 +217,31 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, kbID string, req
 
 var errDuplicate = errors.New("knowledge: duplicate")
 
+// subjectHash checks a request's subject against the base's policy and returns its keyed
+// hash ("" for no subject).
+func (s *Service) subjectHash(ctx context.Context, spaceID string, st Settings, subject string) (string, error) {
+	if st.PersonalData != PersonalDataWithSubject {
+		if subject != "" {
+			return "", invalid("subject", "subject is taken only by a base with personal_data allow_with_subject")
+		}
+		return "", nil
+	}
+	if strings.TrimSpace(subject) == "" {
+		return "", invalid("subject", "this base's policy is allow_with_subject: name the subject the document is about (email:..., phone:...)")
+	}
+	c, err := s.Subjects.Canonical(ctx, spaceID, subject)
+	if err != nil {
+		return "", fault.New(fault.Invalid, "invalid_handle", "subject is a handle such as email:... or phone:...").With("member", "subject")
+	}
+	return s.Subjects.HandleHash(spaceID, c), nil
+}
+
 // applyPolicy runs base settings' ingest policy over text and title: the gated (or masked)
 // body and title and the kinds masked.
 func (s *Service) applyPolicy(ctx context.Context, spaceID string, st Settings, text, title string) (string, string, []string, error) {
+	if st.PersonalData == PersonalDataWithSubject {
+		return text, title, []string{}, nil // erased with the subject (Eraser)
+	}
 	if st.PersonalData == PersonalDataMask {
 		opt, err := s.Masker.Options(ctx, spaceID)
 		if err != nil {
@@ -350,7 +387,7 @@ func (s *Service) Ingest(ctx context.Context, id string) (IngestResult, error) {
 		rows := make([]models.KnowledgeChunk, len(chunks))
 		for i, c := range chunks {
 			rows[i] = models.KnowledgeChunk{ID: c.ID, SpaceID: doc.SpaceID, KBID: doc.KBID, DocumentID: doc.ID, Ord: c.Ord, Heading: doc.Title,
-				StartByte: c.Start, EndByte: c.End, Tokens: c.Tokens, Text: c.Text, Embedding: encodeVector(vectors[i]), CreatedAt: now}
+				StartByte: c.Start, EndByte: c.End, Tokens: c.Tokens, Text: c.Text, Embedding: encodeVector(vectors[i]), SubjectHash: doc.SubjectHash, CreatedAt: now}
 		}
 		if len(rows) > 0 {
 			if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {

@@ -52,13 +52,23 @@ type Masker interface {
 	Options(ctx context.Context, spaceID string) (redact.Options, error)
 }
 
-// Service is the knowledge store. DB, Docs, Gate and Masker are required; Embedder nil
-// means the embedder is down (each base's embedder_down policy decides); Now nil is time.Now.
+// Subjects canonicalises a subject's handle and gives its keyed hash
+// (subjects.Service.Canonical and HandleHash: the same hash working memory's subject and the
+// erasure use).
+type Subjects interface {
+	Canonical(ctx context.Context, spaceID, handle string) (string, error)
+	HandleHash(spaceID, canonical string) string
+}
+
+// Service is the knowledge store. DB, Docs, Gate and Masker are required, and Subjects for
+// bases with allow_with_subject; Embedder nil means the embedder is down (each base's
+// embedder_down policy decides); Now nil is time.Now.
 type Service struct {
 	DB       *bun.DB
 	Docs     spaces.Documents
 	Gate     Gate
 	Masker   Masker
+	Subjects Subjects
 	Embedder Embedder
 	Now      func() time.Time
 }

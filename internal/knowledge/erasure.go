@@ -1,0 +1,163 @@
+package knowledge
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/uptrace/bun"
+
+	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/erasure"
+	"github.com/agentmemory/agentmemory/models"
+)
+
+// Item kinds of the knowledge store in erasure reaches, probes and certificates.
+const (
+	KindDocument = "knowledge_document" // a document row (title, content hash, subject hash)
+	KindChunk    = "knowledge_chunk"    // a chunk row (text, offsets)
+	KindVector   = "knowledge_vector"   // a chunk's stored vector
+	KindFullText = "knowledge_fulltext" // a chunk's full-text entry
+)
+
+// Eraser is the knowledge store's eraser (issue 18, KN-3, GOV-2): a subject erasure deletes
+// every document of the space whose subject hash is one of the subject's handle hashes
+// (allow_with_subject; every version, superseded and deleted ones included) with its chunks:
+// their rows, vectors and full-text entries, and finally the document rows themselves (a
+// title may name the subject). A conversation erasure reaches no document. Residue probes
+// the rows, the vectors and the full-text index apart, so an index left behind by a
+// deletion fails the erasure instead of passing unseen.
+type Eraser struct{}
+
+// Name is "knowledge".
+func (Eraser) Name() string { return "knowledge" }
+
+// Covers lists the subject hash of documents and chunks and the documents' content hash (a
+// hash of the bytes the subject's document held).
+func (Eraser) Covers() []erasure.Column {
+	return []erasure.Column{
+		{Table: "knowledge_documents", Column: "subject_hash"}, {Table: "knowledge_documents", Column: "content_hash"},
+		{Table: "knowledge_chunks", Column: "subject_hash"},
+	}
+}
+
+// EraseSubject deletes, inside tx, the subject's documents and chunks (full-text entries,
+// rows with their vectors, then documents) and returns their ids.
+func (Eraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (erasure.Reach, error) {
+	out := erasure.Reach{}
+	if t.Kind != erasure.Subject || len(t.HandleHashes) == 0 {
+		return out, nil
+	}
+	docs, chunks, err := subjectRows(ctx, tx, t)
+	if err != nil {
+		return nil, err
+	}
+	if len(chunks) > 0 {
+		if db.IsSQLite(tx) {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM knowledge_chunks_fts WHERE chunk_id IN (?)", bun.In(chunks)); err != nil {
+				return nil, fmt.Errorf("knowledge: erase full text: %w", err)
+			}
+		}
+		if _, err := tx.NewDelete().Model((*models.KnowledgeChunk)(nil)).Where("space_id = ? AND id IN (?)", t.SpaceID, bun.In(chunks)).Exec(ctx); err != nil {
+			return nil, fmt.Errorf("knowledge: erase chunks: %w", err)
+		}
+	}
+	if len(docs) > 0 {
+		if _, err := tx.NewDelete().Model((*models.KnowledgeDocument)(nil)).Where("space_id = ? AND id IN (?)", t.SpaceID, bun.In(docs)).Exec(ctx); err != nil {
+			return nil, fmt.Errorf("knowledge: erase documents: %w", err)
+		}
+	}
+	out.Add(KindDocument, docs...)
+	out.Add(KindChunk, chunks...)
+	return out, nil
+}
+
+// Residue finds, read only, what of t the knowledge store still holds: documents and chunk
+// rows by subject hash, stored vectors of those chunks (vectorResidue), and full-text entries
+// of those chunks or of no chunk at all (fullTextResidue).
+func (Eraser) Residue(ctx context.Context, idb bun.IDB, t erasure.Target) (erasure.Reach, error) {
+	out := erasure.Reach{}
+	if t.Kind != erasure.Subject || len(t.HandleHashes) == 0 {
+		return out, nil
+	}
+	docs, chunks, err := subjectRows(ctx, idb, t)
+	if err != nil {
+		return nil, err
+	}
+	out.Add(KindDocument, docs...)
+	out.Add(KindChunk, chunks...)
+	vecs, err := vectorResidue(ctx, idb, t, chunks)
+	if err != nil {
+		return nil, err
+	}
+	out.Add(KindVector, vecs...)
+	fts, err := fullTextResidue(ctx, idb, t, chunks)
+	if err != nil {
+		return nil, err
+	}
+	out.Add(KindFullText, fts...)
+	return out, nil
+}
+
+// subjectRows returns the ids of t's documents (by subject hash) and of their chunks (by the
+// chunks' own subject hash or their document), sorted.
+func subjectRows(ctx context.Context, idb bun.IDB, t erasure.Target) (docs, chunks []string, err error) {
+	if err := idb.NewSelect().Model((*models.KnowledgeDocument)(nil)).Column("id").
+		Where("space_id = ? AND subject_hash IN (?)", t.SpaceID, bun.In(t.HandleHashes)).OrderExpr("id ASC").Scan(ctx, &docs); err != nil {
+		return nil, nil, fmt.Errorf("knowledge: find subject documents: %w", err)
+	}
+	q := idb.NewSelect().Model((*models.KnowledgeChunk)(nil)).Column("id").Where("space_id = ?", t.SpaceID).
+		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			q = q.Where("subject_hash IN (?)", bun.In(t.HandleHashes))
+			if len(docs) > 0 {
+				q = q.WhereOr("document_id IN (?)", bun.In(docs))
+			}
+			return q
+		})
+	if err := q.OrderExpr("id ASC").Scan(ctx, &chunks); err != nil {
+		return nil, nil, fmt.Errorf("knowledge: find subject chunks: %w", err)
+	}
+	return docs, chunks, nil
+}
+
+// vectorResidue returns the chunks of chunkIDs that still have a stored vector. Vectors are
+// the embedding column of knowledge_chunks today; a vector index kept apart from the rows
+// (sqlite-vec, pgvector) must be probed here too, by chunk id.
+func vectorResidue(ctx context.Context, idb bun.IDB, t erasure.Target, chunkIDs []string) ([]string, error) {
+	if len(chunkIDs) == 0 {
+		return nil, nil
+	}
+	var ids []string
+	if err := idb.NewSelect().Model((*models.KnowledgeChunk)(nil)).Column("id").
+		Where("space_id = ? AND id IN (?) AND embedding IS NOT NULL", t.SpaceID, bun.In(chunkIDs)).OrderExpr("id ASC").Scan(ctx, &ids); err != nil {
+		return nil, fmt.Errorf("knowledge: probe vectors: %w", err)
+	}
+	return ids, nil
+}
+
+// fullTextResidue returns the full-text entries left of t. On SQLite (FTS5, a table apart
+// from the rows): entries of chunkIDs, and entries of no chunk row at all (the index holds
+// no space or subject, so an orphaned entry may be the subject's: it fails the erasure
+// rather than let a certificate pass over it). On PostgreSQL the tsvector is a generated
+// column of the chunk row: the chunks of chunkIDs that still have one.
+func fullTextResidue(ctx context.Context, idb bun.IDB, t erasure.Target, chunkIDs []string) ([]string, error) {
+	var ids []string
+	if db.IsSQLite(idb) {
+		q := idb.NewSelect().TableExpr("knowledge_chunks_fts AS f").ColumnExpr("f.chunk_id").
+			Where("NOT EXISTS (SELECT 1 FROM knowledge_chunks AS c WHERE c.id = f.chunk_id)")
+		if len(chunkIDs) > 0 {
+			q = q.WhereOr("f.chunk_id IN (?)", bun.In(chunkIDs))
+		}
+		if err := q.OrderExpr("f.chunk_id ASC").Scan(ctx, &ids); err != nil {
+			return nil, fmt.Errorf("knowledge: probe full text: %w", err)
+		}
+		return ids, nil
+	}
+	if len(chunkIDs) == 0 {
+		return nil, nil
+	}
+	if err := idb.NewSelect().Model((*models.KnowledgeChunk)(nil)).Column("id").
+		Where("space_id = ? AND id IN (?) AND search IS NOT NULL", t.SpaceID, bun.In(chunkIDs)).OrderExpr("id ASC").Scan(ctx, &ids); err != nil {
+		return nil, fmt.Errorf("knowledge: probe full text: %w", err)
+	}
+	return ids, nil
+}
