@@ -318,7 +318,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			// Knowledge (KN-1..KN-4): no embedder answers here, so the base is lexical_only.
 			c.do(403, "POST", "/v1/knowledge", admin, map[string]any{"name": "handbook"}) // feature off
 			c.do(200, "PUT", "/v1/documents/features", admin, map[string]any{"agent_state": map[string]any{"enabled": true}, "agent_memory": map[string]any{"enabled": true, "writes": "human_only"}, "knowledge": map[string]any{"enabled": true}})
-			kb := id(c.do(201, "POST", "/v1/knowledge", admin, map[string]any{"name": "handbook", "settings": map[string]any{"embedder_down": "lexical_only", "max_age": "30d"}}), "id")
+			kb := id(c.do(201, "POST", "/v1/knowledge", admin, map[string]any{"name": "handbook", "settings": map[string]any{"embedder_down": "lexical_only", "max_age": "30d", "readers": map[string]any{"agents": []string{"kb-reader"}}}}), "id")
 			c.do(400, "POST", "/v1/knowledge", admin, map[string]any{"name": "x", "settings": map[string]any{"chunk_tokens": 1}})
 			c.do(409, "POST", "/v1/knowledge", admin, map[string]any{"name": "handbook"})
 			reader := e.AgentKey("kb-reader", "acme-ai", "knowledge:read")
@@ -336,6 +336,12 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(200, "POST", "/v1/knowledge/retrieve", reader, map[string]any{"query": "refunds", "kbs": []string{kb}, "top_k": 3, "max_tokens": 500})
 			c.do(400, "POST", "/v1/knowledge/retrieve", reader, map[string]any{"query": "", "kbs": []string{kb}})
 			c.do(404, "POST", "/v1/knowledge/retrieve", reader, map[string]any{"query": "refunds", "kbs": []string{"kb_nope"}})
+			c.do(200, "POST", "/v1/knowledge/retrieve", reader, map[string]any{"query": "refunds", "kbs": []string{kb}, "filters": map[string]any{"document_ids": []string{doc}, "source_uri_prefix": "kb://", "version": "v1", "title": "Refunds"}})
+			c.do(400, "POST", "/v1/knowledge/retrieve", reader, map[string]any{"query": "refunds", "kbs": []string{kb}, "filters": map[string]any{"kb_id": kb}})
+			c.do(200, "PUT", "/v1/knowledge/"+kb+"/readers", admin, map[string]any{"space": false, "agents": []string{"kb-reader"}, "vendors": []string{"acme-ai"}})
+			c.do(400, "PUT", "/v1/knowledge/"+kb+"/readers", admin, map[string]any{"agents": []string{""}})
+			c.do(403, "PUT", "/v1/knowledge/"+kb+"/readers", reader, map[string]any{"space": true})
+			c.do(404, "PUT", "/v1/knowledge/kb_nope/readers", admin, map[string]any{"space": true})
 			c.do(403, "DELETE", "/v1/knowledge/"+kb+"/documents/"+doc, reader, nil)
 			c.do(200, "DELETE", "/v1/knowledge/"+kb+"/documents/"+doc, admin, nil)
 
