@@ -37,15 +37,17 @@ func TestRetentionSweepReplay(t *testing.T) {
 	}
 }
 
-// TestErasureReplay replays two erasures recorded on a real Temporal dev server: one from
-// before the re-run rounds (no version marker: one round, Certify probes) and one with them
+// TestErasureReplay replays three erasures recorded on a real Temporal dev server: one from
+// before the re-run rounds (no version marker: one round, Certify probes), one with them
 // (version marker "erasure-rerun": a write during round 1, a second round, then the
-// certificate). Re-record with AGENTMEMORY_RECORD_ERASURE=<file>
-// AGENTMEMORY_RECORD_ERASURE_TEST=<test>/sqlite go test ./internal/compliance -run <test>
-// (erasure_rerun.json: TestErasureRerunsWhenWrittenDuringTheFirstRound). A change to
-// ErasureWorkflow that breaks determinism fails here.
+// certificate; no knowledge step), and one with the knowledge step (version marker
+// "erasure-knowledge"). Re-record with AGENTMEMORY_RECORD_ERASURE=<file>
+// AGENTMEMORY_RECORD_ERASURE_TEST=<test> go test ./internal/compliance -run <test>/sqlite
+// (erasure_rerun.json: TestErasureRerunsWhenWrittenDuringTheFirstRound;
+// erasure_knowledge.json: TestSubjectErasureReachesKnowledge). A change to ErasureWorkflow
+// that breaks determinism fails here.
 func TestErasureReplay(t *testing.T) {
-	for _, f := range []string{"erasure_v0.json", "erasure_rerun.json"} {
+	for _, f := range []string{"erasure_v0.json", "erasure_rerun.json", "erasure_knowledge.json"} {
 		t.Run(f, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflow(workflows.ErasureWorkflow)
