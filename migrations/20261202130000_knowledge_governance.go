@@ -16,7 +16,7 @@ import (
 // nothing changes for them.
 func init() {
 	Migrations.MustRegister(func(ctx context.Context, db *bun.DB) error {
-		return execDDL(ctx, db, `
+		if err := execDDL(ctx, db, `
 CREATE TABLE knowledge_readers (
 	space_id TEXT NOT NULL,
 	kb_id TEXT NOT NULL,
@@ -25,12 +25,14 @@ CREATE TABLE knowledge_readers (
 	PRIMARY KEY (kb_id, kind, name)
 );
 CREATE INDEX knowledge_readers_space ON knowledge_readers (space_id, kind, name);
-INSERT INTO knowledge_readers (space_id, kb_id, kind, name) SELECT space_id, id, 'space', '' FROM knowledge_bases;
 ALTER TABLE knowledge_documents ADD COLUMN subject_hash TEXT NOT NULL DEFAULT '';
 ALTER TABLE knowledge_chunks ADD COLUMN subject_hash TEXT NOT NULL DEFAULT '';
 CREATE INDEX knowledge_documents_subject ON knowledge_documents (space_id, subject_hash);
 CREATE INDEX knowledge_chunks_subject ON knowledge_chunks (space_id, subject_hash)
-`)
+`); err != nil {
+			return err
+		}
+		return BackfillKnowledgeReaders(ctx, db)
 	}, func(ctx context.Context, db *bun.DB) error {
 		return execDDL(ctx, db, `
 DROP INDEX knowledge_chunks_subject;
@@ -40,4 +42,14 @@ ALTER TABLE knowledge_documents DROP COLUMN subject_hash;
 DROP TABLE knowledge_readers
 `)
 	})
+}
+
+// BackfillKnowledgeReaders gives every base without any read grant an explicit "space" grant
+// (what bases created before grants existed allowed); bases with a grant are left alone, so
+// running it twice changes nothing.
+func BackfillKnowledgeReaders(ctx context.Context, db bun.IDB) error {
+	_, err := db.ExecContext(ctx, `INSERT INTO knowledge_readers (space_id, kb_id, kind, name)
+SELECT b.space_id, b.id, 'space', '' FROM knowledge_bases AS b
+WHERE NOT EXISTS (SELECT 1 FROM knowledge_readers AS r WHERE r.kb_id = b.id)`)
+	return err
 }

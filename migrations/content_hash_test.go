@@ -60,3 +60,28 @@ func TestBackfillNoteContentHash(t *testing.T) {
 		require.Empty(t, got[1].ContentHash, "retired versions are not read")
 	})
 }
+
+// Bases stored before read grants existed were read by every agent of their space: the
+// backfill gives each an explicit "space" grant, leaves a base with grants alone, and a second
+// run changes nothing.
+func TestBackfillKnowledgeReaders(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := context.Background()
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		for _, id := range []string{"kb_old", "kb_granted"} {
+			_, err := db.NewInsert().Model(&models.KnowledgeBase{ID: id, SpaceID: "sp_1", Name: id, Settings: "{}", CreatedBy: "key_1", CreatedAt: now}).Exec(ctx)
+			require.NoError(t, err)
+		}
+		_, err := db.NewInsert().Model(&models.KnowledgeReader{SpaceID: "sp_1", KBID: "kb_granted", Kind: "agent", Name: "support-bot"}).Exec(ctx)
+		require.NoError(t, err)
+		for range 2 {
+			require.NoError(t, migrations.BackfillKnowledgeReaders(ctx, db))
+		}
+		var got []models.KnowledgeReader
+		require.NoError(t, db.NewSelect().Model(&got).Order("kb_id").Scan(ctx))
+		require.Equal(t, []models.KnowledgeReader{
+			{SpaceID: "sp_1", KBID: "kb_granted", Kind: "agent", Name: "support-bot"},
+			{SpaceID: "sp_1", KBID: "kb_old", Kind: "space", Name: ""},
+		}, got)
+	})
+}
