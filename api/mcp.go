@@ -63,6 +63,8 @@ type mcpSearchKnowledgeInput struct {
 	KBs       []string `json:"kbs,omitempty" jsonschema:"knowledge base ids to search (default: every base this key may read, at most 10)"`
 	TopK      int      `json:"top_k,omitempty" jsonschema:"at most this many chunks, 1 to 50 (default: the first base's top_k)"`
 	MaxTokens int      `json:"max_tokens,omitempty" jsonschema:"token budget of the context, 100 to 8000 (default: the first base's max_tokens)"`
+	// Filters are POST /v1/knowledge/retrieve's filters.
+	Filters *knowledge.Filters `json:"filters,omitempty" jsonschema:"narrow to documents: document_ids, source_uri_prefix, version, title (all given must hold)"`
 }
 
 // mcpSearchInput is the input of search_agent_memory.
@@ -280,7 +282,7 @@ func (s *Server) mcpSearchKnowledge(p auth.Principal) mcpHandler[mcpSearchKnowle
 			}
 			kbs = ids
 		}
-		return s.Knowledge.Retrieve(ctx, p, knowledge.RetrieveRequest{Query: in.Query, KBs: kbs, TopK: in.TopK, MaxTokens: in.MaxTokens})
+		return s.Knowledge.Retrieve(ctx, p, knowledge.RetrieveRequest{Query: in.Query, KBs: kbs, TopK: in.TopK, MaxTokens: in.MaxTokens, Filters: in.Filters})
 	}
 }
 
