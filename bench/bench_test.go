@@ -88,6 +88,7 @@ func TestMain(m *testing.M) {
 	if len(order) > 0 {
 		printSummary(os.Stdout)
 	}
+	printKnowledge(os.Stdout)
 	os.Exit(code)
 }
 
