@@ -235,16 +235,13 @@ class Retrieval:
     ``chunks`` ranked; ``context`` ready for a prompt, each chunk that fits
     ``context_tokens`` fenced as evidence with its source and version under a line saying it
     is reference material, not instructions (MS-7), or empty when none fits. Put the context
-    beside the conversation, never in place of the system prompt (``system_prompt``'s
-    ``context``)."""
+    beside the conversation (e.g. a user-side message before the customer's question), never in
+    place of the system prompt."""
 
     mode: str
     chunks: List[RetrievedChunk] = field(default_factory=list)
     context: str = ""
     context_tokens: int = 0
-
-    def __str__(self) -> str:
-        return self.context
 
 
 def system_prompt(instructions: str, notes: Any = None, context: Any = None) -> str:

@@ -285,7 +285,7 @@ class ReplayAndAnswersTest(FakeTest):
             ("POST", "/v1/knowledge/retrieve", {"query": "refund to card?", "kbs": ["kb_1"], "top_k": 3, "max_tokens": 500,
                                                 "min_score": 0.2, "filters": filters}),
             ("POST", "/v1/knowledge/retrieve", {"query": "refund", "kbs": ["kb_1"]})])
-        self.assertEqual((got.mode, got.context_tokens, str(got)), ("hybrid", 42, "<knowledge_context>x</knowledge_context>"))
+        self.assertEqual((got.mode, got.context_tokens, got.context), ("hybrid", 42, "<knowledge_context>x</knowledge_context>"))
         ch = got.chunks[0]
         self.assertEqual((ch.document_id, ch.source_uri, ch.version, ch.start_byte, ch.end_byte, ch.in_context),
                          ("kd_1", "kb://refunds", "v2", 0, 57, True))
