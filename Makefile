@@ -96,8 +96,11 @@ $(WORKFLOWCHECK):
 ## bench: API throughput and latency (32 agents) against the HTTP floor, the database's own
 ## compare-and-swap and /healthz, with issue 16's targets and ratios for both databases; the
 ## shipped pool defaults, and on PostgreSQL the same load with a tuned pool (ratio printed).
+## Knowledge (issue 18), both databases: recall@5 of the right ABCD procedure with the stand-in
+## embedder, ingest chunks/s, retrieve p50/p99 at 1k and 10k chunks (200 retrievals each).
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1000x -timeout 30m ./bench
+	$(GO) test -run '^$$' -bench WM -benchtime 1000x -timeout 30m ./bench
+	$(GO) test -run '^$$' -bench Knowledge -benchtime 200x -timeout 30m ./bench
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./internal/notes
 
 ## gate-report: recall and false refusals of the local personal-data gate on the labelled

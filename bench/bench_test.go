@@ -15,8 +15,11 @@
 // explicitly to tunedConns) and the summary prints shipped/tuned per workload, so a default
 // that cannot hold the load shows as a ratio far below 1 (issue 11 §2).
 //
-//	go test -run '^$' -bench . -benchtime 1000x ./bench            # both databases
+//	go test -run '^$' -bench WM -benchtime 1000x ./bench            # both databases
 //	go test -run '^$' -bench 'WM/sqlite' -benchtime 1000x ./bench -args -agents 16
+//
+// BenchmarkKnowledge (knowledge_test.go) measures knowledge retrieval: recall@5, ingest
+// chunks/s and retrieve p50/p99 at 1k and 10k chunks, printed in tables of their own.
 //
 // Runs are bounded in count (-benchtime Nx) and in time (-maxtime per workload, default 60 s:
 // a workload stops early and reports what it did). Loopback only.
@@ -88,6 +91,7 @@ func TestMain(m *testing.M) {
 	if len(order) > 0 {
 		printSummary(os.Stdout)
 	}
+	printKnowledge(os.Stdout)
 	os.Exit(code)
 }
 

@@ -1,5 +1,6 @@
 // Package sdk is the Go client agents import: working memory with read-your-writes and an
-// offline queue (WM-14), and agent notes (remember, the prompt block with revalidation, search).
+// offline queue (WM-14), agent notes (remember, the prompt block with revalidation, search),
+// and knowledge retrieval with provenance (Retrieve, KN-4).
 //
 //	c, _ := sdk.New(sdk.Options{BaseURL: "http://127.0.0.1:8080", Key: os.Getenv("AGENTMEMORY_KEY")})
 //	st := c.AgentState(sdk.Conversation("c-1"))

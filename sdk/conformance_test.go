@@ -34,7 +34,12 @@ type confSetup struct {
 		Name string          `json:"name"`
 		Body json.RawMessage `json:"body"`
 	} `json:"documents"`
-	AgentKey map[string]any `json:"agent_key"`
+	AgentKey  map[string]any `json:"agent_key"`
+	Knowledge []struct {
+		Name      string            `json:"name"`
+		Settings  json.RawMessage   `json:"settings"`
+		Documents []json.RawMessage `json:"documents"`
+	} `json:"knowledge"`
 }
 
 type confClientSpec struct {
@@ -60,6 +65,7 @@ type devServer struct {
 	cmd       *exec.Cmd
 	log       *os.File
 	admin     string
+	bases     map[string]string // knowledge base name (setup.json) -> id
 }
 
 func (s *devServer) start() {
@@ -67,7 +73,7 @@ func (s *devServer) start() {
 	if s.cmd != nil {
 		return
 	}
-	cmd := exec.Command(s.bin, "dev", "--addr", s.addr, "--data-dir", s.dir, "--temporal-ui-port", "0")
+	cmd := exec.Command(s.bin, "dev", "--addr", s.addr, "--data-dir", s.dir, "--temporal-ui-port", "0", "--fake-model")
 	cmd.Env, cmd.Stdout, cmd.Stderr = s.env, s.log, s.log
 	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("start agentmemory dev: %v", err)
@@ -112,7 +118,9 @@ func (s *devServer) call(method, path, key string, body []byte, out any) {
 		s.t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		s.t.Fatal(err)
@@ -128,6 +136,42 @@ func (s *devServer) call(method, path, key string, body []byte, out any) {
 			s.t.Fatal(err)
 		}
 	}
+}
+
+// setupKnowledge creates setup.json's knowledge bases, submits their documents and waits
+// (60 s at most) until each is ready; it returns the bases' ids by name.
+func (s *devServer) setupKnowledge(setup confSetup) map[string]string {
+	s.t.Helper()
+	ids := map[string]string{}
+	for _, kb := range setup.Knowledge {
+		body, _ := json.Marshal(map[string]any{"name": kb.Name, "settings": kb.Settings})
+		var base struct {
+			ID string `json:"id"`
+		}
+		s.call("POST", "/v1/knowledge", s.admin, body, &base)
+		ids[kb.Name] = base.ID
+		for _, d := range kb.Documents {
+			var sub struct {
+				DocumentID string `json:"document_id"`
+			}
+			s.call("POST", "/v1/knowledge/"+base.ID+"/documents", s.admin, d, &sub)
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				var doc struct {
+					Status string `json:"status"`
+				}
+				s.call("GET", "/v1/knowledge/"+base.ID+"/documents/"+sub.DocumentID, s.admin, nil, &doc)
+				if doc.Status == "ready" {
+					break
+				}
+				if doc.Status != "pending" || time.Now().After(deadline) {
+					s.t.Fatalf("knowledge document of %s: status %q, want ready", kb.Name, doc.Status)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}
+	return ids
 }
 
 func (s *devServer) mintKey(spec map[string]any) string {
@@ -207,6 +251,7 @@ func TestConformance(t *testing.T) {
 	for _, d := range setup.Documents {
 		srv.call("PUT", "/v1/documents/"+d.Name, srv.admin, d.Body, nil)
 	}
+	srv.bases = srv.setupKnowledge(setup)
 
 	for _, f := range files {
 		var c confCase
@@ -447,6 +492,39 @@ func (r *confRunner) do(c *sdk.Client, op string, s map[string]any) (map[string]
 			titles = append(titles, n.Title)
 		}
 		return map[string]any{"count": len(notes), "titles": titles}, nil
+	case "knowledge.retrieve":
+		kbs := strs(s["kbs"])
+		for i, name := range kbs {
+			if id, ok := r.srv.bases[name]; ok {
+				kbs[i] = id
+			}
+		}
+		req := sdk.RetrieveRequest{Query: str(s["query"]), KBs: kbs}
+		if v, ok := s["top_k"].(float64); ok {
+			req.TopK = int(v)
+		}
+		if v, ok := s["max_tokens"].(float64); ok {
+			req.MaxTokens = int(v)
+		}
+		if v, ok := s["min_score"].(float64); ok {
+			req.MinScore = v
+		}
+		if v, ok := s["filters"].(map[string]any); ok {
+			req.Filters = v
+		}
+		res, err := c.Retrieve(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		titles, sources, versions, inContext := []string{}, []string{}, []string{}, 0
+		for _, ch := range res.Chunks {
+			titles, sources, versions = append(titles, ch.Title), append(sources, ch.SourceURI), append(versions, ch.Version)
+			if ch.InContext {
+				inContext++
+			}
+		}
+		return map[string]any{"mode": res.Mode, "count": len(res.Chunks), "titles": titles, "sources": sources, "versions": versions,
+			"in_context": inContext, "context": res.Context}, nil
 	}
 	r.t.Fatalf("%s: unknown op", r.where)
 	return nil, nil
@@ -465,10 +543,11 @@ func (r *confRunner) check(out, expect map[string]any) {
 	for k, want := range expect {
 		msg := fmt.Sprintf("%s: %s (outcome %v)", r.where, k, normal(out))
 		switch k {
-		case "text_contains":
+		case "text_contains", "context_contains":
+			member := strings.TrimSuffix(k, "_contains")
 			for _, part := range strs(want) {
-				if !strings.Contains(str(out["text"]), part) {
-					r.t.Errorf("%s: text lacks %q", msg, part)
+				if !strings.Contains(str(out[member]), part) {
+					r.t.Errorf("%s: %s lacks %q", msg, member, part)
 				}
 			}
 		case "text_equals", "etag_equals", "etag_differs", "note_id_equals":

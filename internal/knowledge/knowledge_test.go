@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -16,6 +13,7 @@ import (
 	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/knowledge"
+	"github.com/agentmemory/agentmemory/internal/knowledge/knowledgetest"
 	"github.com/agentmemory/agentmemory/internal/llm"
 	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
 	"github.com/agentmemory/agentmemory/internal/receipts"
@@ -98,41 +96,6 @@ func lastReceipt(t *testing.T, r *rig) receipts.Receipt {
 	return all[len(all)-1]
 }
 
-// procedure is one written procedure of testdata/abcd/guidelines.json as a document.
-type procedure struct{ Title, URI, Text string }
-
-func procedures(t *testing.T) []procedure {
-	raw, err := os.ReadFile("../../testdata/abcd/guidelines.json")
-	require.NoError(t, err)
-	var flows map[string]struct {
-		Description string `json:"description"`
-		Subflows    map[string]struct {
-			Actions []struct {
-				Button  string   `json:"button"`
-				Text    string   `json:"text"`
-				Subtext []string `json:"subtext"`
-			} `json:"actions"`
-		} `json:"subflows"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &flows))
-	var out []procedure
-	for flow, f := range flows {
-		for sub, s := range f.Subflows {
-			var b strings.Builder
-			fmt.Fprintf(&b, "# %s: %s\n\n%s.\n\n", flow, sub, f.Description)
-			for i, a := range s.Actions {
-				fmt.Fprintf(&b, "%d. %s\n", i+1, a.Text)
-				for _, st := range a.Subtext {
-					fmt.Fprintf(&b, "   - %s\n", st)
-				}
-			}
-			out = append(out, procedure{Title: flow + ": " + sub, URI: "abcd://guidelines/" + strings.ReplaceAll(flow+"/"+sub, " ", "-"), Text: b.String()})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].URI < out[j].URI })
-	return out
-}
-
 // TestABCDProcedures ingests the 55 written ABCD procedures and asks customer questions:
 // the procedure that answers each is among the top 5 chunks (hybrid: stand-in hashed
 // embeddings fused with full text). The answer carries provenance, a fenced context within
@@ -142,7 +105,7 @@ func TestABCDProcedures(t *testing.T) {
 		t.Run(engine, func(t *testing.T) {
 			r := newRig(t, engine)
 			kb := r.base(t, "procedures", map[string]any{"embedding_model": "stand-in", "chunk_tokens": 200, "chunk_overlap": 30})
-			procs := procedures(t)
+			procs := knowledgetest.Procedures(t)
 			require.Len(t, procs, 55)
 			for _, p := range procs {
 				d := r.ingest(t, kb, knowledge.SubmitRequest{Text: p.Text, Format: "markdown", SourceURI: p.URI, Title: p.Title, Version: "2020-abcd"})
@@ -157,27 +120,18 @@ func TestABCDProcedures(t *testing.T) {
 				require.LessOrEqual(t, len(req.Input), knowledge.EmbedBatch)
 			}
 			reader := r.AgentKey("support-bot", "acme", "knowledge:read")
-			questions := []struct{ q, want string }{
-				{"I forgot my password and cannot log in to my account", "Account Access: Recover Password"},
-				{"The website is really slow, pages take forever to load", "Troubleshoot Site: Website Too Slow"},
-				{"My promo code is not working, it says the code is invalid", "Purchase Dispute: Promo Code Invalid"},
-				{"I need to change the address on my account, I moved", "Manage Account: Manage Change Address"},
-				{"Where is my package? I want to know the shipping status of my order", "Shipping Issue: Shipping Status"},
-				{"I was charged a mystery fee on my order that I do not recognise", "Order Issue: Status Mystery Fee"},
-				{"My two-factor authentication code is not arriving, can you reset it?", "Account Access: Reset Two-Factor Auth"},
-				{"I got the wrong size and want to return the jeans", "Product Defect: Return Due to Size"},
-			}
+			questions := knowledgetest.Questions
 			misses := 0
 			for _, qa := range questions {
-				res := r.retrieve(t, reader, map[string]any{"query": qa.q, "kbs": []string{kb}, "top_k": 5, "max_tokens": 1500})
+				res := r.retrieve(t, reader, map[string]any{"query": qa.Query, "kbs": []string{kb}, "top_k": 5, "max_tokens": 1500})
 				require.Equal(t, knowledge.ModeHybrid, res["mode"])
 				var titles []string
 				for _, c := range chunksOf(res) {
 					titles = append(titles, c["title"].(string))
 				}
-				if !slices.Contains(titles, qa.want) {
+				if !knowledgetest.Hit(titles, qa.Want) {
 					misses++
-					t.Logf("miss: %q: want %q, top 5 %v", qa.q, qa.want, titles)
+					t.Logf("miss: %q: want %q, top 5 %v", qa.Query, qa.Want, titles)
 				}
 			}
 
@@ -188,7 +142,7 @@ func TestABCDProcedures(t *testing.T) {
 			require.LessOrEqual(t, misses, 1, "recall@5 fell below 7/8")
 
 			// Provenance, the fenced context and its budget, the receipt.
-			res := r.retrieve(t, reader, map[string]any{"query": questions[0].q, "kbs": []string{kb}, "top_k": 3, "max_tokens": 600})
+			res := r.retrieve(t, reader, map[string]any{"query": questions[0].Query, "kbs": []string{kb}, "top_k": 3, "max_tokens": 600})
 			cs := chunksOf(res)
 			require.Len(t, cs, 3)
 			ctxText := res["context"].(string)

@@ -9,13 +9,14 @@
     conversation.agent_state.put({"offer": agentmemory.DELETE})
     notes = conversation.agent_memory(max_tokens=300, tags=["scheduling"])
     saved = conversation.remember("pitfall", "Scheduling API", "Dates without a time zone...", tags=["scheduling"])
+    found = client.retrieve("Can I get a refund to my card?", ["kb_..."], top_k=5)   # found.context, found.chunks
 
 See docs/sdk.md ("Python") for every behaviour.
 """
 
 from .aio import AsyncAgentState, AsyncClient, AsyncSession, AsyncToolkit
-from .client import (DELETE, AgentState, Block, Client, Conflict, Note, Saved, Scope, Session, State,
-                     WriteResult, system_prompt)
+from .client import (DELETE, AgentState, Block, Client, Conflict, Note, Retrieval, RetrievedChunk, Saved, Scope,
+                     Session, State, WriteResult, system_prompt)
 from .errors import (AgentMemoryError, AnswerError, ConflictError, PersonalDataError, RateLimitedError,
                      UnavailableError, UnreachableError)
 from .tools import DEFINITIONS, REMEMBER_SCHEMA, SEARCH_SCHEMA, ToolDefinition, Toolkit
@@ -24,7 +25,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Client", "AsyncClient", "Session", "AsyncSession", "AgentState", "AsyncAgentState", "Toolkit", "AsyncToolkit",
-    "DELETE", "Scope", "State", "WriteResult", "Conflict", "Block", "Note", "Saved", "system_prompt",
+    "DELETE", "Scope", "State", "WriteResult", "Conflict", "Block", "Note", "Saved", "Retrieval", "RetrievedChunk",
+    "system_prompt",
     "ToolDefinition", "DEFINITIONS", "SEARCH_SCHEMA", "REMEMBER_SCHEMA",
     "AgentMemoryError", "ConflictError", "PersonalDataError", "RateLimitedError", "UnavailableError",
     "UnreachableError", "AnswerError",

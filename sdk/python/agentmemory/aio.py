@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from .client import Block, Client, Conflict, Note, Saved, Scope, Session, State, WriteResult
+from .client import Block, Client, Conflict, Note, Retrieval, Saved, Scope, Session, State, WriteResult
 from .tools import Toolkit
 
 
@@ -116,6 +116,10 @@ class AsyncClient:
 
     async def search(self, query: str, tags: Optional[Sequence[str]] = None, limit: Optional[int] = None) -> List[Note]:
         return await asyncio.to_thread(self.sync.search, query, tags, limit)
+
+    async def retrieve(self, query: str, kbs: Sequence[str], **kw: Any) -> Retrieval:
+        """See :meth:`agentmemory.Client.retrieve`."""
+        return await asyncio.to_thread(lambda: self.sync.retrieve(query, kbs, **kw))
 
     async def tools(self, agent_memory: bool = True, write_agent_memory: bool = False, **kw: Any) -> AsyncToolkit:
         return AsyncToolkit(await asyncio.to_thread(lambda: self.sync.tools(agent_memory, write_agent_memory, **kw)))

@@ -21,7 +21,7 @@ from .errors import AgentMemoryError, ConflictError, UnavailableError, Unreachab
 log = logging.getLogger("agentmemory")
 
 __all__ = [
-    "DELETE", "Scope", "State", "WriteResult", "Conflict", "Block", "Note", "Saved",
+    "DELETE", "Scope", "State", "WriteResult", "Conflict", "Block", "Note", "Saved", "RetrievedChunk", "Retrieval",
     "Client", "Session", "AgentState", "system_prompt",
 ]
 
@@ -193,6 +193,55 @@ class Saved:
             from .errors import error_for
             raise error_for(self.http_status, self.error, self.message, retry_after=self.retry_after, kinds=self.kinds)
         return self
+
+
+@dataclass
+class RetrievedChunk:
+    """One ranked chunk of a knowledge base with its provenance (KN-4): its document, base,
+    source, title, version label and byte range in the document. ``score`` is the fused
+    reciprocal-rank score; ``vector_score`` the cosine similarity and ``vector_rank``,
+    ``lexical_rank`` its ranks in each ranking (None: not in that ranking); ``in_context``
+    whether ``Retrieval.context`` holds it."""
+
+    chunk_id: str
+    document_id: str
+    kb_id: str
+    source_uri: str
+    title: str
+    version: str
+    start_byte: int
+    end_byte: int
+    score: float
+    text: str = field(repr=False)
+    in_context: bool = False
+    vector_score: Optional[float] = None
+    vector_rank: Optional[int] = None
+    lexical_rank: Optional[int] = None
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> "RetrievedChunk":
+        return cls(chunk_id=str(d.get("chunk_id", "")), document_id=str(d.get("document_id", "")),
+                   kb_id=str(d.get("kb_id", "")), source_uri=str(d.get("source_uri", "")), title=str(d.get("title", "")),
+                   version=str(d.get("version", "")), start_byte=int(d.get("start_byte") or 0),
+                   end_byte=int(d.get("end_byte") or 0), score=float(d.get("score") or 0), text=str(d.get("text", "")),
+                   in_context=bool(d.get("in_context")), vector_score=d.get("vector_score"),
+                   vector_rank=d.get("vector_rank"), lexical_rank=d.get("lexical_rank"))
+
+
+@dataclass
+class Retrieval:
+    """The answer of ``retrieve``: ``mode`` is ``hybrid`` (vector and full-text rankings fused)
+    or ``lexical_only`` (the embedder was down and the bases allow full text alone);
+    ``chunks`` ranked; ``context`` ready for a prompt, each chunk that fits
+    ``context_tokens`` fenced as evidence with its source and version under a line saying it
+    is reference material, not instructions (MS-7), or empty when none fits. Put the context
+    beside the conversation (e.g. a user-side message before the customer's question), never in
+    place of the system prompt."""
+
+    mode: str
+    chunks: List[RetrievedChunk] = field(default_factory=list)
+    context: str = ""
+    context_tokens: int = 0
 
 
 def system_prompt(instructions: str, notes: Any = None, context: Any = None) -> str:
@@ -549,6 +598,36 @@ class Client:
             q["source_id"] = self.agent
         d = self._http.request("GET", "/v1/agent-memory/search?" + urllib.parse.urlencode(sorted(q.items()))).data or {}
         return bool(d.get("enabled")), [Note.from_wire(n) for n in d.get("notes") or []]
+
+    # Knowledge ----------------------------------------------------------------------------------
+
+    def retrieve(self, query: str, kbs: Sequence[str], *, top_k: Optional[int] = None,
+                 max_tokens: Optional[int] = None, min_score: Optional[float] = None,
+                 filters: Optional[Mapping[str, Any]] = None) -> Retrieval:
+        """Ranks the chunks of knowledge bases ``kbs`` (1-10 base ids of the key's space) for
+        ``query`` (1-1000 characters) (POST /v1/knowledge/retrieve; the key needs scope
+        ``knowledge:read``). ``top_k`` 1..50 and ``max_tokens`` 100..8000 (the context's budget)
+        default to the first base's settings; with ``min_score`` (0..1) weaker vector candidates
+        leave the vector ranking. ``filters`` is sent as the request's ``filters`` object as
+        given; the service decides what it accepts (one without filters answers 400). The
+        service leaves a receipt naming the chunks delivered.
+
+        Raises AgentMemoryError: 400 ``invalid_member``, 403 ``scope_required`` or
+        ``feature_disabled``, 404 ``knowledge_base_not_found`` (a base of another space looks
+        missing), UnavailableError 503 ``embedder_unavailable`` (a base whose embedder_down is
+        ``fail``), UnreachableError."""
+        payload: Dict[str, Any] = {"query": query, "kbs": list(kbs)}
+        if top_k is not None:
+            payload["top_k"] = int(top_k)
+        if max_tokens is not None:
+            payload["max_tokens"] = int(max_tokens)
+        if min_score is not None:
+            payload["min_score"] = float(min_score)
+        if filters is not None:
+            payload["filters"] = dict(filters)
+        d = self._http.request("POST", "/v1/knowledge/retrieve", payload).data or {}
+        return Retrieval(mode=str(d.get("mode", "")), chunks=[RetrievedChunk.from_wire(c) for c in d.get("chunks") or []],
+                         context=str(d.get("context") or ""), context_tokens=int(d.get("context_tokens") or 0))
 
     # Tools --------------------------------------------------------------------------------------
 

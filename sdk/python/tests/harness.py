@@ -65,9 +65,11 @@ def http_json(method: str, url: str, key: str, body: Any = None, headers: Option
 
 
 class DevServer:
-    """``agentmemory dev`` on a fresh data dir and a free port; stop() and start() restart it."""
+    """``agentmemory dev`` on a fresh data dir and a free port; stop() and start() restart it.
+    With ``fake_model`` it runs with ``--fake-model`` (the stand-in embedder for knowledge)."""
 
-    def __init__(self) -> None:
+    def __init__(self, fake_model: bool = False) -> None:
+        self.fake_model = fake_model
         self.dir = tempfile.mkdtemp(prefix="agentmemory-dev-")
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
@@ -84,9 +86,10 @@ class DevServer:
     def start(self) -> None:
         if self.proc is not None:
             return
-        self.proc = subprocess.Popen(
-            [binary(), "dev", "--addr", "127.0.0.1:%d" % self.port, "--data-dir", self.dir, "--temporal-ui-port", "0"],
-            stdout=self.log, stderr=self.log, env=self._env())
+        args = [binary(), "dev", "--addr", "127.0.0.1:%d" % self.port, "--data-dir", self.dir, "--temporal-ui-port", "0"]
+        if self.fake_model:
+            args.append("--fake-model")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log, env=self._env())
         deadline = time.time() + 90
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -139,10 +142,27 @@ def load_cases() -> List[Dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted((CONFORMANCE / "cases").glob("*.json"))]
 
 
-def setup_space(server: DevServer) -> Dict[str, Any]:
-    """Creates the space of setup.json and PUTs its documents; returns setup.json."""
+def setup_space(server: DevServer, knowledge: bool = False) -> Dict[str, Any]:
+    """Creates the space of setup.json and PUTs its documents; with ``knowledge`` (the server
+    needs ``fake_model`` to embed) also creates its knowledge bases with their documents
+    ingested, and ``setup["bases"]`` maps each base's name to its id. Returns setup.json."""
     setup = load_setup()
     server.create_space(setup["space_name"])
     for doc in setup["documents"]:
         server.put_document(doc["name"], doc["body"])
+    setup["bases"] = {}
+    for kb in setup.get("knowledge", []) if knowledge else []:
+        base = http_json("POST", server.url + "/v1/knowledge", server.admin_key, {"name": kb["name"], "settings": kb["settings"]})
+        setup["bases"][kb["name"]] = base["id"]
+        for d in kb["documents"]:
+            sub = http_json("POST", server.url + "/v1/knowledge/%s/documents" % base["id"], server.admin_key, d)
+            deadline = time.time() + 60
+            while True:
+                got = http_json("GET", server.url + "/v1/knowledge/%s/documents/%s" % (base["id"], sub["document_id"]),
+                                server.admin_key)
+                if got["status"] == "ready":
+                    break
+                if got["status"] != "pending" or time.time() > deadline:
+                    raise RuntimeError("knowledge document of %s: status %s, want ready" % (kb["name"], got["status"]))
+                time.sleep(0.1)
     return setup

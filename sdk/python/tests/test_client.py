@@ -271,6 +271,39 @@ class ReplayAndAnswersTest(FakeTest):
         conv.remember("pitfall", "Call back", "x")
         self.assertNotEqual(f.requests[1][2]["idempotency-key"], headers["idempotency-key"])
 
+    def test_retrieve_sends_filters_as_given_and_decodes_provenance(self) -> None:
+        answer = {"mode": "hybrid", "context": "<knowledge_context>x</knowledge_context>", "context_tokens": 42, "chunks": [
+            {"chunk_id": "kc_1", "document_id": "kd_1", "kb_id": "kb_1", "source_uri": "kb://refunds", "title": "Refunds",
+             "version": "v2", "start_byte": 0, "end_byte": 57, "score": 0.032787, "vector_score": 0.81, "vector_rank": 1,
+             "lexical_rank": None, "text": "Refunds go to store credit.", "in_context": True}]}
+        f = self.fake(lambda m, p, h, b: (200, {}, answer))
+        c = agentmemory.Client(f.url, KEY)
+        filters = {"source_uri": ["kb://refunds"], "tags": {"any": ["orders"]}}
+        got = c.retrieve("refund to card?", ["kb_1"], top_k=3, max_tokens=500, min_score=0.2, filters=filters)
+        c.retrieve("refund", ("kb_1",))
+        self.assertEqual([(m, p, b) for m, p, _, b in f.requests], [
+            ("POST", "/v1/knowledge/retrieve", {"query": "refund to card?", "kbs": ["kb_1"], "top_k": 3, "max_tokens": 500,
+                                                "min_score": 0.2, "filters": filters}),
+            ("POST", "/v1/knowledge/retrieve", {"query": "refund", "kbs": ["kb_1"]})])
+        self.assertEqual((got.mode, got.context_tokens, got.context), ("hybrid", 42, "<knowledge_context>x</knowledge_context>"))
+        ch = got.chunks[0]
+        self.assertEqual((ch.document_id, ch.source_uri, ch.version, ch.start_byte, ch.end_byte, ch.in_context),
+                         ("kd_1", "kb://refunds", "v2", 0, 57, True))
+        self.assertEqual((ch.vector_score, ch.vector_rank, ch.lexical_rank), (0.81, 1, None))
+        self.assertNotIn("store credit", repr(ch), "chunk text stays out of reprs")
+
+    def test_retrieve_raises_the_services_refusals(self) -> None:
+        answers = {"scope": (403, {"error": {"code": "scope_required", "message": "this key lacks scope knowledge:read"}}),
+                   "embedder": (503, {"error": {"code": "embedder_unavailable", "message": "retry later"}})}
+        f = self.fake(lambda m, p, h, b: (answers[b["query"]][0], {}, answers[b["query"]][1]))
+        c = agentmemory.Client(f.url, KEY, max_retries=0)
+        with self.assertRaises(agentmemory.AgentMemoryError) as cm:
+            c.retrieve("scope", ["kb_1"])
+        self.assertEqual((cm.exception.status, cm.exception.code), (403, "scope_required"))
+        with self.assertRaises(agentmemory.UnavailableError) as cm2:
+            c.retrieve("embedder", ["kb_1"])
+        self.assertEqual(cm2.exception.code, "embedder_unavailable")
+
     def test_environment_and_system_prompt(self) -> None:
         os.environ["AGENTMEMORY_URL"], os.environ["AGENTMEMORY_KEY"] = "http://127.0.0.1:9", KEY
         try:
@@ -295,6 +328,7 @@ class ReplayAndAnswersTest(FakeTest):
             st = await conv.agent_state.get()
             return w.version, st.version
         self.assertEqual(asyncio.run(main()), (1, 1))
+        self.assertTrue(asyncio.iscoroutinefunction(agentmemory.AsyncClient.retrieve))
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ class Runner:
         self.t = test
         self.server = server
         self.case = case
+        self.bases: Dict[str, str] = setup.get("bases", {})
         self.dir = tempfile.mkdtemp(prefix="conf-")
         test.addCleanup(shutil.rmtree, self.dir, True)
         agent = "%s-%s" % (setup["agent_key"]["agent"], case["name"].replace("_", "-"))
@@ -99,6 +100,12 @@ class Runner:
         if op == "memory.search":
             notes = c.search(s["query"], s.get("tags"), s.get("limit"))
             return {"count": len(notes), "titles": [n.title for n in notes]}
+        if op == "knowledge.retrieve":
+            kw = {k: s[k] for k in ("top_k", "max_tokens", "min_score", "filters") if k in s}
+            r = c.retrieve(s["query"], [self.bases.get(k, k) for k in s["kbs"]], **kw)
+            return {"mode": r.mode, "count": len(r.chunks), "titles": [x.title for x in r.chunks],
+                    "sources": [x.source_uri for x in r.chunks], "versions": [x.version for x in r.chunks],
+                    "in_context": sum(1 for x in r.chunks if x.in_context), "context": r.context}
         if op == "tools.list":
             return {"names": c.tools(agent_memory=True, write_agent_memory=True).names}
         if op == "tools.call":
@@ -114,9 +121,9 @@ class Runner:
     def check(self, out: Dict[str, Any], expect: Dict[str, Any]) -> None:
         for k, want in expect.items():
             msg = "%s: %s" % (self.where, k)
-            if k == "text_contains":
+            if k in ("text_contains", "context_contains"):
                 for part in want:
-                    self.t.assertIn(part, out.get("text", ""), msg)
+                    self.t.assertIn(part, out.get(k[:-len("_contains")], ""), msg)
             elif k == "text_equals":
                 self.t.assertEqual(out.get("text"), self.saved[want]["text"], msg)
             elif k == "etag_equals":
@@ -142,9 +149,9 @@ class ConformanceTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls) -> None:
-        cls.server = harness.DevServer()
+        cls.server = harness.DevServer(fake_model=True)
         cls.server.start()
-        cls.setup = harness.setup_space(cls.server)
+        cls.setup = harness.setup_space(cls.server, knowledge=True)
 
     @classmethod
     def tearDownClass(cls) -> None:

@@ -14,6 +14,8 @@ import type {
   Note,
   NoteInput,
   ProposalAccepted,
+  RetrieveRequest,
+  Retrieval,
   Scope,
   SearchResult,
   StateReadResult,
@@ -142,6 +144,19 @@ export type RememberResult = { data: Remembered; error: null } | { data: null; e
 export interface SearchOptions {
   tags?: string[];
   limit?: number;
+}
+
+/**
+ * Options of `retrieve`: `top_k` 1..50 and `max_tokens` 100..8000 (the context's budget)
+ * default to the first base's settings; with `min_score` (0..1) weaker vector candidates leave
+ * the vector ranking. `filters` is sent as the request's `filters` object as given; the
+ * service decides what it accepts (one without filters answers 400).
+ */
+export interface RetrieveOptions {
+  top_k?: number;
+  max_tokens?: number;
+  min_score?: number;
+  filters?: { [member: string]: JsonValue };
 }
 
 interface Seen {
@@ -449,6 +464,25 @@ export class AgentMemoryClient {
     if (opts.limit !== undefined) q.set("limit", String(opts.limit));
     if (this.opt.agent) q.set("source_id", this.opt.agent);
     return (await this.transport().request<SearchResult>("GET", "/v1/agent-memory/search?" + q.toString())).data;
+  }
+
+  /**
+   * Ranks the chunks of knowledge bases `kbs` (1-10 base ids of the key's space) for `query`
+   * (1-1000 characters) (`POST /v1/knowledge/retrieve`; the key needs scope `knowledge:read`).
+   * The service leaves a receipt naming the chunks delivered. Put `context` beside the
+   * conversation, never in place of the system prompt. Throws {@link AgentMemoryError}: 400
+   * `invalid_member`, 403 `scope_required` or `feature_disabled`, 404
+   * `knowledge_base_not_found` (a base of another space looks missing),
+   * {@link UnavailableError} 503 `embedder_unavailable` (a base whose `embedder_down` is
+   * `fail`); or {@link UnreachableError}.
+   */
+  async retrieve(query: string, kbs: string[], opts: RetrieveOptions = {}): Promise<Retrieval> {
+    const body: RetrieveRequest = { query, kbs: [...kbs] };
+    if (opts.top_k !== undefined) body.top_k = opts.top_k;
+    if (opts.max_tokens !== undefined) body.max_tokens = opts.max_tokens;
+    if (opts.min_score !== undefined) body.min_score = opts.min_score;
+    if (opts.filters !== undefined) body.filters = opts.filters;
+    return (await this.transport().request<Retrieval>("POST", "/v1/knowledge/retrieve", { body })).data;
   }
 
   /**

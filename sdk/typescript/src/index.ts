@@ -10,6 +10,7 @@
  * await conv.agentState.put({ step: "checkout" }, { mode: "cas", ifVersion: state.version });
  * const notes = await conv.agentMemory({ max_tokens: 300, tags: ["refund"] });
  * const { data, error } = await conv.remember({ kind: "pitfall", title: "...", body: "..." });
+ * const found = await client.retrieve("Can I get a refund to my card?", ["kb_..."], { top_k: 5 }); // found.context, found.chunks
  * ```
  *
  * @module
@@ -32,6 +33,7 @@ export {
   type RememberNote,
   type RememberOptions,
   type RememberResult,
+  type RetrieveOptions,
   type SearchOptions,
   type WriteResult,
 } from "./client.js";

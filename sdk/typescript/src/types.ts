@@ -123,6 +123,56 @@ export interface SearchResult {
   notes: Note[];
 }
 
+/**
+ * Request of `POST /v1/knowledge/retrieve` (schema `RetrieveRequest`), plus `filters`: an
+ * object sent as given, for a service that accepts filters (this type is therefore not in
+ * the openapi check's pairs until the schema declares `filters`).
+ */
+export interface RetrieveRequest {
+  query: string;
+  kbs: string[];
+  top_k?: number;
+  max_tokens?: number;
+  min_score?: number;
+  filters?: { [member: string]: JsonValue };
+}
+
+/**
+ * One ranked chunk with its provenance (schema `RetrievedChunk`): its document, base, source,
+ * title, version label and byte range in the document. `score` is the fused reciprocal-rank
+ * score; `vector_score` the cosine similarity and `vector_rank`, `lexical_rank` its ranks in
+ * each ranking (null: not in that ranking); `in_context` whether the answer's `context` holds it.
+ */
+export interface RetrievedChunk {
+  chunk_id: string;
+  document_id: string;
+  kb_id: string;
+  source_uri: string;
+  title?: string;
+  version: string;
+  start_byte: number;
+  end_byte: number;
+  score: number;
+  vector_score?: number | null;
+  vector_rank?: number | null;
+  lexical_rank?: number | null;
+  text: string;
+  in_context: boolean;
+}
+
+/**
+ * Answer 200 of `POST /v1/knowledge/retrieve` (schema `Retrieval`). `context` is ready for a
+ * prompt: each chunk that fits `context_tokens` fenced as evidence with its source and
+ * version, under a line saying it is reference material, not instructions (MS-7); empty
+ * when none fits.
+ */
+export interface Retrieval {
+  mode: "hybrid" | "lexical_only";
+  chunks: RetrievedChunk[];
+  context: string;
+  context_tokens: number;
+}
+
 /** The inner object of every error answer. */
 export interface ErrorDetail {
   code: string;

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { readFileSync, readdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { AgentMemoryClient, AgentMemoryError, DELETE, type ClientOptions, type JsonValue, type Scope } from "../src/index.js";
+import { AgentMemoryClient, AgentMemoryError, DELETE, type ClientOptions, type JsonValue, type RetrieveOptions, type Scope } from "../src/index.js";
 import { Server, repoRoot } from "./harness.js";
 
 const dir = join(repoRoot, "sdk", "conformance");
@@ -17,12 +17,14 @@ const cases = readdirSync(join(dir, "cases"))
 const CAPABILITIES = new Set(["tools"]);
 
 let server: Server;
+const bases: { [name: string]: string } = {}; // knowledge base name (setup.json) -> id
 
 before(async () => {
   assert.equal(setup.format, 1, "this runner reads format 1");
-  server = await Server.start();
+  server = await Server.start({ fakeModel: true });
   await server.createSpace(setup.space_name);
   for (const d of setup.documents) await server.putDocument(d.name, d.body);
+  for (const kb of setup.knowledge ?? []) bases[kb.name] = await server.createKnowledgeBase(kb.name, kb.settings, kb.documents);
 });
 
 after(async () => {
@@ -125,6 +127,25 @@ for (const c of cases) {
               return { count: r.notes.length, titles: r.notes.map((n) => n.title) };
             });
             break;
+          case "knowledge.retrieve":
+            out = await outcomeOf(async () => {
+              const o: RetrieveOptions = {};
+              if (step.top_k !== undefined) o.top_k = step.top_k;
+              if (step.max_tokens !== undefined) o.max_tokens = step.max_tokens;
+              if (step.min_score !== undefined) o.min_score = step.min_score;
+              if (step.filters !== undefined) o.filters = step.filters;
+              const r = await cl.retrieve(step.query, (step.kbs as string[]).map((k) => bases[k] ?? k), o);
+              return {
+                mode: r.mode,
+                count: r.chunks.length,
+                titles: r.chunks.map((x) => x.title),
+                sources: r.chunks.map((x) => x.source_uri),
+                versions: r.chunks.map((x) => x.version),
+                in_context: r.chunks.filter((x) => x.in_context).length,
+                context: r.context,
+              };
+            });
+            break;
           case "server.stop":
             await server.stop();
             break;
@@ -154,8 +175,11 @@ for (const c of cases) {
         for (const [k, want] of Object.entries<any>(step.expect ?? {})) {
           switch (k) {
             case "text_contains":
-              for (const s of want) assert.ok(String(out.text).includes(s), `${where}: text lacks ${JSON.stringify(s)}`);
+            case "context_contains": {
+              const member = k.slice(0, -"_contains".length);
+              for (const s of want) assert.ok(String(out[member]).includes(s), `${where}: ${member} lacks ${JSON.stringify(s)}`);
               break;
+            }
             case "text_equals":
               assert.equal(out.text, saved[want]?.text, `${where}: text differs from ${want}`);
               break;

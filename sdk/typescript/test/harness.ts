@@ -57,15 +57,21 @@ export class Server {
   private proc: ChildProcess | undefined;
   private exited: Promise<void> | undefined;
 
-  private constructor(readonly bin: string, readonly port: number, dataDir: string) {
+  private constructor(
+    readonly bin: string,
+    readonly port: number,
+    dataDir: string,
+    readonly fakeModel: boolean,
+  ) {
     this.url = `http://127.0.0.1:${port}`;
     this.dataDir = dataDir;
   }
 
-  static async start(): Promise<Server> {
+  /** Starts `agentmemory dev`; with `fakeModel`, `--fake-model` (the stand-in embedder knowledge bases need). */
+  static async start(opts: { fakeModel?: boolean } = {}): Promise<Server> {
     const bin = await binary();
     const dir = mkdtempSync(join(tmpdir(), "agentmemory-sdk-ts-"));
-    const s = new Server(bin, await freePort(), join(dir, "data"));
+    const s = new Server(bin, await freePort(), join(dir, "data"), opts.fakeModel ?? false);
     await s.startProcess();
     return s;
   }
@@ -74,7 +80,9 @@ export class Server {
     const log = openSync(join(dirname(this.dataDir), "server.log"), "a");
     const temporal = process.env.AGENTMEMORY_TEMPORAL_CLI ?? join(repoRoot, "bin", "temporal");
     if (!existsSync(temporal)) throw new Error(`the Temporal CLI is missing at ${temporal}: run make temporal`);
-    const p = spawn(this.bin, ["dev", "--addr", `127.0.0.1:${this.port}`, "--data-dir", this.dataDir, "--temporal-ui-port", "0"], {
+    const args = ["dev", "--addr", `127.0.0.1:${this.port}`, "--data-dir", this.dataDir, "--temporal-ui-port", "0"];
+    if (this.fakeModel) args.push("--fake-model");
+    const p = spawn(this.bin, args, {
       env: { ...process.env, AGENTMEMORY_TEMPORAL_CLI: temporal },
       stdio: ["ignore", log, log],
     });
@@ -134,6 +142,28 @@ export class Server {
   async putDocument(name: string, body: unknown): Promise<void> {
     const r = await this.admin("PUT", "/v1/documents/" + name, body);
     if (r.status !== 200) throw new Error(`PUT /v1/documents/${name}: ${r.status} ${JSON.stringify(r.json)}`);
+  }
+
+  /**
+   * Creates knowledge base `name` with `settings`, submits `documents` and waits (60 s at most)
+   * until each is ready; returns the base's id. Needs a server started with `fakeModel`.
+   */
+  async createKnowledgeBase(name: string, settings: unknown, documents: unknown[]): Promise<string> {
+    const b = await this.admin("POST", "/v1/knowledge", { name, settings });
+    if (b.status !== 201) throw new Error(`POST /v1/knowledge: ${b.status} ${JSON.stringify(b.json)}`);
+    const kb = b.json.id as string;
+    for (const d of documents) {
+      const sub = await this.admin("POST", `/v1/knowledge/${kb}/documents`, d);
+      if (sub.status !== 202) throw new Error(`POST /v1/knowledge/${kb}/documents: ${sub.status} ${JSON.stringify(sub.json)}`);
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const got = await this.admin("GET", `/v1/knowledge/${kb}/documents/${sub.json.document_id}`);
+        if (got.json?.status === "ready") break;
+        if (got.json?.status !== "pending" || Date.now() > deadline) throw new Error(`knowledge document of ${name}: ${got.status} ${JSON.stringify(got.json)}, want ready`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    return kb;
   }
 
   async mintKey(spec: KeySpec): Promise<string> {

@@ -65,6 +65,8 @@ const PAIRS: [string, string, boolean?][] = [
   ["ProposalAccepted", "ProposalAccepted"],
   ["Block", "Block"],
   ["SearchResult", "SearchResult"],
+  ["RetrievedChunk", "RetrievedChunk"],
+  ["Retrieval", "Retrieval"],
   ["ErrorBody", "Error"],
 ];
 

@@ -157,3 +157,39 @@ test("a 503 on a write queues it; the answer nesting is bounded", async () => {
   const d = new AgentMemoryClient({ baseUrl: "http://x", key: "k", fetch: fake([{ status: 200, body: deep }]) });
   await assert.rejects(d.search("x"), (e: any) => e.code === "json_too_deep");
 });
+
+test("retrieve posts the request (filters as given, unset options left out) and answers the chunks with provenance", async () => {
+  const seen: any[] = [];
+  const answer = {
+    mode: "hybrid",
+    context: "<knowledge_context>x</knowledge_context>",
+    context_tokens: 42,
+    chunks: [
+      { chunk_id: "kc_1", document_id: "kd_1", kb_id: "kb_1", source_uri: "kb://refunds", title: "Refunds", version: "v2", start_byte: 0, end_byte: 57,
+        score: 0.032787, vector_score: 0.81, vector_rank: 1, lexical_rank: null, text: "Refunds go to store credit.", in_context: true },
+    ],
+  };
+  const c = new AgentMemoryClient({ baseUrl: "http://x", key: "k", fetch: fake([{ status: 200, body: answer }, { status: 200, body: answer }], seen) });
+  const filters = { source_uri: ["kb://refunds"], tags: { any: ["orders"] } };
+  const got = await c.retrieve("refund to card?", ["kb_1"], { top_k: 3, max_tokens: 500, min_score: 0.2, filters });
+  await c.retrieve("refund", ["kb_1"]);
+  assert.deepEqual(
+    seen.map((s) => [s.method, s.url, JSON.parse(s.body)]),
+    [
+      ["POST", "http://x/v1/knowledge/retrieve", { query: "refund to card?", kbs: ["kb_1"], top_k: 3, max_tokens: 500, min_score: 0.2, filters }],
+      ["POST", "http://x/v1/knowledge/retrieve", { query: "refund", kbs: ["kb_1"] }],
+    ],
+  );
+  assert.deepEqual(got, answer);
+});
+
+test("retrieve throws the service's refusals typed: 403 scope_required, 503 embedder_unavailable", async () => {
+  const c = new AgentMemoryClient({
+    baseUrl: "http://x",
+    key: "k",
+    fetch: fake([{ status: 403, body: err("scope_required") }, { status: 503, body: err("embedder_unavailable") }]),
+    retry: { retries: 0 },
+  });
+  await assert.rejects(c.retrieve("q", ["kb_1"]), (e: any) => e instanceof AgentMemoryError && e.status === 403 && e.code === "scope_required");
+  await assert.rejects(c.retrieve("q", ["kb_1"]), (e: any) => e instanceof UnavailableError && e.code === "embedder_unavailable");
+});

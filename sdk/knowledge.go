@@ -1,0 +1,92 @@
+package sdk
+
+import "context"
+
+// RetrieveRequest asks for the chunks of the space's knowledge bases that answer Query
+// (POST /v1/knowledge/retrieve, KN-4; the key needs scope knowledge:read).
+type RetrieveRequest struct {
+	// Query is the question, 1-1000 characters.
+	Query string
+	// KBs names 1-10 knowledge bases of the key's space by id.
+	KBs []string
+	// TopK is how many chunks to return, 1..50 (0: the first base's top_k).
+	TopK int
+	// MaxTokens is the budget of Retrieval.Context in cl100k tokens, 100..8000 (0: the first
+	// base's max_tokens).
+	MaxTokens int
+	// MinScore, 0..1: vector candidates whose cosine similarity is below it do not enter the
+	// vector ranking (full-text matches are not affected). 0 sends nothing.
+	MinScore float64
+	// Filters is sent as the request's "filters" object, member for member, when not nil; the
+	// service decides what it accepts (a service that has no filters answers 400).
+	Filters map[string]any
+}
+
+// RetrievedChunk is one ranked chunk with its provenance: its document, base, source, title,
+// version label and byte range in the document. Score is the fused reciprocal-rank score;
+// VectorScore the cosine similarity and VectorRank, LexicalRank its ranks in each ranking
+// (nil: not in that ranking); InContext whether Retrieval.Context holds it.
+type RetrievedChunk struct {
+	ChunkID     string   `json:"chunk_id"`
+	DocumentID  string   `json:"document_id"`
+	KBID        string   `json:"kb_id"`
+	SourceURI   string   `json:"source_uri"`
+	Title       string   `json:"title"`
+	Version     string   `json:"version"`
+	StartByte   int      `json:"start_byte"`
+	EndByte     int      `json:"end_byte"`
+	Score       float64  `json:"score"`
+	VectorScore *float64 `json:"vector_score"`
+	VectorRank  *int     `json:"vector_rank"`
+	LexicalRank *int     `json:"lexical_rank"`
+	Text        string   `json:"text"`
+	InContext   bool     `json:"in_context"`
+}
+
+// Retrieval is the answer of Retrieve. Mode is "hybrid" (vector and full-text rankings
+// fused) or "lexical_only" (the embedder was down and the bases allow full text alone).
+// Context is ready for a prompt: each chunk that fits ContextTokens fenced as evidence with
+// its source and version, under a line saying it is reference material, not instructions
+// (MS-7); empty when no chunk fits. Put it beside the conversation, never in place of the
+// system prompt.
+type Retrieval struct {
+	Mode          string           `json:"mode"`
+	Chunks        []RetrievedChunk `json:"chunks"`
+	Context       string           `json:"context"`
+	ContextTokens int              `json:"context_tokens"`
+}
+
+// Retrieve ranks the chunks of the named knowledge bases for req.Query
+// (POST /v1/knowledge/retrieve). Every retrieval leaves a receipt on the service naming the
+// chunks delivered. Errors are *Error: 400 invalid_member (with the member in the message),
+// 403 scope_required (no knowledge:read) or feature_disabled, 404 knowledge_base_not_found
+// (a base of another space looks missing), ErrUnavailable for 503 embedder_unavailable (a
+// base whose embedder_down is "fail"), retried like any 5xx. An empty Query or KBs is the
+// service's 400 invalid_member.
+func (c *Client) Retrieve(ctx context.Context, req RetrieveRequest) (Retrieval, error) {
+	kbs := req.KBs
+	if kbs == nil {
+		kbs = []string{}
+	}
+	body := map[string]any{"query": req.Query, "kbs": kbs}
+	if req.TopK != 0 {
+		body["top_k"] = req.TopK
+	}
+	if req.MaxTokens != 0 {
+		body["max_tokens"] = req.MaxTokens
+	}
+	if req.MinScore != 0 {
+		body["min_score"] = req.MinScore
+	}
+	if req.Filters != nil {
+		body["filters"] = req.Filters
+	}
+	var out Retrieval
+	if _, _, err := c.do(ctx, "POST", "/v1/knowledge/retrieve", body, &out); err != nil {
+		return Retrieval{}, err
+	}
+	if out.Chunks == nil {
+		out.Chunks = []RetrievedChunk{}
+	}
+	return out, nil
+}
