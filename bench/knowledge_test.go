@@ -129,7 +129,7 @@ func benchKnowledge(b *testing.B, engine string) {
 	hc := &http.Client{Timeout: 60 * time.Second}
 	reader := e.AgentKey("bench-reader", "bench", "knowledge:read")
 	newBase := func(name string) string {
-		settings := map[string]any{"embedding_model": "stand-in", "chunk_tokens": 200, "chunk_overlap": 30}
+		settings := map[string]any{"embedding_model": "stand-in", "chunk_tokens": 200, "chunk_overlap": 30, "readers": map[string]any{"space": true}}
 		return e.MustDo(http.StatusCreated, "POST", "/v1/knowledge", e.AdminKey, map[string]any{"name": name, "settings": settings}).JSON(b)["id"].(string)
 	}
 	ingest := func(kb string, req knowledge.SubmitRequest) int {

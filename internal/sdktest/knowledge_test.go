@@ -32,6 +32,7 @@ func TestRetrieve(t *testing.T) {
 		admin, err := auth.Authenticate(ctx, e.DB, e.AdminKey)
 		require.NoError(t, err)
 		newBase := func(name string, settings map[string]any) string {
+			settings["readers"] = map[string]any{"space": true} // every agent key of the space reads it
 			return e.MustDo(http.StatusCreated, "POST", "/v1/knowledge", e.AdminKey, map[string]any{"name": name, "settings": settings}).JSON(t)["id"].(string)
 		}
 		failing := newBase("handbook", map[string]any{})
