@@ -115,6 +115,9 @@ type AgentState struct {
 	CreatedAt    time.Time `bun:"created_at"`
 	UpdatedAt    time.Time `bun:"updated_at"`
 	ExpiresAt    time.Time `bun:"expires_at"`
+	// ExpiresHour is the Unix hour (seconds / 3600) at or after ExpiresAt: the retention
+	// sweep's index key, coarse so that most writes change no indexed column (state.ExpiresHour).
+	ExpiresHour int64 `bun:"expires_hour"`
 }
 
 // Receipt is one entry of a space's hash-chained, append-only log (GOV-1).
