@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
+	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/internal/state"
@@ -66,5 +67,60 @@ func TestStateExpiryHour(t *testing.T) {
 		n, err := d.NewSelect().Model((*models.AgentState)(nil)).Where("space_id = ?", p.SpaceID).Count(ctx)
 		require.NoError(t, err)
 		require.Zero(t, n)
+	})
+}
+
+// configBumper is a masker that, like another replica's document write landing mid-request,
+// moves the space's configuration revision while the write is being prepared.
+type configBumper struct {
+	db      *bun.DB
+	spaceID string
+}
+
+func (m configBumper) MaskText(ctx context.Context, _, text string) (string, error) {
+	return text, spaces.BumpConfig(ctx, m.db, m.spaceID)
+}
+
+// TestStaleConfiguration (issue 16): a write or read whose key and documents were read at a
+// configuration revision that is no longer current answers spaces.ErrStaleConfig and changes
+// nothing, whether the state exists or not and whether the revision moved before the request
+// or between its read and its conditional update.
+func TestStaleConfiguration(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
+		ctx := context.Background()
+		s, p := newService(t, d, &racingMasker{db: d})
+		_, key, err := spaces.MintKey(ctx, d, p, auth.KeySpec{Kind: auth.KindPerson, Name: "integrator", Roles: []string{auth.RoleIntegration}}, time.Now())
+		require.NoError(t, err)
+		cache := spaces.NewKeyCache(0)
+		ip, at, err := cache.Authenticate(ctx, d, key)
+		require.NoError(t, err)
+
+		_, err = s.Write(at, ip, "", write(`{"step": "a"}`))
+		require.NoError(t, err, "at the current revision the write goes through")
+		require.NoError(t, spaces.BumpConfig(ctx, d, p.SpaceID))
+
+		_, err = s.Write(at, ip, "", write(`{"step": "b"}`))
+		require.ErrorIs(t, err, spaces.ErrStaleConfig, "an existing state")
+		_, err = s.Read(at, ip, state.ReadRequest{Scope: &state.Scope{Kind: "conversation", ID: "c-1"}, Agent: "bot"})
+		require.ErrorIs(t, err, spaces.ErrStaleConfig)
+		other := state.WriteRequest{Scope: &state.Scope{Kind: "conversation", ID: "c-new"}, Agent: "bot", Body: []byte(`{"step": "x"}`)}
+		_, err = s.Write(at, ip, "", other)
+		require.ErrorIs(t, err, spaces.ErrStaleConfig, "a state not written yet")
+		_, err = s.Read(at, ip, state.ReadRequest{Scope: &state.Scope{Kind: "conversation", ID: "c-new"}, Agent: "bot"})
+		require.ErrorIs(t, err, spaces.ErrStaleConfig)
+
+		ip, at, err = cache.ReloadFor(at, d)
+		require.NoError(t, err)
+		s.Masker = configBumper{db: d, spaceID: p.SpaceID}
+		_, err = s.Write(at, ip, "", write(`{"note": "mid-request"}`))
+		require.ErrorIs(t, err, spaces.ErrStaleConfig, "the revision moved between the read and the update")
+
+		got, err := s.Read(ctx, p, state.ReadRequest{Scope: &state.Scope{Kind: "conversation", ID: "c-1"}, Agent: "bot"})
+		require.NoError(t, err)
+		require.Equal(t, int64(1), got.Version, "no stale write was stored")
+		require.JSONEq(t, `{"step": "a"}`, string(got.Body))
+		n, err := d.NewSelect().Model((*models.AgentState)(nil)).Where("space_id = ?", p.SpaceID).Count(ctx)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n)
 	})
 }
