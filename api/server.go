@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -88,6 +89,9 @@ type Server struct {
 	Deps
 	log    *slog.Logger
 	engine *gin.Engine
+	// keys caches the working-memory routes' keys and space documents on this replica,
+	// exact through the space's configuration revision (spaces.KeyCache).
+	keys *spaces.KeyCache
 }
 
 const (
@@ -117,7 +121,7 @@ func NewServer(d Deps) *Server {
 		// A reviewer's decision on a distilled proposal reaches its DistillWorkflow.
 		d.Proposals = d.Proposals.WithWorkflow(workflows.Decisions{Client: d.Workflows, Wait: d.DecisionWait, Log: d.Logger})
 	}
-	s := &Server{Deps: d, log: d.Logger, engine: gin.New()}
+	s := &Server{Deps: d, log: d.Logger, engine: gin.New(), keys: spaces.NewKeyCache(0)}
 	s.engine.HandleMethodNotAllowed = true
 	s.engine.Use(s.requestID(), s.accessLog(), s.observe(), s.recoverJSON(), s.cleanRequest(), s.limitBody(), s.checkBody())
 	s.engine.NoRoute(func(c *gin.Context) {
@@ -220,7 +224,13 @@ func (s *Server) authenticate() gin.HandlerFunc {
 		}
 		var p auth.Principal
 		var err error
-		if prefetchDocuments[c.FullPath()] {
+		if cachedKeys[c.FullPath()] {
+			// The key and the space documents from this replica's cache, checked against
+			// the space's configuration revision by the route's statements (withConfig).
+			var ctx context.Context
+			p, ctx, err = s.keys.Authenticate(c.Request.Context(), s.DB, strings.TrimSpace(key))
+			c.Request = c.Request.WithContext(ctx)
+		} else if prefetchDocuments[c.FullPath()] {
 			// The key and the space documents in one statement (spaces.Documents.Both
 			// answers from them for the rest of this request).
 			var ctx context.Context
@@ -241,7 +251,48 @@ func (s *Server) authenticate() gin.HandlerFunc {
 // prefetchDocuments are the routes whose key lookup also reads the space documents: the
 // working-memory routes and the prompt block, which read them on every request and never
 // write them.
-var prefetchDocuments = map[string]bool{"/v1/agent-state": true, "/v1/agent-state/read": true, "/v1/agent-memory/block": true}
+var prefetchDocuments = map[string]bool{"/v1/agent-memory/block": true}
+
+// cachedKeys are the routes whose key and space documents come from the replica's KeyCache:
+// the working-memory write and read, whose every statement checks the configuration revision
+// the cache assumed (internal/state), run through withConfig.
+var cachedKeys = map[string]bool{"/v1/agent-state": true, "/v1/agent-state/read": true}
+
+// withConfig runs fn with the request's context and principal. When fn finds that the space's
+// configuration changed since the key and documents were read (spaces.ErrStaleConfig), or
+// refuses the request on a cached key and documents that are no longer current, the key and
+// documents are read again (a revoked key is then refused) and fn runs again, at most three
+// times in all; nothing was written by a run that ended so.
+func (s *Server) withConfig(c *gin.Context, fn func(ctx context.Context, p auth.Principal) error) error {
+	ctx, p := s.ctx(c), principal(c)
+	for attempt := 1; ; attempt++ {
+		err := fn(ctx, p)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, spaces.ErrStaleConfig) {
+			// A refusal decided on cached documents stands only if they are still current.
+			rev, assumed := spaces.AssumedConfig(ctx, p.SpaceID)
+			if fault.As(err) == nil || !spaces.FromCache(ctx) || !assumed {
+				return err
+			}
+			current, cerr := spaces.CurrentConfig(ctx, s.DB, p.SpaceID)
+			if cerr != nil || current == rev {
+				return err
+			}
+		}
+		if attempt >= 3 {
+			busy := fault.New(fault.Unavailable, "configuration_busy", "the space's configuration keeps changing; retry")
+			busy.RetryAfter = time.Second
+			return busy
+		}
+		p, ctx, err = s.keys.ReloadFor(ctx, s.DB)
+		if err != nil {
+			return err
+		}
+		c.Set(principalKey, p)
+	}
+}
 
 func principal(c *gin.Context) auth.Principal {
 	return c.MustGet(principalKey).(auth.Principal)

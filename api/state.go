@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -18,7 +19,12 @@ func (s *Server) writeState(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	res, err := s.State.Write(s.ctx(c), principal(c), c.GetHeader("Agent-Version"), req)
+	var res state.WriteResult
+	err := s.withConfig(c, func(ctx context.Context, p auth.Principal) error {
+		var err error
+		res, err = s.State.Write(ctx, p, c.GetHeader("Agent-Version"), req)
+		return err
+	})
 	s.Metrics.StateWrite(stateWriteResult(res.Stored, res.Reason, err))
 	if err != nil {
 		s.writeError(c, err)
@@ -34,7 +40,12 @@ func (s *Server) readState(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	res, err := s.State.Read(s.ctx(c), principal(c), req)
+	var res state.ReadResult
+	err := s.withConfig(c, func(ctx context.Context, p auth.Principal) error {
+		var err error
+		res, err = s.State.Read(ctx, p, req)
+		return err
+	})
 	if err != nil {
 		s.writeError(c, err)
 		return

@@ -17,6 +17,9 @@ type Space struct {
 	Name      string    `bun:"name"`
 	DirectPut bool      `bun:"direct_put"`
 	CreatedAt time.Time `bun:"created_at"`
+	// ConfigRev is the space's configuration revision: bumped with every document write, key
+	// mint and revocation (spaces.BumpConfig), checked by replicas that cache them.
+	ConfigRev int64 `bun:"config_rev"`
 }
 
 // APIKey is a stored key: only the SHA-256 of the secret is kept. Kind is "agent" (Agent,
@@ -115,6 +118,9 @@ type AgentState struct {
 	CreatedAt    time.Time `bun:"created_at"`
 	UpdatedAt    time.Time `bun:"updated_at"`
 	ExpiresAt    time.Time `bun:"expires_at"`
+	// ExpiresHour is the Unix hour (seconds / 3600) at or after ExpiresAt: the retention
+	// sweep's index key, coarse so that most writes change no indexed column (state.ExpiresHour).
+	ExpiresHour int64 `bun:"expires_hour"`
 }
 
 // Receipt is one entry of a space's hash-chained, append-only log (GOV-1).

@@ -13,6 +13,7 @@ import (
 	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/state"
 	"github.com/agentmemory/agentmemory/models"
 	"github.com/agentmemory/agentmemory/worker"
 	"github.com/agentmemory/agentmemory/workflows"
@@ -196,7 +197,9 @@ func TestSweepEndpointRunsTheWorkflow(t *testing.T) {
 			e.PutDocument("object-types", apitest.ShopBotTypes())
 			shop := e.AgentKey("shop-bot", "acme", auth.ScopeAgentState)
 			e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", shop, map[string]any{"scope": map[string]any{"kind": "conversation", "id": "c-old"}, "body": map[string]any{"step": "x"}})
-			_, err := e.DB.NewUpdate().Model((*models.AgentState)(nil)).Set("expires_at = ?", time.Now().UTC().Add(-time.Minute)).Where("1 = 1").Exec(context.Background())
+			past := time.Now().UTC().Add(-time.Minute)
+			_, err := e.DB.NewUpdate().Model((*models.AgentState)(nil)).Set("expires_at = ?", past).
+				Set("expires_hour = ?", state.ExpiresHour(past)).Where("1 = 1").Exec(context.Background())
 			require.NoError(t, err)
 			integ := e.PersonKey("integrator", auth.RoleIntegration)
 			e.MustDo(http.StatusCreated, "POST", "/v1/turns", integ, map[string]any{"turns": []any{

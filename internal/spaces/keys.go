@@ -27,6 +27,9 @@ func MintKey(ctx context.Context, db bun.IDB, p auth.Principal, spec auth.KeySpe
 		if err != nil {
 			return err
 		}
+		if err := BumpConfig(ctx, tx, p.SpaceID); err != nil {
+			return err
+		}
 		_, err = receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
 			Kind: receipts.KindAdmin, Action: "key.create", ActorKey: p.KeyID, ObjectIDs: []string{keyID},
 			Detail: map[string]any{"kind": spec.Kind},
@@ -39,8 +42,9 @@ func MintKey(ctx context.Context, db bun.IDB, p auth.Principal, spec auth.KeySpe
 	return keyID, key, nil
 }
 
-// RevokeKey revokes keyID of p's space with its admin receipt ("key.revoke"), in one
-// transaction; the key is refused from the next request on. Errors: p without role admin is
+// RevokeKey revokes keyID of p's space with its admin receipt ("key.revoke") and a new
+// configuration revision (BumpConfig), in one transaction; the key is refused from the next
+// request on, on every replica. Errors: p without role admin is
 // fault.Forbidden role_required; a key of no key in p's space is fault.NotFound (auth.Revoke).
 func RevokeKey(ctx context.Context, db bun.IDB, p auth.Principal, keyID string, now time.Time) error {
 	if err := p.RequireRole(auth.RoleAdmin); err != nil {
@@ -48,6 +52,9 @@ func RevokeKey(ctx context.Context, db bun.IDB, p auth.Principal, keyID string, 
 	}
 	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if err := auth.Revoke(ctx, tx, p.SpaceID, keyID, now); err != nil {
+			return err
+		}
+		if err := BumpConfig(ctx, tx, p.SpaceID); err != nil {
 			return err
 		}
 		_, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{

@@ -90,6 +90,9 @@ func mintAdmin(ctx context.Context, tx bun.Tx, spaceID string, now time.Time) (s
 	if err != nil {
 		return "", err
 	}
+	if err := BumpConfig(ctx, tx, spaceID); err != nil {
+		return "", err
+	}
 	_, err = receipts.Append(ctx, tx, spaceID, receipts.Entry{
 		Kind: receipts.KindAdmin, Action: "key.create", ActorKey: "cli", ObjectIDs: []string{keyID},
 		Detail: map[string]any{"kind": auth.KindPerson},
@@ -197,46 +200,60 @@ type prefetched struct {
 	docs    []models.Document
 }
 
-// keyAndDocuments reads a key row by hash and, in the same statement, its space's features
-// and object-types documents (one row per document; one row with empty names when neither
-// exists).
+// keyAndDocuments reads a key row by hash, its space's configuration revision and, in the
+// same statement, its space's features and object-types documents (one row per document; one
+// row with empty names when neither exists).
 const keyAndDocuments = `SELECT k.id, k.space_id, k.hash, k.kind, k.agent, k.vendor, k.name, k.scopes, k.roles,
- CASE WHEN k.revoked_at IS NULL THEN 0 ELSE 1 END, COALESCE(d.name, ''), COALESCE(d.body, '')
- FROM api_keys k LEFT JOIN documents d ON d.space_id = k.space_id AND d.name IN (?, ?)
+ CASE WHEN k.revoked_at IS NULL THEN 0 ELSE 1 END, sp.config_rev, COALESCE(d.name, ''), COALESCE(d.body, '')
+ FROM api_keys k JOIN spaces sp ON sp.id = k.space_id
+ LEFT JOIN documents d ON d.space_id = k.space_id AND d.name IN (?, ?)
  WHERE k.hash = ?`
 
 // AuthenticateWithDocuments is auth.Authenticate that also reads, in the same statement
 // (one round trip instead of two), the features and object-types documents of the key's
-// space, and returns ctx carrying them: Documents.Both, Features and ObjectTypes answer from
-// them for the rest of the request. For requests that only read documents (the
-// working-memory routes, the prompt block): a request that writes a document must not use it.
+// space and its configuration revision, and returns ctx carrying them: Documents.Both,
+// Features and ObjectTypes answer from them for the rest of the request, and AssumedConfig
+// gives the revision. For requests that only read documents (the working-memory routes, the
+// prompt block): a request that writes a document must not use it.
 func AuthenticateWithDocuments(ctx context.Context, d *bun.DB, key string) (auth.Principal, context.Context, error) {
 	hash, err := auth.CheckKeyFormat(key)
 	if err != nil {
 		return auth.Principal{}, ctx, err
 	}
+	p, docs, rev, err := keyAndDocumentsByHash(ctx, d, hash)
+	if err != nil {
+		return p, ctx, err
+	}
+	ctx = context.WithValue(ctx, prefetchKey{}, prefetched{spaceID: p.SpaceID, docs: docs})
+	return p, context.WithValue(ctx, assumedKey{}, assumed{spaceID: p.SpaceID, rev: rev, hash: hash}), nil
+}
+
+// keyAndDocumentsByHash runs keyAndDocuments: the Principal of the key of hash (auth.FromRow's
+// errors), its space's documents and configuration revision.
+func keyAndDocumentsByHash(ctx context.Context, d *bun.DB, hash string) (auth.Principal, []models.Document, int64, error) {
 	rows, err := db.QueryRows(ctx, d, keyAndDocuments, DocFeatures, DocObjectTypes, hash)
 	if err != nil {
-		return auth.Principal{}, ctx, fmt.Errorf("auth: load key: %w", err)
+		return auth.Principal{}, nil, 0, fmt.Errorf("auth: load key: %w", err)
 	}
 	defer rows.Close()
 	var row models.APIKey
 	var docs []models.Document
+	var rev int64
 	found := false
 	for rows.Next() {
 		var scopes, roles, name, body string
 		var revoked int
 		if err := rows.Scan(&row.ID, &row.SpaceID, &row.Hash, &row.Kind, &row.Agent, &row.Vendor, &row.Name,
-			&scopes, &roles, &revoked, &name, &body); err != nil {
-			return auth.Principal{}, ctx, fmt.Errorf("auth: load key: %w", err)
+			&scopes, &roles, &revoked, &rev, &name, &body); err != nil {
+			return auth.Principal{}, nil, 0, fmt.Errorf("auth: load key: %w", err)
 		}
 		if !found {
 			found = true
 			if err := json.Unmarshal([]byte(scopes), &row.Scopes); err != nil {
-				return auth.Principal{}, ctx, fmt.Errorf("auth: key scopes: %w", err)
+				return auth.Principal{}, nil, 0, fmt.Errorf("auth: key scopes: %w", err)
 			}
 			if err := json.Unmarshal([]byte(roles), &row.Roles); err != nil {
-				return auth.Principal{}, ctx, fmt.Errorf("auth: key roles: %w", err)
+				return auth.Principal{}, nil, 0, fmt.Errorf("auth: key roles: %w", err)
 			}
 			if revoked != 0 {
 				now := time.Time{}
@@ -248,16 +265,16 @@ func AuthenticateWithDocuments(ctx context.Context, d *bun.DB, key string) (auth
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return auth.Principal{}, ctx, fmt.Errorf("auth: load key: %w", err)
+		return auth.Principal{}, nil, 0, fmt.Errorf("auth: load key: %w", err)
 	}
 	if !found {
-		return auth.Principal{}, ctx, auth.InvalidKey()
+		return auth.Principal{}, nil, 0, auth.InvalidKey()
 	}
 	p, err := auth.FromRow(row, hash)
 	if err != nil {
-		return p, ctx, err
+		return p, nil, 0, err
 	}
-	return p, context.WithValue(ctx, prefetchKey{}, prefetched{spaceID: p.SpaceID, docs: docs}), nil
+	return p, docs, rev, nil
 }
 
 // parsedDocs caches parsed documents by their exact stored text: the same text always parses
@@ -525,6 +542,9 @@ func (d Documents) Write(ctx context.Context, tx bun.Tx, p auth.Principal, name,
 		detail = map[string]any{}
 	}
 	detail["version"] = row.Version
+	if err := BumpConfig(ctx, tx, p.SpaceID); err != nil {
+		return 0, err
+	}
 	_, err = receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
 		Kind: receipts.KindAdmin, Action: "document.put", ActorKey: p.KeyID,
 		ObjectIDs: []string{name}, Detail: detail,

@@ -190,7 +190,8 @@ func (s *Service) SweepFields(ctx context.Context, idb bun.IDB, spaceID, after s
 func (s *Service) DeleteExpired(ctx context.Context, idb bun.IDB, spaceID string, limit int, now time.Time) (SweepResult, error) {
 	res := SweepResult{Fields: map[string]int{}, States: map[string]int{}}
 	var rows []models.AgentState
-	q := idb.NewSelect().Model(&rows).Column("id", "space_id").Where("expires_at <= ?", now.UTC()).Order("id ASC").Limit(int64(limit))
+	q := idb.NewSelect().Model(&rows).Column("id", "space_id").
+		Where("expires_hour <= ? AND expires_at <= ?", ExpiresHour(now), now.UTC()).Order("id ASC").Limit(int64(limit))
 	if spaceID != "" {
 		q = q.Where("space_id = ?", spaceID)
 	}

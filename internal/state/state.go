@@ -453,7 +453,7 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 			ID: id, SpaceID: t.spaceID, ScopeHash: t.scopeHash, ScopeKind: t.scopeKind,
 			Agent: t.agent, SubjectHash: t.subjectHash, Body: sealed, FieldTimes: sealedTimes, Version: 1,
 			Bytes: len(canon), KeyID: p.KeyID, AgentVersion: agentVersion,
-			CreatedAt: now, UpdatedAt: now, ExpiresAt: expires,
+			CreatedAt: now, UpdatedAt: now, ExpiresAt: expires, ExpiresHour: ExpiresHour(expires),
 		}
 		res, err := idb.NewInsert().Model(fresh).On("CONFLICT (space_id, scope_hash, agent) DO NOTHING").Exec(ctx)
 		if err != nil {
@@ -472,16 +472,31 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 	if err != nil {
 		return WriteResult{}, false, err
 	}
+	// The indexed columns (subject_hash, expires_hour) are set only when they change, so a
+	// write within the same hour touches no index: PostgreSQL can update the row in place
+	// (HOT) and SQLite rewrites no index page.
+	hour := ExpiresHour(expires)
+	reindex := subjectHash != row.SubjectHash || hour != row.ExpiresHour
 	var version int64
 	if d, ok := idb.(*bun.DB); ok {
-		err = db.QueryOne(ctx, d, updateState, []any{&version}, sealed, sealedTimes, len(canon), p.KeyID, agentVersion,
-			subjectHash, db.TimeArg(d, now), db.TimeArg(d, expires), row.ID, row.Version)
+		rev := assumedConfig(ctx, t)
+		if reindex {
+			err = db.QueryOne(ctx, d, updateStateReindex, []any{&version}, sealed, sealedTimes, len(canon), p.KeyID, agentVersion,
+				db.TimeArg(d, now), db.TimeArg(d, expires), subjectHash, hour, row.ID, row.Version, rev, rev)
+		} else {
+			err = db.QueryOne(ctx, d, updateState, []any{&version}, sealed, sealedTimes, len(canon), p.KeyID, agentVersion,
+				db.TimeArg(d, now), db.TimeArg(d, expires), row.ID, row.Version, rev, rev)
+		}
 	} else {
-		err = idb.NewUpdate().Model((*models.AgentState)(nil)).
+		q := idb.NewUpdate().Model((*models.AgentState)(nil)).
 			Set("body = ?", sealed).Set("field_times = ?", sealedTimes).Set("version = version + 1").
 			Set("bytes = ?", len(canon)).Set("key_id = ?", p.KeyID).Set("agent_version = ?", agentVersion).
-			Set("subject_hash = ?", subjectHash).Set("updated_at = ?", now).Set("expires_at = ?", expires).
-			Where("id = ? AND version = ?", row.ID, row.Version).
+			Set("updated_at = ?", now).Set("expires_at = ?", expires)
+		if reindex {
+			q = q.Set("subject_hash = ?", subjectHash).Set("expires_hour = ?", hour)
+		}
+		rev := assumedConfig(ctx, t)
+		err = q.Where("id = ? AND version = ?", row.ID, row.Version).Where(atConfigAlias, rev, rev).
 			Returning("version").Scan(ctx, &version)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
@@ -500,15 +515,27 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 func (s *Service) load(ctx context.Context, idb bun.IDB, lock bool, t target) (*models.AgentState, error) {
 	var row models.AgentState
 	var err error
+	rev := assumedConfig(ctx, t)
 	if d, ok := idb.(*bun.DB); ok && !lock {
-		err = db.QueryOne(ctx, d, stateByScope, []any{&row}, t.spaceID, t.scopeHash, t.agent)
+		err = db.QueryOne(ctx, d, stateByScope, []any{&row}, t.spaceID, t.scopeHash, t.agent, rev, rev)
 	} else {
 		q := idb.NewSelect().Model(&row).
-			Where("space_id = ? AND scope_hash = ? AND agent = ?", t.spaceID, t.scopeHash, t.agent)
+			Where("space_id = ? AND scope_hash = ? AND agent = ?", t.spaceID, t.scopeHash, t.agent).
+			Where(atConfigAlias, rev, rev)
 		if lock {
 			q = q.For("UPDATE")
 		}
 		err = q.Scan(ctx)
+	}
+	if errors.Is(err, sql.ErrNoRows) && rev >= 0 {
+		// No row: no state, or the configuration the request assumed is gone.
+		current, err := spaces.CurrentConfig(ctx, idb, t.spaceID)
+		if err != nil {
+			return nil, err
+		}
+		if current != rev {
+			return nil, spaces.ErrStaleConfig
+		}
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errNoState
@@ -522,13 +549,47 @@ func (s *Service) load(ctx context.Context, idb bun.IDB, lock bool, t target) (*
 	return &row, nil
 }
 
+// atConfig is the condition the working-memory statements end with: the space's configuration
+// revision is still the one the request's key and documents were read at (its two arguments:
+// that revision, or -1 for a caller that assumed none). A replica that cached them is exact
+// without invalidation messages (spaces.KeyCache).
+const atConfig = ` AND (? < 0 OR EXISTS (SELECT 1 FROM spaces WHERE spaces.id = agent_states.space_id AND spaces.config_rev = ?))`
+
+// atConfigAlias is atConfig's condition in bun's query builder.
+const atConfigAlias = `? < 0 OR EXISTS (SELECT 1 FROM spaces WHERE spaces.id = ?TableAlias.space_id AND spaces.config_rev = ?)`
+
+// assumedConfig is the configuration revision t's request assumed (spaces.AssumedConfig), or
+// -1 when it assumed none (a caller outside the API's working-memory routes).
+func assumedConfig(ctx context.Context, t target) int64 {
+	if rev, ok := spaces.AssumedConfig(ctx, t.spaceID); ok {
+		return rev
+	}
+	return -1
+}
+
 // stateByScope is load's statement (prepared once per pool): every column of
-// models.AgentState.
-const stateByScope = `SELECT id, space_id, scope_hash, scope_kind, agent, subject_hash, body, field_times, version, bytes, key_id, agent_version, created_at, updated_at, expires_at FROM agent_states WHERE space_id = ? AND scope_hash = ? AND agent = ?`
+// models.AgentState, when the configuration is still the one assumed.
+const stateByScope = `SELECT id, space_id, scope_hash, scope_kind, agent, subject_hash, body, field_times, version, bytes, key_id, agent_version, created_at, updated_at, expires_at, expires_hour FROM agent_states WHERE space_id = ? AND scope_hash = ? AND agent = ?` + atConfig
 
 // updateState is tryWrite's conditional update outside a transaction (prepared once per
-// pool).
-const updateState = `UPDATE agent_states SET body = ?, field_times = ?, version = version + 1, bytes = ?, key_id = ?, agent_version = ?, subject_hash = ?, updated_at = ?, expires_at = ? WHERE id = ? AND version = ? RETURNING version`
+// pool) when no indexed column changes: it applies only at the version read and the
+// configuration assumed.
+const updateState = `UPDATE agent_states SET body = ?, field_times = ?, version = version + 1, bytes = ?, key_id = ?, agent_version = ?, updated_at = ?, expires_at = ? WHERE id = ? AND version = ?` + atConfig + ` RETURNING version`
+
+// updateStateReindex is updateState when the subject or the expiry hour changes.
+const updateStateReindex = `UPDATE agent_states SET body = ?, field_times = ?, version = version + 1, bytes = ?, key_id = ?, agent_version = ?, updated_at = ?, expires_at = ?, subject_hash = ?, expires_hour = ? WHERE id = ? AND version = ?` + atConfig + ` RETURNING version`
+
+// ExpiresHour is the Unix hour (seconds since the epoch / 3600) at or after t: the coarse
+// expiry agent_states.expires_hour keeps for the retention sweep's index (WM-12). A state whose
+// expires_at is at or before now has ExpiresHour(expires_at) <= ExpiresHour(now), so the sweep
+// selects by the hour and then checks expires_at exactly.
+func ExpiresHour(t time.Time) int64 {
+	h := t.Unix() / 3600
+	if t.Unix()%3600 != 0 || t.Nanosecond() != 0 {
+		h++
+	}
+	return h
+}
 
 // live returns the fields of row still within retention at now, their last-write times, and
 // the version callers see: 0 when there is no row or the whole state expired (WM-12).
