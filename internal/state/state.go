@@ -56,6 +56,8 @@ type Service struct {
 	Now    func() time.Time
 	// Keys, when set, seals the states of customers under their data keys (sealing.go).
 	Keys keystore.Store
+
+	seen lastSeen // this replica's last-seen rows: a write's first attempt skips the read
 }
 
 // Scope names what a state belongs to (WM-3): Kind is conversation, task, object or subject;
@@ -186,14 +188,26 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, agentVersion stri
 		var res WriteResult
 		var retry bool
 		var err error
+		if !locked {
+			if seen, ok := s.seen.get(t); ok {
+				// Computed on the row this replica saw last: only a stored update stands;
+				// anything else (a lost race, a 412, a refusal) is decided again on the
+				// stored row, without counting as an attempt.
+				res, retry, err = s.tryWrite(ctx, s.DB, false, p, agentVersion, t, req, body, deletes, seen)
+				if err == nil && !retry && res.Stored {
+					return res, nil
+				}
+				s.seen.drop(t)
+			}
+		}
 		if locked {
 			err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 				var err error
-				res, retry, err = s.tryWrite(ctx, tx, true, p, agentVersion, t, req, body, deletes)
+				res, retry, err = s.tryWrite(ctx, tx, true, p, agentVersion, t, req, body, deletes, nil)
 				return err
 			})
 		} else {
-			res, retry, err = s.tryWrite(ctx, s.DB, false, p, agentVersion, t, req, body, deletes)
+			res, retry, err = s.tryWrite(ctx, s.DB, false, p, agentVersion, t, req, body, deletes, nil)
 		}
 		if err != nil || !retry {
 			return res, err
@@ -362,17 +376,22 @@ func (t target) masks(body strictjson.Object) bool {
 
 // tryWrite makes one attempt through idb; retry is true when another writer won the race and
 // the write should be recomputed on the new version. With lock (idb a transaction) the row is
-// read FOR UPDATE, so an existing row's update cannot lose.
-func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.Principal, agentVersion string, t target, req WriteRequest, body strictjson.Object, deletes []string) (WriteResult, bool, error) {
+// read FOR UPDATE, so an existing row's update cannot lose. With seen (a row this replica
+// remembers, lastSeen) the row is not read: the conditional update checks it is still current.
+func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.Principal, agentVersion string, t target, req WriteRequest, body strictjson.Object, deletes []string, seen *models.AgentState) (WriteResult, bool, error) {
 	now := s.Now().UTC()
-	row, err := s.load(ctx, idb, lock, t)
-	if errors.Is(err, errNoState) {
-		row, err = nil, nil
-	}
-	if err != nil {
-		return WriteResult{}, false, err
+	row := seen
+	if row == nil {
+		loaded, err := s.load(ctx, idb, lock, t)
+		if err != nil && !errors.Is(err, errNoState) {
+			return WriteResult{}, false, err
+		}
+		row = loaded
 	}
 	current, times, effective := live(row, t.schema, now)
+	if seen != nil && effective == 0 {
+		return WriteResult{}, true, nil // an expired state is replaced only on the stored row
+	}
 	if req.IfVersion != nil && *req.IfVersion != effective {
 		return WriteResult{}, false, conflict(effective)
 	}
@@ -462,6 +481,9 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 		if n, _ := res.RowsAffected(); n == 0 {
 			return WriteResult{}, true, nil
 		}
+		opened := *fresh
+		opened.Body, opened.FieldTimes = []byte(canon), timesJSON
+		s.seen.put(t, opened)
 		return stored(1), false, nil
 	}
 	subjectHash := row.SubjectHash
@@ -507,6 +529,11 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 	if err != nil {
 		return WriteResult{}, false, fmt.Errorf("state: update: %w", err)
 	}
+	opened := *row
+	opened.SubjectHash, opened.Body, opened.FieldTimes, opened.Version = subjectHash, []byte(canon), timesJSON, version
+	opened.Bytes, opened.KeyID, opened.AgentVersion = len(canon), p.KeyID, agentVersion
+	opened.UpdatedAt, opened.ExpiresAt, opened.ExpiresHour = now, expires, hour
+	s.seen.put(t, opened)
 	return stored(version), false, nil
 }
 
@@ -546,6 +573,7 @@ func (s *Service) load(ctx context.Context, idb bun.IDB, lock bool, t target) (*
 	if err := s.openRow(ctx, &row); err != nil {
 		return nil, err
 	}
+	s.seen.put(t, row)
 	return &row, nil
 }
 

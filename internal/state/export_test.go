@@ -1,0 +1,15 @@
+package state
+
+// RememberedWithSubject counts the rows s's lastSeen holds that are tied to a customer (tests:
+// there must be none).
+func (s *Service) RememberedWithSubject() int {
+	s.seen.mu.Lock()
+	defer s.seen.mu.Unlock()
+	n := 0
+	for _, e := range s.seen.m {
+		if e.row.SubjectHash != "" {
+			n++
+		}
+	}
+	return n
+}
