@@ -16,6 +16,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/keyed"
 	"github.com/agentmemory/agentmemory/internal/keystore"
@@ -37,13 +38,11 @@ type Service struct {
 	known map[string]knownEntry // space id -> cached known subjects
 }
 
+// knownEntry is a space's known subjects as loaded at the space's profile revision.
 type knownEntry struct {
-	set *redact.KnownSubjects
-	at  time.Time
+	set      *redact.KnownSubjects
+	revision int64
 }
-
-// knownTTL bounds how stale another replica's view of the space's profiles may be.
-const knownTTL = 30 * time.Second
 
 // ProfileRequest is the body of POST /v1/profiles.
 type ProfileRequest struct {
@@ -141,6 +140,9 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req ProfileReque
 				return fmt.Errorf("subjects: insert handle: %w", err)
 			}
 		}
+		if err := bumpRevision(ctx, tx, p.SpaceID); err != nil {
+			return err
+		}
 		_, err = receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
 			Kind: receipts.KindAdmin, Action: "profile.create", ActorKey: p.KeyID,
 			ObjectIDs: []string{id}, Detail: map[string]any{"handles": len(hashes)},
@@ -226,14 +228,24 @@ func (s *Service) SubjectHashes(ctx context.Context, spaceID, handle string) ([]
 }
 
 // Known returns the space's known subjects (names and handles of its profiles, held only as
-// keyed hashes), cached for up to 30 s; creating or erasing a profile here refreshes it.
+// keyed hashes). It is exact across replicas: each call reads the space's profile revision
+// (one indexed row, bumped in the transaction of every profile creation and of every
+// erasure that deletes profiles) and reloads the profiles when it differs from the revision
+// the cached set was loaded at, so a profile created or erased through any replica is
+// matched, or no longer matched, on this replica's next call (issue 16).
 func (s *Service) Known(ctx context.Context, spaceID string) (*redact.KnownSubjects, error) {
+	revision, err := profileRevision(ctx, s.DB, spaceID)
+	if err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	e, ok := s.known[spaceID]
 	s.mu.Unlock()
-	if ok && s.Now().Sub(e.at) < knownTTL {
+	if ok && e.revision == revision {
 		return e.set, nil
 	}
+	// Rows read after the revision are at least that new: a change committed in between only
+	// makes the next call reload again.
 	set := redact.NewKnownSubjects(s.Hasher.Key("known-subjects:" + spaceID))
 	var rows []models.Profile
 	if err := s.DB.NewSelect().Model(&rows).Where("space_id = ?", spaceID).Scan(ctx); err != nil {
@@ -258,9 +270,33 @@ func (s *Service) Known(ctx context.Context, spaceID string) (*redact.KnownSubje
 	if s.known == nil {
 		s.known = map[string]knownEntry{}
 	}
-	s.known[spaceID] = knownEntry{set: set, at: s.Now()}
+	s.known[spaceID] = knownEntry{set: set, revision: revision}
 	s.mu.Unlock()
 	return set, nil
+}
+
+// profileRevision reads the space's profile revision (0 before its first profile change)
+// through a statement prepared once per pool.
+func profileRevision(ctx context.Context, d *bun.DB, spaceID string) (int64, error) {
+	var revision int64
+	err := db.QueryOne(ctx, d, "SELECT revision FROM profile_revisions WHERE space_id = ?", []any{&revision}, spaceID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("subjects: profile revision: %w", err)
+	}
+	return revision, nil
+}
+
+// bumpRevision adds 1 to the space's profile revision inside tx, the transaction that
+// creates or deletes its profiles.
+func bumpRevision(ctx context.Context, tx bun.IDB, spaceID string) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO profile_revisions (space_id, revision) VALUES (?, 1)
+ON CONFLICT (space_id) DO UPDATE SET revision = profile_revisions.revision + 1`, spaceID); err != nil {
+		return fmt.Errorf("subjects: bump profile revision: %w", err)
+	}
+	return nil
 }
 
 func (s *Service) forget(spaceID string) {
