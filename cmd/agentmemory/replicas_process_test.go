@@ -46,6 +46,8 @@ const (
 //     N is read at N from B by a client that never saw it (WM-10);
 //   - a key revoked on A is refused (401) on B at its very next request; a features change and
 //     an object-types change made on A are in force on B at its next request;
+//   - a customer's profile created on A is a known subject for B's notes gate at B's next
+//     request (a note naming them is refused 422);
 //   - an erasure started on A leaves nothing of the subject on B: B served the subject's
 //     state and profile before, and serves neither after; an agent-note erasure started on A
 //     changes B's prompt block at once (a 200 without the notes, not a 304 of the old block);
@@ -217,8 +219,17 @@ func TestReplicasAsProcesses(t *testing.T) {
 		_, key := mint("replica-bot")
 		dpo := person("dpo", "compliance")
 		integ := person("integrator", "integration")
+		_, tipsKey := mint("tips")
+		tips := sdkClient(baseA, tipsKey)
+		tipsOnB := sdkClient(baseB, tipsKey)
+		// B's gate loads the space's known subjects (none yet) with this first note.
+		first, err := tipsOnB.Remember(ctx, sdk.Note{Kind: "procedure", Title: "Exchanges", Body: "Offer an exchange before a refund."}, "")
+		require.NoError(t, err)
 		const handle = "email:ana.souza@example.com"
 		profileID := a.must(http.StatusCreated, "POST", "/v1/profiles", integ, map[string]any{"name": "Ana Souza", "handles": []string{handle}})["profile_id"].(string)
+		// The customer created on A is a known subject for B's gate at its next request.
+		_, err = tipsOnB.Remember(ctx, sdk.Note{Kind: "pitfall", Title: "Call back", Body: "Call Ana Souza about the exchange."}, "")
+		require.ErrorIs(t, err, sdk.ErrPersonalData, "B let a note naming a customer created on A into agent memory")
 		res, err := sdkClient(baseA, key).AgentState(sdk.Conversation("c-ana"), sdk.WithSubject(handle)).Put(ctx, map[string]any{"tier": "gold", "note": "prefers letters"})
 		require.NoError(t, err)
 		require.True(t, res.Stored)
@@ -232,9 +243,7 @@ func TestReplicasAsProcesses(t *testing.T) {
 		b.must(http.StatusOK, "GET", "/v1/profiles/"+profileID, integ, nil)
 
 		// Notes of agent "tips" in B's prompt block (B builds and caches it).
-		_, tipsKey := mint("tips")
-		tips := sdkClient(baseA, tipsKey)
-		var noteIDs []string
+		noteIDs := []string{first.Note.ID}
 		for _, title := range []string{"Refund to a gift card", "Check the order status first"} {
 			r, err := tips.Remember(ctx, sdk.Note{Kind: "procedure", Title: title, Body: "Ask which order it is, then follow the refund policy.", Tags: []string{"refund"}}, "")
 			require.NoError(t, err)
