@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/erasure"
+	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -54,7 +55,7 @@ func (Eraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (er
 	}
 	if len(gone) > 0 {
 		// Every replica's cached known subjects reload at their next use (Service.Known).
-		if err := bumpRevision(ctx, tx, t.SpaceID); err != nil {
+		if err := spaces.BumpRevision(ctx, tx, t.SpaceID, spaces.RevisionProfiles); err != nil {
 			return nil, err
 		}
 	}

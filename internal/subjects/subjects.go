@@ -16,7 +16,6 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
-	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/keyed"
 	"github.com/agentmemory/agentmemory/internal/keystore"
@@ -140,7 +139,7 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req ProfileReque
 				return fmt.Errorf("subjects: insert handle: %w", err)
 			}
 		}
-		if err := bumpRevision(ctx, tx, p.SpaceID); err != nil {
+		if err := spaces.BumpRevision(ctx, tx, p.SpaceID, spaces.RevisionProfiles); err != nil {
 			return err
 		}
 		_, err = receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
@@ -234,7 +233,7 @@ func (s *Service) SubjectHashes(ctx context.Context, spaceID, handle string) ([]
 // the cached set was loaded at, so a profile created or erased through any replica is
 // matched, or no longer matched, on this replica's next call (issue 16).
 func (s *Service) Known(ctx context.Context, spaceID string) (*redact.KnownSubjects, error) {
-	revision, err := profileRevision(ctx, s.DB, spaceID)
+	revision, err := spaces.Revision(ctx, s.DB, spaceID, spaces.RevisionProfiles)
 	if err != nil {
 		return nil, err
 	}
@@ -273,30 +272,6 @@ func (s *Service) Known(ctx context.Context, spaceID string) (*redact.KnownSubje
 	s.known[spaceID] = knownEntry{set: set, revision: revision}
 	s.mu.Unlock()
 	return set, nil
-}
-
-// profileRevision reads the space's profile revision (0 before its first profile change)
-// through a statement prepared once per pool.
-func profileRevision(ctx context.Context, d *bun.DB, spaceID string) (int64, error) {
-	var revision int64
-	err := db.QueryOne(ctx, d, "SELECT revision FROM profile_revisions WHERE space_id = ?", []any{&revision}, spaceID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("subjects: profile revision: %w", err)
-	}
-	return revision, nil
-}
-
-// bumpRevision adds 1 to the space's profile revision inside tx, the transaction that
-// creates or deletes its profiles.
-func bumpRevision(ctx context.Context, tx bun.IDB, spaceID string) error {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO profile_revisions (space_id, revision) VALUES (?, 1)
-ON CONFLICT (space_id) DO UPDATE SET revision = profile_revisions.revision + 1`, spaceID); err != nil {
-		return fmt.Errorf("subjects: bump profile revision: %w", err)
-	}
-	return nil
 }
 
 func (s *Service) forget(spaceID string) {
