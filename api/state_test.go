@@ -9,9 +9,12 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/erasure"
+	"github.com/agentmemory/agentmemory/internal/subjects"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -742,5 +745,41 @@ func TestWMKeyAndDocumentsExactAcrossReplicas(t *testing.T) {
 			requireError(t, write(srv, key, map[string]any{"scope": c, "body": map[string]any{"order_id": "A-4"}}), http.StatusUnauthorized, "invalid_key")
 			requireError(t, srv.Do(http.MethodPost, "/v1/agent-state/read", key, map[string]any{"scope": c}), http.StatusUnauthorized, "invalid_key")
 		}
+	})
+}
+
+// Issue 16: the space's known subjects (the names and handles of its profiles, which the notes
+// gate refuses and a pii field masks) are exact across replicas. The second replica, wired
+// on its own, has them cached before a profile is created through the first; its very next
+// note naming the customer is refused and its next pii write is masked. Once an erasure
+// deleted the profile, the name is no longer matched there either.
+func TestKnownSubjectsExactAcrossReplicas(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}, "agent_memory": map[string]any{"enabled": true}})
+		e.PutDocument("object-types", typesDoc(wmType("shop-bot", "conversation", 0, nil)))
+		key := e.AgentKey("shop-bot", "acme-ai", "agent_state", "agent_memory", "agent_memory:write")
+		replica := &apitest.Env{T: t, Server: newReplica(e)}
+		const says = "call Ana Souza about the exchange"
+		// The replica loads (and caches) the space's known subjects: none yet.
+		replica.MustDo(http.StatusCreated, http.MethodPost, "/v1/agent-memory/notes", key, map[string]any{"kind": "procedure", "title": "Exchanges", "body": "Offer an exchange before a refund."})
+		mustStore(replica, key, map[string]any{"scope": conv("c-before"), "body": map[string]any{"cart_note": says}})
+		require.Contains(t, read(replica, key, conv("c-before"), "").Raw, "Ana Souza", "no profile yet: nothing to mask")
+
+		integ := e.PersonKey("integrator", auth.RoleIntegration)
+		profileID := e.MustDo(http.StatusCreated, http.MethodPost, "/v1/profiles", integ, map[string]any{"name": "Ana Souza", "handles": []string{"email:ana.souza@example.com"}}).JSON(t)["profile_id"].(string)
+
+		requireError(t, replica.Do(http.MethodPost, "/v1/agent-memory/notes", key, map[string]any{"kind": "pitfall", "title": "Call back", "body": "Remember to " + says + "."}),
+			http.StatusUnprocessableEntity, "personal_data_in_agent_memory")
+		mustStore(replica, key, map[string]any{"scope": conv("c-after"), "body": map[string]any{"cart_note": says}})
+		require.NotContains(t, read(replica, key, conv("c-after"), "").Raw, "Ana Souza", "the replica did not mask a profile created through the other one")
+
+		// The erasure's profile store step (its transaction bumps the revision): the name is
+		// no longer a known subject on the replica's next request.
+		err := e.DB.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
+			_, err := subjects.Eraser{}.EraseSubject(ctx, tx, erasure.Target{SpaceID: e.SpaceID, Kind: erasure.Subject, ProfileIDs: []string{profileID}})
+			return err
+		})
+		require.NoError(t, err)
+		replica.MustDo(http.StatusCreated, http.MethodPost, "/v1/agent-memory/notes", key, map[string]any{"kind": "pitfall", "title": "Call back", "body": "Remember to " + says + "."})
 	})
 }

@@ -421,8 +421,8 @@ func (s *Service) DestroyKeys(ctx context.Context, spaceID, id string) (int, err
 }
 
 // PurgeCaches drops this process's cached view of the space's subjects (MS-4). Other
-// processes refresh theirs within 30 s, and an erased profile's key is gone, so no cache can
-// serve it past that.
+// processes reload theirs at their next use: the erasure bumped the space's profile revision
+// in the transaction that deleted the profiles (subjects.Service.Known).
 func (s *Service) PurgeCaches(_ context.Context, spaceID string) {
 	if s.Subjects != nil {
 		s.Subjects.Forget(spaceID)

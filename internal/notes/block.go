@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -132,9 +133,16 @@ func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest)
 		Order("n.id").Scan(ctx, &ids); err != nil {
 		return Block{}, fmt.Errorf("notes: block: %w", err)
 	}
-	b, ok := cachedBlock(blockKey(ids, req))
+	// The space's note-erasure revision, read before the notes: a block cached under an
+	// older one is dropped, so an erasure run by any process (the worker) purges every
+	// replica's blocks of the space at its next block read (MS-4).
+	erased, err := spaces.Revision(ctx, s.DB, p.SpaceID, spaces.RevisionNotesErased)
+	if err != nil {
+		return Block{}, err
+	}
+	b, ok := cachedBlock(p.SpaceID, erased, blockKey(ids, req))
 	if !ok {
-		if b, err = s.buildBlock(ctx, v, req, now); err != nil {
+		if b, err = s.buildBlock(ctx, v, req, now, erased); err != nil {
 			return Block{}, err
 		}
 	}
@@ -153,8 +161,8 @@ func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest)
 }
 
 // buildBlock loads the notes v may read at now, builds the block of req over them and
-// caches it under the ids it was built from.
-func (s *Service) buildBlock(ctx context.Context, v viewer, req BlockRequest, now time.Time) (Block, error) {
+// caches it under the ids it was built from and the space's note-erasure revision erased.
+func (s *Service) buildBlock(ctx context.Context, v viewer, req BlockRequest, now time.Time, erased int64) (Block, error) {
 	var rows []models.Note
 	if err := deliverable(s.DB.NewSelect().Model(&rows), v, now).Scan(ctx); err != nil {
 		return Block{}, fmt.Errorf("notes: block: %w", err)
@@ -192,18 +200,27 @@ func (s *Service) buildBlock(ctx context.Context, v viewer, req BlockRequest, no
 	}
 	b.Enabled = true
 	b.ETag = etag(b, req)
-	storeBlock(blockKey(ids, req), b)
+	storeBlock(v.spaceID, erased, blockKey(ids, req), b)
 	return b, nil
 }
 
-// blockCache keeps built blocks by blockKey, in this process only: a key names the exact
-// note versions and request a block was built from, so an entry is never stale, on any
-// replica. It is emptied when it reaches maxCachedBlocks entries and whenever notes are
-// erased (EraseSource: no erased text stays in memory).
+// blockCache keeps built blocks per space, in this process only. A key names the exact
+// note versions and request a block was built from, so an entry is never stale; a space's
+// entries are kept under the space's note-erasure revision they were built at and dropped
+// when a block read finds another one (an erasure through any process), and all of them
+// whenever this process erases notes (EraseSource), so no erased text stays in memory
+// (MS-4). It is emptied when it reaches maxCachedBlocks entries.
 var blockCache = struct {
 	sync.Mutex
-	m map[string]Block
-}{m: map[string]Block{}}
+	spaces map[string]*spaceBlocks
+	n      int
+}{spaces: map[string]*spaceBlocks{}}
+
+// spaceBlocks are one space's cached blocks, built at note-erasure revision erased.
+type spaceBlocks struct {
+	erased int64
+	blocks map[string]Block
+}
 
 // maxCachedBlocks bounds blockCache.
 const maxCachedBlocks = 1024
@@ -220,30 +237,52 @@ func blockKey(ids []string, req BlockRequest) string {
 	return string(h.Sum(nil))
 }
 
-// cachedBlock returns the block cached under key (with its own copy of NoteIDs).
-func cachedBlock(key string) (Block, bool) {
+// cachedBlock returns the block of space cached under key (with its own copy of NoteIDs).
+// The space's blocks built at another note-erasure revision than erased are dropped first.
+func cachedBlock(spaceID string, erased int64, key string) (Block, bool) {
 	blockCache.Lock()
-	b, ok := blockCache.m[key]
-	blockCache.Unlock()
+	defer blockCache.Unlock()
+	sb := blockCache.spaces[spaceID]
+	if sb == nil {
+		return Block{}, false
+	}
+	if sb.erased != erased {
+		blockCache.n -= len(sb.blocks)
+		delete(blockCache.spaces, spaceID)
+		return Block{}, false
+	}
+	b, ok := sb.blocks[key]
 	b.NoteIDs = slices.Clone(b.NoteIDs)
 	return b, ok
 }
 
-func storeBlock(key string, b Block) {
+// storeBlock caches b under space, key and the note-erasure revision it was built at.
+func storeBlock(spaceID string, erased int64, key string, b Block) {
 	b.NotModified = false
 	b.NoteIDs = slices.Clone(b.NoteIDs)
 	blockCache.Lock()
 	defer blockCache.Unlock()
-	if len(blockCache.m) >= maxCachedBlocks {
-		blockCache.m = map[string]Block{}
+	if blockCache.n >= maxCachedBlocks {
+		blockCache.spaces, blockCache.n = map[string]*spaceBlocks{}, 0
 	}
-	blockCache.m[key] = b
+	sb := blockCache.spaces[spaceID]
+	if sb == nil || sb.erased != erased {
+		if sb != nil {
+			blockCache.n -= len(sb.blocks)
+		}
+		sb = &spaceBlocks{erased: erased, blocks: map[string]Block{}}
+		blockCache.spaces[spaceID] = sb
+	}
+	if _, ok := sb.blocks[key]; !ok {
+		blockCache.n++
+	}
+	sb.blocks[key] = b
 }
 
 // forgetBlocks empties blockCache.
 func forgetBlocks() {
 	blockCache.Lock()
-	blockCache.m = map[string]Block{}
+	blockCache.spaces, blockCache.n = map[string]*spaceBlocks{}, 0
 	blockCache.Unlock()
 }
 

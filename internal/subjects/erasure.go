@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/erasure"
+	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -31,7 +32,8 @@ func (Eraser) Covers() []erasure.Column {
 	return []erasure.Column{{Table: "profiles", Column: "sealed"}, {Table: "profile_handles", Column: "handle_hash"}, {Table: "profile_handles", Column: "profile_id"}}
 }
 
-// EraseSubject deletes the handles, then the profiles, of t inside tx.
+// EraseSubject deletes the handles, then the profiles, of t inside tx, and bumps the
+// space's profile revision when it deleted a profile.
 func (Eraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (erasure.Reach, error) {
 	out := erasure.Reach{}
 	if t.Kind != erasure.Subject || len(t.ProfileIDs) == 0 {
@@ -50,6 +52,12 @@ func (Eraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (er
 	if err := tx.NewDelete().Model((*models.Profile)(nil)).
 		Where("space_id = ? AND id IN (?)", t.SpaceID, bun.In(t.ProfileIDs)).Returning("id").Scan(ctx, &gone); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("subjects: delete profiles: %w", err)
+	}
+	if len(gone) > 0 {
+		// Every replica's cached known subjects reload at their next use (Service.Known).
+		if err := spaces.BumpRevision(ctx, tx, t.SpaceID, spaces.RevisionProfiles); err != nil {
+			return nil, err
+		}
 	}
 	out.Add(KindProfile, gone...)
 	out.Add(KindProfileHandle, handles...)

@@ -37,13 +37,11 @@ type Service struct {
 	known map[string]knownEntry // space id -> cached known subjects
 }
 
+// knownEntry is a space's known subjects as loaded at the space's profile revision.
 type knownEntry struct {
-	set *redact.KnownSubjects
-	at  time.Time
+	set      *redact.KnownSubjects
+	revision int64
 }
-
-// knownTTL bounds how stale another replica's view of the space's profiles may be.
-const knownTTL = 30 * time.Second
 
 // ProfileRequest is the body of POST /v1/profiles.
 type ProfileRequest struct {
@@ -141,6 +139,9 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req ProfileReque
 				return fmt.Errorf("subjects: insert handle: %w", err)
 			}
 		}
+		if err := spaces.BumpRevision(ctx, tx, p.SpaceID, spaces.RevisionProfiles); err != nil {
+			return err
+		}
 		_, err = receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
 			Kind: receipts.KindAdmin, Action: "profile.create", ActorKey: p.KeyID,
 			ObjectIDs: []string{id}, Detail: map[string]any{"handles": len(hashes)},
@@ -226,14 +227,24 @@ func (s *Service) SubjectHashes(ctx context.Context, spaceID, handle string) ([]
 }
 
 // Known returns the space's known subjects (names and handles of its profiles, held only as
-// keyed hashes), cached for up to 30 s; creating or erasing a profile here refreshes it.
+// keyed hashes). It is exact across replicas: each call reads the space's profile revision
+// (one indexed row, bumped in the transaction of every profile creation and of every
+// erasure that deletes profiles) and reloads the profiles when it differs from the revision
+// the cached set was loaded at, so a profile created or erased through any replica is
+// matched, or no longer matched, on this replica's next call (issue 16).
 func (s *Service) Known(ctx context.Context, spaceID string) (*redact.KnownSubjects, error) {
+	revision, err := spaces.Revision(ctx, s.DB, spaceID, spaces.RevisionProfiles)
+	if err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	e, ok := s.known[spaceID]
 	s.mu.Unlock()
-	if ok && s.Now().Sub(e.at) < knownTTL {
+	if ok && e.revision == revision {
 		return e.set, nil
 	}
+	// Rows read after the revision are at least that new: a change committed in between only
+	// makes the next call reload again.
 	set := redact.NewKnownSubjects(s.Hasher.Key("known-subjects:" + spaceID))
 	var rows []models.Profile
 	if err := s.DB.NewSelect().Model(&rows).Where("space_id = ?", spaceID).Scan(ctx); err != nil {
@@ -258,7 +269,7 @@ func (s *Service) Known(ctx context.Context, spaceID string) (*redact.KnownSubje
 	if s.known == nil {
 		s.known = map[string]knownEntry{}
 	}
-	s.known[spaceID] = knownEntry{set: set, at: s.Now()}
+	s.known[spaceID] = knownEntry{set: set, revision: revision}
 	s.mu.Unlock()
 	return set, nil
 }

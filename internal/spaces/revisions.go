@@ -1,0 +1,48 @@
+package spaces
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/uptrace/bun"
+
+	"github.com/agentmemory/agentmemory/internal/db"
+)
+
+// Revision names (issue 16): what a space's revision counts changes of.
+const (
+	// RevisionProfiles counts profile creations and subject erasures that deleted profiles
+	// (internal/subjects: the known subjects the gate and the masking match).
+	RevisionProfiles = "profiles"
+	// RevisionNotesErased counts agent-note erasures (internal/notes: the prompt blocks each
+	// replica keeps in memory).
+	RevisionNotesErased = "notes_erased"
+)
+
+// Revision returns the space's revision of name (0 before its first bump), through a
+// statement prepared once per pool: one indexed row. A replica caches per space under the
+// revision it read and drops the cache when a later read differs, which makes the cache
+// exact across replicas without messages between them.
+func Revision(ctx context.Context, d *bun.DB, spaceID, name string) (int64, error) {
+	var revision int64
+	err := db.QueryOne(ctx, d, "SELECT revision FROM space_revisions WHERE space_id = ? AND name = ?", []any{&revision}, spaceID, name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("spaces: revision %s: %w", name, err)
+	}
+	return revision, nil
+}
+
+// BumpRevision adds 1 to the space's revision of name inside idb, the transaction of the
+// change it announces.
+func BumpRevision(ctx context.Context, idb bun.IDB, spaceID, name string) error {
+	if _, err := idb.ExecContext(ctx, `INSERT INTO space_revisions (space_id, name, revision) VALUES (?, ?, 1)
+ON CONFLICT (space_id, name) DO UPDATE SET revision = space_revisions.revision + 1`, spaceID, name); err != nil {
+		return fmt.Errorf("spaces: bump revision %s: %w", name, err)
+	}
+	return nil
+}
