@@ -276,7 +276,7 @@ func (s *Server) withConfig(c *gin.Context, fn func(ctx context.Context, p auth.
 			if fault.As(err) == nil || !spaces.FromCache(ctx) || !assumed {
 				return err
 			}
-			current, cerr := spaces.CurrentConfig(ctx, s.DB, p.SpaceID)
+			current, cerr := spaces.Revision(ctx, s.DB, p.SpaceID, spaces.RevisionConfig)
 			if cerr != nil || current == rev {
 				return err
 			}

@@ -17,9 +17,6 @@ type Space struct {
 	Name      string    `bun:"name"`
 	DirectPut bool      `bun:"direct_put"`
 	CreatedAt time.Time `bun:"created_at"`
-	// ConfigRev is the space's configuration revision: bumped with every document write, key
-	// mint and revocation (spaces.BumpConfig), checked by replicas that cache them.
-	ConfigRev int64 `bun:"config_rev"`
 }
 
 // APIKey is a stored key: only the SHA-256 of the secret is kept. Kind is "agent" (Agent,

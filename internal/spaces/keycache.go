@@ -3,48 +3,19 @@ package spaces
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
-	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/models"
 )
 
-// ErrStaleConfig reports that a space's configuration revision (spaces.config_rev) is no longer
+// ErrStaleConfig reports that a space's configuration revision (RevisionConfig) is no longer
 // the one a request assumed: a document was written or a key minted or revoked since the key
-// and documents were read. The request must reload them (KeyCache.Reload) and start over;
+// and documents were read. The request must reload them (KeyCache.ReloadFor) and start over;
 // nothing was written.
 var ErrStaleConfig = errors.New("spaces: the space's configuration changed since it was read")
-
-// BumpConfig adds 1 to spaceID's configuration revision inside tx: every document write, key
-// mint and key revocation calls it in its own transaction, so a replica that cached the key or
-// the documents sees the change at its next statement that checks the revision (issue 16).
-func BumpConfig(ctx context.Context, tx bun.IDB, spaceID string) error {
-	if _, err := tx.NewUpdate().Model((*models.Space)(nil)).Set("config_rev = config_rev + 1").
-		Where("id = ?", spaceID).Exec(ctx); err != nil {
-		return fmt.Errorf("spaces: bump configuration revision: %w", err)
-	}
-	return nil
-}
-
-// CurrentConfig returns spaceID's configuration revision as stored now, read through idb (a
-// prepared statement on a pool).
-func CurrentConfig(ctx context.Context, idb bun.IDB, spaceID string) (int64, error) {
-	var rev int64
-	var err error
-	if d, ok := idb.(*bun.DB); ok {
-		err = db.QueryOne(ctx, d, `SELECT config_rev FROM spaces WHERE id = ?`, []any{&rev}, spaceID)
-	} else {
-		err = idb.NewSelect().Model((*models.Space)(nil)).Column("config_rev").Where("id = ?", spaceID).Scan(ctx, &rev)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("spaces: read configuration revision: %w", err)
-	}
-	return rev, nil
-}
 
 // assumedKey is the context key of the configuration revision a request's key and documents
 // were read at.
@@ -78,7 +49,7 @@ func FromCache(ctx context.Context) bool {
 // KeyCache keeps, per API replica, the keys it authenticated with their space's features and
 // object-types documents and the configuration revision they were read at, so the hot
 // working-memory routes read neither per request. It is exact without invalidation messages:
-// every statement of those routes checks the revision (spaces.config_rev, bumped in the same
+// every statement of those routes checks the revision (RevisionConfig, bumped in the same
 // transaction as every document write, key mint and revocation), and a mismatch reloads the
 // key (a revoked key is then refused) and runs the request again. Only active keys are kept;
 // at most max entries (the cache is emptied when full). Safe for concurrent use.

@@ -26,7 +26,7 @@ func TestConfigRevisionBumps(t *testing.T) {
 		admin, err := auth.Authenticate(ctx, d, adminKey)
 		require.NoError(t, err)
 		rev := func(id string) int64 {
-			r, err := spaces.CurrentConfig(ctx, d, id)
+			r, err := spaces.Revision(ctx, d, id, spaces.RevisionConfig)
 			require.NoError(t, err)
 			return r
 		}
@@ -67,7 +67,7 @@ func TestKeyCache(t *testing.T) {
 		require.False(t, spaces.FromCache(first), "the first authentication reads the store")
 		rev, ok := spaces.AssumedConfig(first, spaceID)
 		require.True(t, ok)
-		current, err := spaces.CurrentConfig(ctx, d, spaceID)
+		current, err := spaces.Revision(ctx, d, spaceID, spaces.RevisionConfig)
 		require.NoError(t, err)
 		require.Equal(t, current, rev)
 
@@ -81,7 +81,7 @@ func TestKeyCache(t *testing.T) {
 		_, cached, err := cache.Authenticate(ctx, d, key)
 		require.NoError(t, err, "the cache alone cannot know: the route's statements check the revision")
 		stale, _ := spaces.AssumedConfig(cached, spaceID)
-		current, err = spaces.CurrentConfig(ctx, d, spaceID)
+		current, err = spaces.Revision(ctx, d, spaceID, spaces.RevisionConfig)
 		require.NoError(t, err)
 		require.NotEqual(t, current, stale, "the revocation moved the revision past the cached one")
 		_, _, err = cache.ReloadFor(cached, d)

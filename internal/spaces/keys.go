@@ -27,7 +27,7 @@ func MintKey(ctx context.Context, db bun.IDB, p auth.Principal, spec auth.KeySpe
 		if err != nil {
 			return err
 		}
-		if err := BumpConfig(ctx, tx, p.SpaceID); err != nil {
+		if err := BumpRevision(ctx, tx, p.SpaceID, RevisionConfig); err != nil {
 			return err
 		}
 		_, err = receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
@@ -43,7 +43,7 @@ func MintKey(ctx context.Context, db bun.IDB, p auth.Principal, spec auth.KeySpe
 }
 
 // RevokeKey revokes keyID of p's space with its admin receipt ("key.revoke") and a new
-// configuration revision (BumpConfig), in one transaction; the key is refused from the next
+// configuration revision (RevisionConfig), in one transaction; the key is refused from the next
 // request on, on every replica. Errors: p without role admin is
 // fault.Forbidden role_required; a key of no key in p's space is fault.NotFound (auth.Revoke).
 func RevokeKey(ctx context.Context, db bun.IDB, p auth.Principal, keyID string, now time.Time) error {
@@ -54,7 +54,7 @@ func RevokeKey(ctx context.Context, db bun.IDB, p auth.Principal, keyID string, 
 		if err := auth.Revoke(ctx, tx, p.SpaceID, keyID, now); err != nil {
 			return err
 		}
-		if err := BumpConfig(ctx, tx, p.SpaceID); err != nil {
+		if err := BumpRevision(ctx, tx, p.SpaceID, RevisionConfig); err != nil {
 			return err
 		}
 		_, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{

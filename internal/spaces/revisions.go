@@ -19,15 +19,24 @@ const (
 	// RevisionNotesErased counts agent-note erasures (internal/notes: the prompt blocks each
 	// replica keeps in memory).
 	RevisionNotesErased = "notes_erased"
+	// RevisionConfig counts document writes, key mints and key revocations (KeyCache: the
+	// keys and documents the working-memory routes keep; internal/state checks it in the
+	// statements themselves).
+	RevisionConfig = "config"
 )
 
-// Revision returns the space's revision of name (0 before its first bump), through a
-// statement prepared once per pool: one indexed row. A replica caches per space under the
-// revision it read and drops the cache when a later read differs, which makes the cache
-// exact across replicas without messages between them.
-func Revision(ctx context.Context, d *bun.DB, spaceID, name string) (int64, error) {
+// Revision returns the space's revision of name (0 before its first bump) read through idb
+// (a statement prepared once per pool on a *bun.DB): one indexed row. A replica caches per
+// space under the revision it read and drops the cache when a later read differs, which
+// makes the cache exact across replicas without messages between them.
+func Revision(ctx context.Context, idb bun.IDB, spaceID, name string) (int64, error) {
 	var revision int64
-	err := db.QueryOne(ctx, d, "SELECT revision FROM space_revisions WHERE space_id = ? AND name = ?", []any{&revision}, spaceID, name)
+	var err error
+	if d, ok := idb.(*bun.DB); ok {
+		err = db.QueryOne(ctx, d, "SELECT revision FROM space_revisions WHERE space_id = ? AND name = ?", []any{&revision}, spaceID, name)
+	} else {
+		err = idb.NewRaw("SELECT revision FROM space_revisions WHERE space_id = ? AND name = ?", spaceID, name).Scan(ctx, &revision)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}

@@ -90,7 +90,7 @@ func mintAdmin(ctx context.Context, tx bun.Tx, spaceID string, now time.Time) (s
 	if err != nil {
 		return "", err
 	}
-	if err := BumpConfig(ctx, tx, spaceID); err != nil {
+	if err := BumpRevision(ctx, tx, spaceID, RevisionConfig); err != nil {
 		return "", err
 	}
 	_, err = receipts.Append(ctx, tx, spaceID, receipts.Entry{
@@ -204,8 +204,8 @@ type prefetched struct {
 // same statement, its space's features and object-types documents (one row per document; one
 // row with empty names when neither exists).
 const keyAndDocuments = `SELECT k.id, k.space_id, k.hash, k.kind, k.agent, k.vendor, k.name, k.scopes, k.roles,
- CASE WHEN k.revoked_at IS NULL THEN 0 ELSE 1 END, sp.config_rev, COALESCE(d.name, ''), COALESCE(d.body, '')
- FROM api_keys k JOIN spaces sp ON sp.id = k.space_id
+ CASE WHEN k.revoked_at IS NULL THEN 0 ELSE 1 END, COALESCE(r.revision, 0), COALESCE(d.name, ''), COALESCE(d.body, '')
+ FROM api_keys k LEFT JOIN space_revisions r ON r.space_id = k.space_id AND r.name = 'config'
  LEFT JOIN documents d ON d.space_id = k.space_id AND d.name IN (?, ?)
  WHERE k.hash = ?`
 
@@ -542,7 +542,7 @@ func (d Documents) Write(ctx context.Context, tx bun.Tx, p auth.Principal, name,
 		detail = map[string]any{}
 	}
 	detail["version"] = row.Version
-	if err := BumpConfig(ctx, tx, p.SpaceID); err != nil {
+	if err := BumpRevision(ctx, tx, p.SpaceID, RevisionConfig); err != nil {
 		return 0, err
 	}
 	_, err = receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{

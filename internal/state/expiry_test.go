@@ -78,7 +78,7 @@ type configBumper struct {
 }
 
 func (m configBumper) MaskText(ctx context.Context, _, text string) (string, error) {
-	return text, spaces.BumpConfig(ctx, m.db, m.spaceID)
+	return text, spaces.BumpRevision(ctx, m.db, m.spaceID, spaces.RevisionConfig)
 }
 
 // TestStaleConfiguration (issue 16): a write or read whose key and documents were read at a
@@ -97,7 +97,7 @@ func TestStaleConfiguration(t *testing.T) {
 
 		_, err = s.Write(at, ip, "", write(`{"step": "a"}`))
 		require.NoError(t, err, "at the current revision the write goes through")
-		require.NoError(t, spaces.BumpConfig(ctx, d, p.SpaceID))
+		require.NoError(t, spaces.BumpRevision(ctx, d, p.SpaceID, spaces.RevisionConfig))
 
 		_, err = s.Write(at, ip, "", write(`{"step": "b"}`))
 		require.ErrorIs(t, err, spaces.ErrStaleConfig, "an existing state")

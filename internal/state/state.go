@@ -556,7 +556,7 @@ func (s *Service) load(ctx context.Context, idb bun.IDB, lock bool, t target) (*
 	}
 	if errors.Is(err, sql.ErrNoRows) && rev >= 0 {
 		// No row: no state, or the configuration the request assumed is gone.
-		current, err := spaces.CurrentConfig(ctx, idb, t.spaceID)
+		current, err := spaces.Revision(ctx, idb, t.spaceID, spaces.RevisionConfig)
 		if err != nil {
 			return nil, err
 		}
@@ -581,10 +581,10 @@ func (s *Service) load(ctx context.Context, idb bun.IDB, lock bool, t target) (*
 // revision is still the one the request's key and documents were read at (its two arguments:
 // that revision, or -1 for a caller that assumed none). A replica that cached them is exact
 // without invalidation messages (spaces.KeyCache).
-const atConfig = ` AND (? < 0 OR EXISTS (SELECT 1 FROM spaces WHERE spaces.id = agent_states.space_id AND spaces.config_rev = ?))`
+const atConfig = ` AND (? < 0 OR COALESCE((SELECT revision FROM space_revisions WHERE space_revisions.space_id = agent_states.space_id AND space_revisions.name = 'config'), 0) = ?)`
 
 // atConfigAlias is atConfig's condition in bun's query builder.
-const atConfigAlias = `? < 0 OR EXISTS (SELECT 1 FROM spaces WHERE spaces.id = ?TableAlias.space_id AND spaces.config_rev = ?)`
+const atConfigAlias = `? < 0 OR COALESCE((SELECT revision FROM space_revisions WHERE space_revisions.space_id = ?TableAlias.space_id AND space_revisions.name = 'config'), 0) = ?`
 
 // assumedConfig is the configuration revision t's request assumed (spaces.AssumedConfig), or
 // -1 when it assumed none (a caller outside the API's working-memory routes).
