@@ -187,53 +187,33 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 		mode = ModeLexicalOnly
 	}
 
-	type cand struct {
-		ID        string     `bun:"id"`
-		KBID      string     `bun:"kb_id"`
-		Embedding []byte     `bun:"embedding"`
-		IndexedAt *time.Time `bun:"indexed_at"`
-	}
 	var vecList []string
 	cosine := map[string]float64{}
 	if len(vecBases) > 0 {
-		var rows []cand
-		err := s.DB.NewSelect().TableExpr("knowledge_chunks AS c").Join("JOIN knowledge_documents AS d ON d.id = c.document_id").
-			ColumnExpr("c.id AS id, c.kb_id AS kb_id, c.embedding AS embedding, d.indexed_at AS indexed_at").
-			Where("c.space_id = ? AND d.space_id = ? AND c.kb_id IN (?) AND d.status = ?", p.SpaceID, p.SpaceID, bun.In(vecBases), StatusReady).
-			Scan(ctx, &rows)
+		vb := make([]vectorBase, 0, len(vecBases))
+		for _, id := range vecBases {
+			st := bases[id].Settings
+			b := vectorBase{ID: id, Query: queryVec[st.EmbeddingModel]}
+			if age := st.maxAge(); age > 0 {
+				b.Since = now.Add(-age)
+			}
+			vb = append(vb, b)
+		}
+		hits, err := nearestChunks(ctx, s.DB, p.SpaceID, vb, ListDepth, req.MinScore)
 		if err != nil {
-			return Retrieval{}, fmt.Errorf("knowledge: vector candidates: %w", err)
+			return Retrieval{}, err
 		}
-		for _, r := range rows {
-			if !fresh(r.KBID, r.IndexedAt) {
-				continue
-			}
-			q := queryVec[bases[r.KBID].Settings.EmbeddingModel]
-			v := decodeVector(r.Embedding)
-			if len(v) != len(q) {
-				continue
-			}
-			c := cos(q, v)
-			if c < req.MinScore {
-				continue
-			}
-			cosine[r.ID] = c
-			vecList = append(vecList, r.ID)
-		}
-		slices.SortFunc(vecList, func(a, b string) int {
-			if cosine[a] != cosine[b] {
-				if cosine[a] > cosine[b] {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a, b)
-		})
-		if len(vecList) > ListDepth {
-			vecList = vecList[:ListDepth]
+		for _, h := range hits {
+			cosine[h.ID] = h.Cosine
+			vecList = append(vecList, h.ID)
 		}
 	}
 
+	type cand struct {
+		ID        string     `bun:"id"`
+		KBID      string     `bun:"kb_id"`
+		IndexedAt *time.Time `bun:"indexed_at"`
+	}
 	var lexList []string
 	if words := queryWords(req.Query); len(words) > 0 {
 		var rows []cand
@@ -450,19 +430,6 @@ func queryWords(q string) []string {
 		words = words[:maxQueryWords]
 	}
 	return words
-}
-
-func cos(a, b []float32) float64 {
-	var dot, na, nb float64
-	for i := range a {
-		dot += float64(a[i]) * float64(b[i])
-		na += float64(a[i]) * float64(a[i])
-		nb += float64(b[i]) * float64(b[i])
-	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	return dot / (math.Sqrt(na) * math.Sqrt(nb))
 }
 
 func round(x float64) float64 { return math.Round(x*1e6) / 1e6 }
