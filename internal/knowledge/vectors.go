@@ -94,12 +94,26 @@ func exactNearest(ctx context.Context, idb bun.IDB, spaceID string, bases []vect
 	return best(hits, depth), nil
 }
 
+// Limits of a sqlite-vec search.
+const (
+	// vecMaxK is sqlite-vec's largest k (SQLITE_VEC_VEC0_K_MAX).
+	vecMaxK = 4096
+	// vecTieMargin is how far (in cosine distance) past the depth-th candidate a search
+	// must see before its candidates are complete: sqlite-vec computes in float32, the
+	// exact score in float64 from the same float32s, and the two differ by far less.
+	vecTieMargin = 1e-5
+)
+
 // vecNearest is nearestChunks on SQLite's sqlite-vec index: for each base a k-nearest search
-// (k = depth) over the partition of that space and base only (both in the query), filtered
-// by indexing time inside the search; the candidates' stored vectors are then read from
-// knowledge_chunks (joined with their ready documents) and scored by exact cosine, so the
-// scores and order are exactNearest's. The union of each base's depth nearest holds the
-// overall depth nearest. A base whose vector length was never indexed has no candidates.
+// over the partition of that space and base only (both in the query), filtered by indexing
+// time inside the search, so another space's or base's vectors can neither appear nor crowd
+// the caller's out. The candidates' stored vectors are then read from knowledge_chunks
+// (joined with their ready documents) and scored by exact cosine, so scores and order are
+// exactNearest's. A search asks for k = depth + 8 and doubles k while the candidates it got
+// still reach within vecTieMargin of the depth-th one (ties or near-ties at the boundary,
+// e.g. identical chunks); a base whose boundary ties exceed vecMaxK is scanned exactly (the
+// fallback). The union of each base's candidates holds the overall depth nearest. A base
+// whose vector length was never indexed has no candidates.
 func vecNearest(ctx context.Context, idb bun.IDB, spaceID string, bases []vectorBase, depth int, minScore float64) ([]vectorHit, error) {
 	tables, err := vectorTables(ctx, idb)
 	if err != nil {
@@ -107,46 +121,77 @@ func vecNearest(ctx context.Context, idb bun.IDB, spaceID string, bases []vector
 	}
 	query := map[string][]float32{}
 	var cands []string
+	var hits []vectorHit
 	for _, b := range bases {
 		table := migrations.KnowledgeVectorTable(len(b.Query))
 		if !indexable(b.Query) || !slices.Contains(tables, table) {
 			continue
 		}
-		q := idb.NewSelect().TableExpr(table).Column("chunk_id").
-			Where("embedding MATCH ? AND k = ? AND space_id = ? AND kb_id = ?", encodeVector(b.Query), depth, spaceID, b.ID)
-		if !b.Since.IsZero() {
-			q = q.Where("indexed_at >= ?", b.Since.UnixMilli())
+		ids, complete, err := vecSearch(ctx, idb, table, spaceID, b, depth)
+		if err != nil {
+			return nil, err
 		}
-		var ids []string
-		if err := q.OrderExpr("distance").Scan(ctx, &ids); err != nil {
-			return nil, fmt.Errorf("knowledge: vector search: %w", err)
+		if !complete {
+			exact, err := exactNearest(ctx, idb, spaceID, []vectorBase{b}, depth, minScore)
+			if err != nil {
+				return nil, err
+			}
+			hits = append(hits, exact...)
+			continue
 		}
 		for _, id := range ids {
 			query[id] = b.Query
 		}
 		cands = append(cands, ids...)
 	}
-	if len(cands) == 0 {
-		return nil, nil
-	}
-	var rows []struct {
-		ID        string `bun:"id"`
-		Embedding []byte `bun:"embedding"`
-	}
-	err = idb.NewSelect().TableExpr("knowledge_chunks AS c").Join("JOIN knowledge_documents AS d ON d.id = c.document_id").
-		ColumnExpr("c.id AS id, c.embedding AS embedding").
-		Where("c.space_id = ? AND d.space_id = ? AND c.id IN (?) AND d.status = ?", spaceID, spaceID, bun.In(cands), StatusReady).
-		Scan(ctx, &rows)
-	if err != nil {
-		return nil, fmt.Errorf("knowledge: vector candidates: %w", err)
-	}
-	var hits []vectorHit
-	for _, r := range rows {
-		if h, ok := score(r.ID, query[r.ID], decodeVector(r.Embedding), minScore); ok {
-			hits = append(hits, h)
+	if len(cands) > 0 {
+		var rows []struct {
+			ID        string `bun:"id"`
+			Embedding []byte `bun:"embedding"`
+		}
+		err = idb.NewSelect().TableExpr("knowledge_chunks AS c").Join("JOIN knowledge_documents AS d ON d.id = c.document_id").
+			ColumnExpr("c.id AS id, c.embedding AS embedding").
+			Where("c.space_id = ? AND d.space_id = ? AND c.id IN (?) AND d.status = ?", spaceID, spaceID, bun.In(cands), StatusReady).
+			Scan(ctx, &rows)
+		if err != nil {
+			return nil, fmt.Errorf("knowledge: vector candidates: %w", err)
+		}
+		for _, r := range rows {
+			if h, ok := score(r.ID, query[r.ID], decodeVector(r.Embedding), minScore); ok {
+				hits = append(hits, h)
+			}
 		}
 	}
 	return best(hits, depth), nil
+}
+
+// vecSearch is one base's k-nearest search in table: the chunk ids found, nearest first, and
+// whether they surely hold the base's depth nearest (false: boundary ties beyond vecMaxK).
+func vecSearch(ctx context.Context, idb bun.IDB, table, spaceID string, b vectorBase, depth int) ([]string, bool, error) {
+	for k := min(depth+8, vecMaxK); ; k = min(2*k, vecMaxK) {
+		q := idb.NewSelect().TableExpr(table).Column("chunk_id", "distance").
+			Where("embedding MATCH ? AND k = ? AND space_id = ? AND kb_id = ?", encodeVector(b.Query), k, spaceID, b.ID)
+		if !b.Since.IsZero() {
+			q = q.Where("indexed_at >= ?", b.Since.UnixMilli())
+		}
+		var rows []struct {
+			ID       string  `bun:"chunk_id"`
+			Distance float64 `bun:"distance"`
+		}
+		if err := q.OrderExpr("distance").Scan(ctx, &rows); err != nil {
+			return nil, false, fmt.Errorf("knowledge: vector search: %w", err)
+		}
+		if len(rows) < k || len(rows) <= depth || rows[len(rows)-1].Distance > rows[depth-1].Distance+vecTieMargin {
+			ids := make([]string, len(rows))
+			for i, r := range rows {
+				ids[i] = r.ID
+			}
+			return ids, true, nil
+		}
+		if k == vecMaxK {
+			return nil, false, nil
+		}
+	}
 }
 
 // score is chunk id's hit for query q and vector v: false when v has another length or no
