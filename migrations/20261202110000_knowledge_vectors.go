@@ -44,45 +44,7 @@ func KnowledgeVectorDDL(dims int) string {
 // zero length (all components zero) has no direction and is never indexed. PostgreSQL:
 // nothing (the exact scan reads knowledge_chunks.embedding).
 func init() {
-	Migrations.MustRegister(func(ctx context.Context, db *bun.DB) error {
-		if db.Dialect().Name() != dialect.SQLite {
-			return nil
-		}
-		var rows []struct {
-			ID        string     `bun:"id"`
-			SpaceID   string     `bun:"space_id"`
-			KBID      string     `bun:"kb_id"`
-			Embedding []byte     `bun:"embedding"`
-			IndexedAt *time.Time `bun:"indexed_at"`
-		}
-		if err := db.NewSelect().TableExpr("knowledge_chunks AS c").Join("JOIN knowledge_documents AS d ON d.id = c.document_id").
-			ColumnExpr("c.id, c.space_id, c.kb_id, c.embedding, d.indexed_at").
-			Where("c.embedding IS NOT NULL").OrderExpr("c.id").Scan(ctx, &rows); err != nil {
-			return fmt.Errorf("migrations: knowledge vectors: %w", err)
-		}
-		created := map[int]bool{}
-		for _, r := range rows {
-			dims := len(r.Embedding) / 4
-			if dims == 0 || len(r.Embedding)%4 != 0 || zeroVector(r.Embedding) {
-				continue
-			}
-			if !created[dims] {
-				if _, err := db.ExecContext(ctx, KnowledgeVectorDDL(dims)); err != nil {
-					return fmt.Errorf("migrations: knowledge vectors: %w", err)
-				}
-				created[dims] = true
-			}
-			var at int64
-			if r.IndexedAt != nil {
-				at = r.IndexedAt.UnixMilli()
-			}
-			if _, err := db.ExecContext(ctx, "INSERT INTO "+KnowledgeVectorTable(dims)+" (chunk_id, space_id, kb_id, indexed_at, embedding) VALUES (?, ?, ?, ?, ?)",
-				r.ID, r.SpaceID, r.KBID, at, r.Embedding); err != nil {
-				return fmt.Errorf("migrations: knowledge vectors: %w", err)
-			}
-		}
-		return nil
-	}, func(ctx context.Context, db *bun.DB) error {
+	Migrations.MustRegister(BackfillKnowledgeVectors, func(ctx context.Context, db *bun.DB) error {
 		if db.Dialect().Name() != dialect.SQLite {
 			return nil
 		}
@@ -93,6 +55,52 @@ func init() {
 		for _, t := range tables {
 			if _, err := db.ExecContext(ctx, "DROP TABLE "+t); err != nil {
 				return err
+			}
+		}
+		return nil
+	})
+}
+
+// BackfillKnowledgeVectors puts the embedding of every stored knowledge chunk into SQLite's
+// vector index (creating the table of each length) in one transaction, once: migration 20261202110000 runs it
+// over the chunks indexed before sqlite-vec was used. Zero-length vectors are skipped. On
+// PostgreSQL it does nothing.
+func BackfillKnowledgeVectors(ctx context.Context, db *bun.DB) error {
+	if db.Dialect().Name() != dialect.SQLite {
+		return nil
+	}
+	var rows []struct {
+		ID        string     `bun:"id"`
+		SpaceID   string     `bun:"space_id"`
+		KBID      string     `bun:"kb_id"`
+		Embedding []byte     `bun:"embedding"`
+		IndexedAt *time.Time `bun:"indexed_at"`
+	}
+	if err := db.NewSelect().TableExpr("knowledge_chunks AS c").Join("JOIN knowledge_documents AS d ON d.id = c.document_id").
+		ColumnExpr("c.id, c.space_id, c.kb_id, c.embedding, d.indexed_at").
+		Where("c.embedding IS NOT NULL").OrderExpr("c.id").Scan(ctx, &rows); err != nil {
+		return fmt.Errorf("migrations: knowledge vectors: %w", err)
+	}
+	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		created := map[int]bool{}
+		for _, r := range rows {
+			dims := len(r.Embedding) / 4
+			if dims == 0 || len(r.Embedding)%4 != 0 || zeroVector(r.Embedding) {
+				continue
+			}
+			if !created[dims] {
+				if _, err := tx.ExecContext(ctx, KnowledgeVectorDDL(dims)); err != nil {
+					return fmt.Errorf("migrations: knowledge vectors: %w", err)
+				}
+				created[dims] = true
+			}
+			var at int64
+			if r.IndexedAt != nil {
+				at = r.IndexedAt.UnixMilli()
+			}
+			if _, err := tx.ExecContext(ctx, "INSERT INTO "+KnowledgeVectorTable(dims)+" (chunk_id, space_id, kb_id, indexed_at, embedding) VALUES (?, ?, ?, ?, ?)",
+				r.ID, r.SpaceID, r.KBID, at, r.Embedding); err != nil {
+				return fmt.Errorf("migrations: knowledge vectors: %w", err)
 			}
 		}
 		return nil
