@@ -1,0 +1,77 @@
+package knowledge
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+)
+
+// benchDims is the vector length of BenchmarkVectorSearch: 768, as nomic-embed-text and
+// most small embedding models answer.
+const benchDims = 768
+
+// BenchmarkVectorSearch measures the vector half of retrieval (nearestChunks: the 50 nearest
+// chunks of one base, their exact cosine) at 1,000, 10,000 and 50,000 chunks of 768
+// dimensions in the base (random vectors): the exact scan on PostgreSQL and on SQLite, and
+// the sqlite-vec search on SQLite. Each engine and size seeds a fresh database once (50,000
+// chunks take a minute or two). Another base of the same space holds 1,000 more chunks, so
+// the filter does work. docs/scaling.md records a run.
+//
+//	go test -run '^$' -bench VectorSearch -benchtime 10x -timeout 30m ./internal/knowledge
+func BenchmarkVectorSearch(b *testing.B) {
+	for _, engine := range []string{"postgres", "sqlite"} {
+		for _, size := range []int{1_000, 10_000, 50_000} {
+			d := dbtest.Open(b, engine)
+			rng := rand.New(rand.NewPCG(uint64(size), 7))
+			vector := func(string) []float32 {
+				v := make([]float32, benchDims)
+				for i := range v {
+					v[i] = float32(rng.NormFloat64())
+				}
+				return v
+			}
+			texts := make([]string, size)
+			for i := range texts {
+				texts[i] = "chunk"
+			}
+			now := time.Now().UTC()
+			for lo := 0; lo < size; lo += 5_000 {
+				seedChunks(b, d, "sp_bench", "kb_bench", now, texts[lo:min(lo+5_000, size)], vector)
+			}
+			seedChunks(b, d, "sp_bench", "kb_other", now, texts[:1_000], vector)
+			queries := make([][]float32, 16)
+			for i := range queries {
+				queries[i] = vector("")
+			}
+			paths := map[string]func(context.Context, []vectorBase) ([]vectorHit, error){
+				"exact": func(ctx context.Context, bs []vectorBase) ([]vectorHit, error) {
+					return exactNearest(ctx, d, "sp_bench", bs, ListDepth, 0)
+				},
+			}
+			if engine == "sqlite" {
+				paths["sqlite-vec"] = func(ctx context.Context, bs []vectorBase) ([]vectorHit, error) {
+					return vecNearest(ctx, d, "sp_bench", bs, ListDepth, 0)
+				}
+			}
+			for _, path := range []string{"exact", "sqlite-vec"} {
+				search, ok := paths[path]
+				if !ok {
+					continue
+				}
+				b.Run(fmt.Sprintf("%s/%s/chunks=%d", engine, path, size), func(b *testing.B) {
+					ctx := context.Background()
+					for i := 0; b.Loop(); i++ {
+						hits, err := search(ctx, []vectorBase{{ID: "kb_bench", Query: queries[i%len(queries)]}})
+						if err != nil || len(hits) != ListDepth {
+							b.Fatalf("got %d hits, err %v; want %d", len(hits), err, ListDepth)
+						}
+					}
+				})
+			}
+		}
+	}
+}
