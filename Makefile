@@ -95,10 +95,12 @@ $(WORKFLOWCHECK):
 
 ## bench: API throughput and latency (32 agents) against the HTTP floor, the database's own
 ## compare-and-swap and /healthz, with issue 16's targets and ratios for both databases; the
-## shipped pool defaults, and on PostgreSQL the same load with a tuned pool (ratio printed).
+## shipped pool defaults, and on PostgreSQL the same load with a tuned pool (ratio printed);
+## knowledge's vector search at 1k, 10k and 50k chunks (exact scan, sqlite-vec; docs/scaling.md).
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1000x -timeout 30m ./bench
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./internal/notes
+	$(GO) test -run '^$$' -bench VectorSearch -benchtime 10x -timeout 30m ./internal/knowledge
 
 ## gate-report: recall and false refusals of the local personal-data gate on the labelled
 ## corpus internal/redact/testdata/corpus.jsonl, overall and per kind, with the failing cases.

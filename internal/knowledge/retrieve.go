@@ -100,8 +100,9 @@ type Retrieval struct {
 // request cannot widen it). Only chunks of ready documents are candidates, and of a base
 // with max_age only those indexed within it.
 //
-// Ranking: the query's vector (each base's embedding model) against every candidate's
-// stored vector by exact cosine, best ListDepth; the full-text match of the query's words
+// Ranking: the query's vector (each base's embedding model) against the candidates' stored
+// vectors by cosine, best ListDepth (nearestChunks: sqlite-vec on SQLite, an exact scan on
+// PostgreSQL, the same answer); the full-text match of the query's words
 // (any word of two or more letters, as a prefix: "refund" matches "refunds"; SQLite FTS5 bm25 with the heading weighted twice, PostgreSQL ts_rank over
 // 'simple' tsvectors), best ListDepth; fused by reciprocal rank fusion (RRFK), ties by chunk
 // id. When the embedder is down, a base with embedder_down "fail" makes the call
