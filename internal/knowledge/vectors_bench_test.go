@@ -25,53 +25,58 @@ const benchDims = 768
 func BenchmarkVectorSearch(b *testing.B) {
 	for _, engine := range []string{"postgres", "sqlite"} {
 		for _, size := range []int{1_000, 10_000, 50_000} {
-			d := dbtest.Open(b, engine)
-			rng := rand.New(rand.NewPCG(uint64(size), 7))
-			vector := func(string) []float32 {
-				v := make([]float32, benchDims)
-				for i := range v {
-					v[i] = float32(rng.NormFloat64())
-				}
-				return v
-			}
-			texts := make([]string, size)
-			for i := range texts {
-				texts[i] = "chunk"
-			}
-			now := time.Now().UTC()
-			for lo := 0; lo < size; lo += 5_000 {
-				seedChunks(b, d, "sp_bench", "kb_bench", now, texts[lo:min(lo+5_000, size)], vector)
-			}
-			seedChunks(b, d, "sp_bench", "kb_other", now, texts[:1_000], vector)
-			queries := make([][]float32, 16)
-			for i := range queries {
-				queries[i] = vector("")
-			}
-			paths := map[string]func(context.Context, []vectorBase) ([]vectorHit, error){
-				"exact": func(ctx context.Context, bs []vectorBase) ([]vectorHit, error) {
-					return exactNearest(ctx, d, "sp_bench", bs, ListDepth, 0)
-				},
-			}
-			if engine == "sqlite" {
-				paths["sqlite-vec"] = func(ctx context.Context, bs []vectorBase) ([]vectorHit, error) {
-					return vecNearest(ctx, d, "sp_bench", bs, ListDepth, 0)
-				}
-			}
-			for _, path := range []string{"exact", "sqlite-vec"} {
-				search, ok := paths[path]
-				if !ok {
-					continue
-				}
-				b.Run(fmt.Sprintf("%s/%s/chunks=%d", engine, path, size), func(b *testing.B) {
-					ctx := context.Background()
-					for i := 0; b.Loop(); i++ {
-						hits, err := search(ctx, []vectorBase{{ID: "kb_bench", Query: queries[i%len(queries)]}})
-						if err != nil || len(hits) != ListDepth {
-							b.Fatalf("got %d hits, err %v; want %d", len(hits), err, ListDepth)
-						}
+			b.Run(fmt.Sprintf("%s/chunks=%d", engine, size), func(b *testing.B) {
+				search := seedBench(b, engine, size)
+				for _, path := range []string{"exact", "sqlite-vec"} {
+					if path == "sqlite-vec" && engine != "sqlite" {
+						continue
 					}
-				})
-			}
+					b.Run(path, func(b *testing.B) {
+						ctx := context.Background()
+						for i := 0; b.Loop(); i++ {
+							hits, err := search(ctx, path, i)
+							if err != nil || len(hits) != ListDepth {
+								b.Fatalf("got %d hits, err %v; want %d", len(hits), err, ListDepth)
+							}
+						}
+					})
+				}
+			})
 		}
+	}
+}
+
+// seedBench opens a fresh database of engine with size random chunks in base kb_bench and
+// 1,000 in kb_other, and returns a search of kb_bench by path ("exact" or "sqlite-vec")
+// with the i-th of 16 random queries.
+func seedBench(b *testing.B, engine string, size int) func(ctx context.Context, path string, i int) ([]vectorHit, error) {
+	d := dbtest.Open(b, engine)
+	rng := rand.New(rand.NewPCG(uint64(size), 7))
+	vector := func(string) []float32 {
+		v := make([]float32, benchDims)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	texts := make([]string, size)
+	for i := range texts {
+		texts[i] = "chunk"
+	}
+	now := time.Now().UTC()
+	for lo := 0; lo < size; lo += 5_000 {
+		seedChunks(b, d, "sp_bench", "kb_bench", now, texts[lo:min(lo+5_000, size)], vector)
+	}
+	seedChunks(b, d, "sp_bench", "kb_other", now, texts[:1_000], vector)
+	queries := make([][]float32, 16)
+	for i := range queries {
+		queries[i] = vector("")
+	}
+	return func(ctx context.Context, path string, i int) ([]vectorHit, error) {
+		bases := []vectorBase{{ID: "kb_bench", Query: queries[i%len(queries)]}}
+		if path == "sqlite-vec" {
+			return vecNearest(ctx, d, "sp_bench", bases, ListDepth, 0)
+		}
+		return exactNearest(ctx, d, "sp_bench", bases, ListDepth, 0)
 	}
 }
