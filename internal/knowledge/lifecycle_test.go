@@ -53,6 +53,11 @@ func TestLifecycle(t *testing.T) {
 		n, _, ft := stored(t, r, v1.ID, "zanzibar")
 		require.Equal(t, 1, n)
 		require.Equal(t, 1, ft)
+		var ids1 []string
+		require.NoError(t, r.DB.NewRaw("SELECT id FROM knowledge_chunks WHERE document_id = ?", v1.ID).Scan(ctx, &ids1))
+		vectors, err := r.ks.VectorsIndexed(ctx, ids1)
+		require.NoError(t, err)
+		require.Equal(t, map[string]int{"sqlite": 2, "postgres": 1}[r.Engine], vectors, "the row's vector (and on SQLite its sqlite-vec row)")
 
 		// Re-ingest of the same bytes: the same document, nothing embedded again.
 		calls := len(r.embed.Requests())
@@ -74,6 +79,12 @@ func TestLifecycle(t *testing.T) {
 		require.Equal(t, v2.ID, *old.SupersededBy)
 		n, vec, ft := stored(t, r, v1.ID, "zanzibar")
 		require.Zero(t, n+vec+ft, "the old version's chunks, vectors and full-text entries are gone")
+		vectors, err = r.ks.VectorsIndexed(ctx, ids1)
+		require.NoError(t, err)
+		require.Zero(t, vectors, "no vector of the old version is left in any index")
+		var ids2 []string
+		require.NoError(t, r.DB.NewRaw("SELECT id FROM knowledge_chunks WHERE document_id = ?", v2.ID).Scan(ctx, &ids2))
+		require.NotEmpty(t, ids2)
 		got := r.retrieve(t, reader, map[string]any{"query": "refunds zanzibar original card", "kbs": []string{kb}})
 		require.NotContains(t, chunkTexts(got), "zanzibar")
 		require.Contains(t, chunkTexts(got), "store credit")
@@ -88,6 +99,9 @@ func TestLifecycle(t *testing.T) {
 		require.Equal(t, knowledge.StatusDeleted, del["status"])
 		n, vec, ft = stored(t, r, v2.ID, "credit")
 		require.Zero(t, n+vec+ft)
+		vectors, err = r.ks.VectorsIndexed(ctx, ids2)
+		require.NoError(t, err)
+		require.Zero(t, vectors)
 		got = r.retrieve(t, reader, map[string]any{"query": "refunds store credit ten days", "kbs": []string{kb}})
 		for _, c := range chunksOf(got) {
 			require.NotEqual(t, v2.ID, c["document_id"])

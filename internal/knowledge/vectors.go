@@ -311,3 +311,33 @@ func cos(a, b []float32) float64 {
 	}
 	return dot / (math.Sqrt(na) * math.Sqrt(nb))
 }
+
+// VectorsIndexed counts the vectors still stored for chunk ids: chunk rows with an embedding,
+// plus on SQLite rows of the sqlite-vec tables. After a delete, supersede or erasure it must
+// be 0 (MS-4): a probe checks the vector index as well as the rows with it. Errors are the
+// database's.
+func (s *Service) VectorsIndexed(ctx context.Context, chunkIDs []string) (int, error) {
+	if len(chunkIDs) == 0 {
+		return 0, nil
+	}
+	var n int
+	if err := s.DB.NewSelect().Model((*models.KnowledgeChunk)(nil)).ColumnExpr("count(*)").
+		Where("id IN (?) AND embedding IS NOT NULL", bun.In(chunkIDs)).Scan(ctx, &n); err != nil {
+		return 0, fmt.Errorf("knowledge: count vectors: %w", err)
+	}
+	if !db.IsSQLite(s.DB) {
+		return n, nil
+	}
+	tables, err := vectorTables(ctx, s.DB)
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range tables {
+		var m int
+		if err := s.DB.NewSelect().TableExpr(t).ColumnExpr("count(*)").Where("chunk_id IN (?)", bun.In(chunkIDs)).Scan(ctx, &m); err != nil {
+			return 0, fmt.Errorf("knowledge: count vectors: %w", err)
+		}
+		n += m
+	}
+	return n, nil
+}
