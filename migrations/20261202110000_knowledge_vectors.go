@@ -40,8 +40,8 @@ func KnowledgeVectorDDL(dims int) string {
 // Knowledge vectors in sqlite-vec (issue 18, Storage). On SQLite every chunk's embedding is
 // also a row of the vec0 table of its length (KnowledgeVectorDDL), kept in step with the
 // chunk rows by internal/knowledge; this migration creates the tables for the lengths
-// already stored and copies in the vectors of the chunks indexed before it. A vector of
-// zero length (all components zero) has no direction and is never indexed. PostgreSQL:
+// already stored and copies in the vectors of the chunks indexed before it. A vector with
+// all components zero has no direction and is never indexed. PostgreSQL:
 // nothing (the exact scan reads knowledge_chunks.embedding).
 func init() {
 	Migrations.MustRegister(BackfillKnowledgeVectors, func(ctx context.Context, db *bun.DB) error {
@@ -63,7 +63,7 @@ func init() {
 
 // BackfillKnowledgeVectors puts the embedding of every stored knowledge chunk into SQLite's
 // vector index (creating the table of each length) in one transaction, once: migration 20261202110000 runs it
-// over the chunks indexed before sqlite-vec was used. Zero-length vectors are skipped. On
+// over the chunks indexed before sqlite-vec was used. All-zero vectors are skipped. On
 // PostgreSQL it does nothing.
 func BackfillKnowledgeVectors(ctx context.Context, db *bun.DB) error {
 	if db.Dialect().Name() != dialect.SQLite {

@@ -42,7 +42,8 @@ type vectorHit struct {
 // nearestChunks returns the chunks of space spaceID's bases nearest to each base's query by
 // cosine similarity: only chunks of ready documents indexed at or after the base's Since,
 // with a vector of the query's length, none below minScore; best first, ties by chunk id, at
-// most depth. A query or chunk vector of zero length has no direction: it is never ranked.
+// most depth. A query or chunk vector whose components are all zero has no direction: it
+// is never ranked.
 // SQLite searches its sqlite-vec index (vecNearest); PostgreSQL scans the rows
 // (exactNearest). Both answer the same chunks with the same exact cosine (computed in Go
 // from the stored float32s), which the conformance test checks.
@@ -226,7 +227,8 @@ func best(hits []vectorHit, depth int) []vectorHit {
 
 // indexVectors adds chunk rows' embeddings, of documents indexed at indexedAt, to SQLite's
 // vector index (creating the table of their length when it is the first), in tx: the
-// transaction that inserts the rows. Embeddings of zero length are left out (no direction).
+// transaction that inserts the rows. Embeddings whose components are all zero are left out
+// (no direction).
 // On PostgreSQL the rows themselves are the index: nothing to do.
 func indexVectors(ctx context.Context, tx bun.IDB, rows []models.KnowledgeChunk, indexedAt time.Time) error {
 	if !db.IsSQLite(tx) {
