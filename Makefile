@@ -97,11 +97,13 @@ $(WORKFLOWCHECK):
 ## compare-and-swap and /healthz, with issue 16's targets and ratios for both databases; the
 ## shipped pool defaults, and on PostgreSQL the same load with a tuned pool (ratio printed).
 ## Knowledge (issue 18), both databases: recall@5 of the right ABCD procedure with the stand-in
-## embedder, ingest chunks/s, retrieve p50/p99 at 1k and 10k chunks (200 retrievals each).
+## embedder, ingest chunks/s, retrieve p50/p99 at 1k and 10k chunks (200 retrievals each), and
+## the vector search alone at 1k, 10k and 50k chunks (exact scan, sqlite-vec; docs/scaling.md).
 bench:
 	$(GO) test -run '^$$' -bench WM -benchtime 1000x -timeout 30m ./bench
 	$(GO) test -run '^$$' -bench Knowledge -benchtime 200x -timeout 30m ./bench
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./internal/notes
+	$(GO) test -run '^$$' -bench VectorSearch -benchtime 10x -timeout 30m ./internal/knowledge
 
 ## gate-report: recall and false refusals of the local personal-data gate on the labelled
 ## corpus internal/redact/testdata/corpus.jsonl, overall and per kind, with the failing cases.

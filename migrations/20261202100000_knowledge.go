@@ -9,7 +9,8 @@ import (
 
 // Knowledge (issue 18, KN-1..KN-4): knowledge bases per space, their documents and chunks.
 // A chunk keeps its text, byte offsets and its embedding as little-endian float32 bytes
-// (exact-scan cosine in Go on both databases: pgvector and sqlite-vec are not used yet).
+// (exact-scan cosine in Go on both databases when this was written; SQLite's sqlite-vec
+// index came with migration 20261202110000).
 // Full text: the FTS5 table knowledge_chunks_fts on SQLite, the generated tsvector column
 // knowledge_chunks.search on PostgreSQL ('simple': no stemming, any language).
 func init() {

@@ -20,6 +20,7 @@ import (
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"github.com/uptrace/bun/driver/sqliteshim"
 	"github.com/uptrace/bun/migrate"
+	_ "modernc.org/sqlite/vec" // sqlite-vec (vec0) on every SQLite connection: knowledge vectors
 
 	"github.com/agentmemory/agentmemory/internal/config"
 	"github.com/agentmemory/agentmemory/migrations"

@@ -3,6 +3,7 @@ package knowledge
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/uptrace/bun"
 
@@ -40,8 +41,8 @@ func (Eraser) Covers() []erasure.Column {
 	}
 }
 
-// EraseSubject deletes, inside tx, the subject's documents and chunks (full-text entries,
-// rows with their vectors, then documents) and returns their ids.
+// EraseSubject deletes, inside tx, the subject's documents and chunks (sqlite-vec rows and
+// full-text entries, rows with their vectors, then documents) and returns their ids.
 func (Eraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (erasure.Reach, error) {
 	out := erasure.Reach{}
 	if t.Kind != erasure.Subject || len(t.HandleHashes) == 0 {
@@ -53,6 +54,13 @@ func (Eraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (er
 	}
 	if len(chunks) > 0 {
 		if db.IsSQLite(tx) {
+			tables, err := vectorTables(ctx, tx)
+			if err != nil {
+				return nil, err
+			}
+			if err := unindexChunkVectors(ctx, tx, tables, chunks); err != nil {
+				return nil, err
+			}
 			if _, err := tx.ExecContext(ctx, "DELETE FROM knowledge_chunks_fts WHERE chunk_id IN (?)", bun.In(chunks)); err != nil {
 				return nil, fmt.Errorf("knowledge: erase full text: %w", err)
 			}
@@ -119,9 +127,9 @@ func subjectRows(ctx context.Context, idb bun.IDB, t erasure.Target) (docs, chun
 	return docs, chunks, nil
 }
 
-// vectorResidue returns the chunks of chunkIDs that still have a stored vector. Vectors are
-// the embedding column of knowledge_chunks today; a vector index kept apart from the rows
-// (sqlite-vec, pgvector) must be probed here too, by chunk id.
+// vectorResidue returns the chunks of chunkIDs that still have a stored vector: in the
+// embedding column of knowledge_chunks, or, on SQLite, in a sqlite-vec table (an index kept
+// apart from the rows, probed by chunk id). Sorted, each id once.
 func vectorResidue(ctx context.Context, idb bun.IDB, t erasure.Target, chunkIDs []string) ([]string, error) {
 	if len(chunkIDs) == 0 {
 		return nil, nil
@@ -131,7 +139,23 @@ func vectorResidue(ctx context.Context, idb bun.IDB, t erasure.Target, chunkIDs 
 		Where("space_id = ? AND id IN (?) AND embedding IS NOT NULL", t.SpaceID, bun.In(chunkIDs)).OrderExpr("id ASC").Scan(ctx, &ids); err != nil {
 		return nil, fmt.Errorf("knowledge: probe vectors: %w", err)
 	}
-	return ids, nil
+	if !db.IsSQLite(idb) {
+		return ids, nil
+	}
+	tables, err := vectorTables(ctx, idb)
+	if err != nil {
+		return nil, err
+	}
+	for _, table := range tables {
+		var indexed []string
+		if err := idb.NewSelect().TableExpr(table).Column("chunk_id").
+			Where("chunk_id IN (?)", bun.In(chunkIDs)).Scan(ctx, &indexed); err != nil {
+			return nil, fmt.Errorf("knowledge: probe vectors: %w", err)
+		}
+		ids = append(ids, indexed...)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
 }
 
 // fullTextResidue returns the full-text entries left of t. On SQLite (FTS5, a table apart

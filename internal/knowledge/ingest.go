@@ -400,6 +400,9 @@ func (s *Service) Ingest(ctx context.Context, id string) (IngestResult, error) {
 					}
 				}
 			}
+			if err := indexVectors(ctx, tx, rows, now); err != nil {
+				return err
+			}
 		}
 		_, err = tx.NewUpdate().Model((*models.KnowledgeDocument)(nil)).
 			Set("status = ?, chunks = ?, embed_model = ?, dims = ?, indexed_at = ?, updated_at = ?", StatusReady, len(chunks), res.Model, dims, now, now).
@@ -517,8 +520,13 @@ func embedderDown() error {
 	return fault.New(fault.Unavailable, CodeEmbedderDown, "the embedding model did not answer; retry later")
 }
 
-// deleteChunks removes document id's chunks: rows (with their vectors) and full-text entries.
+// deleteChunks removes document id's chunks: rows (with their vectors), vector index
+// entries (unindexVectors) and full-text entries. Every path that deletes chunks goes
+// through it (MS-4).
 func deleteChunks(ctx context.Context, tx bun.Tx, docID string) error {
+	if err := unindexVectors(ctx, tx, docID); err != nil {
+		return err
+	}
 	if db.IsSQLite(tx) {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM knowledge_chunks_fts WHERE chunk_id IN (SELECT id FROM knowledge_chunks WHERE document_id = ?)", docID); err != nil {
 			return err

@@ -2,8 +2,9 @@
 // knowledge bases per space with their settings, documents ingested through the
 // personal-data gate, chunked deterministically, embedded through an Embedder (internal/llm's
 // Ollama /api/embed client in the service) and indexed for full text (FTS5 on SQLite, a
-// tsvector on PostgreSQL) and for vectors (float32 blobs, exact cosine computed in Go over a
-// base's rows, the tenant filter in the query: no pgvector or sqlite-vec yet). Retrieval
+// tsvector on PostgreSQL) and for vectors (float32 blobs in the chunk rows; on SQLite also a
+// sqlite-vec index partitioned by space and base, vectors.go; on PostgreSQL an exact cosine
+// scan of a base's rows, no pgvector). Retrieval
 // fuses the vector and full-text rankings by reciprocal rank fusion and answers ranked
 // chunks with provenance and a fenced context within a token budget.
 //

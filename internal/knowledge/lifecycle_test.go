@@ -1,6 +1,7 @@
 package knowledge_test
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/fault"
@@ -51,6 +53,11 @@ func TestLifecycle(t *testing.T) {
 		n, _, ft := stored(t, r, v1.ID, "zanzibar")
 		require.Equal(t, 1, n)
 		require.Equal(t, 1, ft)
+		var ids1 []string
+		require.NoError(t, r.DB.NewRaw("SELECT id FROM knowledge_chunks WHERE document_id = ?", v1.ID).Scan(ctx, &ids1))
+		vectors, err := r.ks.VectorsIndexed(ctx, ids1)
+		require.NoError(t, err)
+		require.Equal(t, map[string]int{"sqlite": 2, "postgres": 1}[r.Engine], vectors, "the row's vector (and on SQLite its sqlite-vec row)")
 
 		// Re-ingest of the same bytes: the same document, nothing embedded again.
 		calls := len(r.embed.Requests())
@@ -72,6 +79,12 @@ func TestLifecycle(t *testing.T) {
 		require.Equal(t, v2.ID, *old.SupersededBy)
 		n, vec, ft := stored(t, r, v1.ID, "zanzibar")
 		require.Zero(t, n+vec+ft, "the old version's chunks, vectors and full-text entries are gone")
+		vectors, err = r.ks.VectorsIndexed(ctx, ids1)
+		require.NoError(t, err)
+		require.Zero(t, vectors, "no vector of the old version is left in any index")
+		var ids2 []string
+		require.NoError(t, r.DB.NewRaw("SELECT id FROM knowledge_chunks WHERE document_id = ?", v2.ID).Scan(ctx, &ids2))
+		require.NotEmpty(t, ids2)
 		got := r.retrieve(t, reader, map[string]any{"query": "refunds zanzibar original card", "kbs": []string{kb}})
 		require.NotContains(t, chunkTexts(got), "zanzibar")
 		require.Contains(t, chunkTexts(got), "store credit")
@@ -86,6 +99,9 @@ func TestLifecycle(t *testing.T) {
 		require.Equal(t, knowledge.StatusDeleted, del["status"])
 		n, vec, ft = stored(t, r, v2.ID, "credit")
 		require.Zero(t, n+vec+ft)
+		vectors, err = r.ks.VectorsIndexed(ctx, ids2)
+		require.NoError(t, err)
+		require.Zero(t, vectors)
 		got = r.retrieve(t, reader, map[string]any{"query": "refunds store credit ten days", "kbs": []string{kb}})
 		for _, c := range chunksOf(got) {
 			require.NotEqual(t, v2.ID, c["document_id"])
@@ -322,4 +338,76 @@ func TestSubmitWithoutTheWorkflowEngine(t *testing.T) {
 	require.Empty(t, body, "a failed document keeps no text")
 	reviewer := r.PersonKey("rev", "reviewer")
 	r.MustDo(http.StatusForbidden, "POST", "/v1/knowledge/"+kb+"/documents", reviewer, map[string]any{"text": "x", "source_uri": "kb://x"})
+}
+
+// vectorIndex reports, on SQLite, how many of ids have a row in a knowledge vector table
+// (sqlite-vec) and whether any of the vectors' bytes are still in the tables' storage.
+func vectorIndex(t *testing.T, r *rig, ids []string, vectors [][]byte) (rows int, bytesLeft bool) {
+	t.Helper()
+	ctx := context.Background()
+	var tables []string
+	require.NoError(t, r.DB.NewRaw("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'knowledge_vec_%' AND sql LIKE 'CREATE VIRTUAL TABLE%'").Scan(ctx, &tables))
+	require.NotEmpty(t, tables)
+	for _, tb := range tables {
+		var n int
+		require.NoError(t, r.DB.NewRaw("SELECT count(*) FROM "+tb+" WHERE chunk_id IN (?)", bun.In(ids)).Scan(ctx, &n))
+		rows += n
+		var blobs [][]byte
+		require.NoError(t, r.DB.NewRaw("SELECT vectors FROM "+tb+"_vector_chunks00").Scan(ctx, &blobs))
+		for _, b := range blobs {
+			for _, v := range vectors {
+				bytesLeft = bytesLeft || bytes.Contains(b, v)
+			}
+		}
+	}
+	return rows, bytesLeft
+}
+
+// TestVectorIndexFollowsChunks (SQLite: PostgreSQL has no separate vector index here, its
+// vectors are the chunk rows TestLifecycle counts): ingest puts each chunk's vector into
+// sqlite-vec; a new version takes the old one's vectors out and DELETE takes the rest out,
+// in the transactions that delete the chunk rows, and sqlite-vec keeps none of their bytes;
+// the deleted chunks never come back from the vector ranking (MS-4).
+func TestVectorIndexFollowsChunks(t *testing.T) {
+	r := newRig(t, "sqlite")
+	ctx := context.Background()
+	kb := r.base(t, "handbook", map[string]any{"chunk_tokens": 50, "chunk_overlap": 0})
+	reader := r.AgentKey("support-bot", "acme", "knowledge:read")
+	chunksOfDoc := func(docID string) (ids []string, vectors [][]byte) {
+		var rows []struct {
+			ID        string `bun:"id"`
+			Embedding []byte `bun:"embedding"`
+		}
+		require.NoError(t, r.DB.NewRaw("SELECT id, embedding FROM knowledge_chunks WHERE document_id = ? ORDER BY ord", docID).Scan(ctx, &rows))
+		for _, c := range rows {
+			ids, vectors = append(ids, c.ID), append(vectors, c.Embedding)
+		}
+		return ids, vectors
+	}
+	body := strings.Repeat("Refunds go to the original card within zanzibar five days of the return. ", 12)
+	v1 := r.ingest(t, kb, knowledge.SubmitRequest{Text: body, SourceURI: "kb://refunds", Title: "Refunds", Version: "v1"})
+	r.ingest(t, kb, knowledge.SubmitRequest{Text: "Exchanges are free for members of the gold tier.", SourceURI: "kb://exchanges", Title: "Exchanges"})
+	ids1, vec1 := chunksOfDoc(v1.ID)
+	require.Greater(t, len(ids1), 1)
+	n, left := vectorIndex(t, r, ids1, vec1)
+	require.Equal(t, len(ids1), n)
+	require.True(t, left, "the vectors are in sqlite-vec's storage")
+
+	v2 := r.ingest(t, kb, knowledge.SubmitRequest{Text: "Refunds go to store credit within ten days.", SourceURI: "kb://refunds", Title: "Refunds", Version: "v2"})
+	n, left = vectorIndex(t, r, ids1, vec1)
+	require.Zero(t, n, "the superseded version's vectors left the index")
+	require.False(t, left, "and their bytes are gone")
+	ids2, vec2 := chunksOfDoc(v2.ID)
+	n, _ = vectorIndex(t, r, ids2, vec2)
+	require.Equal(t, len(ids2), n)
+
+	r.MustDo(http.StatusOK, "DELETE", "/v1/knowledge/"+kb+"/documents/"+v2.ID, r.AdminKey, nil)
+	n, left = vectorIndex(t, r, ids2, vec2)
+	require.Zero(t, n)
+	require.False(t, left)
+	got := r.retrieve(t, reader, map[string]any{"query": "Refunds go to store credit within ten days.", "kbs": []string{kb}})
+	require.NotEmpty(t, chunksOf(got), "the other document still answers")
+	for _, c := range chunksOf(got) {
+		require.NotContains(t, []any{v1.ID, v2.ID}, c["document_id"])
+	}
 }

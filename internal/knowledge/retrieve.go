@@ -171,8 +171,9 @@ type Retrieval struct {
 // in every query and a request cannot widen it). Only chunks of ready documents matching
 // req.Filters are candidates, and of a base with max_age only those indexed within it.
 //
-// Ranking: the query's vector (each base's embedding model) against every candidate's
-// stored vector by exact cosine, best ListDepth; the full-text match of the query's words
+// Ranking: the query's vector (each base's embedding model) against the candidates' stored
+// vectors by cosine, best ListDepth (nearestChunks: sqlite-vec on SQLite, an exact scan on
+// PostgreSQL, the same answer); the full-text match of the query's words
 // (any word of two or more letters, as a prefix: "refund" matches "refunds"; SQLite FTS5 bm25 with the heading weighted twice, PostgreSQL ts_rank over
 // 'simple' tsvectors), best ListDepth; fused by reciprocal rank fusion (RRFK), ties by chunk
 // id. When the embedder is down, a base with embedder_down "fail" makes the call
@@ -261,52 +262,37 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 		mode = ModeLexicalOnly
 	}
 
-	type cand struct {
-		ID        string     `bun:"id"`
-		KBID      string     `bun:"kb_id"`
-		Embedding []byte     `bun:"embedding"`
-		IndexedAt *time.Time `bun:"indexed_at"`
-	}
 	var vecList []string
 	cosine := map[string]float64{}
 	if len(vecBases) > 0 {
-		var rows []cand
-		q := s.DB.NewSelect().TableExpr("knowledge_chunks AS c").Join("JOIN knowledge_documents AS d ON d.id = c.document_id").
-			ColumnExpr("c.id AS id, c.kb_id AS kb_id, c.embedding AS embedding, d.indexed_at AS indexed_at")
-		err := s.chunkScope(q, p, vecBases, req.Filters).Scan(ctx, &rows)
+		vb := make([]vectorBase, 0, len(vecBases))
+		for _, id := range vecBases {
+			st := bases[id].Settings
+			b := vectorBase{ID: id, Query: queryVec[st.EmbeddingModel]}
+			if age := st.maxAge(); age > 0 {
+				b.Since = now.Add(-age)
+			}
+			vb = append(vb, b)
+		}
+		// Filters narrow the candidates before ranking, which a k-nearest search over a
+		// base cannot do without starving the result: a filtered retrieval ranks the
+		// filtered chunks by the exact scan.
+		scope := func(q *bun.SelectQuery, kbs []string) *bun.SelectQuery { return s.chunkScope(q, p, kbs, req.Filters) }
+		hits, err := nearestChunks(ctx, s.DB, p.SpaceID, scope, vb, ListDepth, req.MinScore, req.Filters != nil)
 		if err != nil {
-			return Retrieval{}, fmt.Errorf("knowledge: vector candidates: %w", err)
+			return Retrieval{}, err
 		}
-		for _, r := range rows {
-			if !fresh(r.KBID, r.IndexedAt) {
-				continue
-			}
-			q := queryVec[bases[r.KBID].Settings.EmbeddingModel]
-			v := decodeVector(r.Embedding)
-			if len(v) != len(q) {
-				continue
-			}
-			c := cos(q, v)
-			if c < req.MinScore {
-				continue
-			}
-			cosine[r.ID] = c
-			vecList = append(vecList, r.ID)
-		}
-		slices.SortFunc(vecList, func(a, b string) int {
-			if cosine[a] != cosine[b] {
-				if cosine[a] > cosine[b] {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a, b)
-		})
-		if len(vecList) > ListDepth {
-			vecList = vecList[:ListDepth]
+		for _, h := range hits {
+			cosine[h.ID] = h.Cosine
+			vecList = append(vecList, h.ID)
 		}
 	}
 
+	type cand struct {
+		ID        string     `bun:"id"`
+		KBID      string     `bun:"kb_id"`
+		IndexedAt *time.Time `bun:"indexed_at"`
+	}
 	var lexList []string
 	if words := queryWords(req.Query); len(words) > 0 {
 		var rows []cand
@@ -532,19 +518,6 @@ func queryWords(q string) []string {
 		words = words[:maxQueryWords]
 	}
 	return words
-}
-
-func cos(a, b []float32) float64 {
-	var dot, na, nb float64
-	for i := range a {
-		dot += float64(a[i]) * float64(b[i])
-		na += float64(a[i]) * float64(a[i])
-		nb += float64(b[i]) * float64(b[i])
-	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	return dot / (math.Sqrt(na) * math.Sqrt(nb))
 }
 
 func round(x float64) float64 { return math.Round(x*1e6) / 1e6 }

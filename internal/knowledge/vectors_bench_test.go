@@ -1,0 +1,82 @@
+package knowledge
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+)
+
+// benchDims is the vector length of BenchmarkVectorSearch: 768, as nomic-embed-text and
+// most small embedding models answer.
+const benchDims = 768
+
+// BenchmarkVectorSearch measures the vector half of retrieval (nearestChunks: the 50 nearest
+// chunks of one base, their exact cosine) at 1,000, 10,000 and 50,000 chunks of 768
+// dimensions in the base (random vectors): the exact scan on PostgreSQL and on SQLite, and
+// the sqlite-vec search on SQLite. Each engine and size seeds a fresh database once (50,000
+// chunks take a minute or two). Another base of the same space holds 1,000 more chunks, so
+// the filter does work. docs/scaling.md records a run.
+//
+//	go test -run '^$' -bench VectorSearch -benchtime 10x -timeout 30m ./internal/knowledge
+func BenchmarkVectorSearch(b *testing.B) {
+	for _, engine := range []string{"postgres", "sqlite"} {
+		for _, size := range []int{1_000, 10_000, 50_000} {
+			b.Run(fmt.Sprintf("%s/chunks=%d", engine, size), func(b *testing.B) {
+				search := seedBench(b, engine, size)
+				for _, path := range []string{"exact", "sqlite-vec"} {
+					if path == "sqlite-vec" && engine != "sqlite" {
+						continue
+					}
+					b.Run(path, func(b *testing.B) {
+						ctx := context.Background()
+						for i := 0; b.Loop(); i++ {
+							hits, err := search(ctx, path, i)
+							if err != nil || len(hits) != ListDepth {
+								b.Fatalf("got %d hits, err %v; want %d", len(hits), err, ListDepth)
+							}
+						}
+					})
+				}
+			})
+		}
+	}
+}
+
+// seedBench opens a fresh database of engine with size random chunks in base kb_bench and
+// 1,000 in kb_other, and returns a search of kb_bench by path ("exact" or "sqlite-vec")
+// with the i-th of 16 random queries.
+func seedBench(b *testing.B, engine string, size int) func(ctx context.Context, path string, i int) ([]vectorHit, error) {
+	d := dbtest.Open(b, engine)
+	rng := rand.New(rand.NewPCG(uint64(size), 7))
+	vector := func(string) []float32 {
+		v := make([]float32, benchDims)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	texts := make([]string, size)
+	for i := range texts {
+		texts[i] = "chunk"
+	}
+	now := time.Now().UTC()
+	for lo := 0; lo < size; lo += 5_000 {
+		seedChunks(b, d, "sp_bench", "kb_bench", now, texts[lo:min(lo+5_000, size)], vector)
+	}
+	seedChunks(b, d, "sp_bench", "kb_other", now, texts[:1_000], vector)
+	queries := make([][]float32, 16)
+	for i := range queries {
+		queries[i] = vector("")
+	}
+	return func(ctx context.Context, path string, i int) ([]vectorHit, error) {
+		bases := []vectorBase{{ID: "kb_bench", Query: queries[i%len(queries)]}}
+		if path == "sqlite-vec" {
+			return vecNearest(ctx, d, "sp_bench", nil, bases, ListDepth, 0)
+		}
+		return exactNearest(ctx, d, "sp_bench", nil, bases, ListDepth, 0)
+	}
+}

@@ -1,0 +1,218 @@
+package knowledge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
+
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+	"github.com/agentmemory/agentmemory/internal/llm/hashembed"
+	"github.com/agentmemory/agentmemory/migrations"
+	"github.com/agentmemory/agentmemory/models"
+)
+
+// abcdActions is every action text of testdata/abcd/guidelines.json (255), sorted: a small
+// real corpus of one-sentence procedure steps.
+func abcdActions(t testing.TB) []string {
+	raw, err := os.ReadFile("../../testdata/abcd/guidelines.json")
+	require.NoError(t, err)
+	var flows map[string]struct {
+		Subflows map[string]struct {
+			Actions []struct {
+				Text string `json:"text"`
+			} `json:"actions"`
+		} `json:"subflows"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &flows))
+	var out []string
+	for _, f := range flows {
+		for _, s := range f.Subflows {
+			for _, a := range s.Actions {
+				out = append(out, a.Text)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// seedChunks stores one ready document per text in base kbID of space spaceID, indexed at
+// indexedAt, each with one chunk embedded by vector, through indexVectors as Ingest does.
+// It returns the chunk ids in the order of texts.
+func seedChunks(t testing.TB, d *bun.DB, spaceID, kbID string, indexedAt time.Time, texts []string, vector func(string) []float32) []string {
+	t.Helper()
+	ctx := context.Background()
+	ids := make([]string, len(texts))
+	err := d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		docs := make([]models.KnowledgeDocument, len(texts))
+		rows := make([]models.KnowledgeChunk, len(texts))
+		for i, text := range texts {
+			at := indexedAt
+			docs[i] = models.KnowledgeDocument{ID: auth.NewID("kd"), SpaceID: spaceID, KBID: kbID, SourceURI: fmt.Sprintf("kb://%s/%d", kbID, i),
+				Title: "t", VersionLabel: "1", Format: "text", ContentHash: "h", Status: StatusReady, Kinds: "[]", Chunks: 1,
+				EmbedModel: "m", Dims: hashembed.Dims, CreatedBy: "k", CreatedAt: at, UpdatedAt: at, IndexedAt: &at}
+			rows[i] = models.KnowledgeChunk{ID: ChunkID(docs[i].ID, "1", 0, len(text)), SpaceID: spaceID, KBID: kbID, DocumentID: docs[i].ID,
+				EndByte: len(text), Text: text, Embedding: encodeVector(vector(text)), CreatedAt: at}
+			ids[i] = rows[i].ID
+		}
+		for lo := 0; lo < len(texts); lo += 500 {
+			hi := min(lo+500, len(texts))
+			ds, rs := docs[lo:hi], rows[lo:hi]
+			if _, err := tx.NewInsert().Model(&ds).Exec(ctx); err != nil {
+				return err
+			}
+			if _, err := tx.NewInsert().Model(&rs).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		return indexVectors(ctx, tx, rows, indexedAt)
+	})
+	require.NoError(t, err)
+	return ids
+}
+
+// TestVectorSearchConformance runs the same vector searches through SQLite's sqlite-vec
+// index (vecNearest) and the exact scan (exactNearest) over the ABCD procedure steps and
+// requires the same chunks, order and cosine: one base and two, with max_age, with
+// min_score, at depth 5 and 50. Another space holds a copy of every step and of every query
+// (nearer to it than anything of the caller's space): none of it comes back, and the
+// caller's results are not starved by it (the tenant filter is inside the search, not
+// applied after a global top k).
+func TestVectorSearchConformance(t *testing.T) {
+	d := dbtest.Open(t, "sqlite")
+	ctx := context.Background()
+	now := time.Now().UTC()
+	actions := abcdActions(t)
+	half := len(actions) / 2
+	mine := map[string]bool{}
+	for _, id := range seedChunks(t, d, "sp_a", "kb_a1", now, actions[:half], hashembed.Vector) {
+		mine[id] = true
+	}
+	for _, id := range seedChunks(t, d, "sp_a", "kb_a2", now.Add(-72*time.Hour), actions[half:half+40], hashembed.Vector) {
+		mine[id] = true
+	}
+	for _, id := range seedChunks(t, d, "sp_a", "kb_a2", now, actions[half+40:], hashembed.Vector) {
+		mine[id] = true
+	}
+	queries := []string{
+		"I want a refund for my order",
+		"my promo code is not working",
+		"how do I change my shipping address",
+		"the item I received is the wrong size",
+		"cancel my subscription and close the account",
+		"why was I charged twice on my credit card",
+	}
+	// Space B: a base with the same id as one of A's, every step and every query.
+	seedChunks(t, d, "sp_b", "kb_a1", now, append(append([]string{}, actions...), queries...), hashembed.Vector)
+
+	type search struct {
+		name     string
+		bases    func(q []float32) []vectorBase
+		depth    int
+		minScore float64
+	}
+	searches := []search{
+		{"one base", func(q []float32) []vectorBase { return []vectorBase{{ID: "kb_a1", Query: q}} }, 5, 0},
+		{"two bases", func(q []float32) []vectorBase { return []vectorBase{{ID: "kb_a1", Query: q}, {ID: "kb_a2", Query: q}} }, ListDepth, 0},
+		{"max_age", func(q []float32) []vectorBase {
+			return []vectorBase{{ID: "kb_a1", Query: q}, {ID: "kb_a2", Query: q, Since: now.Add(-48 * time.Hour)}}
+		}, ListDepth, 0},
+		{"min_score", func(q []float32) []vectorBase { return []vectorBase{{ID: "kb_a1", Query: q}, {ID: "kb_a2", Query: q}} }, ListDepth, 0.3},
+	}
+	for _, s := range searches {
+		for _, text := range queries {
+			bases := s.bases(hashembed.Vector(text))
+			exact, err := exactNearest(ctx, d, "sp_a", nil, bases, s.depth, s.minScore)
+			require.NoError(t, err)
+			vec, err := vecNearest(ctx, d, "sp_a", nil, bases, s.depth, s.minScore)
+			require.NoError(t, err)
+			require.NotEmpty(t, exact, "%s: %q", s.name, text)
+			require.Equal(t, exact, vec, "%s: %q", s.name, text)
+			if s.minScore == 0 {
+				require.Len(t, vec, s.depth, "%s: %q: space B's nearer copies do not starve space A", s.name, text)
+			}
+			for _, h := range vec {
+				require.True(t, mine[h.ID], "%s: %q: chunk %s is not space A's", s.name, text, h.ID)
+				require.GreaterOrEqual(t, h.Cosine, s.minScore)
+				require.Less(t, h.Cosine, 0.999, "a query's own copy lives in space B")
+			}
+		}
+	}
+
+	// Ties at the boundary: a base of identical steps. Up to vecMaxK of them the search
+	// widens k until it sees past the tie; beyond, the base is scanned exactly (the
+	// fallback). Either way the chunks are exactNearest's: the lowest ids of the tie.
+	same := make([]string, 600)
+	for i := range same {
+		same[i] = actions[0]
+	}
+	seedChunks(t, d, "sp_a", "kb_ties", now, same, hashembed.Vector)
+	many := make([]string, vecMaxK+10)
+	for i := range many {
+		many[i] = actions[1]
+	}
+	seedChunks(t, d, "sp_a", "kb_many", now, many, hashembed.Vector)
+	table := migrations.KnowledgeVectorTable(hashembed.Dims)
+	for kb, complete := range map[string]bool{"kb_ties": true, "kb_many": false} {
+		b := vectorBase{ID: kb, Query: hashembed.Vector(actions[0] + " " + actions[1])}
+		_, ok, err := vecSearch(ctx, d, table, "sp_a", b, 5)
+		require.NoError(t, err)
+		require.Equal(t, complete, ok, kb)
+		exact, err := exactNearest(ctx, d, "sp_a", nil, []vectorBase{b}, 5, 0)
+		require.NoError(t, err)
+		vec, err := vecNearest(ctx, d, "sp_a", nil, []vectorBase{b}, 5, 0)
+		require.NoError(t, err)
+		require.Len(t, vec, 5)
+		require.Equal(t, exact, vec, kb)
+	}
+
+	// Freshness is applied inside the search: none of kb_a2's 40 old steps comes back.
+	old := map[string]bool{}
+	var oldIDs []string
+	require.NoError(t, d.NewSelect().TableExpr("knowledge_chunks AS c").Join("JOIN knowledge_documents AS dd ON dd.id = c.document_id").
+		Column("c.id").Where("c.kb_id = 'kb_a2' AND dd.indexed_at < ?", now.Add(-time.Hour)).Scan(ctx, &oldIDs))
+	require.Len(t, oldIDs, 40)
+	for _, id := range oldIDs {
+		old[id] = true
+	}
+	q := hashembed.Vector(actions[half+3]) // one of the old steps itself
+	hits, err := vecNearest(ctx, d, "sp_a", nil, []vectorBase{{ID: "kb_a2", Query: q, Since: now.Add(-48 * time.Hour)}}, ListDepth, 0)
+	require.NoError(t, err)
+	require.NotEmpty(t, hits)
+	for _, h := range hits {
+		require.False(t, old[h.ID], "chunk %s is older than max_age", h.ID)
+	}
+
+	// A query without direction ranks nothing, on both paths.
+	zero := []vectorBase{{ID: "kb_a1", Query: make([]float32, hashembed.Dims)}}
+	exact, err := exactNearest(ctx, d, "sp_a", nil, zero, ListDepth, 0)
+	require.NoError(t, err)
+	vec, err := vecNearest(ctx, d, "sp_a", nil, zero, ListDepth, 0)
+	require.NoError(t, err)
+	require.Empty(t, exact)
+	require.Empty(t, vec)
+
+	// A base with vectors of another length than the query's has no vector candidates.
+	short := []vectorBase{{ID: "kb_a1", Query: []float32{1, 0, 0}}}
+	vec, err = vecNearest(ctx, d, "sp_a", nil, short, ListDepth, 0)
+	require.NoError(t, err)
+	require.Empty(t, vec)
+	require.True(t, strings.HasPrefix(vectorTableFor(t, d), "knowledge_vec_"))
+}
+
+// vectorTableFor is the only vector table of d (the seeded length's).
+func vectorTableFor(t *testing.T, d *bun.DB) string {
+	tables, err := vectorTables(context.Background(), d)
+	require.NoError(t, err)
+	require.Len(t, tables, 1)
+	return tables[0]
+}
