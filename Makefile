@@ -101,6 +101,7 @@ $(WORKFLOWCHECK):
 bench:
 	$(GO) test -run '^$$' -bench WM -benchtime 1000x -timeout 30m ./bench
 	$(GO) test -run '^$$' -bench Knowledge -benchtime 200x -timeout 30m ./bench
+	$(GO) test -run '^$$' -bench Growth -benchtime 500x -timeout 60m ./bench
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./internal/notes
 
 ## gate-report: recall and false refusals of the local personal-data gate on the labelled

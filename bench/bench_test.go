@@ -92,6 +92,7 @@ func TestMain(m *testing.M) {
 		printSummary(os.Stdout)
 	}
 	printKnowledge(os.Stdout)
+	printGrowth(os.Stdout)
 	os.Exit(code)
 }
 
