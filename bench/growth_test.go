@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -16,11 +19,17 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/testsuite"
 
+	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/app"
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/state"
+	"github.com/agentmemory/agentmemory/internal/turns"
 	"github.com/agentmemory/agentmemory/sdk"
 )
 
@@ -84,15 +93,44 @@ func recordGrowth(g growthRow) {
 //	go test -run '^$' -bench Growth -benchtime 1000x -timeout 60m ./bench
 //	go test -run '^$' -bench Growth -benchtime 500x ./bench -args -growth-max-states 10000 -growth-max-receipts 10000
 func BenchmarkGrowth(b *testing.B) {
+	tc := devTemporal(b)
 	for _, engine := range []string{"sqlite", "postgres"} {
-		b.Run(engine, func(b *testing.B) { benchGrowth(b, engine) })
+		b.Run(engine, func(b *testing.B) { benchGrowth(b, engine, tc) })
 	}
 }
 
-func benchGrowth(b *testing.B, engine string) {
+// devTemporal starts a Temporal dev server from <repo>/bin/temporal (`make temporal`) for the
+// erasure figure and returns a client of it; nil (the erasure figure is skipped, with a log
+// line) when the CLI is missing.
+func devTemporal(b *testing.B) client.Client {
+	cli, err := filepath.Abs(filepath.Join("..", "bin", "temporal"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := os.Stat(cli); err != nil {
+		b.Logf("no Temporal CLI at %s (make temporal): the erasure figure is skipped", cli)
+		return nil
+	}
+	srv, err := testsuite.StartDevServer(context.Background(), testsuite.DevServerOptions{
+		ExistingPath: cli, LogLevel: "error", Stdout: io.Discard, Stderr: io.Discard,
+		ClientOptions: &client.Options{Logger: app.TemporalLogger(slog.New(slog.DiscardHandler))},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = srv.Stop() })
+	return srv.Client()
+}
+
+func benchGrowth(b *testing.B, engine string, tc client.Client) {
 	ctx := context.Background()
 	n := *agents
-	e := apitest.New(b, engine)
+	taskQueue := "growth-" + engine
+	e := apitest.New(b, engine, func(d *api.Deps) {
+		if tc != nil {
+			d.Workflows, d.TaskQueue = tc, taskQueue
+		}
+	})
 	base := serve(b, e.Server.HTTPServer)
 	hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConns: 2 * n, MaxIdleConnsPerHost: 2 * n}}
 
@@ -218,6 +256,115 @@ func benchGrowth(b *testing.B, engine string) {
 			recordGrowth(growthRow{table: "verify", engine: engine, size: size, once: times[runs/2]})
 		})
 	}
+
+	if tc != nil {
+		w, err := e.App.NewWorker(tc, app.WorkerOptions{TaskQueue: taskQueue, NoReconcile: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := w.Start(); err != nil {
+			b.Fatal(err)
+		}
+		defer w.Stop()
+		eraseOnce(b, e, base, hc, engine)
+	}
+}
+
+// Erasure figure: one subject's states and turns.
+const (
+	erasureStates = 1000  // the subject's working-memory states, one conversation each
+	erasureTurns  = 10000 // the subject's turns, in erasureConvs linked conversations
+	erasureConvs  = 10
+)
+
+// eraseOnce stores erasureStates states and erasureTurns turns of one subject (through the
+// state and turns services, sealed under the subject's key as the API stores them), then
+// times one erasure through the API: POST /v1/erasures, ErasureWorkflow on the worker, until
+// GET /v1/erasures/{id} answers completed. The space still holds every state, note and
+// receipt the figures before it wrote. It is one operation per engine, whatever b.N.
+func eraseOnce(b *testing.B, e *apitest.Env, base string, hc *http.Client, engine string) {
+	ctx := context.Background()
+	const subject = "email:ana@example.com"
+	shop := e.AgentKey("bench-shop", "bench", "agent_state")
+	p, err := auth.Authenticate(ctx, e.DB, shop)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range erasureStates {
+		res, err := e.App.State.Write(ctx, p, "bench/1", state.WriteRequest{
+			Scope: &state.Scope{Kind: "conversation", ID: fmt.Sprintf("erase-%d", i)}, Subject: subject,
+			Body: json.RawMessage(fmt.Sprintf(`{"count":%d,"step":"cart"}`, i))})
+		if err == nil && !res.Stored {
+			err = fmt.Errorf("state %d not stored: %v", i, res.Reason)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	integ, err := auth.Authenticate(ctx, e.DB, e.PersonKey("bench-integration", "integration"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for c := range erasureConvs {
+		conv := turns.Scope{ConversationID: fmt.Sprintf("erase-turns-%d", c)}
+		if _, err := e.App.Turns.Link(ctx, integ, turns.LinkRequest{Scope: conv, Subject: subject, Status: turns.LinkConfirmed}); err != nil {
+			b.Fatal(err)
+		}
+		for done := 0; done < erasureTurns/erasureConvs; done += turns.MaxBatch {
+			batch := make([]turns.Input, min(turns.MaxBatch, erasureTurns/erasureConvs-done))
+			for i := range batch {
+				batch[i] = turns.Input{Scope: conv, Speaker: turns.SpeakerCustomer,
+					Text: fmt.Sprintf("I would like to return order %d, it arrived damaged.", done+i)}
+			}
+			if _, err := e.App.Turns.Write(ctx, integ, batch, true); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	officer := e.PersonKey("bench-officer", "compliance")
+	{
+		t0 := time.Now()
+		data, _, err := do(ctx, hc, "POST", base+"/v1/erasures", officer, "", `{"subject":"`+subject+`"}`, http.StatusAccepted)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var started struct {
+			ID string `json:"erasure_id"`
+		}
+		if err := json.Unmarshal(data, &started); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			data, _, err := do(ctx, hc, "GET", base+"/v1/erasures/"+started.ID, officer, "", "", http.StatusOK)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var v struct {
+				Status string `json:"status"`
+			}
+			if err := json.Unmarshal(data, &v); err != nil {
+				b.Fatal(err)
+			}
+			if v.Status == compliance.StatusFailed {
+				b.Fatalf("erasure failed: %s", data)
+			}
+			if v.Status == compliance.StatusCompleted {
+				break
+			}
+			if time.Since(t0) > 10*time.Minute {
+				b.Fatalf("erasure not completed in 10 minutes: %s", data)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		took := time.Since(t0)
+		// The subject's states are gone for their agent (WM-13).
+		data, _, err = do(ctx, hc, "POST", base+"/v1/agent-state/read", shop, "", `{"scope":{"kind":"conversation","id":"erase-0"}}`, http.StatusOK)
+		if err != nil || !strings.Contains(string(data), `"version":0`) {
+			b.Fatalf("after the erasure the subject's state reads %s (%v), want version 0", data, err)
+		}
+		b.Logf("%s: one subject's erasure (%d states, %d turns): %v", engine, erasureStates, erasureTurns, took)
+		recordGrowth(growthRow{table: "erasure", engine: engine, size: erasureStates, once: took})
+	}
 }
 
 // fillStates writes count states of p (conversations fill-from .. fill-(from+count-1)) through
@@ -301,11 +448,14 @@ func printGrowth(w *os.File) {
 		{"block_200", "prompt block read, 200 (whole block), as the notes grow", "notes"},
 		{"block_304", "prompt block read, 304 (If-None-Match), as the notes grow", "notes"},
 		{"verify", "GET /v1/receipts/verify as the chain grows (median of 3)", "receipts"},
+		{"erasure", fmt.Sprintf("one subject's erasure (%d states, %d turns), POST /v1/erasures to completed, once", erasureStates, erasureTurns), "states"},
 	}
 	for _, t := range titles {
 		var sb strings.Builder
 		tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
-		if t.table == "verify" {
+		if t.table == "erasure" {
+			fmt.Fprintf(tw, "engine\t%s\terasure ms\t\n", t.size)
+		} else if t.table == "verify" {
 			fmt.Fprintf(tw, "engine\t%s\tverify ms\tus per receipt\tx smallest\t\n", t.size)
 		} else {
 			fmt.Fprintf(tw, "engine\t%s\tops\tops/s\tp50 ms\tp99 ms\tcost x smallest\t\n", t.size)
@@ -321,6 +471,10 @@ func printGrowth(w *os.File) {
 			f, ok := first[g.engine]
 			if !ok {
 				first[g.engine], f = g, g
+			}
+			if t.table == "erasure" {
+				fmt.Fprintf(tw, "%s\t%d\t%.0f\t\n", g.engine, g.size, float64(g.once.Microseconds())/1000)
+				continue
 			}
 			if t.table == "verify" {
 				fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t%.2f\t\n", g.engine, g.size, float64(g.once.Microseconds())/1000,
