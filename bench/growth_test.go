@@ -86,7 +86,11 @@ func recordGrowth(g growthRow) {
 //     If-None-Match when the reader's source holds N notes (notes written through the API).
 //   - verify_N: GET /v1/receipts/verify when the space's chain holds N receipts, the median
 //     of verifyRuns calls; the chain grows through receipts.Append in transactions of 1000
-//     (what every request records), so the figure is whatever the verify route does.
+//     (what every request records), before any block read adds to it; each size is checked
+//     against verify's count. The figure is whatever the verify route does.
+//   - erasure: one subject with erasureStates states and erasureTurns turns, erased through
+//     POST /v1/erasures and ErasureWorkflow on a worker of a Temporal dev server
+//     (<repo>/bin/temporal; skipped, with a log line, without it), timed once per engine.
 //
 // Each driven workload runs b.N operations (bounded by -maxtime); the tables print ops/s and
 // p50/p99 per size, and each size's cost relative to the smallest.
