@@ -98,6 +98,9 @@ $(WORKFLOWCHECK):
 ## shipped pool defaults, and on PostgreSQL the same load with a tuned pool (ratio printed).
 ## Knowledge (issue 18), both databases: recall@5 of the right ABCD procedure with the stand-in
 ## embedder, ingest chunks/s, retrieve p50/p99 at 1k and 10k chunks (200 retrievals each).
+## How cost grows (issue 16), both databases: merge writes at 1k/10k/100k stored states and at
+## 200 B/4 KB/16 KB bodies, block reads at 10/100/500 notes, receipt verify at 1k/10k/100k
+## receipts, one subject's erasure (1k states, 10k turns; needs bin/temporal).
 bench:
 	$(GO) test -run '^$$' -bench WM -benchtime 1000x -timeout 30m ./bench
 	$(GO) test -run '^$$' -bench Knowledge -benchtime 200x -timeout 30m ./bench
