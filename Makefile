@@ -99,9 +99,13 @@ $(WORKFLOWCHECK):
 ## Knowledge (issue 18), both databases: recall@5 of the right ABCD procedure with the stand-in
 ## embedder, ingest chunks/s, retrieve p50/p99 at 1k and 10k chunks (200 retrievals each), and
 ## the vector search alone at 1k, 10k and 50k chunks (exact scan, sqlite-vec; docs/scaling.md).
+## How cost grows (issue 16), both databases: merge writes at 1k/10k/100k stored states and at
+## 200 B/4 KB/16 KB bodies, block reads at 10/100/500 notes, receipt verify at 1k/10k/100k
+## receipts, one subject's erasure (1k states, 10k turns; needs bin/temporal).
 bench:
 	$(GO) test -run '^$$' -bench WM -benchtime 1000x -timeout 30m ./bench
 	$(GO) test -run '^$$' -bench Knowledge -benchtime 200x -timeout 30m ./bench
+	$(GO) test -run '^$$' -bench Growth -benchtime 500x -timeout 60m ./bench
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./internal/notes
 	$(GO) test -run '^$$' -bench VectorSearch -benchtime 10x -timeout 30m ./internal/knowledge
 

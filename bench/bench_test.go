@@ -20,6 +20,8 @@
 //
 // BenchmarkKnowledge (knowledge_test.go) measures knowledge retrieval: recall@5, ingest
 // chunks/s and retrieve p50/p99 at 1k and 10k chunks, printed in tables of their own.
+// BenchmarkGrowth (growth_test.go) measures how cost grows with the data (stored states, one
+// state's size, notes, the receipt chain, one subject's erasure), in tables of their own.
 //
 // Runs are bounded in count (-benchtime Nx) and in time (-maxtime per workload, default 60 s:
 // a workload stops early and reports what it did). Loopback only.
@@ -92,6 +94,7 @@ func TestMain(m *testing.M) {
 		printSummary(os.Stdout)
 	}
 	printKnowledge(os.Stdout)
+	printGrowth(os.Stdout)
 	os.Exit(code)
 }
 
