@@ -122,6 +122,7 @@ func (r *Registry) Erasers() []Eraser {
 // must remove, each with the reason.
 var Exempt = map[Column]string{
 	{"receipts", "prev_hash"}:               "hash of the previous receipt in the chain (over ids and kinds only)",
+	{"receipt_batches", "prev_hash"}:        "hash of the previous entry of the receipt chain (over ids and kinds only)",
 	{"note_requests", "body_hash"}:          "idempotency hash of an agent-note request body (AM-12: notes are erased by source)",
 	{"note_requests", "key_id"}:             "the API key (agent or person) that sent an agent-note request, not a subject key",
 	{"erasures", "target_hash"}:             "the erasure's own record: the keyed hash it erased, kept as proof (GOV-2)",

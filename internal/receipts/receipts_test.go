@@ -1,4 +1,4 @@
-package receipts
+package receipts_test
 
 import (
 	"context"
@@ -9,10 +9,12 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+	. "github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/receipts/receiptstest"
 	"github.com/agentmemory/agentmemory/models"
 )
 
-// appendN appends n receipts to space, one transaction each.
+// appendN appends n receipts to space, one transaction each, then seals them (one entry).
 func appendN(t *testing.T, d *bun.DB, space string, n int, at time.Time) {
 	t.Helper()
 	for i := 0; i < n; i++ {
@@ -23,46 +25,21 @@ func appendN(t *testing.T, d *bun.DB, space string, n int, at time.Time) {
 		})
 		require.NoError(t, err)
 	}
+	_, err := Seal(context.Background(), d, space)
+	require.NoError(t, err)
 }
 
 // rewrite changes the detail of entry seq and recomputes every hash and link from there on,
 // moving the head row: what an operator with write access to the database can do.
 func rewrite(t *testing.T, d *bun.DB, space string, seq int64) {
 	t.Helper()
-	ctx := context.Background()
-	all, err := List(ctx, d, space, 0, 1000)
-	require.NoError(t, err)
-	prev := Genesis
-	for _, r := range all {
-		if r.Seq == seq {
-			r.Detail = map[string]any{"n": float64(99)}
-		}
-		if r.Seq >= seq {
-			r.PrevHash = prev
-			r.Hash = r.ComputeHash()
-			q := d.NewUpdate().Model((*models.Receipt)(nil)).Set("prev_hash = ?, hash = ?", r.PrevHash, r.Hash)
-			if r.Seq == seq {
-				q = q.Set("detail = ?", `{"n":99}`)
-			}
-			_, err := q.Where("space_id = ? AND seq = ?", space, r.Seq).Exec(ctx)
-			require.NoError(t, err)
-		}
-		prev = r.Hash
-	}
-	_, err = d.NewUpdate().Model((*head)(nil)).Set("hash = ?", prev).Where("space_id = ?", space).Exec(ctx)
-	require.NoError(t, err)
+	require.NoError(t, receiptstest.Rewrite(context.Background(), d, space, seq, map[string]any{"n": 99}))
 }
 
 // truncate deletes the entries after seq and moves the head back to seq.
 func truncate(t *testing.T, d *bun.DB, space string, seq int64) {
 	t.Helper()
-	ctx := context.Background()
-	_, err := d.NewDelete().Model((*models.Receipt)(nil)).Where("space_id = ? AND seq > ?", space, seq).Exec(ctx)
-	require.NoError(t, err)
-	h, err := List(ctx, d, space, seq-1, 1)
-	require.NoError(t, err)
-	_, err = d.NewUpdate().Model((*head)(nil)).Set("seq = ?, hash = ?", seq, h[0].Hash).Where("space_id = ?", space).Exec(ctx)
-	require.NoError(t, err)
+	require.NoError(t, receiptstest.Truncate(context.Background(), d, space, seq))
 }
 
 // A signed head kept outside the database catches what Verify alone cannot: a chain

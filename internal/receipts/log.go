@@ -1,0 +1,273 @@
+package receipts
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/agentmemory/agentmemory/models"
+)
+
+// Log is a process's receipt writer for one database (issue 16): it commits the receipts of
+// reads in groups, and seals spaces' chains right after their receipts commit. Build it
+// with NewLog; its zero value is not usable. Every method is safe for concurrent use, and
+// several processes may each run a Log on one database.
+//
+//   - Record is the receipt of a request that writes nothing else (a block read, a search, a
+//     retrieval): the receipt is queued, one goroutine inserts every queued receipt in one
+//     transaction, seals their spaces in it, commits, and only then answers each waiting
+//     Record. N concurrent reads cost one commit, and each is answered only once its receipt
+//     is durable and in the chain.
+//   - Receipts that Append writes in other transactions are sealed right after those
+//     transactions commit: a query hook on the database notes the spaces Append wrote to in
+//     each transaction (through the transaction's context) and, on COMMIT, hands them to the
+//     same goroutine. The write is answered on its commit; sealing follows without it.
+//   - Run seals, every Every, whatever is still unsealed (a receipt appended with a context
+//     that is not its transaction's, or written by a process that stopped before sealing).
+type Log struct {
+	db     *bun.DB
+	logger *slog.Logger
+	every  time.Duration
+
+	mu      sync.Mutex
+	queue   []*pending
+	spaces  map[string]bool // to seal on the next pass
+	running bool            // a drain goroutine is on
+}
+
+// pending is one receipt Record waits for.
+type pending struct {
+	row  *models.Receipt
+	done chan error
+}
+
+// DefaultSealEvery is the interval of Run's safety-net pass.
+const DefaultSealEvery = time.Second
+
+// maxGroup is the most receipts one group commit inserts.
+const maxGroup = 1000
+
+// NewLog builds the Log of d and installs its query hook on d (so that receipts appended in
+// d's transactions are sealed when those commit). logger receives a line when a pass fails
+// (never receipt content); nil discards. every is Run's interval (<= 0: DefaultSealEvery).
+func NewLog(d *bun.DB, logger *slog.Logger, every time.Duration) *Log {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if every <= 0 {
+		every = DefaultSealEvery
+	}
+	l := &Log{db: d, logger: logger, every: every, spaces: map[string]bool{}}
+	d.AddQueryHook(commitHook{l})
+	return l
+}
+
+// Record writes e as a receipt of the space through the group committer and returns once it
+// has committed, sealed; with an error when its group's transaction failed (nothing of the
+// receipt is stored then) or ctx ended first (it may still commit). The receipt returned
+// has its id and time; Seq and Hash are those of the stored receipt.
+func (l *Log) Record(ctx context.Context, spaceID string, e Entry, now time.Time) (Receipt, error) {
+	r, row, err := newReceipt(spaceID, e, now)
+	if err != nil {
+		return Receipt{}, err
+	}
+	p := &pending{row: row, done: make(chan error, 1)}
+	l.mu.Lock()
+	l.queue = append(l.queue, p)
+	l.startLocked()
+	l.mu.Unlock()
+	select {
+	case err := <-p.done:
+		if err != nil {
+			return Receipt{}, err
+		}
+		r.Seq, r.Hash = row.Seq, row.Hash
+		return r, nil
+	case <-ctx.Done():
+		return Receipt{}, ctx.Err()
+	}
+}
+
+// SealSoon asks the Log's goroutine to seal the spaces' unsealed receipts on its next pass,
+// without waiting for it.
+func (l *Log) SealSoon(spaceIDs ...string) {
+	if len(spaceIDs) == 0 {
+		return
+	}
+	l.mu.Lock()
+	for _, s := range spaceIDs {
+		l.spaces[s] = true
+	}
+	l.startLocked()
+	l.mu.Unlock()
+}
+
+// Run seals every space holding unsealed receipts every interval until ctx ends: the safety
+// net behind the commit hook. One Run per process is enough; several are harmless.
+func (l *Log) Run(ctx context.Context) {
+	t := time.NewTicker(l.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		spaces, err := unsealedSpaces(ctx, l.db, 1000)
+		if err != nil {
+			if ctx.Err() == nil {
+				l.logger.Warn("receipts: looking for unsealed receipts failed", "error", err)
+			}
+			continue
+		}
+		l.SealSoon(spaces...)
+	}
+}
+
+// startLocked starts the drain goroutine unless it runs (l.mu held).
+func (l *Log) startLocked() {
+	if !l.running {
+		l.running = true
+		go l.drain()
+	}
+}
+
+// drain commits the queue and seals the requested spaces, pass after pass, until both are
+// empty. It is the only goroutine of the Log that writes.
+func (l *Log) drain() {
+	ctx := context.Background() // the work is every waiting request's, not one's
+	for {
+		l.mu.Lock()
+		n := min(len(l.queue), maxGroup)
+		group := slices.Clone(l.queue[:n])
+		l.queue = l.queue[n:]
+		spaces := l.spaces
+		l.spaces = map[string]bool{}
+		if len(group) == 0 && len(spaces) == 0 {
+			l.running = false
+			l.mu.Unlock()
+			return
+		}
+		l.mu.Unlock()
+		err := l.commit(ctx, group, spaces)
+		for _, p := range group {
+			p.done <- err
+		}
+	}
+}
+
+// commit inserts group's receipts and seals their spaces and spaces in one transaction. When
+// that fails, it inserts group alone (its receipts are then sealed by a later pass) and
+// returns that insert's error: sealing never fails a read whose receipt was stored.
+func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bool) error {
+	rows := make([]*models.Receipt, len(group))
+	for i, p := range group {
+		rows[i] = p.row
+		spaces[p.row.SpaceID] = true
+	}
+	order := make([]string, 0, len(spaces))
+	for s := range spaces {
+		order = append(order, s)
+	}
+	slices.Sort(order) // heads are locked in one order by every sealer: no deadlock
+	insert := func(ctx context.Context, tx bun.Tx) error {
+		if len(rows) == 0 {
+			return nil
+		}
+		if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
+			return fmt.Errorf("receipts: insert: %w", err)
+		}
+		return nil
+	}
+	err := l.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := insert(ctx, tx); err != nil {
+			return err
+		}
+		for _, s := range order {
+			for {
+				sealed, err := sealSpace(ctx, tx, s, nil)
+				if err != nil {
+					return err
+				}
+				if sealed == nil {
+					break
+				}
+				assignSealed(rows, sealed)
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		return nil
+	}
+	l.logger.Warn("receipts: sealing failed; the receipts stay unsealed until the next pass", "error", err, "spaces", len(order))
+	for _, r := range rows {
+		r.Seq, r.Hash = 0, ""
+	}
+	return l.db.RunInTx(ctx, nil, insert)
+}
+
+// assignSealed copies the seq and leaf hash that the entry s gave to those of rows it
+// sealed, so that Record returns them.
+func assignSealed(rows []*models.Receipt, s *sealing) {
+	at := make(map[string]int, len(s.ids))
+	for i, id := range s.ids {
+		at[id] = i
+	}
+	for _, r := range rows {
+		if i, ok := at[r.ID]; ok && r.SpaceID == s.SpaceID {
+			r.Seq, r.Hash = s.FirstSeq+int64(i), s.leaves[i]
+		}
+	}
+}
+
+// pendingKey is the context key of a transaction's pendingSpaces.
+type pendingKey struct{}
+
+// pendingSpaces are the spaces Append wrote receipts to in one transaction.
+type pendingSpaces struct {
+	mu     sync.Mutex
+	spaces []string
+}
+
+// markPending notes, in the transaction context ctx (when it is one the Log's hook began),
+// that spaceID has a receipt to seal once the transaction commits.
+func markPending(ctx context.Context, spaceID string) {
+	p, ok := ctx.Value(pendingKey{}).(*pendingSpaces)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	if !slices.Contains(p.spaces, spaceID) {
+		p.spaces = append(p.spaces, spaceID)
+	}
+	p.mu.Unlock()
+}
+
+// commitHook gives every transaction of the database a pendingSpaces in its context (on
+// BEGIN) and hands them to the Log once the transaction commits.
+type commitHook struct{ l *Log }
+
+func (h commitHook) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.Context {
+	if e.Query == "BEGIN" {
+		return context.WithValue(ctx, pendingKey{}, &pendingSpaces{})
+	}
+	return ctx
+}
+
+func (h commitHook) AfterQuery(ctx context.Context, e *bun.QueryEvent) {
+	if e.Query != "COMMIT" || e.Err != nil {
+		return
+	}
+	if p, ok := ctx.Value(pendingKey{}).(*pendingSpaces); ok {
+		p.mu.Lock()
+		spaces := p.spaces
+		p.mu.Unlock()
+		h.l.SealSoon(spaces...)
+	}
+}
