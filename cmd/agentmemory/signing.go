@@ -222,8 +222,9 @@ func readSignedHead(ctx context.Context, path, keysFrom, baseURL string, cl conf
 	return h, nil
 }
 
-// verifyThroughAPI pages GET /v1/receipts and recomputes the chain here, then compares its end
-// with GET /v1/receipts/head.
+// verifyThroughAPI pages GET /v1/receipts (each page carries the chain entries of its
+// receipts) and recomputes the chain here, entry by entry, then compares its end with
+// GET /v1/receipts/head.
 func verifyThroughAPI(ctx context.Context, hc *http.Client, baseURL, key string, since *receipts.Head) (receipts.Verification, error) {
 	base := strings.TrimRight(baseURL, "/")
 	var current struct {
@@ -237,25 +238,46 @@ func verifyThroughAPI(ctx context.Context, hc *http.Client, baseURL, key string,
 	}
 	w := &receipts.Walker{Since: since}
 	var after int64
-	for {
+	var entries []receipts.Batch // entries not walked yet, in chain order
+	var held []receipts.Receipt  // receipts of entries[0] read so far
+	for after < current.Head.Seq {
 		var page struct {
 			Receipts []receipts.Receipt `json:"receipts"`
+			Batches  []receipts.Batch   `json:"batches"`
 		}
 		if err := getJSON(ctx, hc, fmt.Sprintf("%s/v1/receipts?after=%d&limit=1000", base, after), key, &page); err != nil {
 			return receipts.Verification{}, err
 		}
+		for _, b := range page.Batches {
+			if len(entries) == 0 || b.Seq > entries[len(entries)-1].Seq {
+				entries = append(entries, b)
+			}
+		}
 		for _, r := range page.Receipts {
 			if r.Seq > current.Head.Seq {
-				break // appended after the head was read: the walk ends at that head
+				break // sealed after the head was read: the walk ends at that head
 			}
-			if !w.Next(r) {
-				return w.Result(0, "", false), nil
-			}
+			held = append(held, r)
 			after = r.Seq
+			for len(entries) > 0 && after >= entries[0].Seq {
+				if !w.Next(entries[0], held) {
+					return w.Result(0, "", false), nil
+				}
+				entries, held = entries[1:], nil
+			}
 		}
-		if len(page.Receipts) < 1000 || after >= current.Head.Seq {
+		if len(page.Receipts) == 0 {
 			break
 		}
+	}
+	for _, b := range entries {
+		if b.Seq > current.Head.Seq {
+			break
+		}
+		if !w.Next(b, held) { // an entry whose receipts the pages lacked
+			return w.Result(0, "", false), nil
+		}
+		held = nil
 	}
 	return w.Result(current.Head.Seq, current.Head.Hash, true), nil
 }

@@ -271,3 +271,17 @@ func (h commitHook) AfterQuery(ctx context.Context, e *bun.QueryEvent) {
 		h.l.SealSoon(spaces...)
 	}
 }
+
+// Record writes the receipt of a request that writes nothing else: through l's group
+// committer, or, with l nil, in a transaction of its own on d (sealed later). Either way it
+// returns once the receipt has committed.
+func Record(ctx context.Context, l *Log, d *bun.DB, spaceID string, e Entry, now time.Time) error {
+	if l != nil {
+		_, err := l.Record(ctx, spaceID, e, now)
+		return err
+	}
+	return d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		_, err := Append(ctx, tx, spaceID, e, now)
+		return err
+	})
+}
