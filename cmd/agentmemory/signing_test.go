@@ -17,6 +17,7 @@ import (
 	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/receipts/receiptstest"
 	"github.com/agentmemory/agentmemory/internal/signing"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -196,24 +197,5 @@ func dbURL(t *testing.T, s signedEnv) string {
 // hash and link and the head row: what write access to the database allows.
 func rewriteChain(t *testing.T, e *apitest.Env, seq int64) {
 	t.Helper()
-	ctx := context.Background()
-	all, err := receipts.List(ctx, e.DB, e.SpaceID, 0, 1000)
-	require.NoError(t, err)
-	prev := receipts.Genesis
-	for _, r := range all {
-		if r.Seq >= seq {
-			q := e.DB.NewUpdate().Model((*models.Receipt)(nil))
-			if r.Seq == seq {
-				r.Detail = map[string]any{"rewritten": true}
-				q = q.Set("detail = ?", `{"rewritten":true}`)
-			}
-			r.PrevHash = prev
-			r.Hash = r.ComputeHash()
-			_, err := q.Set("prev_hash = ?, hash = ?", r.PrevHash, r.Hash).Where("space_id = ? AND seq = ?", e.SpaceID, r.Seq).Exec(ctx)
-			require.NoError(t, err)
-		}
-		prev = r.Hash
-	}
-	_, err = e.DB.NewRaw("UPDATE receipt_heads SET hash = ? WHERE space_id = ?", prev, e.SpaceID).Exec(ctx)
-	require.NoError(t, err)
+	require.NoError(t, receiptstest.Rewrite(context.Background(), e.DB, e.SpaceID, seq, map[string]any{"rewritten": true}))
 }
