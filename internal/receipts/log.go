@@ -13,22 +13,19 @@ import (
 	"github.com/agentmemory/agentmemory/models"
 )
 
-// Log is a process's receipt writer for one database (issue 16): it commits the receipts of
-// reads in groups, and seals spaces' chains right after their receipts commit. Build it
-// with NewLog; its zero value is not usable. Every method is safe for concurrent use, and
-// several processes may each run a Log on one database.
+// Log is a process's group committer of receipts for one database (issue 16). Build it with
+// NewLog; its zero value is not usable. Every method is safe for concurrent use, and several
+// processes may each run a Log on one database.
 //
 //   - Record is the receipt of a request that writes nothing else (a block read, a search, a
-//     retrieval): the receipt is queued, one goroutine inserts every queued receipt in one
-//     transaction, seals their spaces in it, commits, and only then answers each waiting
-//     Record. N concurrent reads cost one commit, and each is answered only once its receipt
-//     is durable and in the chain.
-//   - Receipts that Append writes in other transactions are sealed right after those
-//     transactions commit: a query hook on the database notes the spaces Append wrote to in
-//     each transaction (through the transaction's context) and, on COMMIT, hands them to the
-//     same goroutine. The write is answered on its commit; sealing follows without it.
-//   - Run seals, every Every, whatever is still unsealed (a receipt appended with a context
-//     that is not its transaction's, or written by a process that stopped before sealing).
+//     retrieval): the receipt is queued; one goroutine inserts every queued receipt in one
+//     transaction, seals their spaces in it (one chain entry per space, holding the Merkle
+//     root of all of them), commits, and only then answers each waiting Record. N concurrent
+//     reads cost one commit and one lock of the space's head instead of N of each, and each
+//     is answered only once its receipt is durable and in the chain.
+//   - When that transaction fails, the receipts are inserted alone and stay unsealed; SealSoon
+//     and Run seal them later (Run, every interval, seals whatever is unsealed, also what a
+//     process that stopped left).
 type Log struct {
 	db     *bun.DB
 	logger *slog.Logger
@@ -52,8 +49,7 @@ const DefaultSealEvery = time.Second
 // maxGroup is the most receipts one group commit inserts.
 const maxGroup = 1000
 
-// NewLog builds the Log of d and installs its query hook on d (so that receipts appended in
-// d's transactions are sealed when those commit). logger receives a line when a pass fails
+// NewLog builds the Log of d. logger receives a line when a pass fails
 // (never receipt content); nil discards. every is Run's interval (<= 0: DefaultSealEvery).
 func NewLog(d *bun.DB, logger *slog.Logger, every time.Duration) *Log {
 	if logger == nil {
@@ -62,9 +58,7 @@ func NewLog(d *bun.DB, logger *slog.Logger, every time.Duration) *Log {
 	if every <= 0 {
 		every = DefaultSealEvery
 	}
-	l := &Log{db: d, logger: logger, every: every, spaces: map[string]bool{}}
-	d.AddQueryHook(commitHook{l})
-	return l
+	return &Log{db: d, logger: logger, every: every, spaces: map[string]bool{}}
 }
 
 // Record writes e as a receipt of the space through the group committer and returns once it
@@ -223,52 +217,6 @@ func assignSealed(rows []*models.Receipt, s *sealing) {
 		if i, ok := at[r.ID]; ok && r.SpaceID == s.SpaceID {
 			r.Seq, r.Hash = s.FirstSeq+int64(i), s.leaves[i]
 		}
-	}
-}
-
-// pendingKey is the context key of a transaction's pendingSpaces.
-type pendingKey struct{}
-
-// pendingSpaces are the spaces Append wrote receipts to in one transaction.
-type pendingSpaces struct {
-	mu     sync.Mutex
-	spaces []string
-}
-
-// markPending notes, in the transaction context ctx (when it is one the Log's hook began),
-// that spaceID has a receipt to seal once the transaction commits.
-func markPending(ctx context.Context, spaceID string) {
-	p, ok := ctx.Value(pendingKey{}).(*pendingSpaces)
-	if !ok {
-		return
-	}
-	p.mu.Lock()
-	if !slices.Contains(p.spaces, spaceID) {
-		p.spaces = append(p.spaces, spaceID)
-	}
-	p.mu.Unlock()
-}
-
-// commitHook gives every transaction of the database a pendingSpaces in its context (on
-// BEGIN) and hands them to the Log once the transaction commits.
-type commitHook struct{ l *Log }
-
-func (h commitHook) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.Context {
-	if e.Query == "BEGIN" {
-		return context.WithValue(ctx, pendingKey{}, &pendingSpaces{})
-	}
-	return ctx
-}
-
-func (h commitHook) AfterQuery(ctx context.Context, e *bun.QueryEvent) {
-	if e.Query != "COMMIT" || e.Err != nil {
-		return
-	}
-	if p, ok := ctx.Value(pendingKey{}).(*pendingSpaces); ok {
-		p.mu.Lock()
-		spaces := p.spaces
-		p.mu.Unlock()
-		h.l.SealSoon(spaces...)
 	}
 }
 

@@ -71,33 +71,40 @@ type Receipt struct {
 	Hash       string         `json:"hash"`
 }
 
-// Append writes e as an unsealed receipt of the space inside tx (which must be a
-// transaction: the receipt commits with what it records). It does not touch the chain head,
-// so writers of one space no longer wait on each other: the receipt is sealed into the chain
-// after the commit (by the Log's hook on tx's database, the Log's timer, or Seal before the
-// chain is read). It returns the receipt with Seq 0 and no hash.
+// Append adds e to the space's chain inside tx (which must be a transaction: the receipt
+// commits with what it records). It locks the space's chain head until tx ends, so a space's
+// writers are serialised (the note, proposal and knowledge writes rely on it for exact limits
+// and duplicate checks across replicas), and seals the receipt, with any receipt of the space
+// still unsealed, into a new chain entry. It returns the receipt with its seq and leaf hash.
+// Reads that write nothing else use Log.Record instead, which commits receipts in groups.
 func Append(ctx context.Context, tx bun.IDB, spaceID string, e Entry, now time.Time) (Receipt, error) {
-	r, row, err := newReceipt(spaceID, e, now)
+	if _, err := lockHead(ctx, tx, spaceID); err != nil {
+		return Receipt{}, err
+	}
+	r, err := insertUnsealed(ctx, tx, spaceID, e, now)
 	if err != nil {
 		return Receipt{}, err
 	}
-	if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
-		return Receipt{}, fmt.Errorf("receipts: insert: %w", err)
+	sealed, err := sealSpace(ctx, tx, spaceID, nil)
+	if err != nil {
+		return Receipt{}, err
 	}
-	markPending(ctx, spaceID)
+	if i := sealedIndex(sealed, r.ID); i >= 0 {
+		r.Seq, r.Hash = sealed.FirstSeq+int64(i), sealed.leaves[i]
+	}
 	return r, nil
 }
 
-// AppendSealed is Append followed by sealing inside tx, the receipt alone in its own chain
-// entry (the space's earlier unsealed receipts are sealed first, in an entry before it): the
-// caller learns the receipt's position and its entry, e.g. to put them into an erasure
-// certificate that commits with it. It holds the space's chain head until tx ends.
+// AppendSealed is Append with the receipt alone in its own chain entry (the space's earlier
+// unsealed receipts are sealed first, in an entry before it), which it returns too: the
+// caller can name the receipt's position and entry, e.g. in an erasure certificate that
+// commits with it.
 func AppendSealed(ctx context.Context, tx bun.IDB, spaceID string, e Entry, now time.Time) (Receipt, Batch, error) {
-	r, err := Append(ctx, tx, spaceID, e, now)
-	if err != nil {
+	if _, err := sealSpace(ctx, tx, spaceID, nil); err != nil { // locks the head, seals the others
 		return Receipt{}, Batch{}, err
 	}
-	if _, err := sealSpace(ctx, tx, spaceID, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("id <> ?", r.ID) }); err != nil {
+	r, err := insertUnsealed(ctx, tx, spaceID, e, now)
+	if err != nil {
 		return Receipt{}, Batch{}, err
 	}
 	sealed, err := sealSpace(ctx, tx, spaceID, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("id = ?", r.ID) })
@@ -109,6 +116,18 @@ func AppendSealed(ctx context.Context, tx bun.IDB, spaceID string, e Entry, now 
 	}
 	r.Seq, r.Hash = sealed.Seq, sealed.leaves[0]
 	return r, sealed.Batch, nil
+}
+
+// insertUnsealed writes e as an unsealed receipt of the space inside tx.
+func insertUnsealed(ctx context.Context, tx bun.IDB, spaceID string, e Entry, now time.Time) (Receipt, error) {
+	r, row, err := newReceipt(spaceID, e, now)
+	if err != nil {
+		return Receipt{}, err
+	}
+	if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
+		return Receipt{}, fmt.Errorf("receipts: insert: %w", err)
+	}
+	return r, nil
 }
 
 // newReceipt builds the receipt of e and its row: a new id, the time in microseconds, the

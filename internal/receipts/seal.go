@@ -192,3 +192,16 @@ func unsealedSpaces(ctx context.Context, idb bun.IDB, limit int) ([]string, erro
 	}
 	return spaces, nil
 }
+
+// sealedIndex is id's index in s (-1 when s is nil or does not hold it).
+func sealedIndex(s *sealing, id string) int {
+	if s == nil {
+		return -1
+	}
+	for i, x := range s.ids {
+		if x == id {
+			return i
+		}
+	}
+	return -1
+}
