@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -164,9 +165,25 @@ func sealSpace(ctx context.Context, tx bun.IDB, spaceID string, where func(*bun.
 		At: last.At.UTC().Truncate(time.Microsecond),
 	}
 	b.Hash = b.ComputeHash()
-	// Exactly the receipts read above: one committed meanwhile waits for the next entry.
-	if _, err := tx.NewRaw(`WITH v (n, seq, hash) AS (VALUES ?) UPDATE receipts SET seq = v.seq, hash = v.hash FROM v WHERE receipts.n = v.n`,
-		bun.In(values)).Exec(ctx); err != nil {
+	// Exactly the receipts read above, by primary key (one committed meanwhile waits for the
+	// next entry), in one statement on both engines.
+	var seqs, hashes strings.Builder
+	args := make([]any, 0, 4*len(values)+1)
+	for _, v := range values {
+		seqs.WriteString(" WHEN ? THEN ?")
+		args = append(args, v[0], v[1])
+	}
+	for _, v := range values {
+		hashes.WriteString(" WHEN ? THEN ?")
+		args = append(args, v[0], v[2])
+	}
+	ns := make([]int64, len(rows))
+	for i, row := range rows {
+		ns[i] = row.N
+	}
+	args = append(args, bun.In(ns))
+	if _, err := tx.NewRaw("UPDATE receipts SET seq = CASE n"+seqs.String()+" END, hash = CASE n"+hashes.String()+" END WHERE n IN (?)",
+		args...).Exec(ctx); err != nil {
 		return nil, fmt.Errorf("receipts: seal: %w", err)
 	}
 	if _, err := tx.NewInsert().Model(&models.ReceiptBatch{
