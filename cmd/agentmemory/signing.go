@@ -178,8 +178,39 @@ Exit status 1 when the chain does not verify.`,
 	verify.Flags().StringVar(&key, "key", "", "API key (admin or compliance); default $AGENTMEMORY_KEY")
 	verify.Flags().StringVar(&keysFrom, "keys", "", "public keys for the head's signature: a file or URL; default <url>/v1/signing-keys")
 	verify.Flags().StringVar(&dataDir, "data-dir", "./data", "data dir of the SQLite database (without --url and DATABASE_URL)")
-	cmd.AddCommand(verify)
+	cmd.AddCommand(verify, verifyProofCmd(stdout))
 	return cmd
+}
+
+// verifyProofCmd: `agentmemory receipts verify-proof FILE`.
+func verifyProofCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify-proof FILE",
+		Short: "Check a receipt's inclusion proof offline",
+		Long: `Check, on this machine, a receipt's inclusion proof as saved from
+GET /v1/receipts/{id}/proof: the receipt's content gives its leaf hash, the leaf and the
+RFC 6962 path give its chain entry's Merkle root, and the entry's fields give its hash.
+A changed receipt, path or entry fails (exit status 1). The entry's hash is what ties it to
+the chain: a signed head at that entry, or "receipts verify --since-head", vouches for it.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := os.ReadFile(args[0])
+			if err != nil {
+				return err
+			}
+			var p receipts.Proof
+			if err := json.Unmarshal(data, &p); err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			if err := p.Verify(); err != nil {
+				return fmt.Errorf("proof does NOT verify: %w", err)
+			}
+			fmt.Fprintf(stdout, "proof: valid; receipt %s (%s, %s) is leaf %d of %d in the chain entry ending at seq %d\n",
+				p.Receipt.ID, p.Receipt.Kind, p.Receipt.Action, p.LeafIndex, p.Batch.Count, p.Batch.Seq)
+			fmt.Fprintf(stdout, "entry hash %s (root %s, previous %s)\n", p.Batch.Hash, p.Batch.Root, p.Batch.PrevHash)
+			return nil
+		},
+	}
 }
 
 // readSignedHead reads a signed head file and checks its signature against the keys from

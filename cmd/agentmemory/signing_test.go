@@ -177,6 +177,29 @@ func TestReceiptsVerifySinceHeadCommand(t *testing.T) {
 	})
 }
 
+// Issue 16: a receipt's inclusion proof, saved from GET /v1/receipts/{id}/proof, verifies
+// offline; a changed receipt in the file does not (both DBs).
+func TestReceiptsVerifyProofCommand(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		s := newSignedEnv(t, e)
+		s.MustDo(http.StatusCreated, "POST", "/v1/keys", s.AdminKey, map[string]any{"kind": "agent", "agent": "a", "vendor": "v", "scopes": []string{"context"}})
+		page := s.MustDo(http.StatusOK, "GET", "/v1/receipts?limit=1000", s.AdminKey, nil).JSON(t)
+		list := page["receipts"].([]any)
+		id := list[len(list)-1].(map[string]any)["id"].(string)
+		proof := s.save(t, "/v1/receipts/"+id+"/proof", "proof.json")
+		out, err := cli(t, nil, "receipts", "verify-proof", proof)
+		require.NoError(t, err)
+		require.Contains(t, out, "proof: valid; receipt "+id)
+
+		data, err := os.ReadFile(proof)
+		require.NoError(t, err)
+		forged := filepath.Join(t.TempDir(), "forged.json")
+		require.NoError(t, os.WriteFile(forged, bytes.Replace(data, []byte(`"action":"key.create"`), []byte(`"action":"key.revoke"`), 1), 0o600))
+		_, err = cli(t, nil, "receipts", "verify-proof", forged)
+		require.ErrorContains(t, err, "proof does NOT verify")
+	})
+}
+
 // dbURL is the URL of the env's database, for the CLI's database mode.
 func dbURL(t *testing.T, s signedEnv) string {
 	t.Helper()
