@@ -201,7 +201,7 @@ func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bo
 	}
 	l.logger.Warn("receipts: sealing failed; the receipts stay unsealed until the next pass", "error", err, "spaces", len(order))
 	for _, r := range rows {
-		r.Seq, r.Hash = 0, ""
+		r.N, r.Seq, r.Hash = 0, 0, "" // as before the rolled-back insert
 	}
 	return l.db.RunInTx(ctx, nil, insert)
 }
