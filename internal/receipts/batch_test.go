@@ -238,3 +238,33 @@ func TestAppendSealedOwnEntry(t *testing.T) {
 		require.Equal(t, receipts.Verification{OK: true, Count: 4, Batches: 2}, v)
 	})
 }
+
+// More unsealed receipts than one entry holds are sealed into full entries and a last one,
+// by one Seal.
+func TestSealSplitsAtMaxBatch(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
+		ctx := context.Background()
+		batchN(t, d, "sp_a", receipts.MaxBatch+3, t0)
+		batches, err := receipts.ListBatches(ctx, d, "sp_a", 0, 10)
+		require.NoError(t, err)
+		require.Len(t, batches, 2)
+		require.EqualValues(t, receipts.MaxBatch, batches[0].Count)
+		require.EqualValues(t, 3, batches[1].Count)
+		v, err := receipts.Verify(ctx, d, "sp_a")
+		require.NoError(t, err)
+		require.Equal(t, receipts.Verification{OK: true, Count: receipts.MaxBatch + 3, Batches: 2}, v)
+		p, err := receipts.Prove(ctx, d, "sp_a", mustID(t, d, "sp_a", 700))
+		require.NoError(t, err)
+		require.Len(t, p.Path, 10)
+		require.NoError(t, p.Verify())
+	})
+}
+
+// mustID is the id of the space's receipt at seq.
+func mustID(t *testing.T, d *bun.DB, space string, seq int64) string {
+	t.Helper()
+	rs, err := receipts.List(context.Background(), d, space, seq-1, 1)
+	require.NoError(t, err)
+	require.Len(t, rs, 1)
+	return rs[0].ID
+}

@@ -39,7 +39,7 @@ type Log struct {
 
 // pending is one receipt Record waits for.
 type pending struct {
-	row  *models.Receipt
+	rec  record
 	done chan error
 }
 
@@ -70,7 +70,7 @@ func (l *Log) Record(ctx context.Context, spaceID string, e Entry, now time.Time
 	if err != nil {
 		return Receipt{}, err
 	}
-	p := &pending{row: row, done: make(chan error, 1)}
+	p := &pending{rec: record{r: r, row: row}, done: make(chan error, 1)}
 	l.mu.Lock()
 	l.queue = append(l.queue, p)
 	l.startLocked()
@@ -80,7 +80,7 @@ func (l *Log) Record(ctx context.Context, spaceID string, e Entry, now time.Time
 		if err != nil {
 			return Receipt{}, err
 		}
-		r.Seq, r.Hash = row.Seq, row.Hash
+		r.Seq, r.Hash = row.Seq, row.Hash // set by the drain goroutine before done
 		return r, nil
 	case <-ctx.Done():
 		return Receipt{}, ctx.Err()
@@ -155,43 +155,32 @@ func (l *Log) drain() {
 	}
 }
 
-// commit inserts group's receipts and seals their spaces and spaces in one transaction. When
-// that fails, it inserts group alone (its receipts are then sealed by a later pass) and
-// returns that insert's error: sealing never fails a read whose receipt was stored.
+// commit inserts group's receipts, sealed, and seals whatever else of their spaces and of
+// spaces is unsealed, in one transaction: per space, one chain entry. When that fails, it
+// inserts group alone, unsealed (a later pass seals them), and returns that insert's error:
+// sealing never fails a read whose receipt was stored.
 func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bool) error {
-	rows := make([]*models.Receipt, len(group))
-	for i, p := range group {
-		rows[i] = p.row
-		spaces[p.row.SpaceID] = true
+	fresh := map[string][]record{}
+	for _, p := range group {
+		fresh[p.rec.r.SpaceID] = append(fresh[p.rec.r.SpaceID], p.rec)
+		spaces[p.rec.r.SpaceID] = true
 	}
 	order := make([]string, 0, len(spaces))
 	for s := range spaces {
 		order = append(order, s)
 	}
 	slices.Sort(order) // heads are locked in one order by every sealer: no deadlock
-	insert := func(ctx context.Context, tx bun.Tx) error {
-		if len(rows) == 0 {
-			return nil
-		}
-		if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
-			return fmt.Errorf("receipts: insert: %w", err)
-		}
-		return nil
-	}
 	err := l.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := insert(ctx, tx); err != nil {
-			return err
-		}
 		for _, s := range order {
-			for {
-				sealed, err := sealSpace(ctx, tx, s, nil)
+			// A full entry may leave more unsealed receipts behind: seal until one is not full.
+			for recs := fresh[s]; ; recs = nil {
+				sealed, err := sealSpace(ctx, tx, s, nil, recs)
 				if err != nil {
 					return err
 				}
-				if sealed == nil {
+				if sealed == nil || sealed.Count < MaxBatch {
 					break
 				}
-				assignSealed(rows, sealed)
 			}
 		}
 		return nil
@@ -200,24 +189,20 @@ func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bo
 		return nil
 	}
 	l.logger.Warn("receipts: sealing failed; the receipts stay unsealed until the next pass", "error", err, "spaces", len(order))
-	for _, r := range rows {
-		r.N, r.Seq, r.Hash = 0, 0, "" // as before the rolled-back insert
+	if len(group) == 0 {
+		return nil
 	}
-	return l.db.RunInTx(ctx, nil, insert)
-}
-
-// assignSealed copies the seq and leaf hash that the entry s gave to those of rows it
-// sealed, so that Record returns them.
-func assignSealed(rows []*models.Receipt, s *sealing) {
-	at := make(map[string]int, len(s.ids))
-	for i, id := range s.ids {
-		at[id] = i
+	rows := make([]*models.Receipt, len(group))
+	for i, p := range group {
+		rows[i] = p.rec.row
+		rows[i].N, rows[i].Seq, rows[i].Hash = 0, 0, "" // as before the rolled-back insert
 	}
-	for _, r := range rows {
-		if i, ok := at[r.ID]; ok && r.SpaceID == s.SpaceID {
-			r.Seq, r.Hash = s.FirstSeq+int64(i), s.leaves[i]
+	return l.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
+			return fmt.Errorf("receipts: insert: %w", err)
 		}
-	}
+		return nil
+	})
 }
 
 // Record writes the receipt of a request that writes nothing else: through l's group

@@ -72,49 +72,42 @@ type Receipt struct {
 }
 
 // Append adds e to the space's chain inside tx (which must be a transaction: the receipt
-// commits with what it records). It locks the space's chain head until tx ends, so a space's
-// writers are serialised (the note, proposal and knowledge writes rely on it for exact limits
-// and duplicate checks across replicas), and seals the receipt, with any receipt of the space
-// still unsealed, into a new chain entry. It returns the receipt with its seq and leaf hash.
+// commits with what it records), as a chain entry of its own. It locks the space's chain head
+// until tx ends, so a space's writers are serialised (the note, proposal and knowledge writes
+// rely on it for exact limits and duplicate checks across replicas). It returns the receipt
+// with its seq and leaf hash. Receipts of the space left unsealed (a group whose sealing
+// failed) are not taken here: Seal and the Log's passes seal them, in a later entry.
 // Reads that write nothing else use Log.Record instead, which commits receipts in groups.
 func Append(ctx context.Context, tx bun.IDB, spaceID string, e Entry, now time.Time) (Receipt, error) {
-	if _, err := lockHead(ctx, tx, spaceID); err != nil {
-		return Receipt{}, err
-	}
-	r, err := insertUnsealed(ctx, tx, spaceID, e, now)
-	if err != nil {
-		return Receipt{}, err
-	}
-	sealed, err := sealSpace(ctx, tx, spaceID, nil)
-	if err != nil {
-		return Receipt{}, err
-	}
-	if i := sealedIndex(sealed, r.ID); i >= 0 {
-		r.Seq, r.Hash = sealed.FirstSeq+int64(i), sealed.leaves[i]
-	}
-	return r, nil
+	r, _, err := appendAlone(ctx, tx, spaceID, e, now)
+	return r, err
 }
 
-// AppendSealed is Append with the receipt alone in its own chain entry (the space's earlier
-// unsealed receipts are sealed first, in an entry before it), which it returns too: the
-// caller can name the receipt's position and entry, e.g. in an erasure certificate that
-// commits with it.
+// AppendSealed is Append that also returns the receipt's chain entry, after sealing the
+// space's earlier unsealed receipts, if any, in an entry before it: the caller can name the
+// receipt's position and entry, e.g. in an erasure certificate that commits with it.
 func AppendSealed(ctx context.Context, tx bun.IDB, spaceID string, e Entry, now time.Time) (Receipt, Batch, error) {
-	if _, err := sealSpace(ctx, tx, spaceID, nil); err != nil { // locks the head, seals the others
+	if _, err := sealSpace(ctx, tx, spaceID, nil, nil); err != nil {
 		return Receipt{}, Batch{}, err
 	}
-	r, err := insertUnsealed(ctx, tx, spaceID, e, now)
+	return appendAlone(ctx, tx, spaceID, e, now)
+}
+
+// appendAlone locks the space's head and appends e as a chain entry of its own.
+func appendAlone(ctx context.Context, tx bun.IDB, spaceID string, e Entry, now time.Time) (Receipt, Batch, error) {
+	h, err := lockHead(ctx, tx, spaceID)
 	if err != nil {
 		return Receipt{}, Batch{}, err
 	}
-	sealed, err := sealSpace(ctx, tx, spaceID, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where("id = ?", r.ID) })
+	r, row, err := newReceipt(spaceID, e, now)
 	if err != nil {
 		return Receipt{}, Batch{}, err
 	}
-	if sealed == nil {
-		return Receipt{}, Batch{}, fmt.Errorf("receipts: receipt %s was not sealed", r.ID)
+	sealed, err := seal(ctx, tx, h, nil, []record{{r: r, row: row}})
+	if err != nil {
+		return Receipt{}, Batch{}, err
 	}
-	r.Seq, r.Hash = sealed.Seq, sealed.leaves[0]
+	r.Seq, r.Hash = row.Seq, row.Hash
 	return r, sealed.Batch, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,8 +80,8 @@ func batchFromRow(row models.ReceiptBatch) Batch {
 func Seal(ctx context.Context, d *bun.DB, spaceID string) (Head, error) {
 	err := d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		for {
-			sealed, err := sealSpace(ctx, tx, spaceID, nil)
-			if err != nil || sealed == nil {
+			sealed, err := sealSpace(ctx, tx, spaceID, nil, nil)
+			if err != nil || sealed == nil || sealed.Count < MaxBatch {
 				return err
 			}
 		}
@@ -116,75 +117,105 @@ func lockHead(ctx context.Context, tx bun.IDB, spaceID string) (head, error) {
 	return h, nil
 }
 
-// sealing is one chain entry sealSpace appended: the entry, and the ids and leaf hashes of
-// its receipts in seq order.
+// sealing is one chain entry seal appended: the entry, and the ids and leaf hashes of its
+// receipts in seq order.
 type sealing struct {
 	Batch
 	ids, leaves []string
 }
 
-// sealSpace locks the space's head inside tx and seals up to MaxBatch of its unsealed
-// receipts (narrowed by where, when set) in insertion order into one new chain entry, which
-// it returns (nil when nothing was unsealed).
-func sealSpace(ctx context.Context, tx bun.IDB, spaceID string, where func(*bun.SelectQuery) *bun.SelectQuery) (*sealing, error) {
+// record is a receipt not stored yet, with its row.
+type record struct {
+	r   Receipt
+	row *models.Receipt
+}
+
+// sealSpace locks the space's head inside tx and appends one chain entry holding up to
+// MaxBatch-len(fresh) of its unsealed receipts (narrowed by where, when set; in insertion
+// order) followed by fresh, which it inserts sealed. It returns the entry (nil when there was
+// nothing to seal).
+func sealSpace(ctx context.Context, tx bun.IDB, spaceID string, where func(*bun.SelectQuery) *bun.SelectQuery, fresh []record) (*sealing, error) {
 	h, err := lockHead(ctx, tx, spaceID)
 	if err != nil {
 		return nil, err
 	}
 	var rows []models.Receipt
-	q := tx.NewSelect().Model(&rows).Where("space_id = ? AND seq IS NULL", spaceID)
-	if where != nil {
-		q = where(q)
+	if room := MaxBatch - len(fresh); room > 0 {
+		q := tx.NewSelect().Model(&rows).Where("space_id = ? AND seq IS NULL", spaceID)
+		if where != nil {
+			q = where(q)
+		}
+		if err := q.Order("n ASC").Limit(int64(room)).Scan(ctx); err != nil {
+			return nil, fmt.Errorf("receipts: unsealed: %w", err)
+		}
 	}
-	if err := q.Order("n ASC").Limit(MaxBatch).Scan(ctx); err != nil {
-		return nil, fmt.Errorf("receipts: unsealed: %w", err)
-	}
-	if len(rows) == 0 {
+	if len(rows)+len(fresh) == 0 {
 		return nil, nil
 	}
-	leaves := make([][]byte, len(rows))
-	values := make([][]any, len(rows))
-	out := &sealing{ids: make([]string, len(rows)), leaves: make([]string, len(rows))}
-	for i, row := range rows {
-		row.Seq = h.Seq + 1 + int64(i)
-		r, err := fromRow(row)
+	stored := make([]record, len(rows))
+	for i := range rows {
+		r, err := fromRow(rows[i])
 		if err != nil {
-			return nil, fmt.Errorf("receipts: decode %s: %w", row.ID, err)
+			return nil, fmt.Errorf("receipts: decode %s: %w", rows[i].ID, err)
 		}
-		leaf := r.LeafHash()
-		if leaves[i], err = hex.DecodeString(leaf); err != nil || leaf == "" {
-			return nil, fmt.Errorf("receipts: leaf of %s", row.ID)
-		}
-		values[i] = []any{row.N, row.Seq, leaf}
-		out.ids[i], out.leaves[i] = row.ID, leaf
+		stored[i] = record{r: r, row: &rows[i]}
 	}
-	last := rows[len(rows)-1]
+	return seal(ctx, tx, h, stored, fresh)
+}
+
+// seal appends to the chain whose head h the caller holds locked one entry holding stored
+// (unsealed receipts already stored, updated here) followed by fresh (inserted here): each
+// gets the next seq and its leaf hash, in its row too.
+func seal(ctx context.Context, tx bun.IDB, h head, stored, fresh []record) (*sealing, error) {
+	all := append(slices.Clone(stored), fresh...)
+	out := &sealing{ids: make([]string, len(all)), leaves: make([]string, len(all))}
+	leaves := make([][]byte, len(all))
+	for i, rec := range all {
+		rec.r.Seq = h.Seq + 1 + int64(i)
+		leaf := rec.r.LeafHash()
+		var err error
+		if leaves[i], err = hex.DecodeString(leaf); err != nil || leaf == "" {
+			return nil, fmt.Errorf("receipts: leaf of %s", rec.r.ID)
+		}
+		rec.row.Seq, rec.row.Hash = rec.r.Seq, leaf
+		out.ids[i], out.leaves[i] = rec.r.ID, leaf
+	}
+	last := all[len(all)-1]
 	b := Batch{
-		SpaceID: spaceID, Seq: h.Seq + int64(len(rows)), FirstSeq: h.Seq + 1, Count: int64(len(rows)),
+		SpaceID: h.SpaceID, Seq: h.Seq + int64(len(all)), FirstSeq: h.Seq + 1, Count: int64(len(all)),
 		Version: VersionMerkle, Root: hex.EncodeToString(merkleRoot(leaves)), PrevHash: h.Hash,
-		At: last.At.UTC().Truncate(time.Microsecond),
+		At: last.r.At.UTC().Truncate(time.Microsecond),
 	}
 	b.Hash = b.ComputeHash()
-	// Exactly the receipts read above, by primary key (one committed meanwhile waits for the
-	// next entry), in one statement on both engines.
-	var seqs, hashes strings.Builder
-	args := make([]any, 0, 4*len(values)+1)
-	for _, v := range values {
-		seqs.WriteString(" WHEN ? THEN ?")
-		args = append(args, v[0], v[1])
+	if len(stored) > 0 {
+		// Exactly the receipts read, by primary key (one committed meanwhile waits for the next
+		// entry), in one statement on both engines.
+		var seqs, hashes strings.Builder
+		args := make([]any, 0, 4*len(stored)+1)
+		for _, rec := range stored {
+			seqs.WriteString(" WHEN ? THEN ?")
+			args = append(args, rec.row.N, rec.row.Seq)
+		}
+		ns := make([]int64, len(stored))
+		for i, rec := range stored {
+			hashes.WriteString(" WHEN ? THEN ?")
+			args = append(args, rec.row.N, rec.row.Hash)
+			ns[i] = rec.row.N
+		}
+		args = append(args, bun.In(ns))
+		if _, err := tx.NewRaw("UPDATE receipts SET seq = CASE n"+seqs.String()+" END, hash = CASE n"+hashes.String()+" END WHERE n IN (?)",
+			args...).Exec(ctx); err != nil {
+			return nil, fmt.Errorf("receipts: seal: %w", err)
+		}
 	}
-	for _, v := range values {
-		hashes.WriteString(" WHEN ? THEN ?")
-		args = append(args, v[0], v[2])
-	}
-	ns := make([]int64, len(rows))
-	for i, row := range rows {
-		ns[i] = row.N
-	}
-	args = append(args, bun.In(ns))
-	if _, err := tx.NewRaw("UPDATE receipts SET seq = CASE n"+seqs.String()+" END, hash = CASE n"+hashes.String()+" END WHERE n IN (?)",
-		args...).Exec(ctx); err != nil {
-		return nil, fmt.Errorf("receipts: seal: %w", err)
+	if len(fresh) > 0 {
+		rows := make([]*models.Receipt, len(fresh))
+		for i, rec := range fresh {
+			rows[i] = rec.row
+		}
+		if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
+			return nil, fmt.Errorf("receipts: insert: %w", err)
+		}
 	}
 	if _, err := tx.NewInsert().Model(&models.ReceiptBatch{
 		SpaceID: b.SpaceID, Seq: b.Seq, FirstSeq: b.FirstSeq, Version: b.Version, Root: b.Root,
@@ -193,7 +224,7 @@ func sealSpace(ctx context.Context, tx bun.IDB, spaceID string, where func(*bun.
 		return nil, fmt.Errorf("receipts: chain entry: %w", err)
 	}
 	if _, err := tx.NewUpdate().Model((*head)(nil)).Set("seq = ?, hash = ?", b.Seq, b.Hash).
-		Where("space_id = ?", spaceID).Exec(ctx); err != nil {
+		Where("space_id = ?", h.SpaceID).Exec(ctx); err != nil {
 		return nil, fmt.Errorf("receipts: move head: %w", err)
 	}
 	out.Batch = b
@@ -208,17 +239,4 @@ func unsealedSpaces(ctx context.Context, idb bun.IDB, limit int) ([]string, erro
 		return nil, fmt.Errorf("receipts: unsealed spaces: %w", err)
 	}
 	return spaces, nil
-}
-
-// sealedIndex is id's index in s (-1 when s is nil or does not hold it).
-func sealedIndex(s *sealing, id string) int {
-	if s == nil {
-		return -1
-	}
-	for i, x := range s.ids {
-		if x == id {
-			return i
-		}
-	}
-	return -1
 }
