@@ -23,9 +23,8 @@ import (
 //     root of all of them), commits, and only then answers each waiting Record. N concurrent
 //     reads cost one commit and one lock of the space's head instead of N of each, and each
 //     is answered only once its receipt is durable and in the chain.
-//   - When that transaction fails, the receipts are inserted alone and stay unsealed; SealSoon
-//     and Run seal them later (Run, every interval, seals whatever is unsealed, also what a
-//     process that stopped left).
+//   - When that transaction fails, the receipts are inserted alone and stay unsealed; Run,
+//     every interval, seals whatever is unsealed (also what a process that stopped left).
 type Log struct {
 	db     *bun.DB
 	logger *slog.Logger
@@ -62,9 +61,9 @@ func NewLog(d *bun.DB, logger *slog.Logger, every time.Duration) *Log {
 }
 
 // Record writes e as a receipt of the space through the group committer and returns once it
-// has committed, sealed; with an error when its group's transaction failed (nothing of the
-// receipt is stored then) or ctx ended first (it may still commit). The receipt returned
-// has its id and time; Seq and Hash are those of the stored receipt.
+// has committed: sealed, with its Seq and leaf Hash, or, when its group's sealing failed,
+// unsealed (Seq 0; Run seals it later). It returns an error when the receipt could not be
+// stored at all, or when ctx ended first (the receipt may still commit).
 func (l *Log) Record(ctx context.Context, spaceID string, e Entry, now time.Time) (Receipt, error) {
 	r, row, err := newReceipt(spaceID, e, now)
 	if err != nil {
@@ -87,9 +86,9 @@ func (l *Log) Record(ctx context.Context, spaceID string, e Entry, now time.Time
 	}
 }
 
-// SealSoon asks the Log's goroutine to seal the spaces' unsealed receipts on its next pass,
+// sealSoon asks the Log's goroutine to seal the spaces' unsealed receipts on its next pass,
 // without waiting for it.
-func (l *Log) SealSoon(spaceIDs ...string) {
+func (l *Log) sealSoon(spaceIDs ...string) {
 	if len(spaceIDs) == 0 {
 		return
 	}
@@ -119,7 +118,7 @@ func (l *Log) Run(ctx context.Context) {
 			}
 			continue
 		}
-		l.SealSoon(spaces...)
+		l.sealSoon(spaces...)
 	}
 }
 
