@@ -268,3 +268,31 @@ func mustID(t *testing.T, d *bun.DB, space string, seq int64) string {
 	require.Len(t, rs, 1)
 	return rs[0].ID
 }
+
+// Receipts left unsealed (a group whose sealing failed, a process that stopped) are sealed by
+// Run's pass, with no request asking (waited for by polling the chain).
+func TestRunSealsLeftovers(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		require.NoError(t, d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			for _, space := range []string{"sp_a", "sp_b"} {
+				if _, err := receipts.InsertUnsealed(ctx, tx, space, receipts.Entry{Kind: receipts.KindAgentMemory, Action: "search"}, t0); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+		l := receipts.NewLog(d, nil, 10*time.Millisecond)
+		var wg sync.WaitGroup
+		wg.Go(func() { l.Run(ctx) })
+		defer wg.Wait()
+		defer cancel()
+		for _, space := range []string{"sp_a", "sp_b"} {
+			require.Eventually(t, func() bool {
+				v, err := receipts.Verify(ctx, d, space)
+				return err == nil && v.OK && v.Count == 1 && v.Unsealed == 0
+			}, 30*time.Second, 10*time.Millisecond, space)
+		}
+	})
+}
