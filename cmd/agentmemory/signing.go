@@ -334,7 +334,10 @@ func verifyInDatabase(ctx context.Context, load func() (config.Config, error), d
 // reportVerification prints v; a chain that does not verify is an error (exit 1).
 func reportVerification(stdout io.Writer, v receipts.Verification, since *receipts.Head) error {
 	if v.OK {
-		fmt.Fprintf(stdout, "chain: ok, %d entries recomputed", v.Count)
+		fmt.Fprintf(stdout, "chain: ok, %d receipts in %d entries recomputed", v.Count, v.Batches)
+		if v.Unsealed > 0 {
+			fmt.Fprintf(stdout, " (%d receipts not sealed yet)", v.Unsealed)
+		}
 		if since != nil {
 			fmt.Fprintf(stdout, "; it extends the signed head at seq %d", since.Seq)
 		}
@@ -352,6 +355,8 @@ func reportVerification(stdout io.Writer, v receipts.Verification, since *receip
 	}
 	if v.Broken != nil {
 		msg += fmt.Sprintf(" at seq %d (receipt %s)", v.Broken.Seq, v.Broken.ID)
+	} else if v.BrokenBatch != nil {
+		msg += fmt.Sprintf(" at the chain entry ending at seq %d", v.BrokenBatch.Seq)
 	}
 	return errors.New(msg)
 }
