@@ -173,6 +173,10 @@ func (w *Walker) Result(headSeq int64, headHash string, hasHead bool) Verificati
 	return v
 }
 
+// verifyPage is how many chain entries Verify reads at a time (with their receipts: at most
+// verifyPage × MaxBatch receipts in memory).
+const verifyPage = 64
+
 // Verify walks the space's whole chain in pages, recomputing every receipt's leaf hash, every
 // entry's Merkle root, hash and link, and counts the unsealed receipts.
 func Verify(ctx context.Context, idb bun.IDB, spaceID string) (Verification, error) {
@@ -191,7 +195,7 @@ func VerifySince(ctx context.Context, idb bun.IDB, spaceID string, since *Head) 
 	w := &Walker{Since: since}
 	var after int64
 	for {
-		page, err := ListBatches(ctx, idb, spaceID, after, 1000)
+		page, err := ListBatches(ctx, idb, spaceID, after, verifyPage)
 		if err != nil {
 			return Verification{}, err
 		}
@@ -213,7 +217,7 @@ func VerifySince(ctx context.Context, idb bun.IDB, spaceID string, since *Head) 
 			}
 			after = b.Seq
 		}
-		if len(page) < 1000 {
+		if len(page) < verifyPage {
 			break
 		}
 	}
