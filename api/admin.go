@@ -95,7 +95,10 @@ func (s *Server) putDocument(c *gin.Context) {
 	c.Data(http.StatusOK, "application/json; charset=utf-8", []byte(text))
 }
 
-// listReceipts: GET /v1/receipts?after=&limit= (admin or compliance).
+// listReceipts: GET /v1/receipts?after=&limit= (admin or compliance) -> {"receipts": [...],
+// "batches": [...]}: the sealed receipts with seq > after in chain order, and the chain
+// entries holding them (enough to recompute that part of the chain). The space's unsealed
+// receipts are sealed first, so every committed receipt is listed.
 func (s *Server) listReceipts(c *gin.Context) {
 	p := principal(c)
 	if err := p.RequireRole(auth.RoleAdmin, auth.RoleCompliance); err != nil {
@@ -107,19 +110,34 @@ func (s *Server) listReceipts(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
+	if _, err := receipts.Seal(s.ctx(c), s.DB, p.SpaceID); err != nil {
+		s.writeError(c, err)
+		return
+	}
 	list, err := receipts.List(s.ctx(c), s.DB, p.SpaceID, after, limit)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	c.PureJSON(http.StatusOK, gin.H{"receipts": list})
+	batches, err := receipts.BatchesOf(s.ctx(c), s.DB, p.SpaceID, list)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusOK, gin.H{"receipts": list, "batches": batches})
 }
 
-// verifyReceipts: GET /v1/receipts/verify (admin or compliance) -> {"ok", "count"} or the
-// first broken entry and why.
+// verifyReceipts: GET /v1/receipts/verify (admin or compliance) -> {"ok", "count" (receipts
+// recomputed), "batches" (chain entries), "unsealed"} or, when the chain does not hold, the
+// first broken receipt and entry and why ("broken", "broken_batch", "reason"). The space's
+// unsealed receipts are sealed first.
 func (s *Server) verifyReceipts(c *gin.Context) {
 	p := principal(c)
 	if err := p.RequireRole(auth.RoleAdmin, auth.RoleCompliance); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	if _, err := receipts.Seal(s.ctx(c), s.DB, p.SpaceID); err != nil {
 		s.writeError(c, err)
 		return
 	}
@@ -129,6 +147,28 @@ func (s *Server) verifyReceipts(c *gin.Context) {
 		return
 	}
 	c.PureJSON(http.StatusOK, v)
+}
+
+// receiptProof: GET /v1/receipts/{receipt_id}/proof (admin or compliance) -> 200 {"receipt",
+// "leaf_index", "leaf_hash", "path", "batch"}: the receipt's inclusion proof in its chain
+// entry (receipts.Proof; `agentmemory receipts verify-proof` checks it offline). 404
+// receipt_not_found for an id not in the caller's space.
+func (s *Server) receiptProof(c *gin.Context) {
+	p := principal(c)
+	if err := p.RequireRole(auth.RoleAdmin, auth.RoleCompliance); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	if _, err := receipts.Seal(s.ctx(c), s.DB, p.SpaceID); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	proof, err := receipts.Prove(s.ctx(c), s.DB, p.SpaceID, c.Param("receipt_id"))
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusOK, proof)
 }
 
 // page reads the paging parameters of a log: after (a sequence number, default 0) and limit

@@ -123,6 +123,39 @@ func TestNoteReceiptChainParallel(t *testing.T) {
 	})
 }
 
+// Issue 16: a block read is answered only once its receipt is durable and sealed: as each of
+// many concurrent reads returns, its receipt is already in the database with its chain
+// position (read straight from the table, with nothing sealing in between).
+func TestBlockReadReceiptDurableOnAnswer(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		enableNotes(e, nil)
+		bot := writer(e, "shop-bot", "acme")
+		create(e, bot, note("t", "b", "visibility", "space"))
+		sealed := func() (n int) {
+			require.NoError(t, e.DB.NewSelect().Model((*models.Receipt)(nil)).ColumnExpr("COUNT(*)").
+				Where("space_id = ? AND action = ? AND seq IS NOT NULL", e.SpaceID, "block.read").Scan(t.Context(), &n))
+			return n
+		}
+		e.MustDo(http.StatusOK, "GET", blockPath, bot, nil)
+		require.Equal(t, 1, sealed(), "the read's receipt is stored and sealed when the answer comes")
+
+		const readers = 16
+		var wg sync.WaitGroup
+		for range readers {
+			wg.Go(func() {
+				r := e.Do("GET", blockPath, bot, nil)
+				require.Equal(t, http.StatusOK, r.Status)
+				require.GreaterOrEqual(t, sealed(), 2, "this read's receipt is there when it is answered")
+			})
+		}
+		wg.Wait()
+		require.Equal(t, 1+readers, sealed())
+		v := e.MustDo(http.StatusOK, "GET", "/v1/receipts/verify", e.AdminKey, nil).JSON(t)
+		require.Equal(t, true, v["ok"], "%v", v)
+		require.Zero(t, mustInt(t, v["unsealed"]))
+	})
+}
+
 // GOV-1: a receipt changed directly in the database makes verify fail at that entry.
 func TestNoteReceiptTamper(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {

@@ -346,7 +346,11 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(200, "DELETE", "/v1/knowledge/"+kb+"/documents/"+doc, admin, nil)
 
 			// Receipts and events.
-			c.do(200, "GET", "/v1/receipts?limit=5", admin, nil)
+			page := c.do(200, "GET", "/v1/receipts?limit=5", admin, nil).JSON(t)
+			first := page["receipts"].([]any)[0].(map[string]any)["id"].(string)
+			c.do(200, "GET", "/v1/receipts/"+first+"/proof", admin, nil)
+			c.do(404, "GET", "/v1/receipts/rcpt_nope/proof", admin, nil)
+			c.do(403, "GET", "/v1/receipts/"+first+"/proof", bot, nil)
 			c.do(400, "GET", "/v1/receipts?limit=0", admin, nil)
 			c.do(200, "GET", "/v1/receipts/verify", admin, nil)
 			c.do(403, "GET", "/v1/receipts/verify", bot, nil)

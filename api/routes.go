@@ -89,6 +89,7 @@ func (s *Server) routes() {
 	v1.GET("/receipts", s.listReceipts)
 	v1.GET("/receipts/verify", s.verifyReceipts)
 	v1.GET("/receipts/head", s.receiptsHead) // signed (PR-3)
+	v1.GET("/receipts/:receipt_id/proof", s.receiptProof)
 
 	// Knowledge (KN-1..KN-4): bases, documents (ingested by IngestWorkflow), retrieval.
 	v1.POST("/knowledge", s.createKnowledgeBase)

@@ -88,8 +88,9 @@ type signedHead struct {
 }
 
 // receiptsHead: GET /v1/receipts/head (admin or compliance) -> 200 {"head": {space_id, seq,
-// hash, at, signed_at}, "signature": {...}}: the space's receipt-chain head (at: the time of
-// its last receipt, null while empty) signed like a certificate (PR-3). Keep it outside the
+// hash, at, signed_at}, "signature": {...}}: the space's receipt-chain head after sealing its
+// unsealed receipts (seq: its last receipt's, hash: its last entry's, at: the time of its
+// last receipt, null while empty) signed like a certificate (PR-3). Keep it outside the
 // database; `agentmemory receipts verify --since-head FILE` later proves the chain still
 // extends it. 503 signing_unavailable without a signing key.
 func (s *Server) receiptsHead(c *gin.Context) {
@@ -102,7 +103,7 @@ func (s *Server) receiptsHead(c *gin.Context) {
 		s.writeError(c, errSigningUnavailable())
 		return
 	}
-	h, err := receipts.CurrentHead(s.ctx(c), s.DB, p.SpaceID)
+	h, err := receipts.Seal(s.ctx(c), s.DB, p.SpaceID) // the head covers every committed receipt
 	if err != nil {
 		s.writeError(c, err)
 		return

@@ -41,6 +41,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/metrics"
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/proposals"
+	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/signing"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/internal/state"
@@ -106,6 +107,10 @@ type App struct {
 	// Signer signs certificates and receipt heads (PR-3); nil: issued unsigned, and those
 	// routes answer 503.
 	Signer *signing.Signer
+	// Receipts is the process's receipt log (issue 16): the group committer of reads'
+	// receipts, and the sealer of every space's chain (its hook seals after each commit that
+	// appended receipts; StartSealer runs its safety-net timer).
+	Receipts *receipts.Log
 	// Ready are GET /readyz's checks besides the database (the key database when shared;
 	// cmd adds Temporal and Kafka).
 	Ready []api.ReadyCheck
@@ -186,6 +191,7 @@ func Build(ctx context.Context, cfg config.Config, o Overrides) (_ *App, err err
 // wire builds the domain services over a's database, hasher, key store and clock.
 func (a *App) wire() {
 	d, h, ks, now := a.DB, a.Hasher, a.Keys, a.Now
+	a.Receipts = receipts.NewLog(d, a.Log, 0)
 	a.Docs = spaces.Documents{DB: d, AllowPrivateWebhooks: a.Config.WebhookAllowPrivate}
 	a.Changes = &changes.Service{DB: d, Docs: a.Docs}
 	a.Metrics.WatchOutbox(metrics.OutboxBacklog(d))
@@ -199,12 +205,12 @@ func (a *App) wire() {
 	}
 	a.EventMetrics = events.NewMetrics()
 	a.Metrics.Registry().MustRegister(a.EventMetrics)
-	a.Notes = &notes.Service{DB: d, Docs: a.Docs, Subjects: a.Subjects, Hasher: h, Now: now}
+	a.Notes = &notes.Service{DB: d, Docs: a.Docs, Subjects: a.Subjects, Hasher: h, Now: now, Receipts: a.Receipts}
 	a.Proposals = &proposals.Service{DB: d, Notes: a.Notes, Now: now}
 	a.Notes.Proposals = a.Proposals  // human_only writes become proposals (AM-8)
 	a.Compliance.Notes = a.Proposals // AM-12: agent-note erasure erases notes and proposals
 	// Knowledge documents pass the notes gate (refuse) or the space's masking (mask).
-	a.Knowledge = &knowledge.Service{DB: d, Docs: a.Docs, Gate: a.Notes, Masker: a.Subjects, Subjects: a.Subjects, Now: now}
+	a.Knowledge = &knowledge.Service{DB: d, Docs: a.Docs, Gate: a.Notes, Masker: a.Subjects, Subjects: a.Subjects, Now: now, Receipts: a.Receipts}
 	// A subject's erasure reaches the knowledge documents that name them (KN-3): the default
 	// registry plus the knowledge store's eraser (compliance cannot import knowledge).
 	erasers := a.Compliance.Registry()

@@ -150,3 +150,16 @@ func (a *App) StartRelay(ctx context.Context) (stop func()) {
 		}
 	}
 }
+
+// StartSealer runs the receipt log's safety-net sealer (receipts.Log.Run: every second, seal
+// whatever receipts are still unsealed) until ctx ends. serve, worker and dev run it; several
+// at once are harmless. The returned stop cancels it and waits.
+func (a *App) StartSealer(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { a.Receipts.Run(ctx) })
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}

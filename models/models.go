@@ -120,12 +120,17 @@ type AgentState struct {
 	ExpiresHour int64 `bun:"expires_hour"`
 }
 
-// Receipt is one entry of a space's hash-chained, append-only log (GOV-1).
+// Receipt is one receipt of a space's log (GOV-1): written unsealed (Seq 0, stored NULL) in
+// the transaction of what it records or by the group committer, then sealed into a chain
+// entry (ReceiptBatch), which sets Seq (its position in the chain) and Hash (its Merkle leaf
+// hash). PrevHash is set only on receipts chained one by one before batching (version 1
+// entries), whose Hash is then the entry's hash. N numbers receipts in insertion order.
 type Receipt struct {
 	bun.BaseModel `bun:"table:receipts"`
 
-	SpaceID    string    `bun:"space_id,pk"`
-	Seq        int64     `bun:"seq,pk"`
+	N          int64     `bun:"n,pk,autoincrement"`
+	SpaceID    string    `bun:"space_id"`
+	Seq        int64     `bun:"seq,nullzero"`
 	ID         string    `bun:"id"`
 	Kind       string    `bun:"kind"`
 	Action     string    `bun:"action"`
@@ -135,6 +140,22 @@ type Receipt struct {
 	At         time.Time `bun:"at"`
 	PrevHash   string    `bun:"prev_hash"`
 	Hash       string    `bun:"hash"`
+}
+
+// ReceiptBatch is one entry of a space's receipt chain: the receipts FirstSeq..Seq, the Merkle
+// Root of their leaf hashes (version 2) or a single receipt chained before batching (version
+// 1), linked to the previous entry by PrevHash. At is the time of its last receipt.
+type ReceiptBatch struct {
+	bun.BaseModel `bun:"table:receipt_batches"`
+
+	SpaceID  string    `bun:"space_id,pk"`
+	Seq      int64     `bun:"seq,pk"`
+	FirstSeq int64     `bun:"first_seq"`
+	Version  int       `bun:"version"`
+	Root     string    `bun:"root"`
+	PrevHash string    `bun:"prev_hash"`
+	Hash     string    `bun:"hash"`
+	At       time.Time `bun:"at"`
 }
 
 // OutboxEvent is an event waiting for (or past) delivery by the relay (GOV-4). Seq orders

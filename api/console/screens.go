@@ -234,6 +234,10 @@ func (h *Console) showReceipts(c *gin.Context, p auth.Principal, v *receipts.Ver
 	before, _ := strconv.ParseInt(c.Query("before"), 10, 64)
 	d := receiptsData{Kind: c.Query("kind"), Actor: c.Query("actor"), Verify: v,
 		Kinds: []string{receipts.KindAdmin, receipts.KindAgentMemory, receipts.KindCompliance}}
+	if _, err := receipts.Seal(ctx, h.DB, p.SpaceID); err != nil { // every committed receipt shows
+		h.fail(c, err)
+		return
+	}
 	list, err := receipts.ListFiltered(ctx, h.DB, p.SpaceID, receipts.Filter{After: max(after, 0), Before: max(before, 0), Kind: d.Kind, ActorKey: d.Actor, Limit: receiptsPage + 1})
 	if err != nil {
 		h.fail(c, err)
@@ -273,6 +277,10 @@ func (h *Console) showReceipts(c *gin.Context, p auth.Principal, v *receipts.Ver
 func (h *Console) verifyReceipts(c *gin.Context) {
 	p, ok := h.allow(c, "Receipts")
 	if !ok {
+		return
+	}
+	if _, err := receipts.Seal(c.Request.Context(), h.DB, p.SpaceID); err != nil {
+		h.fail(c, err)
 		return
 	}
 	v, err := receipts.Verify(c.Request.Context(), h.DB, p.SpaceID)

@@ -292,6 +292,7 @@ func freePorts(n int) ([]int, error) {
 // most AGENTMEMORY_SHUTDOWN_TIMEOUT. /readyz checks the database, tc and, when configured,
 // Kafka.
 func serveHTTP(ctx context.Context, a *app.App, addr string, tc client.Client) error {
+	defer a.StartSealer(ctx)()
 	if tc != nil {
 		a.Ready = append(a.Ready, api.TemporalCheck(tc))
 	}

@@ -178,8 +178,39 @@ Exit status 1 when the chain does not verify.`,
 	verify.Flags().StringVar(&key, "key", "", "API key (admin or compliance); default $AGENTMEMORY_KEY")
 	verify.Flags().StringVar(&keysFrom, "keys", "", "public keys for the head's signature: a file or URL; default <url>/v1/signing-keys")
 	verify.Flags().StringVar(&dataDir, "data-dir", "./data", "data dir of the SQLite database (without --url and DATABASE_URL)")
-	cmd.AddCommand(verify)
+	cmd.AddCommand(verify, verifyProofCmd(stdout))
 	return cmd
+}
+
+// verifyProofCmd: `agentmemory receipts verify-proof FILE`.
+func verifyProofCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify-proof FILE",
+		Short: "Check a receipt's inclusion proof offline",
+		Long: `Check, on this machine, a receipt's inclusion proof as saved from
+GET /v1/receipts/{id}/proof: the receipt's content gives its leaf hash, the leaf and the
+RFC 6962 path give its chain entry's Merkle root, and the entry's fields give its hash.
+A changed receipt, path or entry fails (exit status 1). The entry's hash is what ties it to
+the chain: a signed head at that entry, or "receipts verify --since-head", vouches for it.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := os.ReadFile(args[0])
+			if err != nil {
+				return err
+			}
+			var p receipts.Proof
+			if err := json.Unmarshal(data, &p); err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			if err := p.Verify(); err != nil {
+				return fmt.Errorf("proof does NOT verify: %w", err)
+			}
+			fmt.Fprintf(stdout, "proof: valid; receipt %s (%s, %s) is leaf %d of %d in the chain entry ending at seq %d\n",
+				p.Receipt.ID, p.Receipt.Kind, p.Receipt.Action, p.LeafIndex, p.Batch.Count, p.Batch.Seq)
+			fmt.Fprintf(stdout, "entry hash %s (root %s, previous %s)\n", p.Batch.Hash, p.Batch.Root, p.Batch.PrevHash)
+			return nil
+		},
+	}
 }
 
 // readSignedHead reads a signed head file and checks its signature against the keys from
@@ -222,8 +253,9 @@ func readSignedHead(ctx context.Context, path, keysFrom, baseURL string, cl conf
 	return h, nil
 }
 
-// verifyThroughAPI pages GET /v1/receipts and recomputes the chain here, then compares its end
-// with GET /v1/receipts/head.
+// verifyThroughAPI pages GET /v1/receipts (each page carries the chain entries of its
+// receipts) and recomputes the chain here, entry by entry, then compares its end with
+// GET /v1/receipts/head.
 func verifyThroughAPI(ctx context.Context, hc *http.Client, baseURL, key string, since *receipts.Head) (receipts.Verification, error) {
 	base := strings.TrimRight(baseURL, "/")
 	var current struct {
@@ -237,25 +269,46 @@ func verifyThroughAPI(ctx context.Context, hc *http.Client, baseURL, key string,
 	}
 	w := &receipts.Walker{Since: since}
 	var after int64
-	for {
+	var entries []receipts.Batch // entries not walked yet, in chain order
+	var held []receipts.Receipt  // receipts of entries[0] read so far
+	for after < current.Head.Seq {
 		var page struct {
 			Receipts []receipts.Receipt `json:"receipts"`
+			Batches  []receipts.Batch   `json:"batches"`
 		}
 		if err := getJSON(ctx, hc, fmt.Sprintf("%s/v1/receipts?after=%d&limit=1000", base, after), key, &page); err != nil {
 			return receipts.Verification{}, err
 		}
+		for _, b := range page.Batches {
+			if len(entries) == 0 || b.Seq > entries[len(entries)-1].Seq {
+				entries = append(entries, b)
+			}
+		}
 		for _, r := range page.Receipts {
 			if r.Seq > current.Head.Seq {
-				break // appended after the head was read: the walk ends at that head
+				break // sealed after the head was read: the walk ends at that head
 			}
-			if !w.Next(r) {
-				return w.Result(0, "", false), nil
-			}
+			held = append(held, r)
 			after = r.Seq
+			for len(entries) > 0 && after >= entries[0].Seq {
+				if !w.Next(entries[0], held) {
+					return w.Result(0, "", false), nil
+				}
+				entries, held = entries[1:], nil
+			}
 		}
-		if len(page.Receipts) < 1000 || after >= current.Head.Seq {
+		if len(page.Receipts) == 0 {
 			break
 		}
+	}
+	for _, b := range entries {
+		if b.Seq > current.Head.Seq {
+			break
+		}
+		if !w.Next(b, held) { // an entry whose receipts the pages lacked
+			return w.Result(0, "", false), nil
+		}
+		held = nil
 	}
 	return w.Result(current.Head.Seq, current.Head.Hash, true), nil
 }
@@ -281,7 +334,10 @@ func verifyInDatabase(ctx context.Context, load func() (config.Config, error), d
 // reportVerification prints v; a chain that does not verify is an error (exit 1).
 func reportVerification(stdout io.Writer, v receipts.Verification, since *receipts.Head) error {
 	if v.OK {
-		fmt.Fprintf(stdout, "chain: ok, %d entries recomputed", v.Count)
+		fmt.Fprintf(stdout, "chain: ok, %d receipts in %d entries recomputed", v.Count, v.Batches)
+		if v.Unsealed > 0 {
+			fmt.Fprintf(stdout, " (%d receipts not sealed yet)", v.Unsealed)
+		}
 		if since != nil {
 			fmt.Fprintf(stdout, "; it extends the signed head at seq %d", since.Seq)
 		}
@@ -299,6 +355,8 @@ func reportVerification(stdout io.Writer, v receipts.Verification, since *receip
 	}
 	if v.Broken != nil {
 		msg += fmt.Sprintf(" at seq %d (receipt %s)", v.Broken.Seq, v.Broken.ID)
+	} else if v.BrokenBatch != nil {
+		msg += fmt.Sprintf(" at the chain entry ending at seq %d", v.BrokenBatch.Seq)
 	}
 	return errors.New(msg)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/receipts/receiptstest"
 	"github.com/agentmemory/agentmemory/internal/signing"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -176,6 +177,29 @@ func TestReceiptsVerifySinceHeadCommand(t *testing.T) {
 	})
 }
 
+// Issue 16: a receipt's inclusion proof, saved from GET /v1/receipts/{id}/proof, verifies
+// offline; a changed receipt in the file does not (both DBs).
+func TestReceiptsVerifyProofCommand(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		s := newSignedEnv(t, e)
+		s.MustDo(http.StatusCreated, "POST", "/v1/keys", s.AdminKey, map[string]any{"kind": "agent", "agent": "a", "vendor": "v", "scopes": []string{"context"}})
+		page := s.MustDo(http.StatusOK, "GET", "/v1/receipts?limit=1000", s.AdminKey, nil).JSON(t)
+		list := page["receipts"].([]any)
+		id := list[len(list)-1].(map[string]any)["id"].(string)
+		proof := s.save(t, "/v1/receipts/"+id+"/proof", "proof.json")
+		out, err := cli(t, nil, "receipts", "verify-proof", proof)
+		require.NoError(t, err)
+		require.Contains(t, out, "proof: valid; receipt "+id)
+
+		data, err := os.ReadFile(proof)
+		require.NoError(t, err)
+		forged := filepath.Join(t.TempDir(), "forged.json")
+		require.NoError(t, os.WriteFile(forged, bytes.Replace(data, []byte(`"action":"key.create"`), []byte(`"action":"key.revoke"`), 1), 0o600))
+		_, err = cli(t, nil, "receipts", "verify-proof", forged)
+		require.ErrorContains(t, err, "proof does NOT verify")
+	})
+}
+
 // dbURL is the URL of the env's database, for the CLI's database mode.
 func dbURL(t *testing.T, s signedEnv) string {
 	t.Helper()
@@ -196,24 +220,5 @@ func dbURL(t *testing.T, s signedEnv) string {
 // hash and link and the head row: what write access to the database allows.
 func rewriteChain(t *testing.T, e *apitest.Env, seq int64) {
 	t.Helper()
-	ctx := context.Background()
-	all, err := receipts.List(ctx, e.DB, e.SpaceID, 0, 1000)
-	require.NoError(t, err)
-	prev := receipts.Genesis
-	for _, r := range all {
-		if r.Seq >= seq {
-			q := e.DB.NewUpdate().Model((*models.Receipt)(nil))
-			if r.Seq == seq {
-				r.Detail = map[string]any{"rewritten": true}
-				q = q.Set("detail = ?", `{"rewritten":true}`)
-			}
-			r.PrevHash = prev
-			r.Hash = r.ComputeHash()
-			_, err := q.Set("prev_hash = ?, hash = ?", r.PrevHash, r.Hash).Where("space_id = ? AND seq = ?", e.SpaceID, r.Seq).Exec(ctx)
-			require.NoError(t, err)
-		}
-		prev = r.Hash
-	}
-	_, err = e.DB.NewRaw("UPDATE receipt_heads SET hash = ? WHERE space_id = ?", prev, e.SpaceID).Exec(ctx)
-	require.NoError(t, err)
+	require.NoError(t, receiptstest.Rewrite(context.Background(), e.DB, e.SpaceID, seq, map[string]any{"rewritten": true}))
 }

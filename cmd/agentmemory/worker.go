@@ -23,6 +23,7 @@ func runWorker(ctx context.Context, a *app.App, tc client.Client) error {
 	}
 	defer stopMetrics()
 	defer a.StartRelay(ctx)()
+	defer a.StartSealer(ctx)()
 	a.Log.Info("worker started", "task_queue", a.Config.TaskQueue)
 	<-ctx.Done()
 	a.Log.Info("worker stopping: waiting for running activities", "timeout", a.Config.ShutdownTimeout.String())

@@ -37,12 +37,15 @@ type Item struct {
 	HashedIDs []string `json:"hashed_ids"`
 }
 
-// ChainPosition places a receipt in its space's chain.
+// ChainPosition places a receipt in its space's chain: its seq, and the chain entry holding
+// it (PrevHash and Hash; the certificate's receipt is an entry of its own, so the entry's seq
+// is Seq and its Merkle root is LeafHash, the receipt's leaf hash).
 type ChainPosition struct {
 	ReceiptID string `json:"receipt_id"`
 	Seq       int64  `json:"seq"`
 	PrevHash  string `json:"prev_hash"`
 	Hash      string `json:"hash"`
+	LeafHash  string `json:"leaf_hash,omitempty"`
 }
 
 // Certificate is the proof of an erasure (GOV-2): what kinds of data, how many items, their
@@ -605,14 +608,15 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 		if err := json.Unmarshal([]byte(mustJSON(cert)), &detail); err != nil {
 			return fmt.Errorf("compliance: certificate detail: %w", err)
 		}
-		rc, err := receipts.Append(ctx, tx, spaceID, receipts.Entry{
+		// Sealed here, in its own chain entry, so that the certificate names its position.
+		rc, entry, err := receipts.AppendSealed(ctx, tx, spaceID, receipts.Entry{
 			Kind: receipts.KindCompliance, Action: "erasure.certificate", ActorKey: row.RequestedBy,
 			ObjectIDs: []string{row.ID}, Detail: detail,
 		}, now)
 		if err != nil {
 			return err
 		}
-		cert.Receipt = &ChainPosition{ReceiptID: rc.ID, Seq: rc.Seq, PrevHash: rc.PrevHash, Hash: rc.Hash}
+		cert.Receipt = &ChainPosition{ReceiptID: rc.ID, Seq: rc.Seq, PrevHash: entry.PrevHash, Hash: entry.Hash, LeafHash: rc.Hash}
 		// Signed once, here, over the bytes stored: the route that serves it signs nothing, so
 		// an edit of the stored certificate fails verification (issue 12 §4).
 		stored, signature, err := s.signCertificate(cert)

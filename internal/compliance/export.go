@@ -358,6 +358,9 @@ func (s *Service) BuildExport(ctx context.Context, spaceID, id string) (ExportCo
 	} else {
 		pkg.NotCovered = append(pkg.NotCovered, KindIdentityLink, KindTurn)
 	}
+	if _, err := receipts.Seal(ctx, s.DB, spaceID); err != nil { // every committed receipt has its seq
+		return ExportCounts{}, err
+	}
 	if pkg.Receipts, err = touchedReceipts(ctx, s.DB, spaceID, touched); err != nil {
 		return ExportCounts{}, err
 	}

@@ -121,14 +121,15 @@ func (r *Registry) Erasers() []Eraser {
 // Exempt are columns that match the personal-data rule but hold no subject data an erasure
 // must remove, each with the reason.
 var Exempt = map[Column]string{
-	{"receipts", "prev_hash"}:      "hash of the previous receipt in the chain (over ids and kinds only)",
-	{"note_requests", "body_hash"}: "idempotency hash of an agent-note request body (AM-12: notes are erased by source)",
-	{"note_requests", "key_id"}:    "the API key (agent or person) that sent an agent-note request, not a subject key",
-	{"erasures", "target_hash"}:    "the erasure's own record: the keyed hash it erased, kept as proof (GOV-2)",
-	{"erasures", "scope_hashes"}:   "the erasure's own record: the keyed hashes it resolved, kept as proof (GOV-2)",
-	{"erasures", "profile_ids"}:    "the erasure's own record: the profile ids it erased (the profiles are gone)",
-	{"erasures", "key_ids"}:        "the erasure's own record: the key ids it destroyed (the keys are gone)",
-	{"notes", "content_hash"}:      "hash of an agent note's normalised content, to answer a duplicate note (AM-12: notes never hold personal data; the gate refuses it)",
+	{"receipts", "prev_hash"}:        "hash of the previous receipt in the chain (over ids and kinds only)",
+	{"receipt_batches", "prev_hash"}: "hash of the previous entry of the receipt chain (over ids and kinds only)",
+	{"note_requests", "body_hash"}:   "idempotency hash of an agent-note request body (AM-12: notes are erased by source)",
+	{"note_requests", "key_id"}:      "the API key (agent or person) that sent an agent-note request, not a subject key",
+	{"erasures", "target_hash"}:      "the erasure's own record: the keyed hash it erased, kept as proof (GOV-2)",
+	{"erasures", "scope_hashes"}:     "the erasure's own record: the keyed hashes it resolved, kept as proof (GOV-2)",
+	{"erasures", "profile_ids"}:      "the erasure's own record: the profile ids it erased (the profiles are gone)",
+	{"erasures", "key_ids"}:          "the erasure's own record: the key ids it destroyed (the keys are gone)",
+	{"notes", "content_hash"}:        "hash of an agent note's normalised content, to answer a duplicate note (AM-12: notes never hold personal data; the gate refuses it)",
 }
 
 // Personal reports whether a column holds sealed or hashed subject data by its name: a

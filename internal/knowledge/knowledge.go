@@ -72,6 +72,9 @@ type Service struct {
 	Subjects Subjects
 	Embedder Embedder
 	Now      func() time.Time
+	// Receipts commits the receipts of retrievals in groups (issue 16); nil: each retrieval
+	// commits its own receipt.
+	Receipts *receipts.Log
 }
 
 func (s *Service) now() time.Time {

@@ -408,11 +408,8 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 			inContext++
 		}
 	}
-	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		_, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "retrieve", ActorKey: p.KeyID, ObjectIDs: ids,
-			Detail: map[string]any{"kbs": order, "mode": mode, "chunks": len(ids), "in_context": inContext, "context_tokens": out.ContextTokens}}, now)
-		return err
-	})
+	err = receipts.Record(ctx, s.Receipts, s.DB, p.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "retrieve", ActorKey: p.KeyID, ObjectIDs: ids,
+		Detail: map[string]any{"kbs": order, "mode": mode, "chunks": len(ids), "in_context": inContext, "context_tokens": out.ContextTokens}}, now)
 	if err != nil {
 		return Retrieval{}, err
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tiktoken-go/tokenizer"
-	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/receipts"
@@ -147,13 +146,11 @@ func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest)
 		}
 	}
 	b.NotModified = matches(req.IfNoneMatch, b.ETag)
-	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		_, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
-			Kind: receipts.KindAgentMemory, Action: "block.read", ActorKey: p.KeyID, ObjectIDs: b.NoteIDs,
-			Detail: map[string]any{"tokens": b.Tokens, "not_modified": b.NotModified, "source_id": v.source},
-		}, now)
-		return err
-	})
+	// Answered only once the receipt has committed (group-committed with other reads).
+	err = receipts.Record(ctx, s.Receipts, s.DB, p.SpaceID, receipts.Entry{
+		Kind: receipts.KindAgentMemory, Action: "block.read", ActorKey: p.KeyID, ObjectIDs: b.NoteIDs,
+		Detail: map[string]any{"tokens": b.Tokens, "not_modified": b.NotModified, "source_id": v.source},
+	}, now)
 	if err != nil {
 		return Block{}, err
 	}

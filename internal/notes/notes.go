@@ -25,6 +25,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/keyed"
+	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/redact"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
@@ -97,6 +98,9 @@ type Service struct {
 	// Proposals stores agents' writes under writes: human_only as proposals (AM-8):
 	// internal/proposals.Service. Without it such a write fails (an internal error).
 	Proposals Proposer
+	// Receipts commits the receipts of block reads and searches in groups (issue 16); nil:
+	// each read commits its own receipt.
+	Receipts *receipts.Log
 }
 
 func (s *Service) now() time.Time {

@@ -116,13 +116,10 @@ func (s *Service) Search(ctx context.Context, p auth.Principal, req SearchReques
 		out.Notes = append(out.Notes, toNote(r))
 		ids = append(ids, r.ID)
 	}
-	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		_, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
-			Kind: receipts.KindAgentMemory, Action: "search", ActorKey: p.KeyID, ObjectIDs: ids,
-			Detail: map[string]any{"count": len(ids), "words": len(words), "tags": len(req.Tags), "source_id": v.source},
-		}, now)
-		return err
-	})
+	err = receipts.Record(ctx, s.Receipts, s.DB, p.SpaceID, receipts.Entry{
+		Kind: receipts.KindAgentMemory, Action: "search", ActorKey: p.KeyID, ObjectIDs: ids,
+		Detail: map[string]any{"count": len(ids), "words": len(words), "tags": len(req.Tags), "source_id": v.source},
+	}, now)
 	if err != nil {
 		return SearchResult{}, err
 	}

@@ -1,5 +1,17 @@
-// Package receipts keeps each space's append-only, hash-chained log of who did what to which
-// ids, and verifies it end to end (GOV-1, AM-11). Receipts hold ids and counts, never values.
+// Package receipts keeps each space's append-only log of who did what to which ids, and
+// verifies it end to end (GOV-1, AM-11). Receipts hold ids and counts, never values.
+//
+// One hash chain per space, committed in groups (issue 16): a receipt is written without
+// touching the chain, in the transaction of what it records (Append) or, for reads that write
+// nothing else, by the Log's group committer (Log.Record: many receipts, one commit); in both
+// cases the request is answered only after its receipt has committed. Sealing (Seal, run right
+// after such commits, on a timer and before the chain is read) takes a space's unsealed
+// receipts in insertion order, gives them the next sequence numbers, and appends ONE chain
+// entry (Batch) holding the RFC 6962 Merkle root of their leaf hashes and the previous
+// entry's hash. Sealers on any number of processes serialise on the space's head row, so the
+// chain never forks and each receipt is sealed exactly once. Verify recomputes every leaf,
+// root and link; Prove gives one receipt's inclusion path, checked offline by Proof.Verify.
+// Receipts chained one by one before batching stay entries of their own (version 1).
 package receipts
 
 import (
@@ -16,7 +28,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
-	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/signing"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -41,7 +53,10 @@ type Entry struct {
 	Detail    map[string]any
 }
 
-// Receipt is a stored entry as the API shows it.
+// Receipt is a stored receipt as the API shows it. Seq is its position in the space's chain
+// (0 until it is sealed). Hash is its Merkle leaf hash (LeafHash) once sealed into a batch;
+// for a receipt chained one by one before batching, PrevHash is the previous entry's hash and
+// Hash its own entry's hash (ComputeHash). PrevHash is empty for batched receipts.
 type Receipt struct {
 	SpaceID    string         `json:"space_id"`
 	Seq        int64          `json:"seq"`
@@ -57,61 +72,87 @@ type Receipt struct {
 }
 
 // Append adds e to the space's chain inside tx (which must be a transaction: the receipt
-// commits with what it records). Appends to one space are serialised by the chain head row,
-// so concurrent writers never fork the chain. It returns the stored receipt.
+// commits with what it records), as a chain entry of its own. It locks the space's chain head
+// until tx ends, so a space's writers are serialised (the note, proposal and knowledge writes
+// rely on it for exact limits and duplicate checks across replicas). It returns the receipt
+// with its seq and leaf hash. Receipts of the space left unsealed (a group whose sealing
+// failed) are not taken here: Seal and the Log's passes seal them, in a later entry.
+// Reads that write nothing else use Log.Record instead, which commits receipts in groups.
 func Append(ctx context.Context, tx bun.IDB, spaceID string, e Entry, now time.Time) (Receipt, error) {
+	r, _, err := appendAlone(ctx, tx, spaceID, e, now)
+	return r, err
+}
+
+// AppendSealed is Append that also returns the receipt's chain entry, after sealing the
+// space's earlier unsealed receipts, if any, in an entry before it: the caller can name the
+// receipt's position and entry, e.g. in an erasure certificate that commits with it.
+func AppendSealed(ctx context.Context, tx bun.IDB, spaceID string, e Entry, now time.Time) (Receipt, Batch, error) {
+	if _, err := sealSpace(ctx, tx, spaceID, nil, nil); err != nil {
+		return Receipt{}, Batch{}, err
+	}
+	return appendAlone(ctx, tx, spaceID, e, now)
+}
+
+// appendAlone locks the space's head and appends e as a chain entry of its own.
+func appendAlone(ctx context.Context, tx bun.IDB, spaceID string, e Entry, now time.Time) (Receipt, Batch, error) {
+	h, err := lockHead(ctx, tx, spaceID)
+	if err != nil {
+		return Receipt{}, Batch{}, err
+	}
+	r, row, err := newReceipt(spaceID, e, now)
+	if err != nil {
+		return Receipt{}, Batch{}, err
+	}
+	sealed, err := seal(ctx, tx, h, nil, []record{{r: r, row: row}})
+	if err != nil {
+		return Receipt{}, Batch{}, err
+	}
+	r.Seq, r.Hash = row.Seq, row.Hash
+	return r, sealed.Batch, nil
+}
+
+// insertUnsealed writes e as an unsealed receipt of the space inside tx.
+func insertUnsealed(ctx context.Context, tx bun.IDB, spaceID string, e Entry, now time.Time) (Receipt, error) {
+	r, row, err := newReceipt(spaceID, e, now)
+	if err != nil {
+		return Receipt{}, err
+	}
+	if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
+		return Receipt{}, fmt.Errorf("receipts: insert: %w", err)
+	}
+	return r, nil
+}
+
+// newReceipt builds the receipt of e and its row: a new id, the time in microseconds, the
+// detail round-tripped through JSON so that hashes are computed over what is stored.
+func newReceipt(spaceID string, e Entry, now time.Time) (Receipt, *models.Receipt, error) {
 	if e.ObjectIDs == nil {
 		e.ObjectIDs = []string{}
 	}
 	if e.Detail == nil {
 		e.Detail = map[string]any{}
 	}
-	// The head is locked (created at Genesis the first time): one statement once it exists.
-	var h head
-	lock := func() error {
-		q := tx.NewSelect().Model(&h).Where("space_id = ?", spaceID)
-		if !db.IsSQLite(tx) {
-			q = q.For("UPDATE")
-		}
-		return q.Scan(ctx)
-	}
-	err := lock()
-	if errors.Is(err, sql.ErrNoRows) {
-		if _, err := tx.NewInsert().Model(&head{SpaceID: spaceID, Seq: 0, Hash: Genesis}).
-			On("CONFLICT (space_id) DO NOTHING").Exec(ctx); err != nil {
-			return Receipt{}, fmt.Errorf("receipts: head: %w", err)
-		}
-		err = lock()
-	}
-	if err != nil {
-		return Receipt{}, fmt.Errorf("receipts: lock head: %w", err)
-	}
 	r := Receipt{
-		SpaceID: spaceID, Seq: h.Seq + 1, ID: auth.NewID("rcpt"), Kind: e.Kind, Action: e.Action,
-		ActorKeyID: e.ActorKey, ObjectIDs: e.ObjectIDs, Detail: e.Detail,
-		At: now.UTC().Truncate(time.Microsecond), PrevHash: h.Hash,
+		SpaceID: spaceID, ID: auth.NewID("rcpt"), Kind: e.Kind, Action: e.Action,
+		ActorKeyID: e.ActorKey, ObjectIDs: e.ObjectIDs, At: now.UTC().Truncate(time.Microsecond),
 	}
-	// Round-trip the detail through JSON so that the hash is computed over what is stored.
-	detail, err := json.Marshal(r.Detail)
+	detail, err := json.Marshal(e.Detail)
 	if err != nil {
-		return Receipt{}, fmt.Errorf("receipts: detail: %w", err)
+		return Receipt{}, nil, fmt.Errorf("receipts: detail: %w", err)
 	}
 	r.Detail = map[string]any{}
-	_ = json.Unmarshal(detail, &r.Detail)
-	r.Hash = r.ComputeHash()
-	objs, _ := json.Marshal(r.ObjectIDs)
+	if err := json.Unmarshal(detail, &r.Detail); err != nil {
+		return Receipt{}, nil, fmt.Errorf("receipts: detail: %w", err)
+	}
+	objs, err := json.Marshal(r.ObjectIDs)
+	if err != nil {
+		return Receipt{}, nil, fmt.Errorf("receipts: object ids: %w", err)
+	}
 	row := &models.Receipt{
-		SpaceID: spaceID, Seq: r.Seq, ID: r.ID, Kind: r.Kind, Action: r.Action, ActorKeyID: r.ActorKeyID,
-		ObjectIDs: string(objs), Detail: string(detail), At: r.At, PrevHash: r.PrevHash, Hash: r.Hash,
+		SpaceID: spaceID, ID: r.ID, Kind: r.Kind, Action: r.Action, ActorKeyID: r.ActorKeyID,
+		ObjectIDs: string(objs), Detail: string(detail), At: r.At,
 	}
-	if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
-		return Receipt{}, fmt.Errorf("receipts: insert: %w", err)
-	}
-	if _, err := tx.NewUpdate().Model((*head)(nil)).Set("seq = ?, hash = ?", r.Seq, r.Hash).
-		Where("space_id = ?", spaceID).Exec(ctx); err != nil {
-		return Receipt{}, fmt.Errorf("receipts: move head: %w", err)
-	}
-	return r, nil
+	return r, row, nil
 }
 
 type head struct {
@@ -122,16 +163,52 @@ type head struct {
 	Hash    string `bun:"hash"`
 }
 
-// ComputeHash is the hash r must carry: the hex SHA-256 of the canonical encoding, a JSON
-// array of the fields in a fixed order, with the time in RFC 3339 UTC (microseconds) and
-// detail keys sorted.
+// ComputeHash is the hash of a receipt chained one by one before batching (a version 1
+// entry): the hex SHA-256 of a JSON array of the fields in a fixed order, with the time in
+// RFC 3339 UTC (microseconds), detail keys sorted, and the previous entry's hash last.
 func (r Receipt) ComputeHash() string {
 	canon, _ := json.Marshal([]any{
 		r.SpaceID, r.Seq, r.ID, r.Kind, r.Action, r.ActorKeyID, r.ObjectIDs, r.Detail,
-		r.At.UTC().Format("2006-01-02T15:04:05.000000Z07:00"), r.PrevHash,
+		r.At.UTC().Format(timeFormat), r.PrevHash,
 	})
 	s := sha256.Sum256(canon)
 	return hex.EncodeToString(s[:])
+}
+
+func sha256Sum(b []byte) []byte {
+	s := sha256.Sum256(b)
+	return s[:]
+}
+
+// timeFormat is how hashes spell times: RFC 3339 UTC with microseconds.
+const timeFormat = "2006-01-02T15:04:05.000000Z07:00"
+
+// LeafHash is the Merkle leaf hash of a batched receipt: the hex SHA-256 of 0x00 followed by
+// the RFC 8785 (JCS) canonical JSON of {"type": "receipt", "space_id", "seq", "id", "kind",
+// "action", "actor_key_id", "object_ids", "detail", "at"} (at in RFC 3339 UTC with
+// microseconds). The seq binds the receipt to its position in the chain.
+func (r Receipt) LeafHash() string {
+	objs := r.ObjectIDs
+	if objs == nil {
+		objs = []string{}
+	}
+	detail := r.Detail
+	if detail == nil {
+		detail = map[string]any{}
+	}
+	doc, err := json.Marshal(map[string]any{
+		"type": "receipt", "space_id": r.SpaceID, "seq": r.Seq, "id": r.ID, "kind": r.Kind,
+		"action": r.Action, "actor_key_id": r.ActorKeyID, "object_ids": objs, "detail": detail,
+		"at": r.At.UTC().Format(timeFormat),
+	})
+	if err != nil {
+		return ""
+	}
+	canon, err := signing.Canonical(doc)
+	if err != nil {
+		return ""
+	}
+	return hex.EncodeToString(hasher.HashLeaf(canon))
 }
 
 func fromRow(row models.Receipt) (Receipt, error) {
@@ -148,156 +225,18 @@ func fromRow(row models.Receipt) (Receipt, error) {
 	return r, nil
 }
 
-// List returns up to limit receipts of the space with seq > after, in chain order.
+// List returns up to limit sealed receipts of the space with seq > after, in chain order.
 func List(ctx context.Context, idb bun.IDB, spaceID string, after int64, limit int) ([]Receipt, error) {
 	var rows []models.Receipt
 	if err := idb.NewSelect().Model(&rows).Where("space_id = ? AND seq > ?", spaceID, after).
 		Order("seq ASC").Limit(int64(limit)).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("receipts: list: %w", err)
 	}
-	out := make([]Receipt, 0, len(rows))
-	for _, row := range rows {
-		r, err := fromRow(row)
-		if err != nil {
-			return nil, fmt.Errorf("receipts: decode %s: %w", row.ID, err)
-		}
-		out = append(out, r)
-	}
-	return out, nil
+	return decodeRows(rows)
 }
 
-// Verification is the result of walking a chain. When OK is false, Broken names the first
-// entry whose hash or link does not hold, and Reason says which.
-type Verification struct {
-	OK     bool     `json:"ok"`
-	Count  int64    `json:"count"`
-	Broken *Receipt `json:"broken,omitempty"`
-	Reason string   `json:"reason,omitempty"`
-}
-
-// Reasons a Verification gives besides missing_entry, broken_link, hash_mismatch and
-// truncated (the stored head row does not match the chain's last entry).
-const (
-	// ReasonHeadRewritten: the chain holds an entry at the signed head's sequence, but with
-	// another hash: the chain was rewritten at or before that entry (hashes recomputed).
-	ReasonHeadRewritten = "head_rewritten"
-	// ReasonHeadRolledBack: the chain ends before the signed head's sequence: it was truncated
-	// or restored from an older copy.
-	ReasonHeadRolledBack = "head_rolled_back"
-	// ReasonHeadOtherSpace: the signed head belongs to another space.
-	ReasonHeadOtherSpace = "head_other_space"
-)
-
-// Walker recomputes a chain one entry at a time, in sequence order, from the genesis: the
-// check Verify makes, usable on receipts read from the database or from the API's
-// GET /v1/receipts pages. With Since set, it also checks that the chain extends that (older,
-// signed) head: the entry at Since.Seq must carry Since.Hash.
-type Walker struct {
-	// Since, when set, is a head the chain must extend.
-	Since *Head
-
-	prev       string
-	after      int64
-	count      int64
-	sinceFound bool
-	failed     *Verification
-}
-
-// Next checks r, the entry after the last one given. It returns false once the chain is
-// broken; Result then names the entry and the reason.
-func (w *Walker) Next(r Receipt) bool {
-	if w.failed != nil {
-		return false
-	}
-	if w.prev == "" {
-		w.prev = Genesis
-	}
-	fail := func(reason string) bool {
-		w.failed = &Verification{Count: w.count, Broken: &r, Reason: reason}
-		return false
-	}
-	switch {
-	case r.Seq != w.after+1:
-		return fail("missing_entry")
-	case r.PrevHash != w.prev:
-		return fail("broken_link")
-	case r.ComputeHash() != r.Hash:
-		return fail("hash_mismatch")
-	case w.Since != nil && r.Seq == w.Since.Seq && r.Hash != w.Since.Hash:
-		return fail(ReasonHeadRewritten)
-	}
-	if w.Since != nil && r.Seq == w.Since.Seq {
-		w.sinceFound = true
-	}
-	w.prev, w.after = r.Hash, r.Seq
-	w.count++
-	return true
-}
-
-// Result ends the walk against the chain's current head (seq and hash as stored, or as
-// GET /v1/receipts/head answers; hasHead false when the space has no head yet) and returns
-// the verification: OK only if every entry held, the last entry is that head, and, with
-// Since, the chain reached Since's entry unchanged.
-func (w *Walker) Result(headSeq int64, headHash string, hasHead bool) Verification {
-	if w.failed != nil {
-		return *w.failed
-	}
-	prev := w.prev
-	if prev == "" {
-		prev = Genesis
-	}
-	if hasHead && (headSeq != w.after || headHash != prev) {
-		return Verification{Count: w.count, Reason: "truncated"}
-	}
-	if w.Since != nil && w.Since.Seq > 0 && !w.sinceFound {
-		return Verification{Count: w.count, Reason: ReasonHeadRolledBack}
-	}
-	if w.Since != nil && w.Since.Seq == 0 && w.Since.Hash != Genesis {
-		return Verification{Count: w.count, Reason: ReasonHeadRewritten}
-	}
-	return Verification{OK: true, Count: w.count}
-}
-
-// Verify walks the space's whole chain in pages, recomputing every hash and link.
-func Verify(ctx context.Context, idb bun.IDB, spaceID string) (Verification, error) {
-	return VerifySince(ctx, idb, spaceID, nil)
-}
-
-// VerifySince is Verify that also requires the chain to extend since, a head signed earlier
-// (GET /v1/receipts/head) and kept outside the database: a chain rewritten with recomputed
-// hashes fails with ReasonHeadRewritten, one truncated or rolled back to before since with
-// ReasonHeadRolledBack, a head of another space with ReasonHeadOtherSpace. since nil is Verify.
-// Check the head's signature before calling: VerifySince trusts its seq and hash.
-func VerifySince(ctx context.Context, idb bun.IDB, spaceID string, since *Head) (Verification, error) {
-	if since != nil && since.SpaceID != spaceID {
-		return Verification{Reason: ReasonHeadOtherSpace}, nil
-	}
-	w := &Walker{Since: since}
-	var after int64
-	for {
-		page, err := List(ctx, idb, spaceID, after, 1000)
-		if err != nil {
-			return Verification{}, err
-		}
-		for _, r := range page {
-			if !w.Next(r) {
-				return w.Result(0, "", false), nil
-			}
-			after = r.Seq
-		}
-		if len(page) < 1000 {
-			break
-		}
-	}
-	var h head
-	err := idb.NewSelect().Model(&h).Where("space_id = ?", spaceID).Scan(ctx)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return Verification{}, fmt.Errorf("receipts: head: %w", err)
-	}
-	return w.Result(h.Seq, h.Hash, err == nil), nil
-}
-
-// Head is a space's chain head: the sequence number and hash of its last receipt, and that
+// Head is a space's chain head: the sequence number of its last sealed receipt, the hash of
+// the chain entry holding it (for a receipt chained before batching, its own hash), and that
 // receipt's time (nil while the chain is empty: Seq 0, Hash Genesis). GET /v1/receipts/head
 // answers it signed.
 type Head struct {
@@ -307,8 +246,9 @@ type Head struct {
 	At      *time.Time `json:"at"`
 }
 
-// CurrentHead reads the space's chain head from the head row that Append moves in the same
-// transaction as each receipt.
+// CurrentHead reads the space's chain head from the head row that sealing moves with each
+// chain entry: the seq of the last sealed receipt, the hash of the last entry and the time of
+// that receipt. Receipts not sealed yet are not in it (Seal first to include them).
 func CurrentHead(ctx context.Context, idb bun.IDB, spaceID string) (Head, error) {
 	var h head
 	err := idb.NewSelect().Model(&h).Where("space_id = ?", spaceID).Scan(ctx)
@@ -318,15 +258,15 @@ func CurrentHead(ctx context.Context, idb bun.IDB, spaceID string) (Head, error)
 	if err != nil {
 		return Head{}, fmt.Errorf("receipts: head: %w", err)
 	}
-	var row models.Receipt
-	if err := idb.NewSelect().Model(&row).Column("at").Where("space_id = ? AND seq = ?", spaceID, h.Seq).Scan(ctx); err != nil {
+	var b models.ReceiptBatch
+	if err := idb.NewSelect().Model(&b).Column("at").Where("space_id = ? AND seq = ?", spaceID, h.Seq).Scan(ctx); err != nil {
 		return Head{}, fmt.Errorf("receipts: head entry: %w", err)
 	}
-	at := row.At.UTC()
+	at := b.At.UTC()
 	return Head{SpaceID: spaceID, Seq: h.Seq, Hash: h.Hash, At: &at}, nil
 }
 
-// Filter narrows a page of the chain: receipts with seq > After (or, with Before set, seq <
+// Filter narrows a page of the chain: sealed receipts with seq > After (or, with Before set, seq <
 // Before), of Kind and by ActorKey when set, at most Limit.
 type Filter struct {
 	After    int64
@@ -336,7 +276,7 @@ type Filter struct {
 	Limit    int
 }
 
-// ListFiltered returns a page of the space's receipts matching f in chain order (oldest
+// ListFiltered returns a page of the space's sealed receipts matching f in chain order (oldest
 // first): the first Limit after After, or with Before set the last Limit before Before.
 func ListFiltered(ctx context.Context, idb bun.IDB, spaceID string, f Filter) ([]Receipt, error) {
 	var rows []models.Receipt
@@ -358,6 +298,11 @@ func ListFiltered(ctx context.Context, idb bun.IDB, spaceID string, f Filter) ([
 	if f.Before > 0 {
 		slices.Reverse(rows)
 	}
+	return decodeRows(rows)
+}
+
+// decodeRows decodes stored receipts.
+func decodeRows(rows []models.Receipt) ([]Receipt, error) {
 	out := make([]Receipt, 0, len(rows))
 	for _, row := range rows {
 		r, err := fromRow(row)

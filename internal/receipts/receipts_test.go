@@ -1,4 +1,4 @@
-package receipts
+package receipts_test
 
 import (
 	"context"
@@ -9,60 +9,37 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/receipts/receiptstest"
 	"github.com/agentmemory/agentmemory/models"
 )
 
-// appendN appends n receipts to space, one transaction each.
+// appendN appends n receipts to space, one transaction each, then seals them (one entry).
 func appendN(t *testing.T, d *bun.DB, space string, n int, at time.Time) {
 	t.Helper()
 	for i := 0; i < n; i++ {
 		err := d.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
-			_, err := Append(ctx, tx, space, Entry{Kind: KindAdmin, Action: "test.write", ActorKey: "key_1",
+			_, err := receipts.Append(ctx, tx, space, receipts.Entry{Kind: receipts.KindAdmin, Action: "test.write", ActorKey: "key_1",
 				ObjectIDs: []string{"obj"}, Detail: map[string]any{"n": i}}, at.Add(time.Duration(i)*time.Second))
 			return err
 		})
 		require.NoError(t, err)
 	}
+	_, err := receipts.Seal(context.Background(), d, space)
+	require.NoError(t, err)
 }
 
 // rewrite changes the detail of entry seq and recomputes every hash and link from there on,
 // moving the head row: what an operator with write access to the database can do.
 func rewrite(t *testing.T, d *bun.DB, space string, seq int64) {
 	t.Helper()
-	ctx := context.Background()
-	all, err := List(ctx, d, space, 0, 1000)
-	require.NoError(t, err)
-	prev := Genesis
-	for _, r := range all {
-		if r.Seq == seq {
-			r.Detail = map[string]any{"n": float64(99)}
-		}
-		if r.Seq >= seq {
-			r.PrevHash = prev
-			r.Hash = r.ComputeHash()
-			q := d.NewUpdate().Model((*models.Receipt)(nil)).Set("prev_hash = ?, hash = ?", r.PrevHash, r.Hash)
-			if r.Seq == seq {
-				q = q.Set("detail = ?", `{"n":99}`)
-			}
-			_, err := q.Where("space_id = ? AND seq = ?", space, r.Seq).Exec(ctx)
-			require.NoError(t, err)
-		}
-		prev = r.Hash
-	}
-	_, err = d.NewUpdate().Model((*head)(nil)).Set("hash = ?", prev).Where("space_id = ?", space).Exec(ctx)
-	require.NoError(t, err)
+	require.NoError(t, receiptstest.Rewrite(context.Background(), d, space, seq, map[string]any{"n": 99}))
 }
 
 // truncate deletes the entries after seq and moves the head back to seq.
 func truncate(t *testing.T, d *bun.DB, space string, seq int64) {
 	t.Helper()
-	ctx := context.Background()
-	_, err := d.NewDelete().Model((*models.Receipt)(nil)).Where("space_id = ? AND seq > ?", space, seq).Exec(ctx)
-	require.NoError(t, err)
-	h, err := List(ctx, d, space, seq-1, 1)
-	require.NoError(t, err)
-	_, err = d.NewUpdate().Model((*head)(nil)).Set("seq = ?, hash = ?", seq, h[0].Hash).Where("space_id = ?", space).Exec(ctx)
-	require.NoError(t, err)
+	require.NoError(t, receiptstest.Truncate(context.Background(), d, space, seq))
 }
 
 // A signed head kept outside the database catches what Verify alone cannot: a chain
@@ -73,51 +50,51 @@ func TestVerifySinceHead(t *testing.T) {
 		ctx := context.Background()
 		at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
-		empty, err := CurrentHead(ctx, d, "sp_a")
+		empty, err := receipts.CurrentHead(ctx, d, "sp_a")
 		require.NoError(t, err)
-		require.Equal(t, Head{SpaceID: "sp_a", Seq: 0, Hash: Genesis}, empty)
+		require.Equal(t, receipts.Head{SpaceID: "sp_a", Seq: 0, Hash: receipts.Genesis}, empty)
 
 		appendN(t, d, "sp_a", 4, at)
-		old, err := CurrentHead(ctx, d, "sp_a")
+		old, err := receipts.CurrentHead(ctx, d, "sp_a")
 		require.NoError(t, err)
 		require.EqualValues(t, 4, old.Seq)
 		require.Equal(t, at.Add(3*time.Second), *old.At)
 
 		// The chain goes on: it extends both the old head and the empty one.
 		appendN(t, d, "sp_a", 2, at.Add(time.Minute))
-		for _, since := range []*Head{nil, &old, &empty} {
-			v, err := VerifySince(ctx, d, "sp_a", since)
+		for _, since := range []*receipts.Head{nil, &old, &empty} {
+			v, err := receipts.VerifySince(ctx, d, "sp_a", since)
 			require.NoError(t, err)
 			require.True(t, v.OK, "since %+v: got %+v, want ok", since, v)
 			require.EqualValues(t, 6, v.Count)
 		}
-		v, err := VerifySince(ctx, d, "sp_b", &old)
+		v, err := receipts.VerifySince(ctx, d, "sp_b", &old)
 		require.NoError(t, err)
-		require.Equal(t, ReasonHeadOtherSpace, v.Reason)
+		require.Equal(t, receipts.ReasonHeadOtherSpace, v.Reason)
 
 		// Rewritten at entry 2 with recomputed hashes: consistent alone, not against the head.
 		rewrite(t, d, "sp_a", 2)
-		v, err = Verify(ctx, d, "sp_a")
+		v, err = receipts.Verify(ctx, d, "sp_a")
 		require.NoError(t, err)
 		require.True(t, v.OK, "a consistently rewritten chain verifies alone: got %+v", v)
-		v, err = VerifySince(ctx, d, "sp_a", &old)
+		v, err = receipts.VerifySince(ctx, d, "sp_a", &old)
 		require.NoError(t, err)
 		require.False(t, v.OK)
-		require.Equal(t, ReasonHeadRewritten, v.Reason)
+		require.Equal(t, receipts.ReasonHeadRewritten, v.Reason)
 		require.EqualValues(t, 4, v.Broken.Seq)
 
 		// Truncated (or rolled back) to before the signed head.
 		appendN(t, d, "sp_c", 5, at)
-		signed, err := CurrentHead(ctx, d, "sp_c")
+		signed, err := receipts.CurrentHead(ctx, d, "sp_c")
 		require.NoError(t, err)
 		truncate(t, d, "sp_c", 3)
-		v, err = Verify(ctx, d, "sp_c")
+		v, err = receipts.Verify(ctx, d, "sp_c")
 		require.NoError(t, err)
 		require.True(t, v.OK, "a truncated chain with its head moved verifies alone: got %+v", v)
-		v, err = VerifySince(ctx, d, "sp_c", &signed)
+		v, err = receipts.VerifySince(ctx, d, "sp_c", &signed)
 		require.NoError(t, err)
 		require.False(t, v.OK)
-		require.Equal(t, ReasonHeadRolledBack, v.Reason)
+		require.Equal(t, receipts.ReasonHeadRolledBack, v.Reason)
 	})
 }
 
@@ -129,7 +106,7 @@ func TestVerifyFindsChangedEntry(t *testing.T) {
 		_, err := d.NewUpdate().Model((*models.Receipt)(nil)).Set("detail = ?", `{"n":7}`).
 			Where("space_id = ? AND seq = 2", "sp_a").Exec(ctx)
 		require.NoError(t, err)
-		v, err := Verify(ctx, d, "sp_a")
+		v, err := receipts.Verify(ctx, d, "sp_a")
 		require.NoError(t, err)
 		require.False(t, v.OK)
 		require.Equal(t, "hash_mismatch", v.Reason)

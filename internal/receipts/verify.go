@@ -1,0 +1,403 @@
+package receipts
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/uptrace/bun"
+
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/models"
+)
+
+// Verification is the result of walking a chain: OK, how many receipts (Count) in how many
+// entries (Batches) were recomputed, and how many receipts are committed but not sealed yet
+// (Unsealed: not in the chain, so not covered by it). When OK is false, Reason says what does
+// not hold and Broken names the receipt where the walk stopped (for an entry-level failure,
+// the entry's last receipt, whose seq is the entry's), BrokenBatch the entry, when known.
+type Verification struct {
+	OK          bool     `json:"ok"`
+	Count       int64    `json:"count"`
+	Batches     int64    `json:"batches"`
+	Unsealed    int64    `json:"unsealed"`
+	Broken      *Receipt `json:"broken,omitempty"`
+	BrokenBatch *Batch   `json:"broken_batch,omitempty"`
+	Reason      string   `json:"reason,omitempty"`
+}
+
+// Reasons a Verification gives.
+const (
+	// ReasonMissingEntry: a receipt or an entry is missing (a gap in the sequence numbers);
+	// Broken is the receipt after the gap, if any.
+	ReasonMissingEntry = "missing_entry"
+	// ReasonBrokenLink: an entry's prev_hash is not the previous entry's hash.
+	ReasonBrokenLink = "broken_link"
+	// ReasonHashMismatch: a receipt's content does not give its stored hash (Broken is that
+	// receipt), or an entry's fields do not give its hash.
+	ReasonHashMismatch = "hash_mismatch"
+	// ReasonRootMismatch: an entry's receipts do not give its Merkle root: one of them was
+	// changed (with its stored leaf hash recomputed), inserted or removed.
+	ReasonRootMismatch = "root_mismatch"
+	// ReasonTruncated: the stored head row does not match the chain's last entry, or sealed
+	// receipts lie past it.
+	ReasonTruncated = "truncated"
+	// ReasonHeadRewritten: the chain holds no entry ending at the signed head's sequence, or
+	// one with another hash: the chain was rewritten at or before that entry (hashes
+	// recomputed).
+	ReasonHeadRewritten = "head_rewritten"
+	// ReasonHeadRolledBack: the chain ends before the signed head's sequence: it was truncated
+	// or restored from an older copy.
+	ReasonHeadRolledBack = "head_rolled_back"
+	// ReasonHeadOtherSpace: the signed head belongs to another space.
+	ReasonHeadOtherSpace = "head_other_space"
+)
+
+// Walker recomputes a chain one entry at a time, in sequence order, from the genesis: the
+// check Verify makes, usable on entries and receipts read from the database or from the API's
+// GET /v1/receipts pages (which carry the entries of their receipts). With Since set, it also
+// checks that the chain extends that (older, signed) head: the entry ending at Since.Seq must
+// carry Since.Hash.
+type Walker struct {
+	// Since, when set, is a head the chain must extend.
+	Since *Head
+
+	prev       string
+	after      int64
+	count      int64
+	batches    int64
+	sinceFound bool
+	failed     *Verification
+}
+
+// Next checks the entry b with its receipts (those with seq b.FirstSeq..b.Seq, in seq order),
+// the entry after the last one given. It returns false once the chain is broken; Result then
+// says where and why.
+func (w *Walker) Next(b Batch, receipts []Receipt) bool {
+	if w.failed != nil {
+		return false
+	}
+	if w.prev == "" {
+		w.prev = Genesis
+	}
+	fail := func(reason string, r *Receipt) bool {
+		bb := b
+		if r == nil && len(receipts) > 0 && receipts[len(receipts)-1].Seq == b.Seq {
+			r = &receipts[len(receipts)-1]
+		}
+		w.failed = &Verification{Count: w.count, Batches: w.batches, Broken: r, BrokenBatch: &bb, Reason: reason}
+		return false
+	}
+	if b.FirstSeq != w.after+1 || b.Seq < b.FirstSeq {
+		var first *Receipt
+		if len(receipts) > 0 {
+			first = &receipts[0]
+		}
+		return fail(ReasonMissingEntry, first)
+	}
+	for i := range receipts {
+		if receipts[i].Seq != b.FirstSeq+int64(i) {
+			return fail(ReasonMissingEntry, &receipts[i])
+		}
+	}
+	if int64(len(receipts)) != b.Seq-b.FirstSeq+1 {
+		return fail(ReasonMissingEntry, nil)
+	}
+	if b.PrevHash != w.prev {
+		return fail(ReasonBrokenLink, nil)
+	}
+	switch b.Version {
+	case VersionChained:
+		r := receipts[0]
+		switch {
+		case len(receipts) != 1:
+			return fail(ReasonMissingEntry, nil)
+		case r.PrevHash != b.PrevHash:
+			return fail(ReasonBrokenLink, &r)
+		case r.ComputeHash() != r.Hash || r.Hash != b.Hash:
+			return fail(ReasonHashMismatch, &r)
+		}
+	case VersionMerkle:
+		leaves := make([]string, len(receipts))
+		for i := range receipts {
+			leaves[i] = receipts[i].LeafHash()
+			if receipts[i].Hash != leaves[i] {
+				return fail(ReasonHashMismatch, &receipts[i])
+			}
+		}
+		if root, err := MerkleRoot(leaves); err != nil || root != b.Root {
+			return fail(ReasonRootMismatch, nil)
+		}
+		if b.ComputeHash() != b.Hash {
+			return fail(ReasonHashMismatch, nil)
+		}
+	default:
+		return fail(ReasonHashMismatch, nil)
+	}
+	if w.Since != nil && w.Since.Seq >= b.FirstSeq && w.Since.Seq <= b.Seq {
+		if w.Since.Seq != b.Seq || w.Since.Hash != b.Hash {
+			return fail(ReasonHeadRewritten, nil)
+		}
+		w.sinceFound = true
+	}
+	w.prev, w.after = b.Hash, b.Seq
+	w.count += int64(len(receipts))
+	w.batches++
+	return true
+}
+
+// Result ends the walk against the chain's current head (seq and hash as stored, or as
+// GET /v1/receipts/head answers; hasHead false when the space has no head yet) and returns
+// the verification: OK only if every entry held, the last entry is that head, and, with
+// Since, the chain reached Since's entry unchanged.
+func (w *Walker) Result(headSeq int64, headHash string, hasHead bool) Verification {
+	if w.failed != nil {
+		return *w.failed
+	}
+	prev := w.prev
+	if prev == "" {
+		prev = Genesis
+	}
+	v := Verification{Count: w.count, Batches: w.batches}
+	switch {
+	case hasHead && (headSeq != w.after || headHash != prev):
+		v.Reason = ReasonTruncated
+	case w.Since != nil && w.Since.Seq > 0 && !w.sinceFound:
+		v.Reason = ReasonHeadRolledBack
+	case w.Since != nil && w.Since.Seq == 0 && w.Since.Hash != Genesis:
+		v.Reason = ReasonHeadRewritten
+	default:
+		v.OK = true
+	}
+	return v
+}
+
+// verifyPage is how many chain entries Verify reads at a time (with their receipts: at most
+// verifyPage × MaxBatch receipts in memory).
+const verifyPage = 64
+
+// Verify walks the space's whole chain in pages, recomputing every receipt's leaf hash, every
+// entry's Merkle root, hash and link, and counts the unsealed receipts.
+func Verify(ctx context.Context, idb bun.IDB, spaceID string) (Verification, error) {
+	return VerifySince(ctx, idb, spaceID, nil)
+}
+
+// VerifySince is Verify that also requires the chain to extend since, a head signed earlier
+// (GET /v1/receipts/head) and kept outside the database: a chain rewritten with recomputed
+// hashes fails with ReasonHeadRewritten, one truncated or rolled back to before since with
+// ReasonHeadRolledBack, a head of another space with ReasonHeadOtherSpace. since nil is Verify.
+// Check the head's signature before calling: VerifySince trusts its seq and hash.
+func VerifySince(ctx context.Context, idb bun.IDB, spaceID string, since *Head) (Verification, error) {
+	if since != nil && since.SpaceID != spaceID {
+		return Verification{Reason: ReasonHeadOtherSpace}, nil
+	}
+	w := &Walker{Since: since}
+	var after int64
+	for {
+		page, err := ListBatches(ctx, idb, spaceID, after, verifyPage)
+		if err != nil {
+			return Verification{}, err
+		}
+		if len(page) == 0 {
+			break
+		}
+		// The receipts of the page's entries, in one range (a gap shows as a missing seq).
+		rs, err := listRange(ctx, idb, spaceID, page[0].FirstSeq, page[len(page)-1].Seq)
+		if err != nil {
+			return Verification{}, err
+		}
+		for _, b := range page {
+			var mine []Receipt
+			for len(rs) > 0 && rs[0].Seq <= b.Seq {
+				mine, rs = append(mine, rs[0]), rs[1:]
+			}
+			if !w.Next(b, mine) {
+				return withUnsealed(ctx, idb, spaceID, w.Result(0, "", false))
+			}
+			after = b.Seq
+		}
+		if len(page) < verifyPage {
+			break
+		}
+	}
+	var h head
+	err := idb.NewSelect().Model(&h).Where("space_id = ?", spaceID).Scan(ctx)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return Verification{}, fmt.Errorf("receipts: head: %w", err)
+	}
+	v := w.Result(h.Seq, h.Hash, err == nil)
+	if v.OK {
+		// Sealed receipts past the last entry: the entries holding them were removed.
+		past, err := List(ctx, idb, spaceID, after, 1)
+		if err != nil {
+			return Verification{}, err
+		}
+		if len(past) > 0 {
+			v = Verification{Count: v.Count, Batches: v.Batches, Broken: &past[0], Reason: ReasonTruncated}
+		}
+	}
+	return withUnsealed(ctx, idb, spaceID, v)
+}
+
+// withUnsealed sets v.Unsealed to the space's count of unsealed receipts.
+func withUnsealed(ctx context.Context, idb bun.IDB, spaceID string, v Verification) (Verification, error) {
+	n, err := idb.NewSelect().Model((*models.Receipt)(nil)).Where("space_id = ? AND seq IS NULL", spaceID).Count(ctx)
+	if err != nil {
+		return Verification{}, fmt.Errorf("receipts: unsealed: %w", err)
+	}
+	v.Unsealed = int64(n)
+	return v, nil
+}
+
+// listRange returns the space's receipts with first <= seq <= last, in seq order.
+func listRange(ctx context.Context, idb bun.IDB, spaceID string, first, last int64) ([]Receipt, error) {
+	var rows []models.Receipt
+	if err := idb.NewSelect().Model(&rows).Where("space_id = ? AND seq BETWEEN ? AND ?", spaceID, first, last).
+		Order("seq ASC").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("receipts: list: %w", err)
+	}
+	return decodeRows(rows)
+}
+
+// ListBatches returns up to limit chain entries of the space with seq > after, in chain
+// order.
+func ListBatches(ctx context.Context, idb bun.IDB, spaceID string, after int64, limit int) ([]Batch, error) {
+	var rows []models.ReceiptBatch
+	if err := idb.NewSelect().Model(&rows).Where("space_id = ? AND seq > ?", spaceID, after).
+		Order("seq ASC").Limit(int64(limit)).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("receipts: list entries: %w", err)
+	}
+	out := make([]Batch, len(rows))
+	for i, row := range rows {
+		out[i] = batchFromRow(row)
+	}
+	return out, nil
+}
+
+// BatchesOf returns the chain entries holding the receipts rs (sealed, in seq order), in
+// chain order: what a page of GET /v1/receipts carries so that it can be verified.
+func BatchesOf(ctx context.Context, idb bun.IDB, spaceID string, rs []Receipt) ([]Batch, error) {
+	out := []Batch{}
+	if len(rs) == 0 {
+		return out, nil
+	}
+	var rows []models.ReceiptBatch
+	if err := idb.NewSelect().Model(&rows).Where("space_id = ? AND seq >= ? AND first_seq <= ?", spaceID, rs[0].Seq, rs[len(rs)-1].Seq).
+		Order("seq ASC").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("receipts: list entries: %w", err)
+	}
+	for _, row := range rows {
+		out = append(out, batchFromRow(row))
+	}
+	return out, nil
+}
+
+// Proof is a receipt's inclusion proof: the receipt, its index in its chain entry (Batch),
+// and the RFC 6962 inclusion path (sibling hashes, hex, from the leaf up) from its leaf hash
+// to the entry's root. Verify checks it offline; the entry's hash ties it to the chain, and
+// to a signed head with that hash.
+type Proof struct {
+	Receipt   Receipt  `json:"receipt"`
+	LeafIndex int64    `json:"leaf_index"`
+	LeafHash  string   `json:"leaf_hash"`
+	Path      []string `json:"path"`
+	Batch     Batch    `json:"batch"`
+}
+
+// ErrNotFound: Prove found no receipt with that id in the space.
+var ErrNotFound = fault.New(fault.NotFound, "receipt_not_found", "no receipt with that id in this space")
+
+// ErrUnsealed: the receipt is not sealed yet (Seal, then ask again).
+var ErrUnsealed = fault.New(fault.Conflict, "receipt_unsealed", "the receipt is not in the chain yet")
+
+// Prove returns the inclusion proof of the space's receipt id. Errors: ErrNotFound,
+// ErrUnsealed.
+func Prove(ctx context.Context, idb bun.IDB, spaceID, id string) (Proof, error) {
+	var row models.Receipt
+	err := idb.NewSelect().Model(&row).Where("space_id = ? AND id = ?", spaceID, id).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Proof{}, ErrNotFound
+	}
+	if err != nil {
+		return Proof{}, fmt.Errorf("receipts: proof: %w", err)
+	}
+	if row.Seq == 0 {
+		return Proof{}, ErrUnsealed
+	}
+	var br models.ReceiptBatch
+	if err := idb.NewSelect().Model(&br).Where("space_id = ? AND seq >= ? AND first_seq <= ?", spaceID, row.Seq, row.Seq).
+		Order("seq ASC").Limit(1).Scan(ctx); err != nil {
+		return Proof{}, fmt.Errorf("receipts: proof entry: %w", err)
+	}
+	b := batchFromRow(br)
+	rs, err := listRange(ctx, idb, spaceID, b.FirstSeq, b.Seq)
+	if err != nil {
+		return Proof{}, err
+	}
+	p := Proof{LeafIndex: row.Seq - b.FirstSeq, Batch: b, Path: []string{}}
+	leaves := make([][]byte, len(rs))
+	for i, r := range rs {
+		if r.ID == id {
+			p.Receipt = r
+		}
+		h := r.Hash
+		if b.Version == VersionMerkle {
+			h = r.LeafHash()
+		}
+		if leaves[i], err = decodeHash(h); err != nil {
+			return Proof{}, err
+		}
+	}
+	if int(p.LeafIndex) >= len(leaves) {
+		return Proof{}, fmt.Errorf("receipts: entry %d lacks receipt %d", b.Seq, row.Seq)
+	}
+	p.LeafHash = encodeHashes(leaves[p.LeafIndex : p.LeafIndex+1])[0]
+	if b.Version == VersionMerkle {
+		p.Path = encodeHashes(merklePath(int(p.LeafIndex), leaves))
+	}
+	return p, nil
+}
+
+// Verify checks p offline: the receipt's content gives the leaf hash; for a batch (version
+// 2), the leaf and the path give the entry's root and the entry's fields its hash; for an
+// entry from before batching (version 1), the receipt's own hash is the entry's. It returns
+// an error saying what does not hold. It does not check that the entry is in a chain: the
+// entry's hash is what a signed head, or GET /v1/receipts/verify, vouches for.
+func (p Proof) Verify() error {
+	r, b := p.Receipt, p.Batch
+	switch {
+	case r.SpaceID != b.SpaceID:
+		return errors.New("receipts: the receipt and the entry are of different spaces")
+	case r.Seq < b.FirstSeq || r.Seq > b.Seq || p.LeafIndex != r.Seq-b.FirstSeq:
+		return fmt.Errorf("receipts: receipt seq %d is not leaf %d of entry %d..%d", r.Seq, p.LeafIndex, b.FirstSeq, b.Seq)
+	}
+	switch b.Version {
+	case VersionChained:
+		if r.PrevHash != b.PrevHash || r.ComputeHash() != b.Hash || b.Seq != b.FirstSeq {
+			return errors.New("receipts: the receipt does not give its entry's hash")
+		}
+		return nil
+	case VersionMerkle:
+		leaf := r.LeafHash()
+		if leaf != p.LeafHash {
+			return errors.New("receipts: the receipt does not give the proof's leaf hash: it was changed")
+		}
+		if err := VerifyInclusion(p.LeafIndex, b.Seq-b.FirstSeq+1, leaf, p.Path, b.Root); err != nil {
+			return err
+		}
+		if b.ComputeHash() != b.Hash {
+			return errors.New("receipts: the entry's fields do not give its hash")
+		}
+		return nil
+	}
+	return fmt.Errorf("receipts: unknown entry version %d", b.Version)
+}
+
+func decodeHash(h string) ([]byte, error) {
+	b, err := decodeHashes([]string{h})
+	if err != nil {
+		return nil, err
+	}
+	return b[0], nil
+}
