@@ -24,6 +24,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 	"github.com/agentmemory/agentmemory/internal/events"
+	"github.com/agentmemory/agentmemory/internal/events/eventstest"
 	"github.com/agentmemory/agentmemory/models"
 	"github.com/agentmemory/agentmemory/sdk"
 	"github.com/agentmemory/agentmemory/workflows"
@@ -412,7 +413,7 @@ func TestReplicasAsProcesses(t *testing.T) {
 			require.NoError(t, json.Unmarshal([]byte(e.Payload), &ev))
 			noteEvent[ev.NoteID] = true
 		}
-		msgs := consumeAll(t, brokerAddr)
+		msgs := eventstest.Consume(t, brokerAddr, replicaTopic, replicaPartitions)
 		seen := map[string]int{}
 		last := map[string]int64{} // space -> last position seen, in partition order
 		for _, m := range msgs {
@@ -502,36 +503,6 @@ func receiptStrings(t *testing.T, c client2, key string) map[string]bool {
 		require.True(t, ok, "a receipt without seq: cannot page")
 		after = seq
 	}
-}
-
-// consumeAll reads every message now on replicaTopic, partition by partition, each in offset
-// order (up to each partition's last offset, so the count is exact).
-func consumeAll(t *testing.T, addr string) []kafka.Message {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // guards a hang only
-	defer cancel()
-	var out []kafka.Message
-	for p := range replicaPartitions {
-		conn, err := kafka.DialLeader(ctx, "tcp", addr, replicaTopic, p)
-		require.NoError(t, err)
-		last, err := conn.ReadLastOffset()
-		require.NoError(t, err)
-		require.NoError(t, conn.Close())
-		if last == 0 {
-			continue
-		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, Topic: replicaTopic, Partition: p, MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 50 * time.Millisecond})
-		for {
-			m, err := r.ReadMessage(ctx)
-			require.NoError(t, err)
-			out = append(out, m)
-			if m.Offset == last-1 {
-				break
-			}
-		}
-		require.NoError(t, r.Close())
-	}
-	return out
 }
 
 func kafkaHeader(m kafka.Message, key string) string {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/internal/events"
+	"github.com/agentmemory/agentmemory/internal/events/eventstest"
 )
 
 // TestNotesThroughTheAPIReachKafka (AM-13, GOV-4): notes and a proposal written through the
@@ -45,7 +46,7 @@ func TestNotesThroughTheAPIReachKafka(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 4, n, "got %d published, want 3 notes and 1 proposal", n)
 
-		msgs := consume(t, addr)
+		msgs := eventstest.Consume(t, addr, topic, partitions)
 		require.Len(t, msgs, 4)
 		var gotNotes []string
 		var gotProposal string

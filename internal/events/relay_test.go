@@ -20,6 +20,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 	"github.com/agentmemory/agentmemory/internal/events"
+	"github.com/agentmemory/agentmemory/internal/events/eventstest"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -53,36 +54,6 @@ func newKafka(t *testing.T, addr string) *events.Kafka {
 	k := events.NewKafka([]string{addr}, topic)
 	t.Cleanup(func() { _ = k.Close() })
 	return k
-}
-
-// consume reads every message now on the topic, partition by partition, each in offset order.
-// The count is exact: it reads up to each partition's last offset.
-func consume(t *testing.T, addr string) []kafka.Message {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // guards a hang only
-	defer cancel()
-	var out []kafka.Message
-	for p := range partitions {
-		conn, err := kafka.DialLeader(ctx, "tcp", addr, topic, p)
-		require.NoError(t, err)
-		last, err := conn.ReadLastOffset()
-		require.NoError(t, err)
-		require.NoError(t, conn.Close())
-		if last == 0 {
-			continue
-		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, Topic: topic, Partition: p, MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 50 * time.Millisecond})
-		for {
-			m, err := r.ReadMessage(ctx)
-			require.NoError(t, err)
-			out = append(out, m)
-			if m.Offset == last-1 {
-				break
-			}
-		}
-		require.NoError(t, r.Close())
-	}
-	return out
 }
 
 // waitDrained waits until no outbox row waits for Kafka (failing after a minute: a hang).
@@ -170,7 +141,7 @@ func TestRelayPublishesEachCommittedEventOnce(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 0, n, "a second pass publishes nothing")
 
-		msgs := consume(t, addr)
+		msgs := eventstest.Consume(t, addr, topic, partitions)
 		require.Len(t, msgs, 7, "got %d messages, want exactly 7", len(msgs))
 		allowed := map[string]bool{"id": true, "type": true, "space_id": true, "note_id": true, "proposal_id": true, "kind": true, "origin": true, "source_id": true, "occurred_at": true}
 		for _, m := range msgs {
@@ -236,7 +207,7 @@ func TestRelayWaitsForBrokerThenDeliversInOrder(t *testing.T) {
 		waitDrained(t, d)
 		stop()
 		<-done
-		msgs := consume(t, addr)
+		msgs := eventstest.Consume(t, addr, topic, partitions)
 		require.Len(t, msgs, 3)
 		require.Equal(t, ids(want), byKey(t, msgs)["spc_a"], "the 3 events arrive in order with their ids")
 		for _, m := range msgs {
@@ -268,7 +239,7 @@ func TestTwoRelaysKeepOrderWithoutDuplicates(t *testing.T) {
 		cancel()
 		wg.Wait()
 
-		msgs := consume(t, addr)
+		msgs := eventstest.Consume(t, addr, topic, partitions)
 		require.Len(t, msgs, 45, "got %d messages, want 45 (no duplicates)", len(msgs))
 		require.Equal(t, want, byKey(t, msgs), "each space's events in order")
 	})
