@@ -565,6 +565,7 @@ func (s *Service) load(ctx context.Context, idb bun.IDB, lock bool, t target) (*
 		}
 	}
 	if errors.Is(err, sql.ErrNoRows) {
+		s.seen.drop(t) // deleted (erased, expired): nothing of it stays in memory
 		return nil, errNoState
 	}
 	if err != nil {
