@@ -110,7 +110,7 @@ func (s *Server) listReceipts(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	if _, err := receipts.Seal(s.ctx(c), s.DB, p.SpaceID); err != nil {
+	if err := receipts.SealPending(s.ctx(c), s.DB, p.SpaceID); err != nil {
 		s.writeError(c, err)
 		return
 	}
@@ -137,7 +137,7 @@ func (s *Server) verifyReceipts(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	if _, err := receipts.Seal(s.ctx(c), s.DB, p.SpaceID); err != nil {
+	if err := receipts.SealPending(s.ctx(c), s.DB, p.SpaceID); err != nil {
 		s.writeError(c, err)
 		return
 	}
@@ -159,7 +159,7 @@ func (s *Server) receiptProof(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	if _, err := receipts.Seal(s.ctx(c), s.DB, p.SpaceID); err != nil {
+	if err := receipts.SealPending(s.ctx(c), s.DB, p.SpaceID); err != nil {
 		s.writeError(c, err)
 		return
 	}

@@ -234,7 +234,7 @@ func (h *Console) showReceipts(c *gin.Context, p auth.Principal, v *receipts.Ver
 	before, _ := strconv.ParseInt(c.Query("before"), 10, 64)
 	d := receiptsData{Kind: c.Query("kind"), Actor: c.Query("actor"), Verify: v,
 		Kinds: []string{receipts.KindAdmin, receipts.KindAgentMemory, receipts.KindCompliance}}
-	if _, err := receipts.Seal(ctx, h.DB, p.SpaceID); err != nil { // every committed receipt shows
+	if err := receipts.SealPending(ctx, h.DB, p.SpaceID); err != nil { // every committed receipt shows
 		h.fail(c, err)
 		return
 	}
@@ -279,7 +279,7 @@ func (h *Console) verifyReceipts(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if _, err := receipts.Seal(c.Request.Context(), h.DB, p.SpaceID); err != nil {
+	if err := receipts.SealPending(c.Request.Context(), h.DB, p.SpaceID); err != nil {
 		h.fail(c, err)
 		return
 	}

@@ -404,11 +404,22 @@ func (s *Service) Ingest(ctx context.Context, id string) (IngestResult, error) {
 				return err
 			}
 		}
-		_, err = tx.NewUpdate().Model((*models.KnowledgeDocument)(nil)).
+		// Only the row still pending: one deleted meanwhile (a subject's erasure takes no chain
+		// head lock) rolls everything back, so no chunk of a document that is gone is stored.
+		done, err := tx.NewUpdate().Model((*models.KnowledgeDocument)(nil)).
 			Set("status = ?, chunks = ?, embed_model = ?, dims = ?, indexed_at = ?, updated_at = ?", StatusReady, len(chunks), res.Model, dims, now, now).
-			Where("id = ?", doc.ID).Exec(ctx)
-		if err != nil || len(older) == 0 {
+			Where("id = ? AND status = ?", doc.ID, StatusPending).Exec(ctx)
+		if err != nil {
 			return err
+		}
+		if n, err := done.RowsAffected(); err != nil {
+			return err
+		} else if n != 1 {
+			res = IngestResult{DocumentID: doc.ID, Status: StatusDeleted}
+			return errNotPending
+		}
+		if len(older) == 0 {
+			return nil
 		}
 		_, err = receipts.Append(ctx, tx, doc.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "document.supersede", ObjectIDs: older,
 			Detail: map[string]any{"superseded_by": doc.ID}}, now)

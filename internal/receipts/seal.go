@@ -78,7 +78,17 @@ func batchFromRow(row models.ReceiptBatch) Batch {
 // at any time: sealers serialise on the space's head row, and receipts committed after it
 // read them go into a later entry.
 func Seal(ctx context.Context, d *bun.DB, spaceID string) (Head, error) {
-	err := d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	if err := SealPending(ctx, d, spaceID); err != nil {
+		return Head{}, err
+	}
+	return CurrentHead(ctx, d, spaceID)
+}
+
+// SealPending is Seal without reading the head after it: for callers that read the chain
+// themselves (verify, list, proof), which must still answer when the head's entry is gone
+// (a chain changed behind the API: Verify reports it, where CurrentHead fails).
+func SealPending(ctx context.Context, d *bun.DB, spaceID string) error {
+	return d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		for {
 			sealed, err := sealSpace(ctx, tx, spaceID, nil, nil)
 			if err != nil || sealed == nil || sealed.Count < MaxBatch {
@@ -86,10 +96,6 @@ func Seal(ctx context.Context, d *bun.DB, spaceID string) (Head, error) {
 			}
 		}
 	})
-	if err != nil {
-		return Head{}, err
-	}
-	return CurrentHead(ctx, d, spaceID)
 }
 
 // lockHead locks the space's head row inside tx (creating it at Genesis the first time) and

@@ -311,6 +311,10 @@ var ErrNotFound = fault.New(fault.NotFound, "receipt_not_found", "no receipt wit
 // ErrUnsealed: the receipt is not sealed yet (Seal, then ask again).
 var ErrUnsealed = fault.New(fault.Conflict, "receipt_unsealed", "the receipt is not in the chain yet")
 
+// ErrChainBroken: the receipt's chain entry is missing or does not hold it (the chain was
+// changed behind the API; Verify says where).
+var ErrChainBroken = fault.New(fault.Conflict, "receipt_chain_broken", "the receipt's chain entry is missing or does not hold it; GET /v1/receipts/verify says where")
+
 // Prove returns the inclusion proof of the space's receipt id. Errors: ErrNotFound,
 // ErrUnsealed.
 func Prove(ctx context.Context, idb bun.IDB, spaceID, id string) (Proof, error) {
@@ -326,8 +330,12 @@ func Prove(ctx context.Context, idb bun.IDB, spaceID, id string) (Proof, error) 
 		return Proof{}, ErrUnsealed
 	}
 	var br models.ReceiptBatch
-	if err := idb.NewSelect().Model(&br).Where("space_id = ? AND seq >= ? AND first_seq <= ?", spaceID, row.Seq, row.Seq).
-		Order("seq ASC").Limit(1).Scan(ctx); err != nil {
+	err = idb.NewSelect().Model(&br).Where("space_id = ? AND seq >= ? AND first_seq <= ?", spaceID, row.Seq, row.Seq).
+		Order("seq ASC").Limit(1).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Proof{}, ErrChainBroken
+	}
+	if err != nil {
 		return Proof{}, fmt.Errorf("receipts: proof entry: %w", err)
 	}
 	b := batchFromRow(br)
@@ -349,8 +357,8 @@ func Prove(ctx context.Context, idb bun.IDB, spaceID, id string) (Proof, error) 
 			return Proof{}, err
 		}
 	}
-	if int(p.LeafIndex) >= len(leaves) {
-		return Proof{}, fmt.Errorf("receipts: entry %d lacks receipt %d", b.Seq, row.Seq)
+	if int(p.LeafIndex) >= len(leaves) || p.Receipt.ID != id {
+		return Proof{}, ErrChainBroken
 	}
 	p.LeafHash = encodeHashes(leaves[p.LeafIndex : p.LeafIndex+1])[0]
 	if b.Version == VersionMerkle {

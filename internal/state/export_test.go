@@ -13,3 +13,16 @@ func (s *Service) RememberedWithSubject() int {
 	}
 	return n
 }
+
+// RememberedBodies returns the bodies s's lastSeen holds for spaceID, whatever their age (tests).
+func (s *Service) RememberedBodies(spaceID string) []string {
+	s.seen.mu.Lock()
+	defer s.seen.mu.Unlock()
+	var out []string
+	for k, e := range s.seen.m {
+		if k.space == spaceID {
+			out = append(out, string(e.row.Body))
+		}
+	}
+	return out
+}

@@ -16,8 +16,9 @@ import (
 // sealed under their key) are never kept, so an erasure leaves nothing of them in memory, and
 // an entry older than lastSeenTTL is ignored. At most lastSeenMax entries; emptied when full.
 type lastSeen struct {
-	mu sync.Mutex
-	m  map[seenKey]seenRow
+	mu       sync.Mutex
+	m        map[seenKey]seenRow
+	sweeping bool // a sweep of entries past lastSeenTTL is scheduled
 }
 
 type seenKey struct{ space, scope, agent string }
@@ -58,6 +59,30 @@ func (c *lastSeen) put(t target, row models.AgentState) {
 		c.m = make(map[seenKey]seenRow)
 	}
 	c.m[keyOf(t)] = seenRow{row: row, at: time.Now()}
+	if !c.sweeping {
+		// Entries past lastSeenTTL are forgotten, not only ignored: a state deleted in the
+		// store (a conversation's erasure, retention) leaves its body in no replica's memory
+		// for more than about twice lastSeenTTL.
+		c.sweeping = true
+		time.AfterFunc(lastSeenTTL, c.sweep)
+	}
+}
+
+// sweep forgets the entries older than lastSeenTTL, and schedules itself again while any
+// remain.
+func (c *lastSeen) sweep() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.m {
+		if time.Since(e.at) > lastSeenTTL {
+			delete(c.m, k)
+		}
+	}
+	if len(c.m) > 0 {
+		time.AfterFunc(lastSeenTTL, c.sweep)
+		return
+	}
+	c.sweeping = false
 }
 
 // drop forgets t's state.

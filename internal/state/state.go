@@ -483,7 +483,7 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 		}
 		opened := *fresh
 		opened.Body, opened.FieldTimes = []byte(canon), timesJSON
-		s.seen.put(t, opened)
+		s.remember(t, lock, opened)
 		return stored(1), false, nil
 	}
 	subjectHash := row.SubjectHash
@@ -533,8 +533,20 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 	opened.SubjectHash, opened.Body, opened.FieldTimes, opened.Version = subjectHash, []byte(canon), timesJSON, version
 	opened.Bytes, opened.KeyID, opened.AgentVersion = len(canon), p.KeyID, agentVersion
 	opened.UpdatedAt, opened.ExpiresAt, opened.ExpiresHour = now, expires, hour
-	s.seen.put(t, opened)
+	s.remember(t, lock, opened)
 	return stored(version), false, nil
+}
+
+// remember keeps row, just written, as t's last-seen state, unless it was written inside a
+// transaction (lock): that one is not committed yet, and may never be (a failed commit, a
+// caller gone): a remembered row whose version another writer then commits would have the
+// next write apply on content that was never stored. The state is forgotten instead.
+func (s *Service) remember(t target, lock bool, row models.AgentState) {
+	if lock {
+		s.seen.drop(t)
+		return
+	}
+	s.seen.put(t, row)
 }
 
 // load returns the stored row of t's state through idb, opened (unsealed); errNoState when
@@ -565,6 +577,7 @@ func (s *Service) load(ctx context.Context, idb bun.IDB, lock bool, t target) (*
 		}
 	}
 	if errors.Is(err, sql.ErrNoRows) {
+		s.seen.drop(t) // deleted (erased, expired): nothing of it stays in memory
 		return nil, errNoState
 	}
 	if err != nil {
