@@ -34,7 +34,7 @@ const PhaseVacuum = "vacuum"
 
 // VacuumTables are the tables PhaseVacuum vacuums, one per batch.
 var VacuumTables = []string{"agent_states", "profiles", "profile_handles", "export_packages", "turns", "identity_links",
-	"notes", "note_tags", "note_proposals", "note_requests", "proposal_decisions"}
+	"notes", "note_tags", "note_proposals", "note_requests", "proposal_decisions", "knowledge_documents", "knowledge_chunks"}
 
 // vacuumBatch vacuums the table at index cursor (outside any transaction: PostgreSQL refuses
 // VACUUM in one) and returns the next cursor.
