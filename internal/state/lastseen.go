@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentmemory/agentmemory/internal/strictjson"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -25,7 +26,11 @@ type seenKey struct{ space, scope, agent string }
 
 type seenRow struct {
 	row models.AgentState // opened: Body and FieldTimes in clear
-	at  time.Time
+	// fields and times are row's Body and FieldTimes parsed (parseRow), nil when not parsed
+	// yet: read only, shared by every write that starts from this row.
+	fields strictjson.Object
+	times  map[string]time.Time
+	at     time.Time
 }
 
 const (
@@ -35,20 +40,20 @@ const (
 
 func keyOf(t target) seenKey { return seenKey{t.spaceID, t.scopeHash, t.agent} }
 
-// get returns a copy of t's remembered row, if one is fresh enough.
-func (c *lastSeen) get(t target) (*models.AgentState, bool) {
+// get returns a copy of t's remembered entry, if one is fresh enough.
+func (c *lastSeen) get(t target) (*seenRow, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[keyOf(t)]
 	if !ok || time.Since(e.at) > lastSeenTTL {
 		return nil, false
 	}
-	row := e.row
-	return &row, true
+	return &e, true
 }
 
-// put remembers row (opened) as t's current state; a customer's state is not kept.
-func (c *lastSeen) put(t target, row models.AgentState) {
+// put remembers row (opened) as t's current state, with its fields and times parsed when the
+// caller has them (nil otherwise); a customer's state is not kept.
+func (c *lastSeen) put(t target, row models.AgentState, fields strictjson.Object, times map[string]time.Time) {
 	if row.SubjectHash != "" {
 		c.drop(t)
 		return
@@ -58,7 +63,7 @@ func (c *lastSeen) put(t target, row models.AgentState) {
 	if c.m == nil || len(c.m) >= lastSeenMax {
 		c.m = make(map[seenKey]seenRow)
 	}
-	c.m[keyOf(t)] = seenRow{row: row, at: time.Now()}
+	c.m[keyOf(t)] = seenRow{row: row, fields: fields, times: times, at: time.Now()}
 	if !c.sweeping {
 		// Entries past lastSeenTTL are forgotten, not only ignored: a state deleted in the
 		// store (a conversation's erasure, retention) leaves its body in no replica's memory

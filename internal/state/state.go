@@ -378,17 +378,24 @@ func (t target) masks(body strictjson.Object) bool {
 // the write should be recomputed on the new version. With lock (idb a transaction) the row is
 // read FOR UPDATE, so an existing row's update cannot lose. With seen (a row this replica
 // remembers, lastSeen) the row is not read: the conditional update checks it is still current.
-func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.Principal, agentVersion string, t target, req WriteRequest, body strictjson.Object, deletes []string, seen *models.AgentState) (WriteResult, bool, error) {
+func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.Principal, agentVersion string, t target, req WriteRequest, body strictjson.Object, deletes []string, seen *seenRow) (WriteResult, bool, error) {
 	now := s.Now().UTC()
-	row := seen
-	if row == nil {
+	var row *models.AgentState
+	var all strictjson.Object
+	var stamps map[string]time.Time
+	if seen != nil {
+		row, all, stamps = &seen.row, seen.fields, seen.times
+	} else {
 		loaded, err := s.load(ctx, idb, lock, t)
 		if err != nil && !errors.Is(err, errNoState) {
 			return WriteResult{}, false, err
 		}
 		row = loaded
 	}
-	current, times, effective := live(row, t.schema, now)
+	if all == nil && row != nil {
+		all, stamps = parseRow(row)
+	}
+	current, times, effective := liveOf(row, all, stamps, t.schema, now)
 	if seen != nil && effective == 0 {
 		return WriteResult{}, true, nil // an expired state is replaced only on the stored row
 	}
@@ -423,7 +430,7 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 			}
 			raw = masked
 		}
-		written[name] = raw
+		written[name] = strictjson.CanonicalValue(raw)
 	}
 	next := strictjson.Object{}
 	nextTimes := map[string]time.Time{}
@@ -441,7 +448,7 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 		next[k] = v
 		nextTimes[k] = now
 	}
-	canon := next.Canonical()
+	canon := next.Join() // every value is canonical: the stored ones and the written ones
 	if max := t.schema.MaxBytes(); len(canon) > max {
 		reason := ReasonOverCap
 		return WriteResult{Stored: false, Version: effective, Reason: &reason, Bytes: len(canon), MaxBytes: max}, false, nil
@@ -483,7 +490,7 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 		}
 		opened := *fresh
 		opened.Body, opened.FieldTimes = []byte(canon), timesJSON
-		s.remember(t, lock, opened)
+		s.remember(t, lock, opened, next, nextTimes)
 		return stored(1), false, nil
 	}
 	subjectHash := row.SubjectHash
@@ -533,7 +540,7 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 	opened.SubjectHash, opened.Body, opened.FieldTimes, opened.Version = subjectHash, []byte(canon), timesJSON, version
 	opened.Bytes, opened.KeyID, opened.AgentVersion = len(canon), p.KeyID, agentVersion
 	opened.UpdatedAt, opened.ExpiresAt, opened.ExpiresHour = now, expires, hour
-	s.remember(t, lock, opened)
+	s.remember(t, lock, opened, next, nextTimes)
 	return stored(version), false, nil
 }
 
@@ -541,12 +548,12 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 // transaction (lock): that one is not committed yet, and may never be (a failed commit, a
 // caller gone): a remembered row whose version another writer then commits would have the
 // next write apply on content that was never stored. The state is forgotten instead.
-func (s *Service) remember(t target, lock bool, row models.AgentState) {
+func (s *Service) remember(t target, lock bool, row models.AgentState, fields strictjson.Object, times map[string]time.Time) {
 	if lock {
 		s.seen.drop(t)
 		return
 	}
-	s.seen.put(t, row)
+	s.seen.put(t, row, fields, times)
 }
 
 // load returns the stored row of t's state through idb, opened (unsealed); errNoState when
@@ -586,7 +593,7 @@ func (s *Service) load(ctx context.Context, idb bun.IDB, lock bool, t target) (*
 	if err := s.openRow(ctx, &row); err != nil {
 		return nil, err
 	}
-	s.seen.put(t, row)
+	s.seen.put(t, row, nil, nil)
 	return &row, nil
 }
 
@@ -635,19 +642,39 @@ func ExpiresHour(t time.Time) int64 {
 // live returns the fields of row still within retention at now, their last-write times, and
 // the version callers see: 0 when there is no row or the whole state expired (WM-12).
 func live(row *models.AgentState, schema spaces.ObjectType, now time.Time) (strictjson.Object, map[string]time.Time, int64) {
-	fields, times := strictjson.Object{}, map[string]time.Time{}
-	if row == nil || !now.Before(row.ExpiresAt.UTC()) {
-		return fields, times, 0
+	if row == nil {
+		return liveOf(nil, nil, nil, schema, now)
 	}
+	all, stamps := parseRow(row)
+	return liveOf(row, all, stamps, schema, now)
+}
+
+// parseRow returns the fields of an opened row's body (canonical values) and each one's last
+// write (the row's updated_at when its stamp is missing or unreadable).
+func parseRow(row *models.AgentState) (strictjson.Object, map[string]time.Time) {
 	var all strictjson.Object
 	_ = json.Unmarshal(row.Body, &all)
 	var stamps map[string]string
 	_ = json.Unmarshal([]byte(row.FieldTimes), &stamps)
-	for name, raw := range all {
+	times := make(map[string]time.Time, len(all))
+	for name := range all {
 		at, err := time.Parse(time.RFC3339Nano, stamps[name])
 		if err != nil {
 			at = row.UpdatedAt.UTC()
 		}
+		times[name] = at
+	}
+	return all, times
+}
+
+// liveOf is live on row's fields and times already parsed (parseRow); it only reads them.
+func liveOf(row *models.AgentState, all strictjson.Object, stamps map[string]time.Time, schema spaces.ObjectType, now time.Time) (strictjson.Object, map[string]time.Time, int64) {
+	fields, times := make(strictjson.Object, len(all)), make(map[string]time.Time, len(all))
+	if row == nil || !now.Before(row.ExpiresAt.UTC()) {
+		return fields, times, 0
+	}
+	for name, raw := range all {
+		at := stamps[name]
 		// A field with a retention of its own shorter than the state's expires that long
 		// after its own last write; any other field lives as long as the state does.
 		if ttl := schema.FieldTTL(name); ttl < schema.StateTTL() && !now.Before(at.Add(ttl)) {

@@ -332,6 +332,44 @@ func (o Object) Canonical() []byte {
 	return b.Bytes()
 }
 
+// CanonicalValue returns raw in canonical form (see Object.Canonical), or raw itself when it
+// is not valid JSON.
+func CanonicalValue(raw json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := canonicalValue(&b, dec); err != nil {
+		return raw
+	}
+	return b.Bytes()
+}
+
+// Join is Canonical for an object whose values are already canonical (CanonicalValue, or
+// members of a Canonical object read back): members sorted by key, keys written canonically,
+// values as they are. It gives Canonical's bytes without parsing the values again.
+func (o Object) Join() []byte {
+	keys := make([]string, 0, len(o))
+	size := 2
+	for k, v := range o {
+		keys = append(keys, k)
+		size += len(k) + len(v) + 4
+	}
+	sort.Strings(keys)
+	var b bytes.Buffer
+	b.Grow(size)
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeString(&b, k)
+		b.WriteByte(':')
+		b.Write(o[k])
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
 // canonicalValue writes the next value of dec canonically (see Object.Canonical). Its
 // recursion is bounded by the depth the value was checked for.
 func canonicalValue(b *bytes.Buffer, dec *json.Decoder) error {

@@ -87,3 +87,19 @@ func TestCanonicalKeepsNumbersAndSortsKeys(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `{"a":{"y":1.50,"x":"<email>"},"b":9007199254740993}`, string(o.Canonical()))
 }
+
+// Join of canonical values gives Canonical's bytes: the working-memory write joins the stored
+// (canonical) fields with the written ones canonicalised once (issue 16), and the cap (WM-8)
+// counts the same bytes either way.
+func TestJoinOfCanonicalValuesIsCanonical(t *testing.T) {
+	o, err := strictjson.ParseObject([]byte(`{"z\u00e9": "caf\u00e9 \"q\" \u003c", "a": {"y": 1.50, "x": [1, {"k": "\t"}]},
+		"n": 9007199254740993, "e": "", "t": true, "nul": null}`))
+	require.NoError(t, err)
+	values := strictjson.Object{}
+	for k, v := range o {
+		values[k] = strictjson.CanonicalValue(v)
+	}
+	require.Equal(t, string(o.Canonical()), string(values.Join()))
+	require.Equal(t, `{}`, string(strictjson.Object{}.Join()))
+	require.Equal(t, `nope`, string(strictjson.CanonicalValue(json.RawMessage(`nope`))), "not JSON: returned as it is")
+}
