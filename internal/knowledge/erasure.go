@@ -131,28 +131,9 @@ func subjectRows(ctx context.Context, idb bun.IDB, t erasure.Target) (docs, chun
 // embedding column of knowledge_chunks, or, on SQLite, in a sqlite-vec table (an index kept
 // apart from the rows, probed by chunk id). Sorted, each id once.
 func vectorResidue(ctx context.Context, idb bun.IDB, t erasure.Target, chunkIDs []string) ([]string, error) {
-	if len(chunkIDs) == 0 {
-		return nil, nil
-	}
-	var ids []string
-	if err := idb.NewSelect().Model((*models.KnowledgeChunk)(nil)).Column("id").
-		Where("space_id = ? AND id IN (?) AND embedding IS NOT NULL", t.SpaceID, bun.In(chunkIDs)).OrderExpr("id ASC").Scan(ctx, &ids); err != nil {
-		return nil, fmt.Errorf("knowledge: probe vectors: %w", err)
-	}
-	if !db.IsSQLite(idb) {
-		return ids, nil
-	}
-	tables, err := vectorTables(ctx, idb)
+	ids, err := storedVectors(ctx, idb, t.SpaceID, chunkIDs)
 	if err != nil {
-		return nil, err
-	}
-	for _, table := range tables {
-		var indexed []string
-		if err := idb.NewSelect().TableExpr(table).Column("chunk_id").
-			Where("chunk_id IN (?)", bun.In(chunkIDs)).Scan(ctx, &indexed); err != nil {
-			return nil, fmt.Errorf("knowledge: probe vectors: %w", err)
-		}
-		ids = append(ids, indexed...)
+		return nil, fmt.Errorf("knowledge: probe vectors: %w", err)
 	}
 	slices.Sort(ids)
 	return slices.Compact(ids), nil

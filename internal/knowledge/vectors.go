@@ -337,27 +337,41 @@ func cos(a, b []float32) float64 {
 // be 0 (MS-4): a probe checks the vector index as well as the rows with it. Errors are the
 // database's.
 func (s *Service) VectorsIndexed(ctx context.Context, chunkIDs []string) (int, error) {
+	ids, err := storedVectors(ctx, s.DB, "", chunkIDs)
+	return len(ids), err
+}
+
+// storedVectors returns, for each vector still stored of chunks chunkIDs (of space spaceID;
+// any space when empty), its chunk's id: chunk rows with an embedding, then on SQLite the rows
+// of every sqlite-vec table (an index kept apart from the rows). A chunk whose vector is in
+// both is listed twice.
+func storedVectors(ctx context.Context, idb bun.IDB, spaceID string, chunkIDs []string) ([]string, error) {
 	if len(chunkIDs) == 0 {
-		return 0, nil
+		return nil, nil
 	}
-	var n int
-	if err := s.DB.NewSelect().Model((*models.KnowledgeChunk)(nil)).ColumnExpr("count(*)").
-		Where("id IN (?) AND embedding IS NOT NULL", bun.In(chunkIDs)).Scan(ctx, &n); err != nil {
-		return 0, fmt.Errorf("knowledge: count vectors: %w", err)
+	var ids []string
+	q := idb.NewSelect().Model((*models.KnowledgeChunk)(nil)).Column("id").
+		Where("id IN (?) AND embedding IS NOT NULL", bun.In(chunkIDs)).OrderExpr("id ASC")
+	if spaceID != "" {
+		q = q.Where("space_id = ?", spaceID)
 	}
-	if !db.IsSQLite(s.DB) {
-		return n, nil
+	if err := q.Scan(ctx, &ids); err != nil {
+		return nil, fmt.Errorf("knowledge: stored vectors: %w", err)
 	}
-	tables, err := vectorTables(ctx, s.DB)
+	if !db.IsSQLite(idb) {
+		return ids, nil
+	}
+	tables, err := vectorTables(ctx, idb)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	for _, t := range tables {
-		var m int
-		if err := s.DB.NewSelect().TableExpr(t).ColumnExpr("count(*)").Where("chunk_id IN (?)", bun.In(chunkIDs)).Scan(ctx, &m); err != nil {
-			return 0, fmt.Errorf("knowledge: count vectors: %w", err)
+	for _, table := range tables {
+		var indexed []string
+		if err := idb.NewSelect().TableExpr(table).Column("chunk_id").
+			Where("chunk_id IN (?)", bun.In(chunkIDs)).Scan(ctx, &indexed); err != nil {
+			return nil, fmt.Errorf("knowledge: stored vectors: %w", err)
 		}
-		n += m
+		ids = append(ids, indexed...)
 	}
-	return n, nil
+	return ids, nil
 }

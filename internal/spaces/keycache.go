@@ -85,8 +85,7 @@ func (c *KeyCache) Authenticate(ctx context.Context, d *bun.DB, key string) (aut
 	e, ok := c.entries[hash]
 	c.mu.Unlock()
 	if ok {
-		ctx = context.WithValue(ctx, prefetchKey{}, prefetched{spaceID: e.p.SpaceID, docs: e.docs})
-		return e.p, context.WithValue(ctx, assumedKey{}, assumed{spaceID: e.p.SpaceID, rev: e.rev, hash: hash, cached: true}), nil
+		return e.p, withKey(ctx, e.p.SpaceID, e.docs, assumed{spaceID: e.p.SpaceID, rev: e.rev, hash: hash, cached: true}), nil
 	}
 	return c.Reload(ctx, d, hash)
 }
@@ -105,8 +104,14 @@ func (c *KeyCache) Reload(ctx context.Context, d *bun.DB, hash string) (auth.Pri
 		clear(c.entries)
 	}
 	c.entries[hash] = cachedKey{p: p, docs: docs, rev: rev}
-	ctx = context.WithValue(ctx, prefetchKey{}, prefetched{spaceID: p.SpaceID, docs: docs})
-	return p, context.WithValue(ctx, assumedKey{}, assumed{spaceID: p.SpaceID, rev: rev, hash: hash}), nil
+	return p, withKey(ctx, p.SpaceID, docs, assumed{spaceID: p.SpaceID, rev: rev, hash: hash}), nil
+}
+
+// withKey returns ctx carrying the space documents a key was authenticated with (Documents
+// answers from them) and the configuration revision they were read at (AssumedConfig).
+func withKey(ctx context.Context, spaceID string, docs []models.Document, a assumed) context.Context {
+	ctx = context.WithValue(ctx, prefetchKey{}, prefetched{spaceID: spaceID, docs: docs})
+	return context.WithValue(ctx, assumedKey{}, a)
 }
 
 // ReloadFor is Reload of the key ctx was authenticated with (ctx from Authenticate or Reload).

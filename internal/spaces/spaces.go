@@ -224,8 +224,7 @@ func AuthenticateWithDocuments(ctx context.Context, d *bun.DB, key string) (auth
 	if err != nil {
 		return p, ctx, err
 	}
-	ctx = context.WithValue(ctx, prefetchKey{}, prefetched{spaceID: p.SpaceID, docs: docs})
-	return p, context.WithValue(ctx, assumedKey{}, assumed{spaceID: p.SpaceID, rev: rev, hash: hash}), nil
+	return p, withKey(ctx, p.SpaceID, docs, assumed{spaceID: p.SpaceID, rev: rev, hash: hash}), nil
 }
 
 // keyAndDocumentsByHash runs keyAndDocuments: the Principal of the key of hash (auth.FromRow's
