@@ -93,6 +93,11 @@ func TestSubjectErasureReachesKnowledge(t *testing.T) {
 			require.Equal(t, knowledge.StatusSuperseded, mustDoc(t, ks, admin, cases.ID, v1.ID).Status)
 			n, vec, ft := knowledgeLeft(t, e, []string{v2.ID}, "zanzibar")
 			require.Equal(t, [3]int{1, 1, 2}, [3]int{n, vec, ft}, "ana's chunk and the policy's full-text entry")
+			var anaChunks []string
+			require.NoError(t, e.DB.NewRaw("SELECT id FROM knowledge_chunks WHERE document_id = ?", v2.ID).Scan(ctx, &anaChunks))
+			indexed, err := ks.VectorsIndexed(ctx, anaChunks)
+			require.NoError(t, err)
+			require.NotZero(t, indexed, "her chunk's vector is stored (on SQLite in sqlite-vec too)")
 			var stored string
 			require.NoError(t, e.DB.NewRaw("SELECT subject_hash FROM knowledge_documents WHERE id = ?", v2.ID).Scan(ctx, &stored))
 			require.NotContains(t, stored, "91234", "only a keyed hash")
@@ -124,6 +129,9 @@ func TestSubjectErasureReachesKnowledge(t *testing.T) {
 			// Nothing of Ana in rows, vectors, full text or retrieval; Bruno and the policy stay.
 			n, vec, ft = knowledgeLeft(t, e, []string{v1.ID, v2.ID}, "zanzibar")
 			require.Equal(t, [3]int{0, 0, 1}, [3]int{n, vec, ft}, "only the policy's full-text entry is left")
+			indexed, err = ks.VectorsIndexed(ctx, anaChunks)
+			require.NoError(t, err)
+			require.Zero(t, indexed, "no vector of hers is left in any index (MS-4, KN-3)")
 			var docs int
 			require.NoError(t, e.DB.NewRaw("SELECT count(*) FROM knowledge_documents WHERE id IN (?, ?)", v1.ID, v2.ID).Scan(ctx, &docs))
 			require.Zero(t, docs)
