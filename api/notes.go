@@ -2,11 +2,13 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/proposals"
 	"github.com/agentmemory/agentmemory/internal/strictjson"
@@ -233,16 +235,22 @@ func (s *Server) exportNotes(c *gin.Context) {
 }
 
 // noteBlock: GET /v1/agent-memory/block?max_tokens=&tags=a,b&view=&source_id= (AM-4) ->
-// {text, enabled, note_ids, tokens} with ETag; If-None-Match -> 304.
+// {text, enabled, note_ids, tokens} with ETag; If-None-Match -> 304. The key and documents
+// come from the replica's KeyCache (withConfig: reloaded when the block finds them stale).
 func (s *Server) noteBlock(c *gin.Context) {
 	max, err := queryInt(c, "max_tokens", notes.DefaultBlockTokens, notes.MinBlockTokens, notes.MaxBlockTokens)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	b, err := s.Notes.Block(s.ctx(c), principal(c), notes.BlockRequest{
+	req := notes.BlockRequest{
 		MaxTokens: int(max), Tags: splitList(c.Query("tags")), View: c.Query("view"),
 		SourceID: c.Query("source_id"), IfNoneMatch: c.GetHeader("If-None-Match"),
+	}
+	var b notes.Block
+	err = s.withConfig(c, func(ctx context.Context, p auth.Principal) (err error) {
+		b, err = s.Notes.Block(ctx, p, req)
+		return err
 	})
 	if err != nil {
 		s.writeError(c, err)

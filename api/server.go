@@ -248,15 +248,15 @@ func (s *Server) authenticate() gin.HandlerFunc {
 	}
 }
 
-// prefetchDocuments are the routes whose key lookup also reads the space documents: the
-// working-memory routes and the prompt block, which read them on every request and never
-// write them.
-var prefetchDocuments = map[string]bool{"/v1/agent-memory/block": true}
+// prefetchDocuments are the routes whose key lookup also reads the space documents, which
+// they read on every request and never write (none at present besides cachedKeys').
+var prefetchDocuments = map[string]bool{}
 
-// cachedKeys are the routes whose key and space documents come from the replica's KeyCache:
-// the working-memory write and read, whose every statement checks the configuration revision
-// the cache assumed (internal/state), run through withConfig.
-var cachedKeys = map[string]bool{"/v1/agent-state": true, "/v1/agent-state/read": true}
+// cachedKeys are the routes whose key and space documents come from the replica's KeyCache,
+// run through withConfig: the working-memory write and read, whose every statement checks
+// the configuration revision the cache assumed (internal/state), and the prompt block, whose
+// receipt commits only while it is current (notes.Service.Block).
+var cachedKeys = map[string]bool{"/v1/agent-state": true, "/v1/agent-state/read": true, "/v1/agent-memory/block": true}
 
 // withConfig runs fn with the request's context and principal. When fn finds that the space's
 // configuration changed since the key and documents were read (spaces.ErrStaleConfig), or

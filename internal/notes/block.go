@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -105,6 +106,15 @@ func (r *BlockRequest) validate() error {
 // Every answer, a 304 included, leaves an agent_memory receipt "block.read" naming the
 // delivered note ids (detail not_modified true for a 304): the prompt the agent used is
 // answerable either way. Feature off: Enabled false, empty text, no receipt.
+//
+// Issue 16: when ctx carries the configuration revision its key and documents were read at
+// (spaces.AssumedConfig), the answer is kept in this replica's memory under the request, the
+// viewer, that revision and the space's notes revision (spaces.RevisionNotes) until the
+// first valid_until of the notes it was decided on; a later identical request is answered
+// from it without a statement, and its receipt commits only if both revisions are still the
+// same in the receipt's transaction (receipts.Expect). Otherwise nothing is stored, the
+// space's answers are dropped and the error is spaces.ErrStaleConfig: the caller reloads the
+// key (a revoked key is then refused) and calls again, which decides from the store.
 func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest) (Block, error) {
 	if err := req.validate(); err != nil {
 		return Block{}, err
@@ -117,20 +127,59 @@ func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest)
 	if err != nil {
 		return Block{}, err
 	}
+	config, known := spaces.AssumedConfig(ctx, p.SpaceID)
 	if !f.AgentMemory.Enabled {
+		// No receipt to check the key's revision: a key and documents from a cache are
+		// confirmed current here.
+		if spaces.FromCache(ctx) {
+			current, err := spaces.Revision(ctx, s.DB, p.SpaceID, spaces.RevisionConfig)
+			if err != nil {
+				return Block{}, err
+			}
+			if current != config {
+				return Block{}, spaces.ErrStaleConfig
+			}
+		}
 		b := Block{NoteIDs: []string{}}
 		b.ETag = etag(b, req)
 		b.NotModified = matches(req.IfNoneMatch, b.ETag)
 		return b, nil
 	}
 	now := s.now()
+	var expect []receipts.Expect
+	akey := answerKey(v, req)
+	if known {
+		expect = append(expect, receipts.Expect{Name: spaces.RevisionConfig, Revision: config})
+		if a, ok := s.answers.get(p.SpaceID, akey, config, now); ok {
+			// Decided in memory; given only if neither the key and documents nor any note of
+			// the space changed since (checked when the receipt commits).
+			return s.answerBlock(ctx, p, v, req, a.block, now, append(expect, receipts.Expect{Name: spaces.RevisionNotes, Revision: a.notes}))
+		}
+	}
+	// The notes revision, read before the notes: an answer kept under it is never newer
+	// than it says (a change after this read makes the kept answer stale, never wrong).
+	notesRev, err := spaces.Revision(ctx, s.DB, p.SpaceID, spaces.RevisionNotes)
+	if err != nil {
+		return Block{}, err
+	}
 	// The ids of the deliverable notes decide the answer (each id is one immutable version:
 	// an edit is a new id, a retire or an expiry drops the id), so a block built once for
 	// them and the request is answered, a 304 included, without loading or tokenising notes.
-	var ids []string
-	if err := deliverable(s.DB.NewSelect().Model((*models.Note)(nil)).Column("n.id"), v, now).
-		Order("n.id").Scan(ctx, &ids); err != nil {
+	var rows []struct {
+		ID         string     `bun:"id"`
+		ValidUntil *time.Time `bun:"valid_until"`
+	}
+	if err := deliverable(s.DB.NewSelect().Model((*models.Note)(nil)).Column("n.id", "n.valid_until"), v, now).
+		Order("n.id").Scan(ctx, &rows); err != nil {
 		return Block{}, fmt.Errorf("notes: block: %w", err)
+	}
+	ids := make([]string, len(rows))
+	var until time.Time // the first valid_until of the deliverable notes: the answer's end
+	for i, r := range rows {
+		ids[i] = r.ID
+		if r.ValidUntil != nil && (until.IsZero() || r.ValidUntil.Before(until)) {
+			until = *r.ValidUntil
+		}
 	}
 	// The space's note-erasure revision, read before the notes: a block cached under an
 	// older one is dropped, so an erasure run by any process (the worker) purges every
@@ -145,12 +194,26 @@ func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest)
 			return Block{}, err
 		}
 	}
+	if known {
+		s.answers.put(p.SpaceID, akey, blockAnswer{block: b, config: config, notes: notesRev, until: until})
+	}
+	return s.answerBlock(ctx, p, v, req, b, now, expect)
+}
+
+// answerBlock records the receipt of block b answered to req (a 304 when If-None-Match
+// names its ETag) and returns b once the receipt has committed (group-committed with other
+// reads), only while the space's revisions are still expect. When one changed, nothing is
+// stored, the space's kept answers are dropped and the error is spaces.ErrStaleConfig.
+func (s *Service) answerBlock(ctx context.Context, p auth.Principal, v viewer, req BlockRequest, b Block, now time.Time, expect []receipts.Expect) (Block, error) {
 	b.NotModified = matches(req.IfNoneMatch, b.ETag)
-	// Answered only once the receipt has committed (group-committed with other reads).
-	err = receipts.Record(ctx, s.Receipts, s.DB, p.SpaceID, receipts.Entry{
+	err := receipts.Record(ctx, s.Receipts, s.DB, p.SpaceID, receipts.Entry{
 		Kind: receipts.KindAgentMemory, Action: "block.read", ActorKey: p.KeyID, ObjectIDs: b.NoteIDs,
 		Detail: map[string]any{"tokens": b.Tokens, "not_modified": b.NotModified, "source_id": v.source},
-	}, now)
+	}, now, expect...)
+	if errors.Is(err, receipts.ErrStale) {
+		s.answers.drop(p.SpaceID)
+		return Block{}, spaces.ErrStaleConfig
+	}
 	if err != nil {
 		return Block{}, err
 	}
@@ -281,6 +344,78 @@ func forgetBlocks() {
 	blockCache.Lock()
 	blockCache.spaces, blockCache.n = map[string]*spaceBlocks{}, 0
 	blockCache.Unlock()
+}
+
+// blockAnswer is a block answer kept by a replica: the block, the space's configuration and
+// notes revisions it was decided at, and when it ends (the first valid_until of the notes it
+// was decided on; zero: never).
+type blockAnswer struct {
+	block         Block
+	config, notes int64
+	until         time.Time
+}
+
+// blockAnswers are a Service's block answers by space and answerKey (issue 16), at most
+// maxCachedBlocks of them (emptied when full). The zero value is empty and ready; safe for
+// concurrent use.
+type blockAnswers struct {
+	mu     sync.Mutex
+	spaces map[string]map[string]blockAnswer
+	n      int
+}
+
+// answerKey names a block request of viewer v: who reads (the source, its vendor, or the
+// whole space) and the request's budget, tags (in order) and view.
+func answerKey(v viewer, req BlockRequest) string {
+	return fmt.Sprintf("%t\x00%s\x00%s\x00%d\x00%s\x00%s", v.all, v.source, v.vendor, req.MaxTokens, strings.Join(req.Tags, ","), req.View)
+}
+
+// get returns the answer of space kept under key if it was decided at configuration
+// revision config and has not ended at now (with its own copy of NoteIDs).
+func (c *blockAnswers) get(spaceID, key string, config int64, now time.Time) (blockAnswer, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.spaces[spaceID][key]
+	if !ok || a.config != config || (!a.until.IsZero() && !now.Before(a.until)) {
+		return blockAnswer{}, false
+	}
+	a.block.NoteIDs = slices.Clone(a.block.NoteIDs)
+	return a, true
+}
+
+// put keeps a under space and key.
+func (c *blockAnswers) put(spaceID, key string, a blockAnswer) {
+	a.block.NotModified = false
+	a.block.NoteIDs = slices.Clone(a.block.NoteIDs)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.spaces == nil || c.n >= maxCachedBlocks {
+		c.spaces, c.n = map[string]map[string]blockAnswer{}, 0
+	}
+	m := c.spaces[spaceID]
+	if m == nil {
+		m = map[string]blockAnswer{}
+		c.spaces[spaceID] = m
+	}
+	if _, ok := m[key]; !ok {
+		c.n++
+	}
+	m[key] = a
+}
+
+// drop forgets the space's answers.
+func (c *blockAnswers) drop(spaceID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n -= len(c.spaces[spaceID])
+	delete(c.spaces, spaceID)
+}
+
+// forget forgets every answer.
+func (c *blockAnswers) forget() {
+	c.mu.Lock()
+	c.spaces, c.n = nil, 0
+	c.mu.Unlock()
 }
 
 // renderNote is one note's part of the block. Writes refuse fence tags and multi-line

@@ -16,9 +16,10 @@ import (
 // inside idb (the caller's transaction, which also holds its receipt): their search-index
 // rows (SQLite's notes_fts; PostgreSQL's search column goes with the row), tags, the
 // remembered idempotent answers that carry their ids or the ids of the source's proposals,
-// and the rows themselves, and bumps the space's note-erasure revision (so every replica
-// drops the space's cached blocks at its next block read); then this process's token counts
-// cached under their ids and every block it cached (MS-4). The proposals and their
+// and the rows themselves, and bumps the space's note-erasure and notes revisions (so every
+// replica drops the space's cached blocks and block answers at its next block read); then
+// this process's token counts cached under their ids and every block and block answer it
+// cached (MS-4). The proposals and their
 // decisions are internal/proposals' (its EraseSource calls this one first, then erases
 // them: compliance.NoteEraser). It returns how many notes it removed (Proposals 0); a second
 // call finds nothing. Outbox events and receipts stay: they hold ids, never text.
@@ -58,12 +59,15 @@ func (s *Service) EraseSource(ctx context.Context, idb bun.IDB, spaceID, sourceI
 	out.Notes = int(n)
 	if n > 0 {
 		// Every replica drops the space's cached blocks at its next block read (MS-4).
-		if err := spaces.BumpRevision(ctx, idb, spaceID, spaces.RevisionNotesErased); err != nil {
-			return out, err
+		for _, rev := range []string{spaces.RevisionNotesErased, spaces.RevisionNotes} {
+			if err := spaces.BumpRevision(ctx, idb, spaceID, rev); err != nil {
+				return out, err
+			}
 		}
 	}
 	forgetCounts(noteIDs)
 	forgetBlocks()
+	s.answers.forget()
 	return out, nil
 }
 

@@ -101,6 +101,9 @@ type Service struct {
 	// Receipts commits the receipts of block reads and searches in groups (issue 16); nil:
 	// each read commits its own receipt.
 	Receipts *receipts.Log
+
+	// answers are this replica's block answers (issue 16).
+	answers blockAnswers
 }
 
 func (s *Service) now() time.Time {

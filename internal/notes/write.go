@@ -187,6 +187,9 @@ func (s *Service) Retire(ctx context.Context, p auth.Principal, noteID string) (
 		if err := retireRow(ctx, tx, p.SpaceID, noteID, now); err != nil {
 			return err
 		}
+		if err := spaces.BumpRevision(ctx, tx, p.SpaceID, spaces.RevisionNotes); err != nil {
+			return err
+		}
 		return tx.NewSelect().Model(&out).Where("id = ?", noteID).Scan(ctx)
 	})
 	if err != nil {
@@ -457,7 +460,8 @@ func (s *Service) propose(ctx context.Context, tx bun.IDB, w write, id string) e
 }
 
 // insertNote checks the cap, retires the superseded version (compare-and-swap on its status),
-// inserts the note, its tags and its search row, and enqueues note_created. Call inside a
+// inserts the note, its tags and its search row, bumps the space's notes revision and
+// enqueues note_created. Call inside a
 // transaction that already appended the receipt.
 func insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID string) (Note, error) {
 	if w.prev != nil {
@@ -493,6 +497,10 @@ func insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID
 			id, r.Title, r.Body, r.TagsText); err != nil {
 			return Note{}, fmt.Errorf("notes: index: %w", err)
 		}
+	}
+	// Every replica's cached block answers of the space stop being given (issue 16).
+	if err := spaces.BumpRevision(ctx, tx, r.SpaceID, spaces.RevisionNotes); err != nil {
+		return Note{}, err
 	}
 	if _, err := events.Enqueue(ctx, tx, events.Event{
 		Type: events.TypeNoteCreated, SpaceID: r.SpaceID, NoteID: id, ProposalID: proposalID, Kind: r.Kind,

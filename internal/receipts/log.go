@@ -2,6 +2,7 @@ package receipts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -36,11 +37,29 @@ type Log struct {
 	running bool            // a drain goroutine is on
 }
 
-// pending is one receipt Record waits for.
+// pending is one receipt Record waits for: stored only while the space's revisions are still
+// expect (stale is set when they were not, and nothing was stored).
 type pending struct {
-	rec  record
-	done chan error
+	rec    record
+	expect []Expect
+	stale  bool
+	done   chan error
 }
+
+// Expect is a revision of the receipt's space (table space_revisions: Name, e.g. "config" or
+// "notes", at Revision; 0 when the space has no row of that name) that the answer a receipt
+// records was decided on (issue 16): Record stores the receipt only if the revision is still
+// the same inside the transaction that commits it, so an answer decided from a replica's
+// memory is given only while what it relied on is current on every replica.
+type Expect struct {
+	Name     string
+	Revision int64
+}
+
+// ErrStale is Record's error when a revision the answer relied on (Expect) changed before
+// the receipt could commit: nothing was stored; the caller decides the answer again from the
+// store.
+var ErrStale = errors.New("receipts: a revision the answer relied on changed; the receipt was not stored")
 
 // DefaultSealEvery is the interval of Run's safety-net pass.
 const DefaultSealEvery = time.Second
@@ -62,14 +81,16 @@ func NewLog(d *bun.DB, logger *slog.Logger, every time.Duration) *Log {
 
 // Record writes e as a receipt of the space through the group committer and returns once it
 // has committed: sealed, with its Seq and leaf Hash, or, when its group's sealing failed,
-// unsealed (Seq 0; Run seals it later). It returns an error when the receipt could not be
-// stored at all, or when ctx ended first (the receipt may still commit).
-func (l *Log) Record(ctx context.Context, spaceID string, e Entry, now time.Time) (Receipt, error) {
+// unsealed (Seq 0; Run seals it later). With expect, the receipt is stored only if each of
+// the space's revisions is still the expected one inside the committing transaction; else
+// nothing is stored and the error is ErrStale. It returns an error when the receipt could not
+// be stored at all, or when ctx ended first (the receipt may still commit).
+func (l *Log) Record(ctx context.Context, spaceID string, e Entry, now time.Time, expect ...Expect) (Receipt, error) {
 	r, row, err := newReceipt(spaceID, e, now)
 	if err != nil {
 		return Receipt{}, err
 	}
-	p := &pending{rec: record{r: r, row: row}, done: make(chan error, 1)}
+	p := &pending{rec: record{r: r, row: row}, expect: expect, done: make(chan error, 1)}
 	l.mu.Lock()
 	l.queue = append(l.queue, p)
 	l.startLocked()
@@ -149,19 +170,23 @@ func (l *Log) drain() {
 		l.mu.Unlock()
 		err := l.commit(ctx, group, spaces)
 		for _, p := range group {
+			if err == nil && p.stale {
+				p.done <- ErrStale
+				continue
+			}
 			p.done <- err
 		}
 	}
 }
 
 // commit inserts group's receipts, sealed, and seals whatever else of their spaces and of
-// spaces is unsealed, in one transaction: per space, one chain entry. When that fails, it
-// inserts group alone, unsealed (a later pass seals them), and returns that insert's error:
-// sealing never fails a read whose receipt was stored.
+// spaces is unsealed, in one transaction: per space, one chain entry. A receipt whose
+// expected revisions differ from the space's in that transaction is left out and marked
+// stale. When that fails, it inserts group alone (the revisions checked again), unsealed (a
+// later pass seals them), and returns that insert's error: sealing never fails a read whose
+// receipt was stored.
 func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bool) error {
-	fresh := map[string][]record{}
 	for _, p := range group {
-		fresh[p.rec.r.SpaceID] = append(fresh[p.rec.r.SpaceID], p.rec)
 		spaces[p.rec.r.SpaceID] = true
 	}
 	order := make([]string, 0, len(spaces))
@@ -170,6 +195,15 @@ func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bo
 	}
 	slices.Sort(order) // heads are locked in one order by every sealer: no deadlock
 	err := l.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := markStale(ctx, tx, group); err != nil {
+			return err
+		}
+		fresh := map[string][]record{}
+		for _, p := range group {
+			if !p.stale {
+				fresh[p.rec.r.SpaceID] = append(fresh[p.rec.r.SpaceID], p.rec)
+			}
+		}
 		for _, s := range order {
 			// A full entry may leave more unsealed receipts behind: seal until one is not full.
 			for recs := fresh[s]; ; recs = nil {
@@ -191,12 +225,22 @@ func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bo
 	if len(group) == 0 {
 		return nil
 	}
-	rows := make([]*models.Receipt, len(group))
-	for i, p := range group {
-		rows[i] = p.rec.row
-		rows[i].N, rows[i].Seq, rows[i].Hash = 0, 0, "" // as before the rolled-back insert
-	}
 	return l.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := markStale(ctx, tx, group); err != nil {
+			return err
+		}
+		var rows []*models.Receipt
+		for _, p := range group {
+			if p.stale {
+				continue
+			}
+			row := p.rec.row
+			row.N, row.Seq, row.Hash = 0, 0, "" // as before the rolled-back insert
+			rows = append(rows, row)
+		}
+		if len(rows) == 0 {
+			return nil
+		}
 		if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
 			return fmt.Errorf("receipts: insert: %w", err)
 		}
@@ -204,15 +248,65 @@ func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bo
 	})
 }
 
+// markStale sets the stale flag of each of group's receipts whose expected revisions
+// (pending.expect) are not the space's current ones read through tx (one statement for the
+// whole group, none when nothing is expected), and clears it on the others.
+func markStale(ctx context.Context, tx bun.IDB, group []*pending) error {
+	var spaceIDs, names []string
+	for _, p := range group {
+		p.stale = false
+		for _, x := range p.expect {
+			if !slices.Contains(spaceIDs, p.rec.r.SpaceID) {
+				spaceIDs = append(spaceIDs, p.rec.r.SpaceID)
+			}
+			if !slices.Contains(names, x.Name) {
+				names = append(names, x.Name)
+			}
+		}
+	}
+	if len(spaceIDs) == 0 {
+		return nil
+	}
+	var rows []struct {
+		SpaceID  string `bun:"space_id"`
+		Name     string `bun:"name"`
+		Revision int64  `bun:"revision"`
+	}
+	if err := tx.NewRaw("SELECT space_id, name, revision FROM space_revisions WHERE space_id IN (?) AND name IN (?)",
+		bun.In(spaceIDs), bun.In(names)).Scan(ctx, &rows); err != nil {
+		return fmt.Errorf("receipts: revisions: %w", err)
+	}
+	current := make(map[[2]string]int64, len(rows))
+	for _, r := range rows {
+		current[[2]string{r.SpaceID, r.Name}] = r.Revision
+	}
+	for _, p := range group {
+		for _, x := range p.expect {
+			if current[[2]string{p.rec.r.SpaceID, x.Name}] != x.Revision {
+				p.stale = true
+			}
+		}
+	}
+	return nil
+}
+
 // Record writes the receipt of a request that writes nothing else: through l's group
-// committer, or, with l nil, in a transaction of its own on d (sealed later). Either way it
-// returns once the receipt has committed.
-func Record(ctx context.Context, l *Log, d *bun.DB, spaceID string, e Entry, now time.Time) error {
+// committer, or, with l nil, in a transaction of its own on d. Either way it returns once the
+// receipt has committed; with expect, only if the space's revisions were still those
+// (Log.Record), else it stores nothing and returns ErrStale.
+func Record(ctx context.Context, l *Log, d *bun.DB, spaceID string, e Entry, now time.Time, expect ...Expect) error {
 	if l != nil {
-		_, err := l.Record(ctx, spaceID, e, now)
+		_, err := l.Record(ctx, spaceID, e, now, expect...)
 		return err
 	}
 	return d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		p := &pending{rec: record{r: Receipt{SpaceID: spaceID}}, expect: expect}
+		if err := markStale(ctx, tx, []*pending{p}); err != nil {
+			return err
+		}
+		if p.stale {
+			return ErrStale
+		}
 		_, err := Append(ctx, tx, spaceID, e, now)
 		return err
 	})

@@ -19,6 +19,11 @@ const (
 	// RevisionNotesErased counts agent-note erasures (internal/notes: the prompt blocks each
 	// replica keeps in memory).
 	RevisionNotesErased = "notes_erased"
+	// RevisionNotes counts every change of the space's notes that can change a prompt block:
+	// a note created, edited (a new version), retired, approved from a proposal, or erased
+	// (internal/notes: the block answers each replica keeps in memory are given only while
+	// it is unchanged, checked in the receipt's transaction).
+	RevisionNotes = "notes"
 	// RevisionConfig counts document writes, key mints and key revocations (KeyCache: the
 	// keys and documents the working-memory routes keep; internal/state checks it in the
 	// statements themselves).
