@@ -13,6 +13,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -294,5 +295,58 @@ func TestRunSealsLeftovers(t *testing.T) {
 				return err == nil && v.OK && v.Count == 1 && v.Unsealed == 0
 			}, 30*time.Second, 10*time.Millisecond, space)
 		}
+	})
+}
+
+// Issue 16: a receipt recorded with expected revisions commits only while the space's
+// revisions are those, through the group committer and without one; a stale one stores
+// nothing and is ErrStale, and the receipts of the same group that expect nothing or the
+// current revisions still commit.
+func TestRecordExpectsRevisions(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
+		ctx := context.Background()
+		require.NoError(t, spaces.BumpRevision(ctx, d, "sp_a", spaces.RevisionNotes))
+		require.NoError(t, spaces.BumpRevision(ctx, d, "sp_a", spaces.RevisionNotes)) // notes at 2, config at 0 (no row)
+		count := func() (n int) {
+			require.NoError(t, d.NewSelect().Model((*models.Receipt)(nil)).ColumnExpr("COUNT(*)").Where("space_id = ?", "sp_a").Scan(ctx, &n))
+			return n
+		}
+		e := receipts.Entry{Kind: receipts.KindAgentMemory, Action: "block.read", ActorKey: "key_1"}
+		current := []receipts.Expect{{Name: spaces.RevisionNotes, Revision: 2}, {Name: spaces.RevisionConfig, Revision: 0}}
+		stale := []receipts.Expect{{Name: spaces.RevisionNotes, Revision: 1}, {Name: spaces.RevisionConfig, Revision: 0}}
+		l := receipts.NewLog(d, nil, 0)
+		for _, log := range []*receipts.Log{l, nil} {
+			before := count()
+			require.NoError(t, receipts.Record(ctx, log, d, "sp_a", e, t0, current...))
+			require.ErrorIs(t, receipts.Record(ctx, log, d, "sp_a", e, t0, stale...), receipts.ErrStale)
+			require.ErrorIs(t, receipts.Record(ctx, log, d, "sp_a", e, t0, receipts.Expect{Name: spaces.RevisionConfig, Revision: 1}), receipts.ErrStale)
+			require.Equal(t, before+1, count(), "only the current receipt is stored")
+		}
+
+		// One group: concurrent receipts, half of them stale.
+		var wg sync.WaitGroup
+		errs := make([]error, 20)
+		for i := range errs {
+			wg.Go(func() {
+				x := current
+				if i%2 == 1 {
+					x = stale
+				}
+				_, errs[i] = l.Record(ctx, "sp_a", e, t0, x...)
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if i%2 == 1 {
+				require.ErrorIs(t, err, receipts.ErrStale)
+			} else {
+				require.NoError(t, err)
+			}
+		}
+		require.Equal(t, 12, count())
+		v, err := receipts.Verify(ctx, d, "sp_a")
+		require.NoError(t, err)
+		require.True(t, v.OK, "%+v", v)
+		require.EqualValues(t, 12, v.Count)
 	})
 }
