@@ -105,6 +105,17 @@ func QueryRows(ctx context.Context, d *bun.DB, query string, args ...any) (*sql.
 	return st.QueryContext(ctx, args...)
 }
 
+// QueryRowsTx is QueryRows inside tx, a transaction begun on d: the statement prepared once
+// per pool of d, run on tx's connection (prepared there once, then reused); the caller scans
+// and closes the rows.
+func QueryRowsTx(ctx context.Context, d *bun.DB, tx bun.Tx, query string, args ...any) (*sql.Rows, error) {
+	st, err := stmt(ctx, d, query)
+	if err != nil {
+		return nil, err
+	}
+	return tx.Tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+}
+
 // Close closes the statements QueryOne and QueryRows prepared on d, forgets them, then closes
 // d. Close every pool those functions used through it, or its statements stay in memory for
 // the life of the process. Errors: d's own Close error.

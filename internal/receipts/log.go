@@ -11,6 +11,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -195,7 +196,7 @@ func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bo
 	}
 	slices.Sort(order) // heads are locked in one order by every sealer: no deadlock
 	err := l.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := markStale(ctx, tx, group); err != nil {
+		if err := markStale(ctx, l.db, tx, group); err != nil {
 			return err
 		}
 		fresh := map[string][]record{}
@@ -226,7 +227,7 @@ func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bo
 		return nil
 	}
 	return l.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := markStale(ctx, tx, group); err != nil {
+		if err := markStale(ctx, l.db, tx, group); err != nil {
 			return err
 		}
 		var rows []*models.Receipt
@@ -249,36 +250,38 @@ func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bo
 }
 
 // markStale sets the stale flag of each of group's receipts whose expected revisions
-// (pending.expect) are not the space's current ones read through tx (one statement for the
-// whole group, none when nothing is expected), and clears it on the others.
-func markStale(ctx context.Context, tx bun.IDB, group []*pending) error {
-	var spaceIDs, names []string
+// (pending.expect) are not the space's current ones read through tx, a transaction of d's
+// pool (one prepared statement per space concerned, none when nothing is expected), and
+// clears it on the others.
+func markStale(ctx context.Context, d *bun.DB, tx bun.Tx, group []*pending) error {
+	current := map[[2]string]int64{}
+	var read []string
 	for _, p := range group {
 		p.stale = false
-		for _, x := range p.expect {
-			if !slices.Contains(spaceIDs, p.rec.r.SpaceID) {
-				spaceIDs = append(spaceIDs, p.rec.r.SpaceID)
-			}
-			if !slices.Contains(names, x.Name) {
-				names = append(names, x.Name)
-			}
+		space := p.rec.r.SpaceID
+		if len(p.expect) == 0 || slices.Contains(read, space) {
+			continue
 		}
-	}
-	if len(spaceIDs) == 0 {
-		return nil
-	}
-	var rows []struct {
-		SpaceID  string `bun:"space_id"`
-		Name     string `bun:"name"`
-		Revision int64  `bun:"revision"`
-	}
-	if err := tx.NewRaw("SELECT space_id, name, revision FROM space_revisions WHERE space_id IN (?) AND name IN (?)",
-		bun.In(spaceIDs), bun.In(names)).Scan(ctx, &rows); err != nil {
-		return fmt.Errorf("receipts: revisions: %w", err)
-	}
-	current := make(map[[2]string]int64, len(rows))
-	for _, r := range rows {
-		current[[2]string{r.SpaceID, r.Name}] = r.Revision
+		read = append(read, space)
+		rows, err := db.QueryRowsTx(ctx, d, tx, "SELECT name, revision FROM space_revisions WHERE space_id = ?", space)
+		if err != nil {
+			return fmt.Errorf("receipts: revisions: %w", err)
+		}
+		for rows.Next() {
+			var name string
+			var revision int64
+			if err := rows.Scan(&name, &revision); err != nil {
+				rows.Close()
+				return fmt.Errorf("receipts: revisions: %w", err)
+			}
+			current[[2]string{space, name}] = revision
+		}
+		if err := rows.Close(); err != nil {
+			return fmt.Errorf("receipts: revisions: %w", err)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("receipts: revisions: %w", err)
+		}
 	}
 	for _, p := range group {
 		for _, x := range p.expect {
@@ -301,7 +304,7 @@ func Record(ctx context.Context, l *Log, d *bun.DB, spaceID string, e Entry, now
 	}
 	return d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		p := &pending{rec: record{r: Receipt{SpaceID: spaceID}}, expect: expect}
-		if err := markStale(ctx, tx, []*pending{p}); err != nil {
+		if err := markStale(ctx, d, tx, []*pending{p}); err != nil {
 			return err
 		}
 		if p.stale {

@@ -196,6 +196,9 @@ func (r Receipt) LeafHash() string {
 	if detail == nil {
 		detail = map[string]any{}
 	}
+	if canon, ok := leafCanonical(r, objs, detail); ok {
+		return hex.EncodeToString(hasher.HashLeaf(canon))
+	}
 	doc, err := json.Marshal(map[string]any{
 		"type": "receipt", "space_id": r.SpaceID, "seq": r.Seq, "id": r.ID, "kind": r.Kind,
 		"action": r.Action, "actor_key_id": r.ActorKeyID, "object_ids": objs, "detail": detail,

@@ -1,0 +1,45 @@
+package receipts
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentmemory/agentmemory/internal/signing"
+)
+
+// The direct leaf encoding (leafCanonical) gives byte for byte what encoding the document
+// and canonicalising it with JCS gives, for every kind of value it accepts, and declines
+// what it does not handle (LeafHash then takes the general path).
+func TestLeafCanonicalMatchesJCS(t *testing.T) {
+	at := time.Date(2026, 12, 2, 9, 1, 2, 345678000, time.FixedZone("x", 3600))
+	strs := []string{"", "plain", `q"uote\back`, "ctl\x00\x01\x08\t\n\x0b\x0c\r\x1f\x7f", "é ü 日本 😀", "\u2028\u2029<>&"}
+	for i, s := range strs {
+		detail := map[string]any{}
+		// As newReceipt stores them: through a JSON round trip.
+		raw, _ := json.Marshal(map[string]any{"tokens": 812, "not_modified": i%2 == 0, "source_id": s, "zero": 0,
+			"neg": -42, "big": int64(1) << 52, "nothing": nil, "b": s, "a_b": "x", "A": 1})
+		require.NoError(t, json.Unmarshal(raw, &detail))
+		r := Receipt{SpaceID: "sp_" + s, Seq: int64(i) * 1_000_003, ID: "rcpt_" + s, Kind: KindAgentMemory, Action: "block." + s,
+			ActorKeyID: s, ObjectIDs: []string{"n1", s}, Detail: detail, At: at}
+		got, ok := leafCanonical(r, r.ObjectIDs, r.Detail)
+		require.True(t, ok, "%q", s)
+		doc, err := json.Marshal(map[string]any{
+			"type": "receipt", "space_id": r.SpaceID, "seq": r.Seq, "id": r.ID, "kind": r.Kind,
+			"action": r.Action, "actor_key_id": r.ActorKeyID, "object_ids": r.ObjectIDs, "detail": r.Detail,
+			"at": r.At.UTC().Format(timeFormat),
+		})
+		require.NoError(t, err)
+		want, err := signing.Canonical(doc)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), "%q", s)
+	}
+	for _, d := range []map[string]any{{"ratio": 0.5}, {"list": []any{"a"}}, {"obj": map[string]any{}}, {"é": 1}, {"huge": float64(1 << 53)}} {
+		_, ok := leafCanonical(Receipt{}, []string{}, d)
+		require.False(t, ok, "%v", d)
+	}
+	_, ok := leafCanonical(Receipt{ID: "bad\xff"}, []string{}, map[string]any{})
+	require.False(t, ok, "invalid UTF-8")
+}
