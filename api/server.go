@@ -248,8 +248,9 @@ func (s *Server) authenticate() gin.HandlerFunc {
 	}
 }
 
-// prefetchDocuments are the routes whose key lookup also reads the space documents, which
-// they read on every request and never write (none at present besides cachedKeys').
+// prefetchDocuments are the routes whose key lookup also reads the space documents in the
+// same statement (spaces.AuthenticateWithDocuments), for routes that read them on every
+// request and never write them. The prompt block moved to cachedKeys (issue 16).
 var prefetchDocuments = map[string]bool{}
 
 // cachedKeys are the routes whose key and space documents come from the replica's KeyCache,
