@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -245,6 +246,9 @@ func pause(ctx context.Context, d time.Duration) error {
 func splitDeletes(body strictjson.Object, mode string) ([]string, error) {
 	var deletes []string
 	for name, raw := range body {
+		if strictjson.IsScalar(raw) {
+			continue // neither {"$delete": true} nor holding one
+		}
 		var v any
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
@@ -787,6 +791,12 @@ func (s *Service) maskValue(ctx context.Context, spaceID string, raw json.RawMes
 
 // checkValue checks raw against the declared type of field name; null is always a value.
 func checkValue(name string, f spaces.Field, raw json.RawMessage) error {
+	if ok, decided := checkScalar(f, raw); decided {
+		if ok {
+			return nil
+		}
+		return badValue(name, f)
+	}
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -814,13 +824,59 @@ func checkValue(name string, f spaces.Field, raw json.RawMessage) error {
 		_, ok = v.([]any)
 	}
 	if !ok {
-		what := f.Type
-		if f.Type == "enum" && len(f.Values) > 0 {
-			what = "one of " + strings.Join(f.Values, ", ")
-		}
-		return fault.New(fault.Invalid, "invalid_field_value", "field %q must be %s", name, what).With("member", "body."+name)
+		return badValue(name, f)
 	}
 	return nil
+}
+
+// checkScalar is checkValue on a value that is a number, a literal or a string without
+// escapes, read from its first byte: decided is false for any other value (an object, an
+// array, a string with escapes, an enum), which checkValue then decodes.
+func checkScalar(f spaces.Field, raw json.RawMessage) (ok, decided bool) {
+	if len(raw) == 0 {
+		return false, false
+	}
+	switch c := raw[0]; {
+	case c == 'n':
+		return true, true // null is always a value
+	case c == '"':
+		if _, plain := strictjson.PlainString(raw); !plain {
+			return false, false
+		}
+		switch f.Type {
+		case "string", "text", "date", "datetime":
+			return true, true
+		case "integer", "number", "boolean", "object", "array":
+			return false, true
+		}
+	case c == 't' || c == 'f':
+		switch f.Type {
+		case "boolean":
+			return true, true
+		case "string", "text", "date", "datetime", "integer", "number", "object", "array":
+			return false, true
+		}
+	case c == '-' || (c >= '0' && c <= '9'):
+		switch f.Type {
+		case "number":
+			return true, true
+		case "integer":
+			_, err := strconv.ParseInt(string(raw), 10, 64)
+			return err == nil, true
+		case "string", "text", "date", "datetime", "boolean", "object", "array":
+			return false, true
+		}
+	}
+	return false, false
+}
+
+// badValue is checkValue's refusal of field name's value.
+func badValue(name string, f spaces.Field) error {
+	what := f.Type
+	if f.Type == "enum" && len(f.Values) > 0 {
+		what = "one of " + strings.Join(f.Values, ", ")
+	}
+	return fault.New(fault.Invalid, "invalid_field_value", "field %q must be %s", name, what).With("member", "body."+name)
 }
 
 func stored(v int64) WriteResult { return WriteResult{Stored: true, Version: v} }
