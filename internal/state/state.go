@@ -656,10 +656,25 @@ func live(row *models.AgentState, schema spaces.ObjectType, now time.Time) (stri
 // parseRow returns the fields of an opened row's body (canonical values) and each one's last
 // write (the row's updated_at when its stamp is missing or unreadable).
 func parseRow(row *models.AgentState) (strictjson.Object, map[string]time.Time) {
-	var all strictjson.Object
-	_ = json.Unmarshal(row.Body, &all)
-	var stamps map[string]string
-	_ = json.Unmarshal([]byte(row.FieldTimes), &stamps)
+	all := strictjson.Object{}
+	if ok, _ := strictjson.Members(row.Body, func(name string, value []byte) error {
+		all[name] = value
+		return nil
+	}); !ok {
+		all = nil
+		_ = json.Unmarshal(row.Body, &all)
+	}
+	stamps := make(map[string]string, len(all))
+	if ok, err := strictjson.Members([]byte(row.FieldTimes), func(name string, value []byte) error {
+		if s, ok := strictjson.PlainString(value); ok {
+			stamps[name] = s
+			return nil
+		}
+		return errNotQuick
+	}); !ok || err != nil {
+		stamps = nil
+		_ = json.Unmarshal([]byte(row.FieldTimes), &stamps)
+	}
 	times := make(map[string]time.Time, len(all))
 	for name := range all {
 		at, err := time.Parse(time.RFC3339Nano, stamps[name])

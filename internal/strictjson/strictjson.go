@@ -348,6 +348,10 @@ func (o Object) Canonical() []byte {
 		}
 		writeString(&b, k)
 		b.WriteByte(':')
+		if plainScalar(o[k]) {
+			b.Write(o[k]) // already canonical
+			continue
+		}
 		mark := b.Len()
 		dec := json.NewDecoder(bytes.NewReader(o[k]))
 		dec.UseNumber()
