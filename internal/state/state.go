@@ -563,11 +563,23 @@ func (s *Service) remember(t target, lock bool, row models.AgentState, fields st
 // load returns the stored row of t's state through idb, opened (unsealed); errNoState when
 // there is none. With lock the row is read FOR UPDATE (PostgreSQL; idb a transaction).
 func (s *Service) load(ctx context.Context, idb bun.IDB, lock bool, t target) (*models.AgentState, error) {
+	return s.loadRow(ctx, idb, lock, t, stateByScope)
+}
+
+// loadForRead is load for Read: only the columns a read serves and opens (stateForRead), and
+// the row is not remembered (lastSeen wants it whole); a remembered row at another version is
+// forgotten, so the next write reads the row instead of missing on it.
+func (s *Service) loadForRead(ctx context.Context, t target) (*models.AgentState, error) {
+	return s.loadRow(ctx, s.DB, false, t, stateForRead)
+}
+
+// loadRow is load with query (stateByScope or stateForRead) outside a transaction.
+func (s *Service) loadRow(ctx context.Context, idb bun.IDB, lock bool, t target, query string) (*models.AgentState, error) {
 	var row models.AgentState
 	var err error
 	rev := assumedConfig(ctx, t)
 	if d, ok := idb.(*bun.DB); ok && !lock {
-		err = db.QueryOne(ctx, d, stateByScope, []any{&row}, t.spaceID, t.scopeHash, t.agent, rev, rev)
+		err = db.QueryOne(ctx, d, query, []any{&row}, t.spaceID, t.scopeHash, t.agent, rev, rev)
 	} else {
 		q := idb.NewSelect().Model(&row).
 			Where("space_id = ? AND scope_hash = ? AND agent = ?", t.spaceID, t.scopeHash, t.agent).
@@ -597,6 +609,12 @@ func (s *Service) load(ctx context.Context, idb bun.IDB, lock bool, t target) (*
 	if err := s.openRow(ctx, &row); err != nil {
 		return nil, err
 	}
+	if query == stateForRead {
+		if seen, ok := s.seen.get(t); ok && (seen.row.ID != row.ID || seen.row.Version != row.Version) {
+			s.seen.drop(t)
+		}
+		return &row, nil
+	}
 	s.seen.put(t, row, nil, nil)
 	return &row, nil
 }
@@ -622,6 +640,10 @@ func assumedConfig(ctx context.Context, t target) int64 {
 // stateByScope is load's statement (prepared once per pool): every column of
 // models.AgentState, when the configuration is still the one assumed.
 const stateByScope = `SELECT id, space_id, scope_hash, scope_kind, agent, subject_hash, body, field_times, version, bytes, key_id, agent_version, created_at, updated_at, expires_at, expires_hour FROM agent_states WHERE space_id = ? AND scope_hash = ? AND agent = ?` + atConfig
+
+// stateForRead is Read's statement (prepared once per pool): stateByScope with only the
+// columns Read serves and openRow needs, so the driver converts fewer columns.
+const stateForRead = `SELECT id, subject_hash, body, field_times, version, updated_at, expires_at FROM agent_states WHERE space_id = ? AND scope_hash = ? AND agent = ?` + atConfig
 
 // updateState is tryWrite's conditional update outside a transaction (prepared once per
 // pool) when no indexed column changes: it applies only at the version read and the
@@ -712,7 +734,7 @@ func (s *Service) Read(ctx context.Context, p auth.Principal, req ReadRequest) (
 	if err != nil {
 		return ReadResult{}, err
 	}
-	row, err := s.load(ctx, s.DB, false, t)
+	row, err := s.loadForRead(ctx, t)
 	if errors.Is(err, errNoState) {
 		return ReadResult{Body: json.RawMessage("{}"), Version: 0}, nil
 	}
