@@ -58,7 +58,8 @@ type Service struct {
 	// Keys, when set, seals the states of customers under their data keys (sealing.go).
 	Keys keystore.Store
 
-	seen lastSeen // this replica's last-seen rows: a write's first attempt skips the read
+	seen    lastSeen // this replica's last-seen rows: a write's first attempt skips the read
+	writers writers  // this replica's writes of one state, one at a time
 }
 
 // Scope names what a state belongs to (WM-3): Kind is conversation, task, object or subject;
@@ -181,6 +182,16 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, agentVersion stri
 	// call out (rules, a model) and must not run while the row is locked. SQLite serialises
 	// writers itself: it keeps retrying, with no transaction around the write.
 	lockable := !db.IsSQLite(s.DB) && !t.masks(body)
+	if !t.masks(body) {
+		// This replica's writers of one state take turns (writers), so a hot state's writes
+		// each start from the row the previous one stored instead of losing the race to it.
+		// A body with a pii field does not wait in line: its masking may call out.
+		release, err := s.writers.acquire(ctx, t)
+		if err != nil {
+			return WriteResult{}, fmt.Errorf("state: write: %w", err)
+		}
+		defer release()
+	}
 	locked := false
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
