@@ -102,8 +102,11 @@ $(WORKFLOWCHECK):
 ## How cost grows (issue 16), both databases: merge writes at 1k/10k/100k stored states and at
 ## 200 B/4 KB/16 KB bodies, block reads at 10/100/500 notes, receipt verify at 1k/10k/100k
 ## receipts, one subject's erasure (1k states, 10k turns; needs bin/temporal).
+## One working-memory request at a time through each handler (issue 16): CPU time and
+## allocations per request, the API against the floor.
 bench:
 	$(GO) test -run '^$$' -bench WM -benchtime 1000x -timeout 30m ./bench
+	$(GO) test -run '^$$' -bench Request -benchmem -benchtime 5000x -timeout 30m ./bench
 	$(GO) test -run '^$$' -bench Knowledge -benchtime 200x -timeout 30m ./bench
 	$(GO) test -run '^$$' -bench Growth -benchtime 500x -timeout 60m ./bench
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./internal/notes

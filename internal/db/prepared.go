@@ -18,7 +18,7 @@ import (
 var prepared sync.Map // *bun.DB -> *stmts
 
 type stmts struct {
-	mu sync.Mutex
+	mu sync.RWMutex
 	m  map[string]*sql.Stmt
 }
 
@@ -51,8 +51,17 @@ func QueryOne(ctx context.Context, d *bun.DB, query string, dest []any, args ...
 }
 
 func stmt(ctx context.Context, d *bun.DB, query string) (*sql.Stmt, error) {
-	v, _ := prepared.LoadOrStore(d, &stmts{m: map[string]*sql.Stmt{}})
+	v, ok := prepared.Load(d)
+	if !ok {
+		v, _ = prepared.LoadOrStore(d, &stmts{m: map[string]*sql.Stmt{}})
+	}
 	s := v.(*stmts)
+	s.mu.RLock()
+	st, ok := s.m[query]
+	s.mu.RUnlock()
+	if ok {
+		return st, nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st, ok := s.m[query]; ok {

@@ -2,6 +2,7 @@ package spaces
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -276,11 +277,11 @@ func ParseObjectTypes(data []byte) (ObjectTypes, error) {
 // at most maxRetentionDays days; anything else is an error saying what it must look like.
 func ParseRetention(s string) (time.Duration, error) {
 	if len(s) < 2 {
-		return 0, fmt.Errorf("must look like 30d or 12h")
+		return 0, errRetentionShape
 	}
 	n, err := strconv.Atoi(s[:len(s)-1])
 	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("must look like 30d or 12h")
+		return 0, errRetentionShape
 	}
 	var d time.Duration
 	switch s[len(s)-1] {
@@ -289,13 +290,20 @@ func ParseRetention(s string) (time.Duration, error) {
 	case 'h':
 		d = time.Hour
 	default:
-		return 0, fmt.Errorf("must look like 30d or 12h")
+		return 0, errRetentionShape
 	}
 	if n > maxRetentionDays*int(24*time.Hour/d) {
-		return 0, fmt.Errorf("must be at most %dd", maxRetentionDays)
+		return 0, errRetentionTooLong
 	}
 	return time.Duration(n) * d, nil
 }
+
+// ParseRetention's errors, built once: ObjectType.StateTTL and FieldTTL parse on every
+// working-memory request, mostly an absent (empty) retention.
+var (
+	errRetentionShape   = errors.New("must look like 30d or 12h")
+	errRetentionTooLong = fmt.Errorf("must be at most %dd", maxRetentionDays)
+)
 
 // maxRetentionDays bounds ParseRetention (100 years): a larger count would overflow
 // time.Duration and read as a negative age.

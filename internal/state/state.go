@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,7 +58,8 @@ type Service struct {
 	// Keys, when set, seals the states of customers under their data keys (sealing.go).
 	Keys keystore.Store
 
-	seen lastSeen // this replica's last-seen rows: a write's first attempt skips the read
+	seen    lastSeen // this replica's last-seen rows: a write's first attempt skips the read
+	writers writers  // this replica's writes of one state, one at a time
 }
 
 // Scope names what a state belongs to (WM-3): Kind is conversation, task, object or subject;
@@ -180,6 +182,16 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, agentVersion stri
 	// call out (rules, a model) and must not run while the row is locked. SQLite serialises
 	// writers itself: it keeps retrying, with no transaction around the write.
 	lockable := !db.IsSQLite(s.DB) && !t.masks(body)
+	if !t.masks(body) {
+		// This replica's writers of one state take turns (writers), so a hot state's writes
+		// each start from the row the previous one stored instead of losing the race to it.
+		// A body with a pii field does not wait in line: its masking may call out.
+		release, err := s.writers.acquire(ctx, t)
+		if err != nil {
+			return WriteResult{}, fmt.Errorf("state: write: %w", err)
+		}
+		defer release()
+	}
 	locked := false
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -245,6 +257,9 @@ func pause(ctx context.Context, d time.Duration) error {
 func splitDeletes(body strictjson.Object, mode string) ([]string, error) {
 	var deletes []string
 	for name, raw := range body {
+		if strictjson.IsScalar(raw) {
+			continue // neither {"$delete": true} nor holding one
+		}
 		var v any
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
@@ -559,11 +574,23 @@ func (s *Service) remember(t target, lock bool, row models.AgentState, fields st
 // load returns the stored row of t's state through idb, opened (unsealed); errNoState when
 // there is none. With lock the row is read FOR UPDATE (PostgreSQL; idb a transaction).
 func (s *Service) load(ctx context.Context, idb bun.IDB, lock bool, t target) (*models.AgentState, error) {
+	return s.loadRow(ctx, idb, lock, t, stateByScope)
+}
+
+// loadForRead is load for Read: only the columns a read serves and opens (stateForRead), and
+// the row is not remembered (lastSeen wants it whole); a remembered row at another version is
+// forgotten, so the next write reads the row instead of missing on it.
+func (s *Service) loadForRead(ctx context.Context, t target) (*models.AgentState, error) {
+	return s.loadRow(ctx, s.DB, false, t, stateForRead)
+}
+
+// loadRow is load with query (stateByScope or stateForRead) outside a transaction.
+func (s *Service) loadRow(ctx context.Context, idb bun.IDB, lock bool, t target, query string) (*models.AgentState, error) {
 	var row models.AgentState
 	var err error
 	rev := assumedConfig(ctx, t)
 	if d, ok := idb.(*bun.DB); ok && !lock {
-		err = db.QueryOne(ctx, d, stateByScope, []any{&row}, t.spaceID, t.scopeHash, t.agent, rev, rev)
+		err = db.QueryOne(ctx, d, query, []any{&row}, t.spaceID, t.scopeHash, t.agent, rev, rev)
 	} else {
 		q := idb.NewSelect().Model(&row).
 			Where("space_id = ? AND scope_hash = ? AND agent = ?", t.spaceID, t.scopeHash, t.agent).
@@ -593,6 +620,12 @@ func (s *Service) load(ctx context.Context, idb bun.IDB, lock bool, t target) (*
 	if err := s.openRow(ctx, &row); err != nil {
 		return nil, err
 	}
+	if query == stateForRead {
+		if seen, ok := s.seen.get(t); ok && (seen.row.ID != row.ID || seen.row.Version != row.Version) {
+			s.seen.drop(t)
+		}
+		return &row, nil
+	}
 	s.seen.put(t, row, nil, nil)
 	return &row, nil
 }
@@ -618,6 +651,10 @@ func assumedConfig(ctx context.Context, t target) int64 {
 // stateByScope is load's statement (prepared once per pool): every column of
 // models.AgentState, when the configuration is still the one assumed.
 const stateByScope = `SELECT id, space_id, scope_hash, scope_kind, agent, subject_hash, body, field_times, version, bytes, key_id, agent_version, created_at, updated_at, expires_at, expires_hour FROM agent_states WHERE space_id = ? AND scope_hash = ? AND agent = ?` + atConfig
+
+// stateForRead is Read's statement (prepared once per pool): stateByScope with only the
+// columns Read serves and openRow needs, so the driver converts fewer columns.
+const stateForRead = `SELECT id, subject_hash, body, field_times, version, updated_at, expires_at FROM agent_states WHERE space_id = ? AND scope_hash = ? AND agent = ?` + atConfig
 
 // updateState is tryWrite's conditional update outside a transaction (prepared once per
 // pool) when no indexed column changes: it applies only at the version read and the
@@ -652,10 +689,25 @@ func live(row *models.AgentState, schema spaces.ObjectType, now time.Time) (stri
 // parseRow returns the fields of an opened row's body (canonical values) and each one's last
 // write (the row's updated_at when its stamp is missing or unreadable).
 func parseRow(row *models.AgentState) (strictjson.Object, map[string]time.Time) {
-	var all strictjson.Object
-	_ = json.Unmarshal(row.Body, &all)
-	var stamps map[string]string
-	_ = json.Unmarshal([]byte(row.FieldTimes), &stamps)
+	all := strictjson.Object{}
+	if ok, _ := strictjson.Members(row.Body, func(name string, value []byte) error {
+		all[name] = value
+		return nil
+	}); !ok {
+		all = nil
+		_ = json.Unmarshal(row.Body, &all)
+	}
+	stamps := make(map[string]string, len(all))
+	if ok, err := strictjson.Members([]byte(row.FieldTimes), func(name string, value []byte) error {
+		if s, ok := strictjson.PlainString(value); ok {
+			stamps[name] = s
+			return nil
+		}
+		return errNotQuick
+	}); !ok || err != nil {
+		stamps = nil
+		_ = json.Unmarshal([]byte(row.FieldTimes), &stamps)
+	}
 	times := make(map[string]time.Time, len(all))
 	for name := range all {
 		at, err := time.Parse(time.RFC3339Nano, stamps[name])
@@ -693,7 +745,7 @@ func (s *Service) Read(ctx context.Context, p auth.Principal, req ReadRequest) (
 	if err != nil {
 		return ReadResult{}, err
 	}
-	row, err := s.load(ctx, s.DB, false, t)
+	row, err := s.loadForRead(ctx, t)
 	if errors.Is(err, errNoState) {
 		return ReadResult{Body: json.RawMessage("{}"), Version: 0}, nil
 	}
@@ -787,6 +839,12 @@ func (s *Service) maskValue(ctx context.Context, spaceID string, raw json.RawMes
 
 // checkValue checks raw against the declared type of field name; null is always a value.
 func checkValue(name string, f spaces.Field, raw json.RawMessage) error {
+	if ok, decided := checkScalar(f, raw); decided {
+		if ok {
+			return nil
+		}
+		return badValue(name, f)
+	}
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -814,13 +872,59 @@ func checkValue(name string, f spaces.Field, raw json.RawMessage) error {
 		_, ok = v.([]any)
 	}
 	if !ok {
-		what := f.Type
-		if f.Type == "enum" && len(f.Values) > 0 {
-			what = "one of " + strings.Join(f.Values, ", ")
-		}
-		return fault.New(fault.Invalid, "invalid_field_value", "field %q must be %s", name, what).With("member", "body."+name)
+		return badValue(name, f)
 	}
 	return nil
+}
+
+// checkScalar is checkValue on a value that is a number, a literal or a string without
+// escapes, read from its first byte: decided is false for any other value (an object, an
+// array, a string with escapes, an enum), which checkValue then decodes.
+func checkScalar(f spaces.Field, raw json.RawMessage) (ok, decided bool) {
+	if len(raw) == 0 {
+		return false, false
+	}
+	switch c := raw[0]; {
+	case c == 'n':
+		return true, true // null is always a value
+	case c == '"':
+		if _, plain := strictjson.PlainString(raw); !plain {
+			return false, false
+		}
+		switch f.Type {
+		case "string", "text", "date", "datetime":
+			return true, true
+		case "integer", "number", "boolean", "object", "array":
+			return false, true
+		}
+	case c == 't' || c == 'f':
+		switch f.Type {
+		case "boolean":
+			return true, true
+		case "string", "text", "date", "datetime", "integer", "number", "object", "array":
+			return false, true
+		}
+	case c == '-' || (c >= '0' && c <= '9'):
+		switch f.Type {
+		case "number":
+			return true, true
+		case "integer":
+			_, err := strconv.ParseInt(string(raw), 10, 64)
+			return err == nil, true
+		case "string", "text", "date", "datetime", "boolean", "object", "array":
+			return false, true
+		}
+	}
+	return false, false
+}
+
+// badValue is checkValue's refusal of field name's value.
+func badValue(name string, f spaces.Field) error {
+	what := f.Type
+	if f.Type == "enum" && len(f.Values) > 0 {
+		what = "one of " + strings.Join(f.Values, ", ")
+	}
+	return fault.New(fault.Invalid, "invalid_field_value", "field %q must be %s", name, what).With("member", "body."+name)
 }
 
 func stored(v int64) WriteResult { return WriteResult{Stored: true, Version: v} }

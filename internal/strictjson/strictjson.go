@@ -36,6 +36,15 @@ func CheckDepth(data []byte, maxDepth int) error {
 	if err := Scan(data, maxDepth); err != nil {
 		return err
 	}
+	if quickValid(data) {
+		return nil // the common case, decided without encoding/json (fast.go)
+	}
+	return exactCheck(data)
+}
+
+// exactCheck is CheckDepth's check with encoding/json, on data already valid UTF-8 and within
+// its nesting limit: it decides every case and words every error.
+func exactCheck(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var path []segment
@@ -233,6 +242,15 @@ func freeForm(t reflect.Type, seen map[reflect.Type]bool) bool {
 	return false
 }
 
+// QuickDecoder is a request type that decodes its common shape itself, without reflection
+// (issue 16: the working-memory routes). Decode calls DecodeQuick on data that passed Check;
+// DecodeQuick returns true when it decoded data exactly as Decode would have (every member
+// known and of its type), and false, leaving the value as it was, for anything else, which
+// Decode then decodes or refuses itself. Members and PlainString help write it.
+type QuickDecoder interface {
+	DecodeQuick(data []byte) bool
+}
+
 // DecodeDepth is Decode with a nesting limit of maxDepth levels (see Scan).
 func DecodeDepth(data []byte, v any, maxDepth int) error {
 	if len(bytes.TrimSpace(data)) == 0 {
@@ -240,6 +258,9 @@ func DecodeDepth(data []byte, v any, maxDepth int) error {
 	}
 	if err := CheckDepth(data, maxDepth); err != nil {
 		return err
+	}
+	if q, ok := v.(QuickDecoder); ok && q.DecodeQuick(data) {
+		return nil
 	}
 	if err := exactMembers(data, reflect.TypeOf(v), "$"); err != nil {
 		return err
@@ -293,7 +314,14 @@ func ParseObject(data []byte) (Object, error) {
 	if err := CheckDepth(data, MaxBodyDepth); err != nil {
 		return nil, err
 	}
-	var o Object
+	o := Object{}
+	if ok, _ := Members(data, func(name string, value []byte) error {
+		o[name] = value
+		return nil
+	}); ok {
+		return o, nil // values share data's bytes
+	}
+	o = nil
 	if err := json.Unmarshal(data, &o); err != nil || o == nil {
 		return nil, fault.New(fault.Invalid, "invalid_json", "expected a JSON object")
 	}
@@ -320,6 +348,10 @@ func (o Object) Canonical() []byte {
 		}
 		writeString(&b, k)
 		b.WriteByte(':')
+		if plainScalar(o[k]) {
+			b.Write(o[k]) // already canonical
+			continue
+		}
 		mark := b.Len()
 		dec := json.NewDecoder(bytes.NewReader(o[k]))
 		dec.UseNumber()
@@ -335,6 +367,9 @@ func (o Object) Canonical() []byte {
 // CanonicalValue returns raw in canonical form (see Object.Canonical), or raw itself when it
 // is not valid JSON.
 func CanonicalValue(raw json.RawMessage) json.RawMessage {
+	if plainScalar(raw) {
+		return raw
+	}
 	var b bytes.Buffer
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -466,8 +501,7 @@ func exactMembers(data []byte, t reflect.Type, path string) error {
 		if json.Unmarshal(data, &obj) != nil {
 			return nil
 		}
-		fields := map[string]reflect.Type{}
-		structFields(t, fields)
+		fields := fieldsOf(t)
 		for name, raw := range obj {
 			ft, ok := fields[name]
 			if !ok {
@@ -503,6 +537,19 @@ func exactMembers(data []byte, t reflect.Type, path string) error {
 		}
 	}
 	return nil
+}
+
+var fieldsCache sync.Map // reflect.Type -> map[string]reflect.Type, read only once stored
+
+// fieldsOf is structFields of the struct type t, computed once per type.
+func fieldsOf(t reflect.Type) map[string]reflect.Type {
+	if f, ok := fieldsCache.Load(t); ok {
+		return f.(map[string]reflect.Type)
+	}
+	fields := map[string]reflect.Type{}
+	structFields(t, fields)
+	fieldsCache.Store(t, fields)
+	return fields
 }
 
 // structFields adds the JSON names of t's exported fields to out, flattening embedded structs
