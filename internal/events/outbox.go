@@ -51,14 +51,12 @@ func Enqueue(ctx context.Context, tx bun.IDB, e Event, now time.Time) (Event, er
 	if err != nil {
 		return e, fmt.Errorf("events: encode: %w", err)
 	}
-	// The space's next position, taken under the space's head row: it is held until the
-	// transaction ends, so positions follow commit order and never skip (MS-1: a cursor says
-	// nothing of other spaces).
-	if _, err := tx.NewInsert().Model(&head{SpaceID: e.SpaceID}).On("CONFLICT (space_id) DO NOTHING").Exec(ctx); err != nil {
-		return e, fmt.Errorf("events: head: %w", err)
-	}
+	// The space's next position, taken under the space's head row (created at 1 the first
+	// time, in the same statement): it is held until the transaction ends, so positions
+	// follow commit order and never skip (MS-1: a cursor says nothing of other spaces).
 	var position int64
-	if err := tx.NewUpdate().Model((*head)(nil)).Set("position = position + 1").Where("space_id = ?", e.SpaceID).
+	if err := tx.NewInsert().Model(&head{SpaceID: e.SpaceID, Position: 1}).
+		On("CONFLICT (space_id) DO UPDATE").Set("position = head.position + 1").
 		Returning("position").Scan(ctx, &position); err != nil {
 		return e, fmt.Errorf("events: position: %w", err)
 	}

@@ -481,9 +481,13 @@ func insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID
 	if _, err := tx.NewInsert().Model(&r).Exec(ctx); err != nil {
 		return Note{}, fmt.Errorf("notes: insert: %w", err)
 	}
-	for _, t := range w.c.Tags {
-		if _, err := tx.NewInsert().Model(&models.NoteTag{NoteID: id, Tag: t, SpaceID: r.SpaceID}).Exec(ctx); err != nil {
-			return Note{}, fmt.Errorf("notes: insert tag: %w", err)
+	if len(w.c.Tags) > 0 {
+		tags := make([]models.NoteTag, len(w.c.Tags))
+		for i, t := range w.c.Tags {
+			tags[i] = models.NoteTag{NoteID: id, Tag: t, SpaceID: r.SpaceID}
+		}
+		if _, err := tx.NewInsert().Model(&tags).Exec(ctx); err != nil {
+			return Note{}, fmt.Errorf("notes: insert tags: %w", err)
 		}
 	}
 	if db.IsSQLite(tx) {
@@ -568,17 +572,20 @@ func rateLimited(times []time.Time, now time.Time, format string) error {
 }
 
 // checkCap refuses a new note when the source already has max active, unexpired notes:
-// fault.Conflict note_cap_reached.
+// fault.Conflict note_cap_reached. It counts at most max notes, on the partial index of active
+// notes (migration 20261202310000), so its cost is bounded by the cap, not by the source's
+// history.
 func checkCap(ctx context.Context, tx bun.IDB, spaceID, sourceID string, max int, now time.Time) error {
-	n, err := tx.NewSelect().Model((*models.Note)(nil)).
+	active := tx.NewSelect().Model((*models.Note)(nil)).ColumnExpr("1").
 		Where("space_id = ? AND source_id = ? AND status = ?", spaceID, sourceID, StatusActive).
-		Where("(valid_until IS NULL OR valid_until > ?)", now).Count(ctx)
-	if err != nil {
+		Where("(valid_until IS NULL OR valid_until > ?)", now).Limit(int64(max))
+	var n int64
+	if err := tx.NewSelect().TableExpr("(?) AS active", active).ColumnExpr("count(*)").Scan(ctx, &n); err != nil {
 		return fmt.Errorf("notes: cap: %w", err)
 	}
 	if n >= int64(max) {
 		return fault.New(fault.Conflict, CodeCapReached,
-			"this agent has %d active notes, the space's cap (features.agent_memory.max_notes_per_source); retire one first", n).
+			"this agent has reached the space's cap of %d active notes (features.agent_memory.max_notes_per_source); retire one first", max).
 			With("max_notes_per_source", max)
 	}
 	return nil
