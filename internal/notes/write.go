@@ -298,6 +298,11 @@ type write struct {
 	idemKey      string // keyed hash of the Idempotency-Key ("" for none)
 	bodyHash     string
 	now          time.Time
+	// capCounted is set when the duplicate check of this transaction also counted the
+	// source's active notes for the cap: capCount of them (at most the cap). Otherwise
+	// insertNote counts them itself.
+	capCounted bool
+	capCount   int64
 }
 
 // proposal reports whether the write becomes a proposal (AM-8): an agent's write under
@@ -382,7 +387,9 @@ func (s *Service) commit(ctx context.Context, w write) (WriteResult, error) {
 			}
 		}
 		if w.prev == nil {
-			n, ok, err := findDuplicate(ctx, tx, w)
+			// The duplicate check, and for a new note the cap's count, in one statement; the
+			// cap is enforced after the hourly limit, as before.
+			n, ok, capCount, err := findDuplicate(ctx, tx, w, !w.proposal())
 			if err != nil {
 				return err
 			}
@@ -390,6 +397,7 @@ func (s *Service) commit(ctx context.Context, w write) (WriteResult, error) {
 				duplicate = WriteResult{Note: &n, DuplicateOf: n.ID}
 				return errDuplicate
 			}
+			w.capCounted, w.capCount = capCount >= 0, capCount
 		}
 		if w.a.p.IsAgent() {
 			if err := checkRate(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.now); err != nil {
@@ -462,6 +470,10 @@ func (s *Service) propose(ctx context.Context, tx bun.IDB, w write, id string) e
 func insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID string) (Note, error) {
 	if w.prev != nil {
 		if err := retireRow(ctx, tx, w.a.p.SpaceID, w.prev.ID, w.now); err != nil {
+			return Note{}, err
+		}
+	} else if w.capCounted {
+		if err := capReached(w.capCount, w.f.NotesCap()); err != nil {
 			return Note{}, err
 		}
 	} else if err := checkCap(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.f.NotesCap(), w.now); err != nil {
@@ -576,13 +588,23 @@ func rateLimited(times []time.Time, now time.Time, format string) error {
 // notes (migration 20261202310000), so its cost is bounded by the cap, not by the source's
 // history.
 func checkCap(ctx context.Context, tx bun.IDB, spaceID, sourceID string, max int, now time.Time) error {
+	var n int64
+	if err := tx.NewSelect().ColumnExpr("(?)", capQuery(tx, spaceID, sourceID, max, now)).Scan(ctx, &n); err != nil {
+		return fmt.Errorf("notes: cap: %w", err)
+	}
+	return capReached(n, max)
+}
+
+// capQuery counts the source's active, unexpired notes at now, up to max.
+func capQuery(tx bun.IDB, spaceID, sourceID string, max int, now time.Time) *bun.SelectQuery {
 	active := tx.NewSelect().Model((*models.Note)(nil)).ColumnExpr("1").
 		Where("space_id = ? AND source_id = ? AND status = ?", spaceID, sourceID, StatusActive).
 		Where("(valid_until IS NULL OR valid_until > ?)", now).Limit(int64(max))
-	var n int64
-	if err := tx.NewSelect().TableExpr("(?) AS active", active).ColumnExpr("count(*)").Scan(ctx, &n); err != nil {
-		return fmt.Errorf("notes: cap: %w", err)
-	}
+	return tx.NewSelect().TableExpr("(?) AS active", active).ColumnExpr("count(*)")
+}
+
+// capReached is fault.Conflict note_cap_reached when n active notes reach the cap max.
+func capReached(n int64, max int) error {
 	if n >= int64(max) {
 		return fault.New(fault.Conflict, CodeCapReached,
 			"this agent has reached the space's cap of %d active notes (features.agent_memory.max_notes_per_source); retire one first", max).
