@@ -75,8 +75,8 @@ func (o Options) pool() (open, idle int) {
 
 // Open connects to the database named by rawURL: "postgres://..." or "postgresql://..." for
 // PostgreSQL; "sqlite://PATH", "file:PATH" or a bare path for SQLite (created if missing, WAL
-// journal, immediate transactions so that concurrent writers wait instead of failing). It
-// pings before returning.
+// journal, immediate transactions; the process's writers queue on the file's write gate and
+// its WAL is checkpointed in the background, sqlitegate.go). It pings before returning.
 func Open(ctx context.Context, rawURL string, opt Options) (*bun.DB, error) {
 	var db *bun.DB
 	switch {
@@ -125,9 +125,10 @@ func Open(ctx context.Context, rawURL string, opt Options) (*bun.DB, error) {
 }
 
 // SQLiteDSN is the data source name used for a SQLite file: WAL with synchronous=NORMAL
-// (survives a process crash), a busy timeout, foreign keys, secure_delete (erased rows leave
-// no cleartext in free pages), a WAL size limit (journal_size_limit) and BEGIN IMMEDIATE for
-// every transaction.
+// (survives a process crash), a busy timeout (for other processes' writers: this one's queue
+// on the write gate), foreign keys, secure_delete (erased rows leave no cleartext in free
+// pages), a WAL size limit (journal_size_limit), the automatic checkpoint as a backstop only,
+// and BEGIN IMMEDIATE for every transaction.
 func SQLiteDSN(path string) string {
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")
