@@ -12,6 +12,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -51,15 +52,22 @@ func Enqueue(ctx context.Context, tx bun.IDB, e Event, now time.Time) (Event, er
 	if err != nil {
 		return e, fmt.Errorf("events: encode: %w", err)
 	}
-	// The space's next position, taken under the space's head row: it is held until the
-	// transaction ends, so positions follow commit order and never skip (MS-1: a cursor says
-	// nothing of other spaces).
-	if _, err := tx.NewInsert().Model(&head{SpaceID: e.SpaceID}).On("CONFLICT (space_id) DO NOTHING").Exec(ctx); err != nil {
-		return e, fmt.Errorf("events: head: %w", err)
+	// The space's next position, taken under the space's head row (created at 1 the first
+	// time, in the same statement): it is held until the transaction ends, so positions
+	// follow commit order and never skip (MS-1: a cursor says nothing of other spaces).
+	next := tx.NewInsert().Model(&head{SpaceID: e.SpaceID, Position: 1}).
+		On("CONFLICT (space_id) DO UPDATE").Set("position = head.position + 1").Returning("position")
+	if !db.IsSQLite(tx) {
+		// PostgreSQL: the position and the event in one round trip.
+		if _, err := tx.NewRaw(`WITH next AS (?) INSERT INTO outbox (id, space_id, position, type, payload, created_at, attempts, last_error)
+SELECT ?, ?, next.position, ?, ?, ?, 0, '' FROM next`,
+			next, e.ID, e.SpaceID, e.Type, string(payload), e.OccurredAt).Exec(ctx); err != nil {
+			return e, fmt.Errorf("events: enqueue: %w", err)
+		}
+		return e, nil
 	}
 	var position int64
-	if err := tx.NewUpdate().Model((*head)(nil)).Set("position = position + 1").Where("space_id = ?", e.SpaceID).
-		Returning("position").Scan(ctx, &position); err != nil {
+	if err := next.Scan(ctx, &position); err != nil {
 		return e, fmt.Errorf("events: position: %w", err)
 	}
 	row := &models.OutboxEvent{ID: e.ID, SpaceID: e.SpaceID, Position: position, Type: e.Type, Payload: string(payload), CreatedAt: e.OccurredAt}

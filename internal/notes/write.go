@@ -301,6 +301,11 @@ type write struct {
 	idemKey      string // keyed hash of the Idempotency-Key ("" for none)
 	bodyHash     string
 	now          time.Time
+	// capCounted is set when the duplicate check of this transaction also counted the
+	// source's active notes for the cap: capCount of them (at most the cap). Otherwise
+	// insertNote counts them itself.
+	capCounted bool
+	capCount   int64
 }
 
 // proposal reports whether the write becomes a proposal (AM-8): an agent's write under
@@ -385,7 +390,9 @@ func (s *Service) commit(ctx context.Context, w write) (WriteResult, error) {
 			}
 		}
 		if w.prev == nil {
-			n, ok, err := findDuplicate(ctx, tx, w)
+			// The duplicate check, and for a new note the cap's count, in one statement; the
+			// cap is enforced after the hourly limit, as before.
+			n, ok, capCount, err := findDuplicate(ctx, tx, w, !w.proposal())
 			if err != nil {
 				return err
 			}
@@ -393,6 +400,7 @@ func (s *Service) commit(ctx context.Context, w write) (WriteResult, error) {
 				duplicate = WriteResult{Note: &n, DuplicateOf: n.ID}
 				return errDuplicate
 			}
+			w.capCounted, w.capCount = capCount >= 0, capCount
 		}
 		if w.a.p.IsAgent() {
 			if err := checkRate(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.now); err != nil {
@@ -468,6 +476,10 @@ func insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID
 		if err := retireRow(ctx, tx, w.a.p.SpaceID, w.prev.ID, w.now); err != nil {
 			return Note{}, err
 		}
+	} else if w.capCounted {
+		if err := capReached(w.capCount, w.f.NotesCap()); err != nil {
+			return Note{}, err
+		}
 	} else if err := checkCap(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.f.NotesCap(), w.now); err != nil {
 		return Note{}, err
 	}
@@ -485,9 +497,13 @@ func insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID
 	if _, err := tx.NewInsert().Model(&r).Exec(ctx); err != nil {
 		return Note{}, fmt.Errorf("notes: insert: %w", err)
 	}
-	for _, t := range w.c.Tags {
-		if _, err := tx.NewInsert().Model(&models.NoteTag{NoteID: id, Tag: t, SpaceID: r.SpaceID}).Exec(ctx); err != nil {
-			return Note{}, fmt.Errorf("notes: insert tag: %w", err)
+	if len(w.c.Tags) > 0 {
+		tags := make([]models.NoteTag, len(w.c.Tags))
+		for i, t := range w.c.Tags {
+			tags[i] = models.NoteTag{NoteID: id, Tag: t, SpaceID: r.SpaceID}
+		}
+		if _, err := tx.NewInsert().Model(&tags).Exec(ctx); err != nil {
+			return Note{}, fmt.Errorf("notes: insert tags: %w", err)
 		}
 	}
 	if db.IsSQLite(tx) {
@@ -576,17 +592,30 @@ func rateLimited(times []time.Time, now time.Time, format string) error {
 }
 
 // checkCap refuses a new note when the source already has max active, unexpired notes:
-// fault.Conflict note_cap_reached.
+// fault.Conflict note_cap_reached. It counts at most max notes, on the partial index of active
+// notes (migration 20261202310000), so its cost is bounded by the cap, not by the source's
+// history.
 func checkCap(ctx context.Context, tx bun.IDB, spaceID, sourceID string, max int, now time.Time) error {
-	n, err := tx.NewSelect().Model((*models.Note)(nil)).
-		Where("space_id = ? AND source_id = ? AND status = ?", spaceID, sourceID, StatusActive).
-		Where("(valid_until IS NULL OR valid_until > ?)", now).Count(ctx)
-	if err != nil {
+	var n int64
+	if err := tx.NewSelect().ColumnExpr("(?)", capQuery(tx, spaceID, sourceID, max, now)).Scan(ctx, &n); err != nil {
 		return fmt.Errorf("notes: cap: %w", err)
 	}
+	return capReached(n, max)
+}
+
+// capQuery counts the source's active, unexpired notes at now, up to max.
+func capQuery(tx bun.IDB, spaceID, sourceID string, max int, now time.Time) *bun.SelectQuery {
+	active := tx.NewSelect().Model((*models.Note)(nil)).ColumnExpr("1").
+		Where("space_id = ? AND source_id = ? AND status = ?", spaceID, sourceID, StatusActive).
+		Where("(valid_until IS NULL OR valid_until > ?)", now).Limit(int64(max))
+	return tx.NewSelect().TableExpr("(?) AS active", active).ColumnExpr("count(*)")
+}
+
+// capReached is fault.Conflict note_cap_reached when n active notes reach the cap max.
+func capReached(n int64, max int) error {
 	if n >= int64(max) {
 		return fault.New(fault.Conflict, CodeCapReached,
-			"this agent has %d active notes, the space's cap (features.agent_memory.max_notes_per_source); retire one first", n).
+			"this agent has reached the space's cap of %d active notes (features.agent_memory.max_notes_per_source); retire one first", max).
 			With("max_notes_per_source", max)
 	}
 	return nil

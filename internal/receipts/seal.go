@@ -214,23 +214,41 @@ func seal(ctx context.Context, tx bun.IDB, h head, stored, fresh []record) (*sea
 			return nil, fmt.Errorf("receipts: seal: %w", err)
 		}
 	}
-	if len(fresh) > 0 {
-		rows := make([]*models.Receipt, len(fresh))
-		for i, rec := range fresh {
-			rows[i] = rec.row
+	var rows []*models.Receipt
+	for _, rec := range fresh {
+		rows = append(rows, rec.row)
+	}
+	entry := tx.NewInsert().Model(&models.ReceiptBatch{
+		SpaceID: b.SpaceID, Seq: b.Seq, FirstSeq: b.FirstSeq, Version: b.Version, Root: b.Root,
+		PrevHash: b.PrevHash, Hash: b.Hash, At: b.At,
+	})
+	move := tx.NewUpdate().Model((*head)(nil)).Set("seq = ?, hash = ?", b.Seq, b.Hash).Where("space_id = ?", h.SpaceID)
+	if !db.IsSQLite(tx) {
+		// PostgreSQL: the fresh receipts, the entry and the head's move in one round trip
+		// (data-modifying CTEs, all run, in one statement): the head stays locked for less
+		// time. The texts are complete (values interpolated by bun); run without arguments,
+		// they are sent as they are.
+		var q strings.Builder
+		q.WriteString("WITH entry AS (" + entry.String() + ")")
+		if len(rows) > 0 {
+			q.WriteString(", fresh AS (" + tx.NewInsert().Model(&rows).String() + ")")
 		}
+		q.WriteString(" " + move.String())
+		if _, err := tx.ExecContext(ctx, q.String()); err != nil {
+			return nil, fmt.Errorf("receipts: seal: %w", err)
+		}
+		out.Batch = b
+		return out, nil
+	}
+	if len(rows) > 0 {
 		if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
 			return nil, fmt.Errorf("receipts: insert: %w", err)
 		}
 	}
-	if _, err := tx.NewInsert().Model(&models.ReceiptBatch{
-		SpaceID: b.SpaceID, Seq: b.Seq, FirstSeq: b.FirstSeq, Version: b.Version, Root: b.Root,
-		PrevHash: b.PrevHash, Hash: b.Hash, At: b.At,
-	}).Exec(ctx); err != nil {
+	if _, err := entry.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("receipts: chain entry: %w", err)
 	}
-	if _, err := tx.NewUpdate().Model((*head)(nil)).Set("seq = ?, hash = ?", b.Seq, b.Hash).
-		Where("space_id = ?", h.SpaceID).Exec(ctx); err != nil {
+	if _, err := move.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("receipts: move head: %w", err)
 	}
 	out.Batch = b
