@@ -46,9 +46,9 @@ func abcdActions(t testing.TB) []string {
 }
 
 // seedChunks stores one ready document per text in base kbID of space spaceID, indexed at
-// indexedAt, each with one chunk embedded by vector, through indexVectors as Ingest does.
-// It returns the chunk ids in the order of texts.
-func seedChunks(t testing.TB, d *bun.DB, spaceID, kbID string, indexedAt time.Time, texts []string, vector func(string) []float32) []string {
+// indexedAt, each with one chunk embedded by vector, through indexVectors on path vp as
+// Ingest does. It returns the chunk ids in the order of texts.
+func seedChunks(t testing.TB, d *bun.DB, vp VectorPath, spaceID, kbID string, indexedAt time.Time, texts []string, vector func(string) []float32) []string {
 	t.Helper()
 	ctx := context.Background()
 	ids := make([]string, len(texts))
@@ -74,33 +74,61 @@ func seedChunks(t testing.TB, d *bun.DB, spaceID, kbID string, indexedAt time.Ti
 				return err
 			}
 		}
-		return indexVectors(ctx, tx, rows, indexedAt)
+		return indexVectors(ctx, tx, vp, rows, indexedAt)
 	})
 	require.NoError(t, err)
 	return ids
 }
 
-// TestVectorSearchConformance runs the same vector searches through SQLite's sqlite-vec
-// index (vecNearest) and the exact scan (exactNearest) over the ABCD procedure steps and
-// requires the same chunks, order and cosine: one base and two, with max_age, with
-// min_score, at depth 5 and 50. Another space holds a copy of every step and of every query
-// (nearer to it than anything of the caller's space): none of it comes back, and the
+// vectorPaths are the vector paths a test runs on, each with a fresh database: SQLite's
+// sqlite-vec, PostgreSQL's pgvector (skipped, saying why, when the server lacks the
+// extension) and PostgreSQL's exact-scan fallback (forced, so it runs here whether or not
+// pgvector is installed).
+func vectorPaths(t *testing.T, fn func(t *testing.T, d *bun.DB, vp VectorPath)) {
+	for _, name := range []string{"sqlite/" + PathSQLiteVec, "postgres/" + PathPgvector, "postgres/" + PathExact} {
+		t.Run(name, func(t *testing.T) {
+			engine, path, _ := strings.Cut(name, "/")
+			d := dbtest.Open(t, engine)
+			vp, err := detectVectors(context.Background(), d, true)
+			require.NoError(t, err)
+			switch {
+			case path == PathExact:
+				vp = VectorPath{Name: PathExact, Reason: "forced by the test"}
+			case vp.Name != path:
+				t.Skipf("the %s path is not available on this server: %s", path, vp.Reason)
+			}
+			fn(t, d, vp)
+		})
+	}
+}
+
+// TestVectorSearchConformance runs the same vector searches through each path's
+// nearestChunks (SQLite's sqlite-vec index, PostgreSQL's pgvector HNSW index, PostgreSQL's
+// exact-scan fallback) and through the exact scan (exactNearest) over the ABCD procedure
+// steps and requires the same chunks, order and cosine: one base and two, with max_age,
+// with min_score, at depth 5 and 50. Another space holds a copy of every step and of every
+// query (nearer to it than anything of the caller's space): none of it comes back, and the
 // caller's results are not starved by it (the tenant filter is inside the search, not
-// applied after a global top k).
+// applied after a global top k). pgvector's HNSW index is approximate in general; on this
+// corpus (a few hundred vectors, ef_search 200) it finds exactly the scan's chunks, and the
+// test requires it.
 func TestVectorSearchConformance(t *testing.T) {
-	d := dbtest.Open(t, "sqlite")
+	vectorPaths(t, testVectorSearchConformance)
+}
+
+func testVectorSearchConformance(t *testing.T, d *bun.DB, vp VectorPath) {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	actions := abcdActions(t)
 	half := len(actions) / 2
 	mine := map[string]bool{}
-	for _, id := range seedChunks(t, d, "sp_a", "kb_a1", now, actions[:half], hashembed.Vector) {
+	for _, id := range seedChunks(t, d, vp, "sp_a", "kb_a1", now, actions[:half], hashembed.Vector) {
 		mine[id] = true
 	}
-	for _, id := range seedChunks(t, d, "sp_a", "kb_a2", now.Add(-72*time.Hour), actions[half:half+40], hashembed.Vector) {
+	for _, id := range seedChunks(t, d, vp, "sp_a", "kb_a2", now.Add(-72*time.Hour), actions[half:half+40], hashembed.Vector) {
 		mine[id] = true
 	}
-	for _, id := range seedChunks(t, d, "sp_a", "kb_a2", now, actions[half+40:], hashembed.Vector) {
+	for _, id := range seedChunks(t, d, vp, "sp_a", "kb_a2", now, actions[half+40:], hashembed.Vector) {
 		mine[id] = true
 	}
 	queries := []string{
@@ -112,7 +140,7 @@ func TestVectorSearchConformance(t *testing.T) {
 		"why was I charged twice on my credit card",
 	}
 	// Space B: a base with the same id as one of A's, every step and every query.
-	seedChunks(t, d, "sp_b", "kb_a1", now, append(append([]string{}, actions...), queries...), hashembed.Vector)
+	seedChunks(t, d, vp, "sp_b", "kb_a1", now, append(append([]string{}, actions...), queries...), hashembed.Vector)
 
 	type search struct {
 		name     string
@@ -133,7 +161,7 @@ func TestVectorSearchConformance(t *testing.T) {
 			bases := s.bases(hashembed.Vector(text))
 			exact, err := exactNearest(ctx, d, "sp_a", nil, bases, s.depth, s.minScore)
 			require.NoError(t, err)
-			vec, err := vecNearest(ctx, d, "sp_a", nil, bases, s.depth, s.minScore)
+			vec, err := nearestChunks(ctx, d, vp, "sp_a", nil, bases, s.depth, s.minScore, false)
 			require.NoError(t, err)
 			require.NotEmpty(t, exact, "%s: %q", s.name, text)
 			require.Equal(t, exact, vec, "%s: %q", s.name, text)
@@ -155,21 +183,23 @@ func TestVectorSearchConformance(t *testing.T) {
 	for i := range same {
 		same[i] = actions[0]
 	}
-	seedChunks(t, d, "sp_a", "kb_ties", now, same, hashembed.Vector)
+	seedChunks(t, d, vp, "sp_a", "kb_ties", now, same, hashembed.Vector)
 	many := make([]string, vecMaxK+10)
 	for i := range many {
 		many[i] = actions[1]
 	}
-	seedChunks(t, d, "sp_a", "kb_many", now, many, hashembed.Vector)
+	seedChunks(t, d, vp, "sp_a", "kb_many", now, many, hashembed.Vector)
 	table := migrations.KnowledgeVectorTable(hashembed.Dims)
 	for kb, complete := range map[string]bool{"kb_ties": true, "kb_many": false} {
 		b := vectorBase{ID: kb, Query: hashembed.Vector(actions[0] + " " + actions[1])}
-		_, ok, err := vecSearch(ctx, d, table, "sp_a", b, 5)
-		require.NoError(t, err)
-		require.Equal(t, complete, ok, kb)
+		if vp.Name == PathSQLiteVec {
+			_, ok, err := vecSearch(ctx, d, table, "sp_a", b, 5)
+			require.NoError(t, err)
+			require.Equal(t, complete, ok, kb)
+		}
 		exact, err := exactNearest(ctx, d, "sp_a", nil, []vectorBase{b}, 5, 0)
 		require.NoError(t, err)
-		vec, err := vecNearest(ctx, d, "sp_a", nil, []vectorBase{b}, 5, 0)
+		vec, err := nearestChunks(ctx, d, vp, "sp_a", nil, []vectorBase{b}, 5, 0, false)
 		require.NoError(t, err)
 		require.Len(t, vec, 5)
 		require.Equal(t, exact, vec, kb)
@@ -185,7 +215,7 @@ func TestVectorSearchConformance(t *testing.T) {
 		old[id] = true
 	}
 	q := hashembed.Vector(actions[half+3]) // one of the old steps itself
-	hits, err := vecNearest(ctx, d, "sp_a", nil, []vectorBase{{ID: "kb_a2", Query: q, Since: now.Add(-48 * time.Hour)}}, ListDepth, 0)
+	hits, err := nearestChunks(ctx, d, vp, "sp_a", nil, []vectorBase{{ID: "kb_a2", Query: q, Since: now.Add(-48 * time.Hour)}}, ListDepth, 0, false)
 	require.NoError(t, err)
 	require.NotEmpty(t, hits)
 	for _, h := range hits {
@@ -196,16 +226,22 @@ func TestVectorSearchConformance(t *testing.T) {
 	zero := []vectorBase{{ID: "kb_a1", Query: make([]float32, hashembed.Dims)}}
 	exact, err := exactNearest(ctx, d, "sp_a", nil, zero, ListDepth, 0)
 	require.NoError(t, err)
-	vec, err := vecNearest(ctx, d, "sp_a", nil, zero, ListDepth, 0)
+	vec, err := nearestChunks(ctx, d, vp, "sp_a", nil, zero, ListDepth, 0, false)
 	require.NoError(t, err)
 	require.Empty(t, exact)
 	require.Empty(t, vec)
 
 	// A base with vectors of another length than the query's has no vector candidates.
 	short := []vectorBase{{ID: "kb_a1", Query: []float32{1, 0, 0}}}
-	vec, err = vecNearest(ctx, d, "sp_a", nil, short, ListDepth, 0)
+	vec, err = nearestChunks(ctx, d, vp, "sp_a", nil, short, ListDepth, 0, false)
 	require.NoError(t, err)
 	require.Empty(t, vec)
+	if vp.Name == PathExact {
+		tables, err := vectorTables(ctx, d)
+		require.NoError(t, err)
+		require.Empty(t, tables, "the fallback keeps no vector index")
+		return
+	}
 	require.True(t, strings.HasPrefix(vectorTableFor(t, d), "knowledge_vec_"))
 }
 
