@@ -14,6 +14,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 	"github.com/agentmemory/agentmemory/internal/llm/hashembed"
 	"github.com/agentmemory/agentmemory/migrations"
@@ -77,6 +78,14 @@ func seedChunks(t testing.TB, d *bun.DB, vp VectorPath, spaceID, kbID string, in
 		return indexVectors(ctx, tx, vp, rows, indexedAt)
 	})
 	require.NoError(t, err)
+	if !db.IsSQLite(d) {
+		// Statistics as autovacuum keeps them in service: a fresh table's planner estimates
+		// (one row) made PostgreSQL join thousands of chunks in a nested loop.
+		tables, err := vectorTables(ctx, d)
+		require.NoError(t, err)
+		_, err = d.ExecContext(ctx, "ANALYZE "+strings.Join(append([]string{"knowledge_chunks", "knowledge_documents"}, tables...), ", "))
+		require.NoError(t, err)
+	}
 	return ids
 }
 
