@@ -115,7 +115,7 @@ func lastReceipt(t *testing.T, r *rig) receipts.Receipt {
 // embeddings fused with full text). The answer carries provenance, a fenced context within
 // the budget, and a receipt names the chunks delivered.
 func TestABCDProcedures(t *testing.T) {
-	for _, engine := range []string{"sqlite", "postgres"} {
+	for _, engine := range []string{"sqlite", "postgres", "postgres-exact"} {
 		t.Run(engine, func(t *testing.T) {
 			r := newRig(t, engine)
 			kb := r.base(t, "procedures", map[string]any{"embedding_model": "stand-in", "chunk_tokens": 200, "chunk_overlap": 30})

@@ -315,6 +315,14 @@ func backfillPgvector(ctx context.Context, d *bun.DB, vp VectorPath) error {
 			return fmt.Errorf("knowledge: pgvector backfill: %w", err)
 		}
 		if len(rows) == 0 {
+			if after == "" || len(tables) == 0 {
+				return nil
+			}
+			// Fresh statistics for the planner (autovacuum would take a while): with a new
+			// table's estimate of one row it joins chunks in a nested loop (seconds per search).
+			if _, err := d.ExecContext(ctx, "ANALYZE "+strings.Join(tables, ", ")); err != nil {
+				return fmt.Errorf("knowledge: pgvector backfill: %w", err)
+			}
 			return nil
 		}
 		after = rows[len(rows)-1].ID
@@ -398,6 +406,25 @@ func pgvecSearch(ctx context.Context, tx bun.IDB, vp VectorPath, table, spaceID 
 	if !finite(b.Query) {
 		return nil, nil, nil
 	}
+	var rows []struct {
+		ID       string  `bun:"chunk_id"`
+		Distance float64 `bun:"distance"`
+	}
+	if err := pgvecQuery(tx, vp, table, spaceID, scope, b, k).Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, fmt.Errorf("knowledge: vector search: %w", err)
+	}
+	ids, dists := make([]string, len(rows)), make([]float64, len(rows))
+	for i, r := range rows {
+		ids[i], dists[i] = r.ID, r.Distance
+	}
+	return ids, dists, nil
+}
+
+// pgvecQuery is pgvecSearch's statement: table AS v joined with its chunk (c) and document
+// (d) rows, v's space and base, max_age and scope (chunkScope) in the WHERE clause, ordered by
+// v.embedding <=> the query's vector (pgvector's operator and type named with their schema),
+// at most k rows of chunk_id and distance.
+func pgvecQuery(tx bun.IDB, vp VectorPath, table, spaceID string, scope chunkFilter, b vectorBase, k int) *bun.SelectQuery {
 	sch := quoteIdent(vp.schema)
 	dist := fmt.Sprintf("v.embedding OPERATOR(%s.<=>) CAST(? AS %s.vector)", sch, sch)
 	lit := vectorLiteral(b.Query)
@@ -408,17 +435,5 @@ func pgvecSearch(ctx context.Context, tx bun.IDB, vp VectorPath, table, spaceID 
 	if !b.Since.IsZero() {
 		q = q.Where("v.indexed_at >= ?", b.Since.UTC())
 	}
-	q = restrict(q, scope, spaceID, []string{b.ID}).OrderExpr(dist, lit).Limit(int64(k))
-	var rows []struct {
-		ID       string  `bun:"chunk_id"`
-		Distance float64 `bun:"distance"`
-	}
-	if err := q.Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, fmt.Errorf("knowledge: vector search: %w", err)
-	}
-	ids, dists := make([]string, len(rows)), make([]float64, len(rows))
-	for i, r := range rows {
-		ids[i], dists[i] = r.ID, r.Distance
-	}
-	return ids, dists, nil
+	return restrict(q, scope, spaceID, []string{b.ID}).OrderExpr(dist, lit).Limit(int64(k))
 }

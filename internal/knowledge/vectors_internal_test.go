@@ -261,3 +261,95 @@ func vectorTableFor(t *testing.T, d *bun.DB) string {
 	require.Len(t, tables, 1)
 	return tables[0]
 }
+
+// TestPgvectorIndex covers what only the pgvector path has (skipped, saying why, when the
+// server lacks the extension): chunks stored while the store ran without pgvector are
+// indexed by PrepareVectors (backfill); the k-nearest statement is served by the HNSW index
+// with the tenant filter inside it; the erasure probe (storedVectors) reads the pgvector
+// table apart from the rows; a chunk row's deletion takes its pgvector row with it, in the
+// same statement (foreign key), and deleteChunks removes it explicitly.
+func TestPgvectorIndex(t *testing.T) {
+	d := dbtest.Open(t, "postgres")
+	ctx := context.Background()
+	vp, err := detectVectors(ctx, d, true)
+	require.NoError(t, err)
+	if vp.Name != PathPgvector {
+		t.Skipf("pgvector is not available on this server: %s", vp.Reason)
+	}
+	now := time.Now().UTC()
+	actions := abcdActions(t)
+	big := make([]string, 3000)
+	for i := range big {
+		big[i] = fmt.Sprintf("%s (step %d)", actions[i%len(actions)], i)
+	}
+	// Stored by a process on the exact-scan path: rows only, no pgvector table.
+	fallback := VectorPath{Name: PathExact}
+	mine := seedChunks(t, d, fallback, "sp_a", "kb_big", now, big, hashembed.Vector)
+	theirs := seedChunks(t, d, fallback, "sp_b", "kb_big", now, big, hashembed.Vector)
+	tables, err := vectorTables(ctx, d)
+	require.NoError(t, err)
+	require.Empty(t, tables)
+
+	s := &Service{DB: d}
+	got, err := s.PrepareVectors(ctx)
+	require.NoError(t, err)
+	require.Equal(t, PathPgvector, got.Name)
+	stored, err := storedVectors(ctx, d, "", mine[:10])
+	require.NoError(t, err)
+	require.Len(t, stored, 20, "each chunk's row and its pgvector row")
+	again, err := s.PrepareVectors(ctx) // idempotent: nothing indexed twice
+	require.NoError(t, err)
+	require.Equal(t, got, again)
+	var n int
+	require.NoError(t, d.NewRaw("SELECT count(*) FROM "+migrations.KnowledgeVectorTable(hashembed.Dims)).Scan(ctx, &n))
+	require.Equal(t, 2*len(big), n)
+
+	// The statement: HNSW in the plan, the tenant and base filter inside it.
+	b := vectorBase{ID: "kb_big", Query: hashembed.Vector("I want a refund for my order")}
+	var plan []string
+	q := pgvecQuery(d, got, migrations.KnowledgeVectorTable(hashembed.Dims), "sp_a", nil, b, ListDepth+8)
+	require.NoError(t, d.NewRaw("EXPLAIN "+q.String()).Scan(ctx, &plan))
+	text := strings.Join(plan, "\n")
+	require.Contains(t, text, migrations.KnowledgeVectorTable(hashembed.Dims)+"_hnsw", text)
+	require.Contains(t, text, "space_id = 'sp_a'", text)
+	exact, err := exactNearest(ctx, d, "sp_a", nil, []vectorBase{b}, ListDepth, 0)
+	require.NoError(t, err)
+	hnsw, err := nearestChunks(ctx, d, got, "sp_a", nil, []vectorBase{b}, ListDepth, 0, false)
+	require.NoError(t, err)
+	require.Equal(t, exact, hnsw)
+	other := map[string]bool{}
+	for _, id := range theirs {
+		other[id] = true
+	}
+	for _, h := range hnsw {
+		require.False(t, other[h.ID], "space B's chunk %s", h.ID)
+	}
+
+	// The probe reads the pgvector table apart from the rows.
+	_, err = d.ExecContext(ctx, "UPDATE knowledge_chunks SET embedding = NULL WHERE id = ?", mine[0])
+	require.NoError(t, err)
+	stored, err = storedVectors(ctx, d, "sp_a", mine[:1])
+	require.NoError(t, err)
+	require.Equal(t, mine[:1], stored, "the pgvector row is found without the row's vector")
+	// A chunk row's deletion takes its pgvector row (foreign key, same statement).
+	_, err = d.ExecContext(ctx, "DELETE FROM knowledge_chunks WHERE id = ?", mine[0])
+	require.NoError(t, err)
+	stored, err = storedVectors(ctx, d, "", mine[:1])
+	require.NoError(t, err)
+	require.Empty(t, stored)
+	// deleteChunks removes the document's pgvector rows in its transaction.
+	var doc string
+	require.NoError(t, d.NewRaw("SELECT document_id FROM knowledge_chunks WHERE id = ?", mine[1]).Scan(ctx, &doc))
+	require.NoError(t, d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := unindexVectors(ctx, tx, doc); err != nil {
+			return err
+		}
+		left, err := storedVectors(ctx, tx, "", mine[1:2])
+		require.NoError(t, err)
+		require.Equal(t, mine[1:2], left, "only the row's own vector before the row goes")
+		return deleteChunks(ctx, tx, doc)
+	}))
+	stored, err = storedVectors(ctx, d, "", mine[1:2])
+	require.NoError(t, err)
+	require.Empty(t, stored)
+}
