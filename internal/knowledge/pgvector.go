@@ -164,8 +164,10 @@ func quoteIdent(name string) string {
 // path that deletes chunks can leave a vector behind), space_id and kb_id (the tenant and
 // base filter, with a btree index the planner uses when a base is small), indexed_at (the
 // document's indexing time, for max_age) and embedding vector(dims); an HNSW index with
-// cosine distance (vector_cosine_ops, pgvector's defaults m = 16, ef_construction = 64) when
-// dims is at most pgvecMaxHNSWDims.
+// cosine distance (vector_cosine_ops) when dims is at most pgvecMaxHNSWDims, built with
+// m = 24 and ef_construction = 200 rather than pgvector's 16 and 64: on the stand-in
+// embeddings of 3,000 procedure steps the defaults found 83-94% of the exact top 50, these
+// 98-100% (TestPgvectorIndex), for slower inserts.
 func pgvectorDDL(vp VectorPath, dims int) []string {
 	t, sch := migrations.KnowledgeVectorTable(dims), quoteIdent(vp.schema)
 	stmts := []string{
@@ -179,7 +181,7 @@ func pgvectorDDL(vp VectorPath, dims int) []string {
 		fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s_kb ON %s (space_id, kb_id)", t, t),
 	}
 	if dims <= pgvecMaxHNSWDims {
-		stmts = append(stmts, fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s_hnsw ON %s USING hnsw (embedding %s.vector_cosine_ops)", t, t, sch))
+		stmts = append(stmts, fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s_hnsw ON %s USING hnsw (embedding %s.vector_cosine_ops) WITH (m = 24, ef_construction = 200)", t, t, sch))
 	}
 	return stmts
 }
