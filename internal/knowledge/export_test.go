@@ -16,11 +16,3 @@ func (s *Service) ScopedChunkIDs(ctx context.Context, p auth.Principal, kbs []st
 	return ids, err
 }
 
-// ForceExactVectors makes s rank and index as on a PostgreSQL server without pgvector (the
-// exact-scan fallback), whatever the server has: the tests run the fallback here, where the
-// extension is installed.
-func ForceExactVectors(s *Service) {
-	s.vecMu.Lock()
-	defer s.vecMu.Unlock()
-	s.vec = &VectorPath{Name: PathExact, Reason: "forced by a test"}
-}

@@ -42,7 +42,7 @@ func newRig(t *testing.T, engine string) *rig {
 	require.NoError(t, err)
 	r.ks = r.App.Knowledge
 	if forceExact {
-		knowledge.ForceExactVectors(r.ks)
+		r.ks.ForceExactScan()
 	}
 	vp, err := r.ks.VectorPath(context.Background())
 	require.NoError(t, err)

@@ -78,6 +78,16 @@ func (s *Service) PrepareVectors(ctx context.Context) (VectorPath, error) {
 	return vp, nil
 }
 
+// ForceExactScan makes s rank and index as on a PostgreSQL server without pgvector (the
+// exact-scan fallback), whatever the server has: tests and benchmarks run and compare the
+// fallback where the extension is installed. A process using it does not add vectors to the
+// pgvector tables, so it must not share a database with processes that search them.
+func (s *Service) ForceExactScan() {
+	s.vecMu.Lock()
+	defer s.vecMu.Unlock()
+	s.vec = &VectorPath{Name: PathExact, Reason: "forced (ForceExactScan)"}
+}
+
 // vectorPath is the Service's vector path: the one PrepareVectors decided, else detected on
 // first use (without creating the extension or backfilling) and kept.
 func (s *Service) vectorPath(ctx context.Context) (VectorPath, error) {
