@@ -334,7 +334,7 @@ func (s *Service) Ingest(ctx context.Context, id string) (IngestResult, error) {
 	if err != nil {
 		return IngestResult{}, err
 	}
-	vp, err := s.vectorPath(ctx)
+	vp, err := s.indexPath(ctx)
 	if err != nil {
 		return IngestResult{}, err
 	}

@@ -52,6 +52,8 @@ type VectorPath struct {
 	schema string
 	// iterative is whether pgvector has hnsw.iterative_scan (0.8.0 and later).
 	iterative bool
+	// forced is ForceExactScan's exact path.
+	forced bool
 }
 
 // PrepareVectors decides the Service's vector path at startup and returns it. SQLite:
@@ -85,7 +87,19 @@ func (s *Service) PrepareVectors(ctx context.Context) (VectorPath, error) {
 func (s *Service) ForceExactScan() {
 	s.vecMu.Lock()
 	defer s.vecMu.Unlock()
-	s.vec = &VectorPath{Name: PathExact, Reason: "forced (ForceExactScan)"}
+	s.vec = &VectorPath{Name: PathExact, Reason: "forced (ForceExactScan)", forced: true}
+}
+
+// indexPath is the path an ingest indexes on: the Service's, except that a PostgreSQL
+// process on the exact path (not forced) looks again (one query), so that once another
+// process has created the extension the chunks it stores still reach the pgvector tables
+// the others search. Its own searches stay exact until it restarts (and backfills).
+func (s *Service) indexPath(ctx context.Context) (VectorPath, error) {
+	vp, err := s.vectorPath(ctx)
+	if err != nil || vp.Name != PathExact || vp.forced {
+		return vp, err
+	}
+	return detectVectors(ctx, s.DB, false)
 }
 
 // vectorPath is the Service's vector path: the one PrepareVectors decided, else detected on

@@ -349,6 +349,20 @@ func TestPgvectorIndex(t *testing.T) {
 	again, err := s.PrepareVectors(ctx) // idempotent: nothing indexed twice
 	require.NoError(t, err)
 	require.Equal(t, got, again)
+	// A process that started before the extension existed searches exactly but indexes into
+	// pgvector now that it exists; one forced to the fallback does neither.
+	early := &Service{DB: d, vec: &VectorPath{Name: PathExact, Reason: "the vector extension is not created in this database"}}
+	ip, err := early.indexPath(ctx)
+	require.NoError(t, err)
+	require.Equal(t, PathPgvector, ip.Name)
+	sp, err := early.vectorPath(ctx)
+	require.NoError(t, err)
+	require.Equal(t, PathExact, sp.Name)
+	forced := &Service{DB: d}
+	forced.ForceExactScan()
+	ip, err = forced.indexPath(ctx)
+	require.NoError(t, err)
+	require.Equal(t, PathExact, ip.Name)
 	var n int
 	require.NoError(t, d.NewRaw("SELECT count(*) FROM "+migrations.KnowledgeVectorTable(hashembed.Dims)).Scan(ctx, &n))
 	require.Equal(t, 2*len(big), n)
