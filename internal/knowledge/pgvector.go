@@ -150,11 +150,14 @@ FROM (SELECT 1) AS one LEFT JOIN pg_extension AS e ON e.extname = 'vector' LEFT 
 		if !create {
 			return VectorPath{Name: PathExact, Reason: "the vector extension is not created in this database"}, nil
 		}
-		if _, err := d.ExecContext(ctx, "CREATE EXTENSION IF NOT EXISTS vector"); err != nil {
-			return VectorPath{Name: PathExact, Reason: "the database role may not create the vector extension (CREATE EXTENSION vector failed)"}, nil
-		}
+		_, createErr := d.ExecContext(ctx, "CREATE EXTENSION IF NOT EXISTS vector")
+		// Read again either way: a replica starting beside this one may have created it
+		// first (then this statement can fail on the catalog's unique index).
 		if e, err = find(); err != nil {
 			return VectorPath{}, err
+		}
+		if createErr != nil && e.Version == "" {
+			return VectorPath{Name: PathExact, Reason: "the database role may not create the vector extension (CREATE EXTENSION vector failed)"}, nil
 		}
 		if e.Version == "" {
 			return VectorPath{Name: PathExact, Reason: "the vector extension could not be created"}, nil
