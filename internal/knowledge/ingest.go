@@ -435,6 +435,9 @@ func (s *Service) Ingest(ctx context.Context, id string) (IngestResult, error) {
 	if err != nil {
 		return IngestResult{}, err
 	}
+	if vp.Name == PathPgvector {
+		refreshStats(ctx, s.DB)
+	}
 	return res, nil
 }
 

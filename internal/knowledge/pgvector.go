@@ -394,6 +394,25 @@ func backfillPgvector(ctx context.Context, d *bun.DB, vp VectorPath) error {
 	}
 }
 
+// refreshStats runs ANALYZE on the tables a pgvector search joins (knowledge_chunks,
+// knowledge_documents and the pgvector tables of the current schema) whose rows changed
+// since their last analysis by more than half their size (at least 200): the planner's
+// statistics of a table that just grew from nothing. Without them PostgreSQL estimated one
+// row per base and joined the chunks in a nested loop over the base's btree (a second per
+// search at 4,000 chunks) until autovacuum's analysis came. Amortised: a table is analysed
+// again only after it has grown by half. Best effort, after the ingest's commit: an error
+// leaves the statistics to autovacuum.
+func refreshStats(ctx context.Context, d bun.IDB) {
+	var stale []string
+	err := d.NewRaw(`SELECT relname FROM pg_stat_user_tables WHERE schemaname = current_schema()
+	AND (relname IN ('knowledge_chunks', 'knowledge_documents') OR relname ~ '^knowledge_vec_[0-9]+$')
+	AND n_mod_since_analyze > greatest(n_live_tup / 2, 200) ORDER BY relname`).Scan(ctx, &stale)
+	if err != nil || len(stale) == 0 {
+		return
+	}
+	_, _ = d.ExecContext(ctx, "ANALYZE "+strings.Join(stale, ", "))
+}
+
 // pgvecNearest is nearestChunks on pgvector: for each base a k-nearest search in one
 // statement over the pgvector table of the query's length joined with the chunk and
 // document rows, with the tenant, base, max_age and read-grant filter (scope: the same
