@@ -106,7 +106,7 @@ var (
 // Engines: sqlite (sqlite-vec), postgres (pgvector's HNSW index where the server has the
 // extension, else the exact scan) and postgres-exact (the exact-scan fallback forced).
 //
-//     go test -run '^$' -bench Knowledge -benchtime 200x ./bench
+//	go test -run '^$' -bench Knowledge -benchtime 200x ./bench
 func BenchmarkKnowledge(b *testing.B) {
 	for _, engine := range []string{"sqlite", "postgres", "postgres-exact"} {
 		b.Run(engine, func(b *testing.B) { benchKnowledge(b, engine) })

@@ -15,4 +15,3 @@ func (s *Service) ScopedChunkIDs(ctx context.Context, p auth.Principal, kbs []st
 	err := s.chunkScope(q, p, kbs, f).OrderExpr("c.id").Scan(ctx, &ids)
 	return ids, err
 }
-
