@@ -423,3 +423,34 @@ func TestPgvectorIndex(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, stored)
 }
+
+// refreshStats analyses a joined table that grew by more than half since its last analysis
+// (the planner's one-row estimate of a fresh table made pgvector searches join chunks in a
+// nested loop), and leaves one that did not.
+func TestRefreshStats(t *testing.T) {
+	d := dbtest.Open(t, "postgres")
+	ctx := context.Background()
+	analysed := func(table string) bool {
+		var n int
+		require.NoError(t, d.NewRaw("SELECT count(*) FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = ? AND last_analyze IS NOT NULL", table).Scan(ctx, &n))
+		return n == 1
+	}
+	conn, err := d.Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	now := time.Now().UTC()
+	for i := range 300 {
+		_, err := conn.ExecContext(ctx, "INSERT INTO knowledge_documents (id, space_id, kb_id, source_uri, title, version_label, format, content_hash, body, status, reason, kinds, masked, chunks, embed_model, dims, superseded_by, created_by, created_at, updated_at) VALUES (?, 'sp', 'kb', 'u', 't', '1', 'text', 'h', '', 'ready', '', '[]', false, 0, 'm', 3, '', 'k', ?, ?)",
+			fmt.Sprintf("kd_%03d", i), now, now)
+		require.NoError(t, err)
+	}
+	// The inserting session's counts reach the shared statistics when it next goes idle.
+	_, err = conn.ExecContext(ctx, "SELECT pg_stat_force_next_flush()")
+	require.NoError(t, err)
+	_, err = conn.ExecContext(ctx, "SELECT 1")
+	require.NoError(t, err)
+	require.False(t, analysed("knowledge_documents"))
+	refreshStats(ctx, d)
+	require.True(t, analysed("knowledge_documents"), "300 rows inserted since no analysis")
+	require.False(t, analysed("knowledge_chunks"), "nothing changed in the chunks")
+}
