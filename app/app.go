@@ -185,6 +185,13 @@ func Build(ctx context.Context, cfg config.Config, o Overrides) (_ *App, err err
 	if emb, err := llm.New(llm.Config{Host: cfg.OllamaHost, Model: cfg.OllamaModel}); err == nil {
 		a.Knowledge.Embedder = emb // /api/embed with each base's embedding model (KN-2)
 	}
+	// The knowledge vector index: sqlite-vec, pgvector (created and backfilled when the
+	// server has it) or the exact scan; the line names the path and why, nothing else.
+	vp, err := a.Knowledge.PrepareVectors(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a.Log.Info("knowledge vector index", "path", vp.Name, "pgvector_version", vp.Version, "reason", vp.Reason)
 	return a, nil
 }
 

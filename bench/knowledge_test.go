@@ -103,22 +103,29 @@ var (
 //     questions in turn through the HTTP API on a loopback server (top_k 5, max_tokens 1000),
 //     so it measures whatever retrieve does on that engine.
 //
-//     go test -run '^$' -bench Knowledge -benchtime 200x ./bench
+// Engines: sqlite (sqlite-vec), postgres (pgvector's HNSW index where the server has the
+// extension, else the exact scan) and postgres-exact (the exact-scan fallback forced).
+//
+//	go test -run '^$' -bench Knowledge -benchtime 200x ./bench
 func BenchmarkKnowledge(b *testing.B) {
-	for _, engine := range []string{"sqlite", "postgres"} {
+	for _, engine := range []string{"sqlite", "postgres", "postgres-exact"} {
 		b.Run(engine, func(b *testing.B) { benchKnowledge(b, engine) })
 	}
 }
 
 func benchKnowledge(b *testing.B, engine string) {
 	ctx := context.Background()
-	e := apitest.New(b, engine)
+	pg, forceExact := strings.CutSuffix(engine, "-exact")
+	e := apitest.New(b, pg)
 	embed := llmtest.NewEmbed(b)
 	emb, err := llm.New(llm.Config{Host: embed.URL, Model: "unused"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	ks := e.App.Knowledge
+	if forceExact {
+		ks.ForceExactScan()
+	}
 	ks.Embedder = emb
 	e.PutDocument("features", map[string]any{"knowledge": map[string]any{"enabled": true}})
 	admin, err := auth.Authenticate(ctx, e.DB, e.AdminKey)

@@ -41,15 +41,19 @@ func KnowledgeVectorDDL(dims int) string {
 // also a row of the vec0 table of its length (KnowledgeVectorDDL), kept in step with the
 // chunk rows by internal/knowledge; this migration creates the tables for the lengths
 // already stored and copies in the vectors of the chunks indexed before it. A vector with
-// all components zero has no direction and is never indexed. PostgreSQL:
-// nothing (the exact scan reads knowledge_chunks.embedding).
+// all components zero has no direction and is never indexed. PostgreSQL: nothing up (the
+// pgvector tables of the same names are internal/knowledge's, created at startup when the
+// server has the extension); down drops them too.
 func init() {
 	Migrations.MustRegister(BackfillKnowledgeVectors, func(ctx context.Context, db *bun.DB) error {
+		// Down: the vector tables go (on PostgreSQL the pgvector tables internal/knowledge
+		// creates, which reference knowledge_chunks and would keep it from being dropped).
+		q := "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'knowledge_vec_%' AND sql LIKE 'CREATE VIRTUAL TABLE%'"
 		if db.Dialect().Name() != dialect.SQLite {
-			return nil
+			q = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename ~ '^knowledge_vec_[0-9]+$'"
 		}
 		var tables []string
-		if err := db.NewRaw("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'knowledge_vec_%' AND sql LIKE 'CREATE VIRTUAL TABLE%'").Scan(ctx, &tables); err != nil {
+		if err := db.NewRaw(q).Scan(ctx, &tables); err != nil {
 			return err
 		}
 		for _, t := range tables {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun/migrate"
 
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 	"github.com/agentmemory/agentmemory/migrations"
@@ -58,4 +59,28 @@ func TestBackfillKnowledgeVectors(t *testing.T) {
 	require.NoError(t, d.NewRaw("SELECT count(*) FROM "+migrations.KnowledgeVectorTable(3)+
 		" WHERE embedding MATCH ? AND k = 10 AND space_id = 'sp_2' AND kb_id = 'kb_1'", float32s(0.1, 1, 0)).Scan(ctx, &other))
 	require.Zero(t, other, "another space's search finds nothing")
+}
+
+// Rolling back the knowledge vectors migration on PostgreSQL drops the pgvector tables
+// internal/knowledge creates (any knowledge_vec_<dims> table: they reference knowledge_chunks,
+// whose own rollback could not drop it otherwise).
+func TestKnowledgeVectorsDownDropsVectorTables(t *testing.T) {
+	ctx := context.Background()
+	d := dbtest.Open(t, "postgres")
+	_, err := d.ExecContext(ctx, "CREATE TABLE knowledge_vec_3 (chunk_id TEXT PRIMARY KEY REFERENCES knowledge_chunks (id) ON DELETE CASCADE)")
+	require.NoError(t, err)
+	m := migrate.NewMigrator(d, migrations.Migrations)
+	var mig *migrate.Migration
+	for _, x := range migrations.Migrations.Sorted() {
+		if x.Name == "20261202110000" {
+			mig = &x
+		}
+	}
+	require.NotNil(t, mig)
+	require.NoError(t, mig.Down(ctx, m, mig))
+	var n int
+	require.NoError(t, d.NewRaw("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'knowledge_vec_3'").Scan(ctx, &n))
+	require.Zero(t, n)
+	_, err = d.ExecContext(ctx, "DROP TABLE knowledge_chunks")
+	require.NoError(t, err, "nothing references the chunks any more")
 }

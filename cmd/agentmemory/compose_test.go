@@ -76,7 +76,7 @@ func TestComposeServices(t *testing.T) {
 	require.Equal(t, []string{"api", "kafka", "keystore", "ollama", "ollama-pull", "postgres", "temporal", "temporal-ui", "worker"}, names)
 
 	images := map[string]string{
-		"postgres": "postgres:", "keystore": "postgres:", "temporal": "temporalio/auto-setup:", "temporal-ui": "temporalio/ui:",
+		"postgres": "pgvector/pgvector:", "keystore": "postgres:", "temporal": "temporalio/auto-setup:", "temporal-ui": "temporalio/ui:",
 		"kafka": "apache/kafka:", "ollama": "ollama/ollama:", "ollama-pull": "ollama/ollama:",
 	}
 	for name, prefix := range images {

@@ -3,6 +3,7 @@ package compliance
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -47,13 +48,32 @@ func (s *Service) vacuumBatch(ctx context.Context, cursor string) (SweepOutcome,
 		}
 		i = n
 	}
-	if db.IsSQLite(s.DB) || i >= len(VacuumTables) {
+	if db.IsSQLite(s.DB) {
 		return SweepOutcome{Done: true}, nil
 	}
-	if _, err := s.DB.ExecContext(ctx, "VACUUM "+VacuumTables[i]); err != nil {
+	tables, err := s.vacuumTables(ctx)
+	if err != nil {
+		return SweepOutcome{}, err
+	}
+	if i >= len(tables) {
+		return SweepOutcome{Done: true}, nil
+	}
+	if _, err := s.DB.ExecContext(ctx, "VACUUM "+tables[i]); err != nil {
 		return SweepOutcome{}, fmt.Errorf("compliance: vacuum: %w", err)
 	}
-	return SweepOutcome{Cursor: strconv.Itoa(i + 1), Done: i+1 >= len(VacuumTables)}, nil
+	return SweepOutcome{Cursor: strconv.Itoa(i + 1), Done: i+1 >= len(tables)}, nil
+}
+
+// vacuumTables is VacuumTables followed by the knowledge store's pgvector tables of the
+// current schema (knowledge_vec_<dims>, one per vector length, created when a length first
+// appears, sorted): VACUUM is what takes an erased vector out of the table's pages and the
+// HNSW graph.
+func (s *Service) vacuumTables(ctx context.Context) ([]string, error) {
+	var vec []string
+	if err := s.DB.NewRaw("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename ~ '^knowledge_vec_[0-9]+$' ORDER BY tablename").Scan(ctx, &vec); err != nil {
+		return nil, fmt.Errorf("compliance: vacuum: %w", err)
+	}
+	return append(slices.Clone(VacuumTables), vec...), nil
 }
 
 // SweepOutcome is what one batch did: how many items it removed, the cursor of the next

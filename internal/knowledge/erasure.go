@@ -41,8 +41,8 @@ func (Eraser) Covers() []erasure.Column {
 	}
 }
 
-// EraseSubject deletes, inside tx, the subject's documents and chunks (sqlite-vec rows and
-// full-text entries, rows with their vectors, then documents) and returns their ids.
+// EraseSubject deletes, inside tx, the subject's documents and chunks (vector-table rows,
+// sqlite-vec's or pgvector's, and full-text entries, rows with their vectors, then documents) and returns their ids.
 func (Eraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (erasure.Reach, error) {
 	out := erasure.Reach{}
 	if t.Kind != erasure.Subject || len(t.HandleHashes) == 0 {
@@ -53,14 +53,14 @@ func (Eraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (er
 		return nil, err
 	}
 	if len(chunks) > 0 {
+		tables, err := vectorTables(ctx, tx)
+		if err != nil {
+			return nil, err
+		}
+		if err := unindexChunkVectors(ctx, tx, tables, chunks); err != nil {
+			return nil, err
+		}
 		if db.IsSQLite(tx) {
-			tables, err := vectorTables(ctx, tx)
-			if err != nil {
-				return nil, err
-			}
-			if err := unindexChunkVectors(ctx, tx, tables, chunks); err != nil {
-				return nil, err
-			}
 			if _, err := tx.ExecContext(ctx, "DELETE FROM knowledge_chunks_fts WHERE chunk_id IN (?)", bun.In(chunks)); err != nil {
 				return nil, fmt.Errorf("knowledge: erase full text: %w", err)
 			}
@@ -128,8 +128,8 @@ func subjectRows(ctx context.Context, idb bun.IDB, t erasure.Target) (docs, chun
 }
 
 // vectorResidue returns the chunks of chunkIDs that still have a stored vector: in the
-// embedding column of knowledge_chunks, or, on SQLite, in a sqlite-vec table (an index kept
-// apart from the rows, probed by chunk id). Sorted, each id once.
+// embedding column of knowledge_chunks, or in a vector table (sqlite-vec's on SQLite,
+// pgvector's on PostgreSQL: an index kept apart from the rows, probed by chunk id). Sorted, each id once.
 func vectorResidue(ctx context.Context, idb bun.IDB, t erasure.Target, chunkIDs []string) ([]string, error) {
 	ids, err := storedVectors(ctx, idb, t.SpaceID, chunkIDs)
 	if err != nil {

@@ -334,6 +334,10 @@ func (s *Service) Ingest(ctx context.Context, id string) (IngestResult, error) {
 	if err != nil {
 		return IngestResult{}, err
 	}
+	vp, err := s.indexPath(ctx)
+	if err != nil {
+		return IngestResult{}, err
+	}
 	now := s.now()
 	res := IngestResult{DocumentID: doc.ID, Status: StatusReady, Chunks: len(chunks), Model: b.Settings.EmbeddingModel, Dims: dims}
 	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -400,7 +404,7 @@ func (s *Service) Ingest(ctx context.Context, id string) (IngestResult, error) {
 					}
 				}
 			}
-			if err := indexVectors(ctx, tx, rows, now); err != nil {
+			if err := indexVectors(ctx, tx, vp, rows, now); err != nil {
 				return err
 			}
 		}
@@ -430,6 +434,9 @@ func (s *Service) Ingest(ctx context.Context, id string) (IngestResult, error) {
 	}
 	if err != nil {
 		return IngestResult{}, err
+	}
+	if vp.Name == PathPgvector {
+		refreshStats(ctx, s.DB)
 	}
 	return res, nil
 }

@@ -3,8 +3,9 @@
 // personal-data gate, chunked deterministically, embedded through an Embedder (internal/llm's
 // Ollama /api/embed client in the service) and indexed for full text (FTS5 on SQLite, a
 // tsvector on PostgreSQL) and for vectors (float32 blobs in the chunk rows; on SQLite also a
-// sqlite-vec index partitioned by space and base, vectors.go; on PostgreSQL an exact cosine
-// scan of a base's rows, no pgvector). Retrieval
+// sqlite-vec index partitioned by space and base, vectors.go; on PostgreSQL a pgvector HNSW
+// index where the server has the extension, pgvector.go, else an exact cosine scan of a
+// base's rows). Retrieval
 // fuses the vector and full-text rankings by reciprocal rank fusion and answers ranked
 // chunks with provenance and a fenced context within a token budget.
 //
@@ -21,6 +22,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -75,6 +77,10 @@ type Service struct {
 	// Receipts commits the receipts of retrievals in groups (issue 16); nil: each retrieval
 	// commits its own receipt.
 	Receipts *receipts.Log
+
+	// vec is the vector path (PrepareVectors or the first use), under vecMu.
+	vecMu sync.Mutex
+	vec   *VectorPath
 }
 
 func (s *Service) now() time.Time {

@@ -28,13 +28,25 @@ type rig struct {
 	embed *llmtest.EmbedServer
 	admin auth.Principal
 	ks    *knowledge.Service
+	// path is the store's vector path (knowledge.PathSQLiteVec, PathPgvector or PathExact).
+	path string
 }
 
+// newRig builds a rig on engine ("sqlite", "postgres": pgvector when the server has it, or
+// "postgres-exact": PostgreSQL with the exact-scan fallback forced, as on a server without
+// pgvector).
 func newRig(t *testing.T, engine string) *rig {
-	r := &rig{Env: apitest.New(t, engine), embed: llmtest.NewEmbed(t)}
+	pg, forceExact := strings.CutSuffix(engine, "-exact")
+	r := &rig{Env: apitest.New(t, pg), embed: llmtest.NewEmbed(t)}
 	c, err := llm.New(llm.Config{Host: r.embed.URL, Model: "unused"})
 	require.NoError(t, err)
 	r.ks = r.App.Knowledge
+	if forceExact {
+		r.ks.ForceExactScan()
+	}
+	vp, err := r.ks.VectorPath(context.Background())
+	require.NoError(t, err)
+	r.path = vp.Name
 	r.ks.Embedder = c
 	r.PutDocument("features", map[string]any{"knowledge": map[string]any{"enabled": true}})
 	r.admin, err = auth.Authenticate(context.Background(), r.DB, r.AdminKey)
@@ -42,9 +54,11 @@ func newRig(t *testing.T, engine string) *rig {
 	return r
 }
 
-// each runs fn on a fresh rig per database engine.
+// each runs fn on a fresh rig per database engine and vector path: SQLite (sqlite-vec),
+// PostgreSQL as the server offers it (pgvector here when installed, else the exact scan) and
+// PostgreSQL with the exact-scan fallback forced.
 func each(t *testing.T, fn func(t *testing.T, r *rig)) {
-	for _, engine := range []string{"sqlite", "postgres"} {
+	for _, engine := range []string{"sqlite", "postgres", "postgres-exact"} {
 		t.Run(engine, func(t *testing.T) { fn(t, newRig(t, engine)) })
 	}
 }
@@ -101,7 +115,7 @@ func lastReceipt(t *testing.T, r *rig) receipts.Receipt {
 // embeddings fused with full text). The answer carries provenance, a fenced context within
 // the budget, and a receipt names the chunks delivered.
 func TestABCDProcedures(t *testing.T) {
-	for _, engine := range []string{"sqlite", "postgres"} {
+	for _, engine := range []string{"sqlite", "postgres", "postgres-exact"} {
 		t.Run(engine, func(t *testing.T) {
 			r := newRig(t, engine)
 			kb := r.base(t, "procedures", map[string]any{"embedding_model": "stand-in", "chunk_tokens": 200, "chunk_overlap": 30})

@@ -57,7 +57,8 @@ func TestLifecycle(t *testing.T) {
 		require.NoError(t, r.DB.NewRaw("SELECT id FROM knowledge_chunks WHERE document_id = ?", v1.ID).Scan(ctx, &ids1))
 		vectors, err := r.ks.VectorsIndexed(ctx, ids1)
 		require.NoError(t, err)
-		require.Equal(t, map[string]int{"sqlite": 2, "postgres": 1}[r.Engine], vectors, "the row's vector (and on SQLite its sqlite-vec row)")
+		require.Equal(t, map[string]int{knowledge.PathSQLiteVec: 2, knowledge.PathPgvector: 2, knowledge.PathExact: 1}[r.path], vectors,
+			"the row's vector (and its sqlite-vec or pgvector row)")
 
 		// Re-ingest of the same bytes: the same document, nothing embedded again.
 		calls := len(r.embed.Requests())

@@ -172,8 +172,8 @@ type Retrieval struct {
 // req.Filters are candidates, and of a base with max_age only those indexed within it.
 //
 // Ranking: the query's vector (each base's embedding model) against the candidates' stored
-// vectors by cosine, best ListDepth (nearestChunks: sqlite-vec on SQLite, an exact scan on
-// PostgreSQL, the same answer); the full-text match of the query's words
+// vectors by cosine, best ListDepth (nearestChunks: sqlite-vec on SQLite, pgvector's HNSW
+// index on PostgreSQL where the server has it, else an exact scan; the same scores); the full-text match of the query's words
 // (any word of two or more letters, as a prefix: "refund" matches "refunds"; SQLite FTS5 bm25 with the heading weighted twice, PostgreSQL ts_rank over
 // 'simple' tsvectors), best ListDepth; fused by reciprocal rank fusion (RRFK), ties by chunk
 // id. When the embedder is down, a base with embedder_down "fail" makes the call
@@ -278,7 +278,11 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 		// base cannot do without starving the result: a filtered retrieval ranks the
 		// filtered chunks by the exact scan.
 		scope := func(q *bun.SelectQuery, kbs []string) *bun.SelectQuery { return s.chunkScope(q, p, kbs, req.Filters) }
-		hits, err := nearestChunks(ctx, s.DB, p.SpaceID, scope, vb, ListDepth, req.MinScore, req.Filters != nil)
+		vp, err := s.vectorPath(ctx)
+		if err != nil {
+			return Retrieval{}, err
+		}
+		hits, err := nearestChunks(ctx, s.DB, vp, p.SpaceID, scope, vb, ListDepth, req.MinScore, req.Filters != nil)
 		if err != nil {
 			return Retrieval{}, err
 		}
