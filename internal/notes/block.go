@@ -112,7 +112,8 @@ func (r *BlockRequest) validate() error {
 // viewer, that revision and the space's notes revision (spaces.RevisionNotes) until the
 // first valid_until of the notes it was decided on; a later identical request is answered
 // from it without a statement, and its receipt commits only if both revisions are still the
-// same in the receipt's transaction (receipts.Expect). Otherwise nothing is stored, the
+// same in the receipt's transaction (receipts.Expect); an answer decided from the store is
+// given under the same check of the notes revision it read. Otherwise nothing is stored, the
 // space's answers are dropped and the error is spaces.ErrStaleConfig: the caller reloads the
 // key (a revoked key is then refused) and calls again, which decides from the store.
 func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest) (Block, error) {
@@ -196,6 +197,10 @@ func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest)
 	}
 	if known {
 		s.answers.put(p.SpaceID, akey, blockAnswer{block: b, config: config, notes: notesRev, until: until})
+		// Given, like a kept answer, only if no note of the space changed since the notes
+		// were read: a retire or an erasure committed meanwhile (by any replica) is never
+		// answered past (the caller reads again).
+		expect = append(expect, receipts.Expect{Name: spaces.RevisionNotes, Revision: notesRev})
 	}
 	return s.answerBlock(ctx, p, v, req, b, now, expect)
 }
