@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/auth"
 )
 
 // afterQuery runs fn once, right after the first statement of its pool whose text holds marker.
@@ -65,4 +66,25 @@ func TestBlockNeverGivesANoteRetiredBeforeItsReceipt(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Issue 16: the reading key is revoked through another replica while a block read that has
+// already chosen its notes is on its way to its receipt: the read is refused (the key was
+// revoked before the answer), not answered.
+func TestBlockRefusedWhenItsKeyIsRevokedMidRead(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		enableNotes(e, nil)
+		bot := writer(e, "shop-bot", "acme")
+		create(e, bot, note("Keep", "Keep this one."))
+		replica := &apitest.Env{T: t, Server: newReplica(e)}
+		var keyID string
+		require.NoError(t, e.DB.NewRaw("SELECT id FROM api_keys WHERE hash = ?", auth.HashKey(bot)).Scan(context.Background(), &keyID))
+		hook := &afterQuery{marker: blockRowsQuery, fn: func() {
+			replica.MustDo(http.StatusNoContent, http.MethodDelete, "/v1/keys/"+keyID, e.AdminKey, nil)
+		}}
+		e.DB.AddQueryHook(hook)
+		r := e.Do("GET", blockPath, bot, nil)
+		require.True(t, hook.fired)
+		requireError(t, r, http.StatusUnauthorized, "invalid_key")
+	})
 }
