@@ -182,8 +182,8 @@ func (l *Log) drain() {
 
 // commit inserts group's receipts, sealed, and seals whatever else of their spaces and of
 // spaces is unsealed, in one transaction: per space, one chain entry. A receipt whose
-// expected revisions differ from the space's in that transaction is left out and marked
-// stale. When that fails, it inserts group alone (the revisions checked again), unsealed (a
+// expected revisions differ from the space's in that transaction (read once the heads are
+// locked) is left out and marked stale. When that fails, it inserts group alone (the revisions checked again), unsealed (a
 // later pass seals them), and returns that insert's error: sealing never fails a read whose
 // receipt was stored.
 func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bool) error {
@@ -196,6 +196,17 @@ func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bo
 	}
 	slices.Sort(order) // heads are locked in one order by every sealer: no deadlock
 	err := l.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if expecting(group) {
+			// The heads first: a write that bumps a revision holds its space's head until
+			// it commits, so the revisions read next are those of every write committed
+			// before this one (read before, a revision could be overtaken by a write
+			// committing while this transaction waits for its head).
+			for _, s := range order {
+				if _, err := lockHead(ctx, tx, s); err != nil {
+					return err
+				}
+			}
+		}
 		if err := markStale(ctx, l.db, tx, group); err != nil {
 			return err
 		}
@@ -247,6 +258,11 @@ func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bo
 		}
 		return nil
 	})
+}
+
+// expecting reports whether a receipt of group is stored only at expected revisions.
+func expecting(group []*pending) bool {
+	return slices.ContainsFunc(group, func(p *pending) bool { return len(p.expect) > 0 })
 }
 
 // markStale sets the stale flag of each of group's receipts whose expected revisions
@@ -303,6 +319,11 @@ func Record(ctx context.Context, l *Log, d *bun.DB, spaceID string, e Entry, now
 		return err
 	}
 	return d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		// Appended first, so the revisions are read with the space's head held (see
+		// Log.commit); a stale answer rolls the receipt back.
+		if _, err := Append(ctx, tx, spaceID, e, now); err != nil {
+			return err
+		}
 		p := &pending{rec: record{r: Receipt{SpaceID: spaceID}}, expect: expect}
 		if err := markStale(ctx, d, tx, []*pending{p}); err != nil {
 			return err
@@ -310,7 +331,6 @@ func Record(ctx context.Context, l *Log, d *bun.DB, spaceID string, e Entry, now
 		if p.stale {
 			return ErrStale
 		}
-		_, err := Append(ctx, tx, spaceID, e, now)
-		return err
+		return nil
 	})
 }
