@@ -113,7 +113,7 @@ func (r *BlockRequest) validate() error {
 // first valid_until of the notes it was decided on; a later identical request is answered
 // from it without a statement, and its receipt commits only if both revisions are still the
 // same in the receipt's transaction (receipts.Expect); an answer decided from the store is
-// given under the same check of the notes revision it read. Otherwise nothing is stored, the
+// given only if no note was removed since (spaces.RevisionNotesRemoved). Otherwise nothing is stored, the
 // space's answers are dropped and the error is spaces.ErrStaleConfig: the caller reloads the
 // key (a revoked key is then refused) and calls again, which decides from the store.
 func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest) (Block, error) {
@@ -163,6 +163,12 @@ func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest)
 	if err != nil {
 		return Block{}, err
 	}
+	var removed int64 // the notes_removed revision, read before the notes too
+	if known {
+		if removed, err = spaces.Revision(ctx, s.DB, p.SpaceID, spaces.RevisionNotesRemoved); err != nil {
+			return Block{}, err
+		}
+	}
 	// The ids of the deliverable notes decide the answer (each id is one immutable version:
 	// an edit is a new id, a retire or an expiry drops the id), so a block built once for
 	// them and the request is answered, a 304 included, without loading or tokenising notes.
@@ -197,10 +203,11 @@ func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest)
 	}
 	if known {
 		s.answers.put(p.SpaceID, akey, blockAnswer{block: b, config: config, notes: notesRev, until: until})
-		// Given, like a kept answer, only if no note of the space changed since the notes
-		// were read: a retire or an erasure committed meanwhile (by any replica) is never
-		// answered past (the caller reads again).
-		expect = append(expect, receipts.Expect{Name: spaces.RevisionNotes, Revision: notesRev})
+		// Given only if no note of the space was removed since the notes were read: a
+		// retire or an erasure committed meanwhile (by any replica) is never answered past
+		// (the caller reads again). A note added meanwhile is not waited for: the answer
+		// is then the one of just before it, as if read first.
+		expect = append(expect, receipts.Expect{Name: spaces.RevisionNotesRemoved, Revision: removed})
 	}
 	return s.answerBlock(ctx, p, v, req, b, now, expect)
 }

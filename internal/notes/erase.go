@@ -59,7 +59,7 @@ func (s *Service) EraseSource(ctx context.Context, idb bun.IDB, spaceID, sourceI
 	out.Notes = int(n)
 	if n > 0 {
 		// Every replica drops the space's cached blocks at its next block read (MS-4).
-		for _, rev := range []string{spaces.RevisionNotesErased, spaces.RevisionNotes} {
+		for _, rev := range []string{spaces.RevisionNotesErased, spaces.RevisionNotes, spaces.RevisionNotesRemoved} {
 			if err := spaces.BumpRevision(ctx, idb, spaceID, rev); err != nil {
 				return out, err
 			}

@@ -538,8 +538,8 @@ func joinTags(tags []string) string {
 	return out
 }
 
-// retireRow retires an active note by compare-and-swap on its status; a note no longer
-// active is fault.Conflict note_not_active.
+// retireRow retires an active note by compare-and-swap on its status and bumps the space's
+// notes_removed revision; a note no longer active is fault.Conflict note_not_active.
 func retireRow(ctx context.Context, tx bun.IDB, spaceID, noteID string, now time.Time) error {
 	res, err := tx.NewUpdate().Model((*models.Note)(nil)).
 		Set("status = ?, retired_at = ?, updated_at = ?", StatusRetired, now, now).
@@ -550,7 +550,8 @@ func retireRow(ctx context.Context, tx bun.IDB, spaceID, noteID string, now time
 	if n, _ := res.RowsAffected(); n == 0 {
 		return notActive()
 	}
-	return nil
+	// Block answers decided before it are no longer given (Service.Block).
+	return spaces.BumpRevision(ctx, tx, spaceID, spaces.RevisionNotesRemoved)
 }
 
 // checkRate refuses the write when the agent already made RateLimit counted writes (notes and

@@ -24,6 +24,11 @@ const (
 	// (internal/notes: the block answers each replica keeps in memory are given only while
 	// it is unchanged, checked in the receipt's transaction).
 	RevisionNotes = "notes"
+	// RevisionNotesRemoved counts the changes that take a note out of prompt blocks: a note
+	// retired (an edit retires the version it replaces) or erased (internal/notes: a block
+	// decided from the store is given only while it is unchanged, checked in the receipt's
+	// transaction, so no note is given after its removal committed).
+	RevisionNotesRemoved = "notes_removed"
 	// RevisionConfig counts document writes, key mints and key revocations (KeyCache: the
 	// keys and documents the working-memory routes keep; internal/state checks it in the
 	// statements themselves).
