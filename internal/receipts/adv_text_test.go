@@ -17,7 +17,7 @@ import (
 
 // Adversarial (issue 16): on PostgreSQL the group commit sends its receipts as one statement
 // of SQL text with the values written in (bun's text): values holding the characters bun
-// and PostgreSQL treat specially (?, \?, ?0, $1, quotes, backslashes, E”, a NUL-free
+// and PostgreSQL treat specially (?, \?, ?0, $1, quotes, backslashes, an E-string, a NUL-free
 // control character, non-ASCII) are stored exactly, and the chain verifies.
 func TestGroupCommitStoresAwkwardTextExactly(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
