@@ -502,7 +502,8 @@ func exactMembers(data []byte, t reflect.Type, path string) error {
 			return nil
 		}
 		fields := fieldsOf(t)
-		for name, raw := range obj {
+		for _, name := range sortedNames(obj) { // the same request names the same member
+			raw := obj[name]
 			ft, ok := fields[name]
 			if !ok {
 				return unknownMember(path, name)
@@ -526,7 +527,8 @@ func exactMembers(data []byte, t reflect.Type, path string) error {
 		if json.Unmarshal(data, &obj) != nil {
 			return nil
 		}
-		for name, raw := range obj {
+		for _, name := range sortedNames(obj) {
+			raw := obj[name]
 			child := path + "." + name
 			if !safeName(name) {
 				child = path + ".?"
@@ -537,6 +539,16 @@ func exactMembers(data []byte, t reflect.Type, path string) error {
 		}
 	}
 	return nil
+}
+
+// sortedNames returns obj's member names in byte order.
+func sortedNames(obj map[string]json.RawMessage) []string {
+	names := make([]string, 0, len(obj))
+	for name := range obj {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }
 
 var fieldsCache sync.Map // reflect.Type -> map[string]reflect.Type, read only once stored

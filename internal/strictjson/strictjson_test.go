@@ -103,3 +103,16 @@ func TestJoinOfCanonicalValuesIsCanonical(t *testing.T) {
 	require.Equal(t, `{}`, string(strictjson.Object{}.Join()))
 	require.Equal(t, `nope`, string(strictjson.CanonicalValue(json.RawMessage(`nope`))), "not JSON: returned as it is")
 }
+
+// Two unknown members: every decode of the same body names the same one (found by the
+// adversarial round: the walk followed Go's random map order).
+func TestUnknownMemberNamedTheSameEachTime(t *testing.T) {
+	var v struct {
+		A int `json:"a"`
+	}
+	for i := 0; i < 50; i++ {
+		err := strictjson.Decode([]byte(`{"zz":1,"a":1,"mm":2,"bb":3}`), &v)
+		require.Error(t, err)
+		require.Contains(t, err.Error(), `unknown member "bb"`)
+	}
+}
