@@ -140,3 +140,15 @@ func Close(d *bun.DB) error {
 	}
 	return d.Close()
 }
+
+// ExecTx runs query, a statement with ? placeholders (rewritten as on QueryOne), inside tx, a
+// transaction begun on d: prepared once per pool of d and reused on tx's connection, its
+// values bound, never interpolated (issue 16: the receipts' group commit writes through it
+// on SQLite, where bun's interpolated text is compiled again on every call).
+func ExecTx(ctx context.Context, d *bun.DB, tx bun.Tx, query string, args ...any) (sql.Result, error) {
+	st, err := stmt(ctx, d, query)
+	if err != nil {
+		return nil, err
+	}
+	return tx.Tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+}

@@ -43,3 +43,24 @@ func TestLeafCanonicalMatchesJCS(t *testing.T) {
 	_, ok := leafCanonical(Receipt{ID: "bad\xff"}, []string{}, map[string]any{})
 	require.False(t, ok, "invalid UTF-8")
 }
+
+// The direct chain entry encoding (Batch.canonical) gives byte for byte what encoding the
+// document and canonicalising it with JCS gives, and declines invalid UTF-8.
+func TestBatchCanonicalMatchesJCS(t *testing.T) {
+	at := time.Date(2026, 12, 2, 9, 1, 2, 345678000, time.FixedZone("x", -7200))
+	for i, s := range []string{"", "sp_plain", `q"uote\back`, "ctl\x00\x1f\x7f", "é 日本 😀", "\u2028<>&"} {
+		b := Batch{SpaceID: s, Seq: int64(i) * 1_000_003, FirstSeq: int64(i) - 1, Root: "r" + s, PrevHash: Genesis + s, At: at}
+		got, ok := b.canonical()
+		require.True(t, ok, "%q", s)
+		doc, err := json.Marshal(map[string]any{
+			"type": "receipt_batch", "space_id": b.SpaceID, "seq": b.Seq, "first_seq": b.FirstSeq,
+			"root": b.Root, "prev_hash": b.PrevHash, "at": b.At.UTC().Format(timeFormat),
+		})
+		require.NoError(t, err)
+		want, err := signing.Canonical(doc)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), "%q", s)
+	}
+	_, ok := Batch{SpaceID: "bad\xff"}.canonical()
+	require.False(t, ok, "invalid UTF-8")
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -180,13 +181,16 @@ func (l *Log) drain() {
 	}
 }
 
-// commit inserts group's receipts, sealed, and seals whatever else of their spaces and of
-// spaces is unsealed, in one transaction: per space, one chain entry. A receipt whose
+// commit inserts group's receipts, sealed, and seals whatever is unsealed in spaces (the
+// spaces asked to be sealed), in one transaction: per space, its head locked once and one
+// chain entry (more in spaces when a full entry leaves receipts behind). A receipt whose
 // expected revisions differ from the space's in that transaction (read once the heads are
-// locked) is left out and marked stale. When that fails, it inserts group alone (the revisions checked again), unsealed (a
-// later pass seals them), and returns that insert's error: sealing never fails a read whose
-// receipt was stored.
+// locked) is left out and marked stale. The group's receipts are inserted in multi-row
+// statements (insertFresh). When that fails, it inserts group alone (the revisions checked
+// again), unsealed (the next pass seals them), and returns that insert's error: sealing never
+// fails a read whose receipt was stored.
 func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bool) error {
+	leftovers := maps.Clone(spaces) // asked to seal: look for unsealed receipts there
 	for _, p := range group {
 		spaces[p.rec.r.SpaceID] = true
 	}
@@ -196,16 +200,17 @@ func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bo
 	}
 	slices.Sort(order) // heads are locked in one order by every sealer: no deadlock
 	err := l.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if expecting(group) {
-			// The heads first: a write that bumps a revision holds its space's head until
-			// it commits, so the revisions read next are those of every write committed
-			// before this one (read before, a revision could be overtaken by a write
-			// committing while this transaction waits for its head).
-			for _, s := range order {
-				if _, err := lockHead(ctx, tx, s); err != nil {
-					return err
-				}
+		// The heads first, each locked once for the whole transaction: a write that bumps a
+		// revision holds its space's head until it commits, so the revisions read next are
+		// those of every write committed before this one (read before, a revision could be
+		// overtaken by a write committing while this transaction waits for its head).
+		heads := make(map[string]head, len(order))
+		for _, s := range order {
+			h, err := lockHead(ctx, tx, s)
+			if err != nil {
+				return err
 			}
+			heads[s] = h
 		}
 		if err := markStale(ctx, l.db, tx, group); err != nil {
 			return err
@@ -217,15 +222,19 @@ func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bo
 			}
 		}
 		for _, s := range order {
-			// A full entry may leave more unsealed receipts behind: seal until one is not full.
+			// The group's receipts alone, unless the space was asked to be sealed (sealSoon:
+			// a failed group, Run's pass); there a full entry may leave more unsealed
+			// receipts behind: seal until one is not full.
+			h := heads[s]
 			for recs := fresh[s]; ; recs = nil {
-				sealed, err := sealSpace(ctx, tx, s, nil, recs)
+				sealed, err := sealLocked(ctx, tx, h, leftovers[s], nil, recs)
 				if err != nil {
 					return err
 				}
-				if sealed == nil || sealed.Count < MaxBatch {
+				if sealed == nil || sealed.Count < MaxBatch || !leftovers[s] {
 					break
 				}
+				h = head{SpaceID: s, Seq: sealed.Seq, Hash: sealed.Hash}
 			}
 		}
 		return nil
@@ -256,13 +265,15 @@ func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bo
 		if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
 			return fmt.Errorf("receipts: insert: %w", err)
 		}
+		// Sealed by the next pass, which looks for unsealed receipts in these spaces (the
+		// group commit itself does not).
+		l.mu.Lock()
+		for _, row := range rows {
+			l.spaces[row.SpaceID] = true
+		}
+		l.mu.Unlock()
 		return nil
 	})
-}
-
-// expecting reports whether a receipt of group is stored only at expected revisions.
-func expecting(group []*pending) bool {
-	return slices.ContainsFunc(group, func(p *pending) bool { return len(p.expect) > 0 })
 }
 
 // markStale sets the stale flag of each of group's receipts whose expected revisions

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,6 +53,9 @@ type Batch struct {
 // "prev_hash", "at"} (at in RFC 3339 UTC with microseconds). Version 1 entries carry their
 // receipt's hash (Receipt.ComputeHash), which the walker checks against the receipt.
 func (b Batch) ComputeHash() string {
+	if canon, ok := b.canonical(); ok {
+		return hex.EncodeToString(sha256Sum(canon))
+	}
 	doc, err := json.Marshal(map[string]any{
 		"type": "receipt_batch", "space_id": b.SpaceID, "seq": b.Seq, "first_seq": b.FirstSeq,
 		"root": b.Root, "prev_hash": b.PrevHash, "at": b.At.UTC().Format(timeFormat),
@@ -64,6 +68,34 @@ func (b Batch) ComputeHash() string {
 		return ""
 	}
 	return hex.EncodeToString(sha256Sum(canon))
+}
+
+// canonical writes the JCS document ComputeHash hashes directly, its members in their fixed
+// canonical order (as leafCanonical does for a receipt); false for a string that is not valid
+// UTF-8, which ComputeHash then encodes the general way (the same bytes:
+// TestBatchCanonicalMatchesJCS).
+func (b Batch) canonical() ([]byte, bool) {
+	out := make([]byte, 0, 320)
+	var ok bool
+	out = append(out, `{"at":"`...)
+	out = b.At.UTC().AppendFormat(out, timeFormat)
+	out = append(out, `","first_seq":`...)
+	out = strconv.AppendInt(out, b.FirstSeq, 10)
+	out = append(out, `,"prev_hash":`...)
+	if out, ok = appendJCSString(out, b.PrevHash); !ok {
+		return nil, false
+	}
+	out = append(out, `,"root":`...)
+	if out, ok = appendJCSString(out, b.Root); !ok {
+		return nil, false
+	}
+	out = append(out, `,"seq":`...)
+	out = strconv.AppendInt(out, b.Seq, 10)
+	out = append(out, `,"space_id":`...)
+	if out, ok = appendJCSString(out, b.SpaceID); !ok {
+		return nil, false
+	}
+	return append(out, `,"type":"receipt_batch"}`...), true
 }
 
 func batchFromRow(row models.ReceiptBatch) Batch {
@@ -99,28 +131,66 @@ func SealPending(ctx context.Context, d *bun.DB, spaceID string) error {
 }
 
 // lockHead locks the space's head row inside tx (creating it at Genesis the first time) and
-// returns it. On SQLite the transaction already holds the database's write lock.
+// returns it. On SQLite the transaction already holds the database's write lock, and inside
+// a bun.Tx the read is a statement prepared once per pool (prepared); on PostgreSQL it is
+// SELECT ... FOR UPDATE, its text naming the space (a lock waiter shows in pg_stat_activity).
 func lockHead(ctx context.Context, tx bun.IDB, spaceID string) (head, error) {
-	var h head
-	lock := func() error {
-		q := tx.NewSelect().Model(&h).Where("space_id = ?", spaceID)
-		if !db.IsSQLite(tx) {
-			q = q.For("UPDATE")
+	lock := func() (head, error) {
+		h := head{SpaceID: spaceID}
+		var rows *sql.Rows
+		var err error
+		if db.IsSQLite(tx) {
+			rows, err = prepared(ctx, tx, "SELECT seq, hash FROM receipt_heads WHERE space_id = ?", spaceID)
+		} else {
+			rows, err = tx.QueryContext(ctx, "SELECT seq, hash FROM receipt_heads WHERE space_id = ? FOR UPDATE", spaceID)
 		}
-		return q.Scan(ctx)
+		if err != nil {
+			return h, err
+		}
+		defer rows.Close()
+		if !rows.Next() {
+			if err := rows.Err(); err != nil {
+				return h, err
+			}
+			return h, sql.ErrNoRows
+		}
+		if err := rows.Scan(&h.Seq, &h.Hash); err != nil {
+			return h, err
+		}
+		return h, rows.Close()
 	}
-	err := lock()
+	h, err := lock()
 	if errors.Is(err, sql.ErrNoRows) {
 		if _, err := tx.NewInsert().Model(&head{SpaceID: spaceID, Seq: 0, Hash: Genesis}).
 			On("CONFLICT (space_id) DO NOTHING").Exec(ctx); err != nil {
 			return head{}, fmt.Errorf("receipts: head: %w", err)
 		}
-		err = lock()
+		h, err = lock()
 	}
 	if err != nil {
 		return head{}, fmt.Errorf("receipts: lock head: %w", err)
 	}
 	return h, nil
+}
+
+// prepared runs the query q (? placeholders) through tx: inside a bun.Tx as a statement
+// prepared once per pool (db.QueryRowsTx), else through bun's formatting.
+func prepared(ctx context.Context, tx bun.IDB, q string, args ...any) (*sql.Rows, error) {
+	if t, ok := tx.(bun.Tx); ok {
+		return db.QueryRowsTx(ctx, t.NewSelect().DB(), t, q, args...)
+	}
+	return tx.QueryContext(ctx, q, args...)
+}
+
+// execPrepared is prepared for a statement that returns no rows.
+func execPrepared(ctx context.Context, tx bun.IDB, q string, args ...any) error {
+	var err error
+	if t, ok := tx.(bun.Tx); ok {
+		_, err = db.ExecTx(ctx, t.NewSelect().DB(), t, q, args...)
+	} else {
+		_, err = tx.ExecContext(ctx, q, args...)
+	}
+	return err
 }
 
 // sealing is one chain entry seal appended: the entry, and the ids and leaf hashes of its
@@ -145,8 +215,16 @@ func sealSpace(ctx context.Context, tx bun.IDB, spaceID string, where func(*bun.
 	if err != nil {
 		return nil, err
 	}
+	return sealLocked(ctx, tx, h, true, where, fresh)
+}
+
+// sealLocked is sealSpace for the head h the caller already holds locked in tx; with
+// leftovers false it seals fresh alone, without looking for unsealed receipts (the group
+// committer: those are sealed by a pass of their own).
+func sealLocked(ctx context.Context, tx bun.IDB, h head, leftovers bool, where func(*bun.SelectQuery) *bun.SelectQuery, fresh []record) (*sealing, error) {
+	spaceID := h.SpaceID
 	var rows []models.Receipt
-	if room := MaxBatch - len(fresh); room > 0 {
+	if room := MaxBatch - len(fresh); leftovers && room > 0 {
 		q := tx.NewSelect().Model(&rows).Where("space_id = ? AND seq IS NULL", spaceID)
 		if where != nil {
 			q = where(q)
@@ -240,19 +318,51 @@ func seal(ctx context.Context, tx bun.IDB, h head, stored, fresh []record) (*sea
 		out.Batch = b
 		return out, nil
 	}
-	if len(rows) > 0 {
-		if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
-			return nil, fmt.Errorf("receipts: insert: %w", err)
-		}
+	// SQLite: statements prepared once per pool, values bound (bun's interpolated text would
+	// be compiled again on every call): the fresh receipts in multi-row inserts, the entry,
+	// the head's move.
+	if err := insertFresh(ctx, tx, rows); err != nil {
+		return nil, err
 	}
-	if _, err := entry.Exec(ctx); err != nil {
+	if err := execPrepared(ctx, tx, "INSERT INTO receipt_batches (space_id, seq, first_seq, version, root, prev_hash, hash, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+		b.SpaceID, b.Seq, b.FirstSeq, b.Version, b.Root, b.PrevHash, b.Hash, db.TimeArg(tx.NewSelect().DB(), b.At)); err != nil {
 		return nil, fmt.Errorf("receipts: chain entry: %w", err)
 	}
-	if _, err := move.Exec(ctx); err != nil {
+	if err := execPrepared(ctx, tx, "UPDATE receipt_heads SET seq = ?, hash = ? WHERE space_id = ?", b.Seq, b.Hash, h.SpaceID); err != nil {
 		return nil, fmt.Errorf("receipts: move head: %w", err)
 	}
 	out.Batch = b
 	return out, nil
+}
+
+// insertChunk is the most rows one prepared insert of insertFresh holds: a group of up to
+// insertChunk receipts is one statement, and at most insertChunk statement texts are
+// prepared per pool.
+const insertChunk = 64
+
+// insertFresh inserts rows (sealed receipts: seq and hash set) inside tx in multi-row
+// INSERTs of at most insertChunk rows, each prepared once per pool and row count.
+func insertFresh(ctx context.Context, tx bun.IDB, rows []*models.Receipt) error {
+	d := tx.NewSelect().DB()
+	for len(rows) > 0 {
+		n := min(len(rows), insertChunk)
+		var q strings.Builder
+		q.WriteString("INSERT INTO receipts (space_id, seq, id, kind, action, actor_key_id, object_ids, detail, at, prev_hash, hash) VALUES ")
+		args := make([]any, 0, 11*n)
+		for i, row := range rows[:n] {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, row.SpaceID, row.Seq, row.ID, row.Kind, row.Action, row.ActorKeyID,
+				row.ObjectIDs, row.Detail, db.TimeArg(d, row.At), row.PrevHash, row.Hash)
+		}
+		if err := execPrepared(ctx, tx, q.String(), args...); err != nil {
+			return fmt.Errorf("receipts: insert: %w", err)
+		}
+		rows = rows[n:]
+	}
+	return nil
 }
 
 // unsealedSpaces lists the spaces holding unsealed receipts (at most limit).
