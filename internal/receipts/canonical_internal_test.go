@@ -64,3 +64,24 @@ func TestBatchCanonicalMatchesJCS(t *testing.T) {
 	_, ok := Batch{SpaceID: "bad\xff"}.canonical()
 	require.False(t, ok, "invalid UTF-8")
 }
+
+// A record's leaf hash from its split document (newRecord, in the request's goroutine) is
+// LeafHash's at every seq, including for details holding a "seq" key; a receipt the direct
+// encoding declines keeps LeafHash.
+func TestRecordLeafHashMatchesLeafHash(t *testing.T) {
+	at := time.Date(2026, 12, 2, 9, 1, 2, 345678000, time.UTC)
+	for _, e := range []Entry{
+		{Kind: KindAgentMemory, Action: "block.read", ActorKey: "key_1", ObjectIDs: []string{"n1", `],"seq":0,"space_id":`}},
+		{Kind: KindAgentMemory, Action: "search", Detail: map[string]any{"seq": 0, "space_id": "x", "n": 3}},
+		{Kind: KindAgentMemory, Action: "x", Detail: map[string]any{"ratio": 0.5}},
+	} {
+		rec, err := newRecord(`sp_"a"`, e, at)
+		require.NoError(t, err)
+		require.Equal(t, e.Detail["ratio"] == nil, rec.pre != nil, "%+v", e)
+		for _, seq := range []int64{0, 1, 9, 10, 123456789} {
+			r := rec.r
+			r.Seq = seq
+			require.Equal(t, r.LeafHash(), rec.leafHash(seq), "%+v at %d", e, seq)
+		}
+	}
+}

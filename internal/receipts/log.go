@@ -88,11 +88,12 @@ func NewLog(d *bun.DB, logger *slog.Logger, every time.Duration) *Log {
 // nothing is stored and the error is ErrStale. It returns an error when the receipt could not
 // be stored at all, or when ctx ended first (the receipt may still commit).
 func (l *Log) Record(ctx context.Context, spaceID string, e Entry, now time.Time, expect ...Expect) (Receipt, error) {
-	r, row, err := newReceipt(spaceID, e, now)
+	rec, err := newRecord(spaceID, e, now)
 	if err != nil {
 		return Receipt{}, err
 	}
-	p := &pending{rec: record{r: r, row: row}, expect: expect, done: make(chan error, 1)}
+	r, row := rec.r, rec.row
+	p := &pending{rec: rec, expect: expect, done: make(chan error, 1)}
 	l.mu.Lock()
 	l.queue = append(l.queue, p)
 	l.startLocked()

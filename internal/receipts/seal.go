@@ -1,6 +1,7 @@
 package receipts
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/hex"
@@ -200,10 +201,52 @@ type sealing struct {
 	ids, leaves []string
 }
 
-// record is a receipt not stored yet, with its row.
+// record is a receipt not stored yet, with its row, and, when newRecord could split it, its
+// leaf document's canonical bytes before and after the seq (set at sealing): the leaf hash is
+// then one SHA-256 under the head's lock, the encoding done before, in the request's
+// goroutine.
 type record struct {
-	r   Receipt
-	row *models.Receipt
+	r         Receipt
+	row       *models.Receipt
+	pre, post []byte
+}
+
+// seqMarker is what leafCanonical writes around a seq of 0: the end of object_ids, the seq,
+// and the start of space_id. Only object_ids is an array (detail values are scalars) and no
+// string holds an unescaped quote, so its last occurrence is the seq's.
+const seqMarker = `],"seq":0,"space_id":`
+
+// newRecord is newReceipt's receipt and row as a record, with its leaf document split around
+// the seq when the direct encoding applies (else sealing calls LeafHash).
+func newRecord(spaceID string, e Entry, now time.Time) (record, error) {
+	r, row, err := newReceipt(spaceID, e, now)
+	if err != nil {
+		return record{}, err
+	}
+	rec := record{r: r, row: row}
+	zero := r
+	zero.Seq = 0
+	if canon, ok := leafCanonical(zero, r.ObjectIDs, r.Detail); ok {
+		if i := bytes.LastIndex(canon, []byte(seqMarker)); i >= 0 {
+			cut := i + len(`],"seq":`)
+			rec.pre, rec.post = canon[:cut], canon[cut+1:]
+		}
+	}
+	return rec, nil
+}
+
+// leafHash is LeafHash of rec's receipt at seq.
+func (rec record) leafHash(seq int64) string {
+	if rec.pre == nil {
+		r := rec.r
+		r.Seq = seq
+		return r.LeafHash()
+	}
+	doc := make([]byte, 0, len(rec.pre)+20+len(rec.post))
+	doc = append(doc, rec.pre...)
+	doc = strconv.AppendInt(doc, seq, 10)
+	doc = append(doc, rec.post...)
+	return hex.EncodeToString(hasher.HashLeaf(doc))
 }
 
 // sealSpace locks the space's head inside tx and appends one chain entry holding up to
@@ -256,7 +299,7 @@ func seal(ctx context.Context, tx bun.IDB, h head, stored, fresh []record) (*sea
 	leaves := make([][]byte, len(all))
 	for i, rec := range all {
 		rec.r.Seq = h.Seq + 1 + int64(i)
-		leaf := rec.r.LeafHash()
+		leaf := rec.leafHash(rec.r.Seq)
 		var err error
 		if leaves[i], err = hex.DecodeString(leaf); err != nil || leaf == "" {
 			return nil, fmt.Errorf("receipts: leaf of %s", rec.r.ID)
