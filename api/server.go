@@ -174,9 +174,10 @@ func (s *Server) accessLog() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
-		s.log.InfoContext(c.Request.Context(), "request",
-			"method", c.Request.Method, "route", c.FullPath(), "status", c.Writer.Status(),
-			"duration_ms", time.Since(start).Milliseconds(), "request_id", c.GetString(requestIDKey))
+		// Typed attributes: the same line as key-value pairs, without boxing each value.
+		s.log.LogAttrs(c.Request.Context(), slog.LevelInfo, "request",
+			slog.String("method", c.Request.Method), slog.String("route", c.FullPath()), slog.Int("status", c.Writer.Status()),
+			slog.Int64("duration_ms", time.Since(start).Milliseconds()), slog.String("request_id", c.GetString(requestIDKey)))
 	}
 }
 
