@@ -57,7 +57,7 @@ type Metrics struct {
 	// httpSeries holds, per httpLabels, the two series HTTPRequest updates, so a request
 	// looks its labels up once instead of hashing them into each vector (issue 16). The
 	// label values are bounded sets, so it stays small.
-	httpSeries sync.Map // httpLabels -> httpPair
+	httpSeries   sync.Map // httpLabels -> httpPair
 	stateWrites  *prometheus.CounterVec
 	notesRefused *prometheus.CounterVec
 	wfStarts     *prometheus.CounterVec

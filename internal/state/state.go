@@ -104,6 +104,48 @@ type ReadResult struct {
 	UpdatedAt *time.Time      `json:"updated_at"`
 }
 
+// AppendJSON appends r as the API answers it: the bytes a json.Encoder without HTML
+// escaping writes (final newline included), written directly. Body is the compact JSON Read
+// built (strictjson.Object.Canonical), so it is not compacted again.
+func (r ReadResult) AppendJSON(b []byte) []byte {
+	b = append(b, `{"body":`...)
+	b = append(b, r.Body...)
+	b = append(b, `,"version":`...)
+	b = strconv.AppendInt(b, r.Version, 10)
+	b = append(b, `,"updated_at":`...)
+	if r.UpdatedAt == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '"')
+		b = r.UpdatedAt.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	return append(b, "}\n"...)
+}
+
+// AppendJSON appends r as the API answers it when it is a stored write or a plain refusal
+// without a reason or fields (the bytes a json.Encoder without HTML escaping writes, final
+// newline included), and reports whether it did; any other result is left to encoding/json.
+func (r WriteResult) AppendJSON(b []byte) ([]byte, bool) {
+	if r.Reason != nil || len(r.Fields) > 0 {
+		return b, false
+	}
+	b = append(b, `{"stored":`...)
+	b = strconv.AppendBool(b, r.Stored)
+	b = append(b, `,"version":`...)
+	b = strconv.AppendInt(b, r.Version, 10)
+	b = append(b, `,"reason":null`...)
+	if r.Bytes != 0 {
+		b = append(b, `,"bytes":`...)
+		b = strconv.AppendInt(b, int64(r.Bytes), 10)
+	}
+	if r.MaxBytes != 0 {
+		b = append(b, `,"max_bytes":`...)
+		b = strconv.AppendInt(b, int64(r.MaxBytes), 10)
+	}
+	return append(b, "}\n"...), true
+}
+
 // Meta is what operators see of a state (WM-11): never its content or scope id.
 type Meta struct {
 	Agent     string    `json:"agent"`
