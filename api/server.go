@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -146,17 +145,48 @@ func (s *Server) HTTPServer(addr string) *http.Server {
 	}
 }
 
-// requestIDPattern is the shape of a caller's X-Request-Id the server adopts: a short token
-// that cannot carry free text (an e-mail, a name). Anything else is replaced.
-var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
+// isRequestID reports whether id has the shape of a caller's X-Request-Id the server adopts,
+// ^[A-Za-z0-9._:-]{1,64}$: a short token that cannot carry free text (an e-mail, a name).
+// Anything else is replaced. Checked byte by byte (no regular expression per request).
+func isRequestID(id string) bool {
+	if len(id) < 1 || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if !alnum(id[i]) && !strings.ContainsRune("._:-", rune(id[i])) {
+			return false
+		}
+	}
+	return true
+}
 
-// requestID adopts the caller's X-Request-Id when it matches requestIDPattern, else generates
+// isAgentVersion reports whether v is what an Agent-Version header may hold (MS-5
+// provenance), ^[A-Za-z0-9][A-Za-z0-9._/+:-]{0,127}$: a short product/version token, never
+// free text. Checked byte by byte (no regular expression per request).
+func isAgentVersion(v string) bool {
+	if len(v) < 1 || len(v) > 128 || !alnum(v[0]) {
+		return false
+	}
+	for i := 1; i < len(v); i++ {
+		if !alnum(v[i]) && !strings.ContainsRune("._/+:-", rune(v[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// alnum reports whether c is an ASCII letter or digit.
+func alnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// requestID adopts the caller's X-Request-Id when it has its shape (isRequestID), else generates
 // one (16 hex digits); the caller's value is never logged or echoed otherwise. The id is in the
 // answer's X-Request-Id header and in every log line of the request.
 func (s *Server) requestID() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id := c.GetHeader("X-Request-Id")
-		if !requestIDPattern.MatchString(id) {
+		if !isRequestID(id) {
 			var b [8]byte
 			_, _ = rand.Read(b[:])
 			id = hex.EncodeToString(b[:])
@@ -174,15 +204,12 @@ func (s *Server) accessLog() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
-		s.log.InfoContext(c.Request.Context(), "request",
-			"method", c.Request.Method, "route", c.FullPath(), "status", c.Writer.Status(),
-			"duration_ms", time.Since(start).Milliseconds(), "request_id", c.GetString(requestIDKey))
+		// Typed attributes: the same line as key-value pairs, without boxing each value.
+		s.log.LogAttrs(c.Request.Context(), slog.LevelInfo, "request",
+			slog.String("method", c.Request.Method), slog.String("route", c.FullPath()), slog.Int("status", c.Writer.Status()),
+			slog.Int64("duration_ms", time.Since(start).Milliseconds()), slog.String("request_id", c.GetString(requestIDKey)))
 	}
 }
-
-// agentVersionPattern is what an Agent-Version header may hold (MS-5 provenance): a short
-// product/version token, never free text.
-var agentVersionPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/+:-]{0,127}$`)
 
 // cleanRequest refuses, before any handler runs, a path or query that is not valid UTF-8 or
 // holds a NUL byte, and an Agent-Version header that is not a short version token (400).
@@ -196,7 +223,7 @@ func (s *Server) cleanRequest() gin.HandlerFunc {
 			s.writeError(c, fault.New(fault.Invalid, "invalid_request", "the path and query must be valid UTF-8 without NUL characters"))
 			return
 		}
-		if v := c.GetHeader("Agent-Version"); v != "" && !agentVersionPattern.MatchString(v) {
+		if v := c.GetHeader("Agent-Version"); v != "" && !isAgentVersion(v) {
 			s.writeError(c, fault.New(fault.Invalid, "invalid_header", "Agent-Version is 1-128 characters of letters, digits and . _ / + : -"))
 			return
 		}

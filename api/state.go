@@ -30,8 +30,15 @@ func (s *Server) writeState(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
+	if b, ok := res.AppendJSON(make([]byte, 0, 64)); ok {
+		c.Data(http.StatusOK, jsonContentType, b) // what PureJSON writes, without reflection
+		return
+	}
 	c.PureJSON(http.StatusOK, res)
 }
+
+// jsonContentType is the Content-Type gin's JSON renderers set.
+const jsonContentType = "application/json; charset=utf-8"
 
 // readState: POST /v1/agent-state/read (WM-9) -> {body, version, updated_at}.
 func (s *Server) readState(c *gin.Context) {
@@ -50,7 +57,8 @@ func (s *Server) readState(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	c.PureJSON(http.StatusOK, res)
+	// What PureJSON writes, without reflection or compacting the body again.
+	c.Data(http.StatusOK, jsonContentType, res.AppendJSON(make([]byte, 0, len(res.Body)+96)))
 }
 
 // createProfile: POST /v1/profiles (role integration) -> 201 {"profile_id"}.

@@ -54,6 +54,10 @@ type Metrics struct {
 
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
+	// httpSeries holds, per httpLabels, the two series HTTPRequest updates, so a request
+	// looks its labels up once instead of hashing them into each vector (issue 16). The
+	// label values are bounded sets, so it stays small.
+	httpSeries   sync.Map // httpLabels -> httpPair
 	stateWrites  *prometheus.CounterVec
 	notesRefused *prometheus.CounterVec
 	wfStarts     *prometheus.CounterVec
@@ -125,9 +129,29 @@ func (m *Metrics) HTTPRequest(method, route string, status int, d time.Duration)
 	default:
 		method = "other"
 	}
-	s := strconv.Itoa(status)
-	m.httpRequests.WithLabelValues(method, route, s).Inc()
-	m.httpDuration.WithLabelValues(method, route, s).Observe(d.Seconds())
+	key := httpLabels{method, route, status}
+	v, ok := m.httpSeries.Load(key)
+	if !ok {
+		s := strconv.Itoa(status)
+		v, _ = m.httpSeries.LoadOrStore(key, httpPair{
+			count: m.httpRequests.WithLabelValues(method, route, s),
+			dur:   m.httpDuration.WithLabelValues(method, route, s)})
+	}
+	pair := v.(httpPair)
+	pair.count.Inc()
+	pair.dur.Observe(d.Seconds())
+}
+
+// httpLabels are one HTTP series' label values; httpPair its request counter and duration
+// histogram.
+type httpLabels struct {
+	method, route string
+	status        int
+}
+
+type httpPair struct {
+	count prometheus.Counter
+	dur   prometheus.Observer
 }
 
 // StateWrite records one working-memory write by result: StateStored, StateConflict,

@@ -63,6 +63,9 @@ type cachedKey struct {
 	p    auth.Principal
 	docs []models.Document
 	rev  int64
+	// pre and asm are the context values a request authenticated from this entry carries
+	// (prefetched, assumed with cached set), boxed once per entry instead of per request.
+	pre, asm any
 }
 
 // NewKeyCache returns an empty KeyCache of at most max keys (4096 when max <= 0).
@@ -85,7 +88,8 @@ func (c *KeyCache) Authenticate(ctx context.Context, d *bun.DB, key string) (aut
 	e, ok := c.entries[hash]
 	c.mu.Unlock()
 	if ok {
-		return e.p, withKey(ctx, e.p.SpaceID, e.docs, assumed{spaceID: e.p.SpaceID, rev: e.rev, hash: hash, cached: true}), nil
+		ctx = context.WithValue(ctx, prefetchKey{}, e.pre) // withKey, on values boxed once
+		return e.p, context.WithValue(ctx, assumedKey{}, e.asm), nil
 	}
 	return c.Reload(ctx, d, hash)
 }
@@ -103,7 +107,9 @@ func (c *KeyCache) Reload(ctx context.Context, d *bun.DB, hash string) (auth.Pri
 	if len(c.entries) >= c.max {
 		clear(c.entries)
 	}
-	c.entries[hash] = cachedKey{p: p, docs: docs, rev: rev}
+	c.entries[hash] = cachedKey{p: p, docs: docs, rev: rev,
+		pre: prefetched{spaceID: p.SpaceID, docs: docs},
+		asm: assumed{spaceID: p.SpaceID, rev: rev, hash: hash, cached: true}}
 	return p, withKey(ctx, p.SpaceID, docs, assumed{spaceID: p.SpaceID, rev: rev, hash: hash}), nil
 }
 

@@ -104,6 +104,48 @@ type ReadResult struct {
 	UpdatedAt *time.Time      `json:"updated_at"`
 }
 
+// AppendJSON appends r as the API answers it: the bytes a json.Encoder without HTML
+// escaping writes (final newline included), written directly. Body is the compact JSON Read
+// built (strictjson.Object.Canonical), so it is not compacted again.
+func (r ReadResult) AppendJSON(b []byte) []byte {
+	b = append(b, `{"body":`...)
+	b = append(b, r.Body...)
+	b = append(b, `,"version":`...)
+	b = strconv.AppendInt(b, r.Version, 10)
+	b = append(b, `,"updated_at":`...)
+	if r.UpdatedAt == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '"')
+		b = r.UpdatedAt.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	return append(b, "}\n"...)
+}
+
+// AppendJSON appends r as the API answers it when it is a stored write or a plain refusal
+// without a reason or fields (the bytes a json.Encoder without HTML escaping writes, final
+// newline included), and reports whether it did; any other result is left to encoding/json.
+func (r WriteResult) AppendJSON(b []byte) ([]byte, bool) {
+	if r.Reason != nil || len(r.Fields) > 0 {
+		return b, false
+	}
+	b = append(b, `{"stored":`...)
+	b = strconv.AppendBool(b, r.Stored)
+	b = append(b, `,"version":`...)
+	b = strconv.AppendInt(b, r.Version, 10)
+	b = append(b, `,"reason":null`...)
+	if r.Bytes != 0 {
+		b = append(b, `,"bytes":`...)
+		b = strconv.AppendInt(b, int64(r.Bytes), 10)
+	}
+	if r.MaxBytes != 0 {
+		b = append(b, `,"max_bytes":`...)
+		b = strconv.AppendInt(b, int64(r.MaxBytes), 10)
+	}
+	return append(b, "}\n"...), true
+}
+
 // Meta is what operators see of a state (WM-11): never its content or scope id.
 type Meta struct {
 	Agent     string    `json:"agent"`
@@ -589,7 +631,9 @@ func (s *Service) loadRow(ctx context.Context, idb bun.IDB, lock bool, t target,
 	var row models.AgentState
 	var err error
 	rev := assumedConfig(ctx, t)
-	if d, ok := idb.(*bun.DB); ok && !lock {
+	if d, ok := idb.(*bun.DB); ok && !lock && query == stateForRead {
+		err = scanForRead(ctx, d, &row, t, rev)
+	} else if ok && !lock {
 		err = db.QueryOne(ctx, d, query, []any{&row}, t.spaceID, t.scopeHash, t.agent, rev, rev)
 	} else {
 		q := idb.NewSelect().Model(&row).
@@ -653,8 +697,41 @@ func assumedConfig(ctx context.Context, t target) int64 {
 const stateByScope = `SELECT id, space_id, scope_hash, scope_kind, agent, subject_hash, body, field_times, version, bytes, key_id, agent_version, created_at, updated_at, expires_at, expires_hour FROM agent_states WHERE space_id = ? AND scope_hash = ? AND agent = ?` + atConfig
 
 // stateForRead is Read's statement (prepared once per pool): stateByScope with only the
-// columns Read serves and openRow needs, so the driver converts fewer columns.
+// columns Read serves and openRow needs, so the driver converts fewer columns. Its times are
+// read as stored (db.ScanTime): stateForReadSQLite on SQLite.
 const stateForRead = `SELECT id, subject_hash, body, field_times, version, updated_at, expires_at FROM agent_states WHERE space_id = ? AND scope_hash = ? AND agent = ?` + atConfig
+
+// stateForReadSQLite is stateForRead on SQLite, its times selected as their stored text
+// (`+col`: no declared type, see db.ScanTime).
+const stateForReadSQLite = `SELECT id, subject_hash, body, field_times, version, +updated_at AS updated_at, +expires_at AS expires_at FROM agent_states WHERE space_id = ? AND scope_hash = ? AND agent = ?` + atConfig
+
+// scanForRead runs stateForRead (stateForReadSQLite on SQLite) for t at the assumed
+// configuration revision rev and scans its row into row with database/sql directly (no
+// model reflection), its times through db.ScanTime. No row is sql.ErrNoRows.
+func scanForRead(ctx context.Context, d *bun.DB, row *models.AgentState, t target, rev int64) error {
+	query := stateForRead
+	if db.IsSQLite(d) {
+		query = stateForReadSQLite
+	}
+	rows, err := db.QueryRows(ctx, d, query, t.spaceID, t.scopeHash, t.agent, rev, rev)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := rows.Scan(&row.ID, &row.SubjectHash, &row.Body, &row.FieldTimes, &row.Version,
+		db.ScanTime{T: &row.UpdatedAt}, db.ScanTime{T: &row.ExpiresAt}); err != nil {
+		return err
+	}
+	for rows.Next() {
+	}
+	return rows.Err()
+}
 
 // updateState is tryWrite's conditional update outside a transaction (prepared once per
 // pool) when no indexed column changes: it applies only at the version read and the
@@ -689,14 +766,7 @@ func live(row *models.AgentState, schema spaces.ObjectType, now time.Time) (stri
 // parseRow returns the fields of an opened row's body (canonical values) and each one's last
 // write (the row's updated_at when its stamp is missing or unreadable).
 func parseRow(row *models.AgentState) (strictjson.Object, map[string]time.Time) {
-	all := strictjson.Object{}
-	if ok, _ := strictjson.Members(row.Body, func(name string, value []byte) error {
-		all[name] = value
-		return nil
-	}); !ok {
-		all = nil
-		_ = json.Unmarshal(row.Body, &all)
-	}
+	all := bodyFields(row)
 	stamps := make(map[string]string, len(all))
 	if ok, err := strictjson.Members([]byte(row.FieldTimes), func(name string, value []byte) error {
 		if s, ok := strictjson.PlainString(value); ok {
@@ -717,6 +787,32 @@ func parseRow(row *models.AgentState) (strictjson.Object, map[string]time.Time) 
 		times[name] = at
 	}
 	return all, times
+}
+
+// bodyFields returns the fields of an opened row's body (canonical values).
+func bodyFields(row *models.AgentState) strictjson.Object {
+	all := strictjson.Object{}
+	if ok, _ := strictjson.Members(row.Body, func(name string, value []byte) error {
+		all[name] = value
+		return nil
+	}); !ok {
+		all = nil
+		_ = json.Unmarshal(row.Body, &all)
+	}
+	return all
+}
+
+// fieldsOutliveState reports whether every field of schema lives as long as the state (no
+// retention of its own shorter than the state's): then a live state's fields are all live,
+// whatever their last writes (WM-12).
+func fieldsOutliveState(schema spaces.ObjectType) bool {
+	st := schema.StateTTL()
+	for name := range schema.Retention {
+		if name != "state" && schema.FieldTTL(name) < st {
+			return false
+		}
+	}
+	return true
 }
 
 // liveOf is live on row's fields and times already parsed (parseRow); it only reads them.
@@ -752,7 +848,17 @@ func (s *Service) Read(ctx context.Context, p auth.Principal, req ReadRequest) (
 	if err != nil {
 		return ReadResult{}, err
 	}
-	fields, _, version := live(row, t.schema, s.Now().UTC())
+	now := s.Now().UTC()
+	var fields strictjson.Object
+	var version int64
+	if fieldsOutliveState(t.schema) {
+		// No field expires before the state: its fields' write times are not needed.
+		if now.Before(row.ExpiresAt.UTC()) {
+			fields, version = bodyFields(row), row.Version
+		}
+	} else {
+		fields, _, version = live(row, t.schema, now)
+	}
 	if version == 0 {
 		return ReadResult{Body: json.RawMessage("{}"), Version: 0}, nil
 	}
@@ -944,13 +1050,49 @@ func invalid(member, msg string) error {
 	return fault.New(fault.Invalid, "invalid_member", "%s", msg).With("member", member)
 }
 
+// encodeTimes is the stored field_times of times: a JSON object of each field's last write
+// (RFC 3339, UTC, nanoseconds), names sorted, the same bytes as encoding/json's encoding of
+// the map of formatted times, without its reflection and intermediate map.
 func encodeTimes(times map[string]time.Time) string {
-	m := make(map[string]string, len(times))
-	for k, v := range times {
-		m[k] = v.UTC().Format(time.RFC3339Nano)
+	names := make([]string, 0, len(times))
+	size := 2
+	for name := range times {
+		names = append(names, name)
+		size += len(name) + len(`"":"2006-01-02T15:04:05.999999999Z",`)
 	}
-	b, _ := json.Marshal(m)
+	sort.Strings(names)
+	b := make([]byte, 0, size)
+	b = append(b, '{')
+	for i, name := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if plainName(name) {
+			b = append(b, '"')
+			b = append(b, name...)
+			b = append(b, '"')
+		} else {
+			q, _ := json.Marshal(name) // escapes as encoding/json does in a map key
+			b = append(b, q...)
+		}
+		b = append(b, ':', '"')
+		b = times[name].UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	b = append(b, '}')
 	return string(b)
+}
+
+// plainName reports whether encoding/json writes name as a JSON string unchanged between
+// quotes: printable ASCII with no quote, backslash or HTML-sensitive character.
+func plainName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 func sortedKeys(o strictjson.Object) []string {
