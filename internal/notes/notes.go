@@ -104,6 +104,8 @@ type Service struct {
 
 	// answers are this replica's block answers (issue 16).
 	answers blockAnswers
+	// writes queues this replica's note writes of a space for its receipt head (issue 16).
+	writes spaceQueues
 }
 
 func (s *Service) now() time.Time {

@@ -355,9 +355,18 @@ func lookupRequest(ctx context.Context, idb bun.IDB, w write) (WriteResult, bool
 // re-check, for a new note (not an edit) the duplicate check (which rolls the transaction
 // back, receipt included, and answers the existing note), the hourly limit and the cap, the
 // rows, the outbox event and the idempotency record.
+//
+// Before the transaction the write waits for its turn among this replica's note writes of the
+// space (spaceQueues), so only one of them at a time waits for the head's lock in the
+// database; a request that ends while queued stores nothing and answers ctx's error.
 func (s *Service) commit(ctx context.Context, w write) (WriteResult, error) {
+	release, err := s.writes.acquire(ctx, w.a.p.SpaceID)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	defer release()
 	var res, replayed, duplicate WriteResult
-	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		res = WriteResult{}
 		id := auth.NewID("note")
 		action := "note.create"
