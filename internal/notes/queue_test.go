@@ -51,14 +51,36 @@ func queueEnv(t *testing.T, d *bun.DB, features string) (*Service, auth.Principa
 	return s, p
 }
 
-// hold marks spaceID's batches as running without running any, so writes queue behind.
+// hold waits until spaceID's batches have ended (an earlier write's goroutine may still be
+// finding its queue empty), then marks them as running without running any, so writes queue
+// behind until the test drains them.
 func (q *spaceQueues) hold(spaceID string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.m == nil {
-		q.m = map[string]*spaceQueue{}
+	for {
+		q.mu.Lock()
+		if q.m == nil {
+			q.m = map[string]*spaceQueue{}
+		}
+		if q.m[spaceID] == nil {
+			q.m[spaceID] = &spaceQueue{running: true}
+			q.mu.Unlock()
+			return
+		}
+		q.mu.Unlock()
+		time.Sleep(time.Millisecond)
 	}
-	q.m[spaceID] = &spaceQueue{running: true}
+}
+
+// waitQueued waits until n writes of spaceID wait for their batch; it fails the test if
+// answer (a write's answer, nil for none) comes first, as a write refused before its queue.
+func (q *spaceQueues) waitQueued(t *testing.T, spaceID string, n int, answer <-chan createAnswer) {
+	t.Helper()
+	for q.waiting(spaceID) < n {
+		select {
+		case a := <-answer:
+			t.Fatalf("answered before it was queued: %+v", a)
+		case <-time.After(time.Millisecond):
+		}
+	}
 }
 
 // waiting is how many writes of spaceID wait for their batch.
@@ -84,16 +106,14 @@ func TestNoteWriteCancelledWhileQueued(t *testing.T) {
 
 		s.writes.hold(p.SpaceID) // another batch runs
 		wctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
+		done := make(chan createAnswer, 1)
 		go func() {
-			_, err := s.Create(wctx, p, "", "", Input{Kind: "procedure", Title: "Queued", Body: "Cancelled while queued."})
-			done <- err
+			res, err := s.Create(wctx, p, "", "", Input{Kind: "procedure", Title: "Queued", Body: "Cancelled while queued."})
+			done <- createAnswer{res, err}
 		}()
-		for s.writes.waiting(p.SpaceID) < 1 { // wait until it is queued
-			time.Sleep(time.Millisecond)
-		}
+		s.writes.waitQueued(t, p.SpaceID, 1, done)
 		cancel()
-		require.ErrorIs(t, <-done, context.Canceled)
+		require.ErrorIs(t, (<-done).err, context.Canceled)
 		s.drain(p.SpaceID) // the batch after: it skips the ended request
 
 		require.Zero(t, count((*models.Note)(nil)), "no note stored")
@@ -105,7 +125,8 @@ func TestNoteWriteCancelledWhileQueued(t *testing.T) {
 		require.NoError(t, err)
 		require.NotNil(t, res.Note)
 		require.Equal(t, 1, count((*models.Note)(nil)))
-		require.Zero(t, s.writes.queued())
+		// The write's batch goroutine forgets the space once it finds the queue empty.
+		require.Eventually(t, func() bool { return s.writes.queued() == 0 }, 10*time.Second, time.Millisecond, "no queue left behind")
 	})
 }
 
@@ -121,9 +142,7 @@ func queueWrites(t *testing.T, s *Service, p auth.Principal, ins []Input, idem [
 			res, err := s.Create(context.Background(), p, "", idem[i], in)
 			out[i] <- createAnswer{res, err}
 		}()
-		for s.writes.waiting(p.SpaceID) < i+1 {
-			time.Sleep(time.Millisecond)
-		}
+		s.writes.waitQueued(t, p.SpaceID, i+1, out[i])
 	}
 	return out
 }
@@ -268,5 +287,38 @@ func TestNoteBatchLimitsExactAcrossReplicas(t *testing.T) {
 		stored, codes = race(`{"agent_memory": {"enabled": true, "max_notes_per_source": 5}}`, 12)
 		require.Equal(t, 5, stored)
 		require.Equal(t, map[string]int{CodeCapReached: 7}, codes)
+	})
+}
+
+// Issue 16: the batch's bound of a source's active notes holds only from the time it was
+// counted on: a note that expired by the first write's time is active at an earlier write's
+// time, so that write counts exactly and is refused at the cap (2 here: the note that
+// expires and the batch's first).
+func TestNoteBatchCapBoundKeepsTime(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
+		ctx := context.Background()
+		s, p := queueEnv(t, d, `{"agent_memory": {"enabled": true, "max_notes_per_source": 2}}`)
+		t0 := time.Now().UTC().Truncate(time.Second)
+		s.Now = func() time.Time { return t0 }
+		expires := t0.Add(30 * time.Minute)
+		_, err := s.Create(ctx, p, "", "", Input{Kind: "procedure", Title: "Expires", Body: "Soon.", ValidUntil: &expires})
+		require.NoError(t, err)
+
+		s.writes.hold(p.SpaceID)
+		later, earlier := make(chan createAnswer, 1), make(chan createAnswer, 1)
+		for i, at := range []time.Time{t0.Add(time.Hour), t0.Add(time.Minute)} {
+			s.Now = func() time.Time { return at }
+			out := []chan createAnswer{later, earlier}[i]
+			go func() {
+				res, err := s.Create(ctx, p, "", "", Input{Kind: "procedure", Title: fmt.Sprintf("Note %d", i), Body: "Distinct."})
+				out <- createAnswer{res, err}
+			}()
+			s.writes.waitQueued(t, p.SpaceID, i+1, out)
+		}
+		s.drain(p.SpaceID)
+		a := <-later
+		require.NoError(t, a.err, "an hour on, the first note has expired: one active note, under the cap")
+		b := <-earlier
+		require.True(t, fault.IsCode(b.err, CodeCapReached), "a minute on, the first note and the batch's are active: %v", b.err)
 	})
 }

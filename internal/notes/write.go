@@ -356,7 +356,10 @@ func lookupRequest(ctx context.Context, idb bun.IDB, w write) (WriteResult, bool
 // answer), for a new note (not an edit) the duplicate check (errDuplicate with the existing
 // note), the hourly limit and the cap, the rows, the outbox event and the idempotency record.
 // On errReplayed, errDuplicate or any other error the caller rolls back w's savepoint.
-func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write) (WriteResult, error) {
+//
+// caps (the batch's; nil for none) spares the cap's count when an earlier count of the batch
+// bounds it below the cap.
+func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write, caps *capBounds) (WriteResult, error) {
 	var res WriteResult
 	id := auth.NewID("note")
 	action := "note.create"
@@ -390,9 +393,17 @@ func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write) (WriteResult,
 	if w.prev == nil {
 		// The duplicate check, and for a new note the cap's count, in one statement; the
 		// cap is enforced after the hourly limit, as before.
-		n, ok, capCount, err := findDuplicate(ctx, tx, w, !w.proposal())
+		withCap := !w.proposal()
+		bound, bounded := caps.upper(w)
+		bounded = bounded && withCap && bound < int64(w.f.NotesCap())
+		n, ok, capCount, err := findDuplicate(ctx, tx, w, withCap && !bounded)
 		if err != nil {
 			return WriteResult{}, err
+		}
+		if bounded {
+			capCount = bound // fewer than the cap: the write is under it
+		} else if withCap {
+			caps.counted(w, capCount)
 		}
 		if ok {
 			return WriteResult{Note: &n, DuplicateOf: n.ID}, errDuplicate
