@@ -147,6 +147,19 @@ func (s *Service) commitBatch(batch []*queuedWrite) {
 	defer cancel()
 	var ran []*queuedWrite
 	var caps capBounds
+	defer func() {
+		// A panic in a write fails its batch (the transaction is rolled back) instead of the
+		// process: every write of it not answered yet gets an error.
+		if r := recover(); r != nil {
+			err := fmt.Errorf("notes: note batch: panic: %v", r)
+			for _, m := range batch {
+				if m.state.CompareAndSwap(memberQueued, memberTaken) || m.state.Load() == memberTaken {
+					m.res, m.err = WriteResult{}, err
+					close(m.done)
+				}
+			}
+		}
+	}()
 	txErr := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		ran, caps = ran[:0], capBounds{}
 		for _, m := range batch {

@@ -322,3 +322,24 @@ func TestNoteBatchCapBoundKeepsTime(t *testing.T) {
 		require.True(t, fault.IsCode(b.err, CodeCapReached), "a minute on, the first note and the batch's are active: %v", b.err)
 	})
 }
+
+// Issue 16: a panic inside a batch's transaction fails the batch, not the process: every
+// write of it answers an error, none is stored, and the space's next write is stored.
+func TestNoteBatchPanicFailsBatch(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
+		ctx := context.Background()
+		s, p := queueEnv(t, d, "")
+		s.beforeBatchCommit = func(int) error { panic("batch hook") }
+		answers := queueWrites(t, s, p, []Input{{Kind: "procedure", Title: "One", Body: "Lost."}, {Kind: "procedure", Title: "Two", Body: "Lost."}}, []string{"", ""})
+		s.drain(p.SpaceID)
+		for _, c := range answers {
+			a := <-c
+			require.ErrorContains(t, a.err, "panic")
+		}
+		require.Zero(t, countIn(t, d, p.SpaceID, (*models.Note)(nil)))
+		s.beforeBatchCommit = nil
+		_, err := s.Create(ctx, p, "", "", Input{Kind: "procedure", Title: "Three", Body: "Stored."})
+		require.NoError(t, err)
+		require.Equal(t, 1, countIn(t, d, p.SpaceID, (*models.Note)(nil)))
+	})
+}
