@@ -132,9 +132,6 @@ func (s *Service) drain(spaceID string) {
 	}
 }
 
-// errBatchRollback rolls back one member's savepoint after its answer is set.
-var errBatchRollback = errors.New("notes: member rolled back")
-
 // commitBatch runs batch (writes of one space, in arrival order) in one transaction: the
 // space's receipt head is locked by the first and held to the commit; each write runs inside
 // its own savepoint (writeIn), so a refused one (limit, cap, duplicate, replay, a failed
