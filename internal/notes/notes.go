@@ -104,6 +104,12 @@ type Service struct {
 
 	// answers are this replica's block answers (issue 16).
 	answers blockAnswers
+	// writes queues this replica's note writes of a space and commits them in groups (issue 16).
+	writes spaceQueues
+	// beforeBatchCommit, when set (tests), runs at the end of a note batch's transaction with
+	// the number of writes it ran; an error rolls the whole transaction back as a failed
+	// commit would.
+	beforeBatchCommit func(n int) error
 }
 
 func (s *Service) now() time.Time {

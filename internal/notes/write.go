@@ -350,98 +350,95 @@ func lookupRequest(ctx context.Context, idb bun.IDB, w write) (WriteResult, bool
 	return res, true, nil
 }
 
-// commit stores w in one transaction: the admin receipt first (its chain head row serialises
-// the space's writers, so the limits below are exact across replicas), then the idempotency
-// re-check, for a new note (not an edit) the duplicate check (which rolls the transaction
-// back, receipt included, and answers the existing note), the hourly limit and the cap, the
-// rows, the outbox event and the idempotency record.
-func (s *Service) commit(ctx context.Context, w write) (WriteResult, error) {
-	var res, replayed, duplicate WriteResult
-	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		res = WriteResult{}
-		id := auth.NewID("note")
-		action := "note.create"
-		objs := []string{id}
-		if w.proposal() {
-			id = auth.NewID("prop")
-			action = "proposal.create"
-			objs = []string{id}
-		} else if w.prev != nil {
-			action = "note.version"
-			objs = []string{id, w.prev.ID}
-		}
-		if w.proposal() && w.prev != nil {
-			objs = append(objs, w.prev.ID)
-		}
-		if _, err := receipts.Append(ctx, tx, w.a.p.SpaceID, receipts.Entry{
-			Kind: receipts.KindAdmin, Action: action, ActorKey: w.a.p.KeyID, ObjectIDs: objs,
-			Detail: map[string]any{"kind": w.c.Kind, "origin": w.a.origin(), "source_id": w.a.sourceID},
-		}, w.now); err != nil {
-			return err
-		}
-		if w.idemKey != "" {
-			r, done, err := lookupRequest(ctx, tx, w)
-			if err != nil {
-				return err
-			}
-			if done {
-				replayed = r
-				return errReplayed
-			}
-		}
-		if w.prev == nil {
-			// The duplicate check, and for a new note the cap's count, in one statement; the
-			// cap is enforced after the hourly limit, as before.
-			n, ok, capCount, err := findDuplicate(ctx, tx, w, !w.proposal())
-			if err != nil {
-				return err
-			}
-			if ok {
-				duplicate = WriteResult{Note: &n, DuplicateOf: n.ID}
-				return errDuplicate
-			}
-			w.capCounted, w.capCount = capCount >= 0, capCount
-		}
-		if w.a.p.IsAgent() {
-			if err := checkRate(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.now); err != nil {
-				return err
-			}
-		}
-		if w.proposal() {
-			if err := s.propose(ctx, tx, w, id); err != nil {
-				return err
-			}
-			res.ProposalID = id
-		} else {
-			n, err := insertNote(ctx, tx, w, id, w.a.origin(), "")
-			if err != nil {
-				return err
-			}
-			res.Note = &n
-		}
-		if w.idemKey != "" {
-			body, _ := json.Marshal(res)
-			status := 201
-			if res.ProposalID != "" {
-				status = 202
-			}
-			if _, err := tx.NewInsert().Model(&models.NoteRequest{
-				SpaceID: w.a.p.SpaceID, KeyID: w.a.p.KeyID, IdemKey: w.idemKey, BodyHash: w.bodyHash,
-				Status: status, Response: string(body), CreatedAt: w.now,
-			}).Exec(ctx); err != nil {
-				return fmt.Errorf("notes: idempotency record: %w", err)
-			}
-		}
-		return nil
-	})
-	if errors.Is(err, errReplayed) {
-		return replayed, nil
+// writeIn stores w inside tx (a batch's transaction, within w's savepoint; commitBatch): the
+// admin receipt first (its chain head row serialises the space's writers, so the limits below
+// are exact across replicas), then the idempotency re-check (errReplayed with the first
+// answer), for a new note (not an edit) the duplicate check (errDuplicate with the existing
+// note), the hourly limit and the cap, the rows, the outbox event and the idempotency record.
+// On errReplayed, errDuplicate or any other error the caller rolls back w's savepoint.
+//
+// caps (the batch's; nil for none) spares the cap's count when an earlier count of the batch
+// bounds it below the cap.
+func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write, caps *capBounds) (WriteResult, error) {
+	var res WriteResult
+	id := auth.NewID("note")
+	action := "note.create"
+	objs := []string{id}
+	if w.proposal() {
+		id = auth.NewID("prop")
+		action = "proposal.create"
+		objs = []string{id}
+	} else if w.prev != nil {
+		action = "note.version"
+		objs = []string{id, w.prev.ID}
 	}
-	if errors.Is(err, errDuplicate) {
-		return duplicate, nil
+	if w.proposal() && w.prev != nil {
+		objs = append(objs, w.prev.ID)
 	}
-	if err != nil {
+	if _, err := receipts.Append(ctx, tx, w.a.p.SpaceID, receipts.Entry{
+		Kind: receipts.KindAdmin, Action: action, ActorKey: w.a.p.KeyID, ObjectIDs: objs,
+		Detail: map[string]any{"kind": w.c.Kind, "origin": w.a.origin(), "source_id": w.a.sourceID},
+	}, w.now); err != nil {
 		return WriteResult{}, err
+	}
+	if w.idemKey != "" {
+		r, done, err := lookupRequest(ctx, tx, w)
+		if err != nil {
+			return WriteResult{}, err
+		}
+		if done {
+			return r, errReplayed
+		}
+	}
+	if w.prev == nil {
+		// The duplicate check, and for a new note the cap's count, in one statement; the
+		// cap is enforced after the hourly limit, as before.
+		withCap := !w.proposal()
+		bound, bounded := caps.upper(w)
+		bounded = bounded && withCap && bound < int64(w.f.NotesCap())
+		n, ok, capCount, err := findDuplicate(ctx, tx, w, withCap && !bounded)
+		if err != nil {
+			return WriteResult{}, err
+		}
+		if bounded {
+			capCount = bound // fewer than the cap: the write is under it
+		} else if withCap {
+			caps.counted(w, capCount)
+		}
+		if ok {
+			return WriteResult{Note: &n, DuplicateOf: n.ID}, errDuplicate
+		}
+		w.capCounted, w.capCount = capCount >= 0, capCount
+	}
+	if w.a.p.IsAgent() {
+		if err := checkRate(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.now); err != nil {
+			return WriteResult{}, err
+		}
+	}
+	if w.proposal() {
+		if err := s.propose(ctx, tx, w, id); err != nil {
+			return WriteResult{}, err
+		}
+		res.ProposalID = id
+	} else {
+		n, err := insertNote(ctx, tx, w, id, w.a.origin(), "")
+		if err != nil {
+			return WriteResult{}, err
+		}
+		res.Note = &n
+	}
+	if w.idemKey != "" {
+		body, _ := json.Marshal(res)
+		status := 201
+		if res.ProposalID != "" {
+			status = 202
+		}
+		if _, err := tx.NewInsert().Model(&models.NoteRequest{
+			SpaceID: w.a.p.SpaceID, KeyID: w.a.p.KeyID, IdemKey: w.idemKey, BodyHash: w.bodyHash,
+			Status: status, Response: string(body), CreatedAt: w.now,
+		}).Exec(ctx); err != nil {
+			return WriteResult{}, fmt.Errorf("notes: idempotency record: %w", err)
+		}
 	}
 	return res, nil
 }

@@ -1,0 +1,265 @@
+package notes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// MaxNoteBatch is the most note writes of one space committed in one transaction (issue 16).
+const MaxNoteBatch = 32
+
+// noteBatchTimeout bounds a batch's transaction, which no single request's context ends.
+const noteBatchTimeout = 30 * time.Second
+
+// spaceQueues queues a replica's note writes of one space in the process and commits them
+// in groups (issue 16). PostgreSQL wakes the waiters of a row lock (FOR UPDATE) in no fair
+// order: with 8 writers of one space a write waited 13 ms at p50 and 127 ms at p99 for the
+// space's receipt head. Here the writes of a space wait in the process, first come, first
+// served, and one goroutine per space and replica at a time takes up to MaxNoteBatch of them
+// and runs them in one transaction (Service.commitBatch): at most one transaction per
+// replica and space waits on the head's lock, which stays the guarantee across replicas. The
+// map holds only spaces with a write queued or running, so it stays as small as the writes
+// in flight.
+type spaceQueues struct {
+	mu sync.Mutex
+	m  map[string]*spaceQueue
+}
+
+// spaceQueue is one space's queued writes and whether a batch runs; guarded by
+// spaceQueues.mu.
+type spaceQueue struct {
+	pending []*queuedWrite
+	running bool
+}
+
+// Member states of a queuedWrite.
+const (
+	memberQueued    int32 = iota
+	memberTaken           // its batch runs it: it waits for the answer
+	memberAbandoned       // its request ended first: no batch runs it
+)
+
+// queuedWrite is one note write waiting for its batch, and its answer once done is closed.
+type queuedWrite struct {
+	ctx   context.Context
+	w     write
+	state atomic.Int32
+	res   WriteResult
+	err   error
+	done  chan struct{}
+}
+
+// enqueue adds qw to spaceID's queue and reports whether the caller must start the space's
+// batches (none was running).
+func (q *spaceQueues) enqueue(spaceID string, qw *queuedWrite) (start bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.m == nil {
+		q.m = map[string]*spaceQueue{}
+	}
+	sq := q.m[spaceID]
+	if sq == nil {
+		sq = &spaceQueue{}
+		q.m[spaceID] = sq
+	}
+	sq.pending = append(sq.pending, qw)
+	if sq.running {
+		return false
+	}
+	sq.running = true
+	return true
+}
+
+// take removes and returns up to MaxNoteBatch queued writes of spaceID in arrival order;
+// when none is left it ends the space's batches and forgets the space, and returns nil.
+func (q *spaceQueues) take(spaceID string) []*queuedWrite {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	sq := q.m[spaceID]
+	if sq == nil {
+		return nil
+	}
+	n := min(len(sq.pending), MaxNoteBatch)
+	if n == 0 {
+		delete(q.m, spaceID)
+		return nil
+	}
+	batch := append([]*queuedWrite(nil), sq.pending[:n]...)
+	sq.pending = append(sq.pending[:0], sq.pending[n:]...)
+	return batch
+}
+
+// queued reports how many spaces have a note write queued or running (for tests).
+func (q *spaceQueues) queued() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.m)
+}
+
+// commit stores w through its space's queue: it waits for its batch and answers what its
+// write got there. A request that ends before its batch runs it answers ctx's error and
+// stores nothing; once its batch runs it, it waits for the batch's answer.
+func (s *Service) commit(ctx context.Context, w write) (WriteResult, error) {
+	qw := &queuedWrite{ctx: ctx, w: w, done: make(chan struct{})}
+	if s.writes.enqueue(w.a.p.SpaceID, qw) {
+		go s.drain(w.a.p.SpaceID)
+	}
+	select {
+	case <-qw.done:
+	case <-ctx.Done():
+		if qw.state.CompareAndSwap(memberQueued, memberAbandoned) {
+			return WriteResult{}, ctx.Err()
+		}
+		<-qw.done
+	}
+	return qw.res, qw.err
+}
+
+// drain commits spaceID's queued writes batch after batch until none is left.
+func (s *Service) drain(spaceID string) {
+	for {
+		batch := s.writes.take(spaceID)
+		if batch == nil {
+			return
+		}
+		s.commitBatch(batch)
+	}
+}
+
+// commitBatch runs batch (writes of one space, in arrival order) in one transaction: the
+// space's receipt head is locked by the first and held to the commit; each write runs inside
+// its own savepoint (writeIn), so a refused one (limit, cap, duplicate, replay, a failed
+// statement) rolls back only itself and gets its own answer, and each later write sees the
+// earlier ones. A member whose request ended before its turn is skipped. After the commit
+// every member gets its answer; when the transaction fails, every member it ran gets the
+// error and nothing of any is stored.
+func (s *Service) commitBatch(batch []*queuedWrite) {
+	ctx, cancel := context.WithTimeout(context.Background(), noteBatchTimeout)
+	defer cancel()
+	var ran []*queuedWrite
+	var caps capBounds
+	defer func() {
+		// A panic in a write fails its batch (the transaction is rolled back) instead of the
+		// process: every write of it not answered yet gets an error.
+		if r := recover(); r != nil {
+			err := fmt.Errorf("notes: note batch: panic: %v", r)
+			for _, m := range batch {
+				if m.state.CompareAndSwap(memberQueued, memberTaken) || m.state.Load() == memberTaken {
+					m.res, m.err = WriteResult{}, err
+					close(m.done)
+				}
+			}
+		}
+	}()
+	txErr := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		ran, caps = ran[:0], capBounds{}
+		for _, m := range batch {
+			if !m.state.CompareAndSwap(memberQueued, memberTaken) {
+				continue // its request ended: it answered itself
+			}
+			ran = append(ran, m)
+			if err := m.ctx.Err(); err != nil {
+				m.res, m.err = WriteResult{}, err
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT note_write"); err != nil {
+				return fmt.Errorf("notes: savepoint: %w", err)
+			}
+			res, err := s.writeIn(ctx, tx, m.w, &caps)
+			switch {
+			case err == nil:
+				m.res, m.err = res, nil
+				caps.stored(m.w)
+				if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT note_write"); err != nil {
+					return fmt.Errorf("notes: release savepoint: %w", err)
+				}
+				continue
+			case errors.Is(err, errReplayed), errors.Is(err, errDuplicate):
+				m.res, m.err = res, nil
+			default:
+				m.res, m.err = WriteResult{}, err
+			}
+			if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT note_write"); err != nil {
+				return fmt.Errorf("notes: rollback to savepoint: %w", err)
+			}
+			if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT note_write"); err != nil {
+				return fmt.Errorf("notes: release savepoint: %w", err)
+			}
+		}
+		if s.beforeBatchCommit != nil {
+			return s.beforeBatchCommit(len(ran))
+		}
+		return nil
+	})
+	err := txErr
+	if err == nil {
+		err = errors.New("notes: note batch ended before this write")
+	}
+	for _, m := range batch {
+		// A write the transaction never reached (it failed to begin) is answered too.
+		if m.state.CompareAndSwap(memberQueued, memberTaken) {
+			ran = append(ran, m)
+			m.res, m.err = WriteResult{}, err
+		}
+	}
+	for _, m := range ran {
+		if txErr != nil {
+			m.res, m.err = WriteResult{}, txErr
+		}
+		close(m.done)
+	}
+}
+
+// capBounds spares a batch the cap's count of every write (issue 16: it reads up to the cap's
+// number of index entries each time). The first count of a source's active notes in the
+// batch, at its write's time, plus the writes of that source the batch stored since, bounds
+// the source's active notes at any later time in the same transaction: notes only leave
+// (expire, are retired or erased) as time passes, and only this transaction adds any while it
+// holds the space's head. A write at or after that time whose bound is under the cap is under
+// it; any other write counts exactly, as alone. The zero value knows nothing; a nil
+// *capBounds is valid and knows nothing.
+type capBounds struct {
+	at    map[string]time.Time // source → the time of its counted write
+	base  map[string]int64     // source → its active notes then (at most the cap)
+	added map[string]int64     // source → writes of it stored since
+}
+
+// upper returns the bound of w's source's active notes at w.now, and false when the batch
+// has none for it (no count yet, or w is older than the count).
+func (b *capBounds) upper(w write) (int64, bool) {
+	if b == nil {
+		return 0, false
+	}
+	at, ok := b.at[w.a.sourceID]
+	if !ok || w.now.Before(at) {
+		return 0, false
+	}
+	return b.base[w.a.sourceID] + b.added[w.a.sourceID], true
+}
+
+// counted records that w's write counted n active notes of its source at w.now, before it
+// stored anything; it replaces an earlier count of the source.
+func (b *capBounds) counted(w write, n int64) {
+	if b == nil {
+		return
+	}
+	if b.at == nil {
+		b.at, b.base, b.added = map[string]time.Time{}, map[string]int64{}, map[string]int64{}
+	}
+	src := w.a.sourceID
+	b.at[src], b.base[src], b.added[src] = w.now, n, 0
+}
+
+// stored records that the batch stored w (a note, an edit or a proposal: each counts as one
+// more active note of its source, at worst).
+func (b *capBounds) stored(w write) {
+	if b != nil && b.added != nil {
+		b.added[w.a.sourceID]++
+	}
+}
