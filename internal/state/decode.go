@@ -16,8 +16,7 @@ var errNotQuick = errors.New("state: not the plain shape")
 // kind and id. Anything else returns false and leaves r unchanged. body keeps data's bytes.
 func (r *WriteRequest) DecodeQuick(data []byte) bool {
 	var out WriteRequest
-	ok, err := strictjson.Members(data, func(name string, v []byte) error {
-		var ok bool
+	if !quickMembers(data, func(name string, v []byte) (ok bool) {
 		switch name {
 		case "scope":
 			out.Scope, ok = quickScope(v)
@@ -32,12 +31,8 @@ func (r *WriteRequest) DecodeQuick(data []byte) bool {
 		case "body":
 			out.Body, ok = json.RawMessage(v), true
 		}
-		if !ok {
-			return errNotQuick
-		}
-		return nil
-	})
-	if !ok || err != nil {
+		return ok
+	}) {
 		return false
 	}
 	*r = out
@@ -47,20 +42,15 @@ func (r *WriteRequest) DecodeQuick(data []byte) bool {
 // DecodeQuick decodes the plain shape of a read (see WriteRequest.DecodeQuick).
 func (r *ReadRequest) DecodeQuick(data []byte) bool {
 	var out ReadRequest
-	ok, err := strictjson.Members(data, func(name string, v []byte) error {
-		var ok bool
+	if !quickMembers(data, func(name string, v []byte) (ok bool) {
 		switch name {
 		case "scope":
 			out.Scope, ok = quickScope(v)
 		case "agent":
 			out.Agent, ok = quickString(v)
 		}
-		if !ok {
-			return errNotQuick
-		}
-		return nil
-	})
-	if !ok || err != nil {
+		return ok
+	}) {
 		return false
 	}
 	*r = out
@@ -73,20 +63,28 @@ func quickScope(v []byte) (*Scope, bool) {
 		return nil, true
 	}
 	var s Scope
-	ok, err := strictjson.Members(v, func(name string, v []byte) error {
-		var ok bool
+	ok := quickMembers(v, func(name string, v []byte) (ok bool) {
 		switch name {
 		case "kind":
 			s.Kind, ok = quickString(v)
 		case "id":
 			s.ID, ok = quickString(v)
 		}
-		if !ok {
+		return ok
+	})
+	return &s, ok
+}
+
+// quickMembers walks the plain object data (strictjson.Members) and reports whether it is one
+// and member accepted every name and value; an unknown name is member's to refuse.
+func quickMembers(data []byte, member func(name string, v []byte) bool) bool {
+	ok, err := strictjson.Members(data, func(name string, v []byte) error {
+		if !member(name, v) {
 			return errNotQuick
 		}
 		return nil
 	})
-	return &s, ok && err == nil
+	return ok && err == nil
 }
 
 // quickString is a string member without escapes, or null (which encoding/json leaves "").
