@@ -69,6 +69,13 @@ func devCmd(load func() (config.Config, error), stdout, stderr io.Writer) *cobra
 			}
 			cfg.KeystoreURL, cfg.KEK, cfg.KEKPrevious = "", "", nil
 			ctx := cmd.Context()
+			// The API port is bound before anything else starts: a busy port fails at once, and
+			// the Temporal dev server's own ports (chosen while it starts) can never take it.
+			ln, err := net.Listen("tcp", cfg.Addr)
+			if err != nil {
+				return fmt.Errorf("the API address %s: %w", cfg.Addr, err)
+			}
+			defer ln.Close()
 			log := newLogger(cfg, stderr)
 			if fakeModel {
 				stopFake, err := startFakeModel(&cfg, log, stdout)
@@ -103,7 +110,7 @@ func devCmd(load func() (config.Config, error), stdout, stderr io.Writer) *cobra
 				fmt.Fprintf(stdout, "distillations ask the model %s at %s; while none answers they stay drafting (last_error model_unreachable); --fake-model tries the flow without one\n", cfg.OllamaModel, cfg.OllamaHost)
 			}
 			fmt.Fprintf(stdout, "create a space and its admin key with:\n  %s space create my-space --data-dir %s\n", exe, cfg.DataDir)
-			return serveHTTP(ctx, a, cfg.Addr, tc)
+			return serveHTTP(ctx, a, ln, tc)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "listen address of the API")
@@ -138,7 +145,11 @@ func serveCmd(load func() (config.Config, error), stderr io.Writer) *cobra.Comma
 		Short: "Run the API (configured from the environment)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withProduction(cmd.Context(), load, stderr, func(ctx context.Context, a *app.App, tc client.Client) error {
-				return serveHTTP(ctx, a, a.Config.Addr, tc)
+				ln, err := net.Listen("tcp", a.Config.Addr)
+				if err != nil {
+					return err
+				}
+				return serveHTTP(ctx, a, ln, tc)
 			})
 		},
 	}
@@ -291,7 +302,7 @@ func freePorts(n int) ([]int, error) {
 // until ctx ends, then stops accepting connections and drains the requests in flight for at
 // most AGENTMEMORY_SHUTDOWN_TIMEOUT. /readyz checks the database, tc and, when configured,
 // Kafka.
-func serveHTTP(ctx context.Context, a *app.App, addr string, tc client.Client) error {
+func serveHTTP(ctx context.Context, a *app.App, ln net.Listener, tc client.Client) error {
 	defer a.StartSealer(ctx)()
 	if tc != nil {
 		a.Ready = append(a.Ready, api.TemporalCheck(tc))
@@ -303,11 +314,7 @@ func serveHTTP(ctx context.Context, a *app.App, addr string, tc client.Client) e
 	if tc != nil {
 		wf = tc
 	}
-	srv := a.Server(wf).HTTPServer(addr)
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
+	srv := a.Server(wf).HTTPServer(ln.Addr().String())
 	stopMetrics, err := serveMetrics(a, a.Config.MetricsAddr)
 	if err != nil {
 		ln.Close()

@@ -42,11 +42,15 @@ func startTemporal(ctx context.Context, a *app.App, uiPort int, explicit bool, s
 	if err != nil {
 		return nil, nil, err
 	}
-	port, err := freePort()
+	// The frontend port stays held while the web UI port is chosen, so the two can never be
+	// the same port (two free-port picks in a row can return one port twice).
+	held, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, nil, err
 	}
+	port := held.Addr().(*net.TCPAddr).Port
 	uiPort, uiNote, err := pickUIPort(uiPort, explicit)
+	held.Close()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -93,7 +93,10 @@ class DevServer:
         deadline = time.time() + 90
         while time.time() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError("agentmemory dev exited; see " + os.path.join(self.dir, "dev.log"))
+                path = os.path.join(self.dir, "dev.log")
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    tail = "".join(f.readlines()[-40:])
+                raise RuntimeError("agentmemory dev exited (%s); the end of %s:\n%s" % (self.proc.returncode, path, tail))
             try:
                 with urllib.request.urlopen(self.url + "/healthz", timeout=2) as resp:
                     if resp.status == 200:

@@ -2,7 +2,7 @@
 // free port and a temporary data dir, create a space, PUT the documents, mint agent keys;
 // stop (SIGTERM) and start again on the same port and data dir.
 import { spawn, execFile, type ChildProcess } from "node:child_process";
-import { mkdtempSync, openSync, existsSync, mkdirSync } from "node:fs";
+import { mkdtempSync, openSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
@@ -27,6 +27,15 @@ export function binary(): Promise<string> {
     return out;
   })();
   return builtBin;
+}
+
+/** The last 40 lines of the file at path (for an error message), or why it cannot be read. */
+function logTail(path: string): string {
+  try {
+    return readFileSync(path, "utf8").split("\n").slice(-40).join("\n");
+  } catch (e) {
+    return `(unreadable: ${String(e)})`;
+  }
 }
 
 export function freePort(): Promise<number> {
@@ -77,7 +86,7 @@ export class Server {
   }
 
   async startProcess(): Promise<void> {
-    const log = openSync(join(dirname(this.dataDir), "server.log"), "a");
+    const log = openSync(this.logPath, "a");
     const temporal = process.env.AGENTMEMORY_TEMPORAL_CLI ?? join(repoRoot, "bin", "temporal");
     if (!existsSync(temporal)) throw new Error(`the Temporal CLI is missing at ${temporal}: run make temporal`);
     const args = ["dev", "--addr", `127.0.0.1:${this.port}`, "--data-dir", this.dataDir, "--temporal-ui-port", "0"];
@@ -90,7 +99,7 @@ export class Server {
     this.exited = new Promise((r) => p.once("exit", () => r()));
     const deadline = Date.now() + 60_000;
     for (;;) {
-      if (p.exitCode !== null) throw new Error(`agentmemory dev exited (${p.exitCode}); see ${join(dirname(this.dataDir), "server.log")}`);
+      if (p.exitCode !== null) throw new Error(`agentmemory dev exited (${p.exitCode}); the end of ${this.logPath}:\n${logTail(this.logPath)}`);
       try {
         const r = await fetch(this.url + "/healthz");
         if (r.status === 200) return;
@@ -111,6 +120,11 @@ export class Server {
     await this.exited;
     clearTimeout(t);
     this.proc = undefined;
+  }
+
+  /** The server's stdout and stderr, appended over restarts. */
+  get logPath(): string {
+    return join(dirname(this.dataDir), "server.log");
   }
 
   get running(): boolean {
