@@ -16,10 +16,10 @@ import (
 // TestBuildSharesOneGraph: the API's dependencies and the worker's starter come from one
 // graph: one clock, one metrics registry, one notes service, and the distillation inputs of
 // the configuration (AGENTMEMORY_APPROVAL_DEADLINE, AGENTMEMORY_DECISION_WAIT) for the API
-// and the reconciler alike.
+// and the reconciler alike; AGENTMEMORY_KNOWLEDGE_QUERY_TIMEOUT reaches the knowledge service.
 func TestBuildSharesOneGraph(t *testing.T) {
 	cfg, err := config.Load(func(k string) string {
-		return map[string]string{"AGENTMEMORY_APPROVAL_DEADLINE": "48h", "AGENTMEMORY_DECISION_WAIT": "7s"}[k]
+		return map[string]string{"AGENTMEMORY_APPROVAL_DEADLINE": "48h", "AGENTMEMORY_DECISION_WAIT": "7s", "AGENTMEMORY_KNOWLEDGE_QUERY_TIMEOUT": "3s"}[k]
 	})
 	require.NoError(t, err)
 	cfg.Secret, cfg.DataDir = "app-test-secret-0123456789abcdef0123", t.TempDir()
@@ -42,6 +42,7 @@ func TestBuildSharesOneGraph(t *testing.T) {
 	}
 	require.Equal(t, 48*time.Hour, deps.ApprovalDeadline)
 	require.Equal(t, 7*time.Second, deps.DecisionWait)
+	require.Equal(t, 3*time.Second, a.Knowledge.QueryEmbedTimeout)
 	require.Equal(t, deps.ApprovalDeadline, a.Starter(nil, "").ApprovalDeadline, "the reconciler restarts distillations with the API's deadline")
 	require.Equal(t, cfg.TaskQueue, a.Starter(nil, "").TaskQueue)
 }

@@ -69,6 +69,10 @@ type Config struct {
 	// workflow to apply the decision before answering 202: more than 0, at most 50s (under
 	// the HTTP server's 60 s write timeout).
 	DecisionWait time.Duration `env:"AGENTMEMORY_DECISION_WAIT" envDefault:"5s"`
+	// KnowledgeQueryTimeout is how long a knowledge retrieval waits for its query's embedding
+	// before the model counts as down for that call (each base's embedder_down then applies):
+	// more than 0, at most 50s (under the HTTP server's 60 s write timeout).
+	KnowledgeQueryTimeout time.Duration `env:"AGENTMEMORY_KNOWLEDGE_QUERY_TIMEOUT" envDefault:"10s"`
 	// MaxBodyBytes caps every request body (413 past it); at least 1024.
 	MaxBodyBytes int64 `env:"AGENTMEMORY_MAX_BODY_BYTES" envDefault:"1048576"`
 	// LogFormat is "json" (production) or "text".
@@ -322,6 +326,9 @@ func (c Config) validate() error {
 	}
 	if c.DecisionWait <= 0 || c.DecisionWait > 50*time.Second {
 		bad("AGENTMEMORY_DECISION_WAIT must be more than 0 and at most 50s, got %s", c.DecisionWait)
+	}
+	if c.KnowledgeQueryTimeout <= 0 || c.KnowledgeQueryTimeout > 50*time.Second {
+		bad("AGENTMEMORY_KNOWLEDGE_QUERY_TIMEOUT must be more than 0 and at most 50s, got %s", c.KnowledgeQueryTimeout)
 	}
 	if c.TemporalNamespace == "" {
 		bad("TEMPORAL_NAMESPACE must not be empty")

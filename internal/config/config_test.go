@@ -111,6 +111,8 @@ func TestBadConfigurationNamesTheVariable(t *testing.T) {
 		{"AGENTMEMORY_APPROVAL_DEADLINE", "two weeks"},
 		{"AGENTMEMORY_DECISION_WAIT", "0s"},
 		{"AGENTMEMORY_DECISION_WAIT", "2m"},
+		{"AGENTMEMORY_KNOWLEDGE_QUERY_TIMEOUT", "0s"},
+		{"AGENTMEMORY_KNOWLEDGE_QUERY_TIMEOUT", "1m"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
@@ -123,7 +125,7 @@ func TestBadConfigurationNamesTheVariable(t *testing.T) {
 
 func TestVariablesListsEveryField(t *testing.T) {
 	vars := config.Variables()
-	require.Len(t, vars, 33)
+	require.Len(t, vars, 34)
 	names := map[string]string{}
 	for _, v := range vars {
 		names[v.Name] = v.Default

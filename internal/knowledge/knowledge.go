@@ -77,11 +77,20 @@ type Service struct {
 	// Receipts commits the receipts of retrievals in groups (issue 16); nil: each retrieval
 	// commits its own receipt.
 	Receipts *receipts.Log
+	// QueryEmbedTimeout bounds how long a retrieval waits for its query's embedding; past it
+	// the model counts as down for that call, and each base's embedder_down setting applies
+	// (503 embedder_unavailable, or lexical_only). 0: DefaultQueryEmbedTimeout.
+	QueryEmbedTimeout time.Duration
 
 	// vec is the vector path (PrepareVectors or the first use), under vecMu.
 	vecMu sync.Mutex
 	vec   *VectorPath
 }
+
+// DefaultQueryEmbedTimeout is Service.QueryEmbedTimeout's default
+// (AGENTMEMORY_KNOWLEDGE_QUERY_TIMEOUT): a retrieval is an agent's synchronous call, so a
+// slow model must not hold it for the HTTP client's minutes.
+const DefaultQueryEmbedTimeout = 10 * time.Second
 
 func (s *Service) now() time.Time {
 	if s.Now == nil {

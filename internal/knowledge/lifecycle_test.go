@@ -238,6 +238,32 @@ func TestEmbedderDown(t *testing.T) {
 	})
 }
 
+// TestSlowEmbedder: a model slower than QueryEmbedTimeout counts as down for that retrieval:
+// a base with embedder_down fail answers 503, a lexical_only one ranks by full text alone; and
+// once the model answers in time again, retrieval is hybrid.
+func TestSlowEmbedder(t *testing.T) {
+	each(t, func(t *testing.T, r *rig) {
+		failing := r.base(t, "failing", nil)
+		lexical := r.base(t, "lexical", map[string]any{"embedder_down": "lexical_only"})
+		r.ingest(t, failing, knowledge.SubmitRequest{Text: "Gift cards never expire.", SourceURI: "kb://gift"})
+		r.ingest(t, lexical, knowledge.SubmitRequest{Text: "Gift cards never expire.", SourceURI: "kb://gift"})
+		reader := r.AgentKey("support-bot", "acme", "knowledge:read")
+		r.ks.QueryEmbedTimeout = 200 * time.Millisecond
+		r.embed.SetDelay(30 * time.Second)
+
+		resp := r.MustDo(http.StatusServiceUnavailable, "POST", "/v1/knowledge/retrieve", reader, map[string]any{"query": "gift cards", "kbs": []string{failing}})
+		require.Equal(t, knowledge.CodeEmbedderDown, resp.ErrorCode(t))
+		got := r.retrieve(t, reader, map[string]any{"query": "gift cards", "kbs": []string{lexical}})
+		require.Equal(t, knowledge.ModeLexicalOnly, got["mode"])
+		require.Len(t, chunksOf(got), 1)
+
+		r.embed.SetDelay(0)
+		got = r.retrieve(t, reader, map[string]any{"query": "gift cards", "kbs": []string{failing}})
+		require.Equal(t, knowledge.ModeHybrid, got["mode"])
+		require.NotNil(t, chunksOf(got)[0]["vector_score"])
+	})
+}
+
 // TestContextFencing: fence tags inside a document cannot close its evidence or the
 // context; attributes are escaped.
 func TestContextFencing(t *testing.T) {

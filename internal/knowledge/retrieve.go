@@ -242,7 +242,7 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 		if _, done := queryVec[st.EmbeddingModel]; done {
 			continue
 		}
-		vs, err := s.embed(ctx, st.EmbeddingModel, []string{req.Query})
+		vs, err := s.embedQuery(ctx, st.EmbeddingModel, req.Query)
 		if err != nil {
 			queryVec[st.EmbeddingModel] = nil
 			continue
