@@ -252,22 +252,18 @@ func newRecord(d *bun.DB, spaceID string, e Entry, now time.Time) (record, error
 
 // leafHash is LeafHash of rec's receipt at seq.
 func (rec record) leafHash(seq int64) string {
-	if rec.leaf == nil {
-		r := rec.r
-		r.Seq = seq
-		return r.LeafHash()
+	if rec.leaf != nil {
+		if h, err := rec.leaf.Clone(); err == nil { // SHA-256 clones but under GOFIPS140=v1.0.0
+			var digits [20]byte
+			h.Write(strconv.AppendInt(digits[:0], seq, 10))
+			h.Write(rec.post)
+			var sum [sha256.Size]byte
+			return hex.EncodeToString(h.Sum(sum[:0]))
+		}
 	}
-	h, err := rec.leaf.Clone()
-	if err != nil {
-		r := rec.r
-		r.Seq = seq
-		return r.LeafHash()
-	}
-	var digits [20]byte
-	h.Write(strconv.AppendInt(digits[:0], seq, 10))
-	h.Write(rec.post)
-	var sum [sha256.Size]byte
-	return hex.EncodeToString(h.Sum(sum[:0]))
+	r := rec.r
+	r.Seq = seq
+	return r.LeafHash()
 }
 
 // sealSpace locks the space's head inside tx and appends one chain entry holding up to
