@@ -262,7 +262,8 @@ func (s *Server) noteBlock(c *gin.Context) {
 		c.Status(http.StatusNotModified)
 		return
 	}
-	c.PureJSON(http.StatusOK, b)
+	// The block's JSON as PureJSON writes it, encoded once per block (notes.Block.Body).
+	c.Data(http.StatusOK, "application/json; charset=utf-8", b.Body())
 }
 
 // searchNotes: GET /v1/agent-memory/search?q=&tags=&limit=&source_id= (AM-14) -> {enabled, notes}.

@@ -2,14 +2,18 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/gin-gonic/gin/render"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/notes"
 )
 
 // Issue 16: each replica answers the block (a 304 too) from the answers it keeps in memory,
@@ -106,5 +110,53 @@ func TestBlockAnswerEndsWithValidUntil(t *testing.T) {
 		r = e.Do("GET", blockPath, bot, nil, "If-None-Match", etag)
 		require.Equal(t, http.StatusOK, r.Status, "the note's valid_until has come")
 		require.Equal(t, []string{keep}, strs(r.JSON(t)["note_ids"]))
+	})
+}
+
+// Issue 16: a block's 200 body, encoded once per block and kept with its answer, is byte for
+// byte what Gin's PureJSON writes for the block (HTML characters and U+2028 unescaped, a
+// final newline), with the same Content-Type, on the read that builds the block, on the
+// reads answered from memory, and on another replica; when a note changes the body changes
+// with the ETag, and is again PureJSON's.
+func TestBlockBodyIsPureJSON(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		enableNotes(e, nil)
+		bot := writer(e, "shop-bot", "acme")
+		create(e, bot, note("Terms & <conditions>", "Quote \"this\" & that: a < b > c, then\u2028go on; café 日本."))
+		gone := create(e, bot, note("Gone", "Retire this one."))
+		replica := &apitest.Env{T: t, Server: newReplica(e)}
+
+		// pure is what PureJSON writes for the block answered in r.
+		pure := func(r apitest.Response) (string, []byte) {
+			t.Helper()
+			var b notes.Block
+			require.NoError(t, json.Unmarshal(r.Body, &b))
+			w := httptest.NewRecorder()
+			require.NoError(t, render.PureJSON{Data: b}.Render(w))
+			return w.Header().Get("Content-Type"), w.Body.Bytes()
+		}
+		var first apitest.Response
+		for _, srv := range []*apitest.Env{e, e, replica, replica} {
+			r := srv.MustDo(http.StatusOK, "GET", blockPath, bot, nil)
+			contentType, body := pure(r)
+			require.Equal(t, string(body), string(r.Body))
+			require.Equal(t, contentType, r.Header.Get("Content-Type"))
+			require.Contains(t, string(r.Body), "Terms & <conditions>", "HTML characters as they are")
+			if first.Body == nil {
+				first = r
+			}
+			require.Equal(t, first.Body, r.Body)
+			require.Equal(t, first.Header.Get("ETag"), r.Header.Get("ETag"))
+		}
+
+		e.MustDo(http.StatusOK, "POST", notesPath+"/"+gone+"/retire", bot, nil)
+		for _, srv := range []*apitest.Env{replica, e} {
+			r := srv.MustDo(http.StatusOK, "GET", blockPath, bot, nil)
+			_, body := pure(r)
+			require.Equal(t, string(body), string(r.Body))
+			require.NotEqual(t, first.Body, r.Body)
+			require.NotEqual(t, first.Header.Get("ETag"), r.Header.Get("ETag"))
+			require.NotContains(t, string(r.Body), "Retire this one.")
+		}
 	})
 }

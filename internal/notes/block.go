@@ -1,12 +1,15 @@
 package notes
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -53,6 +56,38 @@ type Block struct {
 	Tokens      int      `json:"tokens"`
 	ETag        string   `json:"-"`
 	NotModified bool     `json:"-"`
+
+	body []byte // Body's bytes, encoded once when the block is built (withBody)
+}
+
+// Body is the block's JSON answer: {"text", "enabled", "note_ids", "tokens"} as
+// encoding/json's Encoder writes it with HTML escaping off, newline included (what Gin's
+// PureJSON writes). A block Service.Block answers carries it encoded once, when the block
+// was built, and shares it with every answer of the same block (the caller must not change
+// it); another is encoded on the call.
+func (b Block) Body() []byte {
+	if b.body != nil {
+		return b.body
+	}
+	return encodeBody(b)
+}
+
+// withBody is b with its Body encoded, for a block complete but for NotModified (which Body
+// does not hold).
+func withBody(b Block) Block {
+	b.body = encodeBody(b)
+	return b
+}
+
+// encodeBody writes Body's bytes for b.
+func encodeBody(b Block) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(b); err != nil {
+		panic(fmt.Sprintf("notes: encode block: %v", err)) // strings, a bool, an int: never
+	}
+	return buf.Bytes()
 }
 
 var (
@@ -143,6 +178,7 @@ func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest)
 		}
 		b := Block{NoteIDs: []string{}}
 		b.ETag = etag(b, req)
+		b = withBody(b)
 		b.NotModified = matches(req.IfNoneMatch, b.ETag)
 		return b, nil
 	}
@@ -272,6 +308,7 @@ func (s *Service) buildBlock(ctx context.Context, v viewer, req BlockRequest, no
 	}
 	b.Enabled = true
 	b.ETag = etag(b, req)
+	b = withBody(b)
 	storeBlock(v.spaceID, erased, blockKey(ids, req), b)
 	return b, nil
 }
@@ -379,7 +416,8 @@ type blockAnswers struct {
 // answerKey names a block request of viewer v: who reads (the source, its vendor, or the
 // whole space) and the request's budget, tags (in order) and view.
 func answerKey(v viewer, req BlockRequest) string {
-	return fmt.Sprintf("%t\x00%s\x00%s\x00%d\x00%s\x00%s", v.all, v.source, v.vendor, req.MaxTokens, strings.Join(req.Tags, ","), req.View)
+	return strconv.FormatBool(v.all) + "\x00" + v.source + "\x00" + v.vendor + "\x00" + strconv.Itoa(req.MaxTokens) + "\x00" +
+		strings.Join(req.Tags, ",") + "\x00" + req.View
 }
 
 // get returns the answer of space kept under key if it was decided at configuration
@@ -554,7 +592,7 @@ func matches(header, etag string) bool {
 	if header == "" {
 		return false
 	}
-	for _, t := range strings.Split(header, ",") {
+	for t := range strings.SplitSeq(header, ",") {
 		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
 		if t == "*" || t == etag {
 			return true

@@ -14,7 +14,11 @@ import (
 // numbers JSON decoding gives for counts). Anything else reports false, and LeafHash takes the
 // general path (signing.Canonical); both give the same bytes (TestLeafCanonicalMatchesJCS).
 func leafCanonical(r Receipt, objs []string, detail map[string]any) ([]byte, bool) {
-	b := make([]byte, 0, 256)
+	n := 256 + len(r.Action) + len(r.ActorKeyID) + len(r.ID) + len(r.Kind) + len(r.SpaceID)
+	for _, id := range objs {
+		n += len(id) + 3
+	}
+	b := make([]byte, 0, n)
 	var ok bool
 	b = append(b, `{"action":`...)
 	if b, ok = appendJCSString(b, r.Action); !ok {
@@ -97,26 +101,136 @@ func appendJCSString(b []byte, s string) ([]byte, bool) {
 	}
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
+	start := 0 // s[start:i] needs no escape
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		start = i + 1
+		switch c {
+		case '"', '\\':
 			b = append(b, '\\', c)
-		case c >= 0x20:
-			b = append(b, c)
-		case c == '\b':
+		case '\b':
 			b = append(b, '\\', 'b')
-		case c == '\t':
+		case '\t':
 			b = append(b, '\\', 't')
-		case c == '\n':
+		case '\n':
 			b = append(b, '\\', 'n')
-		case c == '\f':
+		case '\f':
 			b = append(b, '\\', 'f')
-		case c == '\r':
+		case '\r':
 			b = append(b, '\\', 'r')
 		default:
 			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		}
 	}
+	b = append(b, s[start:]...)
 	return append(b, '"'), true
+}
+
+// encodeDetail writes detail as json.Marshal does and returns it with what json.Unmarshal
+// gives back for it (numbers as float64), without encoding and decoding it: for details of
+// plainString keys whose values are plainString strings, booleans, nil, or integers (int,
+// int64, or an integral float64 other than -0) of magnitude below 2^53. Anything else
+// reports false, and the caller takes the general path; both give the same bytes and values
+// (TestEncodeDetailMatchesJSON).
+func encodeDetail(detail map[string]any) ([]byte, map[string]any, bool) {
+	keys := make([]string, 0, len(detail))
+	for k := range detail {
+		if !plainString(k) {
+			return nil, nil, false
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]byte, 0, 64)
+	decoded := make(map[string]any, len(detail))
+	out = append(out, '{')
+	for i, k := range keys {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, '"')
+		out = append(out, k...)
+		out = append(out, '"', ':')
+		switch v := detail[k].(type) {
+		case nil:
+			out = append(out, "null"...)
+			decoded[k] = nil
+		case bool:
+			out = strconv.AppendBool(out, v)
+			decoded[k] = v
+		case string:
+			if !plainString(v) {
+				return nil, nil, false
+			}
+			out = append(out, '"')
+			out = append(out, v...)
+			out = append(out, '"')
+			decoded[k] = v
+		case int:
+			if !exactInt(int64(v)) {
+				return nil, nil, false
+			}
+			out = strconv.AppendInt(out, int64(v), 10)
+			decoded[k] = float64(v)
+		case int64:
+			if !exactInt(v) {
+				return nil, nil, false
+			}
+			out = strconv.AppendInt(out, v, 10)
+			decoded[k] = float64(v)
+		case float64:
+			if v != math.Trunc(v) || math.Abs(v) >= 1<<53 || (v == 0 && math.Signbit(v)) {
+				return nil, nil, false
+			}
+			out = strconv.AppendInt(out, int64(v), 10)
+			decoded[k] = v
+		default:
+			return nil, nil, false
+		}
+	}
+	return append(out, '}'), decoded, true
+}
+
+// encodeIDs writes ids as json.Marshal does when every id is a plainString; else it reports
+// false.
+func encodeIDs(ids []string) ([]byte, bool) {
+	n := 2
+	for _, id := range ids {
+		if !plainString(id) {
+			return nil, false
+		}
+		n += len(id) + 3
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '[')
+	for i, id := range ids {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, '"')
+		out = append(out, id...)
+		out = append(out, '"')
+	}
+	return append(out, ']'), true
+}
+
+// plainString reports whether s is printable ASCII that json.Marshal writes as it is between
+// quotes (no '"', '\', or '<', '>', '&', which it escapes for HTML).
+func plainString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// exactInt reports whether v survives a JSON round trip as a float64 (|v| < 2^53).
+func exactInt(v int64) bool {
+	return v > -(1<<53) && v < 1<<53
 }

@@ -2,6 +2,7 @@ package receipts
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 	"time"
 
@@ -75,13 +76,85 @@ func TestRecordLeafHashMatchesLeafHash(t *testing.T) {
 		{Kind: KindAgentMemory, Action: "search", Detail: map[string]any{"seq": 0, "space_id": "x", "n": 3}},
 		{Kind: KindAgentMemory, Action: "x", Detail: map[string]any{"ratio": 0.5}},
 	} {
-		rec, err := newRecord(`sp_"a"`, e, at)
+		rec, err := newRecord(nil, `sp_"a"`, e, at)
 		require.NoError(t, err)
-		require.Equal(t, e.Detail["ratio"] == nil, rec.pre != nil, "%+v", e)
+		require.Equal(t, e.Detail["ratio"] == nil, rec.leaf != nil, "%+v", e)
 		for _, seq := range []int64{0, 1, 9, 10, 123456789} {
 			r := rec.r
 			r.Seq = seq
 			require.Equal(t, r.LeafHash(), rec.leafHash(seq), "%+v at %d", e, seq)
 		}
+	}
+}
+
+// The direct encodings of a detail and of object ids (encodeDetail, encodeIDs) give byte for
+// byte what json.Marshal gives, and the detail's values are what json.Unmarshal gives back;
+// what they do not handle is declined (newReceipt then takes the general path).
+func TestEncodeDetailMatchesJSON(t *testing.T) {
+	for _, d := range []map[string]any{
+		{},
+		{"tokens": 812, "not_modified": true, "source_id": "bench-bot"},
+		{"zero": 0, "neg": -42, "big": int64(1)<<53 - 1, "small": -(int64(1)<<53 - 1), "f": 3.0, "nothing": nil, "no": false},
+		{"Z": "a b:c/d_e.f~", "a": "", "B": 1, "a_b": "x", "ab": "y"},
+	} {
+		got, decoded, ok := encodeDetail(d)
+		require.True(t, ok, "%v", d)
+		want, err := json.Marshal(d)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got))
+		back := map[string]any{}
+		require.NoError(t, json.Unmarshal(want, &back))
+		require.Equal(t, back, decoded)
+	}
+	for _, d := range []map[string]any{
+		{"s": "<b>"}, {"s": "a&b"}, {"s": `q"`}, {"s": `b\`}, {"s": "tab\t"}, {"s": "é"}, {"s": "\x7f"}, {"é": 1}, {"<": 1},
+		{"n": int64(1) << 53}, {"n": -(int64(1) << 53)}, {"n": 1 << 53}, {"f": 0.5}, {"f": math.Copysign(0, -1)}, {"f": float64(1 << 53)},
+		{"u": uint(1)}, {"i": int32(1)}, {"l": []any{}}, {"o": map[string]any{}},
+	} {
+		_, _, ok := encodeDetail(d)
+		require.False(t, ok, "%v", d)
+	}
+	for _, ids := range [][]string{{}, {"note_1"}, {"note_01", "note_02", "a b"}} {
+		got, ok := encodeIDs(ids)
+		require.True(t, ok, "%v", ids)
+		want, err := json.Marshal(ids)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got))
+	}
+	for _, ids := range [][]string{{"<"}, {"ok", `q"`}, {"é"}} {
+		_, ok := encodeIDs(ids)
+		require.False(t, ok, "%v", ids)
+	}
+}
+
+// A receipt's stored detail and object ids, and its detail's values, are the same whether
+// newReceipt encodes them directly or through encoding/json.
+func TestNewReceiptStoresWhatJSONStores(t *testing.T) {
+	at := time.Date(2026, 12, 2, 9, 1, 2, 345678000, time.UTC)
+	for _, e := range []Entry{
+		{Kind: KindAgentMemory, Action: "block.read", ObjectIDs: []string{"note_1", "note_2"},
+			Detail: map[string]any{"tokens": 812, "not_modified": true, "source_id": "bench-bot"}},
+		{Kind: KindAgentMemory, Action: "search", Detail: map[string]any{"q": "<b>", "n": 3}, ObjectIDs: []string{"é"}},
+		{Kind: KindAdmin, Action: "x"},
+	} {
+		r, row, err := newReceipt("sp_1", e, at)
+		require.NoError(t, err)
+		ids := e.ObjectIDs
+		if ids == nil {
+			ids = []string{}
+		}
+		detail := e.Detail
+		if detail == nil {
+			detail = map[string]any{}
+		}
+		wantDetail, err := json.Marshal(detail)
+		require.NoError(t, err)
+		wantIDs, err := json.Marshal(ids)
+		require.NoError(t, err)
+		require.Equal(t, string(wantDetail), row.Detail)
+		require.Equal(t, string(wantIDs), row.ObjectIDs)
+		back := map[string]any{}
+		require.NoError(t, json.Unmarshal(wantDetail, &back))
+		require.Equal(t, back, r.Detail)
 	}
 }

@@ -94,3 +94,42 @@ func TestGroupCommitMultiRowWithStaleMembers(t *testing.T) {
 		require.Equal(t, storedA+1, p.Receipt.Seq, "sealed after the group's receipts of sp_a")
 	})
 }
+
+// A receipt the group committer inserts with the values newRecord bound ahead is stored as
+// bun stores the same receipt (insertUnsealed): the same detail, object ids and time, column
+// for column, and it verifies.
+func TestRecordInsertStoresWhatBunStores(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
+		ctx := context.Background()
+		at := time.Date(2026, 12, 2, 10, 0, 0, 123456789, time.FixedZone("x", 3600))
+		l := NewLog(d, nil, 0)
+		type stored struct {
+			Kind, Action, ActorKeyID, ObjectIDs, Detail, At, PrevHash string
+		}
+		read := func(id string) stored {
+			var s stored
+			require.NoError(t, d.NewRaw("SELECT kind, action, actor_key_id, object_ids, detail, CAST(at AS TEXT), prev_hash FROM receipts WHERE id = ?", id).
+				Scan(ctx, &s.Kind, &s.Action, &s.ActorKeyID, &s.ObjectIDs, &s.Detail, &s.At, &s.PrevHash))
+			return s
+		}
+		for _, e := range []Entry{
+			{Kind: KindAgentMemory, Action: "block.read", ActorKey: "key_1", ObjectIDs: []string{"note_1", "note_2"},
+				Detail: map[string]any{"tokens": 812, "not_modified": true, "source_id": "bench-bot"}},
+			{Kind: KindAgentMemory, Action: "search", ActorKey: "key_1", Detail: map[string]any{"q": "<é>", "ratio": 0.5}},
+		} {
+			direct, err := l.Record(ctx, "sp_a", e, at)
+			require.NoError(t, err)
+			var viaBun Receipt
+			require.NoError(t, d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) (err error) {
+				viaBun, err = insertUnsealed(ctx, tx, "sp_a", e, at)
+				return err
+			}))
+			require.Equal(t, read(viaBun.ID), read(direct.ID))
+		}
+		_, err := Seal(ctx, d, "sp_a")
+		require.NoError(t, err)
+		v, err := Verify(ctx, d, "sp_a")
+		require.NoError(t, err)
+		require.True(t, v.OK, "%+v", v)
+	})
+}

@@ -124,7 +124,9 @@ func insertUnsealed(ctx context.Context, tx bun.IDB, spaceID string, e Entry, no
 }
 
 // newReceipt builds the receipt of e and its row: a new id, the time in microseconds, the
-// detail round-tripped through JSON so that hashes are computed over what is stored.
+// detail round-tripped through JSON so that hashes are computed over what is stored (for the
+// details and ids encodeDetail and encodeIDs handle, written and decoded directly: the same
+// bytes and values).
 func newReceipt(spaceID string, e Entry, now time.Time) (Receipt, *models.Receipt, error) {
 	if e.ObjectIDs == nil {
 		e.ObjectIDs = []string{}
@@ -136,17 +138,24 @@ func newReceipt(spaceID string, e Entry, now time.Time) (Receipt, *models.Receip
 		SpaceID: spaceID, ID: auth.NewID("rcpt"), Kind: e.Kind, Action: e.Action,
 		ActorKeyID: e.ActorKey, ObjectIDs: e.ObjectIDs, At: now.UTC().Truncate(time.Microsecond),
 	}
-	detail, err := json.Marshal(e.Detail)
-	if err != nil {
-		return Receipt{}, nil, fmt.Errorf("receipts: detail: %w", err)
+	detail, decoded, ok := encodeDetail(e.Detail)
+	if !ok {
+		var err error
+		if detail, err = json.Marshal(e.Detail); err != nil {
+			return Receipt{}, nil, fmt.Errorf("receipts: detail: %w", err)
+		}
+		decoded = map[string]any{}
+		if err := json.Unmarshal(detail, &decoded); err != nil {
+			return Receipt{}, nil, fmt.Errorf("receipts: detail: %w", err)
+		}
 	}
-	r.Detail = map[string]any{}
-	if err := json.Unmarshal(detail, &r.Detail); err != nil {
-		return Receipt{}, nil, fmt.Errorf("receipts: detail: %w", err)
-	}
-	objs, err := json.Marshal(r.ObjectIDs)
-	if err != nil {
-		return Receipt{}, nil, fmt.Errorf("receipts: object ids: %w", err)
+	r.Detail = decoded
+	objs, ok := encodeIDs(r.ObjectIDs)
+	if !ok {
+		var err error
+		if objs, err = json.Marshal(r.ObjectIDs); err != nil {
+			return Receipt{}, nil, fmt.Errorf("receipts: object ids: %w", err)
+		}
 	}
 	row := &models.Receipt{
 		SpaceID: spaceID, ID: r.ID, Kind: r.Kind, Action: r.Action, ActorKeyID: r.ActorKeyID,

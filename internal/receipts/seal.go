@@ -3,16 +3,19 @@ package receipts
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/db"
@@ -201,14 +204,18 @@ type sealing struct {
 	ids, leaves []string
 }
 
-// record is a receipt not stored yet, with its row, and, when newRecord could split it, its
-// leaf document's canonical bytes before and after the seq (set at sealing): the leaf hash is
-// then one SHA-256 under the head's lock, the encoding done before, in the request's
-// goroutine.
+// record is a receipt not stored yet, with its row, and, when newRecord could split it, the
+// SHA-256 state of its leaf (0x00 and the canonical document up to the seq) and the
+// document's bytes after the seq: the leaf hash is then a short hash under the head's lock,
+// the encoding and most of the hashing done before, in the request's goroutine. insert,
+// when set, holds the row's values as insertFresh binds them, but seq and hash (see
+// insertColumns).
 type record struct {
-	r         Receipt
-	row       *models.Receipt
-	pre, post []byte
+	r      Receipt
+	row    *models.Receipt
+	leaf   hash.Cloner
+	post   []byte
+	insert []any
 }
 
 // seqMarker is what leafCanonical writes around a seq of 0: the end of object_ids, the seq,
@@ -217,8 +224,10 @@ type record struct {
 const seqMarker = `],"seq":0,"space_id":`
 
 // newRecord is newReceipt's receipt and row as a record, with its leaf document split around
-// the seq when the direct encoding applies (else sealing calls LeafHash).
-func newRecord(spaceID string, e Entry, now time.Time) (record, error) {
+// the seq and its first part hashed when the direct encoding applies (else sealing calls
+// LeafHash). With d set (the database the Log writes to), the row's values are bound ahead
+// for insertFresh.
+func newRecord(d *bun.DB, spaceID string, e Entry, now time.Time) (record, error) {
 	r, row, err := newReceipt(spaceID, e, now)
 	if err != nil {
 		return record{}, err
@@ -229,24 +238,32 @@ func newRecord(spaceID string, e Entry, now time.Time) (record, error) {
 	if canon, ok := leafCanonical(zero, r.ObjectIDs, r.Detail); ok {
 		if i := bytes.LastIndex(canon, []byte(seqMarker)); i >= 0 {
 			cut := i + len(`],"seq":`)
-			rec.pre, rec.post = canon[:cut], canon[cut+1:]
+			h := sha256.New().(hash.Cloner)
+			h.Write([]byte{rfc6962.RFC6962LeafHashPrefix})
+			h.Write(canon[:cut])
+			rec.leaf, rec.post = h, canon[cut+1:]
 		}
+	}
+	if d != nil && db.IsSQLite(d) {
+		rec.insert = []any{row.SpaceID, row.ID, row.Kind, row.Action, row.ActorKeyID, row.ObjectIDs, row.Detail, db.TimeArg(d, row.At)}
 	}
 	return rec, nil
 }
 
 // leafHash is LeafHash of rec's receipt at seq.
 func (rec record) leafHash(seq int64) string {
-	if rec.pre == nil {
-		r := rec.r
-		r.Seq = seq
-		return r.LeafHash()
+	if rec.leaf != nil {
+		if h, err := rec.leaf.Clone(); err == nil { // SHA-256 clones but under GOFIPS140=v1.0.0
+			var digits [20]byte
+			h.Write(strconv.AppendInt(digits[:0], seq, 10))
+			h.Write(rec.post)
+			var sum [sha256.Size]byte
+			return hex.EncodeToString(h.Sum(sum[:0]))
+		}
 	}
-	doc := make([]byte, 0, len(rec.pre)+20+len(rec.post))
-	doc = append(doc, rec.pre...)
-	doc = strconv.AppendInt(doc, seq, 10)
-	doc = append(doc, rec.post...)
-	return hex.EncodeToString(hasher.HashLeaf(doc))
+	r := rec.r
+	r.Seq = seq
+	return r.LeafHash()
 }
 
 // sealSpace locks the space's head inside tx and appends one chain entry holding up to
@@ -335,20 +352,20 @@ func seal(ctx context.Context, tx bun.IDB, h head, stored, fresh []record) (*sea
 			return nil, fmt.Errorf("receipts: seal: %w", err)
 		}
 	}
-	var rows []*models.Receipt
-	for _, rec := range fresh {
-		rows = append(rows, rec.row)
-	}
-	entry := tx.NewInsert().Model(&models.ReceiptBatch{
-		SpaceID: b.SpaceID, Seq: b.Seq, FirstSeq: b.FirstSeq, Version: b.Version, Root: b.Root,
-		PrevHash: b.PrevHash, Hash: b.Hash, At: b.At,
-	})
-	move := tx.NewUpdate().Model((*head)(nil)).Set("seq = ?, hash = ?", b.Seq, b.Hash).Where("space_id = ?", h.SpaceID)
 	if !db.IsSQLite(tx) {
 		// PostgreSQL: the fresh receipts, the entry and the head's move in one round trip
 		// (data-modifying CTEs, all run, in one statement): the head stays locked for less
 		// time. The texts are complete (values interpolated by bun); run without arguments,
 		// they are sent as they are.
+		var rows []*models.Receipt
+		for _, rec := range fresh {
+			rows = append(rows, rec.row)
+		}
+		entry := tx.NewInsert().Model(&models.ReceiptBatch{
+			SpaceID: b.SpaceID, Seq: b.Seq, FirstSeq: b.FirstSeq, Version: b.Version, Root: b.Root,
+			PrevHash: b.PrevHash, Hash: b.Hash, At: b.At,
+		})
+		move := tx.NewUpdate().Model((*head)(nil)).Set("seq = ?, hash = ?", b.Seq, b.Hash).Where("space_id = ?", h.SpaceID)
 		var q strings.Builder
 		q.WriteString("WITH entry AS (" + entry.String() + ")")
 		if len(rows) > 0 {
@@ -364,7 +381,7 @@ func seal(ctx context.Context, tx bun.IDB, h head, stored, fresh []record) (*sea
 	// SQLite: statements prepared once per pool, values bound (bun's interpolated text would
 	// be compiled again on every call): the fresh receipts in multi-row inserts, the entry,
 	// the head's move.
-	if err := insertFresh(ctx, tx, rows); err != nil {
+	if err := insertFresh(ctx, tx, fresh); err != nil {
 		return nil, err
 	}
 	if err := execPrepared(ctx, tx, "INSERT INTO receipt_batches (space_id, seq, first_seq, version, root, prev_hash, hash, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -383,27 +400,36 @@ func seal(ctx context.Context, tx bun.IDB, h head, stored, fresh []record) (*sea
 // prepared per pool.
 const insertChunk = 64
 
-// insertFresh inserts rows (sealed receipts: seq and hash set) inside tx in multi-row
-// INSERTs of at most insertChunk rows, each prepared once per pool and row count.
-func insertFresh(ctx context.Context, tx bun.IDB, rows []*models.Receipt) error {
+// insertColumns are the columns insertFresh writes, in order: a record's insert values, then
+// seq and hash (prev_hash keeps its default, empty, as every batched receipt's).
+const insertColumns = "(space_id, id, kind, action, actor_key_id, object_ids, detail, at, seq, hash)"
+
+// insertFresh inserts the rows of fresh (sealed receipts: seq and hash set) inside tx in
+// multi-row INSERTs of at most insertChunk rows, each prepared once per pool and row count.
+func insertFresh(ctx context.Context, tx bun.IDB, fresh []record) error {
 	d := tx.NewSelect().DB()
-	for len(rows) > 0 {
-		n := min(len(rows), insertChunk)
+	for len(fresh) > 0 {
+		n := min(len(fresh), insertChunk)
 		var q strings.Builder
-		q.WriteString("INSERT INTO receipts (space_id, seq, id, kind, action, actor_key_id, object_ids, detail, at, prev_hash, hash) VALUES ")
-		args := make([]any, 0, 11*n)
-		for i, row := range rows[:n] {
+		q.WriteString("INSERT INTO receipts " + insertColumns + " VALUES ")
+		args := make([]any, 0, 10*n)
+		for i, rec := range fresh[:n] {
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-			args = append(args, row.SpaceID, row.Seq, row.ID, row.Kind, row.Action, row.ActorKeyID,
-				row.ObjectIDs, row.Detail, db.TimeArg(d, row.At), row.PrevHash, row.Hash)
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			row := rec.row
+			if rec.insert != nil {
+				args = append(args, rec.insert...)
+			} else {
+				args = append(args, row.SpaceID, row.ID, row.Kind, row.Action, row.ActorKeyID, row.ObjectIDs, row.Detail, db.TimeArg(d, row.At))
+			}
+			args = append(args, row.Seq, row.Hash)
 		}
 		if err := execPrepared(ctx, tx, q.String(), args...); err != nil {
 			return fmt.Errorf("receipts: insert: %w", err)
 		}
-		rows = rows[n:]
+		fresh = fresh[n:]
 	}
 	return nil
 }
