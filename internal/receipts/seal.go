@@ -107,19 +107,28 @@ func batchFromRow(row models.ReceiptBatch) Batch {
 }
 
 // Seal seals the space's unsealed receipts into chain entries (at most MaxBatch receipts
-// each) in one transaction, and returns the space's head after it. Any process may call it
-// at any time: sealers serialise on the space's head row, and receipts committed after it
-// read them go into a later entry.
+// each) in one transaction, and returns the space's head after it, durable (Flush after
+// reading it): a head that may be signed or shown. Any process may call it at any time:
+// sealers serialise on the space's head row, and receipts committed after it read them go
+// into a later entry.
 func Seal(ctx context.Context, d *bun.DB, spaceID string) (Head, error) {
 	if err := SealPending(ctx, d, spaceID); err != nil {
 		return Head{}, err
 	}
-	return CurrentHead(ctx, d, spaceID)
+	h, err := CurrentHead(ctx, d, spaceID)
+	if err != nil {
+		return Head{}, err
+	}
+	if err := Flush(ctx, d); err != nil {
+		return Head{}, err
+	}
+	return h, nil
 }
 
 // SealPending is Seal without reading the head after it: for callers that read the chain
 // themselves (verify, list, proof), which must still answer when the head's entry is gone
-// (a chain changed behind the API: Verify reports it, where CurrentHead fails).
+// (a chain changed behind the API: Verify reports it, where CurrentHead fails). Those call
+// Flush after their reads, before they show them (see the package comment).
 func SealPending(ctx context.Context, d *bun.DB, spaceID string) error {
 	return d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		for {
