@@ -39,8 +39,9 @@ func flushedPast(ctx context.Context, d *bun.DB, lsn string) (bool, error) {
 
 // Issue 16: on PostgreSQL a group commits asynchronously (its receipt visible and the space's
 // head free for another transaction at once) and its Record is answered only after its
-// flush, which makes the WAL durable past the group's commit. On SQLite the group is answered
-// as it commits, without a flush.
+// flush, which makes the WAL durable past the group's commit: the space's first group (which
+// creates its head row, through commitTx) and the next one (commitPipelined) alike. On SQLite
+// the group is answered as it commits, without a flush.
 func TestGroupAnsweredAfterItsFlush(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
 		ctx := context.Background()
@@ -53,47 +54,52 @@ func TestGroupAnsweredAfterItsFlush(t *testing.T) {
 			require.NoError(t, Flush(ctx, d), "Flush does nothing on SQLite")
 			return
 		}
-		called := make(chan string) // the WAL insert position once the group has committed
-		release := make(chan struct{})
-		var flushedAtAnswer bool
-		l.flush = func(ctx context.Context) error {
-			lsn, err := insertLSN(ctx, d)
-			if err != nil {
+		for seq := int64(1); seq <= 2; seq++ {
+			called := make(chan string) // the WAL insert position once the group has committed
+			release := make(chan struct{})
+			var flushedAtAnswer bool
+			l.flush = func(ctx context.Context) error {
+				lsn, err := insertLSN(ctx, d)
+				if err != nil {
+					return err
+				}
+				var visible int
+				if err := d.QueryRowContext(ctx, "SELECT COUNT(*) FROM receipts WHERE space_id = 'sp_a' AND seq = ?", seq).Scan(&visible); err != nil || visible != 1 {
+					return fmt.Errorf("the group's receipt is not committed before its flush: %d, %v", visible, err)
+				}
+				err = d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+					_, err := tx.ExecContext(ctx, "SELECT seq FROM receipt_heads WHERE space_id = 'sp_a' FOR UPDATE NOWAIT")
+					return err
+				})
+				if err != nil {
+					return fmt.Errorf("the head is still locked while the group waits for its flush: %w", err)
+				}
+				called <- lsn
+				<-release
+				if err := Flush(ctx, d); err != nil {
+					return err
+				}
+				flushedAtAnswer, err = flushedPast(ctx, d, lsn)
 				return err
 			}
-			var visible int
-			if err := d.QueryRowContext(ctx, "SELECT COUNT(*) FROM receipts WHERE space_id = 'sp_a' AND seq = 1").Scan(&visible); err != nil || visible != 1 {
-				return fmt.Errorf("the group's receipt is not committed before its flush: %d, %v", visible, err)
+			done := make(chan error, 1)
+			go func() {
+				r, err := l.Record(ctx, "sp_a", readEntry(int(seq)), flushAt)
+				if err == nil && r.Seq != seq {
+					err = fmt.Errorf("seq %d, want %d", r.Seq, seq)
+				}
+				done <- err
+			}()
+			<-called
+			select {
+			case err := <-done:
+				t.Fatalf("Record answered before its group's flush ended (err %v)", err)
+			default:
 			}
-			err = d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-				_, err := tx.ExecContext(ctx, "SELECT seq FROM receipt_heads WHERE space_id = 'sp_a' FOR UPDATE NOWAIT")
-				return err
-			})
-			if err != nil {
-				return fmt.Errorf("the head is still locked while the group waits for its flush: %w", err)
-			}
-			called <- lsn
-			<-release
-			if err := Flush(ctx, d); err != nil {
-				return err
-			}
-			flushedAtAnswer, err = flushedPast(ctx, d, lsn)
-			return err
+			close(release)
+			require.NoError(t, <-done)
+			require.True(t, flushedAtAnswer, "the WAL is flushed past the group's commit when Record answers")
 		}
-		done := make(chan error, 1)
-		go func() {
-			_, err := l.Record(ctx, "sp_a", readEntry(0), flushAt)
-			done <- err
-		}()
-		<-called
-		select {
-		case err := <-done:
-			t.Fatalf("Record answered before its group's flush ended (err %v)", err)
-		default:
-		}
-		close(release)
-		require.NoError(t, <-done)
-		require.True(t, flushedAtAnswer, "the WAL is flushed past the group's commit when Record answers")
 	})
 }
 

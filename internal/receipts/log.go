@@ -232,7 +232,9 @@ func answer(group []*pending, err error) {
 // chain entry (more in spaces when a full entry leaves receipts behind). A receipt whose
 // expected revisions differ from the space's in that transaction (read once the heads are
 // locked) is left out and marked stale. The group's receipts are inserted in multi-row
-// statements (insertFresh). When that fails, it inserts group alone (the revisions checked
+// statements (insertFresh; on PostgreSQL with the entry, appendStatement). On PostgreSQL a
+// group alone (no space asked to be sealed) commits in two round trips (commitPipelined),
+// else through commitTx. When that fails, it inserts group alone (the revisions checked
 // again), unsealed (the next pass seals them), and returns that insert's error: sealing never
 // fails a read whose receipt was stored.
 func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bool) error {
@@ -245,7 +247,56 @@ func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bo
 		order = append(order, s)
 	}
 	slices.Sort(order) // heads are locked in one order by every sealer: no deadlock
-	err := l.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	var err error
+	ran := false
+	if l.async && len(leftovers) == 0 && len(group) > 0 {
+		ran, err = l.commitPipelined(ctx, group, order)
+	}
+	if !ran {
+		err = l.commitTx(ctx, group, order, leftovers)
+	}
+	if err == nil {
+		return nil
+	}
+	l.logger.Warn("receipts: sealing failed; the receipts stay unsealed until the next pass", "error", err, "spaces", len(order))
+	if len(group) == 0 {
+		return nil
+	}
+	return l.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := markStale(ctx, l.db, tx, group); err != nil {
+			return err
+		}
+		var rows []*models.Receipt
+		for _, p := range group {
+			if p.stale {
+				continue
+			}
+			row := p.rec.row
+			row.N, row.Seq, row.Hash = 0, 0, "" // as before the rolled-back insert
+			rows = append(rows, row)
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
+			return fmt.Errorf("receipts: insert: %w", err)
+		}
+		// Sealed by the next pass, which looks for unsealed receipts in these spaces (the
+		// group commit itself does not).
+		l.mu.Lock()
+		for _, row := range rows {
+			l.spaces[row.SpaceID] = true
+		}
+		l.mu.Unlock()
+		return nil
+	})
+}
+
+// commitTx is commit's transaction through bun: the heads of order locked, the revisions
+// read, then per space one chain entry holding its fresh receipts, and in the spaces of
+// leftovers as many as their unsealed receipts need.
+func (l *Log) commitTx(ctx context.Context, group []*pending, order []string, leftovers map[string]bool) error {
+	return l.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if l.async {
 			// Committed without waiting for the WAL flush (drain hands the group to one):
 			// the heads are released as soon as the commit record is written.
@@ -292,41 +343,6 @@ func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bo
 		}
 		return nil
 	})
-	if err == nil {
-		return nil
-	}
-	l.logger.Warn("receipts: sealing failed; the receipts stay unsealed until the next pass", "error", err, "spaces", len(order))
-	if len(group) == 0 {
-		return nil
-	}
-	return l.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := markStale(ctx, l.db, tx, group); err != nil {
-			return err
-		}
-		var rows []*models.Receipt
-		for _, p := range group {
-			if p.stale {
-				continue
-			}
-			row := p.rec.row
-			row.N, row.Seq, row.Hash = 0, 0, "" // as before the rolled-back insert
-			rows = append(rows, row)
-		}
-		if len(rows) == 0 {
-			return nil
-		}
-		if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
-			return fmt.Errorf("receipts: insert: %w", err)
-		}
-		// Sealed by the next pass, which looks for unsealed receipts in these spaces (the
-		// group commit itself does not).
-		l.mu.Lock()
-		for _, row := range rows {
-			l.spaces[row.SpaceID] = true
-		}
-		l.mu.Unlock()
-		return nil
-	})
 }
 
 // Flush makes every transaction committed on d's database before it was called durable, and
@@ -355,7 +371,6 @@ func markStale(ctx context.Context, d *bun.DB, tx bun.Tx, group []*pending) erro
 	current := map[[2]string]int64{}
 	var read []string
 	for _, p := range group {
-		p.stale = false
 		space := p.rec.r.SpaceID
 		if len(p.expect) == 0 || slices.Contains(read, space) {
 			continue
@@ -381,14 +396,22 @@ func markStale(ctx context.Context, d *bun.DB, tx bun.Tx, group []*pending) erro
 			return fmt.Errorf("receipts: revisions: %w", err)
 		}
 	}
+	markStaleAgainst(group, current)
+	return nil
+}
+
+// markStaleAgainst sets the stale flag of each of group's receipts whose expected revisions
+// are not those of current (keyed by space and name; a missing name is at 0), and clears it
+// on the others.
+func markStaleAgainst(group []*pending, current map[[2]string]int64) {
 	for _, p := range group {
+		p.stale = false
 		for _, x := range p.expect {
 			if current[[2]string{p.rec.r.SpaceID, x.Name}] != x.Revision {
 				p.stale = true
 			}
 		}
 	}
-	return nil
 }
 
 // Record writes the receipt of a request that writes nothing else: through l's group
