@@ -124,6 +124,10 @@ func (s *Server) listReceipts(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
+	if err := receipts.Flush(s.ctx(c), s.DB); err != nil { // nothing shown can be lost
+		s.writeError(c, err)
+		return
+	}
 	c.PureJSON(http.StatusOK, gin.H{"receipts": list, "batches": batches})
 }
 
@@ -146,6 +150,10 @@ func (s *Server) verifyReceipts(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
+	if err := receipts.Flush(s.ctx(c), s.DB); err != nil { // nothing verified can be lost
+		s.writeError(c, err)
+		return
+	}
 	c.PureJSON(http.StatusOK, v)
 }
 
@@ -165,6 +173,10 @@ func (s *Server) receiptProof(c *gin.Context) {
 	}
 	proof, err := receipts.Prove(s.ctx(c), s.DB, p.SpaceID, c.Param("receipt_id"))
 	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	if err := receipts.Flush(s.ctx(c), s.DB); err != nil { // nothing proved can be lost
 		s.writeError(c, err)
 		return
 	}

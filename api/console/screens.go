@@ -243,6 +243,11 @@ func (h *Console) showReceipts(c *gin.Context, p auth.Principal, v *receipts.Ver
 		h.fail(c, err)
 		return
 	}
+	// Nothing shown (this page, v's verification read before it) can be lost.
+	if err := receipts.Flush(ctx, h.DB); err != nil {
+		h.fail(c, err)
+		return
+	}
 	more := len(list) > receiptsPage
 	if more {
 		if before > 0 {

@@ -26,12 +26,23 @@ import (
 //     root of all of them), commits, and only then answers each waiting Record. N concurrent
 //     reads cost one commit and one lock of the space's head instead of N of each, and each
 //     is answered only once its receipt is durable and in the chain.
+//   - On PostgreSQL that transaction commits asynchronously (synchronous_commit off): the
+//     space's head is released once the commit record is written, not once it is flushed,
+//     and the goroutine goes on to the next group at once. Each group is handed to a flush
+//     of its own (Flush, at most maxUnflushed of them at a time) that answers its Records
+//     once the WAL is durable past the group's commit, or fails them when it is not. A crash
+//     loses at most the groups not flushed yet, none of whose requests was answered (the WAL
+//     is replayed as a prefix). SQLite commits each group durably as it is (WAL,
+//     synchronous=NORMAL: the embedded default's durability), and answers it at once.
 //   - When that transaction fails, the receipts are inserted alone and stay unsealed; Run,
 //     every interval, seals whatever is unsealed (also what a process that stopped left).
 type Log struct {
-	db     *bun.DB
-	logger *slog.Logger
-	every  time.Duration
+	db      *bun.DB
+	logger  *slog.Logger
+	every   time.Duration
+	async   bool                            // PostgreSQL: groups commit asynchronously, then flush
+	flush   func(ctx context.Context) error // Flush of db
+	flushes chan struct{}                   // a token per group awaiting its flush
 
 	mu      sync.Mutex
 	queue   []*pending
@@ -69,6 +80,10 @@ const DefaultSealEvery = time.Second
 // maxGroup is the most receipts one group commit inserts.
 const maxGroup = 1000
 
+// maxUnflushed is the most groups that wait for their flush at a time on PostgreSQL: the
+// next group's commit waits for one of them to end.
+const maxUnflushed = 4
+
 // NewLog builds the Log of d. logger receives a line when a pass fails
 // (never receipt content); nil discards. every is Run's interval (<= 0: DefaultSealEvery).
 func NewLog(d *bun.DB, logger *slog.Logger, every time.Duration) *Log {
@@ -78,7 +93,12 @@ func NewLog(d *bun.DB, logger *slog.Logger, every time.Duration) *Log {
 	if every <= 0 {
 		every = DefaultSealEvery
 	}
-	return &Log{db: d, logger: logger, every: every, spaces: map[string]bool{}}
+	return &Log{
+		db: d, logger: logger, every: every, spaces: map[string]bool{},
+		async:   !db.IsSQLite(d),
+		flush:   func(ctx context.Context) error { return Flush(ctx, d) },
+		flushes: make(chan struct{}, maxUnflushed),
+	}
 }
 
 // Record writes e as a receipt of the space through the group committer and returns once it
@@ -155,7 +175,8 @@ func (l *Log) startLocked() {
 }
 
 // drain commits the queue and seals the requested spaces, pass after pass, until both are
-// empty. It is the only goroutine of the Log that writes.
+// empty. It is the only goroutine of the Log that writes. On PostgreSQL a group's Records are
+// answered by its flush (answerDurable), which runs while the next group commits.
 func (l *Log) drain() {
 	ctx := context.Background() // the work is every waiting request's, not one's
 	for {
@@ -172,22 +193,48 @@ func (l *Log) drain() {
 		}
 		l.mu.Unlock()
 		err := l.commit(ctx, group, spaces)
-		for _, p := range group {
-			if err == nil && p.stale {
-				p.done <- ErrStale
-				continue
-			}
-			p.done <- err
+		if err != nil || !l.async || len(group) == 0 {
+			answer(group, err)
+			continue
 		}
+		l.flushes <- struct{}{} // waits while maxUnflushed groups wait for their flush
+		go l.answerDurable(ctx, group)
+	}
+}
+
+// answerDurable flushes the WAL past group's asynchronous commit and then answers its
+// Records, each with the flush's error when it failed: a receipt not known durable is never
+// reported stored.
+func (l *Log) answerDurable(ctx context.Context, group []*pending) {
+	err := l.flush(ctx)
+	<-l.flushes
+	if err != nil {
+		l.logger.Warn("receipts: flushing a group commit failed", "error", err, "receipts", len(group))
+	}
+	answer(group, err)
+}
+
+// answer gives each of group's Records the outcome of its group: err, else ErrStale for a
+// receipt left out as stale, else success.
+func answer(group []*pending, err error) {
+	for _, p := range group {
+		if err == nil && p.stale {
+			p.done <- ErrStale
+			continue
+		}
+		p.done <- err
 	}
 }
 
 // commit inserts group's receipts, sealed, and seals whatever is unsealed in spaces (the
-// spaces asked to be sealed), in one transaction: per space, its head locked once and one
+// spaces asked to be sealed), in one transaction (on PostgreSQL committed asynchronously: the
+// caller flushes before it answers anyone): per space, its head locked once and one
 // chain entry (more in spaces when a full entry leaves receipts behind). A receipt whose
 // expected revisions differ from the space's in that transaction (read once the heads are
 // locked) is left out and marked stale. The group's receipts are inserted in multi-row
-// statements (insertFresh). When that fails, it inserts group alone (the revisions checked
+// statements (insertFresh; on PostgreSQL with the entry, appendStatement). On PostgreSQL a
+// group alone (no space asked to be sealed) commits in two round trips (commitPipelined),
+// else through commitTx. When that fails, it inserts group alone (the revisions checked
 // again), unsealed (the next pass seals them), and returns that insert's error: sealing never
 // fails a read whose receipt was stored.
 func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bool) error {
@@ -200,7 +247,63 @@ func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bo
 		order = append(order, s)
 	}
 	slices.Sort(order) // heads are locked in one order by every sealer: no deadlock
-	err := l.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	var err error
+	ran := false
+	if l.async && len(leftovers) == 0 && len(group) > 0 {
+		ran, err = l.commitPipelined(ctx, group, order)
+	}
+	if !ran {
+		err = l.commitTx(ctx, group, order, leftovers)
+	}
+	if err == nil {
+		return nil
+	}
+	l.logger.Warn("receipts: sealing failed; the receipts stay unsealed until the next pass", "error", err, "spaces", len(order))
+	if len(group) == 0 {
+		return nil
+	}
+	return l.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := markStale(ctx, l.db, tx, group); err != nil {
+			return err
+		}
+		var rows []*models.Receipt
+		for _, p := range group {
+			if p.stale {
+				continue
+			}
+			row := p.rec.row
+			row.N, row.Seq, row.Hash = 0, 0, "" // as before the rolled-back insert
+			rows = append(rows, row)
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
+			return fmt.Errorf("receipts: insert: %w", err)
+		}
+		// Sealed by the next pass, which looks for unsealed receipts in these spaces (the
+		// group commit itself does not).
+		l.mu.Lock()
+		for _, row := range rows {
+			l.spaces[row.SpaceID] = true
+		}
+		l.mu.Unlock()
+		return nil
+	})
+}
+
+// commitTx is commit's transaction through bun: the heads of order locked, the revisions
+// read, then per space one chain entry holding its fresh receipts, and in the spaces of
+// leftovers as many as their unsealed receipts need.
+func (l *Log) commitTx(ctx context.Context, group []*pending, order []string, leftovers map[string]bool) error {
+	return l.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if l.async {
+			// Committed without waiting for the WAL flush (drain hands the group to one):
+			// the heads are released as soon as the commit record is written.
+			if _, err := tx.ExecContext(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+				return fmt.Errorf("receipts: asynchronous commit: %w", err)
+			}
+		}
 		// The heads first, each locked once for the whole transaction: a write that bumps a
 		// revision holds its space's head until it commits, so the revisions read next are
 		// those of every write committed before this one (read before, a revision could be
@@ -240,41 +343,24 @@ func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bo
 		}
 		return nil
 	})
-	if err == nil {
+}
+
+// Flush makes every transaction committed on d's database before it was called durable, and
+// returns once it is (an error when it could not tell). On PostgreSQL it commits a transaction
+// of its own that writes one WAL record (an empty transactional logical-decoding message,
+// prefix "agentmemory.receipts"), synchronously: that commit waits for the WAL to be flushed
+// past its own commit record, which follows every commit record written before it. SQLite
+// commits are as durable as they will be when they return: nothing to do.
+func Flush(ctx context.Context, d *bun.DB) error {
+	if db.IsSQLite(d) {
 		return nil
 	}
-	l.logger.Warn("receipts: sealing failed; the receipts stay unsealed until the next pass", "error", err, "spaces", len(order))
-	if len(group) == 0 {
-		return nil
+	// An xid alone (pg_current_xact_id) would not do: a transaction that wrote no WAL record
+	// commits without waiting for the flush, whatever synchronous_commit says.
+	if _, err := d.ExecContext(ctx, "SELECT pg_logical_emit_message(true, 'agentmemory.receipts', '')"); err != nil {
+		return fmt.Errorf("receipts: flush: %w", err)
 	}
-	return l.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := markStale(ctx, l.db, tx, group); err != nil {
-			return err
-		}
-		var rows []*models.Receipt
-		for _, p := range group {
-			if p.stale {
-				continue
-			}
-			row := p.rec.row
-			row.N, row.Seq, row.Hash = 0, 0, "" // as before the rolled-back insert
-			rows = append(rows, row)
-		}
-		if len(rows) == 0 {
-			return nil
-		}
-		if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
-			return fmt.Errorf("receipts: insert: %w", err)
-		}
-		// Sealed by the next pass, which looks for unsealed receipts in these spaces (the
-		// group commit itself does not).
-		l.mu.Lock()
-		for _, row := range rows {
-			l.spaces[row.SpaceID] = true
-		}
-		l.mu.Unlock()
-		return nil
-	})
+	return nil
 }
 
 // markStale sets the stale flag of each of group's receipts whose expected revisions
@@ -285,7 +371,6 @@ func markStale(ctx context.Context, d *bun.DB, tx bun.Tx, group []*pending) erro
 	current := map[[2]string]int64{}
 	var read []string
 	for _, p := range group {
-		p.stale = false
 		space := p.rec.r.SpaceID
 		if len(p.expect) == 0 || slices.Contains(read, space) {
 			continue
@@ -311,14 +396,22 @@ func markStale(ctx context.Context, d *bun.DB, tx bun.Tx, group []*pending) erro
 			return fmt.Errorf("receipts: revisions: %w", err)
 		}
 	}
+	markStaleAgainst(group, current)
+	return nil
+}
+
+// markStaleAgainst sets the stale flag of each of group's receipts whose expected revisions
+// are not those of current (keyed by space and name; a missing name is at 0), and clears it
+// on the others.
+func markStaleAgainst(group []*pending, current map[[2]string]int64) {
 	for _, p := range group {
+		p.stale = false
 		for _, x := range p.expect {
 			if current[[2]string{p.rec.r.SpaceID, x.Name}] != x.Revision {
 				p.stale = true
 			}
 		}
 	}
-	return nil
 }
 
 // Record writes the receipt of a request that writes nothing else: through l's group

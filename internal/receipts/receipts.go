@@ -12,6 +12,20 @@
 // chain never forks and each receipt is sealed exactly once. Verify recomputes every leaf,
 // root and link; Prove gives one receipt's inclusion path, checked offline by Proof.Verify.
 // Receipts chained one by one before batching stay entries of their own (version 1).
+//
+// Durability of what the chain shows: on PostgreSQL the Log's group commits are asynchronous
+// (synchronous_commit off) and made durable by a flush (Flush) before their Records are
+// answered, so for a moment another session can read a chain entry, head or receipt that a
+// crash would still lose. A path that shows chain state as evidence (a head, signed or not,
+// a listed receipt's seq or hash, a chain entry, a verification, an inclusion proof) calls
+// Flush after its last read of the chain and before it shows anything, unless what it read
+// reaches anyone only through a synchronous commit of its own afterwards (a write that
+// appends a receipt: its commit waits for the WAL past every commit it could have read). Seal
+// does so itself; after SealPending, List, ListFiltered, BatchesOf, Verify, Prove or
+// CurrentHead the caller does. Other replicas' group commits may build on an unflushed group:
+// their own flush covers it, and so does the synchronous commit of any write that locks the
+// space's head after it. On SQLite Flush does nothing: a commit is as durable as it will be
+// (WAL, synchronous=NORMAL, the embedded default) when it returns.
 package receipts
 
 import (

@@ -110,19 +110,28 @@ func batchFromRow(row models.ReceiptBatch) Batch {
 }
 
 // Seal seals the space's unsealed receipts into chain entries (at most MaxBatch receipts
-// each) in one transaction, and returns the space's head after it. Any process may call it
-// at any time: sealers serialise on the space's head row, and receipts committed after it
-// read them go into a later entry.
+// each) in one transaction, and returns the space's head after it, durable (Flush after
+// reading it): a head that may be signed or shown. Any process may call it at any time:
+// sealers serialise on the space's head row, and receipts committed after it read them go
+// into a later entry.
 func Seal(ctx context.Context, d *bun.DB, spaceID string) (Head, error) {
 	if err := SealPending(ctx, d, spaceID); err != nil {
 		return Head{}, err
 	}
-	return CurrentHead(ctx, d, spaceID)
+	h, err := CurrentHead(ctx, d, spaceID)
+	if err != nil {
+		return Head{}, err
+	}
+	if err := Flush(ctx, d); err != nil {
+		return Head{}, err
+	}
+	return h, nil
 }
 
 // SealPending is Seal without reading the head after it: for callers that read the chain
 // themselves (verify, list, proof), which must still answer when the head's entry is gone
-// (a chain changed behind the API: Verify reports it, where CurrentHead fails).
+// (a chain changed behind the API: Verify reports it, where CurrentHead fails). Those call
+// Flush after their reads, before they show them (see the package comment).
 func SealPending(ctx context.Context, d *bun.DB, spaceID string) error {
 	return d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		for {
@@ -311,26 +320,11 @@ func sealLocked(ctx context.Context, tx bun.IDB, h head, leftovers bool, where f
 // (unsealed receipts already stored, updated here) followed by fresh (inserted here): each
 // gets the next seq and its leaf hash, in its row too.
 func seal(ctx context.Context, tx bun.IDB, h head, stored, fresh []record) (*sealing, error) {
-	all := append(slices.Clone(stored), fresh...)
-	out := &sealing{ids: make([]string, len(all)), leaves: make([]string, len(all))}
-	leaves := make([][]byte, len(all))
-	for i, rec := range all {
-		rec.r.Seq = h.Seq + 1 + int64(i)
-		leaf := rec.leafHash(rec.r.Seq)
-		var err error
-		if leaves[i], err = hex.DecodeString(leaf); err != nil || leaf == "" {
-			return nil, fmt.Errorf("receipts: leaf of %s", rec.r.ID)
-		}
-		rec.row.Seq, rec.row.Hash = rec.r.Seq, leaf
-		out.ids[i], out.leaves[i] = rec.r.ID, leaf
+	out, err := nextEntry(h, append(slices.Clone(stored), fresh...))
+	if err != nil {
+		return nil, err
 	}
-	last := all[len(all)-1]
-	b := Batch{
-		SpaceID: h.SpaceID, Seq: h.Seq + int64(len(all)), FirstSeq: h.Seq + 1, Count: int64(len(all)),
-		Version: VersionMerkle, Root: hex.EncodeToString(merkleRoot(leaves)), PrevHash: h.Hash,
-		At: last.r.At.UTC().Truncate(time.Microsecond),
-	}
-	b.Hash = b.ComputeHash()
+	b := out.Batch
 	if len(stored) > 0 {
 		// Exactly the receipts read, by primary key (one committed meanwhile waits for the next
 		// entry), in one statement on both engines.
@@ -353,29 +347,15 @@ func seal(ctx context.Context, tx bun.IDB, h head, stored, fresh []record) (*sea
 		}
 	}
 	if !db.IsSQLite(tx) {
-		// PostgreSQL: the fresh receipts, the entry and the head's move in one round trip
-		// (data-modifying CTEs, all run, in one statement): the head stays locked for less
-		// time. The texts are complete (values interpolated by bun); run without arguments,
-		// they are sent as they are.
-		var rows []*models.Receipt
-		for _, rec := range fresh {
-			rows = append(rows, rec.row)
+		// PostgreSQL: the fresh receipts, the entry and the head's move in one round trip:
+		// the head stays locked for less time.
+		rows := make([]*models.Receipt, len(fresh))
+		for i, rec := range fresh {
+			rows[i] = rec.row
 		}
-		entry := tx.NewInsert().Model(&models.ReceiptBatch{
-			SpaceID: b.SpaceID, Seq: b.Seq, FirstSeq: b.FirstSeq, Version: b.Version, Root: b.Root,
-			PrevHash: b.PrevHash, Hash: b.Hash, At: b.At,
-		})
-		move := tx.NewUpdate().Model((*head)(nil)).Set("seq = ?, hash = ?", b.Seq, b.Hash).Where("space_id = ?", h.SpaceID)
-		var q strings.Builder
-		q.WriteString("WITH entry AS (" + entry.String() + ")")
-		if len(rows) > 0 {
-			q.WriteString(", fresh AS (" + tx.NewInsert().Model(&rows).String() + ")")
-		}
-		q.WriteString(" " + move.String())
-		if _, err := tx.ExecContext(ctx, q.String()); err != nil {
+		if _, err := tx.ExecContext(ctx, appendStatement(tx, b, rows)); err != nil {
 			return nil, fmt.Errorf("receipts: seal: %w", err)
 		}
-		out.Batch = b
 		return out, nil
 	}
 	// SQLite: statements prepared once per pool, values bound (bun's interpolated text would
@@ -391,8 +371,51 @@ func seal(ctx context.Context, tx bun.IDB, h head, stored, fresh []record) (*sea
 	if err := execPrepared(ctx, tx, "UPDATE receipt_heads SET seq = ?, hash = ? WHERE space_id = ?", b.Seq, b.Hash, h.SpaceID); err != nil {
 		return nil, fmt.Errorf("receipts: move head: %w", err)
 	}
-	out.Batch = b
 	return out, nil
+}
+
+// nextEntry is the chain entry after the head h holding all (at least one receipt), in that
+// order: each gets the next seq and its leaf hash, in its row too.
+func nextEntry(h head, all []record) (*sealing, error) {
+	out := &sealing{ids: make([]string, len(all)), leaves: make([]string, len(all))}
+	leaves := make([][]byte, len(all))
+	for i, rec := range all {
+		rec.r.Seq = h.Seq + 1 + int64(i)
+		leaf := rec.leafHash(rec.r.Seq)
+		var err error
+		if leaves[i], err = hex.DecodeString(leaf); err != nil || leaf == "" {
+			return nil, fmt.Errorf("receipts: leaf of %s", rec.r.ID)
+		}
+		rec.row.Seq, rec.row.Hash = rec.r.Seq, leaf
+		out.ids[i], out.leaves[i] = rec.r.ID, leaf
+	}
+	last := all[len(all)-1]
+	out.Batch = Batch{
+		SpaceID: h.SpaceID, Seq: h.Seq + int64(len(all)), FirstSeq: h.Seq + 1, Count: int64(len(all)),
+		Version: VersionMerkle, Root: hex.EncodeToString(merkleRoot(leaves)), PrevHash: h.Hash,
+		At: last.r.At.UTC().Truncate(time.Microsecond),
+	}
+	out.Hash = out.ComputeHash()
+	return out, nil
+}
+
+// appendStatement is PostgreSQL's one statement that inserts rows (sealed receipts) and the
+// chain entry b and moves the space's head to b (data-modifying CTEs, all run). The text is
+// complete (values interpolated by bun, through idb): run without arguments, it is sent as it
+// is.
+func appendStatement(idb bun.IDB, b Batch, rows []*models.Receipt) string {
+	entry := idb.NewInsert().Model(&models.ReceiptBatch{
+		SpaceID: b.SpaceID, Seq: b.Seq, FirstSeq: b.FirstSeq, Version: b.Version, Root: b.Root,
+		PrevHash: b.PrevHash, Hash: b.Hash, At: b.At,
+	})
+	move := idb.NewUpdate().Model((*head)(nil)).Set("seq = ?, hash = ?", b.Seq, b.Hash).Where("space_id = ?", b.SpaceID)
+	var q strings.Builder
+	q.WriteString("WITH entry AS (" + entry.String() + ")")
+	if len(rows) > 0 {
+		q.WriteString(", fresh AS (" + idb.NewInsert().Model(&rows).String() + ")")
+	}
+	q.WriteString(" " + move.String())
+	return q.String()
 }
 
 // insertChunk is the most rows one prepared insert of insertFresh holds: a group of up to
