@@ -149,7 +149,9 @@ func retryStatus(status int) bool {
 // failures are not retried (a write is queued instead).
 func (c *Client) do(ctx context.Context, method, path string, body, out any, headers ...string) (http.Header, int, error) {
 	var data []byte
-	if body != nil {
+	if pre, ok := body.(encoded); ok {
+		data = pre
+	} else if body != nil {
 		var err error
 		if data, err = json.Marshal(body); err != nil {
 			return nil, 0, fmt.Errorf("sdk: encode: %w", err)
@@ -214,6 +216,9 @@ func (c *Client) doOnce(ctx context.Context, method, path string, data []byte, h
 	if out != nil && len(answer) > 0 {
 		if err := checkAnswerDepth(answer); err != nil {
 			return resp.Header, resp.StatusCode, err
+		}
+		if q, ok := out.(quickDecoder); ok && json.Valid(answer) && q.decodeQuick(answer) {
+			return resp.Header, resp.StatusCode, nil
 		}
 		dec := json.NewDecoder(bytes.NewReader(answer))
 		dec.UseNumber()

@@ -142,7 +142,7 @@ func (h *StateHandle) Get(ctx context.Context) (State, error) {
 	c.flushQuiet(ctx)
 	for attempt := 0; ; attempt++ {
 		var st State
-		_, _, err := c.do(ctx, "POST", "/v1/agent-state/read", map[string]any{"scope": h.scope, "agent": h.agent}, &st)
+		_, _, err := c.do(ctx, "POST", "/v1/agent-state/read", encodeRead(h.scope, h.agent), &st)
 		if err != nil {
 			return State{}, err
 		}
@@ -203,7 +203,7 @@ func (h *StateHandle) Put(ctx context.Context, body map[string]any, opts ...PutO
 		return c.applyLocal(h.key(), req)
 	}
 	c.flushQuiet(ctx)
-	res, err := c.send(ctx, req)
+	res, err := c.send(ctx, req, encodeWrite(req))
 	var unreachable errUnreachable
 	if errors.As(err, &unreachable) || isUnavailable(err) {
 		c.mu.Lock()
@@ -227,10 +227,15 @@ func isUnavailable(err error) bool {
 	return errors.As(err, &e) && (e.Status == 502 || e.Status == 503 || e.Status == 504)
 }
 
-// send writes req and records the version it stored.
-func (c *Client) send(ctx context.Context, req writeRequest) (WriteResult, error) {
+// send writes req and records the version it stored. data is req already encoded
+// (encodeWrite), or nil to encode it with encoding/json (a write read back from the queue).
+func (c *Client) send(ctx context.Context, req writeRequest, data encoded) (WriteResult, error) {
+	var body any = req
+	if data != nil {
+		body = data
+	}
 	var res WriteResult
-	_, _, err := c.do(ctx, "PUT", "/v1/agent-state", req, &res)
+	_, _, err := c.do(ctx, "PUT", "/v1/agent-state", body, &res)
 	if err != nil {
 		return WriteResult{}, err
 	}
@@ -256,7 +261,7 @@ func (c *Client) Flush(ctx context.Context) error {
 		}
 		next := c.queue[0]
 		c.mu.Unlock()
-		_, err := c.send(ctx, next.Request)
+		_, err := c.send(ctx, next.Request, nil)
 		var unreachable errUnreachable
 		if errors.As(err, &unreachable) || isUnavailable(err) {
 			return err

@@ -95,3 +95,51 @@ func TestGateAcrossReopen(t *testing.T) {
 		require.NoError(t, d.Close())
 	}
 }
+
+// Adversarial: a prepared statement decides once whether it is a write. A prepared read runs
+// while another pool's transaction holds the gate (it never waits for it); prepared writes,
+// run by Exec and by Query (RETURNING, its rows closed early or failing), each hold the gate
+// only while they run, so a write on the other pool goes through after each of them.
+func TestPreparedStatementsGate(t *testing.T) {
+	pools := openGated(t, 2)
+	ctx := context.Background()
+	read, err := pools[1].DB.PrepareContext(ctx, `SELECT n FROM t WHERE id = 1`)
+	require.NoError(t, err)
+	defer read.Close()
+	add, err := pools[0].DB.PrepareContext(ctx, `UPDATE t SET n = n + 1 WHERE id = 1`)
+	require.NoError(t, err)
+	defer add.Close()
+	addReturning, err := pools[0].DB.PrepareContext(ctx, `UPDATE t SET n = n + 1 WHERE id = 1 RETURNING n`)
+	require.NoError(t, err)
+	defer addReturning.Close()
+	dup, err := pools[0].DB.PrepareContext(ctx, `INSERT INTO t (id, n) VALUES (1, 0) RETURNING n`)
+	require.NoError(t, err)
+	defer dup.Close()
+	write := func(msg string) {
+		t.Helper()
+		_, err := pools[1].ExecContext(cancelledAfter(t), `UPDATE t SET n = n + 1 WHERE id = 1`)
+		require.NoError(t, err, msg)
+	}
+
+	tx, err := pools[0].BeginTx(ctx, &sql.TxOptions{})
+	require.NoError(t, err)
+	var n int
+	require.NoError(t, read.QueryRowContext(cancelledAfter(t)).Scan(&n), "a prepared read does not wait for the gate")
+	require.NoError(t, tx.Rollback())
+
+	_, err = add.ExecContext(ctx)
+	require.NoError(t, err)
+	write("after a prepared Exec write")
+	rows, err := addReturning.QueryContext(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rows.Close())
+	require.NoError(t, rows.Close(), "a second Close is harmless")
+	write("after a prepared write's rows closed early")
+	require.NoError(t, addReturning.QueryRowContext(ctx).Scan(&n))
+	write("after a prepared write's row read")
+	require.Error(t, dup.QueryRowContext(ctx).Scan(&n))
+	write("after a prepared write that failed")
+
+	require.NoError(t, read.QueryRowContext(ctx).Scan(&n))
+	require.Equal(t, 7, n, "three prepared writes and four on the other pool")
+}

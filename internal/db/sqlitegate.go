@@ -296,39 +296,42 @@ func (c *gatedConn) Begin() (driver.Tx, error) {
 	return c.BeginTx(context.Background(), driver.TxOptions{})
 }
 
-// gated takes the gate when query is a write outside a transaction and returns its release
-// (nil when the gate was not needed).
-func (c *gatedConn) gated(ctx context.Context, query string) (release func(), err error) {
-	if c.inTx || !isWrite(query) {
-		return nil, nil
+// gate takes the gate for a statement outside a transaction that writes (write: isWrite of
+// its text) and reports whether it did; the caller then ends the write with ungate.
+func (c *gatedConn) gate(ctx context.Context, write bool) (held bool, err error) {
+	if c.inTx || !write {
+		return false, nil
 	}
 	if err := c.g.acquire(ctx); err != nil {
-		return nil, err
+		return false, err
 	}
-	return func() {
-		c.g.release()
-		c.ck.wroteSome()
-	}, nil
+	return true, nil
+}
+
+// ungate releases the gate gate took and tells the checkpointer a write committed.
+func (c *gatedConn) ungate() {
+	c.g.release()
+	c.ck.wroteSome()
 }
 
 func (c *gatedConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	release, err := c.gated(ctx, query)
+	held, err := c.gate(ctx, isWrite(query))
 	if err != nil {
 		return nil, err
 	}
-	if release != nil {
-		defer release()
+	if held {
+		defer c.ungate()
 	}
 	return c.exec.ExecContext(ctx, query, args)
 }
 
 func (c *gatedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	release, err := c.gated(ctx, query)
+	held, err := c.gate(ctx, isWrite(query))
 	if err != nil {
 		return nil, err
 	}
 	rows, err := c.query.QueryContext(ctx, query, args)
-	return holdUntilClosed(rows, err, release)
+	return c.holdUntilClosed(rows, err, held)
 }
 
 func (c *gatedConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
@@ -342,7 +345,7 @@ func (c *gatedConn) PrepareContext(ctx context.Context, query string) (driver.St
 		st.Close()
 		return nil, fmt.Errorf("db: the SQLite statement %T lacks a context method", st)
 	}
-	return &gatedStmt{Stmt: st, exec: se, query: sq, c: c, text: query}, nil
+	return &gatedStmt{Stmt: st, exec: se, query: sq, c: c, write: isWrite(query)}, nil
 }
 
 func (c *gatedConn) Prepare(query string) (driver.Stmt, error) {
@@ -398,59 +401,63 @@ func (t *gatedTx) Commit() error {
 func (t *gatedTx) Rollback() error { return t.end(t.Tx.Rollback()) }
 
 // gatedStmt is a prepared statement that holds the gate while it runs when it is a write
-// outside a transaction.
+// (write: isWrite of its text, decided once when it is prepared) outside a transaction.
 type gatedStmt struct {
 	driver.Stmt
 	exec  driver.StmtExecContext
 	query driver.StmtQueryContext
 	c     *gatedConn
-	text  string
+	write bool
 }
 
 func (s *gatedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	release, err := s.c.gated(ctx, s.text)
+	held, err := s.c.gate(ctx, s.write)
 	if err != nil {
 		return nil, err
 	}
-	if release != nil {
-		defer release()
+	if held {
+		defer s.c.ungate()
 	}
 	return s.exec.ExecContext(ctx, args)
 }
 
 func (s *gatedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	release, err := s.c.gated(ctx, s.text)
+	held, err := s.c.gate(ctx, s.write)
 	if err != nil {
 		return nil, err
 	}
 	rows, err := s.query.QueryContext(ctx, args)
-	return holdUntilClosed(rows, err, release)
+	return s.c.holdUntilClosed(rows, err, held)
 }
 
 // holdUntilClosed keeps the gate of a write's rows (INSERT ... RETURNING in autocommit: its
-// write ends when the statement is reset, at Close) until they are closed. Without a gate
-// (release nil) rows are returned as they are.
-func holdUntilClosed(rows driver.Rows, err error, release func()) (driver.Rows, error) {
-	if release == nil {
+// write ends when the statement is reset, at Close) until they are closed. Without the gate
+// (held false) rows are returned as they are.
+func (c *gatedConn) holdUntilClosed(rows driver.Rows, err error, held bool) (driver.Rows, error) {
+	if !held {
 		return rows, err
 	}
 	if err != nil {
-		release()
+		c.ungate()
 		return nil, err
 	}
-	return &gatedRows{Rows: rows, release: release}, nil
+	return &gatedRows{Rows: rows, c: c}, nil
 }
 
-// gatedRows releases its gate once, at Close. The column type methods pass through.
+// gatedRows ends its write (gatedConn.ungate) once, at its first Close (database/sql closes
+// a connection's rows from one goroutine at a time). The column type methods pass through.
 type gatedRows struct {
 	driver.Rows
-	release func()
-	once    sync.Once
+	c      *gatedConn
+	closed bool
 }
 
 func (r *gatedRows) Close() error {
 	err := r.Rows.Close()
-	r.once.Do(r.release)
+	if !r.closed {
+		r.closed = true
+		r.c.ungate()
+	}
 	return err
 }
 

@@ -849,21 +849,25 @@ func (s *Service) Read(ctx context.Context, p auth.Principal, req ReadRequest) (
 		return ReadResult{}, err
 	}
 	now := s.Now().UTC()
-	var fields strictjson.Object
+	body := row.Body
 	var version int64
 	if fieldsOutliveState(t.schema) {
-		// No field expires before the state: its fields' write times are not needed.
+		// No field expires before the state, so a live state is served whole: its stored
+		// body as it is, canonical already (every write stores a strictjson Join of canonical
+		// values, the bytes Canonical would give again), neither parsed nor encoded again.
 		if now.Before(row.ExpiresAt.UTC()) {
-			fields, version = bodyFields(row), row.Version
+			version = row.Version
 		}
 	} else {
+		var fields strictjson.Object
 		fields, _, version = live(row, t.schema, now)
+		body = fields.Canonical()
 	}
 	if version == 0 {
 		return ReadResult{Body: json.RawMessage("{}"), Version: 0}, nil
 	}
 	at := row.UpdatedAt.UTC()
-	return ReadResult{Body: json.RawMessage(fields.Canonical()), Version: version, UpdatedAt: &at}, nil
+	return ReadResult{Body: json.RawMessage(body), Version: version, UpdatedAt: &at}, nil
 }
 
 // ListBySubject returns what operators may see of the states tied to any of subjectHashes
