@@ -143,7 +143,6 @@ func (s *Service) commitBatch(batch []*queuedWrite) {
 	ctx, cancel := context.WithTimeout(context.Background(), noteBatchTimeout)
 	defer cancel()
 	var ran []*queuedWrite
-	var caps capBounds
 	defer func() {
 		// A panic in a write fails its batch (the transaction is rolled back) instead of the
 		// process: every write of it not answered yet gets an error.
@@ -158,7 +157,7 @@ func (s *Service) commitBatch(batch []*queuedWrite) {
 		}
 	}()
 	txErr := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		ran, caps = ran[:0], capBounds{}
+		ran = ran[:0]
 		for _, m := range batch {
 			if !m.state.CompareAndSwap(memberQueued, memberTaken) {
 				continue // its request ended: it answered itself
@@ -171,11 +170,10 @@ func (s *Service) commitBatch(batch []*queuedWrite) {
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT note_write"); err != nil {
 				return fmt.Errorf("notes: savepoint: %w", err)
 			}
-			res, err := s.writeIn(ctx, tx, m.w, &caps)
+			res, err := s.writeIn(ctx, tx, m.w)
 			switch {
 			case err == nil:
 				m.res, m.err = res, nil
-				caps.stored(m.w)
 				if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT note_write"); err != nil {
 					return fmt.Errorf("notes: release savepoint: %w", err)
 				}
@@ -213,53 +211,5 @@ func (s *Service) commitBatch(batch []*queuedWrite) {
 			m.res, m.err = WriteResult{}, txErr
 		}
 		close(m.done)
-	}
-}
-
-// capBounds spares a batch the cap's count of every write (issue 16: it reads up to the cap's
-// number of index entries each time). The first count of a source's active notes in the
-// batch, at its write's time, plus the writes of that source the batch stored since, bounds
-// the source's active notes at any later time in the same transaction: notes only leave
-// (expire, are retired or erased) as time passes, and only this transaction adds any while it
-// holds the space's head. A write at or after that time whose bound is under the cap is under
-// it; any other write counts exactly, as alone. The zero value knows nothing; a nil
-// *capBounds is valid and knows nothing.
-type capBounds struct {
-	at    map[string]time.Time // source → the time of its counted write
-	base  map[string]int64     // source → its active notes then (at most the cap)
-	added map[string]int64     // source → writes of it stored since
-}
-
-// upper returns the bound of w's source's active notes at w.now, and false when the batch
-// has none for it (no count yet, or w is older than the count).
-func (b *capBounds) upper(w write) (int64, bool) {
-	if b == nil {
-		return 0, false
-	}
-	at, ok := b.at[w.a.sourceID]
-	if !ok || w.now.Before(at) {
-		return 0, false
-	}
-	return b.base[w.a.sourceID] + b.added[w.a.sourceID], true
-}
-
-// counted records that w's write counted n active notes of its source at w.now, before it
-// stored anything; it replaces an earlier count of the source.
-func (b *capBounds) counted(w write, n int64) {
-	if b == nil {
-		return
-	}
-	if b.at == nil {
-		b.at, b.base, b.added = map[string]time.Time{}, map[string]int64{}, map[string]int64{}
-	}
-	src := w.a.sourceID
-	b.at[src], b.base[src], b.added[src] = w.now, n, 0
-}
-
-// stored records that the batch stored w (a note, an edit or a proposal: each counts as one
-// more active note of its source, at worst).
-func (b *capBounds) stored(w write) {
-	if b != nil && b.added != nil {
-		b.added[w.a.sourceID]++
 	}
 }

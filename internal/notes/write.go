@@ -187,6 +187,9 @@ func (s *Service) Retire(ctx context.Context, p auth.Principal, noteID string) (
 		if err := retireRow(ctx, tx, p.SpaceID, noteID, now); err != nil {
 			return err
 		}
+		if _, err := addActive(ctx, tx, p.SpaceID, prev.SourceID, -1); err != nil {
+			return err
+		}
 		if err := spaces.BumpRevision(ctx, tx, p.SpaceID, spaces.RevisionNotes); err != nil {
 			return err
 		}
@@ -301,11 +304,6 @@ type write struct {
 	idemKey      string // keyed hash of the Idempotency-Key ("" for none)
 	bodyHash     string
 	now          time.Time
-	// capCounted is set when the duplicate check of this transaction also counted the
-	// source's active notes for the cap: capCount of them (at most the cap). Otherwise
-	// insertNote counts them itself.
-	capCounted bool
-	capCount   int64
 }
 
 // proposal reports whether the write becomes a proposal (AM-8): an agent's write under
@@ -356,10 +354,7 @@ func lookupRequest(ctx context.Context, idb bun.IDB, w write) (WriteResult, bool
 // answer), for a new note (not an edit) the duplicate check (errDuplicate with the existing
 // note), the hourly limit and the cap, the rows, the outbox event and the idempotency record.
 // On errReplayed, errDuplicate or any other error the caller rolls back w's savepoint.
-//
-// caps (the batch's; nil for none) spares the cap's count when an earlier count of the batch
-// bounds it below the cap.
-func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write, caps *capBounds) (WriteResult, error) {
+func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write) (WriteResult, error) {
 	var res WriteResult
 	id := auth.NewID("note")
 	action := "note.create"
@@ -391,24 +386,13 @@ func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write, caps *capBoun
 		}
 	}
 	if w.prev == nil {
-		// The duplicate check, and for a new note the cap's count, in one statement; the
-		// cap is enforced after the hourly limit, as before.
-		withCap := !w.proposal()
-		bound, bounded := caps.upper(w)
-		bounded = bounded && withCap && bound < int64(w.f.NotesCap())
-		n, ok, capCount, err := findDuplicate(ctx, tx, w, withCap && !bounded)
+		n, ok, err := findDuplicate(ctx, tx, w)
 		if err != nil {
 			return WriteResult{}, err
-		}
-		if bounded {
-			capCount = bound // fewer than the cap: the write is under it
-		} else if withCap {
-			caps.counted(w, capCount)
 		}
 		if ok {
 			return WriteResult{Note: &n, DuplicateOf: n.ID}, errDuplicate
 		}
-		w.capCounted, w.capCount = capCount >= 0, capCount
 	}
 	if w.a.p.IsAgent() {
 		if err := checkRate(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.now); err != nil {
@@ -464,20 +448,25 @@ func (s *Service) propose(ctx context.Context, tx bun.IDB, w write, id string) e
 	return s.Proposals.InsertAgentProposal(ctx, tx, p)
 }
 
-// insertNote checks the cap, retires the superseded version (compare-and-swap on its status),
+// insertNote retires the superseded version of an edit (compare-and-swap on its status) or
+// checks the cap for a new note (countActive), keeps the sources' counts of active notes,
 // inserts the note, its tags and its search row, bumps the space's notes revision and
-// enqueues note_created. Call inside a
-// transaction that already appended the receipt.
+// enqueues note_created. Call inside a transaction that already appended the receipt; on an
+// error the caller rolls the transaction (or the write's savepoint) back.
 func insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID string) (Note, error) {
 	if w.prev != nil {
 		if err := retireRow(ctx, tx, w.a.p.SpaceID, w.prev.ID, w.now); err != nil {
 			return Note{}, err
 		}
-	} else if w.capCounted {
-		if err := capReached(w.capCount, w.f.NotesCap()); err != nil {
-			return Note{}, err
+		if w.prev.SourceID != w.a.sourceID { // an edit keeps its source's count unless it moves
+			if _, err := addActive(ctx, tx, w.a.p.SpaceID, w.prev.SourceID, -1); err != nil {
+				return Note{}, err
+			}
+			if _, err := addActive(ctx, tx, w.a.p.SpaceID, w.a.sourceID, 1); err != nil {
+				return Note{}, err
+			}
 		}
-	} else if err := checkCap(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.f.NotesCap(), w.now); err != nil {
+	} else if err := countActive(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.f.NotesCap(), w.now); err != nil {
 		return Note{}, err
 	}
 	ek, eid := evidenceCols(w.c.Evidence)
@@ -587,34 +576,4 @@ func rateLimited(times []time.Time, now time.Time, format string) error {
 	e := fault.New(fault.TooMany, CodeRateLimited, format, RateLimit, secs).With("retry_after", secs)
 	e.RetryAfter = time.Duration(secs) * time.Second
 	return e
-}
-
-// checkCap refuses a new note when the source already has max active, unexpired notes:
-// fault.Conflict note_cap_reached. It counts at most max notes, on the partial index of active
-// notes (migration 20261202310000), so its cost is bounded by the cap, not by the source's
-// history.
-func checkCap(ctx context.Context, tx bun.IDB, spaceID, sourceID string, max int, now time.Time) error {
-	var n int64
-	if err := tx.NewSelect().ColumnExpr("(?)", capQuery(tx, spaceID, sourceID, max, now)).Scan(ctx, &n); err != nil {
-		return fmt.Errorf("notes: cap: %w", err)
-	}
-	return capReached(n, max)
-}
-
-// capQuery counts the source's active, unexpired notes at now, up to max.
-func capQuery(tx bun.IDB, spaceID, sourceID string, max int, now time.Time) *bun.SelectQuery {
-	active := tx.NewSelect().Model((*models.Note)(nil)).ColumnExpr("1").
-		Where("space_id = ? AND source_id = ? AND status = ?", spaceID, sourceID, StatusActive).
-		Where("(valid_until IS NULL OR valid_until > ?)", now).Limit(int64(max))
-	return tx.NewSelect().TableExpr("(?) AS active", active).ColumnExpr("count(*)")
-}
-
-// capReached is fault.Conflict note_cap_reached when n active notes reach the cap max.
-func capReached(n int64, max int) error {
-	if n >= int64(max) {
-		return fault.New(fault.Conflict, CodeCapReached,
-			"this agent has reached the space's cap of %d active notes (features.agent_memory.max_notes_per_source); retire one first", max).
-			With("max_notes_per_source", max)
-	}
-	return nil
 }

@@ -83,6 +83,15 @@ func Append(ctx context.Context, tx bun.IDB, spaceID string, e Entry, now time.T
 	return r, err
 }
 
+// LockHead locks the space's chain head inside tx until tx ends, as Append does, for a
+// transaction that must hold it before it takes other locks: a note erasure deletes rows and
+// changes counts that the space's note writes change only while they hold the head, so it
+// takes the head first, in their order, and never deadlocks with one.
+func LockHead(ctx context.Context, tx bun.IDB, spaceID string) error {
+	_, err := lockHead(ctx, tx, spaceID)
+	return err
+}
+
 // AppendSealed is Append that also returns the receipt's chain entry, after sealing the
 // space's earlier unsealed receipts, if any, in an entry before it: the caller can name the
 // receipt's position and entry, e.g. in an erasure certificate that commits with it.
