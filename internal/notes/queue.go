@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/agentmemory/agentmemory/internal/receipts"
 )
 
 // MaxNoteBatch is the most note writes of one space committed in one transaction (issue 16).
@@ -133,12 +135,13 @@ func (s *Service) drain(spaceID string) {
 }
 
 // commitBatch runs batch (writes of one space, in arrival order) in one transaction: the
-// space's receipt head is locked by the first and held to the commit; each write runs inside
-// its own savepoint (writeIn), so a refused one (limit, cap, duplicate, replay, a failed
+// space's receipt head is locked first and held to the commit; each write runs inside its
+// own savepoint (writeIn), so a refused one (limit, cap, duplicate, replay, a failed
 // statement) rolls back only itself and gets its own answer, and each later write sees the
-// earlier ones. A member whose request ended before its turn is skipped. After the commit
-// every member gets its answer; when the transaction fails, every member it ran gets the
-// error and nothing of any is stored.
+// earlier ones; the stored writes' receipts, one each, are appended at the end as one chain
+// entry. A member whose request ended before its turn is skipped. After the commit every
+// member gets its answer; when the transaction fails, every member it ran gets the error and
+// nothing of any is stored.
 func (s *Service) commitBatch(batch []*queuedWrite) {
 	ctx, cancel := context.WithTimeout(context.Background(), noteBatchTimeout)
 	defer cancel()
@@ -156,8 +159,16 @@ func (s *Service) commitBatch(batch []*queuedWrite) {
 			}
 		}
 	}()
+	spaceID := batch[0].w.a.p.SpaceID
 	txErr := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		ran = ran[:0]
+		var entries []receipts.Entry
+		var at []time.Time
+		// The space's head first: it serialises the space's writers across replicas, so the
+		// checks below are exact.
+		if err := receipts.LockHead(ctx, tx, spaceID); err != nil {
+			return err
+		}
 		for _, m := range batch {
 			if !m.state.CompareAndSwap(memberQueued, memberTaken) {
 				continue // its request ended: it answered itself
@@ -170,10 +181,11 @@ func (s *Service) commitBatch(batch []*queuedWrite) {
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT note_write"); err != nil {
 				return fmt.Errorf("notes: savepoint: %w", err)
 			}
-			res, err := s.writeIn(ctx, tx, m.w)
+			res, rcpt, err := s.writeIn(ctx, tx, m.w)
 			switch {
 			case err == nil:
 				m.res, m.err = res, nil
+				entries, at = append(entries, rcpt), append(at, m.w.now)
 				if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT note_write"); err != nil {
 					return fmt.Errorf("notes: release savepoint: %w", err)
 				}
@@ -189,6 +201,10 @@ func (s *Service) commitBatch(batch []*queuedWrite) {
 			if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT note_write"); err != nil {
 				return fmt.Errorf("notes: release savepoint: %w", err)
 			}
+		}
+		// The stored writes' receipts, one each, in one chain entry.
+		if _, err := receipts.AppendGroup(ctx, tx, spaceID, entries, at); err != nil {
+			return err
 		}
 		if s.beforeBatchCommit != nil {
 			return s.beforeBatchCommit(len(ran))

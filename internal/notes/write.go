@@ -348,13 +348,14 @@ func lookupRequest(ctx context.Context, idb bun.IDB, w write) (WriteResult, bool
 	return res, true, nil
 }
 
-// writeIn stores w inside tx (a batch's transaction, within w's savepoint; commitBatch): the
-// admin receipt first (its chain head row serialises the space's writers, so the limits below
-// are exact across replicas), then the idempotency re-check (errReplayed with the first
-// answer), for a new note (not an edit) the duplicate check (errDuplicate with the existing
-// note), the hourly limit and the cap, the rows, the outbox event and the idempotency record.
-// On errReplayed, errDuplicate or any other error the caller rolls back w's savepoint.
-func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write) (WriteResult, error) {
+// writeIn stores w inside tx (a batch's transaction, within w's savepoint; commitBatch),
+// which holds the space's receipt head (so the limits below are exact across replicas): the
+// idempotency re-check (errReplayed with the first answer), for a new note (not an edit) the
+// duplicate check (errDuplicate with the existing note), the hourly limit, then the rows (the
+// cap checked with the note), the outbox event and the idempotency record. It returns the
+// write's receipt entry, which the caller appends with the batch's other stored writes. On
+// errReplayed, errDuplicate or any other error the caller rolls back w's savepoint.
+func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write) (WriteResult, receipts.Entry, error) {
 	var res WriteResult
 	id := auth.NewID("note")
 	action := "note.create"
@@ -370,44 +371,42 @@ func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write) (WriteResult,
 	if w.proposal() && w.prev != nil {
 		objs = append(objs, w.prev.ID)
 	}
-	if _, err := receipts.Append(ctx, tx, w.a.p.SpaceID, receipts.Entry{
+	rcpt := receipts.Entry{
 		Kind: receipts.KindAdmin, Action: action, ActorKey: w.a.p.KeyID, ObjectIDs: objs,
 		Detail: map[string]any{"kind": w.c.Kind, "origin": w.a.origin(), "source_id": w.a.sourceID},
-	}, w.now); err != nil {
-		return WriteResult{}, err
 	}
 	if w.idemKey != "" {
 		r, done, err := lookupRequest(ctx, tx, w)
 		if err != nil {
-			return WriteResult{}, err
+			return WriteResult{}, rcpt, err
 		}
 		if done {
-			return r, errReplayed
+			return r, rcpt, errReplayed
 		}
 	}
 	if w.prev == nil {
 		n, ok, err := findDuplicate(ctx, tx, w)
 		if err != nil {
-			return WriteResult{}, err
+			return WriteResult{}, rcpt, err
 		}
 		if ok {
-			return WriteResult{Note: &n, DuplicateOf: n.ID}, errDuplicate
+			return WriteResult{Note: &n, DuplicateOf: n.ID}, rcpt, errDuplicate
 		}
 	}
 	if w.a.p.IsAgent() {
 		if err := checkRate(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.now); err != nil {
-			return WriteResult{}, err
+			return WriteResult{}, rcpt, err
 		}
 	}
 	if w.proposal() {
 		if err := s.propose(ctx, tx, w, id); err != nil {
-			return WriteResult{}, err
+			return WriteResult{}, rcpt, err
 		}
 		res.ProposalID = id
 	} else {
 		n, err := insertNote(ctx, tx, w, id, w.a.origin(), "")
 		if err != nil {
-			return WriteResult{}, err
+			return WriteResult{}, rcpt, err
 		}
 		res.Note = &n
 	}
@@ -421,10 +420,10 @@ func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write) (WriteResult,
 			SpaceID: w.a.p.SpaceID, KeyID: w.a.p.KeyID, IdemKey: w.idemKey, BodyHash: w.bodyHash,
 			Status: status, Response: string(body), CreatedAt: w.now,
 		}).Exec(ctx); err != nil {
-			return WriteResult{}, fmt.Errorf("notes: idempotency record: %w", err)
+			return WriteResult{}, rcpt, fmt.Errorf("notes: idempotency record: %w", err)
 		}
 	}
-	return res, nil
+	return res, rcpt, nil
 }
 
 func reused() error {
