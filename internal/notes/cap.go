@@ -28,9 +28,9 @@ import (
 // idb, the transaction of the change, and returns the count after it.
 func addActive(ctx context.Context, idb bun.IDB, spaceID, sourceID string, delta int64) (int64, error) {
 	var n int64
-	if err := idb.NewRaw(`INSERT INTO note_source_counts (space_id, source_id, active) VALUES (?, ?, ?)
+	if err := queryStmt(ctx, idb, `INSERT INTO note_source_counts (space_id, source_id, active) VALUES (?, ?, ?)
 ON CONFLICT (space_id, source_id) DO UPDATE SET active = note_source_counts.active + excluded.active RETURNING active`,
-		spaceID, sourceID, delta).Scan(ctx, &n); err != nil {
+		[]any{&n}, spaceID, sourceID, delta); err != nil {
 		return 0, fmt.Errorf("notes: active count: %w", err)
 	}
 	return n, nil

@@ -64,11 +64,9 @@ var errDuplicate = errors.New("notes: duplicate")
 // writers, so two identical writes at once store one note.
 func findDuplicate(ctx context.Context, tx bun.IDB, w write) (Note, bool, error) {
 	var id string
-	err := tx.NewSelect().Model((*models.Note)(nil)).Column("id").
-		Where("space_id = ? AND source_id = ? AND vendor = ? AND content_hash = ? AND status = ?",
-			w.a.p.SpaceID, w.a.sourceID, w.a.vendor, w.c.hash(), StatusActive).
-		Where("(valid_until IS NULL OR valid_until > ?)", w.now).
-		Order("created_at", "id").Limit(1).Scan(ctx, &id)
+	err := queryStmt(ctx, tx, `SELECT id FROM notes WHERE space_id = ? AND source_id = ? AND vendor = ? AND content_hash = ?
+AND status = ? AND (valid_until IS NULL OR valid_until > ?) ORDER BY created_at, id LIMIT 1`, []any{&id},
+		w.a.p.SpaceID, w.a.sourceID, w.a.vendor, w.c.hash(), StatusActive, timeArg(tx, w.now))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Note{}, false, nil
 	}

@@ -479,22 +479,16 @@ func insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID
 	if w.prev != nil {
 		r.LineageID, r.Version, r.SupersedesNoteID = w.prev.LineageID, w.prev.Version+1, w.prev.ID
 	}
-	if _, err := tx.NewInsert().Model(&r).Exec(ctx); err != nil {
+	if err := insertNoteRow(ctx, tx, &r); err != nil {
 		return Note{}, fmt.Errorf("notes: insert: %w", err)
 	}
-	if len(w.c.Tags) > 0 {
-		tags := make([]models.NoteTag, len(w.c.Tags))
-		for i, t := range w.c.Tags {
-			tags[i] = models.NoteTag{NoteID: id, Tag: t, SpaceID: r.SpaceID}
-		}
-		if _, err := tx.NewInsert().Model(&tags).Exec(ctx); err != nil {
-			return Note{}, fmt.Errorf("notes: insert tags: %w", err)
-		}
+	if err := insertTagRows(ctx, tx, r.SpaceID, id, w.c.Tags); err != nil {
+		return Note{}, fmt.Errorf("notes: insert tags: %w", err)
 	}
 	if db.IsSQLite(tx) {
 		// SQLite keeps its FTS5 index in a table of its own; PostgreSQL's search column is
 		// generated from the row.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO notes_fts (note_id, title, body, tags) VALUES (?, ?, ?, ?)`,
+		if err := execStmt(ctx, tx, `INSERT INTO notes_fts (note_id, title, body, tags) VALUES (?, ?, ?, ?)`,
 			id, r.Title, r.Body, r.TagsText); err != nil {
 			return Note{}, fmt.Errorf("notes: index: %w", err)
 		}
