@@ -64,9 +64,11 @@ var errDuplicate = errors.New("notes: duplicate")
 // writers, so two identical writes at once store one note.
 func findDuplicate(ctx context.Context, tx bun.IDB, w write) (Note, bool, error) {
 	var id string
+	// The status is written in the text, not bound: the planner then knows the statement
+	// matches the partial index of active notes (notes_content_active).
 	err := queryStmt(ctx, tx, `SELECT id FROM notes WHERE space_id = ? AND source_id = ? AND vendor = ? AND content_hash = ?
-AND status = ? AND (valid_until IS NULL OR valid_until > ?) ORDER BY created_at, id LIMIT 1`, []any{&id},
-		w.a.p.SpaceID, w.a.sourceID, w.a.vendor, w.c.hash(), StatusActive, timeArg(tx, w.now))
+AND status = '`+StatusActive+`' AND (valid_until IS NULL OR valid_until > ?) ORDER BY created_at, id LIMIT 1`, []any{&id},
+		w.a.p.SpaceID, w.a.sourceID, w.a.vendor, w.c.hash(), timeArg(tx, w.now))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Note{}, false, nil
 	}
