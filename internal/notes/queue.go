@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/spaces"
 )
 
 // MaxNoteBatch is the most note writes of one space committed in one transaction (issue 16).
@@ -138,8 +139,8 @@ func (s *Service) drain(spaceID string) {
 // space's receipt head is locked first and held to the commit; each write runs inside its
 // own savepoint (writeIn), so a refused one (limit, cap, duplicate, replay, a failed
 // statement) rolls back only itself and gets its own answer, and each later write sees the
-// earlier ones; the stored writes' receipts, one each, are appended at the end as one chain
-// entry. A member whose request ended before its turn is skipped. After the commit every
+// earlier ones; at the end the space's notes revision is bumped once for the notes stored
+// and the stored writes' receipts, one each, are appended as one chain entry. A member whose request ended before its turn is skipped. After the commit every
 // member gets its answer; when the transaction fails, every member it ran gets the error and
 // nothing of any is stored.
 func (s *Service) commitBatch(batch []*queuedWrite) {
@@ -164,6 +165,7 @@ func (s *Service) commitBatch(batch []*queuedWrite) {
 		ran = ran[:0]
 		var entries []receipts.Entry
 		var at []time.Time
+		storedNote := false // whether a write stored a note
 		// The space's head first: it serialises the space's writers across replicas, so the
 		// checks below are exact.
 		if err := receipts.LockHead(ctx, tx, spaceID); err != nil {
@@ -181,10 +183,13 @@ func (s *Service) commitBatch(batch []*queuedWrite) {
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT note_write"); err != nil {
 				return fmt.Errorf("notes: savepoint: %w", err)
 			}
-			res, rcpt, err := s.writeIn(ctx, tx, m.w)
+			w := m.w
+			w.batched = true
+			res, rcpt, err := s.writeIn(ctx, tx, w)
 			switch {
 			case err == nil:
 				m.res, m.err = res, nil
+				storedNote = storedNote || res.Note != nil
 				entries, at = append(entries, rcpt), append(at, m.w.now)
 				if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT note_write"); err != nil {
 					return fmt.Errorf("notes: release savepoint: %w", err)
@@ -200,6 +205,13 @@ func (s *Service) commitBatch(batch []*queuedWrite) {
 			}
 			if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT note_write"); err != nil {
 				return fmt.Errorf("notes: release savepoint: %w", err)
+			}
+		}
+		// Every replica's cached block answers of the space stop being given (issue 16),
+		// once for the batch's notes.
+		if storedNote {
+			if err := spaces.BumpRevision(ctx, tx, spaceID, spaces.RevisionNotes); err != nil {
+				return err
 			}
 		}
 		// The stored writes' receipts, one each, in one chain entry.

@@ -304,6 +304,9 @@ type write struct {
 	idemKey      string // keyed hash of the Idempotency-Key ("" for none)
 	bodyHash     string
 	now          time.Time
+	// batched is set when the write runs in a batch (commitBatch), which bumps the space's
+	// notes revision once for the notes it stored; insertNote bumps it otherwise.
+	batched bool
 }
 
 // proposal reports whether the write becomes a proposal (AM-8): an agent's write under
@@ -494,8 +497,10 @@ func insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID
 		}
 	}
 	// Every replica's cached block answers of the space stop being given (issue 16).
-	if err := spaces.BumpRevision(ctx, tx, r.SpaceID, spaces.RevisionNotes); err != nil {
-		return Note{}, err
+	if !w.batched {
+		if err := spaces.BumpRevision(ctx, tx, r.SpaceID, spaces.RevisionNotes); err != nil {
+			return Note{}, err
+		}
 	}
 	if _, err := events.Enqueue(ctx, tx, events.Event{
 		Type: events.TypeNoteCreated, SpaceID: r.SpaceID, NoteID: id, ProposalID: proposalID, Kind: r.Kind,
