@@ -245,22 +245,22 @@ func (s *Service) writer(ctx context.Context, p auth.Principal, sourceID string)
 	return actor{p: p, sourceID: sourceID, vendor: vendor}, nil
 }
 
-// sourceVendor returns the vendor of agent sourceID, from its newest key in the space.
+// sourceVendor returns the vendor of agent sourceID, from its newest key in the space (a
+// statement prepared once per pool: db.QueryOne).
 func (s *Service) sourceVendor(ctx context.Context, spaceID, sourceID string) (string, error) {
 	if sourceID == "" {
 		return "", invalid("source_id", "a person names the agent the note belongs to in source_id")
 	}
-	var key models.APIKey
-	err := s.DB.NewSelect().Model(&key).Column("vendor").
-		Where("space_id = ? AND kind = ? AND agent = ?", spaceID, auth.KindAgent, sourceID).
-		Order("created_at DESC").Limit(1).Scan(ctx)
+	var vendor string
+	err := db.QueryOne(ctx, s.DB, "SELECT vendor FROM api_keys WHERE space_id = ? AND kind = ? AND agent = ? ORDER BY created_at DESC LIMIT 1",
+		[]any{&vendor}, spaceID, auth.KindAgent, sourceID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", fault.New(fault.Invalid, CodeUnknownSource, "source_id names no agent of this space").With("member", "source_id")
 	}
 	if err != nil {
 		return "", fmt.Errorf("notes: source vendor: %w", err)
 	}
-	return key.Vendor, nil
+	return vendor, nil
 }
 
 // ownNote loads a note p may change: any note of the space for a person, only its own for an
