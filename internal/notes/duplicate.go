@@ -59,32 +59,25 @@ func (c content) hash() string {
 var errDuplicate = errors.New("notes: duplicate")
 
 // findDuplicate returns the oldest active, unexpired note of w's source (space, source_id and
-// vendor) whose content hash is w's, and whether there is one. With withCap it also counts the
-// source's active notes for the cap, in the same statement (at most w.f.NotesCap(), as
-// checkCap counts them): capCount is -1 without it. Call inside the write's transaction after
-// its receipt was appended: the receipt chain head serialises the space's writers, so two
-// identical writes at once store one note.
-func findDuplicate(ctx context.Context, tx bun.IDB, w write, withCap bool) (n Note, dup bool, capCount int64, err error) {
-	q := tx.NewSelect().ColumnExpr("(?) AS dup_id", tx.NewSelect().Model((*models.Note)(nil)).Column("id").
-		Where("space_id = ? AND source_id = ? AND vendor = ? AND content_hash = ? AND status = ?",
-			w.a.p.SpaceID, w.a.sourceID, w.a.vendor, w.c.hash(), StatusActive).
-		Where("(valid_until IS NULL OR valid_until > ?)", w.now).
-		Order("created_at", "id").Limit(1))
-	if withCap {
-		q = q.ColumnExpr("(?) AS active", capQuery(tx, w.a.p.SpaceID, w.a.sourceID, w.f.NotesCap(), w.now))
-	} else {
-		q = q.ColumnExpr("-1 AS active")
+// vendor) whose content hash is w's, and whether there is one. Call inside the write's
+// transaction after its receipt was appended: the receipt chain head serialises the space's
+// writers, so two identical writes at once store one note.
+func findDuplicate(ctx context.Context, tx bun.IDB, w write) (Note, bool, error) {
+	var id string
+	// The status is written in the text, not bound: the planner then knows the statement
+	// matches the partial index of active notes (notes_content_active).
+	err := queryStmt(ctx, tx, `SELECT id FROM notes WHERE space_id = ? AND source_id = ? AND vendor = ? AND content_hash = ?
+AND status = '`+StatusActive+`' AND (valid_until IS NULL OR valid_until > ?) ORDER BY created_at, id LIMIT 1`, []any{&id},
+		w.a.p.SpaceID, w.a.sourceID, w.a.vendor, w.c.hash(), timeArg(tx, w.now))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Note{}, false, nil
 	}
-	var id sql.NullString
-	if err := q.Scan(ctx, &id, &capCount); err != nil {
-		return Note{}, false, 0, fmt.Errorf("notes: duplicate: %w", err)
-	}
-	if !id.Valid || id.String == "" {
-		return Note{}, false, capCount, nil
+	if err != nil {
+		return Note{}, false, fmt.Errorf("notes: duplicate: %w", err)
 	}
 	var r models.Note
-	if err := tx.NewSelect().Model(&r).Where("id = ?", id.String).Scan(ctx); err != nil {
-		return Note{}, false, 0, fmt.Errorf("notes: duplicate: %w", err)
+	if err := tx.NewSelect().Model(&r).Where("id = ?", id).Scan(ctx); err != nil {
+		return Note{}, false, fmt.Errorf("notes: duplicate: %w", err)
 	}
-	return toNote(r), true, capCount, nil
+	return toNote(r), true, nil
 }

@@ -2,12 +2,15 @@ package notes
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -24,6 +27,11 @@ import (
 // them: compliance.NoteEraser). It returns how many notes it removed (Proposals 0); a second
 // call finds nothing. Outbox events and receipts stay: they hold ids, never text.
 func (s *Service) EraseSource(ctx context.Context, idb bun.IDB, spaceID, sourceID string) (compliance.NoteCounts, error) {
+	// The space's receipt head first, as every note write takes it before the notes and
+	// counts it changes (the caller appends its receipt later, under the same lock).
+	if err := receipts.LockHead(ctx, idb, spaceID); err != nil {
+		return compliance.NoteCounts{}, err
+	}
 	var noteIDs []string
 	if err := idb.NewSelect().Model((*models.Note)(nil)).Column("id").
 		Where("space_id = ? AND source_id = ?", spaceID, sourceID).Scan(ctx, &noteIDs); err != nil {
@@ -51,13 +59,26 @@ func (s *Service) EraseSource(ctx context.Context, idb bun.IDB, spaceID, sourceI
 		}
 	}
 	var out compliance.NoteCounts
-	res, err := idb.NewDelete().Model((*models.Note)(nil)).Where("space_id = ? AND source_id = ?", spaceID, sourceID).Exec(ctx)
-	if err != nil {
+	var statuses []string // of the deleted rows
+	if err := idb.NewRaw(`DELETE FROM notes WHERE space_id = ? AND source_id = ? RETURNING status`, spaceID, sourceID).
+		Scan(ctx, &statuses); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return out, fmt.Errorf("notes: erase notes: %w", err)
 	}
-	n, _ := res.RowsAffected()
-	out.Notes = int(n)
-	if n > 0 {
+	out.Notes = len(statuses)
+	// The source's count of active notes loses those it had among them (cap.go): a delta,
+	// so a note another transaction stores at the same time stays counted.
+	var active int64
+	for _, st := range statuses {
+		if st == StatusActive {
+			active++
+		}
+	}
+	if active > 0 {
+		if _, err := addActive(ctx, idb, spaceID, sourceID, -active); err != nil {
+			return out, err
+		}
+	}
+	if out.Notes > 0 {
 		// Every replica drops the space's cached blocks at its next block read (MS-4).
 		for _, rev := range []string{spaces.RevisionNotesErased, spaces.RevisionNotes, spaces.RevisionNotesRemoved} {
 			if err := spaces.BumpRevision(ctx, idb, spaceID, rev); err != nil {

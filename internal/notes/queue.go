@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/spaces"
 )
 
 // MaxNoteBatch is the most note writes of one space committed in one transaction (issue 16).
@@ -133,17 +136,17 @@ func (s *Service) drain(spaceID string) {
 }
 
 // commitBatch runs batch (writes of one space, in arrival order) in one transaction: the
-// space's receipt head is locked by the first and held to the commit; each write runs inside
-// its own savepoint (writeIn), so a refused one (limit, cap, duplicate, replay, a failed
+// space's receipt head is locked first and held to the commit; each write runs inside its
+// own savepoint (writeIn), so a refused one (limit, cap, duplicate, replay, a failed
 // statement) rolls back only itself and gets its own answer, and each later write sees the
-// earlier ones. A member whose request ended before its turn is skipped. After the commit
-// every member gets its answer; when the transaction fails, every member it ran gets the
-// error and nothing of any is stored.
+// earlier ones; at the end the space's notes revision is bumped once for the notes stored
+// and the stored writes' receipts, one each, are appended as one chain entry. A member whose request ended before its turn is skipped. After the commit every
+// member gets its answer; when the transaction fails, every member it ran gets the error and
+// nothing of any is stored.
 func (s *Service) commitBatch(batch []*queuedWrite) {
 	ctx, cancel := context.WithTimeout(context.Background(), noteBatchTimeout)
 	defer cancel()
 	var ran []*queuedWrite
-	var caps capBounds
 	defer func() {
 		// A panic in a write fails its batch (the transaction is rolled back) instead of the
 		// process: every write of it not answered yet gets an error.
@@ -157,8 +160,17 @@ func (s *Service) commitBatch(batch []*queuedWrite) {
 			}
 		}
 	}()
+	spaceID := batch[0].w.a.p.SpaceID
 	txErr := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		ran, caps = ran[:0], capBounds{}
+		ran = ran[:0]
+		var entries []receipts.Entry
+		var at []time.Time
+		storedNote := false // whether a write stored a note
+		// The space's head first: it serialises the space's writers across replicas, so the
+		// checks below are exact.
+		if err := receipts.LockHead(ctx, tx, spaceID); err != nil {
+			return err
+		}
 		for _, m := range batch {
 			if !m.state.CompareAndSwap(memberQueued, memberTaken) {
 				continue // its request ended: it answered itself
@@ -171,11 +183,14 @@ func (s *Service) commitBatch(batch []*queuedWrite) {
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT note_write"); err != nil {
 				return fmt.Errorf("notes: savepoint: %w", err)
 			}
-			res, err := s.writeIn(ctx, tx, m.w, &caps)
+			w := m.w
+			w.batched = true
+			res, rcpt, err := s.writeIn(ctx, tx, w)
 			switch {
 			case err == nil:
 				m.res, m.err = res, nil
-				caps.stored(m.w)
+				storedNote = storedNote || res.Note != nil
+				entries, at = append(entries, rcpt), append(at, m.w.now)
 				if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT note_write"); err != nil {
 					return fmt.Errorf("notes: release savepoint: %w", err)
 				}
@@ -191,6 +206,17 @@ func (s *Service) commitBatch(batch []*queuedWrite) {
 			if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT note_write"); err != nil {
 				return fmt.Errorf("notes: release savepoint: %w", err)
 			}
+		}
+		// Every replica's cached block answers of the space stop being given (issue 16),
+		// once for the batch's notes.
+		if storedNote {
+			if err := spaces.BumpRevision(ctx, tx, spaceID, spaces.RevisionNotes); err != nil {
+				return err
+			}
+		}
+		// The stored writes' receipts, one each, in one chain entry.
+		if _, err := receipts.AppendGroup(ctx, tx, spaceID, entries, at); err != nil {
+			return err
 		}
 		if s.beforeBatchCommit != nil {
 			return s.beforeBatchCommit(len(ran))
@@ -213,53 +239,5 @@ func (s *Service) commitBatch(batch []*queuedWrite) {
 			m.res, m.err = WriteResult{}, txErr
 		}
 		close(m.done)
-	}
-}
-
-// capBounds spares a batch the cap's count of every write (issue 16: it reads up to the cap's
-// number of index entries each time). The first count of a source's active notes in the
-// batch, at its write's time, plus the writes of that source the batch stored since, bounds
-// the source's active notes at any later time in the same transaction: notes only leave
-// (expire, are retired or erased) as time passes, and only this transaction adds any while it
-// holds the space's head. A write at or after that time whose bound is under the cap is under
-// it; any other write counts exactly, as alone. The zero value knows nothing; a nil
-// *capBounds is valid and knows nothing.
-type capBounds struct {
-	at    map[string]time.Time // source → the time of its counted write
-	base  map[string]int64     // source → its active notes then (at most the cap)
-	added map[string]int64     // source → writes of it stored since
-}
-
-// upper returns the bound of w's source's active notes at w.now, and false when the batch
-// has none for it (no count yet, or w is older than the count).
-func (b *capBounds) upper(w write) (int64, bool) {
-	if b == nil {
-		return 0, false
-	}
-	at, ok := b.at[w.a.sourceID]
-	if !ok || w.now.Before(at) {
-		return 0, false
-	}
-	return b.base[w.a.sourceID] + b.added[w.a.sourceID], true
-}
-
-// counted records that w's write counted n active notes of its source at w.now, before it
-// stored anything; it replaces an earlier count of the source.
-func (b *capBounds) counted(w write, n int64) {
-	if b == nil {
-		return
-	}
-	if b.at == nil {
-		b.at, b.base, b.added = map[string]time.Time{}, map[string]int64{}, map[string]int64{}
-	}
-	src := w.a.sourceID
-	b.at[src], b.base[src], b.added[src] = w.now, n, 0
-}
-
-// stored records that the batch stored w (a note, an edit or a proposal: each counts as one
-// more active note of its source, at worst).
-func (b *capBounds) stored(w write) {
-	if b != nil && b.added != nil {
-		b.added[w.a.sourceID]++
 	}
 }

@@ -290,25 +290,29 @@ func TestNoteBatchLimitsExactAcrossReplicas(t *testing.T) {
 	})
 }
 
-// Issue 16: the batch's bound of a source's active notes holds only from the time it was
-// counted on: a note that expired by the first write's time is active at an earlier write's
-// time, so that write counts exactly and is refused at the cap (2 here: the note that
-// expires and the batch's first).
-func TestNoteBatchCapBoundKeepsTime(t *testing.T) {
+// Issue 16, AM-7: a source's count of active notes counts expired notes until they are
+// retired, so a source at the cap by its count is counted exactly: a note that expired no
+// longer holds a place (the write is stored), the count keeps every note, and the next write
+// is refused at the cap (2 here); a note written, expiring and refused in one batch alike.
+func TestNoteCapCountsExpiredNotesExactly(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
 		ctx := context.Background()
 		s, p := queueEnv(t, d, `{"agent_memory": {"enabled": true, "max_notes_per_source": 2}}`)
 		t0 := time.Now().UTC().Truncate(time.Second)
 		s.Now = func() time.Time { return t0 }
 		expires := t0.Add(30 * time.Minute)
-		_, err := s.Create(ctx, p, "", "", Input{Kind: "procedure", Title: "Expires", Body: "Soon.", ValidUntil: &expires})
-		require.NoError(t, err)
+		for i, until := range []*time.Time{&expires, nil} {
+			_, err := s.Create(ctx, p, "", "", Input{Kind: "procedure", Title: fmt.Sprintf("First %d", i), Body: "Kept.", ValidUntil: until})
+			require.NoError(t, err)
+		}
+		_, err := s.Create(ctx, p, "", "", Input{Kind: "procedure", Title: "Refused", Body: "At the cap."})
+		require.True(t, fault.IsCode(err, CodeCapReached), "two active notes: %v", err)
 
 		s.writes.hold(p.SpaceID)
-		later, earlier := make(chan createAnswer, 1), make(chan createAnswer, 1)
-		for i, at := range []time.Time{t0.Add(time.Hour), t0.Add(time.Minute)} {
+		later, earlier, last := make(chan createAnswer, 1), make(chan createAnswer, 1), make(chan createAnswer, 1)
+		for i, at := range []time.Time{t0.Add(time.Hour), t0.Add(time.Minute), t0.Add(time.Hour)} {
 			s.Now = func() time.Time { return at }
-			out := []chan createAnswer{later, earlier}[i]
+			out := []chan createAnswer{later, earlier, last}[i]
 			go func() {
 				res, err := s.Create(ctx, p, "", "", Input{Kind: "procedure", Title: fmt.Sprintf("Note %d", i), Body: "Distinct."})
 				out <- createAnswer{res, err}
@@ -319,7 +323,12 @@ func TestNoteBatchCapBoundKeepsTime(t *testing.T) {
 		a := <-later
 		require.NoError(t, a.err, "an hour on, the first note has expired: one active note, under the cap")
 		b := <-earlier
-		require.True(t, fault.IsCode(b.err, CodeCapReached), "a minute on, the first note and the batch's are active: %v", b.err)
+		require.True(t, fault.IsCode(b.err, CodeCapReached), "a minute on, the first note is still active: %v", b.err)
+		c := <-last
+		require.True(t, fault.IsCode(c.err, CodeCapReached), "an hour on, two notes are active again: %v", c.err)
+		var kept int
+		require.NoError(t, d.NewRaw("SELECT active FROM note_source_counts WHERE space_id = ? AND source_id = ?", p.SpaceID, p.Agent).Scan(ctx, &kept))
+		require.Equal(t, 3, kept, "the count keeps the expired note, which is still active")
 	})
 }
 

@@ -187,6 +187,9 @@ func (s *Service) Retire(ctx context.Context, p auth.Principal, noteID string) (
 		if err := retireRow(ctx, tx, p.SpaceID, noteID, now); err != nil {
 			return err
 		}
+		if _, err := addActive(ctx, tx, p.SpaceID, prev.SourceID, -1); err != nil {
+			return err
+		}
 		if err := spaces.BumpRevision(ctx, tx, p.SpaceID, spaces.RevisionNotes); err != nil {
 			return err
 		}
@@ -242,22 +245,22 @@ func (s *Service) writer(ctx context.Context, p auth.Principal, sourceID string)
 	return actor{p: p, sourceID: sourceID, vendor: vendor}, nil
 }
 
-// sourceVendor returns the vendor of agent sourceID, from its newest key in the space.
+// sourceVendor returns the vendor of agent sourceID, from its newest key in the space (a
+// statement prepared once per pool: db.QueryOne).
 func (s *Service) sourceVendor(ctx context.Context, spaceID, sourceID string) (string, error) {
 	if sourceID == "" {
 		return "", invalid("source_id", "a person names the agent the note belongs to in source_id")
 	}
-	var key models.APIKey
-	err := s.DB.NewSelect().Model(&key).Column("vendor").
-		Where("space_id = ? AND kind = ? AND agent = ?", spaceID, auth.KindAgent, sourceID).
-		Order("created_at DESC").Limit(1).Scan(ctx)
+	var vendor string
+	err := db.QueryOne(ctx, s.DB, "SELECT vendor FROM api_keys WHERE space_id = ? AND kind = ? AND agent = ? ORDER BY created_at DESC LIMIT 1",
+		[]any{&vendor}, spaceID, auth.KindAgent, sourceID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", fault.New(fault.Invalid, CodeUnknownSource, "source_id names no agent of this space").With("member", "source_id")
 	}
 	if err != nil {
 		return "", fmt.Errorf("notes: source vendor: %w", err)
 	}
-	return key.Vendor, nil
+	return vendor, nil
 }
 
 // ownNote loads a note p may change: any note of the space for a person, only its own for an
@@ -301,11 +304,9 @@ type write struct {
 	idemKey      string // keyed hash of the Idempotency-Key ("" for none)
 	bodyHash     string
 	now          time.Time
-	// capCounted is set when the duplicate check of this transaction also counted the
-	// source's active notes for the cap: capCount of them (at most the cap). Otherwise
-	// insertNote counts them itself.
-	capCounted bool
-	capCount   int64
+	// batched is set when the write runs in a batch (commitBatch), which bumps the space's
+	// notes revision once for the notes it stored; insertNote bumps it otherwise.
+	batched bool
 }
 
 // proposal reports whether the write becomes a proposal (AM-8): an agent's write under
@@ -350,16 +351,14 @@ func lookupRequest(ctx context.Context, idb bun.IDB, w write) (WriteResult, bool
 	return res, true, nil
 }
 
-// writeIn stores w inside tx (a batch's transaction, within w's savepoint; commitBatch): the
-// admin receipt first (its chain head row serialises the space's writers, so the limits below
-// are exact across replicas), then the idempotency re-check (errReplayed with the first
-// answer), for a new note (not an edit) the duplicate check (errDuplicate with the existing
-// note), the hourly limit and the cap, the rows, the outbox event and the idempotency record.
-// On errReplayed, errDuplicate or any other error the caller rolls back w's savepoint.
-//
-// caps (the batch's; nil for none) spares the cap's count when an earlier count of the batch
-// bounds it below the cap.
-func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write, caps *capBounds) (WriteResult, error) {
+// writeIn stores w inside tx (a batch's transaction, within w's savepoint; commitBatch),
+// which holds the space's receipt head (so the limits below are exact across replicas): the
+// idempotency re-check (errReplayed with the first answer), for a new note (not an edit) the
+// duplicate check (errDuplicate with the existing note), the hourly limit, then the rows (the
+// cap checked with the note), the outbox event and the idempotency record. It returns the
+// write's receipt entry, which the caller appends with the batch's other stored writes. On
+// errReplayed, errDuplicate or any other error the caller rolls back w's savepoint.
+func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write) (WriteResult, receipts.Entry, error) {
 	var res WriteResult
 	id := auth.NewID("note")
 	action := "note.create"
@@ -375,55 +374,42 @@ func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write, caps *capBoun
 	if w.proposal() && w.prev != nil {
 		objs = append(objs, w.prev.ID)
 	}
-	if _, err := receipts.Append(ctx, tx, w.a.p.SpaceID, receipts.Entry{
+	rcpt := receipts.Entry{
 		Kind: receipts.KindAdmin, Action: action, ActorKey: w.a.p.KeyID, ObjectIDs: objs,
 		Detail: map[string]any{"kind": w.c.Kind, "origin": w.a.origin(), "source_id": w.a.sourceID},
-	}, w.now); err != nil {
-		return WriteResult{}, err
 	}
 	if w.idemKey != "" {
 		r, done, err := lookupRequest(ctx, tx, w)
 		if err != nil {
-			return WriteResult{}, err
+			return WriteResult{}, rcpt, err
 		}
 		if done {
-			return r, errReplayed
+			return r, rcpt, errReplayed
 		}
 	}
 	if w.prev == nil {
-		// The duplicate check, and for a new note the cap's count, in one statement; the
-		// cap is enforced after the hourly limit, as before.
-		withCap := !w.proposal()
-		bound, bounded := caps.upper(w)
-		bounded = bounded && withCap && bound < int64(w.f.NotesCap())
-		n, ok, capCount, err := findDuplicate(ctx, tx, w, withCap && !bounded)
+		n, ok, err := findDuplicate(ctx, tx, w)
 		if err != nil {
-			return WriteResult{}, err
-		}
-		if bounded {
-			capCount = bound // fewer than the cap: the write is under it
-		} else if withCap {
-			caps.counted(w, capCount)
+			return WriteResult{}, rcpt, err
 		}
 		if ok {
-			return WriteResult{Note: &n, DuplicateOf: n.ID}, errDuplicate
+			return WriteResult{Note: &n, DuplicateOf: n.ID}, rcpt, errDuplicate
 		}
-		w.capCounted, w.capCount = capCount >= 0, capCount
 	}
 	if w.a.p.IsAgent() {
 		if err := checkRate(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.now); err != nil {
-			return WriteResult{}, err
+			return WriteResult{}, rcpt, err
 		}
 	}
 	if w.proposal() {
 		if err := s.propose(ctx, tx, w, id); err != nil {
-			return WriteResult{}, err
+			return WriteResult{}, rcpt, err
 		}
 		res.ProposalID = id
 	} else {
 		n, err := insertNote(ctx, tx, w, id, w.a.origin(), "")
 		if err != nil {
-			return WriteResult{}, err
+			return WriteResult{}, rcpt, err
 		}
 		res.Note = &n
 	}
@@ -437,10 +423,10 @@ func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write, caps *capBoun
 			SpaceID: w.a.p.SpaceID, KeyID: w.a.p.KeyID, IdemKey: w.idemKey, BodyHash: w.bodyHash,
 			Status: status, Response: string(body), CreatedAt: w.now,
 		}).Exec(ctx); err != nil {
-			return WriteResult{}, fmt.Errorf("notes: idempotency record: %w", err)
+			return WriteResult{}, rcpt, fmt.Errorf("notes: idempotency record: %w", err)
 		}
 	}
-	return res, nil
+	return res, rcpt, nil
 }
 
 func reused() error {
@@ -464,20 +450,25 @@ func (s *Service) propose(ctx context.Context, tx bun.IDB, w write, id string) e
 	return s.Proposals.InsertAgentProposal(ctx, tx, p)
 }
 
-// insertNote checks the cap, retires the superseded version (compare-and-swap on its status),
+// insertNote retires the superseded version of an edit (compare-and-swap on its status) or
+// checks the cap for a new note (countActive), keeps the sources' counts of active notes,
 // inserts the note, its tags and its search row, bumps the space's notes revision and
-// enqueues note_created. Call inside a
-// transaction that already appended the receipt.
+// enqueues note_created. Call inside a transaction that already appended the receipt; on an
+// error the caller rolls the transaction (or the write's savepoint) back.
 func insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID string) (Note, error) {
 	if w.prev != nil {
 		if err := retireRow(ctx, tx, w.a.p.SpaceID, w.prev.ID, w.now); err != nil {
 			return Note{}, err
 		}
-	} else if w.capCounted {
-		if err := capReached(w.capCount, w.f.NotesCap()); err != nil {
-			return Note{}, err
+		if w.prev.SourceID != w.a.sourceID { // an edit keeps its source's count unless it moves
+			if _, err := addActive(ctx, tx, w.a.p.SpaceID, w.prev.SourceID, -1); err != nil {
+				return Note{}, err
+			}
+			if _, err := addActive(ctx, tx, w.a.p.SpaceID, w.a.sourceID, 1); err != nil {
+				return Note{}, err
+			}
 		}
-	} else if err := checkCap(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.f.NotesCap(), w.now); err != nil {
+	} else if err := countActive(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.f.NotesCap(), w.now); err != nil {
 		return Note{}, err
 	}
 	ek, eid := evidenceCols(w.c.Evidence)
@@ -491,29 +482,25 @@ func insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID
 	if w.prev != nil {
 		r.LineageID, r.Version, r.SupersedesNoteID = w.prev.LineageID, w.prev.Version+1, w.prev.ID
 	}
-	if _, err := tx.NewInsert().Model(&r).Exec(ctx); err != nil {
+	if err := insertNoteRow(ctx, tx, &r); err != nil {
 		return Note{}, fmt.Errorf("notes: insert: %w", err)
 	}
-	if len(w.c.Tags) > 0 {
-		tags := make([]models.NoteTag, len(w.c.Tags))
-		for i, t := range w.c.Tags {
-			tags[i] = models.NoteTag{NoteID: id, Tag: t, SpaceID: r.SpaceID}
-		}
-		if _, err := tx.NewInsert().Model(&tags).Exec(ctx); err != nil {
-			return Note{}, fmt.Errorf("notes: insert tags: %w", err)
-		}
+	if err := insertTagRows(ctx, tx, r.SpaceID, id, w.c.Tags); err != nil {
+		return Note{}, fmt.Errorf("notes: insert tags: %w", err)
 	}
 	if db.IsSQLite(tx) {
 		// SQLite keeps its FTS5 index in a table of its own; PostgreSQL's search column is
 		// generated from the row.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO notes_fts (note_id, title, body, tags) VALUES (?, ?, ?, ?)`,
+		if err := execStmt(ctx, tx, `INSERT INTO notes_fts (note_id, title, body, tags) VALUES (?, ?, ?, ?)`,
 			id, r.Title, r.Body, r.TagsText); err != nil {
 			return Note{}, fmt.Errorf("notes: index: %w", err)
 		}
 	}
 	// Every replica's cached block answers of the space stop being given (issue 16).
-	if err := spaces.BumpRevision(ctx, tx, r.SpaceID, spaces.RevisionNotes); err != nil {
-		return Note{}, err
+	if !w.batched {
+		if err := spaces.BumpRevision(ctx, tx, r.SpaceID, spaces.RevisionNotes); err != nil {
+			return Note{}, err
+		}
 	}
 	if _, err := events.Enqueue(ctx, tx, events.Event{
 		Type: events.TypeNoteCreated, SpaceID: r.SpaceID, NoteID: id, ProposalID: proposalID, Kind: r.Kind,
@@ -587,34 +574,4 @@ func rateLimited(times []time.Time, now time.Time, format string) error {
 	e := fault.New(fault.TooMany, CodeRateLimited, format, RateLimit, secs).With("retry_after", secs)
 	e.RetryAfter = time.Duration(secs) * time.Second
 	return e
-}
-
-// checkCap refuses a new note when the source already has max active, unexpired notes:
-// fault.Conflict note_cap_reached. It counts at most max notes, on the partial index of active
-// notes (migration 20261202310000), so its cost is bounded by the cap, not by the source's
-// history.
-func checkCap(ctx context.Context, tx bun.IDB, spaceID, sourceID string, max int, now time.Time) error {
-	var n int64
-	if err := tx.NewSelect().ColumnExpr("(?)", capQuery(tx, spaceID, sourceID, max, now)).Scan(ctx, &n); err != nil {
-		return fmt.Errorf("notes: cap: %w", err)
-	}
-	return capReached(n, max)
-}
-
-// capQuery counts the source's active, unexpired notes at now, up to max.
-func capQuery(tx bun.IDB, spaceID, sourceID string, max int, now time.Time) *bun.SelectQuery {
-	active := tx.NewSelect().Model((*models.Note)(nil)).ColumnExpr("1").
-		Where("space_id = ? AND source_id = ? AND status = ?", spaceID, sourceID, StatusActive).
-		Where("(valid_until IS NULL OR valid_until > ?)", now).Limit(int64(max))
-	return tx.NewSelect().TableExpr("(?) AS active", active).ColumnExpr("count(*)")
-}
-
-// capReached is fault.Conflict note_cap_reached when n active notes reach the cap max.
-func capReached(n int64, max int) error {
-	if n >= int64(max) {
-		return fault.New(fault.Conflict, CodeCapReached,
-			"this agent has reached the space's cap of %d active notes (features.agent_memory.max_notes_per_source); retire one first", max).
-			With("max_notes_per_source", max)
-	}
-	return nil
 }

@@ -350,3 +350,43 @@ func TestRecordExpectsRevisions(t *testing.T) {
 		require.EqualValues(t, 12, v.Count)
 	})
 }
+
+// Issue 16: AppendGroup appends its entries, each at its own time and with a receipt of its
+// own, as one chain entry after the head (the group commit of note writes); each proves its
+// inclusion; no entries append nothing.
+func TestAppendGroupOneEntry(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
+		ctx := context.Background()
+		batchN(t, d, "sp_a", 2, t0)
+		var got []receipts.Receipt
+		require.NoError(t, d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			none, err := receipts.AppendGroup(ctx, tx, "sp_a", nil, nil)
+			require.Empty(t, none)
+			if err != nil {
+				return err
+			}
+			got, err = receipts.AppendGroup(ctx, tx, "sp_a",
+				[]receipts.Entry{{Kind: receipts.KindAdmin, Action: "note.create"}, {Kind: receipts.KindAdmin, Action: "note.version"}, {Kind: receipts.KindAdmin, Action: "note.create"}},
+				[]time.Time{t0.Add(time.Second), t0.Add(2 * time.Second), t0.Add(3 * time.Second)})
+			return err
+		}))
+		require.Len(t, got, 3)
+		for i, r := range got {
+			require.EqualValues(t, 3+i, r.Seq)
+			require.Equal(t, t0.Add(time.Duration(i+1)*time.Second), r.At)
+		}
+		batches, err := receipts.ListBatches(ctx, d, "sp_a", 0, 10)
+		require.NoError(t, err)
+		require.Len(t, batches, 2)
+		require.Equal(t, receipts.Batch{SpaceID: "sp_a", Seq: 5, FirstSeq: 3, Count: 3, Version: receipts.VersionMerkle,
+			Root: batches[1].Root, PrevHash: batches[0].Hash, Hash: batches[1].Hash, At: t0.Add(3 * time.Second)}, batches[1])
+		for _, r := range got {
+			p, err := receipts.Prove(ctx, d, "sp_a", r.ID)
+			require.NoError(t, err)
+			require.NoError(t, p.Verify())
+		}
+		v, err := receipts.Verify(ctx, d, "sp_a")
+		require.NoError(t, err)
+		require.Equal(t, receipts.Verification{OK: true, Count: 5, Batches: 2}, v)
+	})
+}

@@ -97,6 +97,48 @@ func Append(ctx context.Context, tx bun.IDB, spaceID string, e Entry, now time.T
 	return r, err
 }
 
+// LockHead locks the space's chain head inside tx until tx ends, as Append does, for a
+// transaction that must hold it before it takes other locks: a note erasure deletes rows and
+// changes counts that the space's note writes change only while they hold the head, so it
+// takes the head first, in their order, and never deadlocks with one.
+func LockHead(ctx context.Context, tx bun.IDB, spaceID string) error {
+	_, err := lockHead(ctx, tx, spaceID)
+	return err
+}
+
+// AppendGroup adds entries to the space's chain inside tx (a transaction, as for Append) as
+// one chain entry: entries[i] recorded at at[i], in that order, sealed under one Merkle root.
+// It locks the space's head until tx ends. A group commit that ran several writes under the
+// head (LockHead) appends the receipts of those it stored at its end: each keeps a receipt of
+// its own, in one entry. No entries append nothing; more than MaxBatch is an error.
+func AppendGroup(ctx context.Context, tx bun.IDB, spaceID string, entries []Entry, at []time.Time) ([]Receipt, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	if len(entries) > MaxBatch || len(at) != len(entries) {
+		return nil, fmt.Errorf("receipts: a group of %d entries at %d times (at most %d)", len(entries), len(at), MaxBatch)
+	}
+	h, err := lockHead(ctx, tx, spaceID)
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]record, len(entries))
+	for i, e := range entries {
+		if recs[i], err = newRecord(spaceID, e, at[i]); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := seal(ctx, tx, h, nil, recs); err != nil {
+		return nil, err
+	}
+	out := make([]Receipt, len(recs))
+	for i, rec := range recs {
+		out[i] = rec.r
+		out[i].Seq, out[i].Hash = rec.row.Seq, rec.row.Hash
+	}
+	return out, nil
+}
+
 // AppendSealed is Append that also returns the receipt's chain entry, after sealing the
 // space's earlier unsealed receipts, if any, in an entry before it: the caller can name the
 // receipt's position and entry, e.g. in an erasure certificate that commits with it.
