@@ -124,7 +124,7 @@ func AppendGroup(ctx context.Context, tx bun.IDB, spaceID string, entries []Entr
 	}
 	recs := make([]record, len(entries))
 	for i, e := range entries {
-		if recs[i], err = newRecord(spaceID, e, at[i]); err != nil {
+		if recs[i], err = newRecord(nil, spaceID, e, at[i]); err != nil {
 			return nil, err
 		}
 	}
