@@ -152,3 +152,40 @@ func ExecTx(ctx context.Context, d *bun.DB, tx bun.Tx, query string, args ...any
 	}
 	return tx.Tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 }
+
+// Exec runs query (? placeholders) inside idb: inside a bun.Tx as ExecTx does (prepared once
+// per pool of the transaction's database, values bound); on anything else (a *bun.DB, a
+// bun.Conn) through bun's formatting, which interpolates the values.
+func Exec(ctx context.Context, idb bun.IDB, query string, args ...any) (sql.Result, error) {
+	if tx, ok := idb.(bun.Tx); ok {
+		return ExecTx(ctx, tx.NewSelect().DB(), tx, query, args...)
+	}
+	return idb.ExecContext(ctx, query, args...)
+}
+
+// Query is Exec for a statement that returns rows (QueryRowsTx inside a bun.Tx); the caller
+// scans and closes them (ScanFirst for one row).
+func Query(ctx context.Context, idb bun.IDB, query string, args ...any) (*sql.Rows, error) {
+	if tx, ok := idb.(bun.Tx); ok {
+		return QueryRowsTx(ctx, tx.NewSelect().DB(), tx, query, args...)
+	}
+	return idb.QueryContext(ctx, query, args...)
+}
+
+// ScanFirst scans the first of rows into dest (rows.Scan's destinations), reads the rest
+// and closes rows. Errors: sql.ErrNoRows when there is no row, else the scan's or the rows'.
+func ScanFirst(rows *sql.Rows, dest ...any) error {
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return err
+	}
+	for rows.Next() {
+	}
+	return rows.Err()
+}

@@ -2,7 +2,6 @@ package notes
 
 import (
 	"context"
-	"database/sql"
 	"strings"
 	"time"
 
@@ -14,45 +13,24 @@ import (
 
 // The statements every note write runs are written with ? placeholders and, inside a bun.Tx
 // (the batch's transaction, an approval's), prepared once per pool and run with their
-// values bound (db.ExecTx, db.QueryRowsTx): bun interpolates values into the text, so each
+// values bound (db.Exec, db.Query): bun interpolates values into the text, so each
 // of its statements is new to the database (SQLite compiles it, PostgreSQL parses it; issue
 // 16). Elsewhere (a bun.IDB that is not a bun.Tx) they go through bun's formatting.
 
-// execStmt runs q (? placeholders) inside idb.
+// execStmt runs q (? placeholders) inside idb (db.Exec).
 func execStmt(ctx context.Context, idb bun.IDB, q string, args ...any) error {
-	var err error
-	if tx, ok := idb.(bun.Tx); ok {
-		_, err = db.ExecTx(ctx, tx.NewSelect().DB(), tx, q, args...)
-	} else {
-		_, err = idb.ExecContext(ctx, q, args...)
-	}
+	_, err := db.Exec(ctx, idb, q, args...)
 	return err
 }
 
-// queryStmt runs q (? placeholders) inside idb and scans its first row into dest;
+// queryStmt runs q (? placeholders) inside idb (db.Query) and scans its first row into dest;
 // sql.ErrNoRows when there is none.
 func queryStmt(ctx context.Context, idb bun.IDB, q string, dest []any, args ...any) error {
-	var rows *sql.Rows
-	var err error
-	if tx, ok := idb.(bun.Tx); ok {
-		rows, err = db.QueryRowsTx(ctx, tx.NewSelect().DB(), tx, q, args...)
-	} else {
-		rows, err = idb.QueryContext(ctx, q, args...)
-	}
+	rows, err := db.Query(ctx, idb, q, args...)
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return sql.ErrNoRows
-	}
-	if err := rows.Scan(dest...); err != nil {
-		return err
-	}
-	return rows.Close()
+	return db.ScanFirst(rows, dest...)
 }
 
 // timeArg is t bound as bun stores it in a timestamp column of idb's database (db.TimeArg).

@@ -145,7 +145,7 @@ func SealPending(ctx context.Context, d *bun.DB, spaceID string) error {
 
 // lockHead locks the space's head row inside tx (creating it at Genesis the first time) and
 // returns it. On SQLite the transaction already holds the database's write lock, and inside
-// a bun.Tx the read is a statement prepared once per pool (prepared); on PostgreSQL it is
+// a bun.Tx the read is a statement prepared once per pool (db.Query); on PostgreSQL it is
 // SELECT ... FOR UPDATE, its text naming the space (a lock waiter shows in pg_stat_activity).
 func lockHead(ctx context.Context, tx bun.IDB, spaceID string) (head, error) {
 	lock := func() (head, error) {
@@ -153,24 +153,14 @@ func lockHead(ctx context.Context, tx bun.IDB, spaceID string) (head, error) {
 		var rows *sql.Rows
 		var err error
 		if db.IsSQLite(tx) {
-			rows, err = prepared(ctx, tx, "SELECT seq, hash FROM receipt_heads WHERE space_id = ?", spaceID)
+			rows, err = db.Query(ctx, tx, "SELECT seq, hash FROM receipt_heads WHERE space_id = ?", spaceID)
 		} else {
 			rows, err = tx.QueryContext(ctx, "SELECT seq, hash FROM receipt_heads WHERE space_id = ? FOR UPDATE", spaceID)
 		}
 		if err != nil {
 			return h, err
 		}
-		defer rows.Close()
-		if !rows.Next() {
-			if err := rows.Err(); err != nil {
-				return h, err
-			}
-			return h, sql.ErrNoRows
-		}
-		if err := rows.Scan(&h.Seq, &h.Hash); err != nil {
-			return h, err
-		}
-		return h, rows.Close()
+		return h, db.ScanFirst(rows, &h.Seq, &h.Hash)
 	}
 	h, err := lock()
 	if errors.Is(err, sql.ErrNoRows) {
@@ -184,26 +174,6 @@ func lockHead(ctx context.Context, tx bun.IDB, spaceID string) (head, error) {
 		return head{}, fmt.Errorf("receipts: lock head: %w", err)
 	}
 	return h, nil
-}
-
-// prepared runs the query q (? placeholders) through tx: inside a bun.Tx as a statement
-// prepared once per pool (db.QueryRowsTx), else through bun's formatting.
-func prepared(ctx context.Context, tx bun.IDB, q string, args ...any) (*sql.Rows, error) {
-	if t, ok := tx.(bun.Tx); ok {
-		return db.QueryRowsTx(ctx, t.NewSelect().DB(), t, q, args...)
-	}
-	return tx.QueryContext(ctx, q, args...)
-}
-
-// execPrepared is prepared for a statement that returns no rows.
-func execPrepared(ctx context.Context, tx bun.IDB, q string, args ...any) error {
-	var err error
-	if t, ok := tx.(bun.Tx); ok {
-		_, err = db.ExecTx(ctx, t.NewSelect().DB(), t, q, args...)
-	} else {
-		_, err = tx.ExecContext(ctx, q, args...)
-	}
-	return err
 }
 
 // sealing is one chain entry seal appended: the entry, and the ids and leaf hashes of its
@@ -364,11 +334,11 @@ func seal(ctx context.Context, tx bun.IDB, h head, stored, fresh []record) (*sea
 	if err := insertFresh(ctx, tx, fresh); err != nil {
 		return nil, err
 	}
-	if err := execPrepared(ctx, tx, "INSERT INTO receipt_batches (space_id, seq, first_seq, version, root, prev_hash, hash, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+	if _, err := db.Exec(ctx, tx, "INSERT INTO receipt_batches (space_id, seq, first_seq, version, root, prev_hash, hash, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
 		b.SpaceID, b.Seq, b.FirstSeq, b.Version, b.Root, b.PrevHash, b.Hash, db.TimeArg(tx.NewSelect().DB(), b.At)); err != nil {
 		return nil, fmt.Errorf("receipts: chain entry: %w", err)
 	}
-	if err := execPrepared(ctx, tx, "UPDATE receipt_heads SET seq = ?, hash = ? WHERE space_id = ?", b.Seq, b.Hash, h.SpaceID); err != nil {
+	if _, err := db.Exec(ctx, tx, "UPDATE receipt_heads SET seq = ?, hash = ? WHERE space_id = ?", b.Seq, b.Hash, h.SpaceID); err != nil {
 		return nil, fmt.Errorf("receipts: move head: %w", err)
 	}
 	return out, nil
@@ -449,7 +419,7 @@ func insertFresh(ctx context.Context, tx bun.IDB, fresh []record) error {
 			}
 			args = append(args, row.Seq, row.Hash)
 		}
-		if err := execPrepared(ctx, tx, q.String(), args...); err != nil {
+		if _, err := db.Exec(ctx, tx, q.String(), args...); err != nil {
 			return fmt.Errorf("receipts: insert: %w", err)
 		}
 		fresh = fresh[n:]

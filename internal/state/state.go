@@ -717,20 +717,8 @@ func scanForRead(ctx context.Context, d *bun.DB, row *models.AgentState, t targe
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return sql.ErrNoRows
-	}
-	if err := rows.Scan(&row.ID, &row.SubjectHash, &row.Body, &row.FieldTimes, &row.Version,
-		db.ScanTime{T: &row.UpdatedAt}, db.ScanTime{T: &row.ExpiresAt}); err != nil {
-		return err
-	}
-	for rows.Next() {
-	}
-	return rows.Err()
+	return db.ScanFirst(rows, &row.ID, &row.SubjectHash, &row.Body, &row.FieldTimes, &row.Version,
+		db.ScanTime{T: &row.UpdatedAt}, db.ScanTime{T: &row.ExpiresAt})
 }
 
 // updateState is tryWrite's conditional update outside a transaction (prepared once per
