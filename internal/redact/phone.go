@@ -84,30 +84,6 @@ func lastRune(s string) rune {
 
 func isAlnum(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
-// prevWord returns the word (letters only, folded) ending at s[:p], skipping
-// spaces and light punctuation first, and the offset where it starts.
-// hash reports a "#" met while skipping.
-func prevWord(s string, p int) (word string, start int, hash bool) {
-	for p > 0 {
-		r, n := utf8.DecodeLastRuneInString(s[:p])
-		if r == '#' {
-			hash = true
-		} else if !(unicode.IsSpace(r) || strings.ContainsRune(":.,=-()[]°º", r)) {
-			break
-		}
-		p -= n
-	}
-	end := p
-	for p > 0 {
-		r, n := utf8.DecodeLastRuneInString(s[:p])
-		if !unicode.IsLetter(r) && !unicode.Is(unicode.Mn, r) {
-			break
-		}
-		p -= n
-	}
-	return foldToken(s[p:end]), p, hash
-}
-
 // contactWords, when they introduce a digit run, make it a contact: a phone
 // even when an id word comes earlier in the clause ("Ticket 88213: customer
 // phone 2125550143"), and glued to the number ("tel.11987654321",
