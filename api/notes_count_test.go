@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -111,5 +113,48 @@ func TestNoteActiveCountThroughRefusalsExpiryAndApprovals(t *testing.T) {
 		e.MustDo(http.StatusCreated, "POST", "/v1/agent-memory/proposals/"+edit+"/approve", e.AdminKey, nil)
 		exact(3)
 		require.NotContains(t, listIDs(e, bot, "?status=active"), ids[0], "the edited version is retired")
+	})
+}
+
+// Issue 16, AM-7, AM-12: edits and retirements of a source's notes over two replicas racing
+// the erasure of the source: whichever commits first, the kept count stays the number of the
+// source's active notes (none once the erasure has run after them), and new notes after it
+// are counted from there.
+func TestNoteActiveCountEditsRetiresRacingErasure(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		enableNotes(e, nil)
+		replica := &apitest.Env{T: t, Server: newReplica(e)}
+		bot := writer(e, "erased-bot", "acme")
+		var ids []string
+		for i := range 8 {
+			ids = append(ids, create(e, bot, note(fmt.Sprintf("Doomed %d", i), "Erased soon.")))
+		}
+		exact := func() int {
+			t.Helper()
+			kept, stored := activeCounts(t, e, "erased-bot")
+			require.Equal(t, stored, kept, "the kept count is the number of active notes")
+			return stored
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			_, err := e.Deps.Compliance.EraseNotes(context.Background(), e.SpaceID, "erased-bot", "admin")
+			require.NoError(t, err)
+		})
+		for i, id := range ids {
+			wg.Go(func() {
+				var r apitest.Response
+				if i%2 == 0 {
+					r = replica.Do("POST", notesPath+"/"+id+"/versions", bot, map[string]any{"title": fmt.Sprintf("Edited %d", i)})
+				} else {
+					r = e.Do("POST", notesPath+"/"+id+"/retire", bot, nil)
+				}
+				require.Contains(t, []int{http.StatusCreated, http.StatusOK, http.StatusNotFound, http.StatusConflict}, r.Status, "%s", r.Body)
+			})
+		}
+		wg.Wait()
+		left := exact()
+		require.Zero(t, left, "an edit committed before the erasure is erased with its note; one after it finds no note")
+		create(e, bot, note("After", "Counted from what is left."))
+		require.Equal(t, left+1, exact())
 	})
 }
