@@ -157,3 +157,54 @@ func TestRecordCancelledStillSealed(t *testing.T) {
 		require.Zero(t, v.Unsealed)
 	})
 }
+
+// Issue 16: a group over spaces whose heads exist and one whose head does not yet (on
+// PostgreSQL commitPipelined gives the group up after its first round trip, heads locked and
+// revisions read, and commitTx commits it): every receipt is sealed once, the stale ones are
+// left out, and each space gets one chain entry after what it had.
+func TestGroupWithNewSpaceAmongExisting(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
+		ctx := context.Background()
+		at := time.Date(2026, 12, 2, 16, 0, 0, 0, time.UTC)
+		for _, s := range []string{"sp_a", "sp_c"} {
+			require.NoError(t, d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				_, err := Append(ctx, tx, s, Entry{Kind: KindAdmin, Action: "space.create", ActorKey: "cli"}, at)
+				return err
+			}))
+		}
+		_, err := d.ExecContext(ctx, "INSERT INTO space_revisions (space_id, name, revision) VALUES (?, ?, ?)", "sp_c", "notes", 2)
+		require.NoError(t, err)
+		l := NewLog(d, nil, 0)
+		var group []*pending
+		stale := map[string]bool{}
+		for i := range 30 {
+			s := []string{"sp_a", "sp_b", "sp_c"}[i%3]
+			var expect []Expect
+			if s == "sp_c" {
+				expect = []Expect{{Name: "notes", Revision: int64(1 + i%2)}} // odd i current
+			}
+			rec, err := newRecord(d, s, readEntry(i), at)
+			require.NoError(t, err)
+			stale[rec.r.ID] = s == "sp_c" && i%2 == 0
+			group = append(group, &pending{rec: rec, expect: expect})
+		}
+		require.NoError(t, l.commit(ctx, group, map[string]bool{}))
+		for _, p := range group {
+			require.Equal(t, stale[p.rec.r.ID], p.stale, p.rec.r.ObjectIDs)
+			if p.stale {
+				continue
+			}
+			require.Positive(t, p.rec.row.Seq)
+			proof, err := Prove(ctx, d, p.rec.r.SpaceID, p.rec.r.ID)
+			require.NoError(t, err)
+			require.NoError(t, proof.Verify())
+		}
+		for s, want := range map[string]Verification{
+			"sp_a": {OK: true, Count: 11, Batches: 2}, "sp_b": {OK: true, Count: 10, Batches: 1}, "sp_c": {OK: true, Count: 6, Batches: 2},
+		} {
+			v, err := Verify(ctx, d, s)
+			require.NoError(t, err)
+			require.Equal(t, want, v, s)
+		}
+	})
+}
