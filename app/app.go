@@ -192,7 +192,28 @@ func Build(ctx context.Context, cfg config.Config, o Overrides) (_ *App, err err
 		return nil, err
 	}
 	a.Log.Info("knowledge vector index", "path", vp.Name, "pgvector_version", vp.Version, "reason", vp.Reason)
+	if err := warnAsyncCommit(ctx, a.DB, a.Log); err != nil {
+		return nil, err
+	}
 	return a, nil
+}
+
+// warnAsyncCommit logs a warning when d is PostgreSQL with synchronous_commit off for the
+// service's sessions: every write is then answered before it is durable, and receipts.Flush,
+// which makes the receipts of reads durable before they are answered, waits for nothing
+// (docs/scaling.md). The service still runs; the operator chose the setting.
+func warnAsyncCommit(ctx context.Context, d *bun.DB, log *slog.Logger) error {
+	if db.IsSQLite(d) {
+		return nil
+	}
+	var setting string
+	if err := d.NewRaw("SHOW synchronous_commit").Scan(ctx, &setting); err != nil {
+		return fmt.Errorf("read synchronous_commit: %w", err)
+	}
+	if setting == "off" {
+		log.Warn("PostgreSQL synchronous_commit is off: acknowledged writes and receipts can be lost in a crash; set it to on (or remote_apply, remote_write, local)")
+	}
+	return nil
 }
 
 // wire builds the domain services over a's database, hasher, key store and clock.
