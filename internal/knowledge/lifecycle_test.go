@@ -210,22 +210,34 @@ func TestPermissionsAndTenant(t *testing.T) {
 	})
 }
 
+// giftBases creates the bases "failing" (embedder_down fail) and "lexical" (lexical_only),
+// each holding one document about gift cards, and returns their ids and a reader's key.
+func giftBases(t *testing.T, r *rig) (failing, lexical, reader string) {
+	failing = r.base(t, "failing", nil)
+	lexical = r.base(t, "lexical", map[string]any{"embedder_down": "lexical_only"})
+	r.ingest(t, failing, knowledge.SubmitRequest{Text: "Gift cards never expire.", SourceURI: "kb://gift"})
+	r.ingest(t, lexical, knowledge.SubmitRequest{Text: "Gift cards never expire.", SourceURI: "kb://gift"})
+	return failing, lexical, r.AgentKey("support-bot", "acme", "knowledge:read")
+}
+
+// requireEmbedderDown checks the answers while the model counts as down: a retrieval from
+// failing is 503 embedder_unavailable; one from lexical ranks by full text alone and says so.
+func requireEmbedderDown(t *testing.T, r *rig, reader, failing, lexical string) {
+	resp := r.MustDo(http.StatusServiceUnavailable, "POST", "/v1/knowledge/retrieve", reader, map[string]any{"query": "gift cards", "kbs": []string{failing}})
+	require.Equal(t, knowledge.CodeEmbedderDown, resp.ErrorCode(t))
+	got := r.retrieve(t, reader, map[string]any{"query": "gift cards", "kbs": []string{lexical}})
+	require.Equal(t, knowledge.ModeLexicalOnly, got["mode"])
+	require.Len(t, chunksOf(got), 1)
+	require.Nil(t, chunksOf(got)[0]["vector_score"])
+}
+
 // TestEmbedderDown: a base with embedder_down fail answers 503; lexical_only ranks by full
 // text alone and says so.
 func TestEmbedderDown(t *testing.T) {
 	each(t, func(t *testing.T, r *rig) {
-		failing := r.base(t, "failing", nil)
-		lexical := r.base(t, "lexical", map[string]any{"embedder_down": "lexical_only"})
-		r.ingest(t, failing, knowledge.SubmitRequest{Text: "Gift cards never expire.", SourceURI: "kb://gift"})
-		r.ingest(t, lexical, knowledge.SubmitRequest{Text: "Gift cards never expire.", SourceURI: "kb://gift"})
-		reader := r.AgentKey("support-bot", "acme", "knowledge:read")
+		failing, lexical, reader := giftBases(t, r)
 		r.embed.SetDown(true)
-		resp := r.MustDo(http.StatusServiceUnavailable, "POST", "/v1/knowledge/retrieve", reader, map[string]any{"query": "gift cards", "kbs": []string{failing}})
-		require.Equal(t, knowledge.CodeEmbedderDown, resp.ErrorCode(t))
-		got := r.retrieve(t, reader, map[string]any{"query": "gift cards", "kbs": []string{lexical}})
-		require.Equal(t, knowledge.ModeLexicalOnly, got["mode"])
-		require.Len(t, chunksOf(got), 1)
-		require.Nil(t, chunksOf(got)[0]["vector_score"])
+		requireEmbedderDown(t, r, reader, failing, lexical)
 
 		// Ingest while the embedder is down is retryable, and the document stays pending.
 		d, _, err := r.ks.Submit(context.Background(), r.admin, lexical, knowledge.SubmitRequest{Text: "Boots are waterproof.", SourceURI: "kb://boots"})
@@ -243,22 +255,13 @@ func TestEmbedderDown(t *testing.T) {
 // once the model answers in time again, retrieval is hybrid.
 func TestSlowEmbedder(t *testing.T) {
 	each(t, func(t *testing.T, r *rig) {
-		failing := r.base(t, "failing", nil)
-		lexical := r.base(t, "lexical", map[string]any{"embedder_down": "lexical_only"})
-		r.ingest(t, failing, knowledge.SubmitRequest{Text: "Gift cards never expire.", SourceURI: "kb://gift"})
-		r.ingest(t, lexical, knowledge.SubmitRequest{Text: "Gift cards never expire.", SourceURI: "kb://gift"})
-		reader := r.AgentKey("support-bot", "acme", "knowledge:read")
+		failing, lexical, reader := giftBases(t, r)
 		r.ks.QueryEmbedTimeout = 200 * time.Millisecond
 		r.embed.SetDelay(30 * time.Second)
-
-		resp := r.MustDo(http.StatusServiceUnavailable, "POST", "/v1/knowledge/retrieve", reader, map[string]any{"query": "gift cards", "kbs": []string{failing}})
-		require.Equal(t, knowledge.CodeEmbedderDown, resp.ErrorCode(t))
-		got := r.retrieve(t, reader, map[string]any{"query": "gift cards", "kbs": []string{lexical}})
-		require.Equal(t, knowledge.ModeLexicalOnly, got["mode"])
-		require.Len(t, chunksOf(got), 1)
+		requireEmbedderDown(t, r, reader, failing, lexical)
 
 		r.embed.SetDelay(0)
-		got = r.retrieve(t, reader, map[string]any{"query": "gift cards", "kbs": []string{failing}})
+		got := r.retrieve(t, reader, map[string]any{"query": "gift cards", "kbs": []string{failing}})
 		require.Equal(t, knowledge.ModeHybrid, got["mode"])
 		require.NotNil(t, chunksOf(got)[0]["vector_score"])
 	})
