@@ -534,18 +534,6 @@ func (s *Service) embed(ctx context.Context, model string, texts []string) ([][]
 	return vs, nil
 }
 
-// embedQuery is embed of one retrieval's query, waiting at most QueryEmbedTimeout (a model
-// slower than that is down for this call).
-func (s *Service) embedQuery(ctx context.Context, model, query string) ([][]float32, error) {
-	timeout := s.QueryEmbedTimeout
-	if timeout <= 0 {
-		timeout = DefaultQueryEmbedTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	return s.embed(ctx, model, []string{query})
-}
-
 func embedderDown() error {
 	return fault.New(fault.Unavailable, CodeEmbedderDown, "the embedding model did not answer; retry later")
 }

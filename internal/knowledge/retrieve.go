@@ -522,3 +522,15 @@ func queryWords(q string) []string {
 }
 
 func round(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+
+// embedQuery is embed of one retrieval's query, waiting at most QueryEmbedTimeout (a model
+// slower than that is down for this call).
+func (s *Service) embedQuery(ctx context.Context, model, query string) ([][]float32, error) {
+	timeout := s.QueryEmbedTimeout
+	if timeout <= 0 {
+		timeout = DefaultQueryEmbedTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return s.embed(ctx, model, []string{query})
+}
