@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -225,4 +226,21 @@ func TestHelpListsHealthcheck(t *testing.T) {
 	require.NoError(t, run(context.Background(), []string{"--help"}, env(nil), &out, io.Discard))
 	require.Contains(t, out.String(), "healthcheck")
 	require.Contains(t, out.String(), "dev")
+}
+
+// TestDevRefusesABusyAddressFirst: `agentmemory dev` binds its API address before it opens
+// the data dir or starts the Temporal dev server, so a busy address fails at once, named in
+// the error, and nothing was created in the data dir.
+func TestDevRefusesABusyAddressFirst(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	addr := busy.Addr().String()
+	dir := filepath.Join(t.TempDir(), "data")
+	err = run(context.Background(), []string{"dev", "--addr", addr, "--data-dir", dir},
+		env(map[string]string{"AGENTMEMORY_TEMPORAL_CLI": "/nonexistent/temporal"}), io.Discard, io.Discard)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "the API address "+addr)
+	_, statErr := os.Stat(dir)
+	require.True(t, os.IsNotExist(statErr), "the data dir was created: %v", statErr)
 }
