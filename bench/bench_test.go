@@ -339,10 +339,10 @@ type workload struct {
 // joined by "+", and records every workload of it. Each workload performs b.N operations in
 // all, in -rounds chunks of about b.N/rounds (fewer chunks when b.N is smaller). Round r runs
 // one chunk of every workload, one after the other: in the group's order when r is even,
-// reversed when it is odd (A B, B A, A B, ...), so a workload and its base are measured at the
-// same moments. A workload's operations, elapsed time and latencies are summed over its chunks;
-// its ratio is its rate over its base's, and its spread the least and the greatest ratio of a
-// single round. A group of one workload runs in one chunk. -maxtime bounds the chunks of one
+// reversed when it is odd (A B C, C B A, A B C, ...), so a workload and its base are measured
+// at the same moments. A workload's operations, elapsed time and latencies are summed over its
+// chunks; its ratio is its rate over its base's, lo and hi the least and the greatest ratio of
+// a single round. A group of one workload runs in one chunk. -maxtime bounds the chunks of one
 // workload together.
 func runGroup(b *testing.B, engine string, ws ...workload) {
 	names := make([]string, len(ws))
@@ -370,7 +370,7 @@ func runGroup(b *testing.B, engine string, ws ...workload) {
 			}
 		}
 		b.StopTimer()
-		failed := ""
+		var failed []string
 		for j, w := range ws {
 			r := total[j].row(w.n)
 			r.engine, r.workload, r.base = engine, w.name, w.base
@@ -385,11 +385,11 @@ func runGroup(b *testing.B, engine string, ws ...workload) {
 			record(r)
 			if r.failed > 0 {
 				b.Logf("%s: first error: %s", w.name, total[j].firstErr)
-				failed += fmt.Sprintf("; %s: %d of %d operations failed", w.name, r.failed, r.ops+r.failed)
+				failed = append(failed, fmt.Sprintf("%s: %d of %d operations failed", w.name, r.failed, r.ops+r.failed))
 			}
 		}
-		if failed != "" {
-			b.Fatal(failed[2:])
+		if len(failed) > 0 {
+			b.Fatal(strings.Join(failed, "; "))
 		}
 	})
 }
