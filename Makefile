@@ -105,7 +105,7 @@ $(WORKFLOWCHECK):
 ## One working-memory request at a time through each handler (issue 16): CPU time and
 ## allocations per request, the API against the floor.
 bench:
-	$(GO) test -run '^$$' -bench WM -benchtime 1000x -timeout 30m ./bench
+	$(GO) test -run '^$$' -bench WM -benchtime 5000x -timeout 30m ./bench
 	$(GO) test -run '^$$' -bench Request -benchmem -benchtime 5000x -timeout 30m ./bench
 	$(GO) test -run '^$$' -bench Knowledge -benchtime 200x -timeout 30m ./bench
 	$(GO) test -run '^$$' -bench Growth -benchtime 500x -timeout 60m ./bench
