@@ -220,8 +220,9 @@ const maxYields = 8
 // receipts, at most maxYields rounds of the scheduler. Each group commit costs the same
 // fixed work (on SQLite: BEGIN, the head, the revisions, the entry, the head's move, a
 // COMMIT writing its pages to the WAL) however many receipts it holds: on the block-read
-// benchmark groups went from about 2 receipts to about 10, and the process's CPU per read
-// fell by about a quarter (docs/bench.md).
+// benchmark (SQLite, 32 readers) groups went from 2-3 receipts to 10-12, and the process's
+// CPU per read fell by 20-26% (docs/bench.md). PostgreSQL's groups, formed while each waits
+// for its flush, were already that size.
 func (l *Log) gather() {
 	l.mu.Lock()
 	n := len(l.queue)
