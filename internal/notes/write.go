@@ -449,14 +449,25 @@ func (s *Service) propose(ctx context.Context, tx bun.IDB, w write, id string) e
 }
 
 // insertNote retires the superseded version of an edit (compare-and-swap on its status) or
-// checks the cap for a new note (countActive), keeps the sources' counts of active notes and
-// inserts the note. Its tags, its search row and its note_created event go to later, which a
+// checks the cap for a new note (countActive; on PostgreSQL countAndInsert, with the note's
+// insert in the same statement), keeps the sources' counts of active notes and inserts the
+// note. Its tags, its search row and its note_created event go to later, which a
 // batch (commitBatch) stores at its end for all its stored writes and which also bumps the
 // space's notes revision once there; with later nil (an approval) insertNote stores them
 // itself and bumps the revision. Call inside a transaction that already appended the
 // receipt; on an error the caller rolls the transaction (or the write's savepoint) back.
 func insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID string, later *noteRows) (Note, error) {
-	if w.prev != nil {
+	ek, eid := evidenceCols(w.c.Evidence)
+	r := models.Note{
+		ID: id, SpaceID: w.a.p.SpaceID, LineageID: id, Version: 1, SourceID: w.a.sourceID, Vendor: w.a.vendor,
+		Kind: w.c.Kind, Title: w.c.Title, Body: w.c.Body, Tags: encodeTags(w.c.Tags), TagsText: joinTags(w.c.Tags),
+		Visibility: w.c.Visibility, EvidenceKind: ek, EvidenceID: eid, Origin: origin, Status: StatusActive,
+		ValidUntil: w.c.ValidUntil, ContentHash: w.c.hash(), ProposalID: proposalID, ActorKeyID: w.a.p.KeyID, ActorKind: w.a.kind(),
+		AgentVersion: w.agentVersion, CreatedAt: w.now, UpdatedAt: w.now,
+	}
+	switch {
+	case w.prev != nil:
+		r.LineageID, r.Version, r.SupersedesNoteID = w.prev.LineageID, w.prev.Version+1, w.prev.ID
 		if err := retireRow(ctx, tx, w.a.p.SpaceID, w.prev.ID, w.now); err != nil {
 			return Note{}, err
 		}
@@ -468,22 +479,22 @@ func insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID
 				return Note{}, err
 			}
 		}
-	} else if err := countActive(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.f.NotesCap(), w.now); err != nil {
-		return Note{}, err
-	}
-	ek, eid := evidenceCols(w.c.Evidence)
-	r := models.Note{
-		ID: id, SpaceID: w.a.p.SpaceID, LineageID: id, Version: 1, SourceID: w.a.sourceID, Vendor: w.a.vendor,
-		Kind: w.c.Kind, Title: w.c.Title, Body: w.c.Body, Tags: encodeTags(w.c.Tags), TagsText: joinTags(w.c.Tags),
-		Visibility: w.c.Visibility, EvidenceKind: ek, EvidenceID: eid, Origin: origin, Status: StatusActive,
-		ValidUntil: w.c.ValidUntil, ContentHash: w.c.hash(), ProposalID: proposalID, ActorKeyID: w.a.p.KeyID, ActorKind: w.a.kind(),
-		AgentVersion: w.agentVersion, CreatedAt: w.now, UpdatedAt: w.now,
-	}
-	if w.prev != nil {
-		r.LineageID, r.Version, r.SupersedesNoteID = w.prev.LineageID, w.prev.Version+1, w.prev.ID
-	}
-	if err := insertNoteRow(ctx, tx, &r); err != nil {
-		return Note{}, fmt.Errorf("notes: insert: %w", err)
+		if err := insertNoteRow(ctx, tx, &r); err != nil {
+			return Note{}, fmt.Errorf("notes: insert: %w", err)
+		}
+	case db.IsSQLite(tx):
+		if err := countActive(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.f.NotesCap(), w.now); err != nil {
+			return Note{}, err
+		}
+		if err := insertNoteRow(ctx, tx, &r); err != nil {
+			return Note{}, fmt.Errorf("notes: insert: %w", err)
+		}
+	default:
+		// PostgreSQL: the count and the note in one round trip while the count stays under
+		// the cap (countAndInsert).
+		if err := countAndInsert(ctx, tx, &r, w.f.NotesCap(), w.now); err != nil {
+			return Note{}, err
+		}
 	}
 	own := later
 	if own == nil {
