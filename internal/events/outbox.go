@@ -7,13 +7,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/db"
-	"github.com/agentmemory/agentmemory/models"
 )
 
 // TypeNoteCreated is emitted for every created note and proposal (AM-13).
@@ -39,48 +40,118 @@ type Event struct {
 }
 
 // Enqueue writes e to the outbox inside tx (the transaction of the change it announces), at
-// the space's next position. It fills ID and OccurredAt when empty and returns the stored
-// event. Callers that also append a receipt append it first (one lock order per space).
+// the space's next position (EnqueueAll of one event). It fills ID and OccurredAt when empty
+// and returns the stored event. Callers that also append a receipt append it first (one lock
+// order per space).
 func Enqueue(ctx context.Context, tx bun.IDB, e Event, now time.Time) (Event, error) {
-	if e.ID == "" {
-		e.ID = auth.NewID("evt")
-	}
-	if e.OccurredAt.IsZero() {
-		e.OccurredAt = now.UTC().Truncate(time.Microsecond)
-	}
-	payload, err := json.Marshal(e)
+	out, err := EnqueueAll(ctx, tx, []Event{e}, now)
 	if err != nil {
-		return e, fmt.Errorf("events: encode: %w", err)
+		return e, err
 	}
-	// The space's next position, taken under the space's head row (created at 1 the first
-	// time, in the same statement): it is held until the transaction ends, so positions
-	// follow commit order and never skip (MS-1: a cursor says nothing of other spaces).
-	next := tx.NewInsert().Model(&head{SpaceID: e.SpaceID, Position: 1}).
-		On("CONFLICT (space_id) DO UPDATE").Set("position = head.position + 1").Returning("position")
-	if !db.IsSQLite(tx) {
-		// PostgreSQL: the position and the event in one round trip.
-		if _, err := tx.NewRaw(`WITH next AS (?) INSERT INTO outbox (id, space_id, position, type, payload, created_at, attempts, last_error)
-SELECT ?, ?, next.position, ?, ?, ?, 0, '' FROM next`,
-			next, e.ID, e.SpaceID, e.Type, string(payload), e.OccurredAt).Exec(ctx); err != nil {
-			return e, fmt.Errorf("events: enqueue: %w", err)
-		}
-		return e, nil
-	}
-	var position int64
-	if err := next.Scan(ctx, &position); err != nil {
-		return e, fmt.Errorf("events: position: %w", err)
-	}
-	row := &models.OutboxEvent{ID: e.ID, SpaceID: e.SpaceID, Position: position, Type: e.Type, Payload: string(payload), CreatedAt: e.OccurredAt}
-	if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
-		return e, fmt.Errorf("events: enqueue: %w", err)
-	}
-	return e, nil
+	return out[0], nil
 }
 
-// head is a space's last event position.
-type head struct {
-	bun.BaseModel `bun:"table:event_heads"`
+// maxRowsPerInsert is the most events one outbox insert of EnqueueAll holds: a statement
+// text is prepared per pool for each row count, so at most this many texts.
+const maxRowsPerInsert = 64
 
-	SpaceID  string `bun:"space_id,pk"`
-	Position int64  `bun:"position"`
+// EnqueueAll writes es, events of one space, to the outbox inside tx (the transaction of the
+// changes they announce) at the space's next len(es) positions, in the order of es: a batch
+// of note writes enqueues its stored notes' events at its end in one call (issue 16). It
+// fills each ID and OccurredAt left empty and returns the stored events. The positions are
+// taken under the space's event head row (created the first time), held until tx ends, so
+// positions follow commit order and never skip (MS-1: a cursor says nothing of other
+// spaces), and the rows' seq follows their positions. Callers that also append a receipt
+// append it first (one lock order per space). Inside a bun.Tx the statements are prepared
+// once per pool, values bound (db.Exec): on PostgreSQL the positions and the rows are one
+// statement (one round trip), on SQLite the head's move then multi-row inserts of at most
+// maxRowsPerInsert events. No events write nothing; events of several spaces are an error.
+func EnqueueAll(ctx context.Context, tx bun.IDB, es []Event, now time.Time) ([]Event, error) {
+	if len(es) == 0 {
+		return nil, nil
+	}
+	out := make([]Event, len(es))
+	payloads := make([]string, len(es))
+	spaceID := es[0].SpaceID
+	for i, e := range es {
+		if e.SpaceID != spaceID {
+			return nil, fmt.Errorf("events: enqueue: events of spaces %s and %s in one call", spaceID, e.SpaceID)
+		}
+		if e.ID == "" {
+			e.ID = auth.NewID("evt")
+		}
+		if e.OccurredAt.IsZero() {
+			e.OccurredAt = now.UTC().Truncate(time.Microsecond)
+		}
+		payload, err := json.Marshal(e)
+		if err != nil {
+			return nil, fmt.Errorf("events: encode: %w", err)
+		}
+		out[i], payloads[i] = e, string(payload)
+	}
+	d := tx.NewSelect().DB()
+	if !db.IsSQLite(tx) {
+		for from := 0; from < len(out); from += maxRowsPerInsert {
+			to := min(from+maxRowsPerInsert, len(out))
+			if err := enqueuePostgres(ctx, tx, d, out[from:to], payloads[from:to]); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	rows, err := db.Query(ctx, tx, `INSERT INTO event_heads (space_id, position) VALUES (?, ?)
+ON CONFLICT (space_id) DO UPDATE SET position = event_heads.position + excluded.position RETURNING position`,
+		spaceID, len(out))
+	var last int64
+	if err == nil {
+		err = db.ScanFirst(rows, &last)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("events: position: %w", err)
+	}
+	next := last - int64(len(out)) + 1
+	for from := 0; from < len(out); from += maxRowsPerInsert {
+		to := min(from+maxRowsPerInsert, len(out))
+		var q strings.Builder
+		q.WriteString("INSERT INTO outbox (id, space_id, position, type, payload, created_at, attempts, last_error) VALUES ")
+		args := make([]any, 0, 6*(to-from))
+		for i := from; i < to; i++ {
+			if i > from {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?, ?, ?, 0, '')")
+			e := out[i]
+			args = append(args, e.ID, spaceID, next+int64(i), e.Type, payloads[i], db.TimeArg(d, e.OccurredAt))
+		}
+		if _, err := db.Exec(ctx, tx, q.String(), args...); err != nil {
+			return nil, fmt.Errorf("events: enqueue: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// enqueuePostgres is EnqueueAll's one statement on PostgreSQL for es (with their encoded
+// payloads): the head moves by len(es) and the rows take the positions below its new value,
+// inserted in the order of es (so their seq follows their positions).
+func enqueuePostgres(ctx context.Context, tx bun.IDB, d *bun.DB, es []Event, payloads []string) error {
+	n := len(es)
+	var q strings.Builder
+	q.WriteString(`WITH next AS (INSERT INTO event_heads (space_id, position) VALUES (?, ?)
+ON CONFLICT (space_id) DO UPDATE SET position = event_heads.position + excluded.position RETURNING position)
+INSERT INTO outbox (id, space_id, position, type, payload, created_at, attempts, last_error)
+SELECT v.id, v.space_id, next.position - ` + strconv.Itoa(n) + ` + v.k, v.type, v.payload, v.created_at, 0, '' FROM next, (VALUES `)
+	args := make([]any, 0, 2+5*n)
+	args = append(args, es[0].SpaceID, n)
+	for i, e := range es {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(" + strconv.Itoa(i+1) + ", ?, ?, ?, ?, CAST(? AS TIMESTAMPTZ))")
+		args = append(args, e.ID, e.SpaceID, e.Type, payloads[i], db.TimeArg(d, e.OccurredAt))
+	}
+	q.WriteString(") AS v (k, id, space_id, type, payload, created_at) ORDER BY v.k")
+	if _, err := db.Exec(ctx, tx, q.String(), args...); err != nil {
+		return fmt.Errorf("events: enqueue: %w", err)
+	}
+	return nil
 }

@@ -51,6 +51,47 @@ func countActive(ctx context.Context, tx bun.IDB, spaceID, sourceID string, max 
 	return checkCapExact(ctx, tx, spaceID, sourceID, max, now)
 }
 
+// countAndInsertSQL is countActive's count and insertNoteRow's insert of a new note in one
+// PostgreSQL statement (data-modifying CTEs, all run): the source's count of active notes
+// goes up by one and the note is inserted when the count after it is at most the cap (the
+// last placeholder); it answers the count and whether the note was inserted. The times and
+// the version are cast: in an INSERT ... SELECT a placeholder's type is not the column's.
+const countAndInsertSQL = `WITH cnt AS (INSERT INTO note_source_counts (space_id, source_id, active) VALUES (?, ?, 1)
+ON CONFLICT (space_id, source_id) DO UPDATE SET active = note_source_counts.active + excluded.active RETURNING active),
+ins AS (INSERT INTO notes (id, space_id, lineage_id, version, supersedes_note_id, source_id, vendor, kind,
+title, body, tags, tags_text, visibility, evidence_kind, evidence_id, origin, status, valid_until, content_hash,
+proposal_id, actor_key_id, actor_kind, agent_version, created_at, updated_at, retired_at)
+SELECT ?, ?, ?, CAST(? AS INTEGER), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS TIMESTAMPTZ), ?, ?, ?, ?, ?,
+CAST(? AS TIMESTAMPTZ), CAST(? AS TIMESTAMPTZ), CAST(? AS TIMESTAMPTZ) FROM cnt WHERE cnt.active <= ? RETURNING 1)
+SELECT cnt.active, EXISTS (SELECT 1 FROM ins) FROM cnt`
+
+// countAndInsert is countActive then insertNoteRow for new note r on PostgreSQL inside tx,
+// with one round trip while the source's count stays at most max (issue 16): the count and
+// the note in one statement (countAndInsertSQL). A count over max counts the source's notes
+// exactly (checkCapExact: fault.Conflict note_cap_reached, the caller rolling the count back
+// with the write) and inserts the note when it is under the cap.
+func countAndInsert(ctx context.Context, tx bun.IDB, r *models.Note, max int, now time.Time) error {
+	var n int64
+	var inserted bool
+	if err := queryStmt(ctx, tx, countAndInsertSQL, []any{&n, &inserted}, r.SpaceID, r.SourceID,
+		r.ID, r.SpaceID, r.LineageID, r.Version, r.SupersedesNoteID, r.SourceID, r.Vendor, r.Kind, r.Title, r.Body,
+		r.Tags, r.TagsText, r.Visibility, r.EvidenceKind, r.EvidenceID, r.Origin, r.Status, nullTimeArg(tx, r.ValidUntil),
+		r.ContentHash, r.ProposalID, r.ActorKeyID, r.ActorKind, r.AgentVersion,
+		timeArg(tx, r.CreatedAt), timeArg(tx, r.UpdatedAt), nullTimeArg(tx, r.RetiredAt), max); err != nil {
+		return fmt.Errorf("notes: count and insert: %w", err)
+	}
+	if inserted {
+		return nil
+	}
+	if err := checkCapExact(ctx, tx, r.SpaceID, r.SourceID, max, now); err != nil {
+		return err
+	}
+	if err := insertNoteRow(ctx, tx, r); err != nil {
+		return fmt.Errorf("notes: insert: %w", err)
+	}
+	return nil
+}
+
 // checkCap refuses a new note when the source already has max active, unexpired notes:
 // fault.Conflict note_cap_reached. It reads the source's count of active notes and counts
 // them only when that count reaches max.

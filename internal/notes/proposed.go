@@ -132,7 +132,7 @@ func (s *Service) InsertApproved(ctx context.Context, tx bun.IDB, noteID string,
 		}
 		w.prev = &prev
 	}
-	return insertNote(ctx, tx, w, noteID, a.Origin, a.ProposalID)
+	return insertNote(ctx, tx, w, noteID, a.Origin, a.ProposalID, nil)
 }
 
 // Stored returns note noteID of space spaceID as it is now, whoever may see it (for the

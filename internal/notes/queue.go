@@ -139,10 +139,13 @@ func (s *Service) drain(spaceID string) {
 // space's receipt head is locked first and held to the commit; each write runs inside its
 // own savepoint (writeIn), so a refused one (limit, cap, duplicate, replay, a failed
 // statement) rolls back only itself and gets its own answer, and each later write sees the
-// earlier ones; at the end the space's notes revision is bumped once for the notes stored
-// and the stored writes' receipts, one each, are appended as one chain entry. A member whose request ended before its turn is skipped. After the commit every
-// member gets its answer; when the transaction fails, every member it ran gets the error and
-// nothing of any is stored.
+// earlier ones; at the end the stored notes' tags, search rows and events are inserted, each
+// kind in one statement and in write order (noteRows; before an agent's proposal, which
+// enqueues its own event, those of the notes before it), the space's notes revision is
+// bumped once for the notes stored and the stored writes' receipts, one each, are appended
+// as one chain entry. A member whose request ended before its turn is skipped. After the
+// commit every member gets its answer; when the transaction fails, every member it ran gets
+// the error and nothing of any is stored.
 func (s *Service) commitBatch(batch []*queuedWrite) {
 	ctx, cancel := context.WithTimeout(context.Background(), noteBatchTimeout)
 	defer cancel()
@@ -165,6 +168,7 @@ func (s *Service) commitBatch(batch []*queuedWrite) {
 		ran = ran[:0]
 		var entries []receipts.Entry
 		var at []time.Time
+		var later noteRows  // the stored notes' rows, stored at the end (noteRows)
 		storedNote := false // whether a write stored a note
 		// The space's head first: it serialises the space's writers across replicas, so the
 		// checks below are exact.
@@ -180,20 +184,25 @@ func (s *Service) commitBatch(batch []*queuedWrite) {
 				m.res, m.err = WriteResult{}, err
 				continue
 			}
+			if m.w.proposal() {
+				// A proposal enqueues its event itself: the notes' events before it come first.
+				if err := later.store(ctx, tx); err != nil {
+					return err
+				}
+			}
+			// Each write's savepoint stays until the commit (a RELEASE would be one more round
+			// trip per write); a later write's, of the same name, is the one it rolls back to.
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT note_write"); err != nil {
 				return fmt.Errorf("notes: savepoint: %w", err)
 			}
-			w := m.w
-			w.batched = true
-			res, rcpt, err := s.writeIn(ctx, tx, w)
+			var own noteRows
+			res, rcpt, err := s.writeIn(ctx, tx, m.w, &own)
 			switch {
 			case err == nil:
 				m.res, m.err = res, nil
 				storedNote = storedNote || res.Note != nil
 				entries, at = append(entries, rcpt), append(at, m.w.now)
-				if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT note_write"); err != nil {
-					return fmt.Errorf("notes: release savepoint: %w", err)
-				}
+				later.merge(&own)
 				continue
 			case errors.Is(err, errReplayed), errors.Is(err, errDuplicate):
 				m.res, m.err = res, nil
@@ -203,9 +212,10 @@ func (s *Service) commitBatch(batch []*queuedWrite) {
 			if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT note_write"); err != nil {
 				return fmt.Errorf("notes: rollback to savepoint: %w", err)
 			}
-			if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT note_write"); err != nil {
-				return fmt.Errorf("notes: release savepoint: %w", err)
-			}
+		}
+		// The stored notes' tags, search rows and events, each kind in one statement.
+		if err := later.store(ctx, tx); err != nil {
+			return err
 		}
 		// Every replica's cached block answers of the space stop being given (issue 16),
 		// once for the batch's notes.

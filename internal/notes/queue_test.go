@@ -2,6 +2,7 @@ package notes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/internal/fault"
@@ -350,5 +352,94 @@ func TestNoteBatchPanicFailsBatch(t *testing.T) {
 		_, err := s.Create(ctx, p, "", "", Input{Kind: "procedure", Title: "Three", Body: "Stored."})
 		require.NoError(t, err)
 		require.Equal(t, 1, countIn(t, d, p.SpaceID, (*models.Note)(nil)))
+	})
+}
+
+// eventProposer stands in for internal/proposals: it enqueues a proposal's event in the
+// write's transaction, as the real store does.
+type eventProposer struct{}
+
+func (eventProposer) InsertAgentProposal(ctx context.Context, tx bun.IDB, p AgentProposal) error {
+	_, err := events.Enqueue(ctx, tx, events.Event{Type: "test.proposed", SpaceID: p.SpaceID, ProposalID: p.ID}, p.Now)
+	return err
+}
+
+// Issue 16, AM-13, GOV-4: a batch stores its notes' tags, search rows and note_created events
+// at its end, each kind in one statement, in the order of its writes: an agent's proposal
+// queued between a person's notes (writes: human_only) has its event between theirs, a
+// duplicate of an earlier member stores no tag, search row or event, and the positions are
+// consecutive in write order. On SQLite each stored note is in the search index once.
+func TestNoteBatchStoresRowsInWriteOrder(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
+		ctx := context.Background()
+		s, agent := queueEnv(t, d, `{"agent_memory": {"enabled": true, "writes": "human_only"}}`)
+		s.Proposals = eventProposer{}
+		var adminKey models.APIKey
+		require.NoError(t, d.NewSelect().Model(&adminKey).Where("space_id = ? AND kind = ?", agent.SpaceID, auth.KindPerson).Limit(1).Scan(ctx))
+		adminP := auth.Principal{SpaceID: agent.SpaceID, KeyID: adminKey.ID, Kind: auth.KindPerson, Roles: []string{auth.RoleAdmin}}
+		_, key, err := spaces.MintKey(ctx, d, adminP, auth.KeySpec{Kind: auth.KindPerson, Name: "loader", Roles: []string{auth.RoleIntegration}}, time.Now())
+		require.NoError(t, err)
+		person, err := auth.Authenticate(ctx, d, key)
+		require.NoError(t, err)
+
+		a := Input{Kind: "procedure", SourceID: agent.Agent, Title: "Alpha", Body: "Refund alpha.", Tags: []string{"refund", "orders"}}
+		writes := []struct {
+			p  auth.Principal
+			in Input
+		}{
+			{person, a},
+			{agent, Input{Kind: "procedure", Title: "Proposed", Body: "Needs review.", Tags: []string{"review"}}},
+			{person, Input{Kind: "procedure", SourceID: agent.Agent, Title: "Bravo", Body: "Refund bravo.", Tags: []string{"gift"}}},
+			{person, a},
+			{person, Input{Kind: "procedure", SourceID: agent.Agent, Title: "Charlie", Body: "Refund charlie."}},
+		}
+		s.writes.hold(agent.SpaceID)
+		answers := make([]chan createAnswer, len(writes))
+		for i, w := range writes {
+			answers[i] = make(chan createAnswer, 1)
+			go func() {
+				res, err := s.Create(ctx, w.p, "", "", w.in)
+				answers[i] <- createAnswer{res, err}
+			}()
+			s.writes.waitQueued(t, agent.SpaceID, i+1, answers[i])
+		}
+		s.drain(agent.SpaceID)
+		got := make([]createAnswer, len(answers))
+		for i, c := range answers {
+			got[i] = <-c
+			require.NoError(t, got[i].err, "write %d", i)
+		}
+		alpha, bravo, charlie := got[0].res.Note.ID, got[2].res.Note.ID, got[4].res.Note.ID
+		require.NotEmpty(t, got[1].res.ProposalID)
+		require.Equal(t, alpha, got[3].res.DuplicateOf)
+
+		var evs []models.OutboxEvent
+		require.NoError(t, d.NewSelect().Model(&evs).Where("space_id = ?", agent.SpaceID).Order("position ASC").Scan(ctx))
+		var order []string
+		for i, row := range evs {
+			if i > 0 {
+				require.Equal(t, evs[i-1].Position+1, row.Position, "consecutive positions")
+				require.Greater(t, row.Seq, evs[i-1].Seq, "seq in position order")
+			}
+			var e events.Event
+			require.NoError(t, json.Unmarshal([]byte(row.Payload), &e))
+			order = append(order, e.NoteID+e.ProposalID)
+		}
+		require.Equal(t, []string{alpha, got[1].res.ProposalID, bravo, charlie}, order, "events in write order")
+
+		var tags []models.NoteTag
+		require.NoError(t, d.NewSelect().Model(&tags).Where("space_id = ?", agent.SpaceID).Order("note_id", "tag").Scan(ctx))
+		gotTags := map[string][]string{}
+		for _, tg := range tags {
+			gotTags[tg.NoteID] = append(gotTags[tg.NoteID], tg.Tag)
+		}
+		require.Equal(t, map[string][]string{alpha: {"orders", "refund"}, bravo: {"gift"}}, gotTags)
+
+		if !db.IsSQLite(d) {
+			return // PostgreSQL's search column is generated from the note's row
+		}
+		var ids []string
+		require.NoError(t, d.NewRaw("SELECT note_id FROM notes_fts WHERE notes_fts MATCH 'refund'").Scan(ctx, &ids))
+		require.ElementsMatch(t, []string{alpha, bravo, charlie}, ids, "each stored note is in the search index once")
 	})
 }

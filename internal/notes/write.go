@@ -304,9 +304,6 @@ type write struct {
 	idemKey      string // keyed hash of the Idempotency-Key ("" for none)
 	bodyHash     string
 	now          time.Time
-	// batched is set when the write runs in a batch (commitBatch), which bumps the space's
-	// notes revision once for the notes it stored; insertNote bumps it otherwise.
-	batched bool
 }
 
 // proposal reports whether the write becomes a proposal (AM-8): an agent's write under
@@ -355,10 +352,11 @@ func lookupRequest(ctx context.Context, idb bun.IDB, w write) (WriteResult, bool
 // which holds the space's receipt head (so the limits below are exact across replicas): the
 // idempotency re-check (errReplayed with the first answer), for a new note (not an edit) the
 // duplicate check (errDuplicate with the existing note), the hourly limit, then the rows (the
-// cap checked with the note), the outbox event and the idempotency record. It returns the
-// write's receipt entry, which the caller appends with the batch's other stored writes. On
-// errReplayed, errDuplicate or any other error the caller rolls back w's savepoint.
-func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write) (WriteResult, receipts.Entry, error) {
+// cap checked with the note) and the idempotency record; a stored note's tags, search row
+// and outbox event go to later (insertNote), which the caller keeps only when w is stored. It
+// returns the write's receipt entry, which the caller appends with the batch's other stored
+// writes. On errReplayed, errDuplicate or any other error the caller rolls back w's savepoint.
+func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write, later *noteRows) (WriteResult, receipts.Entry, error) {
 	var res WriteResult
 	id := auth.NewID("note")
 	action := "note.create"
@@ -407,7 +405,7 @@ func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write) (WriteResult,
 		}
 		res.ProposalID = id
 	} else {
-		n, err := insertNote(ctx, tx, w, id, w.a.origin(), "")
+		n, err := insertNote(ctx, tx, w, id, w.a.origin(), "", later)
 		if err != nil {
 			return WriteResult{}, rcpt, err
 		}
@@ -451,12 +449,25 @@ func (s *Service) propose(ctx context.Context, tx bun.IDB, w write, id string) e
 }
 
 // insertNote retires the superseded version of an edit (compare-and-swap on its status) or
-// checks the cap for a new note (countActive), keeps the sources' counts of active notes,
-// inserts the note, its tags and its search row, bumps the space's notes revision and
-// enqueues note_created. Call inside a transaction that already appended the receipt; on an
-// error the caller rolls the transaction (or the write's savepoint) back.
-func insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID string) (Note, error) {
-	if w.prev != nil {
+// checks the cap for a new note (countActive; on PostgreSQL countAndInsert, with the note's
+// insert in the same statement), keeps the sources' counts of active notes and inserts the
+// note. Its tags, its search row and its note_created event go to later, which a
+// batch (commitBatch) stores at its end for all its stored writes and which also bumps the
+// space's notes revision once there; with later nil (an approval) insertNote stores them
+// itself and bumps the revision. Call inside a transaction that already appended the
+// receipt; on an error the caller rolls the transaction (or the write's savepoint) back.
+func insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID string, later *noteRows) (Note, error) {
+	ek, eid := evidenceCols(w.c.Evidence)
+	r := models.Note{
+		ID: id, SpaceID: w.a.p.SpaceID, LineageID: id, Version: 1, SourceID: w.a.sourceID, Vendor: w.a.vendor,
+		Kind: w.c.Kind, Title: w.c.Title, Body: w.c.Body, Tags: encodeTags(w.c.Tags), TagsText: joinTags(w.c.Tags),
+		Visibility: w.c.Visibility, EvidenceKind: ek, EvidenceID: eid, Origin: origin, Status: StatusActive,
+		ValidUntil: w.c.ValidUntil, ContentHash: w.c.hash(), ProposalID: proposalID, ActorKeyID: w.a.p.KeyID, ActorKind: w.a.kind(),
+		AgentVersion: w.agentVersion, CreatedAt: w.now, UpdatedAt: w.now,
+	}
+	switch {
+	case w.prev != nil:
+		r.LineageID, r.Version, r.SupersedesNoteID = w.prev.LineageID, w.prev.Version+1, w.prev.ID
 		if err := retireRow(ctx, tx, w.a.p.SpaceID, w.prev.ID, w.now); err != nil {
 			return Note{}, err
 		}
@@ -468,45 +479,39 @@ func insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID
 				return Note{}, err
 			}
 		}
-	} else if err := countActive(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.f.NotesCap(), w.now); err != nil {
-		return Note{}, err
-	}
-	ek, eid := evidenceCols(w.c.Evidence)
-	r := models.Note{
-		ID: id, SpaceID: w.a.p.SpaceID, LineageID: id, Version: 1, SourceID: w.a.sourceID, Vendor: w.a.vendor,
-		Kind: w.c.Kind, Title: w.c.Title, Body: w.c.Body, Tags: encodeTags(w.c.Tags), TagsText: joinTags(w.c.Tags),
-		Visibility: w.c.Visibility, EvidenceKind: ek, EvidenceID: eid, Origin: origin, Status: StatusActive,
-		ValidUntil: w.c.ValidUntil, ContentHash: w.c.hash(), ProposalID: proposalID, ActorKeyID: w.a.p.KeyID, ActorKind: w.a.kind(),
-		AgentVersion: w.agentVersion, CreatedAt: w.now, UpdatedAt: w.now,
-	}
-	if w.prev != nil {
-		r.LineageID, r.Version, r.SupersedesNoteID = w.prev.LineageID, w.prev.Version+1, w.prev.ID
-	}
-	if err := insertNoteRow(ctx, tx, &r); err != nil {
-		return Note{}, fmt.Errorf("notes: insert: %w", err)
-	}
-	if err := insertTagRows(ctx, tx, r.SpaceID, id, w.c.Tags); err != nil {
-		return Note{}, fmt.Errorf("notes: insert tags: %w", err)
-	}
-	if db.IsSQLite(tx) {
-		// SQLite keeps its FTS5 index in a table of its own; PostgreSQL's search column is
-		// generated from the row.
-		if err := execStmt(ctx, tx, `INSERT INTO notes_fts (note_id, title, body, tags) VALUES (?, ?, ?, ?)`,
-			id, r.Title, r.Body, r.TagsText); err != nil {
-			return Note{}, fmt.Errorf("notes: index: %w", err)
+		if err := insertNoteRow(ctx, tx, &r); err != nil {
+			return Note{}, fmt.Errorf("notes: insert: %w", err)
 		}
-	}
-	// Every replica's cached block answers of the space stop being given (issue 16).
-	if !w.batched {
-		if err := spaces.BumpRevision(ctx, tx, r.SpaceID, spaces.RevisionNotes); err != nil {
+	case db.IsSQLite(tx):
+		if err := countActive(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.f.NotesCap(), w.now); err != nil {
+			return Note{}, err
+		}
+		if err := insertNoteRow(ctx, tx, &r); err != nil {
+			return Note{}, fmt.Errorf("notes: insert: %w", err)
+		}
+	default:
+		// PostgreSQL: the count and the note in one round trip while the count stays under
+		// the cap (countAndInsert).
+		if err := countAndInsert(ctx, tx, &r, w.f.NotesCap(), w.now); err != nil {
 			return Note{}, err
 		}
 	}
-	if _, err := events.Enqueue(ctx, tx, events.Event{
+	own := later
+	if own == nil {
+		own = &noteRows{}
+	}
+	own.add(&r, w.c.Tags, events.Event{
 		Type: events.TypeNoteCreated, SpaceID: r.SpaceID, NoteID: id, ProposalID: proposalID, Kind: r.Kind,
 		Origin: origin, SourceID: r.SourceID,
-	}, w.now); err != nil {
-		return Note{}, err
+	}, w.now)
+	if later == nil {
+		if err := own.store(ctx, tx); err != nil {
+			return Note{}, err
+		}
+		// Every replica's cached block answers of the space stop being given (issue 16).
+		if err := spaces.BumpRevision(ctx, tx, r.SpaceID, spaces.RevisionNotes); err != nil {
+			return Note{}, err
+		}
 	}
 	return toNote(r), nil
 }
