@@ -6,21 +6,24 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
-
-	"github.com/agentmemory/agentmemory/models"
 )
 
 // commitPipelined is commit's transaction on PostgreSQL for a group alone (no space asked to
 // be sealed), in two round trips on one connection of the pool instead of one per statement:
-// each is one multi-statement query, whose statements run one after the other.
 //
-//  1. BEGIN, the asynchronous commit (SET LOCAL synchronous_commit = off), each of order's
-//     heads locked (in that order), then the revisions of each space a receipt expects: read
-//     once every head is held, as commit requires.
-//  2. Each space's chain entry with its fresh receipts (appendStatement), COMMIT.
+//  1. One multi-statement query, whose statements run one after the other: BEGIN, the
+//     asynchronous commit (SET LOCAL synchronous_commit = off), each of order's heads locked
+//     (in that order), then the revisions of each space a receipt expects: read once every
+//     head is held, as commit requires.
+//  2. One batch of the extended protocol: per space, sealStatement (prepared once per
+//     connection) with the space's chain entry and fresh receipts bound as values, then
+//     COMMIT. Nothing is interpolated: PostgreSQL neither parses nor plans the receipts' text
+//     (as it did for appendStatement's), and the values are encoded once, in binary.
 //
 // ran is false when it wrote nothing and commit's general path must run instead: a space has
 // no head row yet (that path creates it), or the pool's connections are not pgx's. A failure
@@ -38,6 +41,13 @@ func (l *Log) commitPipelined(ctx context.Context, group []*pending, order []str
 		}
 		pc := c.Conn().PgConn()
 		ran = true
+		// Prepared before the transaction, so that a failed prepare leaves none open; pgx
+		// keeps the statement for the connection's life, by name (no round trip after the
+		// first).
+		sd, err := c.Conn().Prepare(ctx, sealStatementName, sealStatement)
+		if err != nil {
+			return fmt.Errorf("receipts: prepare seal: %w", err)
+		}
 		heads, current, err := l.lockAndRead(ctx, pc, group, order)
 		if err == nil && len(heads) < len(order) {
 			ran = false // a space without a head row
@@ -47,14 +57,12 @@ func (l *Log) commitPipelined(ctx context.Context, group []*pending, order []str
 			return err
 		}
 		markStaleAgainst(group, current)
-		var q strings.Builder
+		var batch pgconn.Batch
 		for _, s := range order {
 			var fresh []record
-			var rows []*models.Receipt
 			for _, p := range group {
 				if !p.stale && p.rec.r.SpaceID == s {
 					fresh = append(fresh, p.rec)
-					rows = append(rows, p.rec.row)
 				}
 			}
 			if len(fresh) == 0 {
@@ -65,16 +73,75 @@ func (l *Log) commitPipelined(ctx context.Context, group []*pending, order []str
 				rollback(ctx, pc)
 				return err
 			}
-			q.WriteString(appendStatement(l.db, entry.Batch, rows) + ";\n")
+			values, err := sealValues(c.Conn().TypeMap(), sd, entry.Batch, fresh)
+			if err != nil {
+				rollback(ctx, pc)
+				return err
+			}
+			batch.ExecStatement(sd, values, binaryFormats[:len(values)], nil)
 		}
-		q.WriteString("COMMIT")
-		if _, err := pc.Exec(ctx, q.String()).ReadAll(); err != nil {
+		batch.ExecParams("COMMIT", nil, nil, nil, nil)
+		if _, err := pc.ExecBatch(ctx, &batch).ReadAll(); err != nil {
 			rollback(ctx, pc)
 			return fmt.Errorf("receipts: seal: %w", err)
 		}
 		return nil
 	})
 	return ran, err
+}
+
+// sealStatementName names sealStatement on each connection that prepared it.
+const sealStatementName = "agentmemory_receipts_seal"
+
+// sealStatement inserts a space's chain entry ($1 space, $2 seq, $3 first_seq, $4 version,
+// $5 root, $6 prev_hash, $7 hash, $8 at) and its fresh receipts, sealed, one per element of
+// the arrays $9-$17 (id, kind, action, actor_key_id, object_ids, detail, at, seq, hash: the
+// columns of insertColumns after space_id, inserted in the arrays' order), and moves the
+// space's head to the entry: appendStatement's writes, with values bound instead of
+// interpolated (data-modifying CTEs, all run).
+const sealStatement = `WITH entry AS (
+	INSERT INTO receipt_batches (space_id, seq, first_seq, version, root, prev_hash, hash, at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+), fresh AS (
+	INSERT INTO receipts ` + insertColumns + `
+	SELECT $1, * FROM unnest($9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
+		$14::text[], $15::timestamptz[], $16::bigint[], $17::text[])
+)
+UPDATE receipt_heads SET seq = $2, hash = $7 WHERE space_id = $1`
+
+// binaryFormats are the parameter formats of sealStatement: every value in binary.
+var binaryFormats = []int16{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}
+
+// sealValues are sealStatement's values for the entry b holding fresh (sealed by nextEntry:
+// seq and hash set in their rows), encoded in binary through tm for the parameter types of
+// its prepared statement sd.
+func sealValues(tm *pgtype.Map, sd *pgconn.StatementDescription, b Batch, fresh []record) ([][]byte, error) {
+	cols := make([][]string, 7) // id, kind, action, actor_key_id, object_ids, detail, hash
+	for i := range cols {
+		cols[i] = make([]string, len(fresh))
+	}
+	at := make([]time.Time, len(fresh))
+	seq := make([]int64, len(fresh))
+	for i, rec := range fresh {
+		row := rec.row
+		cols[0][i], cols[1][i], cols[2][i], cols[3][i] = row.ID, row.Kind, row.Action, row.ActorKeyID
+		cols[4][i], cols[5][i], cols[6][i] = row.ObjectIDs, row.Detail, row.Hash
+		at[i], seq[i] = row.At.UTC().Truncate(time.Microsecond), row.Seq
+	}
+	args := []any{b.SpaceID, b.Seq, b.FirstSeq, b.Version, b.Root, b.PrevHash, b.Hash, b.At.UTC().Truncate(time.Microsecond),
+		cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], at, seq, cols[6]}
+	if len(sd.ParamOIDs) != len(args) {
+		return nil, fmt.Errorf("receipts: seal statement takes %d values, not %d", len(sd.ParamOIDs), len(args))
+	}
+	values := make([][]byte, len(args))
+	for i, a := range args {
+		v, err := tm.Encode(sd.ParamOIDs[i], pgtype.BinaryFormatCode, a, nil)
+		if err != nil {
+			return nil, fmt.Errorf("receipts: seal value %d: %w", i+1, err)
+		}
+		values[i] = v
+	}
+	return values, nil
 }
 
 // lockAndRead runs the first round trip of commitPipelined on pc and returns the heads it

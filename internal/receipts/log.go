@@ -272,9 +272,10 @@ func answer(group []*pending, err error) {
 // chain entry (more in spaces when a full entry leaves receipts behind). A receipt whose
 // expected revisions differ from the space's in that transaction (read once the heads are
 // locked) is left out and marked stale. The group's receipts are inserted in multi-row
-// statements (insertFresh; on PostgreSQL with the entry, appendStatement). On PostgreSQL a
-// group alone (no space asked to be sealed) commits in two round trips (commitPipelined),
-// else through commitTx. When that fails, it inserts group alone (the revisions checked
+// statements (insertFresh; on PostgreSQL with the entry, in one statement: sealStatement,
+// values bound, in commitPipelined, appendStatement in commitTx). On PostgreSQL a group alone
+// (no space asked to be sealed) commits in two round trips (commitPipelined), else through
+// commitTx. When that fails, it inserts group alone (the revisions checked
 // again), unsealed (the next pass seals them), and returns that insert's error: sealing never
 // fails a read whose receipt was stored.
 func (l *Log) commit(ctx context.Context, group []*pending, spaces map[string]bool) error {

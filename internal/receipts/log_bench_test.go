@@ -1,0 +1,89 @@
+package receipts
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+	"github.com/agentmemory/agentmemory/models"
+)
+
+// BenchmarkLogRecord measures the group committer alone (issue 16): 32 goroutines Record
+// block-read receipts of one space (its head created before; each receipt names 20 notes and
+// carries a block read's detail), each once the previous one returned, as the block reads of
+// 32 agents do. It reports the receipts per group (chain
+// entries written) and this process's CPU time per receipt (cpu-ns/op; PostgreSQL's own is
+// not in it: read it from the server's processes):
+//
+//	go test -run '^$' -bench 'LogRecord/postgres' -benchtime 20000x ./internal/receipts
+func BenchmarkLogRecord(b *testing.B) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		b.Run(engine, func(b *testing.B) {
+			d := dbtest.Open(b, engine)
+			ctx := context.Background()
+			l := NewLog(d, nil, 0)
+			if _, err := l.Record(ctx, "sp_a", readEntry(0), flushAt); err != nil {
+				b.Fatal(err)
+			}
+			const agents = 32
+			e := Entry{Kind: KindAgentMemory, Action: "block.read", ActorKey: "key_01jb2x7k3m9q4r5s6t7v8w9x0y",
+				Detail: map[string]any{"tokens": 812, "not_modified": true, "source_id": "bench-bot"}}
+			for i := range 20 {
+				e.ObjectIDs = append(e.ObjectIDs, fmt.Sprintf("note_01jb2x7k3m9q4r5s6t7v8w%04d", i))
+			}
+			entries := func() int64 {
+				n, err := d.NewSelect().Model((*models.ReceiptBatch)(nil)).Where("space_id = ?", "sp_a").Count(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return int64(n)
+			}
+			before := entries()
+			next := make(chan int, agents)
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := cpuTime(b)
+			for range agents {
+				wg.Go(func() {
+					for i := range next {
+						if _, err := l.Record(ctx, "sp_a", e, flushAt.Add(time.Duration(i))); err != nil {
+							b.Error(err)
+						}
+					}
+				})
+			}
+			for i := range b.N {
+				next <- i
+			}
+			close(next)
+			wg.Wait()
+			b.ReportMetric(float64((cpuTime(b)-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/float64(entries()-before), "receipts/group")
+			verifyBench(b, d)
+		})
+	}
+}
+
+// verifyBench fails b unless the benchmark's chain verifies with nothing unsealed.
+func verifyBench(b *testing.B, d *bun.DB) {
+	v, err := Verify(context.Background(), d, "sp_a")
+	if err != nil || !v.OK || v.Unsealed != 0 {
+		b.Fatalf("verify: %+v, %v", v, err)
+	}
+}
+
+// cpuTime is the CPU time (user and system) this process used so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
