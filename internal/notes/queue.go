@@ -167,7 +167,7 @@ func (s *Service) commit(ctx context.Context, w write) (WriteResult, error) {
 
 // drain commits spaceID's queued writes batch after batch until none is left. On SQLite it
 // lets the writes about to be queued join each batch first (gather): there a batch is the
-// process's own work, and at 8 writers batches grew from 2.5-2.9 writes to 3.6. On PostgreSQL
+// process's own work, and at 8 writers batches grew from 2.4-3.2 writes to 3.6. On PostgreSQL
 // a batch waits for the server while the next one's writes queue, so batches already held
 // ~4 writes, and gathering them did not change that; its yields put the answered requests'
 // goroutines ahead of the next batch, and the rate was ~5-15% lower (docs/bench.md).
