@@ -29,7 +29,7 @@ import (
 func (s *Service) EraseSource(ctx context.Context, idb bun.IDB, spaceID, sourceID string) (compliance.NoteCounts, error) {
 	// The space's receipt head first, as every note write takes it before the notes and
 	// counts it changes (the caller appends its receipt later, under the same lock).
-	if err := receipts.LockHead(ctx, idb, spaceID); err != nil {
+	if _, err := receipts.LockHead(ctx, idb, spaceID); err != nil {
 		return compliance.NoteCounts{}, err
 	}
 	var noteIDs []string

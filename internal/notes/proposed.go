@@ -85,8 +85,10 @@ type AgentProposal struct {
 
 // Proposer stores an agent's write as a proposal (AM-8) inside the write's transaction tx,
 // after its receipt and limits, with the proposal's note_created event (AM-13), so the write
-// commits whole or not at all. internal/proposals implements it; Service.Proposals must be
-// set wherever a space may use writes: human_only.
+// commits whole or not at all. It appends no receipt: the write's batch appends its
+// receipt with the others' after the head it locked first (receipts.AppendGroup).
+// internal/proposals implements it; Service.Proposals must be set wherever a space may use
+// writes: human_only.
 type Proposer interface {
 	InsertAgentProposal(ctx context.Context, tx bun.IDB, p AgentProposal) error
 }

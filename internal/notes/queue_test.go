@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -83,16 +84,6 @@ func (q *spaceQueues) waitQueued(t *testing.T, spaceID string, n int, answer <-c
 		case <-time.After(time.Millisecond):
 		}
 	}
-}
-
-// waiting is how many writes of spaceID wait for their batch.
-func (q *spaceQueues) waiting(spaceID string) int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if sq := q.m[spaceID]; sq != nil {
-		return len(sq.pending)
-	}
-	return 0
 }
 
 // Issue 16: a note write whose request ends while it waits for its space's turn in the
@@ -442,4 +433,21 @@ func TestNoteBatchStoresRowsInWriteOrder(t *testing.T) {
 		require.NoError(t, d.NewRaw("SELECT note_id FROM notes_fts WHERE notes_fts MATCH 'refund'").Scan(ctx, &ids))
 		require.ElementsMatch(t, []string{alpha, bravo, charlie}, ids, "each stored note is in the search index once")
 	})
+}
+
+// Issue 16: a space's batch goroutine lets the writes about to be queued join its batch
+// (gather). On one processor, with one write queued and 7 handlers runnable that each queue
+// one, the next batch takes all 8 (without gather it takes the first alone).
+func TestNoteBatchGathersQueuedWrites(t *testing.T) {
+	procs := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(procs)
+	var q spaceQueues
+	q.enqueue("sp_a", &queuedWrite{})
+	var wg sync.WaitGroup
+	for range 7 {
+		wg.Go(func() { q.enqueue("sp_a", &queuedWrite{}) })
+	}
+	q.gather("sp_a")
+	require.Len(t, q.take("sp_a"), 8)
+	wg.Wait()
 }

@@ -360,12 +360,16 @@ func TestAppendGroupOneEntry(t *testing.T) {
 		batchN(t, d, "sp_a", 2, t0)
 		var got []receipts.Receipt
 		require.NoError(t, d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			none, err := receipts.AppendGroup(ctx, tx, "sp_a", nil, nil)
+			h, err := receipts.LockHead(ctx, tx, "sp_a")
+			if err != nil {
+				return err
+			}
+			none, err := receipts.AppendGroup(ctx, tx, h, nil, nil)
 			require.Empty(t, none)
 			if err != nil {
 				return err
 			}
-			got, err = receipts.AppendGroup(ctx, tx, "sp_a",
+			got, err = receipts.AppendGroup(ctx, tx, h,
 				[]receipts.Entry{{Kind: receipts.KindAdmin, Action: "note.create"}, {Kind: receipts.KindAdmin, Action: "note.version"}, {Kind: receipts.KindAdmin, Action: "note.create"}},
 				[]time.Time{t0.Add(time.Second), t0.Add(2 * time.Second), t0.Add(3 * time.Second)})
 			return err
@@ -388,5 +392,32 @@ func TestAppendGroupOneEntry(t *testing.T) {
 		v, err := receipts.Verify(ctx, d, "sp_a")
 		require.NoError(t, err)
 		require.Equal(t, receipts.Verification{OK: true, Count: 5, Batches: 2}, v)
+	})
+}
+
+// Issue 16: AppendGroup appends after the head LockHead returned, without reading it again;
+// when the head moved in between (an Append in the same transaction), it fails instead of
+// forking the chain, and the chain still verifies.
+func TestAppendGroupAfterMovedHeadFails(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
+		ctx := context.Background()
+		batchN(t, d, "sp_a", 2, t0)
+		err := d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			h, err := receipts.LockHead(ctx, tx, "sp_a")
+			if err != nil {
+				return err
+			}
+			if _, err := receipts.Append(ctx, tx, "sp_a", receipts.Entry{Kind: receipts.KindAdmin, Action: "note.retire"}, t0.Add(time.Second)); err != nil {
+				return err
+			}
+			_, err = receipts.AppendGroup(ctx, tx, h,
+				[]receipts.Entry{{Kind: receipts.KindAdmin, Action: "note.create"}, {Kind: receipts.KindAdmin, Action: "note.create"}},
+				[]time.Time{t0.Add(2 * time.Second), t0.Add(3 * time.Second)})
+			return err
+		})
+		require.Error(t, err)
+		v, err := receipts.Verify(ctx, d, "sp_a")
+		require.NoError(t, err)
+		require.Equal(t, receipts.Verification{OK: true, Count: 2, Batches: 1}, v)
 	})
 }

@@ -97,38 +97,48 @@ func Append(ctx context.Context, tx bun.IDB, spaceID string, e Entry, now time.T
 	return r, err
 }
 
-// LockHead locks the space's chain head inside tx until tx ends, as Append does, for a
-// transaction that must hold it before it takes other locks: a note erasure deletes rows and
-// changes counts that the space's note writes change only while they hold the head, so it
-// takes the head first, in their order, and never deadlocks with one.
-func LockHead(ctx context.Context, tx bun.IDB, spaceID string) error {
-	_, err := lockHead(ctx, tx, spaceID)
-	return err
+// LockedHead is a space's chain head as LockHead read and locked it inside a transaction:
+// what AppendGroup appends after, in the same transaction, without reading it again.
+type LockedHead struct {
+	h head
 }
 
-// AppendGroup adds entries to the space's chain inside tx (a transaction, as for Append) as
-// one chain entry: entries[i] recorded at at[i], in that order, sealed under one Merkle root.
-// It locks the space's head until tx ends. A group commit that ran several writes under the
-// head (LockHead) appends the receipts of those it stored at its end: each keeps a receipt of
-// its own, in one entry. No entries append nothing; more than MaxBatch is an error.
-func AppendGroup(ctx context.Context, tx bun.IDB, spaceID string, entries []Entry, at []time.Time) ([]Receipt, error) {
+// LockHead locks the space's chain head inside tx until tx ends, as Append does, and returns
+// it (creating it at Genesis the first time), for a transaction that must hold it before it
+// takes other locks: a note erasure deletes rows and changes counts that the space's note
+// writes change only while they hold the head, so it takes the head first, in their order,
+// and never deadlocks with one; a group commit of note writes takes it first and appends its
+// receipts after it (AppendGroup).
+func LockHead(ctx context.Context, tx bun.IDB, spaceID string) (LockedHead, error) {
+	h, err := lockHead(ctx, tx, spaceID)
+	return LockedHead{h: h}, err
+}
+
+// AppendGroup adds entries to the chain of h's space inside tx, the transaction whose
+// LockHead returned h, as one chain entry after h: entries[i] recorded at at[i], in that
+// order, sealed under one Merkle root. It does not read or lock the head again (one round
+// trip fewer on PostgreSQL): nothing in tx may have moved the head since LockHead (no
+// Append, AppendSealed or seal of the space in between); after a moved head the first
+// receipt's seq is taken, so its insert fails (receipts' key on space and seq) rather than
+// fork the chain. A group
+// commit that ran several writes under the head appends the receipts of those it stored at
+// its end: each keeps a receipt of its own, in one entry. No entries append nothing; more
+// than MaxBatch is an error.
+func AppendGroup(ctx context.Context, tx bun.IDB, h LockedHead, entries []Entry, at []time.Time) ([]Receipt, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
 	if len(entries) > MaxBatch || len(at) != len(entries) {
 		return nil, fmt.Errorf("receipts: a group of %d entries at %d times (at most %d)", len(entries), len(at), MaxBatch)
 	}
-	h, err := lockHead(ctx, tx, spaceID)
-	if err != nil {
-		return nil, err
-	}
+	var err error
 	recs := make([]record, len(entries))
 	for i, e := range entries {
-		if recs[i], err = newRecord(nil, spaceID, e, at[i]); err != nil {
+		if recs[i], err = newRecord(nil, h.h.SpaceID, e, at[i]); err != nil {
 			return nil, err
 		}
 	}
-	if _, err := seal(ctx, tx, h, nil, recs); err != nil {
+	if _, err := seal(ctx, tx, h.h, nil, recs); err != nil {
 		return nil, err
 	}
 	out := make([]Receipt, len(recs))
