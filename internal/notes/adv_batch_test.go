@@ -1,0 +1,314 @@
+package notes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
+
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+	"github.com/agentmemory/agentmemory/internal/events"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/spaces"
+	"github.com/agentmemory/agentmemory/models"
+)
+
+// integrationKey is a person key of p's space with role integration, which writes notes for
+// a named source (and does not count against the agents' hourly limit).
+func integrationKey(t *testing.T, d *bun.DB, p auth.Principal) auth.Principal {
+	t.Helper()
+	ctx := context.Background()
+	var adminKey models.APIKey
+	require.NoError(t, d.NewSelect().Model(&adminKey).Where("space_id = ? AND kind = ?", p.SpaceID, auth.KindPerson).Limit(1).Scan(ctx))
+	adminP := auth.Principal{SpaceID: p.SpaceID, KeyID: adminKey.ID, Kind: auth.KindPerson, Roles: []string{auth.RoleAdmin}}
+	_, key, err := spaces.MintKey(ctx, d, adminP, auth.KeySpec{Kind: auth.KindPerson, Name: "loader", Roles: []string{auth.RoleIntegration}}, time.Now())
+	require.NoError(t, err)
+	person, err := auth.Authenticate(ctx, d, key)
+	require.NoError(t, err)
+	return person
+}
+
+// queueCalls holds spaceID's batches, starts the calls in this order (each queued before the
+// next starts) and returns their answers, to be read after s.drain.
+func queueCalls(t *testing.T, s *Service, spaceID string, calls []func() (WriteResult, error)) []chan createAnswer {
+	t.Helper()
+	s.writes.hold(spaceID)
+	out := make([]chan createAnswer, len(calls))
+	for i, call := range calls {
+		out[i] = make(chan createAnswer, 1)
+		go func() {
+			res, err := call()
+			out[i] <- createAnswer{res, err}
+		}()
+		s.writes.waitQueued(t, spaceID, i+1, out[i])
+	}
+	return out
+}
+
+// batchRows is what a space holds of its notes' side rows: each note's tags (sorted), the
+// note ids of its note_created events in position order, and on SQLite each search-index
+// row's note id (nil on PostgreSQL).
+type batchRows struct {
+	tags      map[string][]string
+	events    []string
+	positions []int64
+	fts       []string
+}
+
+func readBatchRows(t *testing.T, d *bun.DB, spaceID string) batchRows {
+	t.Helper()
+	ctx := context.Background()
+	out := batchRows{tags: map[string][]string{}}
+	var tags []models.NoteTag
+	require.NoError(t, d.NewSelect().Model(&tags).Where("space_id = ?", spaceID).Order("note_id", "tag").Scan(ctx))
+	for _, tg := range tags {
+		out.tags[tg.NoteID] = append(out.tags[tg.NoteID], tg.Tag)
+	}
+	var evs []models.OutboxEvent
+	require.NoError(t, d.NewSelect().Model(&evs).Where("space_id = ?", spaceID).Order("position ASC").Scan(ctx))
+	for i, row := range evs {
+		if i > 0 {
+			require.Greater(t, row.Seq, evs[i-1].Seq, "seq in position order")
+		}
+		var e events.Event
+		require.NoError(t, json.Unmarshal([]byte(row.Payload), &e))
+		if e.Type == events.TypeNoteCreated {
+			out.events = append(out.events, e.NoteID)
+		}
+		out.positions = append(out.positions, row.Position)
+	}
+	if db.IsSQLite(d) {
+		require.NoError(t, d.NewRaw("SELECT f.note_id FROM notes_fts AS f JOIN notes AS n ON n.id = f.note_id WHERE n.space_id = ? ORDER BY f.note_id", spaceID).Scan(ctx, &out.fts))
+	}
+	return out
+}
+
+// Issue 16, AM-1, AM-7, AM-13: 38 writes of one source queued at once run as two batches (32,
+// then 6) with every kind of refusal among them: a duplicate of an earlier write of the
+// batch, an Idempotency-Key replay of it and a reuse of its key for other content, an edit of
+// a note stored before and a second edit of the same version (refused: no longer active),
+// 28 notes of 8 tags each filling the source's cap exactly (30), the next refused at the cap
+// while duplicates and replays still answer. Exactly the stored notes have tags, search rows
+// and note_created events (in write order, consecutive positions), one receipt each (the
+// chain verifies), the count of active notes is the cap, and search finds each stored note
+// by a word of its own and its tags, the edited note only in its new version.
+func TestAdvNoteBatchRowsExactThroughRefusals(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
+		ctx := context.Background()
+		const limit = 30
+		s, agent := queueEnv(t, d, fmt.Sprintf(`{"agent_memory": {"enabled": true, "max_notes_per_source": %d}}`, limit))
+		person := integrationKey(t, d, agent)
+		orig, err := s.Create(ctx, agent, "", "", Input{Kind: "procedure", Title: "Echo original", Body: "Before the batch.", Tags: []string{"old"}})
+		require.NoError(t, err)
+		e := orig.Note.ID
+		before := readBatchRows(t, d, agent.SpaceID)
+		receiptsBefore := countIn(t, d, agent.SpaceID, (*models.Receipt)(nil))
+
+		create := func(p auth.Principal, idem string, in Input) func() (WriteResult, error) {
+			return func() (WriteResult, error) { return s.Create(ctx, p, "", idem, in) }
+		}
+		edit := func(title string, tags []string) func() (WriteResult, error) {
+			return func() (WriteResult, error) {
+				return s.NewVersion(ctx, agent, "", "", e, Patch{Title: &title, Tags: &tags})
+			}
+		}
+		note := func(i int) Input {
+			tags := make([]string, MaxTags)
+			for k := range tags {
+				tags[k] = fmt.Sprintf("t%02d-%d", i, k)
+			}
+			return Input{SourceID: agent.Agent, Kind: "procedure", Title: fmt.Sprintf("Note word%02d", i), Body: "A note of the batch.", Tags: tags}
+		}
+		a := Input{SourceID: agent.Agent, Kind: "procedure", Title: "Alpha wordalpha", Body: "First of the batch.", Tags: []string{"alpha", "shared"}}
+		other := Input{SourceID: agent.Agent, Kind: "procedure", Title: "Other", Body: "Reuses alpha's key."}
+		calls := []func() (WriteResult, error){
+			create(person, "key-a", a),              // 0 stored
+			create(person, "", a),                   // 1 duplicate of 0
+			create(person, "key-a", a),              // 2 replay of 0
+			edit("Echo edited", []string{"edited"}), // 3 stored
+			edit("Echo again", nil),                 // 4 refused: 3 retired the version it edits
+			create(person, "key-a", other),          // 5 refused: key reused
+		}
+		for i := 6; i < 6+limit-2; i++ { // 6..33 stored: the cap is reached at 33
+			idem := ""
+			if i == 7 {
+				idem = "key-7"
+			}
+			calls = append(calls, create(person, idem, note(i)))
+		}
+		calls = append(calls,
+			create(person, "", note(34)),     // 34 refused at the cap
+			create(person, "", note(6)),      // 35 duplicate of 6
+			create(person, "key-7", note(7)), // 36 replay of 7
+			create(person, "", note(34)),     // 37 refused at the cap
+		)
+		require.Len(t, calls, 38)
+		answers := queueCalls(t, s, agent.SpaceID, calls)
+		s.drain(agent.SpaceID)
+		got := make([]createAnswer, len(answers))
+		for i, c := range answers {
+			got[i] = <-c
+		}
+		ok := func(i int) string {
+			require.NoError(t, got[i].err, "write %d", i)
+			require.NotNil(t, got[i].res.Note, "write %d", i)
+			return got[i].res.Note.ID
+		}
+		alpha := ok(0)
+		require.NoError(t, got[1].err)
+		require.Equal(t, alpha, got[1].res.DuplicateOf)
+		require.NoError(t, got[2].err)
+		require.True(t, got[2].res.Replayed)
+		require.Equal(t, alpha, got[2].res.Note.ID)
+		e2 := ok(3)
+		require.True(t, fault.IsCode(got[4].err, CodeNotActive), "second edit of one version: %v", got[4].err)
+		require.True(t, fault.IsCode(got[5].err, CodeIdempotencyReuse), "key reused: %v", got[5].err)
+		stored := []string{alpha, e2}
+		want := map[string][]string{e: {"old"}, alpha: {"alpha", "shared"}, e2: {"edited"}}
+		for i := 6; i < 6+limit-2; i++ {
+			id := ok(i)
+			stored = append(stored, id)
+			tags := slices.Clone(note(i).Tags)
+			slices.Sort(tags)
+			want[id] = tags
+		}
+		for _, i := range []int{34, 37} {
+			require.True(t, fault.IsCode(got[i].err, CodeCapReached), "write %d: %v", i, got[i].err)
+		}
+		require.NoError(t, got[35].err)
+		require.Equal(t, got[6].res.Note.ID, got[35].res.DuplicateOf)
+		require.NoError(t, got[36].err)
+		require.True(t, got[36].res.Replayed)
+		require.Equal(t, got[7].res.Note.ID, got[36].res.Note.ID)
+
+		rows := readBatchRows(t, d, agent.SpaceID)
+		require.Equal(t, want, rows.tags, "tags of exactly the stored notes")
+		require.Equal(t, append(slices.Clone(before.events), stored...), rows.events, "note_created of exactly the stored notes, in write order")
+		for i := range rows.positions {
+			require.Equal(t, int64(i+1), rows.positions[i], "consecutive positions")
+		}
+		if db.IsSQLite(d) {
+			wantFTS := append([]string{e}, stored...)
+			slices.Sort(wantFTS)
+			require.Equal(t, wantFTS, rows.fts, "one search row per stored note")
+		}
+		require.Equal(t, receiptsBefore+len(stored), countIn(t, d, agent.SpaceID, (*models.Receipt)(nil)), "a receipt per stored write")
+		v, err := receipts.Verify(ctx, d, agent.SpaceID)
+		require.NoError(t, err)
+		require.True(t, v.OK, "the chain verifies: %+v", v)
+		var active int
+		require.NoError(t, d.NewRaw("SELECT active FROM note_source_counts WHERE space_id = ? AND source_id = ?", agent.SpaceID, agent.Agent).Scan(ctx, &active))
+		require.Equal(t, limit, active)
+
+		search := func(req SearchRequest) []string {
+			req.Limit = MaxSearchLimit
+			res, err := s.Search(ctx, agent, req)
+			require.NoError(t, err)
+			var ids []string
+			for _, n := range res.Notes {
+				ids = append(ids, n.ID)
+			}
+			return ids
+		}
+		require.Equal(t, []string{alpha}, search(SearchRequest{Q: "wordalpha"}))
+		require.Equal(t, []string{e2}, search(SearchRequest{Q: "echo"}), "the edited note only in its new version")
+		require.Equal(t, []string{e2}, search(SearchRequest{Tags: []string{"edited"}}))
+		require.Empty(t, search(SearchRequest{Tags: []string{"old"}}), "the retired version leaves search")
+		for i := 6; i < 6+limit-2; i++ {
+			id := got[i].res.Note.ID
+			require.Equal(t, []string{id}, search(SearchRequest{Q: fmt.Sprintf("word%02d", i)}), "note %d by its word", i)
+			require.Equal(t, []string{id}, search(SearchRequest{Q: "batch", Tags: []string{fmt.Sprintf("t%02d-7", i)}}), "note %d by word and tag", i)
+		}
+		require.ElementsMatch(t, stored, search(SearchRequest{Q: "batch"}), "every stored note and no other (the retired version left)")
+	})
+}
+
+// failTagInsert makes every insert of tag "boom" into note_tags fail in d (a trigger), the
+// way a failed statement at a batch's end fails.
+func failTagInsert(t *testing.T, d *bun.DB) {
+	t.Helper()
+	ctx := context.Background()
+	if db.IsSQLite(d) {
+		_, err := d.DB.ExecContext(ctx, `CREATE TRIGGER note_tags_boom BEFORE INSERT ON note_tags WHEN NEW.tag = 'boom' BEGIN SELECT RAISE(ABORT, 'boom'); END`)
+		require.NoError(t, err)
+		return
+	}
+	_, err := d.DB.ExecContext(ctx, `CREATE FUNCTION note_tags_boom() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN IF NEW.tag = 'boom' THEN RAISE EXCEPTION 'boom'; END IF; RETURN NEW; END $$`)
+	require.NoError(t, err)
+	_, err = d.DB.ExecContext(ctx, `CREATE TRIGGER note_tags_boom BEFORE INSERT ON note_tags FOR EACH ROW EXECUTE FUNCTION note_tags_boom()`)
+	require.NoError(t, err)
+}
+
+// Issue 16: a batch whose side rows fail to insert (a note's tags, stored at the batch's end,
+// or before an agent's proposal) fails whole: every write of it answers the error, the
+// duplicate and the replay among them too, and nothing of any is stored (no note, tag, search
+// row, event, receipt, idempotency record or count); the chain verifies and the next batch
+// stores.
+func TestAdvNoteBatchSideRowsFailureFailsBatch(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
+		ctx := context.Background()
+		s, agent := queueEnv(t, d, `{"agent_memory": {"enabled": true, "writes": "human_only"}}`)
+		s.Proposals = eventProposer{}
+		person := integrationKey(t, d, agent)
+		first, err := s.Create(ctx, person, "", "", Input{SourceID: agent.Agent, Kind: "procedure", Title: "Kept", Body: "Before.", Tags: []string{"kept"}})
+		require.NoError(t, err)
+		failTagInsert(t, d)
+		counted := []any{(*models.Note)(nil), (*models.NoteTag)(nil), (*models.OutboxEvent)(nil), (*models.Receipt)(nil), (*models.NoteRequest)(nil), (*models.NoteProposal)(nil)}
+		counts := func() []int {
+			var out []int
+			for _, m := range counted {
+				out = append(out, countIn(t, d, agent.SpaceID, m))
+			}
+			return out
+		}
+		before, rowsBefore := counts(), readBatchRows(t, d, agent.SpaceID)
+
+		create := func(p auth.Principal, idem string, in Input) func() (WriteResult, error) {
+			return func() (WriteResult, error) { return s.Create(ctx, p, "", idem, in) }
+		}
+		boom := Input{SourceID: agent.Agent, Kind: "procedure", Title: "Boom", Body: "Its tag fails.", Tags: []string{"boom"}}
+		plain := Input{SourceID: agent.Agent, Kind: "procedure", Title: "Plain", Body: "Fine alone."}
+		for name, last := range map[string]func() (WriteResult, error){
+			"at the end":        create(person, "", plain),
+			"before a proposal": create(agent, "", Input{Kind: "procedure", Title: "Proposed", Body: "Needs review."}),
+		} {
+			answers := queueCalls(t, s, agent.SpaceID, []func() (WriteResult, error){
+				create(person, "key-p", plain),
+				create(person, "key-p", plain),
+				create(person, "", Input{SourceID: agent.Agent, Kind: "procedure", Title: "Kept", Body: "Before.", Tags: []string{"kept"}}),
+				create(person, "key-b", boom),
+				last,
+			})
+			s.drain(agent.SpaceID)
+			for i, c := range answers {
+				a := <-c
+				require.ErrorContains(t, a.err, "boom", "%s: write %d", name, i)
+				require.Nil(t, a.res.Note, "%s: write %d", name, i)
+				require.Empty(t, a.res.ProposalID, "%s: write %d", name, i)
+			}
+			require.Equal(t, before, counts(), "%s: nothing stored", name)
+			require.Equal(t, rowsBefore, readBatchRows(t, d, agent.SpaceID), "%s: no side row stored", name)
+			v, err := receipts.Verify(ctx, d, agent.SpaceID)
+			require.NoError(t, err)
+			require.True(t, v.OK, "%s: the chain verifies: %+v", name, v)
+			var active int
+			require.NoError(t, d.NewRaw("SELECT active FROM note_source_counts WHERE space_id = ? AND source_id = ?", agent.SpaceID, agent.Agent).Scan(ctx, &active))
+			require.Equal(t, 1, active, "%s: the count is back", name)
+		}
+
+		res, err := s.Create(ctx, person, "", "key-b", plain)
+		require.NoError(t, err)
+		require.False(t, res.Replayed, "the failed batches left no idempotency record")
+		require.NotEqual(t, first.Note.ID, res.Note.ID)
+		require.Equal(t, before[0]+1, countIn(t, d, agent.SpaceID, (*models.Note)(nil)))
+	})
+}
