@@ -54,7 +54,7 @@ func queueCalls(t *testing.T, s *Service, spaceID string, calls []func() (WriteR
 }
 
 // batchRows is what a space holds of its notes' side rows: each note's tags (sorted), the
-// note ids of its note_created events in position order, and on SQLite each search-index
+// note or proposal id of each of its events in position order, and on SQLite each search-index
 // row's note id (nil on PostgreSQL).
 type batchRows struct {
 	tags      map[string][]string
@@ -80,9 +80,7 @@ func readBatchRows(t *testing.T, d *bun.DB, spaceID string) batchRows {
 		}
 		var e events.Event
 		require.NoError(t, json.Unmarshal([]byte(row.Payload), &e))
-		if e.Type == events.TypeNoteCreated {
-			out.events = append(out.events, e.NoteID)
-		}
+		out.events = append(out.events, e.NoteID+e.ProposalID)
 		out.positions = append(out.positions, row.Position)
 	}
 	if db.IsSQLite(d) {
@@ -310,5 +308,75 @@ func TestAdvNoteBatchSideRowsFailureFailsBatch(t *testing.T) {
 		require.False(t, res.Replayed, "the failed batches left no idempotency record")
 		require.NotEqual(t, first.Note.ID, res.Note.ID)
 		require.Equal(t, before[0]+1, countIn(t, d, agent.SpaceID, (*models.Note)(nil)))
+	})
+}
+
+// cancellingProposer is eventProposer that also ends a request's context (cancel) once a
+// batch runs the proposal: a member after it in the batch finds its request ended.
+type cancellingProposer struct {
+	eventProposer
+	cancel context.CancelFunc
+}
+
+func (c cancellingProposer) InsertAgentProposal(ctx context.Context, tx bun.IDB, p AgentProposal) error {
+	c.cancel()
+	return c.eventProposer.InsertAgentProposal(ctx, tx, p)
+}
+
+// Issue 16: a request that ends while its batch runs, before its turn, answers its context's
+// error and stores nothing (no note, tag, search row, event, receipt or idempotency record),
+// while the members before and after it are stored with their events in write order at
+// consecutive positions, the proposal's among them, and the chain verifies.
+func TestAdvNoteBatchMemberEndsMidBatch(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
+		ctx := context.Background()
+		s, agent := queueEnv(t, d, `{"agent_memory": {"enabled": true, "writes": "human_only"}}`)
+		person := integrationKey(t, d, agent)
+		ended, cancel := context.WithCancel(ctx)
+		defer cancel()
+		s.Proposals = cancellingProposer{cancel: cancel}
+		receiptsBefore := countIn(t, d, agent.SpaceID, (*models.Receipt)(nil))
+		before := readBatchRows(t, d, agent.SpaceID)
+		in := func(title string, tags ...string) Input {
+			return Input{SourceID: agent.Agent, Kind: "procedure", Title: title, Body: "Mid batch.", Tags: tags}
+		}
+		answers := queueCalls(t, s, agent.SpaceID, []func() (WriteResult, error){
+			func() (WriteResult, error) { return s.Create(ctx, person, "", "", in("Before", "one")) },
+			func() (WriteResult, error) {
+				return s.Create(ctx, agent, "", "", Input{Kind: "procedure", Title: "Proposed", Body: "Needs review."})
+			},
+			func() (WriteResult, error) { return s.Create(ended, person, "", "key-ended", in("Ended", "two")) },
+			func() (WriteResult, error) { return s.Create(ctx, person, "", "", in("After", "three")) },
+		})
+		s.drain(agent.SpaceID)
+		got := make([]createAnswer, len(answers))
+		for i, c := range answers {
+			got[i] = <-c
+		}
+		require.NoError(t, got[0].err)
+		require.NoError(t, got[1].err)
+		require.NotEmpty(t, got[1].res.ProposalID)
+		require.ErrorIs(t, got[2].err, context.Canceled)
+		require.Nil(t, got[2].res.Note)
+		require.NoError(t, got[3].err)
+		first, last := got[0].res.Note.ID, got[3].res.Note.ID
+
+		rows := readBatchRows(t, d, agent.SpaceID)
+		require.Equal(t, append(slices.Clone(before.events), first, got[1].res.ProposalID, last), rows.events, "the notes' and the proposal's events in write order")
+		for i := range rows.positions {
+			require.Equal(t, int64(i+1), rows.positions[i])
+		}
+		require.Equal(t, map[string][]string{first: {"one"}, last: {"three"}}, rows.tags)
+		if db.IsSQLite(d) {
+			want := []string{first, last}
+			slices.Sort(want)
+			require.Equal(t, want, rows.fts)
+		}
+		require.Equal(t, 2, countIn(t, d, agent.SpaceID, (*models.Note)(nil)))
+		require.Zero(t, countIn(t, d, agent.SpaceID, (*models.NoteRequest)(nil)), "the ended request stored no idempotency record")
+		require.Equal(t, receiptsBefore+3, countIn(t, d, agent.SpaceID, (*models.Receipt)(nil)))
+		v, err := receipts.Verify(ctx, d, agent.SpaceID)
+		require.NoError(t, err)
+		require.True(t, v.OK, "the chain verifies: %+v", v)
 	})
 }
