@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -378,5 +380,138 @@ func TestAdvNoteBatchMemberEndsMidBatch(t *testing.T) {
 		v, err := receipts.Verify(ctx, d, agent.SpaceID)
 		require.NoError(t, err)
 		require.True(t, v.OK, "the chain verifies: %+v", v)
+	})
+}
+
+// Issue 16, AM-1, AM-13: note writes racing through two replicas (two Services, one
+// database), without holding their queues: new notes, identical notes (one is stored), edits
+// and retirements of the stored ones. Afterwards every note has exactly its tags, on SQLite
+// one search row, and exactly one note_created event, the space's events are at positions
+// 1..n; the count of active notes is exact, a receipt was stored per stored write and the
+// chain verifies; search finds each active note by its own word and no retired one.
+func TestAdvNoteWritesRacingReplicasKeepSideRows(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
+		ctx := context.Background()
+		s1, agent := queueEnv(t, d, "")
+		s2 := &Service{DB: s1.DB, Docs: s1.Docs, Hasher: s1.Hasher, Subjects: s1.Subjects}
+		person := integrationKey(t, d, agent)
+		receiptsBefore := countIn(t, d, agent.SpaceID, (*models.Receipt)(nil))
+		eventsBefore := countIn(t, d, agent.SpaceID, (*models.OutboxEvent)(nil))
+
+		var mu sync.Mutex
+		var ids []string
+		writes := 0 // stored writes (each with one receipt)
+		stored := func(id string) {
+			mu.Lock()
+			defer mu.Unlock()
+			writes++
+			if id != "" {
+				ids = append(ids, id)
+			}
+		}
+		pick := func(i int) string {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(ids) == 0 {
+				return ""
+			}
+			return ids[i%len(ids)]
+		}
+		const workers, rounds = 6, 12
+		var wg sync.WaitGroup
+		for w := range workers {
+			s := []*Service{s1, s2}[w%2]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for r := range rounds {
+					var res WriteResult
+					var err error
+					switch (w + r) % 4 {
+					case 0, 1:
+						res, err = s.Create(ctx, person, "", "", Input{SourceID: agent.Agent, Kind: "procedure",
+							Title: fmt.Sprintf("Race word%c%c", 'a'+w, 'a'+r), Body: "Racing.", Tags: []string{fmt.Sprintf("worker-%c", 'a'+w), fmt.Sprintf("round-%c", 'a'+r)}})
+					case 2:
+						res, err = s.Create(ctx, person, "", "", Input{SourceID: agent.Agent, Kind: "procedure", Title: "Same everywhere", Body: "Identical.", Tags: []string{"same"}})
+						if err == nil && res.DuplicateOf != "" {
+							continue
+						}
+					case 3:
+						id := pick(w*rounds + r)
+						if id == "" {
+							continue
+						}
+						if r%2 == 1 {
+							_, err = s.Retire(ctx, agent, id)
+							if err == nil {
+								stored("")
+							}
+							if err == nil || fault.IsCode(err, CodeNotActive) {
+								continue
+							}
+							require.NoError(t, err)
+						}
+						title := fmt.Sprintf("Edited word%c%c", 'a'+w, 'a'+r)
+						res, err = s.NewVersion(ctx, agent, "", "", id, Patch{Title: &title})
+						if fault.IsCode(err, CodeNotActive) {
+							continue
+						}
+					}
+					require.NoError(t, err, "worker %d round %d", w, r)
+					stored(res.Note.ID)
+				}
+			}()
+		}
+		wg.Wait()
+
+		var all []models.Note
+		require.NoError(t, d.NewSelect().Model(&all).Where("space_id = ?", agent.SpaceID).Scan(ctx))
+		rows := readBatchRows(t, d, agent.SpaceID)
+		wantTags := map[string][]string{}
+		var noteIDs []string
+		active := 0
+		for _, n := range all {
+			noteIDs = append(noteIDs, n.ID)
+			if tags := decodeTags(n.Tags); len(tags) > 0 {
+				slices.Sort(tags)
+				wantTags[n.ID] = tags
+			}
+			if n.Status == StatusActive {
+				active++
+			}
+		}
+		require.Equal(t, wantTags, rows.tags)
+		require.ElementsMatch(t, noteIDs, rows.events, "one note_created per note")
+		require.Len(t, rows.positions, eventsBefore+len(all))
+		for i := range rows.positions {
+			require.Equal(t, int64(i+1), rows.positions[i], "consecutive positions")
+		}
+		if db.IsSQLite(d) {
+			require.ElementsMatch(t, noteIDs, rows.fts, "one search row per note")
+		}
+		var kept int
+		require.NoError(t, d.NewRaw("SELECT active FROM note_source_counts WHERE space_id = ? AND source_id = ?", agent.SpaceID, agent.Agent).Scan(ctx, &kept))
+		require.Equal(t, active, kept, "the count of active notes is exact")
+		require.Equal(t, receiptsBefore+writes, countIn(t, d, agent.SpaceID, (*models.Receipt)(nil)), "a receipt per stored write")
+		v, err := receipts.Verify(ctx, d, agent.SpaceID)
+		require.NoError(t, err)
+		require.True(t, v.OK, "the chain verifies: %+v", v)
+		for _, n := range all {
+			if n.Title == "Same everywhere" {
+				continue
+			}
+			word := strings.Fields(n.Title)[1]
+			res, err := s1.Search(ctx, agent, SearchRequest{Q: word})
+			require.NoError(t, err)
+			var found []string
+			for _, f := range res.Notes {
+				found = append(found, f.ID)
+			}
+			if n.Status == StatusActive {
+				require.Equal(t, []string{n.ID}, found, "%q finds its active note", word)
+			} else {
+				require.NotContains(t, found, n.ID, "%q: a retired note leaves search", word)
+			}
+		}
 	})
 }
