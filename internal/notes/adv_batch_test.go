@@ -418,6 +418,7 @@ func TestAdvNoteWritesRacingReplicasKeepSideRows(t *testing.T) {
 			return ids[i%len(ids)]
 		}
 		const workers, rounds = 6, 12
+		failed := make(chan error, workers) // a worker's unexpected error ends it
 		var wg sync.WaitGroup
 		for w := range workers {
 			s := []*Service{s1, s2}[w%2]
@@ -449,7 +450,8 @@ func TestAdvNoteWritesRacingReplicasKeepSideRows(t *testing.T) {
 							if err == nil || fault.IsCode(err, CodeNotActive) {
 								continue
 							}
-							require.NoError(t, err)
+							failed <- fmt.Errorf("worker %d round %d: retire: %w", w, r, err)
+							return
 						}
 						title := fmt.Sprintf("Edited word%c%c", 'a'+w, 'a'+r)
 						res, err = s.NewVersion(ctx, agent, "", "", id, Patch{Title: &title})
@@ -457,12 +459,19 @@ func TestAdvNoteWritesRacingReplicasKeepSideRows(t *testing.T) {
 							continue
 						}
 					}
-					require.NoError(t, err, "worker %d round %d", w, r)
+					if err != nil {
+						failed <- fmt.Errorf("worker %d round %d: %w", w, r, err)
+						return
+					}
 					stored(res.Note.ID)
 				}
 			}()
 		}
 		wg.Wait()
+		close(failed)
+		for err := range failed {
+			require.NoError(t, err)
+		}
 
 		var all []models.Note
 		require.NoError(t, d.NewSelect().Model(&all).Where("space_id = ?", agent.SpaceID).Scan(ctx))
