@@ -524,3 +524,86 @@ func TestAdvNoteWritesRacingReplicasKeepSideRows(t *testing.T) {
 		}
 	})
 }
+
+// failNoteInsert makes every insert of a note titled "Boom" fail in d (a trigger): a failed
+// statement inside a write of a batch.
+func failNoteInsert(t *testing.T, d *bun.DB) {
+	t.Helper()
+	ctx := context.Background()
+	if db.IsSQLite(d) {
+		_, err := d.DB.ExecContext(ctx, `CREATE TRIGGER notes_boom BEFORE INSERT ON notes WHEN NEW.title = 'Boom' BEGIN SELECT RAISE(ABORT, 'boom'); END`)
+		require.NoError(t, err)
+		return
+	}
+	_, err := d.DB.ExecContext(ctx, `CREATE FUNCTION notes_boom() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN IF NEW.title = 'Boom' THEN RAISE EXCEPTION 'boom'; END IF; RETURN NEW; END $$`)
+	require.NoError(t, err)
+	_, err = d.DB.ExecContext(ctx, `CREATE TRIGGER notes_boom BEFORE INSERT ON notes FOR EACH ROW EXECUTE FUNCTION notes_boom()`)
+	require.NoError(t, err)
+}
+
+// Issue 16: a write whose note insert fails inside a batch (a failed statement: on
+// PostgreSQL the transaction is aborted until its savepoint is rolled back to) rolls back
+// only itself, the source's count with it, and answers the error; the writes before and
+// after it, a new note and an edit among them, are stored with exactly their tags, search
+// rows, events (write order, consecutive positions) and receipts, and the chain verifies.
+func TestAdvNoteBatchFailedStatementRollsBackOnlyItsWrite(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
+		ctx := context.Background()
+		s, agent := queueEnv(t, d, `{"agent_memory": {"enabled": true, "max_notes_per_source": 3}}`)
+		person := integrationKey(t, d, agent)
+		orig, err := s.Create(ctx, agent, "", "", Input{Kind: "procedure", Title: "Original", Body: "Edited in the batch.", Tags: []string{"orig"}})
+		require.NoError(t, err)
+		failNoteInsert(t, d)
+		before := readBatchRows(t, d, agent.SpaceID)
+		receiptsBefore := countIn(t, d, agent.SpaceID, (*models.Receipt)(nil))
+		in := func(title string, tags ...string) Input {
+			return Input{SourceID: agent.Agent, Kind: "procedure", Title: title, Body: "Around a failure.", Tags: tags}
+		}
+		title, boom := "Edited", "Boom"
+		answers := queueCalls(t, s, agent.SpaceID, []func() (WriteResult, error){
+			func() (WriteResult, error) { return s.Create(ctx, person, "", "key-1", in("First", "one")) },
+			func() (WriteResult, error) { return s.Create(ctx, person, "", "key-b", in("Boom", "boom")) },
+			func() (WriteResult, error) {
+				return s.NewVersion(ctx, agent, "", "", orig.Note.ID, Patch{Title: &boom})
+			},
+			func() (WriteResult, error) {
+				return s.NewVersion(ctx, agent, "", "", orig.Note.ID, Patch{Title: &title, Tags: &[]string{"edited"}})
+			},
+			func() (WriteResult, error) { return s.Create(ctx, person, "", "", in("Last", "three")) },
+			func() (WriteResult, error) { return s.Create(ctx, person, "", "", in("Over", "four")) },
+		})
+		s.drain(agent.SpaceID)
+		got := make([]createAnswer, len(answers))
+		for i, c := range answers {
+			got[i] = <-c
+		}
+		require.NoError(t, got[0].err)
+		require.ErrorContains(t, got[1].err, "boom")
+		require.ErrorContains(t, got[2].err, "boom", "the failed edit's retirement is rolled back with it")
+		require.NoError(t, got[3].err, "the edit after it finds the version active")
+		require.NoError(t, got[4].err)
+		require.True(t, fault.IsCode(got[5].err, CodeCapReached), "three active notes: %v", got[5].err)
+		first, edited, last := got[0].res.Note.ID, got[3].res.Note.ID, got[4].res.Note.ID
+
+		rows := readBatchRows(t, d, agent.SpaceID)
+		require.Equal(t, append(slices.Clone(before.events), first, edited, last), rows.events)
+		for i := range rows.positions {
+			require.Equal(t, int64(i+1), rows.positions[i])
+		}
+		require.Equal(t, map[string][]string{orig.Note.ID: {"orig"}, first: {"one"}, edited: {"edited"}, last: {"three"}}, rows.tags)
+		if db.IsSQLite(d) {
+			want := []string{orig.Note.ID, first, edited, last}
+			slices.Sort(want)
+			require.Equal(t, want, rows.fts)
+		}
+		require.Equal(t, 1, countIn(t, d, agent.SpaceID, (*models.NoteRequest)(nil)), "only the stored write's idempotency record")
+		require.Equal(t, receiptsBefore+3, countIn(t, d, agent.SpaceID, (*models.Receipt)(nil)))
+		v, err := receipts.Verify(ctx, d, agent.SpaceID)
+		require.NoError(t, err)
+		require.True(t, v.OK, "the chain verifies: %+v", v)
+		var active int
+		require.NoError(t, d.NewRaw("SELECT active FROM note_source_counts WHERE space_id = ? AND source_id = ?", agent.SpaceID, agent.Agent).Scan(ctx, &active))
+		require.Equal(t, 3, active)
+	})
+}
