@@ -607,3 +607,75 @@ func TestAdvNoteBatchFailedStatementRollsBackOnlyItsWrite(t *testing.T) {
 		require.Equal(t, 3, active)
 	})
 }
+
+// Issue 16, AM-7: when expired notes keep a source's count of active notes at the cap, every
+// new note is counted exactly (on PostgreSQL the count-and-insert statement inserts nothing
+// and the exact count decides): 10 distinct notes queued on two replicas (one batch each,
+// racing for the space's head) fill exactly the 3 places the expired notes left, the other 7
+// are refused at the cap, the count keeps every active note and the chain verifies.
+func TestAdvNoteCapExactOverExpiredAcrossReplicas(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
+		ctx := context.Background()
+		s1, p := queueEnv(t, d, `{"agent_memory": {"enabled": true, "max_notes_per_source": 5}}`)
+		person := integrationKey(t, d, p)
+		t0 := time.Now().UTC().Truncate(time.Second)
+		expires := t0.Add(10 * time.Minute)
+		s1.Now = func() time.Time { return t0 }
+		for i := range 5 {
+			in := Input{SourceID: p.Agent, Kind: "procedure", Title: fmt.Sprintf("Early %c", 'a'+i), Body: "Before."}
+			if i < 3 {
+				in.ValidUntil = &expires
+			}
+			_, err := s1.Create(ctx, person, "", "", in)
+			require.NoError(t, err)
+		}
+		later := func() time.Time { return t0.Add(time.Hour) }
+		s1.Now = later
+		s2 := &Service{DB: s1.DB, Docs: s1.Docs, Hasher: s1.Hasher, Subjects: s1.Subjects, Now: later}
+		var ins1, ins2 []Input
+		for i := range 10 {
+			in := Input{SourceID: p.Agent, Kind: "procedure", Title: fmt.Sprintf("Late %c", 'a'+i), Body: "After.", Tags: []string{"late"}}
+			if i%2 == 0 {
+				ins1 = append(ins1, in)
+			} else {
+				ins2 = append(ins2, in)
+			}
+		}
+		a1 := queueWrites(t, s1, person, ins1, make([]string, len(ins1)))
+		a2 := queueWrites(t, s2, person, ins2, make([]string, len(ins2)))
+		var wg sync.WaitGroup
+		for _, s := range []*Service{s1, s2} {
+			wg.Add(1)
+			go func() { defer wg.Done(); s.drain(p.SpaceID) }()
+		}
+		wg.Wait()
+		var stored []string
+		refusedAtCap := 0
+		for _, c := range append(a1, a2...) {
+			a := <-c
+			if a.err == nil {
+				stored = append(stored, a.res.Note.ID)
+				continue
+			}
+			require.True(t, fault.IsCode(a.err, CodeCapReached), "%v", a.err)
+			refusedAtCap++
+		}
+		require.Len(t, stored, 3, "the places the expired notes left")
+		require.Equal(t, 7, refusedAtCap)
+		var kept int
+		require.NoError(t, d.NewRaw("SELECT active FROM note_source_counts WHERE space_id = ? AND source_id = ?", p.SpaceID, p.Agent).Scan(ctx, &kept))
+		require.Equal(t, 8, kept, "every active note, the expired ones too")
+		rows := readBatchRows(t, d, p.SpaceID)
+		var late []string
+		for id, tags := range rows.tags {
+			if slices.Equal(tags, []string{"late"}) {
+				late = append(late, id)
+			}
+		}
+		require.ElementsMatch(t, stored, late, "tags of exactly the stored notes")
+		require.Len(t, rows.events, 8)
+		v, err := receipts.Verify(ctx, d, p.SpaceID)
+		require.NoError(t, err)
+		require.True(t, v.OK, "the chain verifies: %+v", v)
+	})
+}
