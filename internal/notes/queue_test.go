@@ -365,13 +365,7 @@ func TestNoteBatchStoresRowsInWriteOrder(t *testing.T) {
 		ctx := context.Background()
 		s, agent := queueEnv(t, d, `{"agent_memory": {"enabled": true, "writes": "human_only"}}`)
 		s.Proposals = eventProposer{}
-		var adminKey models.APIKey
-		require.NoError(t, d.NewSelect().Model(&adminKey).Where("space_id = ? AND kind = ?", agent.SpaceID, auth.KindPerson).Limit(1).Scan(ctx))
-		adminP := auth.Principal{SpaceID: agent.SpaceID, KeyID: adminKey.ID, Kind: auth.KindPerson, Roles: []string{auth.RoleAdmin}}
-		_, key, err := spaces.MintKey(ctx, d, adminP, auth.KeySpec{Kind: auth.KindPerson, Name: "loader", Roles: []string{auth.RoleIntegration}}, time.Now())
-		require.NoError(t, err)
-		person, err := auth.Authenticate(ctx, d, key)
-		require.NoError(t, err)
+		person := integrationKey(t, d, agent)
 
 		a := Input{Kind: "procedure", SourceID: agent.Agent, Title: "Alpha", Body: "Refund alpha.", Tags: []string{"refund", "orders"}}
 		writes := []struct {
