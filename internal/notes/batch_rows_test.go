@@ -100,7 +100,7 @@ func readBatchRows(t *testing.T, d *bun.DB, spaceID string) batchRows {
 // and note_created events (in write order, consecutive positions), one receipt each (the
 // chain verifies), the count of active notes is the cap, and search finds each stored note
 // by a word of its own and its tags, the edited note only in its new version.
-func TestAdvNoteBatchRowsExactThroughRefusals(t *testing.T) {
+func TestNoteBatchRowsExactThroughRefusals(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
 		ctx := context.Background()
 		const limit = 30
@@ -231,20 +231,22 @@ func TestAdvNoteBatchRowsExactThroughRefusals(t *testing.T) {
 	})
 }
 
-// failTagInsert makes every insert of tag "boom" into note_tags fail in d (a trigger), the
-// way a failed statement at a batch's end fails.
-func failTagInsert(t *testing.T, d *bun.DB) {
+// failInserts makes every insert into table whose column equals value fail in d, with the
+// error "boom" (a trigger named after the table): the way a statement fails inside a batch
+// (a note's insert) or at its end (its tags).
+func failInserts(t *testing.T, d *bun.DB, table, column, value string) {
 	t.Helper()
 	ctx := context.Background()
+	name := table + "_boom"
 	if db.IsSQLite(d) {
-		_, err := d.DB.ExecContext(ctx, `CREATE TRIGGER note_tags_boom BEFORE INSERT ON note_tags WHEN NEW.tag = 'boom' BEGIN SELECT RAISE(ABORT, 'boom'); END`)
+		_, err := d.DB.ExecContext(ctx, fmt.Sprintf(`CREATE TRIGGER %s BEFORE INSERT ON %s WHEN NEW.%s = '%s' BEGIN SELECT RAISE(ABORT, 'boom'); END`, name, table, column, value))
 		require.NoError(t, err)
 		return
 	}
-	_, err := d.DB.ExecContext(ctx, `CREATE FUNCTION note_tags_boom() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN IF NEW.tag = 'boom' THEN RAISE EXCEPTION 'boom'; END IF; RETURN NEW; END $$`)
+	_, err := d.DB.ExecContext(ctx, fmt.Sprintf(`CREATE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN IF NEW.%s = '%s' THEN RAISE EXCEPTION 'boom'; END IF; RETURN NEW; END $$`, name, column, value))
 	require.NoError(t, err)
-	_, err = d.DB.ExecContext(ctx, `CREATE TRIGGER note_tags_boom BEFORE INSERT ON note_tags FOR EACH ROW EXECUTE FUNCTION note_tags_boom()`)
+	_, err = d.DB.ExecContext(ctx, fmt.Sprintf(`CREATE TRIGGER %s BEFORE INSERT ON %s FOR EACH ROW EXECUTE FUNCTION %s()`, name, table, name))
 	require.NoError(t, err)
 }
 
@@ -253,7 +255,7 @@ BEGIN IF NEW.tag = 'boom' THEN RAISE EXCEPTION 'boom'; END IF; RETURN NEW; END $
 // duplicate and the replay among them too, and nothing of any is stored (no note, tag, search
 // row, event, receipt, idempotency record or count); the chain verifies and the next batch
 // stores.
-func TestAdvNoteBatchSideRowsFailureFailsBatch(t *testing.T) {
+func TestNoteBatchSideRowsFailureFailsBatch(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
 		ctx := context.Background()
 		s, agent := queueEnv(t, d, `{"agent_memory": {"enabled": true, "writes": "human_only"}}`)
@@ -261,7 +263,7 @@ func TestAdvNoteBatchSideRowsFailureFailsBatch(t *testing.T) {
 		person := integrationKey(t, d, agent)
 		first, err := s.Create(ctx, person, "", "", Input{SourceID: agent.Agent, Kind: "procedure", Title: "Kept", Body: "Before.", Tags: []string{"kept"}})
 		require.NoError(t, err)
-		failTagInsert(t, d)
+		failInserts(t, d, "note_tags", "tag", "boom")
 		counted := []any{(*models.Note)(nil), (*models.NoteTag)(nil), (*models.OutboxEvent)(nil), (*models.Receipt)(nil), (*models.NoteRequest)(nil), (*models.NoteProposal)(nil)}
 		counts := func() []int {
 			var out []int
@@ -329,7 +331,7 @@ func (c cancellingProposer) InsertAgentProposal(ctx context.Context, tx bun.IDB,
 // error and stores nothing (no note, tag, search row, event, receipt or idempotency record),
 // while the members before and after it are stored with their events in write order at
 // consecutive positions, the proposal's among them, and the chain verifies.
-func TestAdvNoteBatchMemberEndsMidBatch(t *testing.T) {
+func TestNoteBatchMemberEndsMidBatch(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
 		ctx := context.Background()
 		s, agent := queueEnv(t, d, `{"agent_memory": {"enabled": true, "writes": "human_only"}}`)
@@ -389,7 +391,7 @@ func TestAdvNoteBatchMemberEndsMidBatch(t *testing.T) {
 // one search row, and exactly one note_created event, the space's events are at positions
 // 1..n; the count of active notes is exact, a receipt was stored per stored write and the
 // chain verifies; search finds each active note by its own word and no retired one.
-func TestAdvNoteWritesRacingReplicasKeepSideRows(t *testing.T) {
+func TestNoteWritesRacingReplicasKeepSideRows(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
 		ctx := context.Background()
 		s1, agent := queueEnv(t, d, "")
@@ -525,36 +527,19 @@ func TestAdvNoteWritesRacingReplicasKeepSideRows(t *testing.T) {
 	})
 }
 
-// failNoteInsert makes every insert of a note titled "Boom" fail in d (a trigger): a failed
-// statement inside a write of a batch.
-func failNoteInsert(t *testing.T, d *bun.DB) {
-	t.Helper()
-	ctx := context.Background()
-	if db.IsSQLite(d) {
-		_, err := d.DB.ExecContext(ctx, `CREATE TRIGGER notes_boom BEFORE INSERT ON notes WHEN NEW.title = 'Boom' BEGIN SELECT RAISE(ABORT, 'boom'); END`)
-		require.NoError(t, err)
-		return
-	}
-	_, err := d.DB.ExecContext(ctx, `CREATE FUNCTION notes_boom() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN IF NEW.title = 'Boom' THEN RAISE EXCEPTION 'boom'; END IF; RETURN NEW; END $$`)
-	require.NoError(t, err)
-	_, err = d.DB.ExecContext(ctx, `CREATE TRIGGER notes_boom BEFORE INSERT ON notes FOR EACH ROW EXECUTE FUNCTION notes_boom()`)
-	require.NoError(t, err)
-}
-
 // Issue 16: a write whose note insert fails inside a batch (a failed statement: on
 // PostgreSQL the transaction is aborted until its savepoint is rolled back to) rolls back
 // only itself, the source's count with it, and answers the error; the writes before and
 // after it, a new note and an edit among them, are stored with exactly their tags, search
 // rows, events (write order, consecutive positions) and receipts, and the chain verifies.
-func TestAdvNoteBatchFailedStatementRollsBackOnlyItsWrite(t *testing.T) {
+func TestNoteBatchFailedStatementRollsBackOnlyItsWrite(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
 		ctx := context.Background()
 		s, agent := queueEnv(t, d, `{"agent_memory": {"enabled": true, "max_notes_per_source": 3}}`)
 		person := integrationKey(t, d, agent)
 		orig, err := s.Create(ctx, agent, "", "", Input{Kind: "procedure", Title: "Original", Body: "Edited in the batch.", Tags: []string{"orig"}})
 		require.NoError(t, err)
-		failNoteInsert(t, d)
+		failInserts(t, d, "notes", "title", "Boom")
 		before := readBatchRows(t, d, agent.SpaceID)
 		receiptsBefore := countIn(t, d, agent.SpaceID, (*models.Receipt)(nil))
 		in := func(title string, tags ...string) Input {
@@ -613,7 +598,7 @@ func TestAdvNoteBatchFailedStatementRollsBackOnlyItsWrite(t *testing.T) {
 // and the exact count decides): 10 distinct notes queued on two replicas (one batch each,
 // racing for the space's head) fill exactly the 3 places the expired notes left, the other 7
 // are refused at the cap, the count keeps every active note and the chain verifies.
-func TestAdvNoteCapExactOverExpiredAcrossReplicas(t *testing.T) {
+func TestNoteCapExactOverExpiredAcrossReplicas(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
 		ctx := context.Background()
 		s1, p := queueEnv(t, d, `{"agent_memory": {"enabled": true, "max_notes_per_source": 5}}`)
