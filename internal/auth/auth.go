@@ -110,7 +110,9 @@ func NewKey() (key, hash string) {
 // fast hash is safe.
 func HashKey(key string) string {
 	s := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(s[:])
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], s[:])
+	return string(out[:])
 }
 
 // NewID returns a new time-ordered id with a readable prefix, e.g. "key_0193...".

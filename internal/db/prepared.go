@@ -94,12 +94,19 @@ func dollars(query string) string {
 	return b.String()
 }
 
+// bunTimeLayout is the layout of bun's SQLite dialect for a time.Time
+// (schema.BaseDialect.AppendTime, in UTC, between quotes).
+const bunTimeLayout = "2006-01-02 15:04:05.999999-07:00"
+
 // TimeArg is t as QueryOne binds it for a timestamp column of d, stored exactly as bun
 // stores it when it interpolates t: on SQLite the same text (UTC, microseconds), on
 // PostgreSQL the instant truncated to microseconds.
 func TimeArg(d *bun.DB, t time.Time) any {
 	if IsSQLite(d) {
-		return strings.Trim(string(d.Dialect().AppendTime(nil, t)), "'")
+		// Formatted into a buffer on the stack (issue 16: bun's AppendTime grew a slice
+		// from nil, then the quotes were trimmed off a copy).
+		var buf [len(bunTimeLayout) + 8]byte
+		return string(t.UTC().AppendFormat(buf[:0], bunTimeLayout))
 	}
 	return t.UTC().Truncate(time.Microsecond)
 }

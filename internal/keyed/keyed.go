@@ -14,40 +14,49 @@ import (
 // share their keyed states.
 type Hasher struct {
 	key []byte
-	// macs holds HMAC states keyed by key, reset after each use, so a hash does not set up
-	// the key again (issue 16: one or two per working-memory request).
-	macs *sync.Pool
+	// states holds *state values keyed by key, reset after each use, so a hash neither sets
+	// up the key again nor allocates but its answer (issue 16: one or two per
+	// working-memory request).
+	states *sync.Pool
+}
+
+// state is a keyed HMAC state at its start, with room for a message and its sum.
+type state struct {
+	mac hash.Hash
+	msg []byte
+	sum [sha256.Size]byte
 }
 
 // New returns a Hasher keyed by secret (the server secret, at least 32 bytes).
 func New(secret []byte) Hasher {
 	key := append([]byte(nil), secret...)
-	return Hasher{key: key, macs: &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}
-}
-
-// mac is a keyed HMAC state at its start; done returns it.
-func (h Hasher) mac() (m hash.Hash, done func()) {
-	if h.macs == nil {
-		return hmac.New(sha256.New, h.key), func() {}
-	}
-	m = h.macs.Get().(hash.Hash)
-	return m, func() { m.Reset(); h.macs.Put(m) }
+	return Hasher{key: key, states: &sync.Pool{New: func() any { return &state{mac: hmac.New(sha256.New, key)} }}}
 }
 
 // Hash returns the hex HMAC-SHA256 of (space, kind, value), each part length-prefixed so that
 // no two different triples collide. The same inputs give the same hash on every replica.
 func (h Hasher) Hash(spaceID, kind, value string) string {
-	m, done := h.mac()
-	defer done()
-	for _, part := range [...]string{spaceID, kind, value} {
-		var n [4]byte
-		l := len(part)
-		n[0], n[1], n[2], n[3] = byte(l>>24), byte(l>>16), byte(l>>8), byte(l)
-		m.Write(n[:])
-		m.Write([]byte(part))
+	var st *state
+	if h.states == nil {
+		st = &state{mac: hmac.New(sha256.New, h.key)}
+	} else {
+		st = h.states.Get().(*state)
 	}
-	var sum [sha256.Size]byte
-	return hex.EncodeToString(m.Sum(sum[:0]))
+	msg := st.msg[:0]
+	for _, part := range [...]string{spaceID, kind, value} {
+		l := len(part)
+		msg = append(msg, byte(l>>24), byte(l>>16), byte(l>>8), byte(l))
+		msg = append(msg, part...)
+	}
+	st.mac.Write(msg)
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], st.mac.Sum(st.sum[:0]))
+	if h.states != nil {
+		st.msg = msg
+		st.mac.Reset()
+		h.states.Put(st)
+	}
+	return string(out[:])
 }
 
 // Key derives a sub-key for a named purpose (e.g. "known-subjects", "subject-keys") so that one

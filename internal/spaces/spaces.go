@@ -281,13 +281,16 @@ func keyAndDocumentsByHash(ctx context.Context, d *bun.DB, hash string) (auth.Pr
 // the current text from the store). It is cleared when it reaches maxParsedDocs entries.
 var (
 	parsedMu   sync.Mutex
-	parsedDocs = map[string]any{}
+	parsedDocs = map[parsedKey]any{}
 )
 
 const maxParsedDocs = 512
 
+// parsedKey names a parsed document by its name and exact stored text.
+type parsedKey struct{ name, text string }
+
 func parseCached(name, text string, parse func([]byte) (any, error)) (any, error) {
-	k := name + "\x00" + text
+	k := parsedKey{name, text}
 	parsedMu.Lock()
 	v, ok := parsedDocs[k]
 	parsedMu.Unlock()
