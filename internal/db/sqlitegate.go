@@ -53,8 +53,16 @@ func gateOf(path string) *writeGate {
 // checkpointEvery; the DSN's wal_autocheckpoint stays as a backstop, high enough that it runs
 // only if these fall behind. The goroutine closes its connection and ends after
 // checkpointIdle without writes, or when the pool closes.
+//
+// checkpointEvery is short so that each checkpoint is short (issue 16): at 8 note writers
+// the WAL grows by about 10,000 pages a second, and a checkpoint every 100 ms copied ~1,000
+// of them in ~10 ms (up to 37), one long stretch of work on one of the 2 processors; requests
+// that overlapped one were twice as likely to be in the slowest 10%, and the note writes'
+// p99 was 12-15 ms. Every 25 ms each copies about a quarter (~3.5 ms), the p99 was 8.4-9 ms
+// at the same rate; the checkpoints' total time rose by about a third (hot pages are copied
+// more often, and each checkpoint syncs the files). docs/bench.md has the runs.
 const (
-	checkpointEvery = 100 * time.Millisecond
+	checkpointEvery = 25 * time.Millisecond
 	checkpointIdle  = 2 * time.Second
 )
 
