@@ -53,8 +53,17 @@ func gateOf(path string) *writeGate {
 // checkpointEvery; the DSN's wal_autocheckpoint stays as a backstop, high enough that it runs
 // only if these fall behind. The goroutine closes its connection and ends after
 // checkpointIdle without writes, or when the pool closes.
+//
+// checkpointEvery is short so that each checkpoint is short (issue 16). At 8 note writers
+// the WAL grows by about 30,000 frames a second (~15 per write). A checkpoint every 100 ms
+// took the ~3,000 new ones in ~10 ms (up to 37 ms), a stretch of work on one of the 2
+// processors, and the note writes slower than 10 ms overlapped one 2-3 times as often as
+// the writes overall (p99 10.6-15.5 ms). Every 25 ms each takes ~1,000 frames (~3.5 ms) and
+// the p99 was 8.7-9.7 ms at the same rate and CPU per write; the checkpoints' own time rose
+// by about a third (hot pages are copied more often, each checkpoint syncs the files).
+// docs/bench.md has the runs.
 const (
-	checkpointEvery = 100 * time.Millisecond
+	checkpointEvery = 25 * time.Millisecond
 	checkpointIdle  = 2 * time.Second
 )
 
