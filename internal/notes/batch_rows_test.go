@@ -617,26 +617,13 @@ func TestNoteCapExactOverExpiredAcrossReplicas(t *testing.T) {
 		later := func() time.Time { return t0.Add(time.Hour) }
 		s1.Now = later
 		s2 := &Service{DB: s1.DB, Docs: s1.Docs, Hasher: s1.Hasher, Subjects: s1.Subjects, Now: later}
-		var ins1, ins2 []Input
-		for i := range 10 {
-			in := Input{SourceID: p.Agent, Kind: "procedure", Title: fmt.Sprintf("Late %c", 'a'+i), Body: "After.", Tags: []string{"late"}}
-			if i%2 == 0 {
-				ins1 = append(ins1, in)
-			} else {
-				ins2 = append(ins2, in)
-			}
+		ins := make([]Input, 10)
+		for i := range ins {
+			ins[i] = Input{SourceID: p.Agent, Kind: "procedure", Title: fmt.Sprintf("Late %c", 'a'+i), Body: "After.", Tags: []string{"late"}}
 		}
-		a1 := queueWrites(t, s1, person, ins1, make([]string, len(ins1)))
-		a2 := queueWrites(t, s2, person, ins2, make([]string, len(ins2)))
-		var wg sync.WaitGroup
-		for _, s := range []*Service{s1, s2} {
-			wg.Add(1)
-			go func() { defer wg.Done(); s.drain(p.SpaceID) }()
-		}
-		wg.Wait()
 		var stored []string
 		refusedAtCap := 0
-		for _, c := range append(a1, a2...) {
+		for _, c := range raceReplicas(t, s1, s2, person, ins) {
 			a := <-c
 			if a.err == nil {
 				stored = append(stored, a.res.Note.ID)

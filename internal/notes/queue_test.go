@@ -140,6 +140,29 @@ func queueWrites(t *testing.T, s *Service, p auth.Principal, ins []Input, idem [
 	return out
 }
 
+// raceReplicas queues ins on two replicas of one space in turn (even indexes on s1, odd on
+// s2), then commits both replicas' batches at once, and returns the answers, s1's first.
+func raceReplicas(t *testing.T, s1, s2 *Service, p auth.Principal, ins []Input) []chan createAnswer {
+	t.Helper()
+	var ins1, ins2 []Input
+	for i, in := range ins {
+		if i%2 == 0 {
+			ins1 = append(ins1, in)
+		} else {
+			ins2 = append(ins2, in)
+		}
+	}
+	a1 := queueWrites(t, s1, p, ins1, make([]string, len(ins1)))
+	a2 := queueWrites(t, s2, p, ins2, make([]string, len(ins2)))
+	var wg sync.WaitGroup
+	for _, s := range []*Service{s1, s2} {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.drain(p.SpaceID) }()
+	}
+	wg.Wait()
+	return append(a1, a2...)
+}
+
 type createAnswer struct {
 	res WriteResult
 	err error
@@ -239,25 +262,12 @@ func TestNoteBatchLimitsExactAcrossReplicas(t *testing.T) {
 		race := func(features string, n int) (stored int, codes map[string]int) {
 			s1, p := queueEnv(t, d, features)
 			s2 := &Service{DB: s1.DB, Docs: s1.Docs, Hasher: s1.Hasher, Subjects: s1.Subjects}
-			var ins1, ins2 []Input
-			for i := range n {
-				in := Input{Kind: "procedure", Title: fmt.Sprintf("Note %d", i), Body: "Distinct."}
-				if i%2 == 0 {
-					ins1 = append(ins1, in)
-				} else {
-					ins2 = append(ins2, in)
-				}
+			ins := make([]Input, n)
+			for i := range ins {
+				ins[i] = Input{Kind: "procedure", Title: fmt.Sprintf("Note %d", i), Body: "Distinct."}
 			}
-			a1 := queueWrites(t, s1, p, ins1, make([]string, len(ins1)))
-			a2 := queueWrites(t, s2, p, ins2, make([]string, len(ins2)))
-			var wg sync.WaitGroup
-			for _, s := range []*Service{s1, s2} {
-				wg.Add(1)
-				go func() { defer wg.Done(); s.drain(p.SpaceID) }()
-			}
-			wg.Wait()
 			codes = map[string]int{}
-			for _, c := range append(a1, a2...) {
+			for _, c := range raceReplicas(t, s1, s2, p, ins) {
 				a := <-c
 				if a.err == nil {
 					require.NotNil(t, a.res.Note)
