@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/gather"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 )
@@ -110,33 +110,12 @@ func (q *spaceQueues) waiting(spaceID string) int {
 	return 0
 }
 
-// maxGatherYields bounds gather: the most times a space's batch goroutine yields its
-// processor before one batch.
-const maxGatherYields = 8
-
 // gather lets note writes of spaceID that are about to be queued join the next batch
-// (issue 16): while the space's queue holds writes (fewer than MaxNoteBatch) and grew since
-// its last look, the caller yields its processor (runtime.Gosched), at most maxGatherYields
-// times, so that the runnable goroutines, request handlers on their way to commit among
-// them, run first. It never sleeps: when nothing else is runnable (a lone write) a yield
-// returns at once, the queue has not grown, and the batch goes; it waits only while
-// runnable goroutines add writes, at most maxGatherYields rounds of the scheduler. Each
-// batch pays the same fixed work (BEGIN, the head's lock, the batch-end inserts, the notes
-// revision, the receipts' chain entry, COMMIT) however many writes it holds. The receipts'
-// group commit (internal/receipts, Log) gathers its groups the same way.
+// (gather.Wait, up to MaxNoteBatch writes). Each batch pays the same fixed work (BEGIN, the
+// head's lock, the batch-end inserts, the notes revision, the receipts' chain entry, COMMIT)
+// however many writes it holds.
 func (q *spaceQueues) gather(spaceID string) {
-	n := q.waiting(spaceID)
-	for range maxGatherYields {
-		if n == 0 || n >= MaxNoteBatch {
-			return
-		}
-		runtime.Gosched()
-		grown := q.waiting(spaceID)
-		if grown == n {
-			return
-		}
-		n = grown
-	}
+	gather.Wait(func() int { return q.waiting(spaceID) }, MaxNoteBatch)
 }
 
 // queued reports how many spaces have a note write queued or running (for tests).

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/gather"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -206,40 +206,16 @@ func (l *Log) drain() {
 	}
 }
 
-// maxYields bounds gather: the most times the drain goroutine yields its processor before
-// one group. Measured on the block-read benchmark (SQLite, 32 readers, 2 cores): the queue
-// stopped growing after at most 4 yields, and 4 or 64 formed the same groups.
-const maxYields = 8
-
-// gather lets receipts that are about to be queued join the next group (issue 16): while
-// the queue holds receipts (fewer than maxGroup) and grew since its last look, the drain
-// goroutine yields its processor (runtime.Gosched), at most maxYields times, so that the
-// runnable goroutines, request handlers on their way to Record among them, run first. It
-// never sleeps: when nothing else is runnable (a lone request) a yield returns at once, the
-// queue has not grown, and the group goes; it waits only while runnable goroutines add
-// receipts, at most maxYields rounds of the scheduler. Each group commit costs the same
-// fixed work (on SQLite: BEGIN, the head, the revisions, the entry, the head's move, a
-// COMMIT writing its pages to the WAL) however many receipts it holds: on the block-read
-// benchmark (SQLite, 32 readers) groups went from 2-3 receipts to 10-12, and the process's
-// CPU per read fell by 20-26% (docs/bench.md). PostgreSQL's groups, formed while each waits
-// for its flush, were already that size.
+// gather lets receipts that are about to be queued join the next group (gather.Wait). On
+// the block-read benchmark (SQLite, 32 readers) groups went from 2-3 receipts to 10-12, and
+// the process's CPU per read fell by 20-26% (docs/bench.md). PostgreSQL's groups, formed
+// while each waits for its flush, were already that size.
 func (l *Log) gather() {
-	l.mu.Lock()
-	n := len(l.queue)
-	l.mu.Unlock()
-	for range maxYields {
-		if n == 0 || n >= maxGroup {
-			return
-		}
-		runtime.Gosched()
+	gather.Wait(func() int {
 		l.mu.Lock()
-		grown := len(l.queue)
-		l.mu.Unlock()
-		if grown == n {
-			return
-		}
-		n = grown
-	}
+		defer l.mu.Unlock()
+		return len(l.queue)
+	}, maxGroup)
 }
 
 // answerDurable flushes the WAL past group's asynchronous commit and then answers its
