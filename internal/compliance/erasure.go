@@ -434,7 +434,8 @@ func (s *Service) PurgeCaches(_ context.Context, spaceID string) {
 
 // Checkpoint makes deleted data leave the database files where the request can afford it:
 // on SQLite (secure_delete is on) it checkpoints the WAL into the main file and truncates it,
-// failing (to be retried) while readers hold it back. On PostgreSQL it does nothing: an
+// failing (to be retried) while readers or another process's checkpoint hold it back (this
+// process's own checkpoints take turns with it: see internal/db's writeGate). On PostgreSQL it does nothing: an
 // erasure no longer vacuums whole tables per request (a cost growing with all data, not with
 // the subject); sealed bytes are unreadable once the key is destroyed, and unsealed derived
 // entries (keyed hashes, full-text) leave the disk at the next vacuum (issue 12 §3).
@@ -447,7 +448,7 @@ func (s *Service) Checkpoint(ctx context.Context) error {
 		return fmt.Errorf("compliance: checkpoint: %w", err)
 	}
 	if busy != 0 {
-		return fmt.Errorf("compliance: checkpoint blocked by readers")
+		return fmt.Errorf("compliance: checkpoint blocked by readers or another process's checkpoint")
 	}
 	return nil
 }

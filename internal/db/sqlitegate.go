@@ -30,6 +30,14 @@ import (
 // which cost short autocommit writes half their rate in a benchmark.
 type writeGate struct {
 	mu sync.Mutex
+
+	// checkpoint serialises this process's checkpoints of the file. SQLite runs one
+	// checkpoint of a file at a time and answers a second one at once with SQLITE_BUSY (busy=1
+	// from PRAGMA wal_checkpoint), without calling the busy handler: an erasure's
+	// TRUNCATE checkpoint that met the pool's PASSIVE one failed as "blocked by readers"
+	// (issue 27). Held by the checkpointer around each checkpoint and by a connection around
+	// a PRAGMA wal_checkpoint statement, so the second waits for the first instead.
+	checkpoint sync.Mutex
 }
 
 // gates holds one writeGate per SQLite file (absolute path) of the process: several pools on
@@ -71,6 +79,7 @@ const (
 type checkpointer struct {
 	d   driver.Driver // opens the checkpoint connection
 	dsn string
+	g   *writeGate // its checkpoint lock is held around each checkpoint
 
 	mu      sync.Mutex
 	wrote   chan struct{} // a write committed since the last checkpoint (buffer of one)
@@ -80,8 +89,8 @@ type checkpointer struct {
 	closed  bool
 }
 
-func newCheckpointer(d driver.Driver, dsn string) *checkpointer {
-	return &checkpointer{d: d, dsn: dsn, wrote: make(chan struct{}, 1), stop: make(chan struct{})}
+func newCheckpointer(d driver.Driver, dsn string, g *writeGate) *checkpointer {
+	return &checkpointer{d: d, dsn: dsn, g: g, wrote: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
 // wroteSome tells the checkpointer that a write committed, starting its goroutine if it is
@@ -161,7 +170,10 @@ func (k *checkpointer) run(done chan struct{}) {
 			conn = c
 		}
 		if ex, ok := conn.(driver.ExecerContext); ok {
-			if _, err := ex.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)", nil); err != nil {
+			k.g.checkpoint.Lock()
+			_, err := ex.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)", nil)
+			k.g.checkpoint.Unlock()
+			if err != nil {
 				conn.Close()
 				conn = nil
 			}
@@ -239,7 +251,8 @@ type gatedConnector struct {
 
 // newGatedConnector is the connector of a pool on the SQLite file at path.
 func newGatedConnector(d driver.Driver, path, dsn string) *gatedConnector {
-	return &gatedConnector{d: d, dsn: dsn, g: gateOf(path), ck: newCheckpointer(d, dsn)}
+	g := gateOf(path)
+	return &gatedConnector{d: d, dsn: dsn, g: g, ck: newCheckpointer(d, dsn, g)}
 }
 
 // Close stops the pool's checkpointer (sql.DB.Close calls it).
@@ -305,16 +318,50 @@ func (c *gatedConn) Begin() (driver.Tx, error) {
 	return c.BeginTx(context.Background(), driver.TxOptions{})
 }
 
-// gate takes the gate for a statement outside a transaction that writes (write: isWrite of
-// its text) and reports whether it did; the caller then ends the write with ungate.
-func (c *gatedConn) gate(ctx context.Context, write bool) (held bool, err error) {
-	if c.inTx || !write {
-		return false, nil
+// stmtKind is what a statement run outside a transaction asks of its file's locks.
+type stmtKind uint8
+
+const (
+	stmtRead       stmtKind = iota // nothing
+	stmtWrite                      // the write gate (isWrite)
+	stmtCheckpoint                 // the checkpoint lock (isCheckpoint)
+)
+
+// kindOf classifies query for gate.
+func kindOf(query string) stmtKind {
+	switch {
+	case isCheckpoint(query):
+		return stmtCheckpoint
+	case isWrite(query):
+		return stmtWrite
 	}
-	if err := c.g.acquire(ctx); err != nil {
-		return false, err
+	return stmtRead
+}
+
+// isCheckpoint reports whether query is a PRAGMA wal_checkpoint (any mode, any schema).
+func isCheckpoint(query string) bool {
+	q := strings.ToLower(strings.Join(strings.Fields(query), " "))
+	if !strings.HasPrefix(q, "pragma ") {
+		return false
 	}
-	return true, nil
+	return strings.Contains(q, "wal_checkpoint")
+}
+
+// gate takes what a statement of kind needs: the write gate for a write outside a
+// transaction, the file's checkpoint lock for a checkpoint. It returns the function that
+// gives it back (nil when nothing was taken), to be called once the statement is done.
+func (c *gatedConn) gate(ctx context.Context, kind stmtKind) (release func(), err error) {
+	switch {
+	case kind == stmtCheckpoint:
+		c.g.checkpoint.Lock() // a checkpoint is short (milliseconds): no deadline needed
+		return c.g.checkpoint.Unlock, nil
+	case kind == stmtWrite && !c.inTx:
+		if err := c.g.acquire(ctx); err != nil {
+			return nil, err
+		}
+		return c.ungate, nil
+	}
+	return nil, nil
 }
 
 // ungate releases the gate gate took and tells the checkpointer a write committed.
@@ -324,23 +371,23 @@ func (c *gatedConn) ungate() {
 }
 
 func (c *gatedConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	held, err := c.gate(ctx, isWrite(query))
+	release, err := c.gate(ctx, kindOf(query))
 	if err != nil {
 		return nil, err
 	}
-	if held {
-		defer c.ungate()
+	if release != nil {
+		defer release()
 	}
 	return c.exec.ExecContext(ctx, query, args)
 }
 
 func (c *gatedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	held, err := c.gate(ctx, isWrite(query))
+	release, err := c.gate(ctx, kindOf(query))
 	if err != nil {
 		return nil, err
 	}
 	rows, err := c.query.QueryContext(ctx, query, args)
-	return c.holdUntilClosed(rows, err, held)
+	return holdUntilClosed(rows, err, release)
 }
 
 func (c *gatedConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
@@ -354,7 +401,7 @@ func (c *gatedConn) PrepareContext(ctx context.Context, query string) (driver.St
 		st.Close()
 		return nil, fmt.Errorf("db: the SQLite statement %T lacks a context method", st)
 	}
-	return &gatedStmt{Stmt: st, exec: se, query: sq, c: c, write: isWrite(query)}, nil
+	return &gatedStmt{Stmt: st, exec: se, query: sq, c: c, kind: kindOf(query)}, nil
 }
 
 func (c *gatedConn) Prepare(query string) (driver.Stmt, error) {
@@ -409,63 +456,65 @@ func (t *gatedTx) Commit() error {
 
 func (t *gatedTx) Rollback() error { return t.end(t.Tx.Rollback()) }
 
-// gatedStmt is a prepared statement that holds the gate while it runs when it is a write
-// (write: isWrite of its text, decided once when it is prepared) outside a transaction.
+// gatedStmt is a prepared statement that takes what its kind needs while it runs (kind:
+// kindOf its text, decided once when it is prepared; see gatedConn.gate).
 type gatedStmt struct {
 	driver.Stmt
 	exec  driver.StmtExecContext
 	query driver.StmtQueryContext
 	c     *gatedConn
-	write bool
+	kind  stmtKind
 }
 
 func (s *gatedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	held, err := s.c.gate(ctx, s.write)
+	release, err := s.c.gate(ctx, s.kind)
 	if err != nil {
 		return nil, err
 	}
-	if held {
-		defer s.c.ungate()
+	if release != nil {
+		defer release()
 	}
 	return s.exec.ExecContext(ctx, args)
 }
 
 func (s *gatedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	held, err := s.c.gate(ctx, s.write)
+	release, err := s.c.gate(ctx, s.kind)
 	if err != nil {
 		return nil, err
 	}
 	rows, err := s.query.QueryContext(ctx, args)
-	return s.c.holdUntilClosed(rows, err, held)
+	return holdUntilClosed(rows, err, release)
 }
 
-// holdUntilClosed keeps the gate of a write's rows (INSERT ... RETURNING in autocommit: its
-// write ends when the statement is reset, at Close) until they are closed. Without the gate
-// (held false) rows are returned as they are.
-func (c *gatedConn) holdUntilClosed(rows driver.Rows, err error, held bool) (driver.Rows, error) {
-	if !held {
+// holdUntilClosed keeps what gate took for rows until they are closed: a write's rows
+// (INSERT ... RETURNING in autocommit: its write ends when the statement is reset, at Close)
+// and a checkpoint's (it may run as the rows are read). With nothing taken (release nil)
+// rows are returned as they are.
+func holdUntilClosed(rows driver.Rows, err error, release func()) (driver.Rows, error) {
+	if release == nil {
 		return rows, err
 	}
 	if err != nil {
-		c.ungate()
+		release()
 		return nil, err
 	}
-	return &gatedRows{Rows: rows, c: c}, nil
+	return &gatedRows{Rows: rows, release: release}, nil
 }
 
-// gatedRows ends its write (gatedConn.ungate) once, at its first Close (database/sql closes
-// a connection's rows from one goroutine at a time). The column type methods pass through.
+// gatedRows gives back what its statement took (release) once, at its first Close
+// (database/sql closes a connection's rows from one goroutine at a time). The column type
+// methods pass through.
 type gatedRows struct {
 	driver.Rows
-	c      *gatedConn
-	closed bool
+	release func()
+	closed  bool
 }
 
 func (r *gatedRows) Close() error {
 	err := r.Rows.Close()
 	if !r.closed {
 		r.closed = true
-		r.c.ungate()
+		r.release()
 	}
 	return err
 }

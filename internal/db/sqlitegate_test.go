@@ -168,3 +168,35 @@ func TestCheckpointerStopsOnClose(t *testing.T) {
 	require.True(t, k.closed)
 	require.Equal(t, done, k.done, "no checkpointer starts after close")
 }
+
+func TestKindOf(t *testing.T) {
+	for q, want := range map[string]stmtKind{
+		"PRAGMA wal_checkpoint(TRUNCATE)":         stmtCheckpoint,
+		"  pragma   main.wal_checkpoint(PASSIVE)": stmtCheckpoint,
+		"PRAGMA journal_mode":                     stmtRead,
+		"SELECT wal_checkpoint FROM t":            stmtRead,
+		"INSERT INTO t VALUES (1)":                stmtWrite,
+		"SELECT 1":                                stmtRead,
+	} {
+		require.Equal(t, want, kindOf(q), q)
+	}
+}
+
+// Issue 27: a TRUNCATE checkpoint run through the pool right after writes (while the pool's
+// own checkpointer runs its PASSIVE checkpoints) is never answered busy: SQLite answers a
+// second concurrent checkpoint of a file with SQLITE_BUSY at once, so this process's
+// checkpoints take turns (writeGate.checkpoint).
+func TestCheckpointsTakeTurns(t *testing.T) {
+	d := openGated(t, 1)[0]
+	ctx := context.Background()
+	for i := range 200 {
+		_, err := d.ExecContext(ctx, "UPDATE t SET n = n + 1 WHERE id = 1")
+		require.NoError(t, err)
+		if i%4 != 0 { // let the checkpointer's interval end now and then, mid-write-burst
+			time.Sleep(checkpointEvery / 4)
+		}
+		var busy, logFrames, done int
+		require.NoError(t, d.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done))
+		require.Zero(t, busy, "checkpoint %d answered busy", i)
+	}
+}
