@@ -104,3 +104,17 @@ func isLetters(s string) bool {
 	}
 	return s != ""
 }
+
+// NoteText is the text the gate passes to Detect for a note's title, body and
+// tags (AM-6, GATE-1): each part on its own line and all of them concatenated
+// without separator (JoinForCheck, tags joined by spaces), so a value split
+// across parts is found, then the joins of adjacent tags that form an address
+// (JoinTagsForCheck). Every write path of notes checks this text
+// (notes.GateText), and so does the labelled corpus of the gate.
+func NoteText(title, body string, tags []string) string {
+	s := JoinForCheck(title, body, strings.Join(tags, " "))
+	if t := JoinTagsForCheck(tags); t != "" {
+		s += "\n" + t
+	}
+	return s
+}
