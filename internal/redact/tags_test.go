@@ -29,9 +29,14 @@ func TestTagsProviderWords(t *testing.T) {
 		{"ana", "gmail.com"}, {"ana.silva", "example.com.br"}, {"vip", "joao", "empresa.pt"},
 		{"ana", "example", "com"}, {"vip", "ana", "loja", "com.br"}, {"k.tanaka", "outlook.co.uk"},
 		{"ana", "at", "gmail", "dot", "com"}, {"ana", "at", "gmail.com"},
+		{"billing", "stripe.com"}, // the documented cost: a bare domain tag after another tag
 	} {
 		require.Equal(t, []Kind{KindEmail}, Detect(gateTags(tags...), Options{}), "%q", tags)
 	}
+	// Tags are read as text too: phones and documents in tags are refused.
+	require.Equal(t, []Kind{KindPhone}, Detect(gateTags("deploy", "tel:2125550143"), Options{}))
+	require.Equal(t, []Kind{KindPhone}, Detect(gateTags("ligar", "11", "98765-4321"), Options{}))
+	require.Equal(t, []Kind{KindCPF}, Detect(gateTags("refund", "529.982.247-25"), Options{}))
 	// The same provider words in text keep every detection they had.
 	for _, s := range []string{"ana@gmail", "write to ana@live", "ana at gmail dot com", "ana arroba orange ponto fr", "ana at outlook.com"} {
 		require.Equal(t, []Kind{KindEmail}, Detect(s, Options{}), s)
