@@ -112,8 +112,9 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./internal/notes
 	$(GO) test -run '^$$' -bench VectorSearch -benchtime 10x -timeout 30m ./internal/knowledge
 
-## gate-report: recall and false refusals of the local personal-data gate on the labelled
-## corpus internal/redact/testdata/corpus.jsonl, overall and per kind, with the failing cases.
+## gate-report: recall and false refusals of the local gate on the labelled sets of
+## internal/redact/testdata/ (corpusSets in corpus_test.go), per set, per kind and per input
+## part (title, body, tags, fields), with the failing cases.
 gate-report:
 	GATE_REPORT=1 $(GO) test -count=1 -run '^TestGateCorpus$$' -v ./internal/redact/
 

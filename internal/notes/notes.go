@@ -307,15 +307,12 @@ func (c content) gateText() string { return GateText(c.Title, c.Body, c.Tags, c.
 // of every write path (REST, MCP, proposals, distillation): title, body and tags each on
 // their own and also concatenated without separator (redact.JoinForCheck), so a value split
 // across fields ("Customer ana@" + "example.com is the right mailbox") is caught; adjacent
-// tags joined by "@" (redact.JoinTagsForCheck), so an address split across tags
-// (["ana", "example.com"]) is caught; then the evidence ids (ev may be nil).
+// tags joined by "@" where they form an address (redact.JoinTagsForCheck: a local part
+// and a dotted domain, ["ana", "example.com"]), so an address split across tags is
+// caught (redact.NoteText); then the evidence ids (ev may be nil).
 func GateText(title, body string, tags []string, ev *Evidence) string {
 	var b strings.Builder
-	b.WriteString(redact.JoinForCheck(title, body, strings.Join(tags, " ")))
-	if t := redact.JoinTagsForCheck(tags); t != "" {
-		b.WriteString("\n")
-		b.WriteString(t)
-	}
+	b.WriteString(redact.NoteText(title, body, tags))
 	if ev != nil {
 		b.WriteString("\n")
 		b.WriteString(ev.ConversationID + ev.TaskID)

@@ -176,7 +176,8 @@ func TestJoinForCheck(t *testing.T) {
 		{"word tags", JoinTagsForCheck([]string{"refund", "orders", "br"}), nil},
 		{"one tag", JoinTagsForCheck([]string{"example.com"}), nil},
 	})
-	require.Equal(t, "a@b\nb@c\n", JoinTagsForCheck([]string{"a", "b", "c"}))
+	require.Equal(t, "", JoinTagsForCheck([]string{"a", "b", "c"}))
+	require.Equal(t, "a@b.com\nb.com@c.com\n", JoinTagsForCheck([]string{"a", "b.com", "c.com"}))
 	require.Equal(t, "a\nb\nab", JoinForCheck("a", "b"))
 	require.Equal(t, "a", JoinForCheck("a"))
 	require.Equal(t, "", JoinForCheck())

@@ -55,7 +55,8 @@
 // covered bytes, each e-mail candidate is matched on a window about its own
 // size (ending before a second "@", so "a@a@a@..." stays linear), the spaced
 // pass runs at most once more over the text, documents are matched by hand at group starts,
-// the look back at what introduces a number walks at most 12 words, and phone verdicts
+// the look back at what introduces a number walks at most 12 words (26 after an
+// exemplifier such as "e.g."), and phone verdicts
 // (phonenumbers parsing, the expensive step) are remembered per distinct
 // digit shape within a call.
 //
@@ -166,7 +167,14 @@
 // other numbers: "Protocolo de atendimento 4159977512", "the tracking
 // number is 2123460821", "Orders 4154327323 and 6355444157" pass, while
 // "Ticket 88213: customer 2125550143" and "Order 4471 delayed; call
-// 2125550143" are phones. Also excluded: runs glued to an identifier
+// 2125550143" are phones. A number given as an example of an id is one too:
+// right after an exemplifier ("e.g.", "i.e.", "for example", "for
+// instance", "such as", "like", "por exemplo", "ex.", "p. ex.", "tipo",
+// "como"), an id word anywhere in the 24 words before it, in its sentence or
+// the one before, with no contact word among them ("Order ids have ten
+// digits, e.g. 4159977512", "Ticket ids look like this. E.g. 2125550143");
+// "area code", "country code" are not id words there, so "Mobile numbers
+// need the area code, e.g. 4155550167" is a phone. Also excluded: runs glued to an identifier
 // ("eu-20260812-09", "v1.2.3.4", "SKU12345678") unless the word glued to
 // the number is a contact word ("tel.11987654321", "fone-2125550143",
 // "whats.(85)99914-5187", "Ph.+1 312 282 8967" are phones); dotted
@@ -206,12 +214,24 @@
 // the right mailbox" in the body) is only visible when the fields are read
 // together: JoinForCheck(title, body, tags) gives the text to pass to Detect,
 // each field on its own line plus all of them concatenated without
-// separator. JoinTagsForCheck(tags) adds each pair of adjacent tags joined
-// by "@" (["ana", "example.com"] gives "ana@example.com"), and each three
-// adjacent tags ending in a generic top-level domain as "a@b.c" (["ana",
-// "example", "com"]): tags cannot hold "@", and joining only adjacent pairs,
-// and triples only before "com", "net", "org", "com.br", ..., keeps ordinary
-// tag lists (["refund", "orders", "br"]) clean; a bare domain tag right after
-// another tag is refused. The
+// separator. JoinTagsForCheck(tags) adds the joins of adjacent tags that
+// really form an address (tags cannot hold "@"): a tag and the next one when
+// that one is a dotted domain (["ana", "gmail.com"], ["ana.silva",
+// "example.com.br"]: two or more labels ending in a two-letter country code
+// or a mail top-level domain such as com, net, org, info; not "v2.14.3",
+// "app.yaml", "readme.md", "api.prod" or "com.br" alone), and three adjacent
+// tags ending in a generic top-level domain as "a@b.c" (["ana", "example",
+// "com"]). A bare word after another tag is never a domain, so a mailbox
+// provider's name without its top-level domain is an ordinary tag:
+// ["deploy", "live"], ["handoff", "pm"], ["refund", "gmail"] and ["w1",
+// "r7"] pass (the "ana@gmail" rule above is for text, where the "@" is
+// written). A bare domain tag right after another tag (["billing",
+// "stripe.com"]) is refused. Tags are also read joined by spaces, as text,
+// so a spelled-out address (["ana", "at", "gmail", "dot", "com"]), a phone
+// (["ligar", "11", "98765-4321"]) or a document in tags is found by the
+// rules for text, exceptions included: a tag that is an id word introduces
+// the number in the next tag (["invoice", "48-97997-0547"] passes, as
+// "Invoice 48-97997-0547" does). NoteText(title, body, tags) is the whole text;
+// the
 // notes gate (AM-6) checks notes this way.
 package redact

@@ -172,7 +172,7 @@ func idContext(s string, p int) bool {
 			return true // v1.2.3, SKU12345678
 		}
 	}
-	return introducedBy(s, p, idWords, 1)
+	return introducedBy(s, p, idWords, 1) || exampleOfID(s, p)
 }
 
 // introducedBy reports whether the digit run starting at p is introduced, in

@@ -306,37 +306,3 @@ func JoinForCheck(parts ...string) string {
 	}
 	return strings.Join(parts, "\n") + "\n" + strings.Join(parts, "")
 }
-
-// JoinTagsForCheck returns the extra text the gate should pass to Detect for
-// a list of tags: each pair of adjacent tags joined by "@", one pair per
-// line, so an address split across two tags (["ana", "example.com"]) is
-// found. Tags cannot hold "@" (notes accept a-z 0-9 _ . : -), so "@" is the
-// only join needed for two tags. Only adjacent pairs are joined, in their
-// order; three adjacent tags are joined as "a@b.c" only when the third is a
-// generic top-level domain ("com", "net", "org", "com.br", ...: ["ana",
-// "example", "com"]), because joining all tags would turn ordinary lists
-// (["refund", "orders", "br"]) into addresses. The cost is a tag that is a bare domain name or a
-// mailbox provider's name right after another tag (["billing",
-// "stripe.com"], ["support", "gmail"] read as addresses): write the name
-// without its domain. Fewer than two tags give "".
-func JoinTagsForCheck(tags []string) string {
-	if len(tags) < 2 {
-		return ""
-	}
-	var b strings.Builder
-	for i := 1; i < len(tags); i++ {
-		b.WriteString(tags[i-1] + "@" + tags[i] + "\n")
-		if i >= 2 && genericTLDTags[tags[i]] {
-			b.WriteString(tags[i-2] + "@" + tags[i-1] + "." + tags[i] + "\n")
-		}
-	}
-	return b.String()
-}
-
-// genericTLDTags are the top-level domains a three-way tag split ends with:
-// ["ana", "example", "com"] is read as "ana@example.com" too. Country codes
-// ("br", "pt") are not among them, so ["refund", "orders", "br"] stays clean.
-var genericTLDTags = map[string]bool{
-	"com": true, "net": true, "org": true, "edu": true, "gov": true, "info": true, "biz": true,
-	"com.br": true, "net.br": true, "org.br": true, "com.pt": true, "co.uk": true,
-}

@@ -1,7 +1,9 @@
-// Command gen writes the labelled corpus of the personal-data gate
-// (internal/redact/testdata/corpus.jsonl) to standard output:
+// Command gen writes the labelled corpora of the personal-data gate to
+// standard output: the notes set (internal/redact/testdata/corpus.jsonl) or,
+// with -set tags, the tags set (tags.jsonl, issue 26 §1):
 //
 //	go run ./internal/redact/testdata/gen > internal/redact/testdata/corpus.jsonl
+//	go run ./internal/redact/testdata/gen -set tags > internal/redact/testdata/tags.jsonl
 //
 // Every note is made up: hand-written templates (English and Portuguese)
 // crossed with generated values (phones valid by phonenumbers, CPF and CNPJ
@@ -12,6 +14,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -20,13 +23,17 @@ import (
 	"github.com/nyaruka/phonenumbers"
 )
 
-// Note is one labelled case. Kinds lists the kinds the note carries (empty:
-// clean); Class names the template family, so failures group by class.
+// Note is one labelled case (the format is described at the top of
+// internal/redact/corpus_test.go). Kinds lists the kinds the note carries
+// (empty: clean); Part says where the data (or a clean note's look-alike)
+// sits: title, body, tags, fields (split across parts) or none; Class names
+// the template family, so failures group by class.
 type Note struct {
 	ID    string   `json:"id"`
 	Lang  string   `json:"lang"`
 	Class string   `json:"class"`
 	Kinds []string `json:"kinds"`
+	Part  string   `json:"part"`
 	Title string   `json:"title,omitempty"`
 	Body  string   `json:"body"`
 	Tags  []string `json:"tags,omitempty"`
@@ -401,9 +408,33 @@ func fill(t string) string {
 }
 
 func main() {
+	set := flag.String("set", "notes", "which set to write: notes (corpus.jsonl) or tags (tags.jsonl)")
+	flag.Parse()
+	var out []Note
+	switch *set {
+	case "notes":
+		out = noteSet()
+	case "tags":
+		out = tagNotes()
+	default:
+		fmt.Fprintln(os.Stderr, "gen: -set must be notes or tags")
+		os.Exit(2)
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetEscapeHTML(false)
+	for _, n := range out {
+		if err := enc.Encode(n); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+}
+
+// noteSet returns the notes set (corpus.jsonl).
+func noteSet() []Note {
 	var out []Note
 	add := func(lang, class string, kinds []string, body string) {
-		out = append(out, Note{ID: fmt.Sprintf("%s-%s-%03d", lang, class, len(out)), Lang: lang, Class: class, Kinds: kinds, Body: body})
+		out = append(out, Note{ID: fmt.Sprintf("%s-%s-%03d", lang, class, len(out)), Lang: lang, Class: class, Kinds: kinds, Part: "body", Body: body})
 	}
 	for i := 0; i < 3; i++ {
 		for _, t := range phoneEN {
@@ -467,10 +498,10 @@ func main() {
 		dl := strings.SplitN(d, ".", 2)
 		lang := pick([]string{"en", "pt"})
 		splits := []Note{
-			{Class: "email-split-fields", Title: "Customer " + l + "@", Body: d + " is the right mailbox"},
-			{Class: "email-split-tags", Body: "Follow-up needed.", Tags: []string{"vip", l, p + ".com"}},
-			{Class: "email-split-three", Title: "Retorno para " + l, Body: "@" + dl[0], Tags: []string{"." + dl[1]}},
-			{Class: "email-split-three", Body: "Follow-up needed.", Tags: []string{l, dl[0], dl[1]}},
+			{Class: "email-split-fields", Part: "fields", Title: "Customer " + l + "@", Body: d + " is the right mailbox"},
+			{Class: "email-split-tags", Part: "tags", Body: "Follow-up needed.", Tags: []string{"vip", l, p + ".com"}},
+			{Class: "email-split-three", Part: "fields", Title: "Retorno para " + l, Body: "@" + dl[0], Tags: []string{"." + dl[1]}},
+			{Class: "email-split-three", Part: "tags", Body: "Follow-up needed.", Tags: []string{l, dl[0], dl[1]}},
 		}
 		n := splits[i%len(splits)]
 		n.ID, n.Lang, n.Kinds = fmt.Sprintf("%s-%s-%03d", lang, n.Class, len(out)), lang, []string{"email"}
@@ -500,12 +531,5 @@ func main() {
 	for _, t := range cleanPT {
 		add("pt", "clean", nil, t)
 	}
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetEscapeHTML(false)
-	for _, n := range out {
-		if err := enc.Encode(n); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-	}
+	return out
 }
