@@ -109,6 +109,8 @@ func (h *Console) Mount(r gin.IRouter) {
 		c.Header("Cache-Control", "public, max-age=3600")
 		c.FileFromFS(c.Param("file"), http.FS(static))
 	})
+	g.GET("/favicon.ico", h.favicon)
+	r.GET("/favicon.ico", h.headers(), h.favicon)
 	g.GET("/login", h.loginPage)
 	g.POST("/login", h.login)
 
@@ -159,14 +161,21 @@ const csp = "default-src 'none'; style-src 'self'; img-src 'self'; form-action '
 // headers sets the security headers of every Console answer.
 func (h *Console) headers() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		c.Header("Content-Security-Policy", csp)
-		c.Header("X-Frame-Options", "DENY")
-		c.Header("X-Content-Type-Options", "nosniff")
-		c.Header("Referrer-Policy", "no-referrer")
-		if c.Request.Method != http.MethodGet || c.Param("file") == "" {
-			c.Header("Cache-Control", "no-store")
-		}
+		setHeaders(c)
 		c.Next()
+	}
+}
+
+// setHeaders sets the security headers every Console answer carries (CON-1; issue 27: its
+// 404 and 405 pages too, see Unmatched): the CSP, X-Frame-Options DENY, nosniff,
+// no-referrer, and no-store on everything but the static files.
+func setHeaders(c *gin.Context) {
+	c.Header("Content-Security-Policy", csp)
+	c.Header("X-Frame-Options", "DENY")
+	c.Header("X-Content-Type-Options", "nosniff")
+	c.Header("Referrer-Policy", "no-referrer")
+	if c.Request.Method != http.MethodGet || c.Param("file") == "" {
+		c.Header("Cache-Control", "no-store")
 	}
 }
 

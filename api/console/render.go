@@ -21,13 +21,15 @@ type ctxT = context.Context
 
 // view is what every page template gets.
 type view struct {
-	Title   string
-	Active  string
-	Nav     []screen
-	P       *auth.Principal
-	CSRF    string
-	Flash   string
-	Error   string
+	Title  string
+	Active string
+	Nav    []screen
+	P      *auth.Principal
+	CSRF   string
+	Flash  string
+	Error  string
+	// Lead is the first words of the Error box ("Refused." when empty).
+	Lead    string
 	Kinds   []string
 	Data    any
 	Now     time.Time

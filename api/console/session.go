@@ -32,6 +32,7 @@ const (
 const (
 	principalKey = "console_principal"
 	csrfKey      = "console_csrf"
+	sessionKey   = "console_session"
 )
 
 func randomToken() string {
@@ -152,6 +153,7 @@ func (h *Console) session() gin.HandlerFunc {
 		}
 		c.Set(principalKey, p)
 		c.Set(csrfKey, csrf)
+		c.Set(sessionKey, tok)
 		c.Next()
 	}
 }
