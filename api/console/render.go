@@ -28,12 +28,25 @@ type view struct {
 	CSRF   string
 	Flash  string
 	Error  string
+	// Quiet leaves out the flash named by ?m= (the page says it itself).
+	Quiet bool
 	// Lead is the first words of the Error box ("Refused." when empty).
 	Lead    string
 	Kinds   []string
 	Data    any
 	Now     time.Time
 	Version string
+	// sess is the session token: Once derives the forms' one-time tokens from it.
+	sess string
+}
+
+// Once is a fresh one-time token for one state-changing form of the page (FormField; each
+// call a new one, so that each form of a page is spent on its own).
+func (v view) Once() string {
+	if v.sess == "" {
+		return ""
+	}
+	return newFormToken(v.sess)
 }
 
 // flashes are the messages a redirect may name with ?m= (a fixed code, never data).
@@ -51,6 +64,8 @@ var flashes = map[string]string{
 	"change_applied":  "Change approved: the document is updated.",
 	"change_rejected": "Change rejected.",
 	"key_revoked":     "Key revoked: it stops working on its next request.",
+	"key_minted":      "Key minted. Its secret was shown once, on the first page after minting.",
+	"resubmitted":     "This form was already sent: nothing was done again.",
 	"erasure_start":   "Erasure started.",
 	"export_start":    "Export started.",
 	"duplicate":       "An identical note already exists: nothing was stored.",
@@ -153,7 +168,8 @@ func (h *Console) renderView(c *gin.Context, status int, name string, v view) {
 		}
 	}
 	v.CSRF = c.GetString(csrfKey)
-	if v.Flash == "" {
+	v.sess = c.GetString(sessionKey)
+	if v.Flash == "" && !v.Quiet {
 		v.Flash = flashes[c.Query("m")]
 	}
 	if v.Active == "" {

@@ -310,7 +310,11 @@ func (h *Console) keysPage(c *gin.Context) {
 	if !ok {
 		return
 	}
-	h.showKeys(c, p, http.StatusOK, "", "", "")
+	var keyID, key string
+	if f, ok := h.takeFlash(c, "keys"); ok {
+		keyID, key = f.KeyID, f.Key
+	}
+	h.showKeys(c, p, http.StatusOK, "", keyID, key)
 }
 
 func (h *Console) showKeys(c *gin.Context, p auth.Principal, status int, errMsg, keyID, key string) {
@@ -320,11 +324,12 @@ func (h *Console) showKeys(c *gin.Context, p auth.Principal, status int, errMsg,
 		return
 	}
 	sort.SliceStable(keys, func(i, j int) bool { return keys[i].RevokedAt == nil && keys[j].RevokedAt != nil })
-	h.renderView(c, status, "keys", view{Title: "Keys", Error: errMsg, Data: keysData{Keys: keys, Roles: auth.AllRoles, Scopes: auth.AllScopes, Minted: key, MintedI: keyID}})
+	h.renderView(c, status, "keys", view{Title: "Keys", Error: errMsg, Quiet: key != "", Data: keysData{Keys: keys, Roles: auth.AllRoles, Scopes: auth.AllScopes, Minted: key, MintedI: keyID}})
 }
 
-// mintKey: Ops.MintKey as POST /v1/keys; the key is shown once, on this answer only (never in
-// a URL).
+// mintKey: Ops.MintKey as POST /v1/keys, then 303 to the Keys screen, whose next GET shows
+// the key once (a flash sealed in the session, never in a URL; issue 27: a reload mints
+// nothing more).
 func (h *Console) mintKey(c *gin.Context) {
 	p, ok := h.allow(c, "Keys")
 	if !ok {
@@ -341,7 +346,13 @@ func (h *Console) mintKey(c *gin.Context) {
 		h.showKeys(c, p, statusOf(err), h.message(c, err), "", "")
 		return
 	}
-	h.showKeys(c, p, http.StatusCreated, "", id, key)
+	if err := h.sealFlash(c, flash{Screen: "keys", KeyID: id, Key: key, At: h.Now()}); err != nil {
+		// The key exists but cannot be shown: say so rather than lose it silently.
+		h.Logger.ErrorContext(c.Request.Context(), "console: keep the minted key's flash", "cause", err.Error())
+		h.showKeys(c, p, http.StatusInternalServerError, "Key "+id+" was minted but cannot be shown: revoke it and mint another.", "", "")
+		return
+	}
+	redirect(c, "/console/keys", "key_minted")
 }
 
 // revokeKey: Ops.RevokeKey as DELETE /v1/keys/{key_id}.
