@@ -152,6 +152,7 @@ func (h *Console) Mount(r gin.IRouter) {
 
 	a.GET("/receipts", h.receiptsPage)
 	a.GET("/receipts/verify", h.verifyReceipts)
+	a.GET("/receipts/:id", h.receiptDetail)
 
 	a.GET("/keys", h.keysPage)
 	a.POST("/keys", once, h.mintKey)

@@ -102,6 +102,7 @@ var funcs = template.FuncMap{
 		return id[:18] + "…"
 	},
 	"list": func(xs ...string) []string { return xs },
+	"sub":  func(a, b int) int { return a - b },
 	"str": func(s *string) string {
 		if s == nil {
 			return ""

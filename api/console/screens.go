@@ -4,14 +4,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
-	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/signing"
 	"github.com/agentmemory/agentmemory/internal/state"
 )
@@ -203,97 +201,6 @@ func (h *Console) profileLookup(c *gin.Context) {
 		return
 	}
 	h.renderView(c, http.StatusOK, "profiles", view{Title: "Profiles", Data: profileData{Looked: true, States: list}})
-}
-
-type receiptsData struct {
-	Receipts []receipts.Receipt
-	Kind     string
-	Actor    string
-	Kinds    []string
-	Actors   []auth.KeyInfo
-	Names    map[string]string
-	Prev     int64
-	Next     int64
-	Verify   *receipts.Verification
-}
-
-const receiptsPage = 50
-
-// receiptsPage: the chain, a page at a time, filtered by kind and actor.
-func (h *Console) receiptsPage(c *gin.Context) {
-	p, ok := h.allow(c, "Receipts")
-	if !ok {
-		return
-	}
-	h.showReceipts(c, p, nil)
-}
-
-func (h *Console) showReceipts(c *gin.Context, p auth.Principal, v *receipts.Verification) {
-	ctx := c.Request.Context()
-	after, _ := strconv.ParseInt(c.Query("after"), 10, 64)
-	before, _ := strconv.ParseInt(c.Query("before"), 10, 64)
-	d := receiptsData{Kind: c.Query("kind"), Actor: c.Query("actor"), Verify: v,
-		Kinds: []string{receipts.KindAdmin, receipts.KindAgentMemory, receipts.KindCompliance}}
-	if err := receipts.SealPending(ctx, h.DB, p.SpaceID); err != nil { // every committed receipt shows
-		h.fail(c, err)
-		return
-	}
-	list, err := receipts.ListFiltered(ctx, h.DB, p.SpaceID, receipts.Filter{After: max(after, 0), Before: max(before, 0), Kind: d.Kind, ActorKey: d.Actor, Limit: receiptsPage + 1})
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	// Nothing shown (this page, v's verification read before it) can be lost.
-	if err := receipts.Flush(ctx, h.DB); err != nil {
-		h.fail(c, err)
-		return
-	}
-	more := len(list) > receiptsPage
-	if more {
-		if before > 0 {
-			list = list[1:]
-		} else {
-			list = list[:receiptsPage]
-		}
-	}
-	d.Receipts = list
-	if len(list) > 0 {
-		back := before > 0
-		if (!back && after > 0) || (back && more) {
-			d.Prev = list[0].Seq
-		}
-		if (!back && more) || back {
-			d.Next = list[len(list)-1].Seq
-		}
-	}
-	d.Actors, _ = auth.List(ctx, h.DB, p.SpaceID)
-	d.Names = map[string]string{}
-	for _, k := range d.Actors {
-		if k.Name != "" {
-			d.Names[k.ID] = k.Name
-		} else {
-			d.Names[k.ID] = k.Agent
-		}
-	}
-	h.renderView(c, http.StatusOK, "receipts", view{Title: "Receipts", Data: d})
-}
-
-// verifyReceipts: walks the whole chain (receipts.Verify) and shows the result above the page.
-func (h *Console) verifyReceipts(c *gin.Context) {
-	p, ok := h.allow(c, "Receipts")
-	if !ok {
-		return
-	}
-	if err := receipts.SealPending(c.Request.Context(), h.DB, p.SpaceID); err != nil {
-		h.fail(c, err)
-		return
-	}
-	v, err := receipts.Verify(c.Request.Context(), h.DB, p.SpaceID)
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	h.showReceipts(c, p, &v)
 }
 
 type keysData struct {
