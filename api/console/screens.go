@@ -1,7 +1,6 @@
 package console
 
 import (
-	"encoding/json"
 	"net/http"
 	"sort"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
-	"github.com/agentmemory/agentmemory/internal/signing"
 	"github.com/agentmemory/agentmemory/internal/state"
 )
 
@@ -84,55 +82,6 @@ func (h *Console) startErasure(c *gin.Context) {
 		return
 	}
 	redirect(c, "/console/compliance/erasures/"+id, "erasure_start")
-}
-
-type erasureData struct {
-	Erasure   compliance.ErasureView
-	CertJSON  string
-	Signature *signing.Signature
-	Check     string
-	CheckOK   bool
-}
-
-// erasurePage: an erasure's status and, once completed, its certificate with the result of
-// checking its signature against the server's published keys.
-func (h *Console) erasurePage(c *gin.Context) {
-	p, ok := h.allow(c, "Compliance")
-	if !ok {
-		return
-	}
-	ctx := c.Request.Context()
-	v, err := h.Compliance.GetErasure(ctx, p, c.Param("id"))
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	d := erasureData{Erasure: v}
-	if v.Status == compliance.StatusCompleted {
-		cert, sigJSON, err := h.Compliance.SignedCertificate(ctx, p, v.ErasureID)
-		if err != nil {
-			h.fail(c, err)
-			return
-		}
-		d.CertJSON = pretty(string(cert))
-		switch {
-		case sigJSON == "":
-			d.Check = "unsigned: issued without a signing key"
-		case h.Signer == nil:
-			d.Check = "not checked: this server has no signing key"
-		default:
-			var sig signing.Signature
-			if err := json.Unmarshal([]byte(sigJSON), &sig); err != nil {
-				d.Check = "invalid: the stored signature does not decode"
-			} else if err := signing.Verify(cert, sig, h.Signer.Keys()); err != nil {
-				d.Signature = &sig
-				d.Check = "invalid: " + err.Error()
-			} else {
-				d.Signature, d.Check, d.CheckOK = &sig, "valid", true
-			}
-		}
-	}
-	h.renderView(c, http.StatusOK, "erasure", view{Title: "Erasure", Active: "Compliance", Data: d})
 }
 
 // startExport: Ops.StartExport as POST /v1/exports (the handle in the POST body).
