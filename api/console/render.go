@@ -29,9 +29,7 @@ type view struct {
 	Flash  string
 	Error  string
 	// Quiet leaves out the flash named by ?m= (the page says it itself).
-	Quiet bool
-	// Lead is the first words of the Error box ("Refused." when empty).
-	Lead    string
+	Quiet   bool
 	Kinds   []string
 	Data    any
 	Now     time.Time

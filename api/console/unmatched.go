@@ -33,8 +33,11 @@ func (h *Console) Unmatched(status int) gin.HandlerFunc {
 			c.Header("Allow", "GET, POST")
 			msg = "This page does not take that method."
 		}
-		title := http.StatusText(status)
-		h.renderView(c, status, "error", view{Title: title, Lead: title + ".", Error: msg})
+		title := "Page not found"
+		if status == http.StatusMethodNotAllowed {
+			title = "Method not allowed"
+		}
+		h.renderView(c, status, "error", view{Title: title, Data: msg})
 		c.Abort()
 	}
 }
