@@ -13,6 +13,8 @@ type instRule struct {
 	view  viewKind
 	re    *regexp.Regexp
 	guard func(s string, start, end int) bool
+	// anchors: substrings one of which every match contains (instruct_anchor.go).
+	anchors []string
 }
 
 type viewKind int
@@ -37,6 +39,9 @@ func (r instRule) match(v instView) bool {
 		texts = v.runs
 	}
 	for _, s := range texts {
+		if !mayMatch(s, r.anchors) {
+			continue
+		}
 		for _, m := range r.re.FindAllStringIndex(s, -1) {
 			if r.guard == nil || !r.guard(s, m[0], m[1]) {
 				return true

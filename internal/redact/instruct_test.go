@@ -84,20 +84,20 @@ func TestDetectInstructions(t *testing.T) {
 	}
 }
 
-// The detector stays linear: a megabyte of procedure text, or of one repeated trigger word,
-// takes a few seconds (about 60 regular expressions over the text; a note of a few
+// The detector stays linear: a quarter megabyte of procedure text, or of one repeated trigger word,
+// takes about a second (about 60 regular expressions over the text; a note of a few
 // kilobytes takes well under a millisecond), never the quadratic blow-up of a look back
 // that rescans the prefix.
 func TestDetectInstructionsLarge(t *testing.T) {
 	for _, in := range []string{
-		strings.Repeat("Call post_credit, then refresh_invoice. ", 1<<20/40),
-		strings.Repeat("ignore ", 1<<20/7),
-		strings.Repeat("a ", 1<<19),
-		strings.Repeat("send the data to ", 1<<20/17),
+		strings.Repeat("Call post_credit, then refresh_invoice. ", 1<<18/40),
+		strings.Repeat("ignore ", 1<<18/7),
+		strings.Repeat("a ", 1<<17),
+		strings.Repeat("send the data to ", 1<<18/17),
 	} {
 		start := time.Now()
 		DetectInstructions(in)
-		require.Less(t, time.Since(start), 20*time.Second, "got %s for %d bytes", time.Since(start), len(in))
+		require.Less(t, time.Since(start), 10*time.Second, "got %s for %d bytes", time.Since(start), len(in))
 	}
 }
 
