@@ -40,7 +40,9 @@ var nameLexicon = sync.OnceValue(loadLexicon)
 func loadLexicon() *lexicon {
 	lx := &lexicon{words: map[string]uint16{}, phrases: map[string]bool{}}
 	lx.load("names/given.txt", lexGiven, false)
+	lx.load("names/given-extra.txt", lexGiven, false)
 	lx.load("names/surnames.txt", lexSurname, false)
+	lx.load("names/surnames-extra.txt", lexSurname, false)
 	lx.load("names/ordinary.txt", lexOrdinary, true)
 	lx.load("names/brands.txt", lexBrand, false)
 	lx.load("names/places.txt", lexPlace, false)
@@ -94,6 +96,7 @@ type ntok struct {
 	cap     bool // first letter upper case, not all upper case (or one letter)
 	acronym bool // two or more letters, all upper case
 	start   bool // first word of a sentence, line or list item
+	glued   bool // part of a word split at a lower-to-upper case change ("stockSanta")
 	gap     string
 }
 
@@ -124,11 +127,33 @@ func nameToks(s string) []ntok {
 			}
 			break
 		}
-		out = append(out, newTok(s, i, j, s[prev:i], len(out) == 0))
+		out = appendSplit(out, s, i, j, s[prev:i])
 		prev = j
 		i = j
 	}
 	return out
+}
+
+// appendSplit appends word s[a:b], split where a lower-case letter is followed by an upper-case
+// one ("stockSanta", "MariaDB", "McDonald"): fields glued without separator by JoinForCheck
+// or a camel-case identifier. The pieces are marked glued: they never count as a name on
+// their own, but still take part in the places and brands they begin ("stockSanta Catarina").
+func appendSplit(out []ntok, s string, a, b int, gap string) []ntok {
+	start := a
+	var prevLower bool
+	for k, r := range s[a:b] {
+		i := a + k
+		if prevLower && unicode.IsUpper(r) {
+			t := newTok(s, start, i, gap, len(out) == 0)
+			t.glued = true
+			out = append(out, t)
+			start, gap = i, ""
+		}
+		prevLower = unicode.IsLower(r)
+	}
+	t := newTok(s, start, b, gap, len(out) == 0)
+	t.glued = start != a
+	return append(out, t)
 }
 
 func newTok(s string, a, b int, gap string, first bool) ntok {

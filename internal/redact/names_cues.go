@@ -1,6 +1,9 @@
 package redact
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // cue strengths (cueAt).
 const (
@@ -141,14 +144,14 @@ func (ns *nameScan) sequenceAt(i int) bool {
 	next := i+1 < len(ns.toks) && plainGap(ns.toks[i+1].gap) && !ns.blocked[i+1] && !ns.toks[i+1].acronym
 	strongSur := next && ns.cls[i+1]&lexSurname != 0 && ns.cls[i+1]&(lexOrdinary|lexBrand|lexPlace) == 0
 	if !t.cap {
-		return next && !ns.toks[i+1].cap && ns.strongGiven(i) && ns.cls[i+1]&lexSurname != 0 &&
-			ns.cls[i+1]&(lexBrand|lexPlace) == 0
+		return next && !ns.toks[i+1].cap && ns.strongGiven(i) && utf8.RuneCountInString(t.f) >= 3 &&
+			(strongSur || ns.cls[i+1]&lexGiven == 0 && ns.cls[i+1]&lexSurname != 0 && ns.cls[i+1]&(lexBrand|lexPlace) == 0)
 	}
 	nextCap := next && ns.toks[i+1].cap
 	switch {
 	case ns.strongGiven(i):
 		return true
-	case ns.cls[i]&lexGiven != 0 && ns.cls[i]&lexBrand == 0 && nextCap && strongSur:
+	case ns.cls[i]&lexGiven != 0 && nextCap && strongSur:
 		return true
 	case ns.isUnknown(i) && !t.start && nextCap && strongSur:
 		return true

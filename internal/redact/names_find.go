@@ -10,7 +10,7 @@ import (
 // "Person names".
 var (
 	// nameParticles join the words of one name ("Maria da Silva", "José de la Cruz").
-	nameParticles = setOf("de da do dos das del della di du van von der den la le y e dal ter")
+	nameParticles = setOf("de da do dos das del della di du van von der den la las los le el y e dal ter")
 	// nameFillers may stand between a cue and the name ("falar com a Maria", "customer named").
 	nameFillers = setOf("o a os as the named called chamado chamada llamado llamada seu sua")
 	// honorifics introduce a name whatever it is ("Sr. Branco", "Dona Rosa", "Mr. Green").
@@ -31,7 +31,8 @@ var (
 	weakCues = phrasesOf("customer|customers|client|clients|cliente|clientes|clienta|user|usuario|" +
 		"usuaria|caller|buyer|comprador|compradora|titular|consumidor|consumidora|tenant|" +
 		"inquilino|inquilina|patient|paciente|contact|contato|contacto|requester|solicitante|" +
-		"holder|named|called|chamado|chamada|llamado|llamada|senhor|senhora")
+		"holder|named|called|chamado|chamada|llamado|llamada|senhor|senhora|tell|told|remind|" +
+		"avise|avisar|avisei|lembre|lembrar|diga|dizer|disse|para o|para a|for customer")
 	// orgSuffixes after capitalised words make them an organisation ("Acme Ltda").
 	orgSuffixes = setOf("ltda ltd inc llc gmbh corp corporation incorporated co plc ag bv srl sl sas lda eireli " +
 		"epp llp limited group grupo holding holdings sons filhos associados advogados consultoria " +
@@ -95,7 +96,7 @@ func findNames(s string, sp *spans) {
 		named: make([]bool, len(toks)), sp: sp}
 	for i, t := range toks {
 		ns.cls[i] = lx.words[t.f]
-		ns.blocked[i] = !wordish(s, t.a, t.b) || sp.overlaps(t.a, t.b)
+		ns.blocked[i] = t.glued || !wordish(s, t.a, t.b) || sp.overlaps(t.a, t.b)
 	}
 	ns.blockPhrases(lx)
 	ns.blockOrgsAndPlaces()
