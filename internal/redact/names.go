@@ -140,16 +140,18 @@ func nameToks(s string) []ntok {
 // their own, but still take part in the places and brands they begin ("stockSanta Catarina").
 func appendSplit(out []ntok, s string, a, b int, gap string) []ntok {
 	start := a
-	var prevLower bool
+	var prev rune
 	for k, r := range s[a:b] {
 		i := a + k
-		if prevLower && unicode.IsUpper(r) {
+		next, _ := utf8.DecodeRuneInString(s[i+utf8.RuneLen(r) : b])
+		upperRun := unicode.IsUpper(prev) && unicode.IsUpper(r) && unicode.IsLower(next) // "LLCIf"
+		if i > start && unicode.IsUpper(r) && (unicode.IsLower(prev) || upperRun) {
 			t := newTok(s, start, i, gap, len(out) == 0)
 			t.glued = true
 			out = append(out, t)
 			start, gap = i, ""
 		}
-		prevLower = unicode.IsLower(r)
+		prev = r
 	}
 	t := newTok(s, start, b, gap, len(out) == 0)
 	t.glued = start != a

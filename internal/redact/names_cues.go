@@ -103,7 +103,10 @@ func (ns *nameScan) acceptAfterCue(j, c int) bool {
 		return false
 	}
 	if !t.cap {
-		return ns.strongGiven(j) || (c == cueHonorific && ns.cls[j]&lexSurname != 0)
+		nextSur := j+1 < len(ns.toks) && plainGap(ns.toks[j+1].gap) && !ns.toks[j+1].cap &&
+			!ns.blocked[j+1] && ns.cls[j+1]&lexSurname != 0 && ns.cls[j+1]&lexBrand == 0
+		return ns.strongGiven(j) || (c == cueHonorific && ns.cls[j]&lexSurname != 0) ||
+			(nextSur && ns.cls[j]&(lexOrdinary|lexBrand) == 0 && utf8.RuneCountInString(t.f) >= 3)
 	}
 	switch c {
 	case cueHonorific:
@@ -148,13 +151,38 @@ func (ns *nameScan) sequenceAt(i int) bool {
 			(strongSur || ns.cls[i+1]&lexGiven == 0 && ns.cls[i+1]&lexSurname != 0 && ns.cls[i+1]&(lexBrand|lexPlace) == 0)
 	}
 	nextCap := next && ns.toks[i+1].cap
+	nextName := nextCap && (ns.nameWord(i+1) || ns.isUnknown(i+1))
 	switch {
 	case ns.strongGiven(i):
 		return true
 	case ns.cls[i]&lexGiven != 0 && nextCap && strongSur:
 		return true
-	case ns.isUnknown(i) && !t.start && nextCap && strongSur:
+	case ns.cls[i]&lexGiven != 0 && ns.cls[i]&(lexOrdinary|lexBrand) == 0 && nextName:
+		// a given name that is also a place, followed by a name word ("Guadalupe Echeverría")
+		return true
+	case ns.isUnknown(i) && nextCap && (strongSur || ns.cls[i+1]&lexSurname != 0 && ns.cls[i+1]&lexOrdinary != 0):
+		return true
+	case ns.isUnknown(i) && !t.start && nextCap && ns.cls[i+1]&lexSurname != 0 && ns.cls[i+1]&(lexOrdinary|lexBrand) == 0:
+		// an unknown word before a surname that is also a place ("Iara Montenegro")
+		return true
+	case ns.isUnknown(i) && t.start && nextCap && ns.lowerAfter(i+2) &&
+		(ns.isUnknown(i+1) || ns.cls[i+1]&lexSurname != 0 && ns.cls[i+1]&lexBrand == 0):
+		// a sentence opening with two name-like words, then prose ("Jurandir Petrov prefere")
+		return true
+	case ns.isUnknown(i) && !t.start && nextCap && ns.isUnknown(i+1) && utf8.RuneCountInString(t.f) >= 3 &&
+		utf8.RuneCountInString(ns.toks[i+1].f) >= 3:
+		// two unknown capitalised words inside a sentence ("para Odete Petrov")
 		return true
 	}
 	return false
+}
+
+// lowerAfter reports whether word k is a lower-case word of the same sentence: what follows
+// a name in prose, not the next word of a Title Case title nor the end of a short title.
+func (ns *nameScan) lowerAfter(k int) bool {
+	if k >= len(ns.toks) {
+		return false
+	}
+	t := ns.toks[k]
+	return !t.cap && !t.acronym && !strings.ContainsAny(t.gap, "\n.!?;")
 }

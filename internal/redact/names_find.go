@@ -22,7 +22,7 @@ var (
 		"ask for|asked for|speak to|speak with|spoke to|spoke with|talk to|talk with|talked to|" +
 		"name is|names are|name s|nome e|nome dela e|nome dele e|se chama|chama se|se llama|" +
 		"nombre es|hablar con|hable con|preguntar por|pergunte por|perguntar por|procure por|" +
-		"atendido por|atendida por|attn|cc|regards|cheers|thanks|thank you|obrigado|obrigada|" +
+		"atendido por|atendida por|tell|told|remind|avise|avisar|avisei|lembre|diga|dizer|disse|attn|cc|regards|cheers|thanks|thank you|obrigado|obrigada|" +
 		"atenciosamente|att|gracias|saludos|abracos|hi|hello|hey|dear|ola|oi|prezado|prezada|" +
 		"caro|cara|hola|estimado|estimada|querido|querida|bom dia|boa tarde|boa noite|" +
 		"buenos dias|buenas tardes|good morning|good afternoon")
@@ -31,11 +31,10 @@ var (
 	weakCues = phrasesOf("customer|customers|client|clients|cliente|clientes|clienta|user|usuario|" +
 		"usuaria|caller|buyer|comprador|compradora|titular|consumidor|consumidora|tenant|" +
 		"inquilino|inquilina|patient|paciente|contact|contato|contacto|requester|solicitante|" +
-		"holder|named|called|chamado|chamada|llamado|llamada|senhor|senhora|tell|told|remind|" +
-		"avise|avisar|avisei|lembre|lembrar|diga|dizer|disse|para o|para a|for customer")
+		"holder|named|called|chamado|chamada|llamado|llamada|senhor|senhora")
 	// orgSuffixes after capitalised words make them an organisation ("Acme Ltda").
 	orgSuffixes = setOf("ltda ltd inc llc gmbh corp corporation incorporated co plc ag bv srl sl sas lda eireli " +
-		"epp llp limited group grupo holding holdings sons filhos associados advogados consultoria " +
+		"epp llp limited industries industrias group grupo holding holdings sons filhos associados advogados consultoria " +
 		"comercio industria bank seguros tecnologia labs lab studio studios foods logistics logistica " +
 		"transportes partners company companhia cia technologies solutions systems software " +
 		"services servicos distribuidora importadora engenharia construtora editora farma motors " +
@@ -185,7 +184,8 @@ func (ns *nameScan) blockOrgsAndPlaces() {
 			continue
 		}
 		for k := i + 1; k < end; k++ {
-			if orgSuffixes[ns.toks[k].f] || placeTails[ns.toks[k].f] || ns.dottedSA(k) {
+			if orgSuffixes[ns.toks[k].f] || placeTails[ns.toks[k].f] || ns.dottedSA(k) ||
+				strings.HasPrefix(ns.s[ns.toks[k].a:], "GmbH") {
 				ns.block(i, k+1)
 			}
 		}

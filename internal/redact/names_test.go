@@ -118,8 +118,8 @@ func (g nameFigures) report(t *testing.T, set string) {
 // naming a person, false refusals <= 0.01 on clean notes). The test fails when a change
 // makes either worse; raise them when the layer gets better.
 const (
-	pinnedNameRecall        = 0.97
-	pinnedNameFalseRefusals = 0.01
+	pinnedNameRecall        = 0.99
+	pinnedNameFalseRefusals = 0.005
 )
 
 // TestNameCorpus measures the name layer on the labelled names corpus (generated and
