@@ -19,8 +19,13 @@ func (ns *nameScan) cueAt(i int) int {
 	if t.acronym {
 		return cueNone
 	}
-	if honorifics[t.f] || (honorificsCapOnly[t.f] && t.cap) {
+	if honorifics[t.f] {
 		return cueHonorific
+	}
+	if honorificsCapOnly[t.f] && t.cap {
+		// "Seu Benedito", "Miss Pennington", but not "Seu Pedido Foi Enviado": an ordinary
+		// word after them is not a name.
+		return cueStrong
 	}
 	if ns.phraseEndsAt(strongCues, i) {
 		return cueStrong

@@ -14,9 +14,9 @@ var (
 	// nameFillers may stand between a cue and the name ("falar com a Maria", "customer named").
 	nameFillers = setOf("o a os as the named called chamado chamada llamado llamada seu sua")
 	// honorifics introduce a name whatever it is ("Sr. Branco", "Dona Rosa", "Mr. Green").
-	honorifics = setOf("sr sra srta sres mr mrs ms mx dr dra dona senor senora senorita mme mlle monsieur")
+	honorifics = setOf("sr sra srta sres mr mrs ms mx dr dra dona senor senora senorita senhor senhora mme mlle monsieur")
 	// honorificsCapOnly are honorifics that are also ordinary words: only capitalised.
-	honorificsCapOnly = setOf("miss don dom sir madam madame prof")
+	honorificsCapOnly = setOf("miss don dom sir madam madame prof seu")
 	// strongCues introduce a name; after them an unknown capitalised word is a name too.
 	strongCues = phrasesOf("falar com|fale com|falei com|falou com|falamos com|ligar para|ligue para|" +
 		"ask for|asked for|speak to|speak with|spoke to|spoke with|talk to|talk with|talked to|" +
@@ -31,20 +31,29 @@ var (
 	weakCues = phrasesOf("customer|customers|client|clients|cliente|clientes|clienta|user|usuario|" +
 		"usuaria|caller|buyer|comprador|compradora|titular|consumidor|consumidora|tenant|" +
 		"inquilino|inquilina|patient|paciente|contact|contato|contacto|requester|solicitante|" +
-		"holder|named|called|chamado|chamada|llamado|llamada|senhor|senhora")
+		"holder|named|called|chamado|chamada|llamado|llamada")
 	// orgSuffixes after capitalised words make them an organisation ("Acme Ltda").
 	orgSuffixes = setOf("ltda ltd inc llc gmbh corp corporation incorporated co plc ag bv srl sl sas lda eireli " +
 		"epp llp limited industries industrias group grupo holding holdings sons filhos associados advogados consultoria " +
 		"comercio industria bank seguros tecnologia labs lab studio studios foods logistics logistica " +
 		"transportes partners company companhia cia technologies solutions systems software " +
 		"services servicos distribuidora importadora engenharia construtora editora farma motors " +
-		"airlines airways energy energia telecom sa me")
+		"airlines airways energy energia telecom controls electric health insurance capital media " +
+		"networks brothers bros chemicals steel mining pharmaceuticals petroleum automotive retail " +
+		"hotels resorts realty imoveis imobiliaria alimentos bebidas cosmeticos calcados moveis " +
+		"eletro eletronicos sa me")
+	// orgHeads before capitalised words make them a product ("Microsoft Entra", "Google
+	// Workspace", "Amazon Web Services").
+	orgHeads = setOf("microsoft google amazon aws apple meta adobe oracle sap ibm salesforce atlassian " +
+		"azure cisco zoho mercado jetbrains github gitlab slack zendesk hubspot shopify stripe " +
+		"twilio cloudflare samsung motorola xiaomi sony nintendo intel nvidia openai anthropic " +
+		"new relic datadog elastic mongodb redis vmware dell hp lenovo")
 	// placeHeads before capitalised words make them a place or an institution ("São Paulo",
 	// "Rio Branco", "Hospital Santa Maria", "Rua Augusto Ferreira").
-	placeHeads = setOf("sao santa santo san saint st porto rio vila villa monte fort port lake mount cabo " +
+	placeHeads = setOf("sao santa santo san saint st porto puerto rio vila villa monte fort port lake mount cabo " +
 		"ilha nova novo belo campo ponta praia foz lagoa serra vale cidade jardim bairro parque " +
 		"rua avenida av travessa alameda estrada rodovia praca largo calle avenue plaza paseo " +
-		"colonia hospital banco colegio universidade university universidad instituto institute " +
+		"colonia ciudad playa isla barrio hospital banco colegio universidade university universidad instituto institute " +
 		"fundacao fundacion foundation clinica farmacia escola escuela restaurante hotel loja " +
 		"supermercado igreja edificio condominio shopping estadio aeroporto airport estacao " +
 		"station museu museum teatro cine cinema college school church lago mar cerro baia bahia " +
@@ -178,7 +187,7 @@ func (ns *nameScan) blockOrgsAndPlaces() {
 			continue
 		}
 		end := ns.capRun(i)
-		if placeHeads[t.f] && end > i+1 {
+		if (placeHeads[t.f] || orgHeads[t.f]) && end > i+1 {
 			ns.block(i, end)
 			i = end - 1
 			continue
