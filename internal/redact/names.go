@@ -23,6 +23,7 @@ const (
 	lexOrdinary                    // an ordinary word (names/ordinary.txt)
 	lexBrand                       // a product, system, font or company (names/brands.txt)
 	lexPlace                       // a one-word place (names/places*.txt)
+	lexWord                        // a word of faker's word lists (names/words.txt): never an unknown word
 )
 
 // lexicon is the embedded gazetteer: folded one-word entries with their classes, and folded
@@ -44,6 +45,7 @@ func loadLexicon() *lexicon {
 	lx.load("names/surnames.txt", lexSurname, false)
 	lx.load("names/surnames-extra.txt", lexSurname, false)
 	lx.load("names/ordinary.txt", lexOrdinary, true)
+	lx.load("names/words.txt", lexWord, true)
 	lx.load("names/brands.txt", lexBrand, false)
 	lx.load("names/places.txt", lexPlace, false)
 	lx.load("names/places-extra.txt", lexPlace, false)

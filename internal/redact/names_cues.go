@@ -108,10 +108,11 @@ func (ns *nameScan) acceptAfterCue(j, c int) bool {
 		return false
 	}
 	if !t.cap {
-		nextSur := j+1 < len(ns.toks) && plainGap(ns.toks[j+1].gap) && !ns.toks[j+1].cap &&
-			!ns.blocked[j+1] && ns.cls[j+1]&lexSurname != 0 && ns.cls[j+1]&lexBrand == 0
+		nextOK := j+1 < len(ns.toks) && plainGap(ns.toks[j+1].gap) && !ns.toks[j+1].cap && !ns.blocked[j+1]
+		sur := nextOK && ns.cls[j+1]&lexSurname != 0 && ns.cls[j+1]&lexBrand == 0
+		plain := ns.cls[j]&(lexOrdinary|lexBrand|lexWord) == 0 && utf8.RuneCountInString(t.f) >= 3
 		return ns.strongGiven(j) || (c == cueHonorific && ns.cls[j]&lexSurname != 0) ||
-			(nextSur && ns.cls[j]&(lexOrdinary|lexBrand) == 0 && utf8.RuneCountInString(t.f) >= 3)
+			(sur && ns.cls[j]&lexGiven != 0 && ns.cls[j]&lexBrand == 0) || (plain && sur)
 	}
 	switch c {
 	case cueHonorific:
@@ -170,12 +171,12 @@ func (ns *nameScan) sequenceAt(i int) bool {
 	case ns.isUnknown(i) && !t.start && nextCap && ns.cls[i+1]&lexSurname != 0 && ns.cls[i+1]&(lexOrdinary|lexBrand) == 0:
 		// an unknown word before a surname that is also a place ("Iara Montenegro")
 		return true
-	case ns.isUnknown(i) && t.start && nextCap && ns.lowerAfter(i+2) &&
+	case ns.isUnknown(i) && t.start && nextCap && ns.lowerAfter(i+2) && !ns.labelAfter(i+2) &&
 		(ns.isUnknown(i+1) || ns.cls[i+1]&lexSurname != 0 && ns.cls[i+1]&lexBrand == 0):
 		// a sentence opening with two name-like words, then prose ("Jurandir Petrov prefere")
 		return true
 	case ns.isUnknown(i) && !t.start && nextCap && ns.isUnknown(i+1) && utf8.RuneCountInString(t.f) >= 3 &&
-		utf8.RuneCountInString(ns.toks[i+1].f) >= 3:
+		utf8.RuneCountInString(ns.toks[i+1].f) >= 3 && !ns.labelAfter(i+2):
 		// two unknown capitalised words inside a sentence ("para Odete Petrov")
 		return true
 	}
@@ -190,4 +191,17 @@ func (ns *nameScan) lowerAfter(k int) bool {
 	}
 	t := ns.toks[k]
 	return !t.cap && !t.acronym && !strings.ContainsAny(t.gap, "\n.!?;")
+}
+
+// labelNouns after two capitalised words make them the name of a thing ("the Recover Username
+// subflow", "the Order Status page").
+var labelNouns = setOf("flow flows subflow subflows button buttons option options page pages screen tab " +
+	"field fields menu form action actions team queue report module tool app api service plan " +
+	"policy workflow template dashboard panel portal feature setting settings step steps list " +
+	"fluxo fluxos botao opcao opcoes campo campos aba tela modulo equipe relatorio fila painel " +
+	"flujo boton opcion pantalla equipo informe cola panel")
+
+// labelAfter reports whether word k is a label noun of the same sentence (labelNouns).
+func (ns *nameScan) labelAfter(k int) bool {
+	return k < len(ns.toks) && labelNouns[ns.toks[k].f] && !strings.ContainsAny(ns.toks[k].gap, "\n.!?;")
 }

@@ -107,6 +107,8 @@ func findNames(s string, sp *spans) {
 		ns.blocked[i] = t.glued || !wordish(s, t.a, t.b) || sp.overlaps(t.a, t.b)
 	}
 	ns.blockPhrases(lx)
+	ns.blockLabels()
+	ns.blockExamples()
 	ns.blockOrgsAndPlaces()
 	ns.cues()
 	ns.sequences()
@@ -220,7 +222,29 @@ func (ns *nameScan) block(a, b int) {
 // ordinary word, brand or place: possibly a surname or a foreign given name.
 func (ns *nameScan) isUnknown(i int) bool {
 	t := ns.toks[i]
-	return t.cap && !ns.blocked[i] && ns.cls[i]&(lexOrdinary|lexBrand|lexPlace) == 0 && utf8.RuneCountInString(t.f) >= 2
+	return t.cap && !ns.blocked[i] && ns.cls[i]&(lexOrdinary|lexBrand|lexPlace|lexWord) == 0 &&
+		utf8.RuneCountInString(t.f) >= 2 && !wordShaped(t.f)
+}
+
+// wordSuffixes end ordinary words of English, Portuguese and Spanish far more often than
+// names ("Validation", "Payment", "Downgrade" is not caught: the word lists are).
+var wordSuffixes = []string{"tion", "sion", "ment", "ness", "ity", "ing", "able", "ible", "ful", "less",
+	"ous", "ive", "ize", "ify", "ship", "ism", "ence", "ance", "ics",
+	"cao", "coes", "mento", "dade", "avel", "ivel", "ismo", "agem", "cion", "ciones", "miento", "idad",
+	"mente"}
+
+// wordShaped reports whether folded word f ends like an ordinary word (wordSuffixes) and is
+// long enough for that to mean something (6 letters or more).
+func wordShaped(f string) bool {
+	if utf8.RuneCountInString(f) < 6 {
+		return false
+	}
+	for _, x := range wordSuffixes {
+		if strings.HasSuffix(f, x) {
+			return true
+		}
+	}
+	return false
 }
 
 // nameWord reports whether word i is a known given name or surname that is not a brand.
@@ -262,4 +286,43 @@ func (ns *nameScan) extend(i int) int {
 		}
 	}
 	return j
+}
+
+// blockLabels blocks the words inside square brackets, on one line: the names of buttons,
+// actions and fields of a procedure ("[Validate Purchase]", "[Pull up Account]").
+func (ns *nameScan) blockLabels() {
+	open := -1
+	for i := range ns.toks {
+		g := ns.toks[i].gap
+		if strings.ContainsAny(g, "]\n") {
+			open = -1
+		}
+		if k := strings.LastIndexByte(g, '['); k >= 0 && !strings.Contains(g[k:], "]") {
+			open = i
+		}
+		if open >= 0 {
+			ns.blocked[i] = true
+		}
+	}
+}
+
+// exampleCues introduce illustrations ("such as 'George Constanza'", "For example: John
+// Smith → jsmith1", "por exemplo"): what follows them to the end of the sentence or line is
+// an example a procedure gives, not a person it is about (docs/gate.md says what this costs).
+var exampleCues = phrasesOf("such as|for example|for instance|e g|eg|i e|por exemplo|por ejemplo|" +
+	"tal como|tales como|tais como|exemplo|ejemplo|example")
+
+// blockExamples blocks the words that follow an example cue, to the end of the sentence or line.
+func (ns *nameScan) blockExamples() {
+	for i := 0; i < len(ns.toks); i++ {
+		if !ns.phraseEndsAt(exampleCues, i) {
+			continue
+		}
+		j := i + 1
+		for ; j < len(ns.toks) && !strings.ContainsAny(ns.toks[j].gap, "\n!?;") &&
+			!(j > i+1 && strings.Contains(ns.toks[j].gap, ". ")); j++ {
+			ns.blocked[j] = true
+		}
+		i = j - 1
+	}
 }

@@ -6,8 +6,10 @@
 //	tmp=$(mktemp -d) && (cd "$tmp" && npm pack @faker-js/faker@10.6.0 && tar xzf faker-js-faker-*.tgz)
 //	node extract.mjs "$tmp/package"
 //
-// It writes given.txt (first names), surnames.txt (last names) and places.txt (cities,
-// states and countries), one entry a line, sorted, de-duplicated, as faker spells them.
+// It writes given.txt (first names), surnames.txt (last names), places.txt (cities,
+// states and countries) and words.txt (ordinary words: faker's word, company, commerce,
+// hacker, colour and date lists, and vehicle makers), one entry a line, sorted,
+// de-duplicated, as faker spells them.
 import { writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -46,6 +48,14 @@ function write(name, list) {
 
 write('given.txt', collect((d) => d.person?.first_name));
 write('surnames.txt', collect((d) => d.person?.last_name));
+write('words.txt', collect((d) => [
+  ...values(d.word), ...values(d.company?.adjective), ...values(d.company?.buzz_adjective),
+  ...values(d.company?.buzz_noun), ...values(d.company?.buzz_verb), ...values(d.company?.descriptor),
+  ...values(d.company?.noun), ...values(d.commerce?.department), ...values(d.commerce?.product_name),
+  ...values(d.hacker?.adjective), ...values(d.hacker?.noun), ...values(d.hacker?.verb),
+  ...values(d.hacker?.ingverb), ...values(d.color?.human), ...values(d.date?.month),
+  ...values(d.date?.weekday),
+].flatMap((w) => String(w).split(/\s+/)).filter((w) => /^\p{L}[\p{L}'-]*$/u.test(w))));
 write('places.txt', collect((d) => [
   ...values(d.location?.city_name), ...values(d.location?.state), ...values(d.location?.country),
 ]));
