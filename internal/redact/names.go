@@ -29,9 +29,10 @@ const (
 // lexicon is the embedded gazetteer: folded one-word entries with their classes, and folded
 // phrases of two or more words (places, brands) that are never names.
 type lexicon struct {
-	words     map[string]uint16
-	phrases   map[string]bool
-	maxPhrase int
+	words   map[string]uint16
+	phrases map[string]bool
+	// phraseStart is, for each first word of a phrase, the length of its longest phrase.
+	phraseStart map[string]int
 }
 
 var nameLexicon = sync.OnceValue(loadLexicon)
@@ -39,7 +40,7 @@ var nameLexicon = sync.OnceValue(loadLexicon)
 // loadLexicon reads the embedded lists. A missing file is a build defect (go:embed checks the
 // pattern at compile time), so read errors are impossible at run time and ignored.
 func loadLexicon() *lexicon {
-	lx := &lexicon{words: map[string]uint16{}, phrases: map[string]bool{}}
+	lx := &lexicon{words: map[string]uint16{}, phrases: map[string]bool{}, phraseStart: map[string]int{}}
 	lx.load("names/given.txt", lexGiven, false)
 	lx.load("names/given-extra.txt", lexGiven, false)
 	lx.load("names/surnames.txt", lexSurname, false)
@@ -77,7 +78,7 @@ func (lx *lexicon) load(file string, c uint16, perWord bool) {
 			lx.words[toks[0]] |= c
 		default:
 			lx.phrases[strings.Join(toks, " ")] = true
-			lx.maxPhrase = max(lx.maxPhrase, len(toks))
+			lx.phraseStart[toks[0]] = max(lx.phraseStart[toks[0]], len(toks))
 		}
 	}
 }
@@ -106,7 +107,7 @@ type ntok struct {
 // letters kept inside ("O'Brien", "Jean-Luc"). gap is the text between a word and the one
 // before it.
 func nameToks(s string) []ntok {
-	var out []ntok
+	out := make([]ntok, 0, len(s)/6+1)
 	prev := 0
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])

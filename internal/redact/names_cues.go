@@ -39,8 +39,8 @@ func (ns *nameScan) cueAt(i int) int {
 // phraseEndsAt reports whether one of the phrases of set ends at word i, its words joined by
 // spaces or a hyphen ("chama-se" is one word "chama-se": its parts are matched too).
 func (ns *nameScan) phraseEndsAt(set map[string][][]string, i int) bool {
-	words := strings.Split(ns.toks[i].f, "-")
-	if len(words) > 1 {
+	if strings.IndexByte(ns.toks[i].f, '-') > 0 {
+		words := strings.Split(ns.toks[i].f, "-")
 		if ps := set[words[len(words)-1]]; ps != nil {
 			for _, p := range ps {
 				if strings.Join(p, " ") == strings.Join(words, " ") {

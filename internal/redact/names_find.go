@@ -142,7 +142,7 @@ func wordish(s string, a, b int) bool {
 // "Santa Catarina", "Harley Davidson").
 func (ns *nameScan) blockPhrases(lx *lexicon) {
 	for i := range ns.toks {
-		for n := min(lx.maxPhrase, len(ns.toks)-i); n >= 2; n-- {
+		for n := min(lx.phraseStart[ns.toks[i].f], len(ns.toks)-i); n >= 2; n-- {
 			parts := make([]string, 0, n)
 			ok := true
 			for j := i; j < i+n && ok; j++ {
