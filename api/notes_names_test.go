@@ -84,6 +84,7 @@ func TestNoteGateNamesReview(t *testing.T) {
 		require.Equal(t, "pending", p["status"])
 		rc := receiptsOf(e, "proposal.create")
 		require.Len(t, rc, 1)
+		require.Equal(t, []any{"name"}, rc[0]["detail"].(map[string]any)["gate_review"])
 		require.NotContains(t, fmt.Sprint(rc), "Marisol", "receipts name kinds, never values")
 
 		// Kinds that are not reviewable are refused as before, alone or beside a name.
@@ -97,6 +98,13 @@ func TestNoteGateNamesReview(t *testing.T) {
 		e.MustDo(http.StatusCreated, "POST", notesPath, integ, note("VIP", "Dona Cida always asks for the same courier.", "source_id", "shop-bot"))
 		rcs := receiptsOf(e, "note.create")
 		require.Len(t, rcs, 2)
+		var reviewed []any
+		for _, x := range rcs {
+			if v, ok := x["detail"].(map[string]any)["gate_review"]; ok {
+				reviewed = append(reviewed, v)
+			}
+		}
+		require.Equal(t, []any{[]any{"name"}}, reviewed, "the person's write names the kind it let through; the clean one nothing")
 
 		// The reviewer approves: the note is stored with the name.
 		n := e.MustDo(http.StatusCreated, "POST", proposalsPath+"/"+pid+"/approve", reviewer, nil).JSON(t)
