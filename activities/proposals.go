@@ -42,9 +42,15 @@ func (a *Activities) distillation(ctx context.Context, proposalID string) (strin
 
 // check runs the notes gate (local layer, then the model layer when configured) over text:
 // the kinds of personal data found (none: it passes), or an error when the detector did not
-// answer (retry).
+// answer (retry). A draft is a proposal a person approves anyway, so a hit the space sends to
+// review (agent_memory.gate, GATE-2: a name under names "review") passes here, as it does
+// for an agent's REST write that becomes a proposal; under "refuse" it closes the proposal.
 func (a *Activities) check(ctx context.Context, spaceID, text string) ([]string, error) {
-	err := a.Proposals.Notes.Check(ctx, spaceID, text)
+	f, err := a.Proposals.Notes.Docs.Features(ctx, spaceID)
+	if err != nil {
+		return nil, err
+	}
+	_, err = a.Proposals.Notes.CheckReviewable(ctx, spaceID, text, f)
 	if fe := fault.As(err); fe != nil && fe.Code == notes.CodePersonalData {
 		kinds, _ := fe.Details["kinds"].([]string)
 		if len(kinds) == 0 {
