@@ -40,13 +40,21 @@ func (a *Activities) distillation(ctx context.Context, proposalID string) (strin
 	return space, ev, storeError(err)
 }
 
-// check runs the whole notes gate over a proposed note (notes.Service.CheckContent: the
-// personal-data gate's local layer, then its model layer when configured, then the
-// instruction detector): the failure reason and what was found (ReasonPersonalData and
-// its kinds, or ReasonInstruction and its classes; "" when it passes), or an error when
-// the detector did not answer (retry).
+// check runs the whole notes gate over a proposed note (notes.Service.CheckContent under
+// the space's features: the personal-data gate's local layer, then its model layer when
+// configured, then the instruction detector): the failure reason and what was found
+// (ReasonPersonalData and its kinds, or ReasonInstruction and its classes; "" when it
+// passes), or an error when the detector did not answer (retry). A draft is a proposal a
+// person approves anyway, so a hit the space sends to review (agent_memory.gate, GATE-2,
+// GATE-3: a name under names "review", an instruction under instructions "review") passes
+// here, as it does for an agent's REST write that becomes a proposal; under "refuse" it
+// closes the proposal.
 func (a *Activities) check(ctx context.Context, spaceID string, n notes.ProposedNote, ev *notes.Evidence) (string, []string, error) {
-	err := a.Proposals.Notes.CheckContent(ctx, spaceID, n.Title, n.Body, n.Tags, ev)
+	f, err := a.Proposals.Notes.Docs.Features(ctx, spaceID)
+	if err != nil {
+		return "", nil, err
+	}
+	_, err = a.Proposals.Notes.CheckContent(ctx, spaceID, n.Title, n.Body, n.Tags, ev, &f)
 	if cs, ok := notes.RefusedClasses(err); ok {
 		return ReasonInstruction, cs, nil
 	}

@@ -14,14 +14,15 @@ import (
 )
 
 // AM-6, issue 17 §1: the model layer's behaviour is visible. Without it, GET /readyz says
-// "model_layer": "off" and a note naming a customer the space has never seen is stored (the
-// local layer knows only the space's known subjects). With it (a detector model behind the
-// fake Ollama-protocol server), /readyz says "on"; the model is asked with the prompt that
-// tells it organisations, companies and places are not personal data; the unknown
-// customer's name is refused with kind "name" (the name never echoed), while a note naming
-// an organisation and places is stored.
+// "model_layer": "off" and a note naming a customer in a shape the local name layer misses
+// (a lone given name it does not know, at the start of a sentence: docs/gate.md, known misses)
+// is stored. With it (a detector model behind the fake Ollama-protocol server), /readyz says
+// "on"; the model is asked with the prompt that tells it organisations, companies and places
+// are not personal data; that name is refused with kind "name" (the name never echoed), while
+// a note naming an organisation and places is stored. (A full unknown name, "Marisol
+// Quintanilha", is refused by the local layer alone: TestNoteGateNames.)
 func TestNoteGateModelLayerNames(t *testing.T) {
-	const unknownName = "Marisol Quintanilha prefers a call back after lunch."
+	const unknownName = "Zuleika prefers a call back after lunch."
 	const orgsAndPlaces = "Ship Acme Logistics orders from São Paulo to Lisbon by sea."
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
@@ -47,7 +48,7 @@ func TestNoteGateModelLayerNames(t *testing.T) {
 			r = e.Do("POST", notesPath, bot, note("Callers", unknownName))
 			m := requireError(t, r, http.StatusUnprocessableEntity, "personal_data_in_agent_memory")
 			require.Equal(t, []string{"name"}, strs(m["kinds"]))
-			require.NotContains(t, string(r.Body), "Marisol")
+			require.NotContains(t, string(r.Body), "Zuleika")
 			require.Equal(t, 1, model.Calls())
 			req := model.Requests()[0]
 			require.Contains(t, req.Messages[1].Content, unknownName, "the model reads the note")

@@ -111,6 +111,8 @@ type mcpRememberOutput struct {
 	Version     int    `json:"version,omitempty"`
 	ProposalID  string `json:"proposal_id,omitempty"`
 	DuplicateOf string `json:"duplicate_of,omitempty"`
+	// Review lists the gate's kinds that sent a proposed note to review (GATE-2: ["name"]).
+	Review []string `json:"review,omitempty"`
 }
 
 // mcpServerKey carries the request's *mcp.Server from the Gin middleware to the handler.
@@ -333,7 +335,7 @@ func (s *Server) mcpRemember(p auth.Principal) mcpHandler[mcpRememberInput] {
 			return nil, err
 		}
 		if res.ProposalID != "" {
-			return mcpRememberOutput{Status: "proposed", ProposalID: res.ProposalID}, nil
+			return mcpRememberOutput{Status: "proposed", ProposalID: res.ProposalID, Review: res.Review}, nil
 		}
 		if res.DuplicateOf != "" {
 			return mcpRememberOutput{Status: "duplicate", NoteID: res.Note.ID, Version: res.Note.Version, DuplicateOf: res.DuplicateOf}, nil

@@ -181,7 +181,7 @@ func TestMCPRefusesPersonalData(t *testing.T) {
 		require.True(t, isErr)
 		er := out["error"].(map[string]any)
 		require.Equal(t, "personal_data_in_agent_memory", er["code"])
-		require.ElementsMatch(t, []any{"email", "phone"}, er["kinds"])
+		require.ElementsMatch(t, []any{"email", "name", "phone"}, er["kinds"]) // "Ana": the name layer (GATE-2)
 		require.NotContains(t, fmt.Sprint(out), "ana.souza")
 
 		list := e.MustDo(http.StatusOK, "GET", "/v1/agent-memory/notes", key, nil).JSON(t)["notes"].([]any)

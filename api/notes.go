@@ -30,7 +30,7 @@ type duplicateAnswer struct {
 }
 
 // answerWrite answers a note write: 201 with the note, 202 {"proposal_id"} when it became
-// a proposal (AM-8), or 200 with the existing note and duplicate_of when the write was a
+// a proposal (AM-8; with "review": the gate's kinds when a hit sent it to review, GATE-2), or 200 with the existing note and duplicate_of when the write was a
 // duplicate (nothing stored). A replay of an Idempotency-Key carries Idempotent-Replayed: true.
 func answerWrite(c *gin.Context, res notes.WriteResult) {
 	if res.Replayed {
@@ -41,7 +41,11 @@ func answerWrite(c *gin.Context, res notes.WriteResult) {
 		return
 	}
 	if res.ProposalID != "" {
-		c.PureJSON(http.StatusAccepted, gin.H{"proposal_id": res.ProposalID})
+		out := gin.H{"proposal_id": res.ProposalID}
+		if len(res.Review) > 0 {
+			out["review"] = res.Review // the gate's kinds that sent it to review (GATE-2)
+		}
+		c.PureJSON(http.StatusAccepted, out)
 		return
 	}
 	c.PureJSON(http.StatusCreated, res.Note)

@@ -165,7 +165,7 @@ func TestNoteGateModelLayer(t *testing.T) {
 			require.Equal(t, 1, det.count())
 
 			det.set([]string{"name", "ana@example.com"}, nil, false)
-			m := requireError(t, e.Do("POST", notesPath, bot, note("t", "Talk to Ana.")), 422, "personal_data_in_agent_memory")
+			m := requireError(t, e.Do("POST", notesPath, bot, note("t", "Talk to the night shift.")), 422, "personal_data_in_agent_memory")
 			require.Equal(t, []string{"name", "personal_data"}, strs(m["kinds"]))
 
 			det.set(nil, errors.New("model not loaded"), false)

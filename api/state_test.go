@@ -768,18 +768,22 @@ func TestKnownSubjectsExactAcrossReplicas(t *testing.T) {
 		integ := e.PersonKey("integrator", auth.RoleIntegration)
 		profileID := e.MustDo(http.StatusCreated, http.MethodPost, "/v1/profiles", integ, map[string]any{"name": "Ana Souza", "handles": []string{"email:ana.souza@example.com"}}).JSON(t)["profile_id"].(string)
 
-		requireError(t, replica.Do(http.MethodPost, "/v1/agent-memory/notes", key, map[string]any{"kind": "pitfall", "title": "Call back", "body": "Remember to " + says + "."}),
+		m := requireError(t, replica.Do(http.MethodPost, "/v1/agent-memory/notes", key, map[string]any{"kind": "pitfall", "title": "Call back", "body": "Remember to " + says + "."}),
 			http.StatusUnprocessableEntity, "personal_data_in_agent_memory")
+		require.Equal(t, []string{"subject"}, strs(m["kinds"]), "the known subject (the name layer skips what it already covers)")
 		mustStore(replica, key, map[string]any{"scope": conv("c-after"), "body": map[string]any{"cart_note": says}})
 		require.NotContains(t, read(replica, key, conv("c-after"), "").Raw, "Ana Souza", "the replica did not mask a profile created through the other one")
 
 		// The erasure's profile store step (its transaction bumps the revision): the name is
-		// no longer a known subject on the replica's next request.
+		// no longer a known subject on the replica's next request (the name layer, GATE-2, still
+		// refuses the name as a name).
 		err := e.DB.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
 			_, err := subjects.Eraser{}.EraseSubject(ctx, tx, erasure.Target{SpaceID: e.SpaceID, Kind: erasure.Subject, ProfileIDs: []string{profileID}})
 			return err
 		})
 		require.NoError(t, err)
-		replica.MustDo(http.StatusCreated, http.MethodPost, "/v1/agent-memory/notes", key, map[string]any{"kind": "pitfall", "title": "Call back", "body": "Remember to " + says + "."})
+		m = requireError(t, replica.Do(http.MethodPost, "/v1/agent-memory/notes", key, map[string]any{"kind": "pitfall", "title": "Call back", "body": "Remember to " + says + "."}),
+			http.StatusUnprocessableEntity, "personal_data_in_agent_memory")
+		require.Equal(t, []string{"name"}, strs(m["kinds"]), "no longer a known subject")
 	})
 }

@@ -238,7 +238,7 @@ func (a *App) wire() {
 	a.Notes.Proposals = a.Proposals  // human_only writes become proposals (AM-8)
 	a.Compliance.Notes = a.Proposals // AM-12: agent-note erasure erases notes and proposals
 	// Knowledge documents pass the notes gate (refuse) or the space's masking (mask).
-	a.Knowledge = &knowledge.Service{DB: d, Docs: a.Docs, Gate: a.Notes, Masker: a.Subjects, Subjects: a.Subjects, Now: now, Receipts: a.Receipts,
+	a.Knowledge = &knowledge.Service{DB: d, Docs: a.Docs, Gate: notes.DocumentGate{S: a.Notes}, Masker: a.Subjects, Subjects: a.Subjects, Now: now, Receipts: a.Receipts,
 		QueryEmbedTimeout: a.Config.KnowledgeQueryTimeout}
 	// A subject's erasure reaches the knowledge documents that name them (KN-3): the default
 	// registry plus the knowledge store's eraser (compliance cannot import knowledge).

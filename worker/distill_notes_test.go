@@ -322,3 +322,24 @@ func TestDistillGateCatchesValuesSplitAcrossFields(t *testing.T) {
 		})
 	}
 }
+
+// GATE-2: a drafted note naming a person closes the proposal (failed, personal_data, kinds
+// ["name"]) under the default refuse; under agent_memory.gate.names "review" it is a pending
+// proposal like any other, since a person approves it.
+func TestDistillNamesRefusedOrReviewed(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			draft := llmtest.Note("pitfall", "Callbacks", "Marisol Quintanilha prefers a call back after 6pm.", "callback")
+			r := newNotesRig(t, engine, nil, draft, draft)
+			_, id := r.distil(t, 0)
+			p := waitStatus(t, r.Env, id, "failed")
+			require.Equal(t, activities.ReasonPersonalData, p["reason"])
+			require.Equal(t, []any{"name"}, p["kinds"])
+
+			r.Env.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true, "gate": map[string]any{"names": "review"}}})
+			_, id = r.distil(t, 1)
+			p = waitStatus(t, r.Env, id, "pending")
+			require.Equal(t, "Marisol Quintanilha prefers a call back after 6pm.", p["note"].(map[string]any)["body"])
+		})
+	}
+}

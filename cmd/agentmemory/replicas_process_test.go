@@ -228,8 +228,10 @@ func TestReplicasAsProcesses(t *testing.T) {
 		require.NoError(t, err)
 		const handle = "email:ana.souza@example.com"
 		profileID := a.must(http.StatusCreated, "POST", "/v1/profiles", integ, map[string]any{"name": "Ana Souza", "handles": []string{handle}})["profile_id"].(string)
-		// The customer created on A is a known subject for B's gate at its next request.
-		_, err = tipsOnB.Remember(ctx, sdk.Note{Kind: "pitfall", Title: "Call back", Body: "Call Ana Souza about the exchange."}, "")
+		// The customer created on A is a known subject for B's gate at its next request (written
+		// in capitals, which the name layer of GATE-2 leaves alone, so only the known subject
+		// can refuse it).
+		_, err = tipsOnB.Remember(ctx, sdk.Note{Kind: "pitfall", Title: "Call back", Body: "Call ANA SOUZA about the exchange."}, "")
 		require.ErrorIs(t, err, sdk.ErrPersonalData, "B let a note naming a customer created on A into agent memory")
 		res, err := sdkClient(baseA, key).AgentState(sdk.Conversation("c-ana"), sdk.WithSubject(handle)).Put(ctx, map[string]any{"tier": "gold", "note": "prefers letters"})
 		require.NoError(t, err)

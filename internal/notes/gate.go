@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/redact"
+	"github.com/agentmemory/agentmemory/internal/spaces"
 )
 
 // Detector is the optional model layer of the personal-data gate (AM-6): it returns the kinds
@@ -29,35 +30,81 @@ const (
 
 var kindPattern = regexp.MustCompile(`^[a-z][a-z_]{0,31}$`)
 
-// Check runs the personal-data gate over text for space spaceID: the local layer always
-// (e-mail, phone, CPF, CNPJ and the space's known subjects, under the space's default phone
-// region), then the model layer when configured. It returns nil when text may be stored;
-// fault.Unprocessable "personal_data_in_agent_memory" with detail "kinds" (sorted kinds,
-// never values) when it may not; fault.Unavailable "detector_unavailable" with RetryAfter
-// when the model layer is configured and fails or does not answer in time.
+// Check runs the personal-data gate over note text for space spaceID: the local layer always
+// (e-mail, phone, CPF, CNPJ, the space's known subjects, under the space's default phone
+// region, and persons' names, GATE-2), then the model layer when configured. It returns nil
+// when text may be stored; fault.Unprocessable "personal_data_in_agent_memory" with detail
+// "kinds" (sorted kinds, never values) when it may not; fault.Unavailable
+// "detector_unavailable" with RetryAfter when the model layer is configured and fails or does
+// not answer in time. Every hit is refused, whatever agent_memory.gate says (CheckContent
+// applies that setting).
 func (s *Service) Check(ctx context.Context, spaceID, text string) error {
+	_, err := s.gate(ctx, spaceID, text, true, nil)
+	return err
+}
+
+// CheckDocument is Check without the name layer, for knowledge documents (KN): a manual names
+// its authors, product people and places far more often than a note does, and the local name
+// rules are measured on notes only (docs/gate.md). The known subjects of the space are still
+// found, and the model layer still runs when configured.
+func (s *Service) CheckDocument(ctx context.Context, spaceID, text string) error {
+	_, err := s.gate(ctx, spaceID, text, false, nil)
+	return err
+}
+
+// DocumentGate is the knowledge store's gate: Check is Service.CheckDocument.
+type DocumentGate struct{ S *Service }
+
+// Check runs Service.CheckDocument.
+func (g DocumentGate) Check(ctx context.Context, spaceID, text string) error {
+	return g.S.CheckDocument(ctx, spaceID, text)
+}
+
+// gate runs both layers (names: the local name layer on) and decides: refused (an error), sent
+// to review (the kinds, when f is given and every kind found is reviewable under it), or
+// stored (nil, nil). The model layer is asked also after a reviewable local hit, so a kind
+// only the model sees (an address) is still refused.
+func (s *Service) gate(ctx context.Context, spaceID, text string, names bool, f *spaces.Features) ([]string, error) {
 	opt, err := s.Subjects.Options(ctx, spaceID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if found := redact.Detect(text, opt); len(found) > 0 {
-		ks := make([]string, 0, len(found))
-		for _, k := range found {
-			ks = append(ks, string(k))
+	opt.Names = names
+	var ks []string
+	for _, k := range redact.Detect(text, opt) {
+		ks = append(ks, string(k))
+	}
+	if len(ks) > 0 && !reviewable(ks, f) {
+		return nil, refused(ks)
+	}
+	if s.Detector != nil {
+		mk, err := s.detectWithModel(ctx, text)
+		if err != nil {
+			return nil, err
 		}
-		return refused(ks)
+		ks = append(ks, mk...)
 	}
-	if s.Detector == nil {
-		return nil
+	switch {
+	case len(ks) == 0:
+		return nil, nil
+	case !reviewable(ks, f):
+		return nil, refused(ks)
 	}
-	ks, err := s.detectWithModel(ctx, text)
-	if err != nil {
-		return err
+	slices.Sort(ks)
+	return slices.Compact(ks), nil
+}
+
+// reviewable reports whether every kind of ks goes to review under features f (nil: none does).
+func reviewable(ks []string, f *spaces.Features) bool {
+	if f == nil {
+		return false
 	}
-	if len(ks) > 0 {
-		return refused(ks)
+	for _, k := range ks {
+		if !f.GateReview(k) {
+			return false
+		}
 	}
-	return nil
+	return true
 }
 
 func refused(ks []string) error {

@@ -2,10 +2,12 @@ package notes
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/redact"
+	"github.com/agentmemory/agentmemory/internal/spaces"
 )
 
 // CodeInstruction is the refusal of a note that reads as an instruction to its reader
@@ -49,29 +51,40 @@ func RefusedClasses(err error) ([]string, bool) {
 
 // CheckContent is the whole gate of a note's content, the one every path that stores a
 // note runs (REST and MCP writes and edits, proposals, approvals with edits, the
-// distillation's Draft, the Console): the personal-data gate (Check over GateText: local
-// layer, then the model layer when configured) and the instruction detector (GATE-3) over
-// title, body and tags.
+// distillation's Draft, the Console): the personal-data gate (local layer with the name
+// layer, then the model layer when configured, over GateText) and the instruction detector
+// (GATE-3) over title, body and tags.
 //
 // Order: personal data first. A note with personal data is refused with
 // "personal_data_in_agent_memory" and its kinds whatever else it holds (it may not be kept
-// in any form, not even as a proposal), and the same error lists "classes" too when the
-// text also reads as an instruction, so one answer names everything to rewrite. Only a
-// note the personal-data gate passed (both layers) is refused with
-// "instruction_in_agent_memory" and its classes (InstructionRefused): an instruction
-// refusal therefore means the text is free of personal data, so a space setting may send
-// it to review instead. A detector that does not answer is fault.Unavailable as for Check.
-func (s *Service) CheckContent(ctx context.Context, spaceID, title, body string, tags []string, ev *Evidence) error {
+// in any form), and the same error lists "classes" too when the text also reads as an
+// instruction, so one answer names everything to rewrite. Only a note the personal-data
+// gate passed is refused with "instruction_in_agent_memory" and its classes
+// (InstructionRefused). A detector that does not answer is fault.Unavailable as for Check.
+//
+// With features f (nil: every hit is refused), a hit the space sends to review
+// (f.GateReview: "name" under agent_memory.gate.names "review", "instruction" under
+// agent_memory.gate.instructions "review"; GATE-2, GATE-3) is not refused when every hit is
+// reviewable: CheckContent returns those kinds, sorted, and the caller turns an agent's
+// write into a proposal (or, for a person's own write or an approval, stores it). Nothing
+// found gives (nil, nil).
+func (s *Service) CheckContent(ctx context.Context, spaceID, title, body string, tags []string, ev *Evidence, f *spaces.Features) ([]string, error) {
 	classes := InstructionClasses(title, body, tags)
-	if err := s.Check(ctx, spaceID, GateText(title, body, tags, ev)); err != nil {
+	review, err := s.gate(ctx, spaceID, GateText(title, body, tags, ev), true, f)
+	if err != nil {
 		if fe := fault.As(err); fe != nil && fe.Code == CodePersonalData && len(classes) > 0 {
 			fe.With("classes", classes)
 			fe.Message += "; it also reads as an instruction to its reader (" + strings.Join(classes, ", ") + ")"
 		}
-		return err
+		return nil, err
 	}
-	if len(classes) > 0 {
-		return InstructionRefused(classes)
+	if len(classes) == 0 {
+		return review, nil
 	}
-	return nil
+	if f == nil || !f.GateReview(spaces.GateKindInstruction) {
+		return nil, InstructionRefused(classes)
+	}
+	review = append(review, spaces.GateKindInstruction)
+	slices.Sort(review)
+	return slices.Compact(review), nil
 }

@@ -71,10 +71,13 @@ func (s *Service) idemHash(spaceID, key string) string {
 // source (issue 17 §2): Note is that existing note (as it is now), DuplicateOf its id, and
 // nothing was written (no note, proposal, receipt, outbox event or idempotency record).
 type WriteResult struct {
-	Note        *Note  `json:"note,omitempty"`
-	ProposalID  string `json:"proposal_id,omitempty"`
-	Replayed    bool   `json:"-"`
-	DuplicateOf string `json:"-"`
+	Note       *Note  `json:"note,omitempty"`
+	ProposalID string `json:"proposal_id,omitempty"`
+	// Review lists the gate's kinds (e.g. ["name"]) that sent the write to review (GATE-2);
+	// empty when it became a proposal because of writes: human_only alone, or was stored.
+	Review      []string `json:"review,omitempty"`
+	Replayed    bool     `json:"-"`
+	DuplicateOf string   `json:"-"`
 }
 
 // Create writes a new note for p (AM-1, AM-6, AM-7, AM-8). idemKey is the Idempotency-Key
@@ -116,7 +119,7 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, agentVersion, id
 	if res, done, err := s.replay(ctx, w); done || err != nil {
 		return res, err
 	}
-	if err := s.CheckContent(ctx, p.SpaceID, c.Title, c.Body, c.Tags, c.Evidence); err != nil {
+	if w.review, err = s.CheckContent(ctx, p.SpaceID, c.Title, c.Body, c.Tags, c.Evidence, &f); err != nil {
 		return WriteResult{}, err
 	}
 	return s.commit(ctx, w)
@@ -157,7 +160,7 @@ func (s *Service) NewVersion(ctx context.Context, p auth.Principal, agentVersion
 		return WriteResult{}, err
 	}
 	c := w.c
-	if err := s.CheckContent(ctx, p.SpaceID, c.Title, c.Body, c.Tags, c.Evidence); err != nil {
+	if w.review, err = s.CheckContent(ctx, p.SpaceID, c.Title, c.Body, c.Tags, c.Evidence, &f); err != nil {
 		return WriteResult{}, err
 	}
 	return s.commit(ctx, w)
@@ -305,11 +308,15 @@ type write struct {
 	idemKey      string // keyed hash of the Idempotency-Key ("" for none)
 	bodyHash     string
 	now          time.Time
+	// review lists the gate's hits the space sends to review (CheckContent, GATE-2, GATE-3): an
+	// agent's write with any becomes a proposal; a person's is stored (the writer is the
+	// person review would ask), the kinds named in its receipt.
+	review []string
 }
 
 // proposal reports whether the write becomes a proposal (AM-8): an agent's write under
-// writes: human_only.
-func (w write) proposal() bool { return w.a.p.IsAgent() && w.f.HumanOnly() }
+// writes: human_only, or with a gate hit the space sends to review (GATE-2).
+func (w write) proposal() bool { return w.a.p.IsAgent() && (w.f.HumanOnly() || len(w.review) > 0) }
 
 func hashOf(op string, v any) string {
 	b, _ := json.Marshal(v)
@@ -377,6 +384,9 @@ func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write, later *noteRo
 		Kind: receipts.KindAdmin, Action: action, ActorKey: w.a.p.KeyID, ObjectIDs: objs,
 		Detail: map[string]any{"kind": w.c.Kind, "origin": w.a.origin(), "source_id": w.a.sourceID},
 	}
+	if len(w.review) > 0 {
+		rcpt.Detail["gate_review"] = w.review // kinds only, never values
+	}
 	if w.idemKey != "" {
 		r, done, err := lookupRequest(ctx, tx, w)
 		if err != nil {
@@ -405,6 +415,7 @@ func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write, later *noteRo
 			return WriteResult{}, rcpt, err
 		}
 		res.ProposalID = id
+		res.Review = w.review
 	} else {
 		n, err := insertNote(ctx, tx, w, id, w.a.origin(), "", later)
 		if err != nil {

@@ -196,13 +196,22 @@ func (s *Service) reject(ctx context.Context, p auth.Principal, id, reason strin
 }
 
 // approvalContent is proposal pr's note and evidence with edits applied, validated and gated.
+// A hit the space sends to review (agent_memory.gate, GATE-2: a name under names "review")
+// does not stop the approval: the approver is the person review asks, and sees the note
+// (with the edits they wrote). Under "refuse" (also when the setting changed after the
+// proposal was made) it is refused as every other hit.
 func (s *Service) approvalContent(ctx context.Context, pr models.NoteProposal, edits *notes.Patch) (notes.ProposedNote, *notes.Evidence, error) {
 	n, ev := proposedOf(pr).Edit(edits, evidence(pr))
 	n, err := n.Validate(ev, s.now())
 	if err != nil {
 		return n, ev, err
 	}
-	return n, ev, s.Notes.CheckContent(ctx, pr.SpaceID, n.Title, n.Body, n.Tags, ev)
+	f, err := s.Notes.Docs.Features(ctx, pr.SpaceID)
+	if err != nil {
+		return n, ev, err
+	}
+	_, err = s.Notes.CheckContent(ctx, pr.SpaceID, n.Title, n.Body, n.Tags, ev, &f)
+	return n, ev, err
 }
 
 // approve writes pending proposal pr's note n (validated and gated) in one transaction: the

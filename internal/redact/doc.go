@@ -208,6 +208,45 @@
 // reported as KindSubject (plus KindEmail/KindPhone/... when the value is also
 // one of those kinds).
 //
+// # Person names (KindName)
+//
+// With Options.Names (the notes gate turns it on; knowledge documents do not), persons' names
+// are found without a model (GATE-2), from an embedded gazetteer (names/: given names,
+// surnames, places and ordinary words from @faker-js/faker, MIT, plus hand-written lists of
+// Brazilian names, places, brands and ordinary words) and cues. Words are runs of letters
+// ("O'Brien", "Jean-Luc" are one word); a word glued to another by a case change
+// ("stockSanta", "MariaDB") never counts on its own. In order:
+//
+//   - Not names: the words of a multi-word place or brand ("São Paulo", "Times New
+//     Roman", "Harley Davidson"); capitalised runs led by a place or institution word
+//     ("Rio Branco", "Santa Catarina", "Hospital Santa Maria", "Rua ...") or a company word
+//     ("Microsoft Entra", "Google Workspace"), or ending in a company suffix or industry word
+//     ("Acme Ltda", "Globex S.A.", "Umbrella GmbH", "Silva & Filhos", "Johnson Controls") or a
+//     street word ("Baker Street"); words in square brackets (a procedure's buttons: "[Validate
+//     Purchase]"); what follows an example cue ("such as", "for example", "e.g.", "por
+//     exemplo") to the end of its sentence or line; words inside identifiers, paths and
+//     addresses; words in capitals ("ANA", "DB").
+//   - After a cue: an honorific ("Sr.", "Sra.", "Mr.", "Ms.", "Dona", "Dr.", "senhor") makes any
+//     capitalised word that follows a name ("Sr. Branco"); a strong cue ("falar com", "ask
+//     for", "speak to", "her/his name is", "o nome dela é", "se llama", "tell", "avise", a
+//     greeting "Hi", "Olá", "Hola", "Dear", "Prezada", a sign-off "Thanks,") a known given
+//     name or surname or a capitalised word the lexicon does not know; a weak cue
+//     ("customer", "cliente", "user", "buyer", "titular", "named") a known name word or two
+//     capitalised words. Articles may stand between ("falar com a Maria"); a lower-case given
+//     name counts too ("cliente maria silva").
+//   - By their words: a given name that is not an ordinary word, brand or place, alone or
+//     followed by more name words ("Marisol Quintanilha", "Ana prefers"); any given name before
+//     a known surname ("Grace Kelly", "Victoria Gomez"); a given name that is a place before a
+//     name word ("Guadalupe Echeverría"); an unknown capitalised word before a surname
+//     ("Saoirse Albuquerque"); two unknown capitalised words inside a sentence ("para Odete
+//     Petrov"), or opening it and followed by prose ("Jurandir Petrov prefere"), unless a
+//     label noun follows ("the Recover Username subflow"); in lower case a given name and a
+//     surname ("maria silva", as tags are).
+//
+// An unknown word is one the lexicon has in none of its lists and that does not end like an
+// ordinary word ("-tion", "-ment", "-ção", "-dade", ...). Measured figures and known misses:
+// docs/gate.md.
+//
 // # Several fields
 //
 // A value split across fields ("Customer ana@" in a title, "example.com is

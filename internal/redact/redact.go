@@ -25,6 +25,7 @@ const (
 	KindCNPJ Kind = "cnpj"
 	// KindSubject is a known profile's name or handle (see KnownSubjects).
 	KindSubject Kind = "subject"
+	// KindName (names.go) is a person's name found by the name layer (Options.Names).
 )
 
 // Options configure detection. The zero value is valid.
@@ -37,6 +38,9 @@ type Options struct {
 	// Known, when not nil, also flags the names and handles of the space's
 	// profiles as KindSubject.
 	Known *KnownSubjects
+	// Names, when true, also flags persons' names found by the embedded gazetteer and cues
+	// as KindName (GATE-2; package doc, "Person names"). The notes gate turns it on.
+	Names bool
 }
 
 // span is a detected value in the working (normalised) text.
@@ -115,6 +119,9 @@ func scanText(s string, opt Options) *spans {
 	findDocuments(s, sp, opt.Known)
 	findPhones(s, sp, opt)
 	findKnown(s, sp, opt.Known)
+	if opt.Names {
+		findNames(s, sp)
+	}
 	return sp
 }
 

@@ -54,13 +54,15 @@ type AgentStateFeature struct {
 
 // AgentMemoryFeature configures agent memory (AM-3): Writes is "agents" (default) or
 // "human_only"; MaxNotesPerSource caps active notes per agent (default 500); ReviewerApproves
-// lets role reviewer approve proposals (default true); WebhookURL receives events when set.
+// lets role reviewer approve proposals (default true); WebhookURL receives events when set;
+// Gate says what name and instruction hits of the gate do (GATE-2, GATE-3; nil: refuse).
 type AgentMemoryFeature struct {
-	Enabled           bool   `json:"enabled"`
-	Writes            string `json:"writes,omitempty"`
-	MaxNotesPerSource int    `json:"max_notes_per_source,omitempty"`
-	ReviewerApproves  *bool  `json:"reviewer_approves,omitempty"`
-	WebhookURL        string `json:"webhook_url,omitempty"`
+	Enabled           bool             `json:"enabled"`
+	Writes            string           `json:"writes,omitempty"`
+	MaxNotesPerSource int              `json:"max_notes_per_source,omitempty"`
+	ReviewerApproves  *bool            `json:"reviewer_approves,omitempty"`
+	WebhookURL        string           `json:"webhook_url,omitempty"`
+	Gate              *AgentMemoryGate `json:"gate,omitempty"`
 }
 
 // MaskingSettings are the space's masking rules: DefaultRegion is the ISO 3166 region used to
@@ -118,6 +120,9 @@ func ParseFeatures(data []byte) (Features, error) {
 	}
 	if u := f.AgentMemory.WebhookURL; u != "" && !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
 		return f, invalidMember("agent_memory.webhook_url", "must be an http(s) URL")
+	}
+	if err := validateGate(f.AgentMemory.Gate); err != nil {
+		return f, err
 	}
 	if r := f.Masking.DefaultRegion; r != "" && !regionPattern.MatchString(r) {
 		return f, invalidMember("masking.default_region", "must be an ISO 3166 alpha-2 region such as BR")
