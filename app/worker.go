@@ -151,6 +151,23 @@ func (a *App) StartRelay(ctx context.Context) (stop func()) {
 	}
 }
 
+// StartKeyUsage writes the keys' noted uses (a.KeyUsage) every auth.UsageResolution until
+// stop is called, and once more then; serve and dev run it beside the API. A failed write is logged
+// (scrubbed) and retried at the next flush. The returned stop cancels it and waits.
+func (a *App) StartKeyUsage(ctx context.Context) (stop func()) {
+	// Not ctx's end but stop ends it: serveHTTP stops it after draining, so the uses of the
+	// drained requests are written too.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		a.KeyUsage.Run(ctx, a.DB, a.Now, func(err error) {
+			code, cause := logs.Scrub(err)
+			a.Log.Warn("key use not recorded; retried at the next flush", "code", code, "cause", cause)
+		})
+	})
+	return func() { cancel(); wg.Wait() }
+}
+
 // StartSealer runs the receipt log's safety-net sealer (receipts.Log.Run: every second, seal
 // whatever receipts are still unsealed) until ctx ends. serve, worker and dev run it; several
 // at once are harmless. The returned stop cancels it and waits.

@@ -304,6 +304,7 @@ func freePorts(n int) ([]int, error) {
 // Kafka.
 func serveHTTP(ctx context.Context, a *app.App, ln net.Listener, tc client.Client) error {
 	defer a.StartSealer(ctx)()
+	defer a.StartKeyUsage(ctx)()
 	if tc != nil {
 		a.Ready = append(a.Ready, api.TemporalCheck(tc))
 	}
