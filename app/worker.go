@@ -57,13 +57,15 @@ func (a *App) NewWorker(c client.Client, o WorkerOptions) (sdkworker.Worker, err
 		}
 		model = m
 	}
-	acts := &activities.Activities{Turns: a.Turns, Model: model, Proposals: a.Proposals, Now: a.Now}
+	acts := &activities.Activities{Turns: a.Turns, Model: model, Proposals: a.Proposals, Now: a.Now,
+		ModelOutage: &logs.Outage{Log: a.Log.With("component", "distill"), Name: "model server", Now: a.Now}}
 	ca := &activities.ComplianceActivities{Compliance: a.Compliance, ReconcileMinAge: o.ReconcileMinAge}
 	if !o.NoReconcile {
 		ca.Workflows = a.Starter(c, tq)
 	}
 	w := worker.New(c, tq, sdkworker.Options{WorkerStopTimeout: a.Config.ShutdownTimeout}, acts, ca)
-	worker.RegisterKnowledge(w, &activities.KnowledgeActivities{Knowledge: a.Knowledge})
+	worker.RegisterKnowledge(w, &activities.KnowledgeActivities{Knowledge: a.Knowledge,
+		EmbedderOutage: &logs.Outage{Log: a.Log.With("component", "knowledge"), Name: "embedder", Now: a.Now}})
 	return w, nil
 }
 
