@@ -80,12 +80,15 @@ test-go-race:
 	$(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
 	$(GO) test -count=1 -race -timeout 30m -run '$(RACE_API_TESTS)' ./api/
 
-## test-sdk: the Go SDK's own module (standard library only), under -race.
+## test-sdk: the Go SDK's own module (standard library only), under -race; then the README's
+## quick start built in a scratch module pointed at this clone's sdk/ (scripts/sdk-from-clone.sh).
 test-sdk:
 	cd sdk && $(GO) test -count=1 -race ./...
+	GO=$(GO) ./scripts/sdk-from-clone.sh
 
 test-sdk-short:
 	cd sdk && $(GO) vet ./... && $(GO) test -count=1 -short ./...
+	GO=$(GO) ./scripts/sdk-from-clone.sh
 
 ## workflowcheck: go.temporal.io/sdk/contrib/tools/workflowcheck in ./bin, installed once with
 ## go install; make test runs it over workflows/ (no non-deterministic call in a workflow).

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/llm"
+	"github.com/agentmemory/agentmemory/internal/logs"
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/proposals"
 	"github.com/agentmemory/agentmemory/internal/turns"
@@ -111,6 +112,10 @@ type Activities struct {
 	// (workflows.DraftHeartbeatTimeout) a lost worker is noticed in seconds, not after the
 	// 5-minute StartToClose timeout (issue 11 §3).
 	HeartbeatEvery time.Duration
+	// ModelOutage logs the model server's outages once, then as a periodic summary, and its
+	// recovery (nil: not logged). Draft's ModelUnavailable error is benign to Temporal, so
+	// the SDK no longer logs an ERROR line per retry (issue 27).
+	ModelOutage *logs.Outage
 }
 
 // DefaultHeartbeatEvery is Draft's heartbeat period while it waits for the model.
@@ -227,12 +232,15 @@ func (a *Activities) Draft(ctx context.Context, in ProposalRef) (DraftResult, er
 		mt[i] = llm.Turn{Speaker: t.Speaker, Text: t.Text}
 	}
 	p, ok, err := a.distill(ctx, mt)
+	if err == nil || errors.Is(err, llm.ErrBadAnswer) {
+		a.ModelOutage.Success() // the model answered, usable or not
+	}
 	switch {
 	case errors.Is(err, llm.ErrBadAnswer):
 		return DraftResult{}, a.badAnswer(ctx, in.ProposalID)
 	case err != nil:
 		_ = a.Proposals.SetLastError(ctx, in.ProposalID, LastErrorModelUnreachable)
-		return DraftResult{}, temporal.NewApplicationError("the model server did not answer", ErrTypeModelUnavailable)
+		return DraftResult{}, a.modelUnreachable(ctx)
 	case !ok:
 		return DraftResult{Outcome: ReasonNothingToPropose}, nil
 	}
@@ -333,4 +341,19 @@ func (a *Activities) Reject(ctx context.Context, in DecisionInput) error {
 // left as it is.
 func (a *Activities) Expire(ctx context.Context, in ProposalRef) error {
 	return storeError(a.Proposals.Expire(ctx, in.ProposalID))
+}
+
+// modelUnreachable is Draft's retryable error while the model server does not answer,
+// reported to ModelOutage (the first failure of an outage is an ERROR line, then a summary
+// at most every logs.DefaultOutageEvery) and marked benign, so that the Temporal SDK logs no
+// line of its own for each retry. The workflow still sees its type, ModelUnavailable.
+func (a *Activities) modelUnreachable(ctx context.Context) error {
+	attrs := []any{"code", LastErrorModelUnreachable}
+	if activity.IsActivity(ctx) {
+		info := activity.GetInfo(ctx)
+		attrs = append(attrs, "ActivityType", info.ActivityType.Name, "Attempt", info.Attempt)
+	}
+	a.ModelOutage.Failure(attrs...)
+	return temporal.NewApplicationErrorWithOptions("the model server did not answer", ErrTypeModelUnavailable,
+		temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign})
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/knowledge"
+	"github.com/agentmemory/agentmemory/internal/logs"
 )
 
 // ErrTypeEmbedderDown is the application error type of an ingest whose embedder did not
@@ -17,6 +18,10 @@ const ErrTypeEmbedderDown = "EmbedderUnavailable"
 // Inputs and results are ids and counts: no document text enters Temporal's history.
 type KnowledgeActivities struct {
 	Knowledge *knowledge.Service
+	// EmbedderOutage logs the embedder's outages once, then as a periodic summary, and its
+	// recovery (nil: not logged); the EmbedderUnavailable error is benign to Temporal, so the
+	// SDK logs no ERROR line per retry (issue 27).
+	EmbedderOutage *logs.Outage
 }
 
 // IngestDocument gates, chunks, embeds and indexes document id (knowledge.Service.Ingest):
@@ -26,7 +31,12 @@ type KnowledgeActivities struct {
 func (a *KnowledgeActivities) IngestDocument(ctx context.Context, id string) (knowledge.IngestResult, error) {
 	res, err := a.Knowledge.Ingest(ctx, id)
 	if fe := fault.As(err); fe != nil && fe.Code == knowledge.CodeEmbedderDown {
-		return res, temporal.NewApplicationError(fe.Message, ErrTypeEmbedderDown)
+		a.EmbedderOutage.Failure("code", knowledge.CodeEmbedderDown)
+		return res, temporal.NewApplicationErrorWithOptions(fe.Message, ErrTypeEmbedderDown,
+			temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign})
+	}
+	if err == nil && res.Chunks > 0 {
+		a.EmbedderOutage.Success() // chunks were embedded
 	}
 	return res, storeError(err)
 }

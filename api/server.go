@@ -81,6 +81,9 @@ type Deps struct {
 	MetricsOnOwnPort bool
 	// Ready are GET /readyz's checks besides the database (Temporal, Kafka when configured).
 	Ready []ReadyCheck
+	// KeyUsage notes each authenticated key's use for GET /v1/keys' last_used_at (nil: not
+	// recorded); app.StartKeyUsage writes what it notes.
+	KeyUsage *auth.Usage
 }
 
 // Server is the HTTP API.
@@ -274,6 +277,7 @@ func (s *Server) authenticate() gin.HandlerFunc {
 			s.writeError(c, err)
 			return
 		}
+		s.KeyUsage.Touch(p.KeyID, s.Now()) // in memory; written off the request's path
 		c.Set(principalKey, p)
 		c.Next()
 	}

@@ -29,6 +29,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/changes"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/config"
@@ -114,6 +115,9 @@ type App struct {
 	// Ready are GET /readyz's checks besides the database (the key database when shared;
 	// cmd adds Temporal and Kafka).
 	Ready []api.ReadyCheck
+	// KeyUsage notes the API keys' uses (GET /v1/keys' last_used_at); StartKeyUsage writes
+	// them every auth.UsageResolution, and the key listing before it reads.
+	KeyUsage *auth.Usage
 
 	closers []func()
 	// temporalOnce builds temporalHandler, the one Temporal metrics handler on Metrics.
@@ -220,6 +224,7 @@ func warnAsyncCommit(ctx context.Context, d *bun.DB, log *slog.Logger) error {
 func (a *App) wire() {
 	d, h, ks, now := a.DB, a.Hasher, a.Keys, a.Now
 	a.Receipts = receipts.NewLog(d, a.Log, 0)
+	a.KeyUsage = auth.NewUsage()
 	a.Docs = spaces.Documents{DB: d, AllowPrivateWebhooks: a.Config.WebhookAllowPrivate}
 	a.Changes = &changes.Service{DB: d, Docs: a.Docs}
 	a.Metrics.WatchOutbox(metrics.OutboxBacklog(d))
@@ -426,7 +431,7 @@ func (a *App) APIDeps(wf api.Workflows) api.Deps {
 		MaxBodyBytes: a.Config.MaxBodyBytes, Now: a.Now,
 		EventSigner: events.Signer{Hasher: &a.Hasher},
 		Metrics:     a.Metrics, MetricsOnOwnPort: a.Config.MetricsAddr != "", Ready: a.Ready,
-		Signer: a.Signer, Knowledge: a.Knowledge,
+		Signer: a.Signer, Knowledge: a.Knowledge, KeyUsage: a.KeyUsage,
 	}
 }
 

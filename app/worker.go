@@ -57,13 +57,15 @@ func (a *App) NewWorker(c client.Client, o WorkerOptions) (sdkworker.Worker, err
 		}
 		model = m
 	}
-	acts := &activities.Activities{Turns: a.Turns, Model: model, Proposals: a.Proposals, Now: a.Now}
+	acts := &activities.Activities{Turns: a.Turns, Model: model, Proposals: a.Proposals, Now: a.Now,
+		ModelOutage: &logs.Outage{Log: a.Log.With("component", "distill"), Name: "model server", Now: a.Now}}
 	ca := &activities.ComplianceActivities{Compliance: a.Compliance, ReconcileMinAge: o.ReconcileMinAge}
 	if !o.NoReconcile {
 		ca.Workflows = a.Starter(c, tq)
 	}
 	w := worker.New(c, tq, sdkworker.Options{WorkerStopTimeout: a.Config.ShutdownTimeout}, acts, ca)
-	worker.RegisterKnowledge(w, &activities.KnowledgeActivities{Knowledge: a.Knowledge})
+	worker.RegisterKnowledge(w, &activities.KnowledgeActivities{Knowledge: a.Knowledge,
+		EmbedderOutage: &logs.Outage{Log: a.Log.With("component", "knowledge"), Name: "embedder", Now: a.Now}})
 	return w, nil
 }
 
@@ -149,6 +151,23 @@ func (a *App) StartRelay(ctx context.Context) (stop func()) {
 			_ = kafka.Close()
 		}
 	}
+}
+
+// StartKeyUsage writes the keys' noted uses (a.KeyUsage) every auth.UsageResolution until
+// stop is called, and once more then; serve and dev run it beside the API. A failed write is logged
+// (scrubbed) and retried at the next flush. The returned stop cancels it and waits.
+func (a *App) StartKeyUsage(ctx context.Context) (stop func()) {
+	// Not ctx's end but stop ends it: serveHTTP stops it after draining, so the uses of the
+	// drained requests are written too.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		a.KeyUsage.Run(ctx, a.DB, a.Now, func(err error) {
+			code, cause := logs.Scrub(err)
+			a.Log.Warn("key use not recorded; retried at the next flush", "code", code, "cause", cause)
+		})
+	})
+	return func() { cancel(); wg.Wait() }
 }
 
 // StartSealer runs the receipt log's safety-net sealer (receipts.Log.Run: every second, seal

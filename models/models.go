@@ -36,6 +36,9 @@ type APIKey struct {
 	CreatedBy string     `bun:"created_by"`
 	CreatedAt time.Time  `bun:"created_at"`
 	RevokedAt *time.Time `bun:"revoked_at"`
+	// LastUsedAt is when the key last authenticated an API request, to the minute (auth.Usage);
+	// nil: not used since it was recorded.
+	LastUsedAt *time.Time `bun:"last_used_at"`
 }
 
 // Document is one of a space's configuration documents ("features", "object-types"), kept

@@ -38,12 +38,13 @@ type deleteMarker struct{}
 // MarshalJSON encodes the marker as exactly {"$delete": true}.
 func (deleteMarker) MarshalJSON() ([]byte, error) { return []byte(`{"$delete":true}`), nil }
 
-// State is a state as read: Body maps field names to their JSON values.
+// State is a state as read: Body maps field names to their JSON values (print it, or read a
+// field with Body.Field / the whole body with Body.Decode).
 type State struct {
-	Body      map[string]json.RawMessage `json:"body"`
-	Version   int64                      `json:"version"`
-	UpdatedAt *time.Time                 `json:"updated_at"`
-	known     bool                       // Body is the body at Version (not only its number)
+	Body      Body       `json:"body"`
+	Version   int64      `json:"version"`
+	UpdatedAt *time.Time `json:"updated_at"`
+	known     bool       // Body is the body at Version (not only its number)
 }
 
 // WriteResult is the answer of a write. Queued is true when the service was unreachable and
@@ -65,7 +66,7 @@ type Conflict struct {
 	Agent          string
 	IfVersion      int64
 	CurrentVersion int64
-	Body           map[string]json.RawMessage
+	Body           Body
 }
 
 // PutOption changes a write: CAS(v) for a whole-state compare-and-swap at version v;

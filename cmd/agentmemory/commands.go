@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -109,7 +110,9 @@ func devCmd(load func() (config.Config, error), stdout, stderr io.Writer) *cobra
 			if !fakeModel {
 				fmt.Fprintf(stdout, "distillations ask the model %s at %s; while none answers they stay drafting (last_error model_unreachable); --fake-model tries the flow without one\n", cfg.OllamaModel, cfg.OllamaHost)
 			}
-			fmt.Fprintf(stdout, "create a space and its admin key with:\n  %s space create my-space --data-dir %s\n", exe, cfg.DataDir)
+			if err := printSpaceHint(ctx, a.DB, stdout, exe, cfg.DataDir); err != nil {
+				return err
+			}
 			return serveHTTP(ctx, a, ln, tc)
 		},
 	}
@@ -304,6 +307,10 @@ func freePorts(n int) ([]int, error) {
 // Kafka.
 func serveHTTP(ctx context.Context, a *app.App, ln net.Listener, tc client.Client) error {
 	defer a.StartSealer(ctx)()
+	defer a.StartKeyUsage(ctx)()
+	var checks sync.WaitGroup
+	checks.Go(func() { a.WarnUnreachableEmbedders(ctx) }) // a log line; never delays serving
+	defer checks.Wait()
 	if tc != nil {
 		a.Ready = append(a.Ready, api.TemporalCheck(tc))
 	}

@@ -116,8 +116,9 @@ func TestDevServesAndRestartsOnItsDataDir(t *testing.T) {
 	require.Equal(t, true, res["stored"])
 	stop()
 
-	stop, _ = startDev()
+	stop, out = startDev()
 	defer stop()
+	require.NotContains(t, out.String(), "create a space", "the hint is printed although a space exists")
 	code, res = call("POST", "/v1/agent-state/read", agentKey, `{"scope":{"kind":"conversation","id":"c-1"}}`)
 	require.Equal(t, 200, code)
 	require.Equal(t, float64(1), res["version"])
@@ -196,8 +197,11 @@ func TestDevFakeModelDistilsToPending(t *testing.T) {
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&m))
 		return resp.StatusCode, m
 	}
-	code, res := call("PUT", "/v1/documents/features", `{"agent_memory":{"enabled":true}}`)
+	code, res := call("PUT", "/v1/documents/features", `{"agent_memory":{"enabled":true},"knowledge":{"enabled":true}}`)
 	require.Equal(t, 200, code, "%v", res)
+	// A knowledge base: its embedder is the fake model, which a plain restart does not have.
+	code, res = call("POST", "/v1/knowledge", `{"name":"handbook"}`)
+	require.Equal(t, 201, code, "%v", res)
 	code, res = call("POST", "/v1/keys", `{"kind":"agent","agent":"shop-bot","vendor":"v","scopes":["agent_memory"]}`)
 	require.Equal(t, 201, code, "%v", res)
 	code, res = call("POST", "/v1/turns", `{"turns":[{"conversation_id":"c-7","speaker":"customer","text":"My jeans came in the wrong size"},{"conversation_id":"c-7","speaker":"agent","text":"I will start a return"}]}`)
@@ -218,6 +222,22 @@ func TestDevFakeModelDistilsToPending(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 	require.Contains(t, logs.String(), "worker stopped")
+	require.NotContains(t, logs.String(), "embedder does not answer", "the fake model answered the embedder")
+
+	// A plain restart (issue 27): the start log warns that the base's embedder does not answer,
+	// and no "create a space" hint is printed since a space exists.
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	out, logs = &logstest.Buffer{}, &logstest.Buffer{}
+	go func() {
+		done <- run(ctx, []string{"dev", "--addr", addr, "--data-dir", dir, "--temporal-ui-port", fmt.Sprint(uiPort)}, getenv, out, logs)
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "embedder does not answer") },
+		60*time.Second, 100*time.Millisecond, "no warning about the unreachable embedder; log: %s", logs)
+	require.Contains(t, logs.String(), `--fake-model again`)
+	require.NotContains(t, out.String(), "create a space")
+	cancel()
+	require.NoError(t, <-done)
 }
 
 // healthcheck is listed in the root command's help.

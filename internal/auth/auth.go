@@ -293,6 +293,9 @@ type KeyInfo struct {
 	CreatedBy string     `json:"created_by"`
 	CreatedAt time.Time  `json:"created_at"`
 	RevokedAt *time.Time `json:"revoked_at"`
+	// LastUsedAt is when the key last authenticated an API request, to the minute (Usage);
+	// nil: never, as far as recorded.
+	LastUsedAt *time.Time `json:"last_used_at"`
 }
 
 // List returns the keys of spaceID, oldest first, revoked ones too.
@@ -302,17 +305,7 @@ func List(ctx context.Context, db bun.IDB, spaceID string) ([]KeyInfo, error) {
 		Order("created_at ASC", "id ASC").Scan(ctx); err != nil {
 		return nil, fmt.Errorf("auth: list keys: %w", err)
 	}
-	out := make([]KeyInfo, 0, len(rows))
-	for _, r := range rows {
-		k := KeyInfo{ID: r.ID, Kind: r.Kind, Agent: r.Agent, Vendor: r.Vendor, Name: r.Name,
-			Scopes: nonNil(r.Scopes), Roles: nonNil(r.Roles), CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC()}
-		if r.RevokedAt != nil {
-			t := r.RevokedAt.UTC()
-			k.RevokedAt = &t
-		}
-		out = append(out, k)
-	}
-	return out, nil
+	return keyInfos(rows), nil
 }
 
 // ByID resolves key keyID of spaceID to its Principal, as Authenticate does for the key

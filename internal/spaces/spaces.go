@@ -508,6 +508,9 @@ func (d Documents) normalize(name string, body []byte, direct bool) (string, err
 		if err := requireObject(body); err != nil {
 			return "", err
 		}
+		if err := requireEnumValues(t); err != nil { // on write only: stored documents still read
+			return "", err
+		}
 		if t.Types == nil {
 			t.Types = []ObjectType{}
 		}

@@ -80,7 +80,7 @@ try {
 
   await api("PUT", "/v1/documents/features", { agent_memory: { enabled: true }, agent_state: { enabled: true } });
   await api("PUT", "/v1/documents/object-types", { types: [{ type: "shop-bot", ownership: "agent",
-    fields: { step: { type: "enum" }, offer: { type: "string" }, cart_note: { type: "text", pii: true } },
+    fields: { step: { type: "enum", values: ["greet", "sizes", "checkout", "done"] }, offer: { type: "string" }, cart_note: { type: "text", pii: true } },
     agent_state: { scope: "conversation", max_bytes: 16384, write: "both" }, retention: { state: "30d", cart_note: "7d" } }] });
   const bot = (await api("POST", "/v1/keys", { kind: "agent", agent: "shop-bot", vendor: "acme", scopes: ["agent_state", "agent_memory", "agent_memory:write"] })).key;
   await api("POST", "/v1/agent-memory/notes", { source_id: "shop-bot", kind: "procedure", title: "Validate the purchase first",

@@ -14,7 +14,7 @@ import harness
 FEATURES = {"agent_state": {"enabled": True},
             "agent_memory": {"enabled": True, "writes": "agents", "max_notes_per_source": 500}}
 TYPES = {"types": [{"type": "shopping_assistant_state", "ownership": "agent",
-                    "fields": {"step": {"type": "enum"}, "offer": {"type": "string"}, "cart_note": {"type": "text", "pii": True}},
+                    "fields": {"step": {"type": "enum", "values": ["greet", "sizes", "checkout", "done"]}, "offer": {"type": "string"}, "cart_note": {"type": "text", "pii": True}},
                     "agent_state": {"scope": "conversation", "max_bytes": 16384, "write": "both"},
                     "retention": {"state": "30d", "cart_note": "7d"}}]}
 

@@ -197,7 +197,7 @@ export async function walkthroughServer(): Promise<Server> {
       {
         type: "shopping_assistant_state",
         ownership: "agent",
-        fields: { step: { type: "enum" }, offer: { type: "string" }, cart_note: { type: "text", pii: true } },
+        fields: { step: { type: "enum", values: ["greet", "sizes", "checkout", "done", "late", "one", "two", "new", "mine", "a", "b", "c"] }, offer: { type: "string" }, cart_note: { type: "text", pii: true } },
         agent_state: { scope: "conversation", max_bytes: 16384, write: "both" },
         retention: { state: "30d", cart_note: "7d" },
       },
