@@ -47,11 +47,11 @@ type ContextNotes struct {
 // delivers. Errors are Block's (validation naming the member, an unknown view, scopes).
 func (s *Service) Context(ctx context.Context, p auth.Principal, req ContextRequest) (ContextNotes, error) {
 	breq := BlockRequest{MaxTokens: req.BlockTokens, Tags: req.Tags, View: req.View, SourceID: req.SourceID}
-	if err := breq.validate(); err != nil {
-		return ContextNotes{}, err
-	}
 	if err := (&BlockRequest{MaxTokens: DefaultBlockTokens, Tags: req.TaskTags}).validate(); err != nil {
 		return ContextNotes{}, invalid("task.object_types", "at most %d object types, each lower-case a-z, 0-9, _ . : -", MaxTags)
+	}
+	if err := breq.validate(); err != nil {
+		return ContextNotes{}, err
 	}
 	if err := s.resolveView(ctx, p.SpaceID, &breq); err != nil {
 		return ContextNotes{}, err
