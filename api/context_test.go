@@ -158,6 +158,8 @@ func TestContextCall(t *testing.T) {
 		}
 		require.Equal(t, 1, notModified)
 
+		require.Equal(t, true, e.MustDo(http.StatusOK, "GET", "/v1/receipts/verify", e.AdminKey, nil).JSON(t)["ok"], "the receipt chain verifies")
+
 		// A new note tagged order changes the answer and its ETag.
 		create(e, c.writerKey, note("Order states", "An order is open, paid, shipped or closed.", "tags", []string{"order"}))
 		changed := e.MustDo(http.StatusOK, "POST", contextPath, c.bot, req)

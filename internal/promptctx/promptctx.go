@@ -248,7 +248,8 @@ func (s *Service) record(ctx context.Context, p auth.Principal, req Request, cn 
 	}
 	ids = append(ids, a.ChunkIDs...)
 	detail := map[string]any{
-		"tokens": a.Tokens, "not_modified": a.NotModified, "source_id": cn.SourceID, "view": req.View,
+		"tokens":       map[string]any{"system_block": a.Tokens.SystemBlock, "task_notes": a.Tokens.TaskNotes, "knowledge": a.Tokens.Knowledge, "total": a.Tokens.Total},
+		"not_modified": a.NotModified, "source_id": cn.SourceID, "view": req.View,
 		"notes": len(a.NoteIDs), "task_notes": len(a.TaskNoteIDs), "chunks": len(a.ChunkIDs), "max_tokens": req.MaxTokens,
 	}
 	if req.Task != nil && req.Task.ID != "" {
