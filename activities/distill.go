@@ -27,6 +27,9 @@ const (
 	ReasonModelError       = "model_error"
 	ReasonNothingToPropose = "nothing_to_propose"
 	ReasonPersonalData     = "personal_data"
+	// ReasonInstruction: the proposed note reads as an instruction to its reader (GATE-3);
+	// the proposal's kinds list the classes (override, privilege, exfiltration, invisible).
+	ReasonInstruction = "instruction"
 )
 
 // Proposal statuses and decisions as internal/proposals defines them (once): workflows
@@ -131,8 +134,9 @@ type CheckResult struct {
 	Reason string
 }
 
-// DraftResult is Draft's answer: Outcome is pending, nothing_to_propose or personal_data
-// (then Kinds lists the kinds found, never the values).
+// DraftResult is Draft's answer: Outcome is pending, nothing_to_propose, personal_data
+// (then Kinds lists the kinds found, never the values) or instruction (then Kinds lists
+// the instruction classes).
 type DraftResult struct {
 	Outcome string
 	Kinds   []string
@@ -202,7 +206,7 @@ func (a *Activities) CheckTurns(ctx context.Context, in ProposalRef) (CheckResul
 }
 
 // Draft asks the model for one note from the conversation's masked turns, passes it through
-// the personal-data gate and, when it passes, stores it and makes the proposal pending.
+// the notes gate (personal data, then instructions: GATE-3) and, when it passes, stores it and makes the proposal pending.
 // A model server that does not answer is a retryable ModelUnavailable error (the proposal's
 // last error says model_unreachable); an unusable answer is a retryable BadModelAnswer error
 // until attempt MaxBadAnswers, then a final ModelError.
@@ -232,15 +236,15 @@ func (a *Activities) Draft(ctx context.Context, in ProposalRef) (DraftResult, er
 	case !ok:
 		return DraftResult{Outcome: ReasonNothingToPropose}, nil
 	}
-	// The same gate text as every other write path (REST, MCP): a value split across title
-	// and body is caught.
+	// The same gate as every other write path (REST, MCP): a value split across title and
+	// body is caught, and so is a note that reads as an instruction to its reader.
 	note := p
-	kinds, err := a.check(ctx, space, note.GateText(&ev))
+	reason, kinds, err := a.check(ctx, space, note, &ev)
 	if err != nil {
 		return DraftResult{}, fmt.Errorf("activities: gate: %w", err)
 	}
-	if len(kinds) > 0 {
-		return DraftResult{Outcome: ReasonPersonalData, Kinds: kinds}, nil
+	if reason != "" {
+		return DraftResult{Outcome: reason, Kinds: kinds}, nil
 	}
 	if err := a.Proposals.MarkPending(ctx, in.ProposalID, note); err != nil {
 		if fault.IsCode(err, CodeInvalidNote) {

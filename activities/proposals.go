@@ -40,17 +40,22 @@ func (a *Activities) distillation(ctx context.Context, proposalID string) (strin
 	return space, ev, storeError(err)
 }
 
-// check runs the notes gate (local layer, then the model layer when configured) over text:
-// the kinds of personal data found (none: it passes), or an error when the detector did not
-// answer (retry).
-func (a *Activities) check(ctx context.Context, spaceID, text string) ([]string, error) {
-	err := a.Proposals.Notes.Check(ctx, spaceID, text)
+// check runs the whole notes gate over a proposed note (notes.Service.CheckContent: the
+// personal-data gate's local layer, then its model layer when configured, then the
+// instruction detector): the failure reason and what was found (ReasonPersonalData and
+// its kinds, or ReasonInstruction and its classes; "" when it passes), or an error when
+// the detector did not answer (retry).
+func (a *Activities) check(ctx context.Context, spaceID string, n notes.ProposedNote, ev *notes.Evidence) (string, []string, error) {
+	err := a.Proposals.Notes.CheckContent(ctx, spaceID, n.Title, n.Body, n.Tags, ev)
+	if cs, ok := notes.RefusedClasses(err); ok {
+		return ReasonInstruction, cs, nil
+	}
 	if fe := fault.As(err); fe != nil && fe.Code == notes.CodePersonalData {
 		kinds, _ := fe.Details["kinds"].([]string)
 		if len(kinds) == 0 {
 			kinds = []string{"personal_data"}
 		}
-		return kinds, nil
+		return ReasonPersonalData, kinds, nil
 	}
-	return nil, err
+	return "", nil, err
 }

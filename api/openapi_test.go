@@ -58,8 +58,8 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 		if p == "/mcp" && r.Method != http.MethodPost {
 			continue // r.Any: MCP's own transport; only POST is described (docs/mcp.md).
 		}
-		if p == "/console" || strings.HasPrefix(p, "/console/") {
-			continue // the Console's HTML pages and forms (api/console) are not the JSON API
+		if p == "/console" || strings.HasPrefix(p, "/console/") || p == "/favicon.ico" {
+			continue // the Console's HTML pages, forms and icon (api/console) are not the JSON API
 		}
 		key := r.Method + " " + p
 		routed[key] = true

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"net/http"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentmemory/agentmemory/api/console"
@@ -25,11 +27,15 @@ func (s *Server) routes() {
 	// The Console (CON-1, CON-2): HTML pages for people, signed in by session, calling the
 	// same services (and, for keys, erasures and exports, the same Server methods) as below.
 	// Its routes are not in openapi.json: they are pages, not the API.
-	console.New(console.Deps{
+	con := console.New(console.Deps{
 		DB: s.DB, Logger: s.log, Notes: s.Notes, Proposals: s.Proposals, Docs: s.Docs, Changes: s.Changes,
 		Compliance: s.Compliance, Subjects: s.Subjects, State: s.State, Turns: s.Turns,
 		Signer: s.Signer, Ops: s, Now: s.Now,
-	}).Mount(r)
+	})
+	con.Mount(r)
+	// Unknown paths and methods: under /console the Console's page (with its headers), else JSON.
+	r.NoRoute(con.Unmatched(http.StatusNotFound), s.noRoute)
+	r.NoMethod(con.Unmatched(http.StatusMethodNotAllowed), s.noMethod)
 
 	v1 := r.Group("/v1", s.authenticate())
 

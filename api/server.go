@@ -123,14 +123,18 @@ func NewServer(d Deps) *Server {
 	s := &Server{Deps: d, log: d.Logger, engine: gin.New(), keys: spaces.NewKeyCache(0)}
 	s.engine.HandleMethodNotAllowed = true
 	s.engine.Use(s.requestID(), s.accessLog(), s.observe(), s.recoverJSON(), s.cleanRequest(), s.limitBody(), s.checkBody())
-	s.engine.NoRoute(func(c *gin.Context) {
-		s.writeError(c, fault.New(fault.NotFound, "not_found", "no such route"))
-	})
-	s.engine.NoMethod(func(c *gin.Context) {
-		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, errorBody{"error": gin.H{"code": "method_not_allowed", "message": "method not allowed on this route"}})
-	})
-	s.routes()
+	s.routes() // also sets NoRoute and NoMethod: the Console's pages first, then noRoute, noMethod
 	return s
+}
+
+// noRoute answers a path no route matches: 404 not_found.
+func (s *Server) noRoute(c *gin.Context) {
+	s.writeError(c, fault.New(fault.NotFound, "not_found", "no such route"))
+}
+
+// noMethod answers a route's path with a method it does not take: 405 method_not_allowed.
+func (s *Server) noMethod(c *gin.Context) {
+	c.AbortWithStatusJSON(http.StatusMethodNotAllowed, errorBody{"error": gin.H{"code": "method_not_allowed", "message": "method not allowed on this route"}})
 }
 
 // ServeHTTP makes Server an http.Handler.

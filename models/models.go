@@ -187,4 +187,6 @@ type ConsoleSession struct {
 	CreatedAt time.Time `bun:"created_at"`
 	SeenAt    time.Time `bun:"seen_at"`
 	ExpiresAt time.Time `bun:"expires_at"`
+	// Flash is the pending sealed message (console.sealFlash), "" when none.
+	Flash string `bun:"flash"`
 }

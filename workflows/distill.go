@@ -54,7 +54,8 @@ type DistillInput struct {
 //     is never called).
 //  2. Draft: asks the model (retried while the server is unreachable, up to ModelWait; an
 //     unusable answer is retried a few times) and gates the note: model_error,
-//     nothing_to_propose or personal_data end it failed; otherwise the proposal is pending.
+//     nothing_to_propose, personal_data or instruction end it failed; otherwise the proposal
+//     is pending.
 //  3. Waits for ApprovalSignal (buffered: a decision sent earlier is kept) or the
 //     ApprovalDeadline (default 14 days -> expired). Approve writes the note through the
 //     store, which gates the edits again: refused edits keep it pending and waiting; reject

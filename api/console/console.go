@@ -109,37 +109,43 @@ func (h *Console) Mount(r gin.IRouter) {
 		c.Header("Cache-Control", "public, max-age=3600")
 		c.FileFromFS(c.Param("file"), http.FS(static))
 	})
+	g.GET("/favicon.ico", h.favicon)
+	r.GET("/favicon.ico", h.headers(), h.favicon)
 	g.GET("/login", h.loginPage)
 	g.POST("/login", h.login)
 
 	a := g.Group("", h.session())
+	// Every state-changing form is post/redirect/get and spends a one-time token (issue 27);
+	// the sign-out, the erasure preview and the profile lookup change nothing.
+	once := h.once()
 	a.GET("", h.home)
 	a.POST("/logout", h.logout)
 
 	a.GET("/notes", h.notesPage)
 	a.GET("/notes/new", h.newNotePage)
-	a.POST("/notes", h.createNote)
+	a.POST("/notes", once, h.createNote)
 	a.GET("/notes/block", h.blockPage)
 	a.GET("/notes/:id", h.notePage)
-	a.POST("/notes/:id/versions", h.editNote)
-	a.POST("/notes/:id/retire", h.retireNote)
+	a.POST("/notes/:id/versions", once, h.editNote)
+	a.POST("/notes/:id/retire", once, h.retireNote)
 
 	a.GET("/proposals", h.proposalsPage)
 	a.GET("/proposals/:id", h.proposalPage)
-	a.POST("/proposals/:id/approve", h.approve)
-	a.POST("/proposals/:id/reject", h.reject)
+	a.POST("/proposals/:id/approve", once, h.approve)
+	a.POST("/proposals/:id/reject", once, h.reject)
 
 	a.GET("/settings", h.settingsPage)
-	a.POST("/settings/:name", h.saveDocument)
-	a.POST("/settings/:name/changes", h.proposeChange)
-	a.POST("/settings/:name/changes/:id/approve", h.approveChange)
-	a.POST("/settings/:name/changes/:id/reject", h.rejectChange)
+	a.POST("/settings/:name", once, h.saveDocument)
+	a.POST("/settings/:name/changes", once, h.proposeChange)
+	a.POST("/settings/:name/changes/:id/approve", once, h.approveChange)
+	a.POST("/settings/:name/changes/:id/reject", once, h.rejectChange)
 
 	a.GET("/compliance", h.compliancePage)
 	a.POST("/compliance/erasures/preview", h.previewErasure)
-	a.POST("/compliance/erasures", h.startErasure)
+	a.POST("/compliance/erasures", once, h.startErasure)
 	a.GET("/compliance/erasures/:id", h.erasurePage)
-	a.POST("/compliance/exports", h.startExport)
+	a.GET("/compliance/erasures/:id/certificate", h.certificateDownload)
+	a.POST("/compliance/exports", once, h.startExport)
 	a.GET("/compliance/exports/:id/package", h.exportPackage)
 
 	a.GET("/profiles", h.profilesPage)
@@ -147,10 +153,11 @@ func (h *Console) Mount(r gin.IRouter) {
 
 	a.GET("/receipts", h.receiptsPage)
 	a.GET("/receipts/verify", h.verifyReceipts)
+	a.GET("/receipts/:id", h.receiptDetail)
 
 	a.GET("/keys", h.keysPage)
-	a.POST("/keys", h.mintKey)
-	a.POST("/keys/:id/revoke", h.revokeKey)
+	a.POST("/keys", once, h.mintKey)
+	a.POST("/keys/:id/revoke", once, h.revokeKey)
 }
 
 // csp allows the Console's own style sheet and forms, and nothing else: no script at all.
@@ -159,14 +166,21 @@ const csp = "default-src 'none'; style-src 'self'; img-src 'self'; form-action '
 // headers sets the security headers of every Console answer.
 func (h *Console) headers() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		c.Header("Content-Security-Policy", csp)
-		c.Header("X-Frame-Options", "DENY")
-		c.Header("X-Content-Type-Options", "nosniff")
-		c.Header("Referrer-Policy", "no-referrer")
-		if c.Request.Method != http.MethodGet || c.Param("file") == "" {
-			c.Header("Cache-Control", "no-store")
-		}
+		setHeaders(c)
 		c.Next()
+	}
+}
+
+// setHeaders sets the security headers every Console answer carries (CON-1; issue 27: its
+// 404 and 405 pages too, see Unmatched): the CSP, X-Frame-Options DENY, nosniff,
+// no-referrer, and no-store on everything but the static files.
+func setHeaders(c *gin.Context) {
+	c.Header("Content-Security-Policy", csp)
+	c.Header("X-Frame-Options", "DENY")
+	c.Header("X-Content-Type-Options", "nosniff")
+	c.Header("Referrer-Policy", "no-referrer")
+	if c.Request.Method != http.MethodGet || c.Param("file") == "" {
+		c.Header("Cache-Control", "no-store")
 	}
 }
 

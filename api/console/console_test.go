@@ -46,6 +46,8 @@ type browser struct {
 	base string
 	c    *http.Client
 	csrf string
+	// forms are the one-time form tokens of the last page, one per form; post spends one.
+	forms []string
 }
 
 type page struct {
@@ -56,6 +58,8 @@ type page struct {
 }
 
 var csrfPattern = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+var formPattern = regexp.MustCompile(`name="form" value="([^"]+)"`)
 
 func newBrowser(t *testing.T, e *apitest.Env) *browser {
 	srv := httptest.NewServer(e.Server)
@@ -76,6 +80,12 @@ func (b *browser) do(req *http.Request) page {
 	if m := csrfPattern.FindStringSubmatch(p.Body); m != nil {
 		b.csrf = m[1]
 	}
+	if ms := formPattern.FindAllStringSubmatch(p.Body, -1); ms != nil {
+		b.forms = b.forms[:0]
+		for _, m := range ms {
+			b.forms = append(b.forms, m[1])
+		}
+	}
 	return p
 }
 
@@ -93,6 +103,10 @@ func (b *browser) post(path string, form url.Values) page {
 	}
 	if _, ok := form["csrf"]; !ok {
 		form.Set("csrf", b.csrf)
+	}
+	if _, ok := form["form"]; !ok && len(b.forms) > 0 {
+		form.Set("form", b.forms[0])
+		b.forms = b.forms[1:]
 	}
 	req, _ := http.NewRequest(http.MethodPost, b.base+path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -425,8 +439,9 @@ func TestConsoleErasurePreviewAndKeys(t *testing.T) {
 		admin := signIn(t, e, e.AdminKey)
 		admin.get("/console/keys")
 		r := admin.post("/console/keys", url.Values{"kind": {"person"}, "name": {"Nia"}, "roles": {"reviewer", "compliance"}})
-		require.Equal(t, http.StatusCreated, r.Status, r.Body)
-		key := regexp.MustCompile(`am_[A-Za-z0-9_-]{43}`).FindString(r.Body)
+		require.Equal(t, http.StatusSeeOther, r.Status, r.Body)
+		shown := admin.get(r.Location)
+		key := regexp.MustCompile(`am_[A-Za-z0-9_-]{43}`).FindString(shown.Body)
 		require.NotEmpty(t, key)
 		require.NotContains(t, admin.get("/console/keys").Body, key)
 		require.Equal(t, http.StatusOK, e.Do(http.MethodGet, "/v1/agent-memory/proposals", key, nil).Status)

@@ -62,13 +62,7 @@ func (h *Console) notesPage(c *gin.Context) {
 	var err error
 	if f.Q != "" {
 		d.Searched = true
-		if f.Agent == "" {
-			h.renderView(c, http.StatusBadRequest, "notes", view{Title: "Notes", Error: "A search reads as one agent: pick the agent.", Data: d})
-			return
-		}
-		var res notes.SearchResult
-		res, err = h.Notes.Search(c.Request.Context(), p, notes.SearchRequest{Q: f.Q, Tags: splitTags(f.Tag), Limit: notes.MaxSearchLimit, SourceID: f.Agent})
-		list = res.Notes
+		list, err = h.searchNotes(c, p, f)
 	} else {
 		list, err = h.Notes.List(c.Request.Context(), p, notes.ListFilter{SourceID: f.Agent, Tag: f.Tag, Status: f.Status, Limit: 500})
 	}
@@ -91,6 +85,21 @@ func (h *Console) notesPage(c *gin.Context) {
 		d.Filter.Status = "all"
 	}
 	h.renderView(c, http.StatusOK, "notes", view{Title: "Notes", Data: d})
+}
+
+// searchNotes finds notes by word (and tag): with an agent picked, as that agent sees them
+// (notes.Service.Search, role integration); with "All agents", every agent's live notes
+// (notes.Service.SearchAcross, as a person may list them: issue 27).
+func (h *Console) searchNotes(c *gin.Context, p auth.Principal, f noteFilter) ([]notes.Note, error) {
+	req := notes.SearchRequest{Q: f.Q, Tags: splitTags(f.Tag), Limit: notes.MaxSearchLimit, SourceID: f.Agent}
+	var res notes.SearchResult
+	var err error
+	if f.Agent == "" {
+		res, err = h.Notes.SearchAcross(c.Request.Context(), p, req)
+	} else {
+		res, err = h.Notes.Search(c.Request.Context(), p, req)
+	}
+	return res.Notes, err
 }
 
 func splitTags(v string) []string {

@@ -58,6 +58,12 @@ type proposalData struct {
 	Visibilities []string
 	DecidedBy    string
 	Reason       string
+	// Approved is the note an approved proposal made (what was approved), Changes its word
+	// diff against what was proposed (none: approved as proposed), ApprovedErr why the note
+	// cannot be shown (retired notes still can).
+	Approved    *notes.Note
+	Changes     []fieldDiff
+	ApprovedErr string
 }
 
 // proposalPage: the proposed note beside its evidence (the conversation's masked turns) and
@@ -106,6 +112,14 @@ func (h *Console) proposalData(c *gin.Context, p auth.Principal, pr proposals.Pr
 	}
 	if pr.Note != nil {
 		d.Similar = h.similar(c, p, pr)
+	}
+	if pr.Status == proposals.StatusApproved && pr.NoteID != nil && pr.Note != nil {
+		n, err := h.Notes.Get(ctx, p, *pr.NoteID)
+		if err != nil {
+			d.ApprovedErr = h.message(c, err)
+		} else {
+			d.Approved, d.Changes = &n, approvedDiff(*pr.Note, n)
+		}
 	}
 	return d
 }

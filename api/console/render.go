@@ -21,17 +21,30 @@ type ctxT = context.Context
 
 // view is what every page template gets.
 type view struct {
-	Title   string
-	Active  string
-	Nav     []screen
-	P       *auth.Principal
-	CSRF    string
-	Flash   string
-	Error   string
+	Title  string
+	Active string
+	Nav    []screen
+	P      *auth.Principal
+	CSRF   string
+	Flash  string
+	Error  string
+	// Quiet leaves out the flash named by ?m= (the page says it itself).
+	Quiet   bool
 	Kinds   []string
 	Data    any
 	Now     time.Time
 	Version string
+	// sess is the session token: Once derives the forms' one-time tokens from it.
+	sess string
+}
+
+// Once is a fresh one-time token for one state-changing form of the page (FormField; each
+// call a new one, so that each form of a page is spent on its own).
+func (v view) Once() string {
+	if v.sess == "" {
+		return ""
+	}
+	return newFormToken(v.sess)
 }
 
 // flashes are the messages a redirect may name with ?m= (a fixed code, never data).
@@ -49,6 +62,8 @@ var flashes = map[string]string{
 	"change_applied":  "Change approved: the document is updated.",
 	"change_rejected": "Change rejected.",
 	"key_revoked":     "Key revoked: it stops working on its next request.",
+	"key_minted":      "Key minted. Its secret was shown once, on the first page after minting.",
+	"resubmitted":     "This form was already sent: nothing was done again.",
 	"erasure_start":   "Erasure started.",
 	"export_start":    "Export started.",
 	"duplicate":       "An identical note already exists: nothing was stored.",
@@ -85,6 +100,7 @@ var funcs = template.FuncMap{
 		return id[:18] + "…"
 	},
 	"list": func(xs ...string) []string { return xs },
+	"sub":  func(a, b int) int { return a - b },
 	"str": func(s *string) string {
 		if s == nil {
 			return ""
@@ -151,7 +167,8 @@ func (h *Console) renderView(c *gin.Context, status int, name string, v view) {
 		}
 	}
 	v.CSRF = c.GetString(csrfKey)
-	if v.Flash == "" {
+	v.sess = c.GetString(sessionKey)
+	if v.Flash == "" && !v.Quiet {
 		v.Flash = flashes[c.Query("m")]
 	}
 	if v.Active == "" {

@@ -1,18 +1,14 @@
 package console
 
 import (
-	"encoding/json"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
-	"github.com/agentmemory/agentmemory/internal/receipts"
-	"github.com/agentmemory/agentmemory/internal/signing"
 	"github.com/agentmemory/agentmemory/internal/state"
 )
 
@@ -88,55 +84,6 @@ func (h *Console) startErasure(c *gin.Context) {
 	redirect(c, "/console/compliance/erasures/"+id, "erasure_start")
 }
 
-type erasureData struct {
-	Erasure   compliance.ErasureView
-	CertJSON  string
-	Signature *signing.Signature
-	Check     string
-	CheckOK   bool
-}
-
-// erasurePage: an erasure's status and, once completed, its certificate with the result of
-// checking its signature against the server's published keys.
-func (h *Console) erasurePage(c *gin.Context) {
-	p, ok := h.allow(c, "Compliance")
-	if !ok {
-		return
-	}
-	ctx := c.Request.Context()
-	v, err := h.Compliance.GetErasure(ctx, p, c.Param("id"))
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	d := erasureData{Erasure: v}
-	if v.Status == compliance.StatusCompleted {
-		cert, sigJSON, err := h.Compliance.SignedCertificate(ctx, p, v.ErasureID)
-		if err != nil {
-			h.fail(c, err)
-			return
-		}
-		d.CertJSON = pretty(string(cert))
-		switch {
-		case sigJSON == "":
-			d.Check = "unsigned: issued without a signing key"
-		case h.Signer == nil:
-			d.Check = "not checked: this server has no signing key"
-		default:
-			var sig signing.Signature
-			if err := json.Unmarshal([]byte(sigJSON), &sig); err != nil {
-				d.Check = "invalid: the stored signature does not decode"
-			} else if err := signing.Verify(cert, sig, h.Signer.Keys()); err != nil {
-				d.Signature = &sig
-				d.Check = "invalid: " + err.Error()
-			} else {
-				d.Signature, d.Check, d.CheckOK = &sig, "valid", true
-			}
-		}
-	}
-	h.renderView(c, http.StatusOK, "erasure", view{Title: "Erasure", Active: "Compliance", Data: d})
-}
-
 // startExport: Ops.StartExport as POST /v1/exports (the handle in the POST body).
 func (h *Console) startExport(c *gin.Context) {
 	p, ok := h.allow(c, "Compliance")
@@ -205,97 +152,6 @@ func (h *Console) profileLookup(c *gin.Context) {
 	h.renderView(c, http.StatusOK, "profiles", view{Title: "Profiles", Data: profileData{Looked: true, States: list}})
 }
 
-type receiptsData struct {
-	Receipts []receipts.Receipt
-	Kind     string
-	Actor    string
-	Kinds    []string
-	Actors   []auth.KeyInfo
-	Names    map[string]string
-	Prev     int64
-	Next     int64
-	Verify   *receipts.Verification
-}
-
-const receiptsPage = 50
-
-// receiptsPage: the chain, a page at a time, filtered by kind and actor.
-func (h *Console) receiptsPage(c *gin.Context) {
-	p, ok := h.allow(c, "Receipts")
-	if !ok {
-		return
-	}
-	h.showReceipts(c, p, nil)
-}
-
-func (h *Console) showReceipts(c *gin.Context, p auth.Principal, v *receipts.Verification) {
-	ctx := c.Request.Context()
-	after, _ := strconv.ParseInt(c.Query("after"), 10, 64)
-	before, _ := strconv.ParseInt(c.Query("before"), 10, 64)
-	d := receiptsData{Kind: c.Query("kind"), Actor: c.Query("actor"), Verify: v,
-		Kinds: []string{receipts.KindAdmin, receipts.KindAgentMemory, receipts.KindCompliance}}
-	if err := receipts.SealPending(ctx, h.DB, p.SpaceID); err != nil { // every committed receipt shows
-		h.fail(c, err)
-		return
-	}
-	list, err := receipts.ListFiltered(ctx, h.DB, p.SpaceID, receipts.Filter{After: max(after, 0), Before: max(before, 0), Kind: d.Kind, ActorKey: d.Actor, Limit: receiptsPage + 1})
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	// Nothing shown (this page, v's verification read before it) can be lost.
-	if err := receipts.Flush(ctx, h.DB); err != nil {
-		h.fail(c, err)
-		return
-	}
-	more := len(list) > receiptsPage
-	if more {
-		if before > 0 {
-			list = list[1:]
-		} else {
-			list = list[:receiptsPage]
-		}
-	}
-	d.Receipts = list
-	if len(list) > 0 {
-		back := before > 0
-		if (!back && after > 0) || (back && more) {
-			d.Prev = list[0].Seq
-		}
-		if (!back && more) || back {
-			d.Next = list[len(list)-1].Seq
-		}
-	}
-	d.Actors, _ = auth.List(ctx, h.DB, p.SpaceID)
-	d.Names = map[string]string{}
-	for _, k := range d.Actors {
-		if k.Name != "" {
-			d.Names[k.ID] = k.Name
-		} else {
-			d.Names[k.ID] = k.Agent
-		}
-	}
-	h.renderView(c, http.StatusOK, "receipts", view{Title: "Receipts", Data: d})
-}
-
-// verifyReceipts: walks the whole chain (receipts.Verify) and shows the result above the page.
-func (h *Console) verifyReceipts(c *gin.Context) {
-	p, ok := h.allow(c, "Receipts")
-	if !ok {
-		return
-	}
-	if err := receipts.SealPending(c.Request.Context(), h.DB, p.SpaceID); err != nil {
-		h.fail(c, err)
-		return
-	}
-	v, err := receipts.Verify(c.Request.Context(), h.DB, p.SpaceID)
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	h.showReceipts(c, p, &v)
-}
-
 type keysData struct {
 	Keys    []auth.KeyInfo
 	Roles   []string
@@ -310,7 +166,11 @@ func (h *Console) keysPage(c *gin.Context) {
 	if !ok {
 		return
 	}
-	h.showKeys(c, p, http.StatusOK, "", "", "")
+	var keyID, key string
+	if f, ok := h.takeFlash(c, "keys"); ok {
+		keyID, key = f.KeyID, f.Key
+	}
+	h.showKeys(c, p, http.StatusOK, "", keyID, key)
 }
 
 func (h *Console) showKeys(c *gin.Context, p auth.Principal, status int, errMsg, keyID, key string) {
@@ -320,11 +180,12 @@ func (h *Console) showKeys(c *gin.Context, p auth.Principal, status int, errMsg,
 		return
 	}
 	sort.SliceStable(keys, func(i, j int) bool { return keys[i].RevokedAt == nil && keys[j].RevokedAt != nil })
-	h.renderView(c, status, "keys", view{Title: "Keys", Error: errMsg, Data: keysData{Keys: keys, Roles: auth.AllRoles, Scopes: auth.AllScopes, Minted: key, MintedI: keyID}})
+	h.renderView(c, status, "keys", view{Title: "Keys", Error: errMsg, Quiet: key != "", Data: keysData{Keys: keys, Roles: auth.AllRoles, Scopes: auth.AllScopes, Minted: key, MintedI: keyID}})
 }
 
-// mintKey: Ops.MintKey as POST /v1/keys; the key is shown once, on this answer only (never in
-// a URL).
+// mintKey: Ops.MintKey as POST /v1/keys, then 303 to the Keys screen, whose next GET shows
+// the key once (a flash sealed in the session, never in a URL; issue 27: a reload mints
+// nothing more).
 func (h *Console) mintKey(c *gin.Context) {
 	p, ok := h.allow(c, "Keys")
 	if !ok {
@@ -341,7 +202,13 @@ func (h *Console) mintKey(c *gin.Context) {
 		h.showKeys(c, p, statusOf(err), h.message(c, err), "", "")
 		return
 	}
-	h.showKeys(c, p, http.StatusCreated, "", id, key)
+	if err := h.sealFlash(c, flash{Screen: "keys", KeyID: id, Key: key, At: h.Now()}); err != nil {
+		// The key exists but cannot be shown: say so rather than lose it silently.
+		h.Logger.ErrorContext(c.Request.Context(), "console: keep the minted key's flash", "cause", err.Error())
+		h.showKeys(c, p, http.StatusInternalServerError, "Key "+id+" was minted but cannot be shown: revoke it and mint another.", "", "")
+		return
+	}
+	redirect(c, "/console/keys", "key_minted")
 }
 
 // revokeKey: Ops.RevokeKey as DELETE /v1/keys/{key_id}.

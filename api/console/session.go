@@ -32,6 +32,7 @@ const (
 const (
 	principalKey = "console_principal"
 	csrfKey      = "console_csrf"
+	sessionKey   = "console_session"
 )
 
 func randomToken() string {
@@ -111,6 +112,10 @@ func (h *Console) login(c *gin.Context) {
 			Where("expires_at <= ? OR seen_at <= ?", now, now.Add(-h.IdleTimeout)).Exec(ctx); err != nil {
 			return err
 		}
+		// So are spent form tokens of sessions that cannot be alive any more.
+		if _, err := tx.NewDelete().Model((*models.ConsoleFormUse)(nil)).Where("used_at <= ?", now.Add(-h.MaxAge)).Exec(ctx); err != nil {
+			return err
+		}
 		if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
 			return err
 		}
@@ -152,6 +157,7 @@ func (h *Console) session() gin.HandlerFunc {
 		}
 		c.Set(principalKey, p)
 		c.Set(csrfKey, csrf)
+		c.Set(sessionKey, tok)
 		c.Next()
 	}
 }
@@ -194,7 +200,9 @@ func (h *Console) load(c *gin.Context, tok string) (auth.Principal, bool) {
 // logout ends the session.
 func (h *Console) logout(c *gin.Context) {
 	tok, _ := c.Cookie(SessionCookie)
+	// Best effort: an undeleted row is ended by its expiry all the same.
 	_, _ = h.DB.NewDelete().Model((*models.ConsoleSession)(nil)).Where("id = ?", tokenHash(tok)).Exec(c.Request.Context())
+	_, _ = h.DB.NewDelete().Model((*models.ConsoleFormUse)(nil)).Where("session_id = ?", tokenHash(tok)).Exec(c.Request.Context())
 	setCookie(c, SessionCookie, "", -1)
 	c.Redirect(http.StatusSeeOther, "/console/login?m=signed_out")
 }

@@ -147,8 +147,11 @@ func ContentHash(kbID, sourceURI, body string) string {
 // "invalid_handle" when malformed), title and text are stored as they are, and the
 // document and its chunks carry the subject's keyed hash, by which the subject's erasure
 // finds them (Eraser). A subject given to a base with another policy is fault.Invalid. The
-// workflow runs the gate again over the stored body under "refuse". It leaves a knowledge
-// receipt "document.submit".
+// workflow runs the gate again over the stored body under "refuse". Then, under the base's
+// instructions policy "refuse" (the default), the stored title and body pass the
+// instruction detector (GATE-3): a hit is fault.Unprocessable "instruction_in_knowledge"
+// with detail "classes", nothing stored (personal data is reported first). It leaves a
+// knowledge receipt "document.submit".
 func (s *Service) Submit(ctx context.Context, p auth.Principal, kbID string, req SubmitRequest) (Document, bool, error) {
 	if err := CanWrite(p); err != nil {
 		return Document{}, false, err
@@ -176,6 +179,9 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, kbID string, req
 	body, title, kinds, err := s.applyPolicy(ctx, p.SpaceID, b.Settings, req.Text, req.Title)
 	if err != nil {
 		return Document{}, false, err
+	}
+	if cs := instructionClasses(b.Settings, title, body); len(cs) > 0 {
+		return Document{}, false, instructionRefused(cs)
 	}
 	hash := ContentHash(b.ID, req.SourceURI, body)
 	now := s.now()
@@ -262,6 +268,29 @@ func (s *Service) applyPolicy(ctx context.Context, spaceID string, st Settings, 
 	return text, title, []string{}, nil
 }
 
+// instructionClasses runs the instruction detector (GATE-3) over a document's stored title
+// and body under the base's instructions policy: the classes found (sorted), none under
+// "allow". A base stored before the policy existed ("") refuses.
+func instructionClasses(st Settings, title, body string) []string {
+	if st.Instructions == InstructionsAllow {
+		return nil
+	}
+	var out []string
+	for _, c := range redact.DetectInstructions(title + "\n" + body) {
+		out = append(out, string(c))
+	}
+	return out
+}
+
+// instructionRefused is the refusal of a document that reads as an instruction to the
+// agents that retrieve it: fault.Unprocessable "instruction_in_knowledge" with detail
+// "classes", never the text.
+func instructionRefused(classes []string) error {
+	return fault.New(fault.Unprocessable, CodeInstruction,
+		"the document reads as an instruction to the agents that retrieve it (%s); this base's instructions policy is refuse: remove it, or use a base with instructions allow",
+		strings.Join(classes, ", ")).With("classes", classes)
+}
+
 // gate is the notes gate with the knowledge store's refusal code.
 func (s *Service) gate(ctx context.Context, spaceID, text string) error {
 	err := s.Gate.Check(ctx, spaceID, text)
@@ -292,7 +321,9 @@ type IngestResult struct {
 // Ingest chunks, embeds and indexes pending document id (KN-2; IngestWorkflow's activity). A
 // document no longer pending (indexed, refused, deleted meanwhile) is answered as it is:
 // calling it again is a no-op. Under refuse the gate runs again over the stored body and a
-// refusal ends the document refused (body cleared, kinds kept). The chunks (ChunkText with
+// refusal ends the document refused (body cleared, kinds kept); under instructions refuse
+// the instruction detector runs again and a hit ends it refused with reason
+// "instruction_in_knowledge" and the classes as its kinds. The chunks (ChunkText with
 // the base's size and overlap) are embedded EmbedBatch at a time with the base's model; an
 // embedder that is down or answers unusable vectors is fault.Unavailable
 // "embedder_unavailable" (retry). One transaction then inserts the chunks with their vectors
@@ -325,6 +356,9 @@ func (s *Service) Ingest(ctx context.Context, id string) (IngestResult, error) {
 			kinds, _ := fe.Details["kinds"].([]string)
 			return s.finish(ctx, doc, StatusRefused, CodePersonalData, kinds)
 		}
+	}
+	if cs := instructionClasses(b.Settings, doc.Title, doc.Body); len(cs) > 0 {
+		return s.finish(ctx, doc, StatusRefused, CodeInstruction, cs)
 	}
 	chunks, err := ChunkText(doc.ID, doc.VersionLabel, doc.Body, b.Settings.ChunkTokens, b.Settings.ChunkOverlap)
 	if err != nil {

@@ -109,6 +109,13 @@ const (
 	// about (SubmitRequest.Subject), kept only as a keyed hash so that the subject's erasure
 	// deletes the document, its chunks, full-text entries and vectors (KN-3).
 	PersonalDataWithSubject = "allow_with_subject"
+	// InstructionsRefuse (the default) refuses a document that reads as an instruction to
+	// the agents that retrieve it (GATE-3: override, privilege, exfiltration, invisible text)
+	// with "instruction_in_knowledge" and its classes.
+	InstructionsRefuse = "refuse"
+	// InstructionsAllow stores such a document as it is (a base about prompt injection,
+	// say): its chunks are still fenced as evidence under the context's header (MS-7).
+	InstructionsAllow = "allow"
 )
 
 // Error codes of the store.
@@ -117,6 +124,7 @@ const (
 	CodeBaseNotFound     = "knowledge_base_not_found"
 	CodeDocumentNotFound = "document_not_found"
 	CodePersonalData     = "personal_data_in_knowledge"
+	CodeInstruction      = "instruction_in_knowledge"
 	CodeEmbedderDown     = "embedder_unavailable"
 	CodeBaseExists       = "knowledge_base_exists"
 )
@@ -144,6 +152,10 @@ type Settings struct {
 	// (every document names the subject it is about; its personal data is stored and erased
 	// with the subject).
 	PersonalData string `json:"personal_data"`
+	// Instructions is the ingest policy for text that reads as an instruction to the agents
+	// that retrieve it (GATE-3): "refuse" (default: refused with "instruction_in_knowledge"
+	// and its classes) or "allow". A base stored before the setting existed reads as refuse.
+	Instructions string `json:"instructions"`
 	// Readers is who may read the base (KN-1, MS-2); nil on a request is no agent at all
 	// (Readers' zero value). It is kept in knowledge_readers, never in the settings column.
 	Readers *Readers `json:"readers,omitempty"`
@@ -234,6 +246,9 @@ func (s *Settings) Normalize() error {
 	if s.PersonalData == "" {
 		s.PersonalData = PersonalDataRefuse
 	}
+	if s.Instructions == "" {
+		s.Instructions = InstructionsRefuse
+	}
 	if s.Readers == nil {
 		s.Readers = &Readers{}
 	}
@@ -255,6 +270,8 @@ func (s *Settings) Normalize() error {
 		return invalid("settings.embedder_down", `embedder_down must be "fail" or "lexical_only"`)
 	case s.PersonalData != PersonalDataRefuse && s.PersonalData != PersonalDataMask && s.PersonalData != PersonalDataWithSubject:
 		return invalid("settings.personal_data", `personal_data must be "refuse", "mask" or "allow_with_subject"`)
+	case s.Instructions != InstructionsRefuse && s.Instructions != InstructionsAllow:
+		return invalid("settings.instructions", `instructions must be "refuse" or "allow"`)
 	}
 	if s.MaxAge != "" {
 		if _, err := spaces.ParseRetention(s.MaxAge); err != nil {

@@ -466,10 +466,9 @@ func renderNote(r models.Note) string {
 	return "\n## " + escapeFences(oneLine(r.Title)) + " (" + escapeFences(oneLine(r.Kind)) + ")\n" + escapeFences(r.Body) + "\n"
 }
 
-// escapeFences writes the "<" of every fence tag in s as "&lt;".
-func escapeFences(s string) string {
-	return fencePattern.ReplaceAllStringFunc(s, func(m string) string { return "&lt;" + m[1:] })
-}
+// escapeFences writes the "<" of every fence tag in s (read after normalisation, as
+// hasFence reads it) as "&lt;".
+func escapeFences(s string) string { return fence.Escape(s) }
 
 // oneLine replaces control characters and line separators of s with spaces.
 func oneLine(s string) string {

@@ -292,13 +292,15 @@ func bodyControlIndex(s string) int {
 	return -1
 }
 
-// fencePattern finds the block's fence tags inside note text (AM-4, MS-7): "<", optional
-// spaces, an optional "/", optional spaces and "agent_notes" as a whole word, in any case,
-// whatever follows (attributes, spaces, a missing ">").
-var fencePattern = regexp.MustCompile(`(?i)<\s*/?\s*agent_notes\b`)
+// fence finds the block's fence tags inside note text (AM-4, MS-7): "<", optional spaces,
+// an optional "/", optional spaces and "agent_notes" as a whole word, in any case, whatever
+// follows (attributes, spaces, a missing ">"), read after normalisation (redact.Fence: a
+// zero-width character inside the tag, an ideographic space, "İ", "<\/", full-width
+// letters and look-alikes are the same tag).
+var fence = redact.NewFence("agent_notes")
 
 // hasFence reports whether s holds something that reads as <agent_notes> or </agent_notes>.
-func hasFence(s string) bool { return fencePattern.MatchString(s) }
+func hasFence(s string) bool { return fence.Has(s) }
 
 // gateText is everything of c the personal-data gate reads (GateText).
 func (c content) gateText() string { return GateText(c.Title, c.Body, c.Tags, c.Evidence) }

@@ -66,31 +66,45 @@ func queryWords(q string) []string {
 // (member q). Every search leaves an agent_memory receipt "search" naming the notes
 // delivered (never the query). Feature off: Enabled false and no notes.
 func (s *Service) Search(ctx context.Context, p auth.Principal, req SearchRequest) (SearchResult, error) {
-	if req.Limit == 0 {
-		req.Limit = DefaultSearchLimit
-	}
-	if req.Limit < 1 || req.Limit > MaxSearchLimit {
-		return SearchResult{}, invalid("limit", "limit must be from 1 to %d", MaxSearchLimit)
-	}
-	if len([]rune(req.Q)) > 500 {
-		return SearchResult{}, invalid("q", "q is at most 500 characters")
-	}
-	if len(req.Tags) > MaxTags {
-		return SearchResult{}, invalid("tags", "at most %d tags", MaxTags)
-	}
-	for _, t := range req.Tags {
-		if !tagPattern.MatchString(t) || len(t) > MaxTagLen {
-			return SearchResult{}, invalid("tags", "a tag is lower-case a-z, 0-9, _ . : -")
-		}
-	}
-	words := queryWords(req.Q)
-	if len(words) == 0 && len(req.Tags) == 0 {
-		return SearchResult{}, invalid("q", "search needs words in q or tags")
+	words, err := checkSearch(&req)
+	if err != nil {
+		return SearchResult{}, err
 	}
 	v, err := s.reader(ctx, p, req.SourceID, false)
 	if err != nil {
 		return SearchResult{}, err
 	}
+	return s.search(ctx, p, v, req, words)
+}
+
+// checkSearch validates req (setting the default limit) and returns its query words.
+func checkSearch(req *SearchRequest) ([]string, error) {
+	if req.Limit == 0 {
+		req.Limit = DefaultSearchLimit
+	}
+	if req.Limit < 1 || req.Limit > MaxSearchLimit {
+		return nil, invalid("limit", "limit must be from 1 to %d", MaxSearchLimit)
+	}
+	if len([]rune(req.Q)) > 500 {
+		return nil, invalid("q", "q is at most 500 characters")
+	}
+	if len(req.Tags) > MaxTags {
+		return nil, invalid("tags", "at most %d tags", MaxTags)
+	}
+	for _, t := range req.Tags {
+		if !tagPattern.MatchString(t) || len(t) > MaxTagLen {
+			return nil, invalid("tags", "a tag is lower-case a-z, 0-9, _ . : -")
+		}
+	}
+	words := queryWords(req.Q)
+	if len(words) == 0 && len(req.Tags) == 0 {
+		return nil, invalid("q", "search needs words in q or tags")
+	}
+	return words, nil
+}
+
+// search runs a validated search as viewer v and records its receipt.
+func (s *Service) search(ctx context.Context, p auth.Principal, v viewer, req SearchRequest, words []string) (SearchResult, error) {
 	f, err := s.Docs.Features(ctx, p.SpaceID)
 	if err != nil {
 		return SearchResult{}, err

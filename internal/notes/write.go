@@ -82,7 +82,8 @@ type WriteResult struct {
 //
 // Errors: fault.Forbidden (feature_disabled, scope_required, role_required, source_mismatch),
 // fault.Invalid naming the member (limits, unknown_source), fault.Unprocessable
-// personal_data_in_agent_memory, fault.Unavailable detector_unavailable, fault.TooMany
+// personal_data_in_agent_memory or instruction_in_agent_memory (CheckContent),
+// fault.Unavailable detector_unavailable, fault.TooMany
 // note_rate_limited (RetryAfter in whole seconds), fault.Conflict note_cap_reached or
 // idempotency_key_reused. A refused write stores nothing and does not count.
 //
@@ -115,7 +116,7 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, agentVersion, id
 	if res, done, err := s.replay(ctx, w); done || err != nil {
 		return res, err
 	}
-	if err := s.Check(ctx, p.SpaceID, c.gateText()); err != nil {
+	if err := s.CheckContent(ctx, p.SpaceID, c.Title, c.Body, c.Tags, c.Evidence); err != nil {
 		return WriteResult{}, err
 	}
 	return s.commit(ctx, w)
@@ -156,7 +157,7 @@ func (s *Service) NewVersion(ctx context.Context, p auth.Principal, agentVersion
 		return WriteResult{}, err
 	}
 	c := w.c
-	if err := s.Check(ctx, p.SpaceID, c.gateText()); err != nil {
+	if err := s.CheckContent(ctx, p.SpaceID, c.Title, c.Body, c.Tags, c.Evidence); err != nil {
 		return WriteResult{}, err
 	}
 	return s.commit(ctx, w)

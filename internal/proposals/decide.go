@@ -86,7 +86,8 @@ type Workflow interface {
 // invalid_member (decision kind, edits, reason); fault.Conflict proposal_not_pending (not
 // pending; rejecting twice too), note_cap_reached, note_not_active, proposal_already_decided
 // (another approval was applied with other edits); fault.Unprocessable
-// personal_data_in_agent_memory (kinds, never values); fault.Unavailable
+// personal_data_in_agent_memory (kinds, never values) or instruction_in_agent_memory
+// (classes); fault.Unavailable
 // detector_unavailable or workflows_unavailable (Retry-After).
 func (s *Service) Decide(ctx context.Context, p auth.Principal, id string, d Decision) (Result, error) {
 	if err := s.mayDecide(ctx, p); err != nil {
@@ -201,7 +202,7 @@ func (s *Service) approvalContent(ctx context.Context, pr models.NoteProposal, e
 	if err != nil {
 		return n, ev, err
 	}
-	return n, ev, s.Notes.Check(ctx, pr.SpaceID, n.GateText(ev))
+	return n, ev, s.Notes.CheckContent(ctx, pr.SpaceID, n.Title, n.Body, n.Tags, ev)
 }
 
 // approve writes pending proposal pr's note n (validated and gated) in one transaction: the
@@ -339,10 +340,21 @@ func (s *Service) loadDecision(ctx context.Context, proposalID, decisionID strin
 	return d, nil
 }
 
+// refusedKinds is what a refusal found: the personal-data kinds, or the instruction
+// classes of an instruction refusal (kept in the same column).
+func refusedKinds(fe *fault.Error) []string {
+	if fe.Code == notes.CodeInstruction {
+		cs, _ := fe.Details["classes"].([]string)
+		return cs
+	}
+	kinds, _ := fe.Details["kinds"].([]string)
+	return kinds
+}
+
 func setOutcome(ctx context.Context, idb bun.IDB, decisionID, outcome string, refusal *fault.Error, now time.Time) error {
 	q := idb.NewUpdate().Model((*models.ProposalDecision)(nil)).Set("outcome = ?, updated_at = ?", outcome, now)
 	if refusal != nil {
-		kinds, _ := refusal.Details["kinds"].([]string)
+		kinds := refusedKinds(refusal)
 		q = q.Set("refused_code = ?, refused_kinds = ?", refusal.Code, notes.EncodeTags(kinds))
 	}
 	if _, err := q.Where("id = ?", decisionID).Exec(ctx); err != nil {
@@ -375,6 +387,9 @@ func (s *Service) decided(ctx context.Context, p auth.Principal, id, decisionID 
 		if d.Outcome == outcomeRefused {
 			if d.RefusedCode == notes.CodePersonalData {
 				return Proposal{}, nil, notes.Refused(notes.DecodeTags(d.RefusedKinds))
+			}
+			if d.RefusedCode == notes.CodeInstruction {
+				return Proposal{}, nil, notes.InstructionRefused(notes.DecodeTags(d.RefusedKinds))
 			}
 			return Proposal{}, nil, fault.New(fault.Conflict, d.RefusedCode, "the approval was refused (%s); the proposal stays pending", d.RefusedCode)
 		}

@@ -275,8 +275,8 @@ func (s *Service) pend(ctx context.Context, pr models.NoteProposal, n notes.Prop
 }
 
 // MarkFailed ends drafting proposal id failed with reason (no_turns, unconfirmed_link,
-// model_error, nothing_to_propose, personal_data, workflow_unavailable) and, for
-// personal_data, the kinds found (never values), with a proposal.fail admin receipt. A
+// model_error, nothing_to_propose, personal_data, instruction, workflow_unavailable) and,
+// for personal_data, the kinds found (for instruction, the classes; never values), with a proposal.fail admin receipt. A
 // proposal already failed is left as it is; any other status is fault.Conflict
 // proposal_not_pending; fault.NotFound proposal_not_found.
 func (s *Service) MarkFailed(ctx context.Context, id, reason string, kinds []string) error {
@@ -374,8 +374,7 @@ func (s *Service) refuse(ctx context.Context, pr models.NoteProposal, decisionID
 	if err != nil {
 		return ApprovalOutcome{}, err
 	}
-	kinds, _ := fe.Details["kinds"].([]string)
-	return ApprovalOutcome{RefusedCode: fe.Code, RefusedKinds: kinds}, nil
+	return ApprovalOutcome{RefusedCode: fe.Code, RefusedKinds: refusedKinds(fe)}, nil
 }
 
 // ApplyRejection is the workflow's side of a rejection: pending proposal id becomes

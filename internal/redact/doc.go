@@ -234,4 +234,13 @@
 // "Invoice 48-97997-0547" does). NoteText(title, body, tags) is the whole text;
 // the
 // notes gate (AM-6) checks notes this way.
+//
+// # Instructions and fences
+//
+// DetectInstructions (GATE-3, MS-7) finds text that tries to act on the agent reading it:
+// override, privilege, exfiltration and invisible (see InstructionClass), over
+// InstructionText(title, body, tags), after its own normalisation (look-alikes, letter
+// spacing, leetspeak). It returns classes, never text. Fence reads a prompt block's fence
+// tags after normalisation and escapes them. docs/gate.md lists what each finds, the
+// measured figures and the known misses.
 package redact

@@ -5,9 +5,12 @@
 // edit with personal data refused inline, runs an erasure from its preview to the signed
 // certificate, has a settings change proposed by one security person and approved by another
 // on a space without direct PUT, and saves a screenshot of each screen in screenshots/.
+// Issue 27: a reload after minting a key mints nothing more; a notes search with "All agents";
+// an approved proposal's approved text and diff; receipts newest first with a receipt's detail
+// and proof; the certificate page and its signed download; the favicon; the 404 page's headers.
 import { chromium } from "playwright-core";
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
+import { mkdtempSync, mkdirSync, rmSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -82,6 +85,8 @@ try {
   const bot = (await api("POST", "/v1/keys", { kind: "agent", agent: "shop-bot", vendor: "acme", scopes: ["agent_state", "agent_memory", "agent_memory:write"] })).key;
   await api("POST", "/v1/agent-memory/notes", { source_id: "shop-bot", kind: "procedure", title: "Validate the purchase first",
     body: "Before starting a return, validate the purchase with the order number.", tags: ["returns"] });
+  await api("POST", "/v1/agent-memory/notes", { kind: "pitfall", title: "Ask for the order number",
+    body: "Without the order number no return can start: ask for it first.", tags: ["returns"] }, bot);
   await api("POST", "/v1/turns", { turns: [
     { conversation_id: "c-7", speaker: "customer", text: "My jeans came in the wrong size" },
     { conversation_id: "c-7", speaker: "agent", text: "I will start a return: first I validate the purchase" }] });
@@ -98,6 +103,8 @@ try {
     args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
   const page = await (await browser.newContext({ viewport: { width: 1280, height: 860 } })).newPage();
+  const missing = []; // every 404 the browser meets on its own (the favicon was one, issue 27)
+  page.on("response", (r) => { if (r.status() === 404 && !r.url().includes("/nope")) missing.push(r.url()); });
   const nav = (name) => page.getByRole("navigation", { name: "Screens" }).getByRole("link", { name, exact: true });
   const shot = async (name) => page.screenshot({ path: join(shots, name + ".png"), fullPage: true });
 
@@ -116,11 +123,28 @@ try {
   assert.match(title, /fake model/);
   assert.ok(await page.getByText("My jeans came in the wrong size").isVisible(), "the evidence's masked turns are beside the proposal");
   await shot("proposal");
+  const proposedBody = await page.getByLabel("Body").inputValue();
+  const approvedBody = proposedBody + " Check the order number first.";
+  await page.getByLabel("Body").fill(approvedBody);
   await page.getByRole("button", { name: "Approve" }).click();
   await page.getByText("Proposal approved").or(page.getByText("Decision sent")).waitFor();
   await until("the approval", async () => (await api("GET", "/v1/agent-memory/proposals/" + prop)).status === "approved");
+  // The decided proposal shows what was approved, and the word diff against the proposal.
+  await until("the approved note on the proposal page", async () => {
+    await page.goto(base + "/console/proposals/" + prop);
+    return page.getByRole("heading", { name: /Approved note/ }).isVisible();
+  });
+  assert.equal(await page.locator(".card.approved pre.body").textContent(), approvedBody, "the approved text, not the proposed one");
+  assert.match(await page.locator("dl.wdiff ins").first().textContent(), /Check the order number first/, "the reviewer's words are marked added");
+  await shot("proposal-approved-diff");
   await nav("Notes").click();
   await shot("notes");
+  // A search with "All agents" (the default) searches across agents.
+  await page.getByLabel("Word").fill("order number");
+  await page.getByRole("button", { name: "Filter" }).click();
+  await page.getByRole("link", { name: "Ask for the order number" }).waitFor();
+  assert.equal(await page.getByRole("alert").count(), 0, "the search is not refused");
+  await shot("notes-search");
   await page.getByRole("link", { name: "Block preview" }).click();
   await page.getByLabel("Agent").selectOption("shop-bot");
   await page.getByLabel("Tags").fill("fake-model");
@@ -177,17 +201,61 @@ try {
   });
   assert.ok(await page.locator(".sig .badge.ok").isVisible(), "the certificate's signature checks");
   assert.ok(!page.url().includes("ana"));
+  assert.ok(await page.getByRole("cell", { name: "state", exact: true }).first().isVisible(), "the stores are listed");
+  assert.ok((await page.locator("td .badge.ok", { hasText: "nothing left" }).count()) > 0, "each store's probe result");
   await shot("erasure-certificate");
+  const [cert] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Download signed certificate" }).click()]);
+  assert.match(cert.suggestedFilename(), /^certificate-er_[0-9a-f]+\.json$/);
+  const signed = JSON.parse(readFileSync(await cert.path(), "utf8"));
+  assert.equal(signed.certificate.type, "erasure_certificate");
+  assert.equal(signed.signature.algorithm, "Ed25519");
   await nav("Compliance").click();
   await shot("compliance");
 
   // The remaining screens.
   await nav("Receipts").click();
-  await page.getByRole("button", { name: "Verify" }).click();
+  await page.getByLabel("Kind").selectOption("admin");
+  await page.getByRole("button", { name: "Filter" }).click();
+  await page.getByRole("button", { name: "Verify the chain" }).click();
   await page.getByText("The chain verifies").waitFor();
+  assert.ok(page.url().includes("kind=admin"), "Verify keeps the filter");
+  const seqs = (await page.locator("table.receipts tbody td.num").allTextContents()).map(Number);
+  assert.ok(seqs.length > 1 && seqs.every((n, i) => i === 0 || seqs[i - 1] > n), "newest first");
   await shot("receipts");
+  const byBot = page.locator("tr", { hasText: "agent shop-bot (acme)" }).filter({ hasText: "note created" }).first();
+  await byBot.getByRole("link", { name: /Open receipt/ }).click();
+  await page.getByRole("heading", { name: "note created" }).waitFor();
+  assert.ok(await page.locator(".badge.ok", { hasText: "proof verifies" }).isVisible(), "the receipt's inclusion proof verifies");
+  assert.ok(await page.getByText("agent shop-bot (acme)").first().isVisible());
+  await shot("receipt-detail");
+  await page.locator(".crumbs a").click();
+  assert.ok(page.url().includes("kind=admin"), "back to the filtered list");
+
+  // Keys: minted, shown once after the redirect; a reload mints nothing and shows it no more.
   await nav("Keys").click();
+  await page.getByLabel("Name").fill("Nia");
+  await page.getByRole("checkbox", { name: "reviewer" }).first().check();
+  await page.getByRole("button", { name: "Mint person key" }).click();
+  const minted = await page.getByLabel("New key").textContent();
+  assert.match(minted, /^am_/);
+  await shot("keys-minted");
+  await page.reload();
+  assert.equal(await page.getByLabel("New key").count(), 0, "the key is shown once");
+  await page.goto(base + "/console/keys");
+  assert.equal(await page.getByRole("cell", { name: "Nia", exact: true }).count(), 1, "one key named Nia, however often the page reloads");
   await shot("keys");
+
+  // The 404 page of a note id that does not exist carries the Console's security headers.
+  const nf = await page.goto(base + "/console/notes/nope");
+  assert.equal(nf.status(), 404);
+  assert.match(nf.headers()["content-security-policy"], /default-src 'none'/);
+  assert.equal(nf.headers()["x-frame-options"], "DENY");
+  const nf2 = await page.goto(base + "/console/nope");
+  assert.equal(nf2.status(), 404);
+  assert.equal(nf2.headers()["x-frame-options"], "DENY");
+  await shot("not-found");
+  assert.equal((await fetch(base + "/favicon.ico")).status, 200);
+  assert.deepEqual(missing, [], "no page met a 404 (favicon included)");
   await nav("Settings").click();
   await shot("settings");
   await page.getByRole("button", { name: "Sign out" }).click();
