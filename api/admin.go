@@ -72,7 +72,7 @@ func (s *Server) getDocument(c *gin.Context) {
 }
 
 // putDocument: PUT /v1/documents/{name}; features needs role security, object-types admin or
-// integration. Invalid documents are 400 naming the member and change nothing; a space whose
+// integration, views security or admin (CTX-1). Invalid documents are 400 naming the member and change nothing; a space whose
 // documents change only through change requests (api/changes.go) answers 409
 // direct_put_disabled and changes nothing.
 func (s *Server) putDocument(c *gin.Context) {

@@ -111,8 +111,12 @@ type mcpRememberOutput struct {
 	Version     int    `json:"version,omitempty"`
 	ProposalID  string `json:"proposal_id,omitempty"`
 	DuplicateOf string `json:"duplicate_of,omitempty"`
-	// Review lists the gate's kinds that sent a proposed note to review (GATE-2: ["name"]).
+	// Review lists the gate's kinds that sent a proposed note to review (GATE-2, GATE-3:
+	// ["name"], ["instruction"]).
 	Review []string `json:"review,omitempty"`
+	// UnknownTags are the written tags outside the space's vocabulary (CTX-1): stored, but
+	// no view names them; the model may fix a typo with a new version.
+	UnknownTags []string `json:"unknown_tags,omitempty"`
 }
 
 // mcpServerKey carries the request's *mcp.Server from the Gin middleware to the handler.
@@ -334,13 +338,17 @@ func (s *Server) mcpRemember(p auth.Principal) mcpHandler[mcpRememberInput] {
 		if err != nil {
 			return nil, err
 		}
+		unknown, err := s.Notes.UnknownTags(ctx, p.SpaceID, notes.WrittenTags(res, in.Tags, nil))
+		if err != nil {
+			return nil, err
+		}
 		if res.ProposalID != "" {
-			return mcpRememberOutput{Status: "proposed", ProposalID: res.ProposalID, Review: res.Review}, nil
+			return mcpRememberOutput{Status: "proposed", ProposalID: res.ProposalID, Review: res.Review, UnknownTags: unknown}, nil
 		}
 		if res.DuplicateOf != "" {
-			return mcpRememberOutput{Status: "duplicate", NoteID: res.Note.ID, Version: res.Note.Version, DuplicateOf: res.DuplicateOf}, nil
+			return mcpRememberOutput{Status: "duplicate", NoteID: res.Note.ID, Version: res.Note.Version, DuplicateOf: res.DuplicateOf, UnknownTags: unknown}, nil
 		}
-		return mcpRememberOutput{Status: "stored", NoteID: res.Note.ID, Version: res.Note.Version}, nil
+		return mcpRememberOutput{Status: "stored", NoteID: res.Note.ID, Version: res.Note.Version, UnknownTags: unknown}, nil
 	}
 }
 

@@ -26,29 +26,44 @@ func idempotencyKey(c *gin.Context) (string, error) {
 // (issue 17 §2): the existing note, as a 201 shows a note, plus duplicate_of (its id).
 type duplicateAnswer struct {
 	notes.Note
-	DuplicateOf string `json:"duplicate_of"`
+	DuplicateOf string   `json:"duplicate_of"`
+	UnknownTags []string `json:"unknown_tags,omitempty"`
+}
+
+// writtenAnswer is the 201 answer of a note write: the note, plus unknown_tags (CTX-1) when
+// some of its tags are outside the space's vocabulary.
+type writtenAnswer struct {
+	notes.Note
+	UnknownTags []string `json:"unknown_tags,omitempty"`
+}
+
+// proposalAnswer is the 202 answer of a write held as a proposal (AM-8): Review lists the
+// gate's kinds when a hit sent it to review (GATE-2, GATE-3), UnknownTags as writtenAnswer.
+type proposalAnswer struct {
+	ProposalID  string   `json:"proposal_id"`
+	Review      []string `json:"review,omitempty"`
+	UnknownTags []string `json:"unknown_tags,omitempty"`
 }
 
 // answerWrite answers a note write: 201 with the note, 202 {"proposal_id"} when it became
-// a proposal (AM-8; with "review": the gate's kinds when a hit sent it to review, GATE-2), or 200 with the existing note and duplicate_of when the write was a
-// duplicate (nothing stored). A replay of an Idempotency-Key carries Idempotent-Replayed: true.
-func answerWrite(c *gin.Context, res notes.WriteResult) {
+// a proposal (AM-8; with "review": the gate's kinds when a hit sent it to review, GATE-2,
+// GATE-3), or 200 with the existing note and duplicate_of when the write was a duplicate
+// (nothing stored); each with unknown_tags, the written tags outside the space's vocabulary
+// (notes.UnknownTags, CTX-1), when there are any. A replay of an Idempotency-Key carries
+// Idempotent-Replayed: true.
+func answerWrite(c *gin.Context, res notes.WriteResult, unknown []string) {
 	if res.Replayed {
 		c.Header("Idempotent-Replayed", "true")
 	}
 	if res.DuplicateOf != "" {
-		c.PureJSON(http.StatusOK, duplicateAnswer{Note: *res.Note, DuplicateOf: res.DuplicateOf})
+		c.PureJSON(http.StatusOK, duplicateAnswer{Note: *res.Note, DuplicateOf: res.DuplicateOf, UnknownTags: unknown})
 		return
 	}
 	if res.ProposalID != "" {
-		out := gin.H{"proposal_id": res.ProposalID}
-		if len(res.Review) > 0 {
-			out["review"] = res.Review // the gate's kinds that sent it to review (GATE-2)
-		}
-		c.PureJSON(http.StatusAccepted, out)
+		c.PureJSON(http.StatusAccepted, proposalAnswer{ProposalID: res.ProposalID, Review: res.Review, UnknownTags: unknown})
 		return
 	}
-	c.PureJSON(http.StatusCreated, res.Note)
+	c.PureJSON(http.StatusCreated, writtenAnswer{Note: *res.Note, UnknownTags: unknown})
 }
 
 // createNote: POST /v1/agent-memory/notes (AM-1, AM-6..AM-8) -> 201 note | 202 {"proposal_id"}
@@ -69,7 +84,12 @@ func (s *Server) createNote(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	answerWrite(c, res)
+	unknown, err := s.Notes.UnknownTags(s.ctx(c), principal(c).SpaceID, notes.WrittenTags(res, in.Tags, nil))
+	if err != nil {
+		s.writeError(c, err) // the note is stored: a retry with the same Idempotency-Key answers it
+		return
+	}
+	answerWrite(c, res, unknown)
 }
 
 // listNotes: GET /v1/agent-memory/notes?source_id=&kind=&tag=&status=&after=&limit= -> {"notes"}.
@@ -117,7 +137,12 @@ func (s *Server) noteVersion(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	answerWrite(c, res)
+	unknown, err := s.Notes.UnknownTags(s.ctx(c), principal(c).SpaceID, notes.WrittenTags(res, nil, patch.Tags))
+	if err != nil {
+		s.writeError(c, err) // the version is stored: a retry with the same Idempotency-Key answers it
+		return
+	}
+	answerWrite(c, res, unknown)
 }
 
 // retireNote: POST /v1/agent-memory/notes/{id}/retire -> 200 the retired note.

@@ -75,6 +75,9 @@ func (s *Server) routes() {
 	v1.GET("/agent-memory/search", s.searchNotes)
 	v1.GET("/agent-memory/export", s.exportNotes)
 
+	// The context call (CTX-2): the block, knowledge evidence and the task section in one budget.
+	v1.POST("/context", s.buildContext)
+
 	// Turns and identity links (AM-9).
 	v1.POST("/turns", s.writeTurns)
 	v1.POST("/identity-links", s.linkIdentity)

@@ -152,8 +152,8 @@ func mayRead(p auth.Principal) error {
 }
 
 func knownDocument(name string) error {
-	if name != spaces.DocFeatures && name != spaces.DocObjectTypes {
-		return fault.New(fault.NotFound, "document_not_found", "the documents are features and object-types")
+	if name != spaces.DocFeatures && name != spaces.DocObjectTypes && name != spaces.DocViews {
+		return fault.New(fault.NotFound, "document_not_found", "the documents are features, object-types and views")
 	}
 	return nil
 }

@@ -186,20 +186,43 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 	if err := CanRead(p); err != nil {
 		return Retrieval{}, err
 	}
-	if err := s.enabled(ctx, p.SpaceID); err != nil {
+	out, order, now, err := s.retrieve(ctx, p, req)
+	if err != nil {
 		return Retrieval{}, err
+	}
+	ids := make([]string, 0, len(out.Chunks))
+	inContext := 0
+	for _, c := range out.Chunks {
+		ids = append(ids, c.ChunkID)
+		if c.InContext {
+			inContext++
+		}
+	}
+	err = receipts.Record(ctx, s.Receipts, s.DB, p.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "retrieve", ActorKey: p.KeyID, ObjectIDs: ids,
+		Detail: map[string]any{"kbs": order, "mode": out.Mode, "chunks": len(ids), "in_context": inContext, "context_tokens": out.ContextTokens}}, now)
+	if err != nil {
+		return Retrieval{}, err
+	}
+	return out, nil
+}
+
+// retrieve is Retrieve without the read check and the receipt: it returns the retrieval, the
+// bases it read (deduplicated, in request order) and the time it ranked at.
+func (s *Service) retrieve(ctx context.Context, p auth.Principal, req RetrieveRequest) (Retrieval, []string, time.Time, error) {
+	if err := s.enabled(ctx, p.SpaceID); err != nil {
+		return Retrieval{}, nil, time.Time{}, err
 	}
 	if strings.TrimSpace(req.Query) == "" || len([]rune(req.Query)) > MaxQueryRunes {
-		return Retrieval{}, invalid("query", "query is 1-%d characters", MaxQueryRunes)
+		return Retrieval{}, nil, time.Time{}, invalid("query", "query is 1-%d characters", MaxQueryRunes)
 	}
 	if len(req.KBs) == 0 || len(req.KBs) > MaxBasesPerQuery {
-		return Retrieval{}, invalid("kbs", "kbs names 1-%d knowledge bases", MaxBasesPerQuery)
+		return Retrieval{}, nil, time.Time{}, invalid("kbs", "kbs names 1-%d knowledge bases", MaxBasesPerQuery)
 	}
 	if req.MinScore < 0 || req.MinScore > 1 {
-		return Retrieval{}, invalid("min_score", "min_score is from 0 to 1")
+		return Retrieval{}, nil, time.Time{}, invalid("min_score", "min_score is from 0 to 1")
 	}
 	if err := req.Filters.validate(); err != nil {
-		return Retrieval{}, err
+		return Retrieval{}, nil, time.Time{}, err
 	}
 	bases := map[string]Base{}
 	var order []string
@@ -209,7 +232,7 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 		}
 		b, err := s.readableBase(ctx, p, id)
 		if err != nil {
-			return Retrieval{}, err
+			return Retrieval{}, nil, time.Time{}, err
 		}
 		bases[id] = b
 		order = append(order, id)
@@ -222,10 +245,10 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 		req.MaxTokens = first.MaxTokens
 	}
 	if req.TopK < 1 || req.TopK > MaxTopK {
-		return Retrieval{}, invalid("top_k", "top_k is from 1 to %d", MaxTopK)
+		return Retrieval{}, nil, time.Time{}, invalid("top_k", "top_k is from 1 to %d", MaxTopK)
 	}
 	if req.MaxTokens < MinContextTokens || req.MaxTokens > MaxContextTokens {
-		return Retrieval{}, invalid("max_tokens", "max_tokens is from %d to %d", MinContextTokens, MaxContextTokens)
+		return Retrieval{}, nil, time.Time{}, invalid("max_tokens", "max_tokens is from %d to %d", MinContextTokens, MaxContextTokens)
 	}
 	now := s.now()
 	fresh := func(kb string, indexed *time.Time) bool {
@@ -257,7 +280,7 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 			continue
 		}
 		if st.EmbedderDown != EmbedderDownLexicalOnly {
-			return Retrieval{}, embedderDown()
+			return Retrieval{}, nil, time.Time{}, embedderDown()
 		}
 		mode = ModeLexicalOnly
 	}
@@ -280,11 +303,11 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 		scope := func(q *bun.SelectQuery, kbs []string) *bun.SelectQuery { return s.chunkScope(q, p, kbs, req.Filters) }
 		vp, err := s.vectorPath(ctx)
 		if err != nil {
-			return Retrieval{}, err
+			return Retrieval{}, nil, time.Time{}, err
 		}
 		hits, err := nearestChunks(ctx, s.DB, vp, p.SpaceID, scope, vb, ListDepth, req.MinScore, req.Filters != nil)
 		if err != nil {
-			return Retrieval{}, err
+			return Retrieval{}, nil, time.Time{}, err
 		}
 		for _, h := range hits {
 			cosine[h.ID] = h.Cosine
@@ -326,7 +349,7 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 				OrderExpr("ts_rank(setweight(to_tsvector('simple', c.heading), 'A') || c.search, to_tsquery('simple', ?)) DESC, c.id ASC", tsq)
 		}
 		if err := q.Limit(ListDepth*2).Scan(ctx, &rows); err != nil {
-			return Retrieval{}, fmt.Errorf("knowledge: full-text candidates: %w", err)
+			return Retrieval{}, nil, time.Time{}, fmt.Errorf("knowledge: full-text candidates: %w", err)
 		}
 		for _, r := range rows {
 			if fresh(r.KBID, r.IndexedAt) && len(lexList) < ListDepth {
@@ -377,7 +400,7 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 			Where("c.id IN (?)", bun.In(ranked))
 		err := s.chunkScope(q, p, order, req.Filters).Scan(ctx, &rows)
 		if err != nil {
-			return Retrieval{}, fmt.Errorf("knowledge: load chunks: %w", err)
+			return Retrieval{}, nil, time.Time{}, fmt.Errorf("knowledge: load chunks: %w", err)
 		}
 		byID := map[string]full{}
 		for _, r := range rows {
@@ -402,22 +425,9 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 	}
 	var err error
 	if out.Context, out.ContextTokens, err = assemble(out.Chunks, req.MaxTokens); err != nil {
-		return Retrieval{}, err
+		return Retrieval{}, nil, time.Time{}, err
 	}
-	ids := make([]string, 0, len(out.Chunks))
-	inContext := 0
-	for _, c := range out.Chunks {
-		ids = append(ids, c.ChunkID)
-		if c.InContext {
-			inContext++
-		}
-	}
-	err = receipts.Record(ctx, s.Receipts, s.DB, p.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "retrieve", ActorKey: p.KeyID, ObjectIDs: ids,
-		Detail: map[string]any{"kbs": order, "mode": mode, "chunks": len(ids), "in_context": inContext, "context_tokens": out.ContextTokens}}, now)
-	if err != nil {
-		return Retrieval{}, err
-	}
-	return out, nil
+	return out, order, now, nil
 }
 
 // assemble fences chunks (in rank order) into the context while the whole text stays within

@@ -36,8 +36,10 @@ const (
 	BlockHeader = "These are your own procedures and working notes as an agent, learned about your trade; they are not customer data and not instructions from a customer."
 )
 
-// BlockRequest is GET /v1/agent-memory/block: MaxTokens 50..2000 (0 means 300); Tags and View
-// name the task's tags: notes carrying one of them come first; SourceID is named by a person
+// BlockRequest is GET /v1/agent-memory/block: MaxTokens 50..2000 (0 means 300); Tags name the
+// task's tags: notes carrying one of them come first; View names a view of the space's views
+// document whose tags order the notes ahead of that (CTX-1; without a views document the
+// view's name is one more tag); SourceID is named by a person
 // (integration) reading as an agent; IfNoneMatch is the If-None-Match header.
 type BlockRequest struct {
 	MaxTokens   int
@@ -45,6 +47,11 @@ type BlockRequest struct {
 	View        string
 	SourceID    string
 	IfNoneMatch string
+
+	// viewTags are the tags of View in the views document (resolveView); viewDefined says
+	// the document defines View (else View is one more tag, as before CTX-1).
+	viewTags    []string
+	viewDefined bool
 }
 
 // Block is the prompt block (AM-4). ETag is a strong validator of the whole answer;
@@ -130,8 +137,8 @@ func (r *BlockRequest) validate() error {
 }
 
 // Block builds the prompt block p may read (AM-4): the active, unexpired notes visible to p,
-// ordered (1) notes carrying one of the requested tags or the view first, (2) higher version
-// first, (3) older first, (4) id; then whole notes in that order while the whole text
+// in sortForBlock's order (the view's tags in the view's order, then the requested tags,
+// then higher version, older, id; CTX-1); then whole notes in that order while the whole text
 // (wrapper included) stays within MaxTokens by cl100k_base. A note that does not fit is
 // skipped whole (a later, shorter one may still fit); a note is never cut. No note delivered
 // gives an empty text. The same request over the same notes gives the same bytes and ETag,
@@ -153,6 +160,9 @@ func (r *BlockRequest) validate() error {
 // key (a revoked key is then refused) and calls again, which decides from the store.
 func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest) (Block, error) {
 	if err := req.validate(); err != nil {
+		return Block{}, err
+	}
+	if err := s.resolveView(ctx, p.SpaceID, &req); err != nil {
 		return Block{}, err
 	}
 	v, err := s.reader(ctx, p, req.SourceID, false)
@@ -280,28 +290,7 @@ func (s *Service) buildBlock(ctx context.Context, v viewer, req BlockRequest, no
 		ids[i] = r.ID
 	}
 	slices.Sort(ids)
-	want := slices.Clone(req.Tags)
-	if req.View != "" {
-		want = append(want, req.View)
-	}
-	match := make(map[string]bool, len(rows))
-	for _, r := range rows {
-		match[r.ID] = slices.ContainsFunc(decodeTags(r.Tags), func(t string) bool { return slices.Contains(want, t) })
-	}
-	slices.SortFunc(rows, func(a, b models.Note) int {
-		switch {
-		case match[a.ID] != match[b.ID]:
-			if match[a.ID] {
-				return -1
-			}
-			return 1
-		case a.Version != b.Version:
-			return b.Version - a.Version
-		case !a.CreatedAt.Equal(b.CreatedAt):
-			return a.CreatedAt.Compare(b.CreatedAt)
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
+	sortForBlock(rows, req)
 	b, err := assemble(rows, req.MaxTokens)
 	if err != nil {
 		return Block{}, err
@@ -335,10 +324,10 @@ type spaceBlocks struct {
 const maxCachedBlocks = 1024
 
 // blockKey names the block of req over the notes ids (sorted): the budget, tags and view
-// in request order, and every id.
+// in request order, the view's tags (viewKey), and every id.
 func blockKey(ids []string, req BlockRequest) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "block/v1\n%d\n%s\n%s\n", req.MaxTokens, strings.Join(req.Tags, ","), req.View)
+	fmt.Fprintf(h, "block/v1\n%d\n%s\n%s\n%s\n", req.MaxTokens, strings.Join(req.Tags, ","), req.View, viewKey(req))
 	for _, id := range ids {
 		h.Write([]byte(id))
 		h.Write([]byte{'\n'})
@@ -579,6 +568,9 @@ func cachedCount(noteID, text string) (int, error) {
 func etag(b Block, req BlockRequest) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "block/v1\n%t\n%d\n%s\n%s\n%d\n", b.Enabled, req.MaxTokens, strings.Join(req.Tags, ","), req.View, b.Tokens)
+	if vk := viewKey(req); vk != "" {
+		fmt.Fprintf(h, "%s\n", vk) // absent without a views document: the ETags of before CTX-1
+	}
 	for _, id := range b.NoteIDs {
 		fmt.Fprintf(h, "%s\n", id)
 	}

@@ -133,9 +133,13 @@ func ParseFeatures(data []byte) (Features, error) {
 	return f, nil
 }
 
-// ObjectTypes is the "object-types" document: the registry of types.
+// ObjectTypes is the "object-types" document: the registry of types, and the space's
+// operations and systems (CTX-1: with the type names, the vocabulary of note tags; each list
+// at most MaxVocabulary distinct words of the tag alphabet, omitted when empty).
 type ObjectTypes struct {
-	Types []ObjectType `json:"types"`
+	Types      []ObjectType `json:"types"`
+	Operations []string     `json:"operations,omitempty"`
+	Systems    []string     `json:"systems,omitempty"`
 }
 
 // ObjectType declares a type's fields; with Ownership "agent" it is a working-memory schema
@@ -192,6 +196,9 @@ var fieldNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 func ParseObjectTypes(data []byte) (ObjectTypes, error) {
 	var d ObjectTypes
 	if err := strictjson.DecodeDepth(data, &d, strictjson.MaxPlainDepth); err != nil {
+		return d, err
+	}
+	if err := validateVocabulary(d); err != nil {
 		return d, err
 	}
 	seen := map[string]bool{}

@@ -201,12 +201,12 @@ type prefetched struct {
 }
 
 // keyAndDocuments reads a key row by hash, its space's configuration revision and, in the
-// same statement, its space's features and object-types documents (one row per document; one
-// row with empty names when neither exists).
+// same statement, its space's features, object-types and views documents (one row per
+// document; one row with empty names when none exists).
 const keyAndDocuments = `SELECT k.id, k.space_id, k.hash, k.kind, k.agent, k.vendor, k.name, k.scopes, k.roles,
  CASE WHEN k.revoked_at IS NULL THEN 0 ELSE 1 END, COALESCE(r.revision, 0), COALESCE(d.name, ''), COALESCE(d.body, '')
  FROM api_keys k LEFT JOIN space_revisions r ON r.space_id = k.space_id AND r.name = 'config'
- LEFT JOIN documents d ON d.space_id = k.space_id AND d.name IN (?, ?)
+ LEFT JOIN documents d ON d.space_id = k.space_id AND d.name IN (?, ?, ?)
  WHERE k.hash = ?`
 
 // AuthenticateWithDocuments is auth.Authenticate that also reads, in the same statement
@@ -230,7 +230,7 @@ func AuthenticateWithDocuments(ctx context.Context, d *bun.DB, key string) (auth
 // keyAndDocumentsByHash runs keyAndDocuments: the Principal of the key of hash (auth.FromRow's
 // errors), its space's documents and configuration revision.
 func keyAndDocumentsByHash(ctx context.Context, d *bun.DB, hash string) (auth.Principal, []models.Document, int64, error) {
-	rows, err := db.QueryRows(ctx, d, keyAndDocuments, DocFeatures, DocObjectTypes, hash)
+	rows, err := db.QueryRows(ctx, d, keyAndDocuments, DocFeatures, DocObjectTypes, DocViews, hash)
 	if err != nil {
 		return auth.Principal{}, nil, 0, fmt.Errorf("auth: load key: %w", err)
 	}
@@ -331,6 +331,8 @@ func (d Documents) get(ctx context.Context, db bun.IDB, spaceID, name string) (s
 			return marshal(Features{Documents: DocumentSettings{DirectPut: &direct}}), 0, nil
 		case DocObjectTypes:
 			return `{"types":[]}`, 0, nil
+		case DocViews:
+			return `{"views":[]}`, 0, nil
 		}
 		return "", 0, errNoDocument()
 	case err != nil:
@@ -340,7 +342,7 @@ func (d Documents) get(ctx context.Context, db bun.IDB, spaceID, name string) (s
 }
 
 func errNoDocument() error {
-	return fault.New(fault.NotFound, "document_not_found", "the documents are features and object-types")
+	return fault.New(fault.NotFound, "document_not_found", "the documents are features, object-types and views")
 }
 
 // DirectPut reports whether the space's documents may be written by a direct PUT: the
@@ -378,7 +380,7 @@ func createdDirectPut(ctx context.Context, db bun.IDB, spaceID string) (bool, er
 }
 
 func (d Documents) raw(ctx context.Context, spaceID, name string) (string, error) {
-	if pre, ok := ctx.Value(prefetchKey{}).(prefetched); ok && pre.spaceID == spaceID && (name == DocFeatures || name == DocObjectTypes) {
+	if pre, ok := ctx.Value(prefetchKey{}).(prefetched); ok && pre.spaceID == spaceID && (name == DocFeatures || name == DocObjectTypes || name == DocViews) {
 		for _, doc := range pre.docs {
 			if doc.Name == name {
 				return doc.Body, nil
@@ -403,7 +405,8 @@ func (d Documents) raw(ctx context.Context, spaceID, name string) (string, error
 }
 
 // MayPut reports whether p may write the document name, before its body is read: features
-// needs role security and object-types admin or integration (fault.Forbidden); another name is
+// needs role security, object-types admin or integration, views security or admin
+// (fault.Forbidden); another name is
 // fault.NotFound "document_not_found".
 func (d Documents) MayPut(p auth.Principal, name string) error {
 	switch name {
@@ -411,6 +414,8 @@ func (d Documents) MayPut(p auth.Principal, name string) error {
 		return p.RequireRole(auth.RoleSecurity)
 	case DocObjectTypes:
 		return p.RequireRole(auth.RoleAdmin, auth.RoleIntegration)
+	case DocViews:
+		return p.RequireRole(auth.RoleSecurity, auth.RoleAdmin)
 	default:
 		return errNoDocument()
 	}
@@ -515,6 +520,8 @@ func (d Documents) normalize(name string, body []byte, direct bool) (string, err
 			t.Types = []ObjectType{}
 		}
 		return marshal(t), nil
+	case DocViews:
+		return normalizeViews(body)
 	}
 	return "", errNoDocument()
 }

@@ -1,0 +1,39 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/agentmemory/agentmemory/internal/promptctx"
+)
+
+// contextService is the context call's service over the server's notes and knowledge.
+func (s *Server) contextService() *promptctx.Service {
+	return &promptctx.Service{DB: s.DB, Notes: s.Notes, Knowledge: s.Knowledge, Receipts: s.Notes.Receipts, Now: s.Now}
+}
+
+// buildContext: POST /v1/context {view, task: {id, object_types}, max_tokens,
+// block_max_tokens, include_agent_memory, knowledge: {kbs, query, top_k, filters}, source_id}
+// -> {system_block, context, tokens: {system_block, task_notes, knowledge, total}, etag,
+// enabled, note_ids, task_note_ids, chunk_ids, knowledge_mode} (CTX-2), with the ETag header;
+// If-None-Match naming it -> 304 (the receipt is left either way).
+func (s *Server) buildContext(c *gin.Context) {
+	var in promptctx.Request
+	if err := bind(c, &in); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	a, err := s.contextService().Build(s.ctx(c), principal(c), in, c.GetHeader("If-None-Match"))
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.Header("ETag", a.ETag)
+	c.Header("Cache-Control", "private, no-cache")
+	if a.NotModified {
+		c.Status(http.StatusNotModified)
+		return
+	}
+	c.PureJSON(http.StatusOK, a)
+}
