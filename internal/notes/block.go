@@ -233,7 +233,7 @@ func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest)
 	}
 	b, ok := cachedBlock(p.SpaceID, erased, blockKey(ids, req))
 	if !ok {
-		if b, err = s.buildBlock(ctx, v, req, now, erased); err != nil {
+		if b, err = s.buildBlock(ctx, v, req, now, erased, ids); err != nil {
 			return Block{}, err
 		}
 	}
@@ -268,27 +268,52 @@ func (s *Service) answerBlock(ctx context.Context, p auth.Principal, v viewer, r
 	return b, nil
 }
 
-// buildBlock loads the notes v may read at now, builds the block of req over them and
-// caches it under the ids it was built from and the space's note-erasure revision erased.
-func (s *Service) buildBlock(ctx context.Context, v viewer, req BlockRequest, now time.Time, erased int64) (Block, error) {
-	var rows []models.Note
-	if err := deliverable(s.DB.NewSelect().Model(&rows), v, now).Scan(ctx); err != nil {
-		return Block{}, fmt.Errorf("notes: block: %w", err)
+// buildBlock builds the block of req over the deliverable notes ids (sorted) of v at now and
+// caches it under ids and the space's note-erasure revision erased. The rows come from the
+// row cache, loading only the ids it does not keep (loadBlockRows, issue 27); when one of
+// those is no longer deliverable, every deliverable row is loaded again, as one statement, and
+// the block is built and cached under the ids of what was loaded.
+func (s *Service) buildBlock(ctx context.Context, v viewer, req BlockRequest, now time.Time, erased int64, ids []string) (Block, error) {
+	rows, ok, err := s.loadBlockRows(ctx, v, ids, now, erased)
+	if err != nil {
+		return Block{}, err
 	}
-	ids := make([]string, len(rows))
-	for i, r := range rows {
-		ids[i] = r.ID
+	if !ok {
+		var notes []models.Note
+		if err := deliverable(s.DB.NewSelect().Model(&notes), v, now).Scan(ctx); err != nil {
+			return Block{}, fmt.Errorf("notes: block: %w", err)
+		}
+		rows, ids = make([]blockRow, len(notes)), make([]string, len(notes))
+		for i, n := range notes {
+			rows[i], ids[i] = blockRow{note: n, tags: decodeTags(n.Tags)}, n.ID
+		}
+		slices.Sort(ids)
 	}
-	slices.Sort(ids)
+	b, err := assemble(orderRows(rows, req), req.MaxTokens)
+	if err != nil {
+		return Block{}, err
+	}
+	b.Enabled = true
+	b.ETag = etag(b, req)
+	b = withBody(b)
+	storeBlock(v.spaceID, erased, blockKey(ids, req), b)
+	return b, nil
+}
+
+// orderRows returns the notes of rows in block order (AM-4): (1) those carrying one of req's
+// tags or its view, (2) higher version, (3) older, (4) id.
+func orderRows(rows []blockRow, req BlockRequest) []models.Note {
 	want := slices.Clone(req.Tags)
 	if req.View != "" {
 		want = append(want, req.View)
 	}
 	match := make(map[string]bool, len(rows))
-	for _, r := range rows {
-		match[r.ID] = slices.ContainsFunc(decodeTags(r.Tags), func(t string) bool { return slices.Contains(want, t) })
+	out := make([]models.Note, len(rows))
+	for i, r := range rows {
+		out[i] = r.note
+		match[r.note.ID] = slices.ContainsFunc(r.tags, func(t string) bool { return slices.Contains(want, t) })
 	}
-	slices.SortFunc(rows, func(a, b models.Note) int {
+	slices.SortFunc(out, func(a, b models.Note) int {
 		switch {
 		case match[a.ID] != match[b.ID]:
 			if match[a.ID] {
@@ -302,15 +327,7 @@ func (s *Service) buildBlock(ctx context.Context, v viewer, req BlockRequest, no
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	b, err := assemble(rows, req.MaxTokens)
-	if err != nil {
-		return Block{}, err
-	}
-	b.Enabled = true
-	b.ETag = etag(b, req)
-	b = withBody(b)
-	storeBlock(v.spaceID, erased, blockKey(ids, req), b)
-	return b, nil
+	return out
 }
 
 // blockCache keeps built blocks per space, in this process only. A key names the exact
@@ -319,16 +336,23 @@ func (s *Service) buildBlock(ctx context.Context, v viewer, req BlockRequest, no
 // when a block read finds another one (an erasure through any process), and all of them
 // whenever this process erases notes (EraseSource), so no erased text stays in memory
 // (MS-4). It is emptied when it reaches maxCachedBlocks entries.
+//
+// Beside the blocks it keeps the rows of the note versions they were built from (blockRow,
+// at most maxCachedRows), so a block whose notes changed by one is built loading one row
+// (issue 27); the rows live and die with the space's blocks.
 var blockCache = struct {
 	sync.Mutex
 	spaces map[string]*spaceBlocks
-	n      int
+	n      int // blocks kept
+	rows   int // rows kept
 }{spaces: map[string]*spaceBlocks{}}
 
-// spaceBlocks are one space's cached blocks, built at note-erasure revision erased.
+// spaceBlocks are one space's cached blocks and note rows, kept at note-erasure revision
+// erased.
 type spaceBlocks struct {
 	erased int64
 	blocks map[string]Block
+	rows   map[string]blockRow
 }
 
 // maxCachedBlocks bounds blockCache.
@@ -356,8 +380,7 @@ func cachedBlock(spaceID string, erased int64, key string) (Block, bool) {
 		return Block{}, false
 	}
 	if sb.erased != erased {
-		blockCache.n -= len(sb.blocks)
-		delete(blockCache.spaces, spaceID)
+		dropSpaceLocked(spaceID)
 		return Block{}, false
 	}
 	b, ok := sb.blocks[key]
@@ -372,16 +395,9 @@ func storeBlock(spaceID string, erased int64, key string, b Block) {
 	blockCache.Lock()
 	defer blockCache.Unlock()
 	if blockCache.n >= maxCachedBlocks {
-		blockCache.spaces, blockCache.n = map[string]*spaceBlocks{}, 0
+		blockCache.spaces, blockCache.n, blockCache.rows = map[string]*spaceBlocks{}, 0, 0
 	}
-	sb := blockCache.spaces[spaceID]
-	if sb == nil || sb.erased != erased {
-		if sb != nil {
-			blockCache.n -= len(sb.blocks)
-		}
-		sb = &spaceBlocks{erased: erased, blocks: map[string]Block{}}
-		blockCache.spaces[spaceID] = sb
-	}
+	sb := spaceLocked(spaceID, erased)
 	if _, ok := sb.blocks[key]; !ok {
 		blockCache.n++
 	}
@@ -391,7 +407,7 @@ func storeBlock(spaceID string, erased int64, key string, b Block) {
 // forgetBlocks empties blockCache.
 func forgetBlocks() {
 	blockCache.Lock()
-	blockCache.spaces, blockCache.n = map[string]*spaceBlocks{}, 0
+	blockCache.spaces, blockCache.n, blockCache.rows = map[string]*spaceBlocks{}, 0, 0
 	blockCache.Unlock()
 }
 
