@@ -98,7 +98,8 @@ func refusedInName(r rune) string {
 // case-folded skeleton of the NFKC name (which keeps "I" a look-alike of "l"). Names left with
 // no letter or digit compare equal to each other (such old names cannot be told apart, so they
 // never approve each other's changes). Stored names minted before ValidatePersonName existed
-// are compared the same way, at approval time.
+// are compared the same way, at approval time. Known limit: a name mixing a case change with
+// a case-sensitive look-alike in the same name ("bIII" for "Bill") matches neither form.
 func SamePersonName(a, b string) bool {
 	fa, fb := personForms(a), personForms(b)
 	if fa[0] == "" || fb[0] == "" {
