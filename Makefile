@@ -107,6 +107,8 @@ $(WORKFLOWCHECK):
 ## receipts, one subject's erasure (1k states, 10k turns; needs bin/temporal).
 ## One working-memory request at a time through each handler (issue 16): CPU time and
 ## allocations per request, the API against the floor.
+## Block reads during sustained note writes (issue 27, internal/notes BlockDuringWrites):
+## reads right after a write of the reader's source against quiet reads, interleaved rounds.
 bench:
 	$(GO) test -run '^$$' -bench WM -benchtime 5000x -timeout 30m ./bench
 	$(GO) test -run '^$$' -bench Request -benchmem -benchtime 5000x -timeout 30m ./bench

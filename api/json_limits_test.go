@@ -141,6 +141,54 @@ func TestRequestIDIsABoundedToken(t *testing.T) {
 	require.Contains(t, logged.String(), good)
 }
 
+// TestRequestIDRefusesPhoneNumbers (issue 27): phone numbers in the token alphabet (digits
+// only or with . - _ : separators), e-mails, long tokens and control characters are replaced
+// by a generated id and never echoed nor logged; the service's own shape and ordinary tokens
+// with short digit runs are adopted.
+func TestRequestIDRefusesPhoneNumbers(t *testing.T) {
+	var logged bytes.Buffer
+	e := apitest.New(t, "sqlite", func(d *api.Deps) {
+		d.Logger = slog.New(slog.NewJSONHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	cases := []struct {
+		name, id string
+		adopted  bool
+	}{
+		{"digits-only phone", "5551234567", false},
+		{"E.164 without plus", "5511987654321", false},
+		{"dashed phone", "555-123-4567", false},
+		{"dotted phone", "44.20.7946.0958", false},
+		{"underscored phone", "11_98765_4321", false},
+		{"colon phone", "555:123:4567", false},
+		{"phone inside a token", "req-5551234567", false},
+		{"phone with plus", "+5551234567", false},
+		{"e-mail", "ana.souza@example.com", false},
+		{"65 characters", strings.Repeat("a", 65), false},
+		{"control character", "req\x01abc", false},
+		{"newline", "req\nabc", false},
+		{"the service's shape", "3f9a0c5e7b2d4a16", true},
+		{"short digit runs", "req-01:abc.DEF_9", true},
+		{"six digits", "job-123456", true},
+		{"digits split by letters", "a1234b5678c9012", true},
+	}
+	for _, c := range cases {
+		res := e.Do("GET", "/v1/receipts", e.AdminKey, nil, "X-Request-Id", c.id)
+		require.Equal(t, http.StatusOK, res.Status, c.name)
+		got := res.Header.Get("X-Request-Id")
+		if c.adopted {
+			require.Equal(t, c.id, got, "%s: got %q, want it adopted", c.name, got)
+			require.Contains(t, logged.String(), c.id, c.name)
+			continue
+		}
+		require.Regexp(t, `^[0-9a-f]{16}$`, got, "%s: a generated id", c.name)
+		require.NotEqual(t, c.id, got, c.name)
+		require.NotContains(t, logged.String(), c.id, "%s: never logged", c.name)
+	}
+	for _, part := range []string{"5551234567", "555-123-4567", "7946.0958", "98765_4321", "example.com"} {
+		require.NotContains(t, logged.String(), part)
+	}
+}
+
 // TestLoneSurrogateEscapesAreRefused (issue 11 §4): a \ud800-style escape is refused as raw
 // invalid UTF-8 is (400 invalid_json), as a body value and in a scope id, and changes nothing:
 // "\ud800lone" no longer opens the state of "\ufffdlone".

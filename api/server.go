@@ -152,19 +152,50 @@ func (s *Server) HTTPServer(addr string) *http.Server {
 	}
 }
 
-// isRequestID reports whether id has the shape of a caller's X-Request-Id the server adopts,
-// ^[A-Za-z0-9._:-]{1,64}$: a short token that cannot carry free text (an e-mail, a name).
-// Anything else is replaced. Checked byte by byte (no regular expression per request).
+// isRequestID reports whether id has the shape of a caller's X-Request-Id the server adopts:
+// ^[A-Za-z0-9._:-]{1,64}$ (a short token that cannot carry free text such as an e-mail or a
+// name) in which no stretch of digits and separators (. _ : -) holds more than
+// maxRequestIDDigits digits, so a phone number in any of its written forms (5551234567,
+// 555-123-4567, 44.20.7946.0958) is not adopted either (issue 27). The ids the server issues
+// always pass. Anything else is replaced. Checked byte by byte (no regular expression per
+// request).
 func isRequestID(id string) bool {
 	if len(id) < 1 || len(id) > 64 {
 		return false
 	}
+	digits := 0 // digits in the current stretch of digits and separators
 	for i := 0; i < len(id); i++ {
-		if !alnum(id[i]) && !strings.ContainsRune("._:-", rune(id[i])) {
+		c := id[i]
+		switch {
+		case '0' <= c && c <= '9':
+			if digits++; digits > maxRequestIDDigits {
+				return false
+			}
+		case strings.IndexByte("._:-", c) >= 0:
+		case alnum(c):
+			digits = 0
+		default:
 			return false
 		}
 	}
 	return true
+}
+
+// maxRequestIDDigits is the most digits a caller's request id may hold in one stretch of
+// digits and separators: the shortest subscriber numbers dialled in full have 7.
+const maxRequestIDDigits = 6
+
+// newRequestID returns a fresh request id: 16 lowercase hex digits, drawn again in the rare
+// case the draw holds a long stretch of decimal digits, so that an id the server issued is
+// always adopted when a caller sends it back (isRequestID).
+func newRequestID() string {
+	var b [8]byte
+	for {
+		_, _ = rand.Read(b[:]) // crypto/rand never fails on supported platforms
+		if id := hex.EncodeToString(b[:]); isRequestID(id) {
+			return id
+		}
+	}
 }
 
 // isAgentVersion reports whether v is what an Agent-Version header may hold (MS-5
@@ -188,15 +219,13 @@ func alnum(c byte) bool {
 }
 
 // requestID adopts the caller's X-Request-Id when it has its shape (isRequestID), else generates
-// one (16 hex digits); the caller's value is never logged or echoed otherwise. The id is in the
+// one (newRequestID, 16 hex digits); the caller's value is never logged or echoed otherwise. The id is in the
 // answer's X-Request-Id header and in every log line of the request.
 func (s *Server) requestID() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id := c.GetHeader("X-Request-Id")
 		if !isRequestID(id) {
-			var b [8]byte
-			_, _ = rand.Read(b[:])
-			id = hex.EncodeToString(b[:])
+			id = newRequestID()
 		}
 		c.Set(requestIDKey, id)
 		c.Request = c.Request.WithContext(logs.WithRequestID(c.Request.Context(), id))

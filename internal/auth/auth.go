@@ -152,8 +152,8 @@ func (s KeySpec) Validate() error {
 			}
 		}
 	case KindPerson:
-		if strings.TrimSpace(s.Name) == "" || len(s.Name) > 120 {
-			return fault.New(fault.Invalid, "invalid_member", "name must be 1-120 characters").With("member", "name")
+		if err := ValidatePersonName(s.Name); err != nil {
+			return err
 		}
 		if s.Agent != "" || s.Vendor != "" || len(s.Scopes) > 0 {
 			return fault.New(fault.Invalid, "invalid_member", "a person key takes name and roles, not agent, vendor or scopes").With("member", "scopes")

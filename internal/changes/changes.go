@@ -16,11 +16,9 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/uptrace/bun"
-	"golang.org/x/text/unicode/norm"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/db"
@@ -236,28 +234,11 @@ func load(ctx context.Context, idb bun.IDB, spaceID, name, id string, lock bool)
 }
 
 // samePerson reports whether p is the person who proposed row: the same key, or a key of the
-// same person name. Names are compared by personKey, so a look-alike spelling (other case,
-// white space, zero-width or other format characters, compatibility forms) is the same name.
+// same person name however spelled (auth.SamePersonName: case, white space, invisible
+// characters, combining marks, compatibility forms and TR39 look-alikes aside). Stored names
+// are compared at approval time, so keys minted before names were checked are covered too.
 func samePerson(p auth.Principal, row models.DocumentChange) bool {
-	if p.KeyID == row.ProposedBy {
-		return true
-	}
-	a, b := personKey(p.Name), personKey(row.ProposerName)
-	return a != "" && a == b
-}
-
-// personKey is name in NFKC, case-folded, without white space and without the characters that
-// render as nothing (Unicode format characters, variation selectors, default-ignorables).
-func personKey(name string) string {
-	var b strings.Builder
-	for _, r := range norm.NFKC.String(name) {
-		if unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Variation_Selector, r) ||
-			unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) {
-			continue
-		}
-		b.WriteRune(unicode.ToLower(unicode.SimpleFold(unicode.ToUpper(r))))
-	}
-	return b.String()
+	return p.KeyID == row.ProposedBy || auth.SamePersonName(p.Name, row.ProposerName)
 }
 
 // mintedAfter reports whether the approving key p was minted after row was proposed: such a key

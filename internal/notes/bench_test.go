@@ -90,3 +90,70 @@ func BenchmarkBlockRead(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBlockDuringWrites (issue 27): GET /v1/agent-memory/block by an agent whose source
+// holds blockWriteNotes notes and keeps receiving more, in interleaved rounds of
+// blockWriteRound reads: "quiet" rounds, where nothing changes between reads, and "writing"
+// rounds, where a note of the same source is written (untimed) before each read, so every
+// timed read is the first after a change of its block (what a read sees during a sustained
+// write burst), on each database. p50/p99 per kind of round.
+func BenchmarkBlockDuringWrites(b *testing.B) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		b.Run(engine, func(b *testing.B) {
+			e, key := benchEnv(b, engine)
+			agent := e.AgentKey("bench-bot", "acme", "agent_memory")
+			n := 0
+			writeNote := func() {
+				n++
+				r := e.Do("POST", "/v1/agent-memory/notes", key, map[string]any{
+					"kind": "procedure", "source_id": "bench-bot", "title": fmt.Sprintf("Step %d", n), "visibility": "vendor",
+					"body": fmt.Sprintf("Pull up the account, validate purchase %d, record the reason and enter the details.", n),
+					"tags": []string{fmt.Sprintf("t%d", n%5)}})
+				if r.Status != http.StatusCreated {
+					b.Fatalf("write: got %d, want 201: %s", r.Status, r.Body)
+				}
+			}
+			for range blockWriteNotes {
+				writeNote()
+			}
+			path := "/v1/agent-memory/block?max_tokens=2000&tags=t1"
+			e.MustDo(http.StatusOK, "GET", path, agent, nil)
+			lat := map[bool][]time.Duration{}
+			total := max(b.N, 2*blockWriteRound) // at least one round of each kind
+			b.ResetTimer()
+			for done := 0; done < total; {
+				for _, writing := range []bool{false, true} {
+					for i := 0; i < blockWriteRound && done < total; i, done = i+1, done+1 {
+						if writing {
+							b.StopTimer()
+							writeNote()
+							b.StartTimer()
+						}
+						t0 := time.Now()
+						r := e.Do("GET", path, agent, nil)
+						lat[writing] = append(lat[writing], time.Since(t0))
+						if r.Status != http.StatusOK {
+							b.Fatalf("read: got %d, want 200: %s", r.Status, r.Body)
+						}
+					}
+				}
+			}
+			b.StopTimer()
+			ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+			for _, writing := range []bool{false, true} {
+				l := lat[writing]
+				slices.Sort(l)
+				name := map[bool]string{false: "quiet", true: "after_write"}[writing]
+				b.ReportMetric(ms(l[len(l)/2]), name+"_p50_ms")
+				b.ReportMetric(ms(l[len(l)*99/100]), name+"_p99_ms")
+			}
+		})
+	}
+}
+
+// The shape of BenchmarkBlockDuringWrites: 370 notes in the reader's source at the start (the
+// attacker's figure), rounds of 50 reads.
+const (
+	blockWriteNotes = 370
+	blockWriteRound = 50
+)

@@ -243,7 +243,7 @@ func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest)
 	}
 	b, ok := cachedBlock(p.SpaceID, erased, blockKey(ids, req))
 	if !ok {
-		if b, err = s.buildBlock(ctx, v, req, now, erased); err != nil {
+		if b, err = s.buildBlock(ctx, v, req, now, erased, ids); err != nil {
 			return Block{}, err
 		}
 	}
@@ -278,20 +278,28 @@ func (s *Service) answerBlock(ctx context.Context, p auth.Principal, v viewer, r
 	return b, nil
 }
 
-// buildBlock loads the notes v may read at now, builds the block of req over them and
-// caches it under the ids it was built from and the space's note-erasure revision erased.
-func (s *Service) buildBlock(ctx context.Context, v viewer, req BlockRequest, now time.Time, erased int64) (Block, error) {
-	var rows []models.Note
-	if err := deliverable(s.DB.NewSelect().Model(&rows), v, now).Scan(ctx); err != nil {
-		return Block{}, fmt.Errorf("notes: block: %w", err)
+// buildBlock builds the block of req over the deliverable notes ids (sorted) of v at now and
+// caches it under ids and the space's note-erasure revision erased. The rows come from the
+// row cache, loading only the ids it does not keep (loadBlockRows, issue 27); when one of
+// those is no longer deliverable, every deliverable row is loaded again, as one statement, and
+// the block is built and cached under the ids of what was loaded.
+func (s *Service) buildBlock(ctx context.Context, v viewer, req BlockRequest, now time.Time, erased int64, ids []string) (Block, error) {
+	rows, ok, err := s.loadBlockRows(ctx, v, ids, now, erased)
+	if err != nil {
+		return Block{}, err
 	}
-	ids := make([]string, len(rows))
-	for i, r := range rows {
-		ids[i] = r.ID
+	if !ok {
+		var notes []models.Note
+		if err := deliverable(s.DB.NewSelect().Model(&notes), v, now).Scan(ctx); err != nil {
+			return Block{}, fmt.Errorf("notes: block: %w", err)
+		}
+		rows, ids = make([]blockRow, len(notes)), make([]string, len(notes))
+		for i, n := range notes {
+			rows[i], ids[i] = blockRow{note: n, tags: decodeTags(n.Tags)}, n.ID
+		}
+		slices.Sort(ids)
 	}
-	slices.Sort(ids)
-	sortForBlock(rows, req)
-	b, err := assemble(rows, req.MaxTokens)
+	b, err := assemble(orderRows(rows, req), req.MaxTokens)
 	if err != nil {
 		return Block{}, err
 	}
@@ -302,22 +310,39 @@ func (s *Service) buildBlock(ctx context.Context, v viewer, req BlockRequest, no
 	return b, nil
 }
 
+// orderRows returns the notes of rows in block order (sortForBlock: AM-4, CTX-1).
+func orderRows(rows []blockRow, req BlockRequest) []models.Note {
+	out := make([]models.Note, len(rows))
+	for i, r := range rows {
+		out[i] = r.note
+	}
+	sortForBlock(out, req)
+	return out
+}
+
 // blockCache keeps built blocks per space, in this process only. A key names the exact
 // note versions and request a block was built from, so an entry is never stale; a space's
 // entries are kept under the space's note-erasure revision they were built at and dropped
 // when a block read finds another one (an erasure through any process), and all of them
 // whenever this process erases notes (EraseSource), so no erased text stays in memory
 // (MS-4). It is emptied when it reaches maxCachedBlocks entries.
+//
+// Beside the blocks it keeps the rows of the note versions they were built from (blockRow,
+// at most maxCachedRows), so a block whose notes changed by one is built loading one row
+// (issue 27); the rows live and die with the space's blocks.
 var blockCache = struct {
 	sync.Mutex
 	spaces map[string]*spaceBlocks
-	n      int
+	n      int // blocks kept
+	rows   int // rows kept
 }{spaces: map[string]*spaceBlocks{}}
 
-// spaceBlocks are one space's cached blocks, built at note-erasure revision erased.
+// spaceBlocks are one space's cached blocks and note rows, kept at note-erasure revision
+// erased.
 type spaceBlocks struct {
 	erased int64
 	blocks map[string]Block
+	rows   map[string]blockRow
 }
 
 // maxCachedBlocks bounds blockCache.
@@ -345,8 +370,7 @@ func cachedBlock(spaceID string, erased int64, key string) (Block, bool) {
 		return Block{}, false
 	}
 	if sb.erased != erased {
-		blockCache.n -= len(sb.blocks)
-		delete(blockCache.spaces, spaceID)
+		dropSpaceLocked(spaceID)
 		return Block{}, false
 	}
 	b, ok := sb.blocks[key]
@@ -361,16 +385,9 @@ func storeBlock(spaceID string, erased int64, key string, b Block) {
 	blockCache.Lock()
 	defer blockCache.Unlock()
 	if blockCache.n >= maxCachedBlocks {
-		blockCache.spaces, blockCache.n = map[string]*spaceBlocks{}, 0
+		blockCache.spaces, blockCache.n, blockCache.rows = map[string]*spaceBlocks{}, 0, 0
 	}
-	sb := blockCache.spaces[spaceID]
-	if sb == nil || sb.erased != erased {
-		if sb != nil {
-			blockCache.n -= len(sb.blocks)
-		}
-		sb = &spaceBlocks{erased: erased, blocks: map[string]Block{}}
-		blockCache.spaces[spaceID] = sb
-	}
+	sb := spaceLocked(spaceID, erased)
 	if _, ok := sb.blocks[key]; !ok {
 		blockCache.n++
 	}
@@ -380,7 +397,7 @@ func storeBlock(spaceID string, erased int64, key string, b Block) {
 // forgetBlocks empties blockCache.
 func forgetBlocks() {
 	blockCache.Lock()
-	blockCache.spaces, blockCache.n = map[string]*spaceBlocks{}, 0
+	blockCache.spaces, blockCache.n, blockCache.rows = map[string]*spaceBlocks{}, 0, 0
 	blockCache.Unlock()
 }
 

@@ -80,7 +80,7 @@ func TestBlockCacheDropsSpaceAfterErasureElsewhere(t *testing.T) {
 	})
 }
 
-// cachesText reports whether a block cached for space holds text.
+// cachesText reports whether a block or a note row cached for space holds text.
 func cachesText(spaceID, text string) bool {
 	blockCache.Lock()
 	defer blockCache.Unlock()
@@ -93,6 +93,11 @@ func cachesText(spaceID, text string) bool {
 			return true
 		}
 	}
+	for _, r := range sb.rows {
+		if strings.Contains(r.note.Title, text) || strings.Contains(r.note.Body, text) {
+			return true
+		}
+	}
 	return false
 }
 
@@ -101,9 +106,12 @@ func snapshotBlocks() map[string]*spaceBlocks {
 	defer blockCache.Unlock()
 	out := map[string]*spaceBlocks{}
 	for id, sb := range blockCache.spaces {
-		cp := &spaceBlocks{erased: sb.erased, blocks: map[string]Block{}}
+		cp := &spaceBlocks{erased: sb.erased, blocks: map[string]Block{}, rows: map[string]blockRow{}}
 		for k, b := range sb.blocks {
 			cp.blocks[k] = b
+		}
+		for k, r := range sb.rows {
+			cp.rows[k] = r
 		}
 		out[id] = cp
 	}
@@ -113,8 +121,9 @@ func snapshotBlocks() map[string]*spaceBlocks {
 func restoreBlocks(m map[string]*spaceBlocks) {
 	blockCache.Lock()
 	defer blockCache.Unlock()
-	blockCache.spaces, blockCache.n = m, 0
+	blockCache.spaces, blockCache.n, blockCache.rows = m, 0, 0
 	for _, sb := range m {
 		blockCache.n += len(sb.blocks)
+		blockCache.rows += len(sb.rows)
 	}
 }
