@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -146,11 +147,7 @@ func (h *Console) showReceipts(c *gin.Context, p auth.Principal, v *receipts.Ver
 		return
 	}
 	// Nothing shown (this page, v's verification read before it) can be lost.
-	if err := receipts.Flush(ctx, h.DB); err != nil {
-		h.fail(c, err)
-		return
-	}
-	keys, err := auth.List(ctx, h.DB, p.SpaceID)
+	keys, err := h.flushedActors(ctx, p.SpaceID)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -342,11 +339,7 @@ func (h *Console) receiptDetail(c *gin.Context) {
 		return
 	}
 	// What is shown (the receipt, its entry) must not be lost by a crash after this page.
-	if err := receipts.Flush(ctx, h.DB); err != nil {
-		h.fail(c, err)
-		return
-	}
-	keys, err := auth.List(ctx, h.DB, p.SpaceID)
+	keys, err := h.flushedActors(ctx, p.SpaceID)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -383,4 +376,14 @@ func backFilter(back string) string {
 		}
 	}
 	return out.Encode()
+}
+
+// flushedActors makes every receipt appended so far durable (receipts.Flush: a receipt page
+// shows nothing a crash could still lose), then lists the space's keys, which name the
+// receipts' actors.
+func (h *Console) flushedActors(ctx context.Context, spaceID string) ([]auth.KeyInfo, error) {
+	if err := receipts.Flush(ctx, h.DB); err != nil {
+		return nil, err
+	}
+	return auth.List(ctx, h.DB, spaceID)
 }
