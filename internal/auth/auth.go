@@ -293,7 +293,7 @@ type KeyInfo struct {
 	CreatedBy string     `json:"created_by"`
 	CreatedAt time.Time  `json:"created_at"`
 	RevokedAt *time.Time `json:"revoked_at"`
-	// LastUsedAt is when the key last authenticated an API request, to the minute (Usage);
+	// LastUsedAt is when the key last authenticated an API request, refreshed at most once a minute (Usage);
 	// nil: never, as far as recorded.
 	LastUsedAt *time.Time `json:"last_used_at"`
 }
