@@ -107,6 +107,10 @@ export interface Note {
 export interface ProposalAccepted {
   proposal_id: string;
   status?: string;
+  /** The gate's kinds that sent the write to review (`agent_memory.gate`: `name`, `instruction`). */
+  review?: string[];
+  /** The written tags outside the space's vocabulary (CTX-1); absent when every tag is known. */
+  unknown_tags?: string[];
 }
 
 /** Answer 200 of `GET /v1/agent-memory/block` (schema `Block`). */
