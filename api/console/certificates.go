@@ -27,19 +27,29 @@ type erasureData struct {
 	Clean     bool // every store's probe found nothing
 }
 
+// erasureOf checks that the person may see compliance and loads the erasure the path's id
+// names; when either fails the page has been answered and ok is false.
+func (h *Console) erasureOf(c *gin.Context) (p auth.Principal, v compliance.ErasureView, ok bool) {
+	p, ok = h.allow(c, "Compliance")
+	if !ok {
+		return p, v, false
+	}
+	v, err := h.Compliance.GetErasure(c.Request.Context(), p, c.Param("id"))
+	if err != nil {
+		h.fail(c, err)
+		return p, v, false
+	}
+	return p, v, true
+}
+
 // erasurePage: an erasure's status and, once completed, its certificate with the result of
 // checking its signature against the server's published keys.
 func (h *Console) erasurePage(c *gin.Context) {
-	p, ok := h.allow(c, "Compliance")
+	p, v, ok := h.erasureOf(c)
 	if !ok {
 		return
 	}
 	ctx := c.Request.Context()
-	v, err := h.Compliance.GetErasure(ctx, p, c.Param("id"))
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
 	d := erasureData{Erasure: v}
 	if v.Status == compliance.StatusCompleted {
 		cert, sigJSON, err := h.Compliance.SignedCertificate(ctx, p, v.ErasureID)
@@ -101,16 +111,11 @@ func (h *Console) checkSignature(cert []byte, sigJSON string) (*signing.Signatur
 // "signature"}, which `agentmemory verify-certificate` checks offline (PR-3). An erasure not
 // completed, or a certificate issued without a signing key, is refused (409) with the page.
 func (h *Console) certificateDownload(c *gin.Context) {
-	p, ok := h.allow(c, "Compliance")
+	p, v, ok := h.erasureOf(c)
 	if !ok {
 		return
 	}
 	ctx := c.Request.Context()
-	v, err := h.Compliance.GetErasure(ctx, p, c.Param("id"))
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
 	if v.Status != compliance.StatusCompleted {
 		h.renderView(c, http.StatusConflict, "error", view{Title: "Certificate", Active: "Compliance", Error: "The erasure is " + v.Status + ": it has no certificate yet."})
 		return
