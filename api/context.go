@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -30,10 +31,19 @@ func (s *Server) buildContext(c *gin.Context) {
 		return
 	}
 	c.Header("ETag", a.ETag)
-	c.Header("Cache-Control", "private, no-cache")
+	c.Header("Cache-Control", cacheControl(a.MaxAge))
 	if a.NotModified {
 		c.Status(http.StatusNotModified)
 		return
 	}
 	c.PureJSON(http.StatusOK, a)
+}
+
+// cacheControl is the Cache-Control of a block or context answer: private (it is the key's
+// view), fresh for maxAge seconds, then revalidated by ETag (CTX-4); 0 is no-cache.
+func cacheControl(maxAge int) string {
+	if maxAge <= 0 {
+		return "private, no-cache"
+	}
+	return "private, max-age=" + strconv.Itoa(maxAge)
 }

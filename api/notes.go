@@ -286,7 +286,7 @@ func (s *Server) noteBlock(c *gin.Context) {
 		return
 	}
 	c.Header("ETag", b.ETag)
-	c.Header("Cache-Control", "private, no-cache")
+	c.Header("Cache-Control", cacheControl(b.MaxAge))
 	if b.NotModified {
 		c.Status(http.StatusNotModified)
 		return

@@ -63,6 +63,9 @@ type Block struct {
 	Tokens      int      `json:"tokens"`
 	ETag        string   `json:"-"`
 	NotModified bool     `json:"-"`
+	// MaxAge is the space's freshness period in seconds (spaces.Features.ContextMaxAge),
+	// sent as Cache-Control max-age (CTX-4).
+	MaxAge int `json:"-"`
 
 	body []byte // Body's bytes, encoded once when the block is built (withBody)
 }
@@ -173,6 +176,14 @@ func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest)
 	if err != nil {
 		return Block{}, err
 	}
+	b, err := s.blockOf(ctx, p, req, v, f)
+	b.MaxAge = f.ContextMaxAge()
+	return b, err
+}
+
+// blockOf is Block's answer once the request, the view, the reader and the features are
+// known.
+func (s *Service) blockOf(ctx context.Context, p auth.Principal, req BlockRequest, v viewer, f spaces.Features) (Block, error) {
 	config, known := spaces.AssumedConfig(ctx, p.SpaceID)
 	if !f.AgentMemory.Enabled {
 		// No receipt to check the key's revision: a key and documents from a cache are

@@ -94,6 +94,9 @@ type Answer struct {
 	ChunkIDs      []string `json:"chunk_ids"`
 	KnowledgeMode string   `json:"knowledge_mode"`
 	NotModified   bool     `json:"-"`
+	// MaxAge is the space's freshness period in seconds (spaces.Features.ContextMaxAge),
+	// sent as Cache-Control max-age (CTX-4).
+	MaxAge int `json:"-"`
 }
 
 // Service answers context calls. Receipts group-commits the receipts (nil: one transaction
@@ -146,6 +149,11 @@ func (s *Service) Build(ctx context.Context, p auth.Principal, req Request, ifNo
 		return Answer{}, err
 	}
 	a.NotModified = matches(ifNoneMatch, a.ETag)
+	f, err := s.Notes.Docs.Features(ctx, p.SpaceID)
+	if err != nil {
+		return Answer{}, err
+	}
+	a.MaxAge = f.ContextMaxAge()
 	return a, s.record(ctx, p, req, cn, a, kbs)
 }
 

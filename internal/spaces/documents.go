@@ -55,7 +55,9 @@ type AgentStateFeature struct {
 // AgentMemoryFeature configures agent memory (AM-3): Writes is "agents" (default) or
 // "human_only"; MaxNotesPerSource caps active notes per agent (default 500); ReviewerApproves
 // lets role reviewer approve proposals (default true); WebhookURL receives events when set;
-// Gate says what name and instruction hits of the gate do (GATE-2, GATE-3; nil: refuse).
+// Gate says what name and instruction hits of the gate do (GATE-2, GATE-3; nil: refuse);
+// CacheSeconds is the freshness period of a block or context answer (CTX-4; see
+// Features.ContextMaxAge).
 type AgentMemoryFeature struct {
 	Enabled           bool             `json:"enabled"`
 	Writes            string           `json:"writes,omitempty"`
@@ -63,6 +65,7 @@ type AgentMemoryFeature struct {
 	ReviewerApproves  *bool            `json:"reviewer_approves,omitempty"`
 	WebhookURL        string           `json:"webhook_url,omitempty"`
 	Gate              *AgentMemoryGate `json:"gate,omitempty"`
+	CacheSeconds      *int             `json:"cache_seconds,omitempty"`
 }
 
 // MaskingSettings are the space's masking rules: DefaultRegion is the ISO 3166 region used to
@@ -90,6 +93,23 @@ func (f Features) NotesCap() int {
 		return 500
 	}
 	return f.AgentMemory.MaxNotesPerSource
+}
+
+// Freshness period of block and context answers, in seconds (CTX-4).
+const (
+	DefaultContextMaxAge = 60
+	MaxContextMaxAge     = 3600
+)
+
+// ContextMaxAge is how long, in seconds, a client may keep a block or context answer before
+// revalidating it with If-None-Match (CTX-4): agent_memory.cache_seconds, 0 to 3600, default
+// DefaultContextMaxAge. The server sends it as Cache-Control max-age; 0 asks clients to
+// revalidate every time.
+func (f Features) ContextMaxAge() int {
+	if f.AgentMemory.CacheSeconds == nil {
+		return DefaultContextMaxAge
+	}
+	return *f.AgentMemory.CacheSeconds
 }
 
 // HumanOnly reports whether agents' note writes become proposals (AM-8).
@@ -120,6 +140,9 @@ func ParseFeatures(data []byte) (Features, error) {
 	}
 	if u := f.AgentMemory.WebhookURL; u != "" && !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
 		return f, invalidMember("agent_memory.webhook_url", "must be an http(s) URL")
+	}
+	if c := f.AgentMemory.CacheSeconds; c != nil && (*c < 0 || *c > MaxContextMaxAge) {
+		return f, invalidMember("agent_memory.cache_seconds", "must be between 0 and 3600")
 	}
 	if err := validateGate(f.AgentMemory.Gate); err != nil {
 		return f, err
