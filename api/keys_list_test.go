@@ -194,3 +194,36 @@ func TestKeyUsageRecordsAtMostOncePerMinute(t *testing.T) {
 		require.NoError(t, nilUsage.Flush(ctx, e.DB, t0))
 	})
 }
+
+// TestKeySelf: GET /v1/keys/self tells any key its own space, id, kind, agent and vendor or
+// name, scopes and roles (QT-2), never a secret; without a key it is 401.
+func TestKeySelf(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		bot := e.AgentKey("shop-bot", "acme-ai", "agent_memory", "context")
+		var self map[string]any
+		r := e.MustDo(http.StatusOK, http.MethodGet, "/v1/keys/self", bot, nil)
+		require.NoError(t, json.Unmarshal(r.Body, &self))
+		listed := listKeys(t, e, e.AdminKey, "")
+		var want listedKey
+		for _, k := range listed.Keys {
+			if k.Agent == "shop-bot" {
+				want = k
+			}
+		}
+		require.Equal(t, map[string]any{"space_id": e.SpaceID, "key_id": want.ID, "kind": "agent", "agent": "shop-bot",
+			"vendor": "acme-ai", "scopes": []any{"agent_memory", "context"}, "roles": []any{}}, self)
+		require.NotContains(t, string(r.Body), bot, "never the key")
+
+		sol := e.PersonKey("Sol", "security", "reviewer")
+		r = e.MustDo(http.StatusOK, http.MethodGet, "/v1/keys/self", sol, nil)
+		self = nil
+		require.NoError(t, json.Unmarshal(r.Body, &self))
+		require.Equal(t, "person", self["kind"])
+		require.Equal(t, "Sol", self["name"])
+		require.ElementsMatch(t, []any{"security", "reviewer"}, self["roles"])
+		require.Equal(t, []any{}, self["scopes"])
+		require.NotContains(t, self, "agent")
+
+		require.Equal(t, http.StatusUnauthorized, e.Do(http.MethodGet, "/v1/keys/self", "", nil).Status)
+	})
+}

@@ -212,6 +212,9 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(200, "GET", "/v1/documents/features", admin, nil)
 			bot := e.AgentKey("shop-bot", "acme-ai", "agent_state", "agent_memory", "agent_memory:write", "context")
 			c.do(403, "GET", "/v1/documents/features", bot, nil)
+			c.do(200, "GET", "/v1/keys/self", bot, nil)
+			c.do(200, "GET", "/v1/keys/self", admin, nil)
+			c.do(401, "GET", "/v1/keys/self", "", nil)
 
 			// Change requests of the documents (issue 15): the admin key proposes, another
 			// security person decides.

@@ -42,6 +42,7 @@ func (s *Server) routes() {
 	// Keys and space documents.
 	v1.POST("/keys", s.createKey)
 	v1.GET("/keys", s.listKeys) // api/keys.go
+	v1.GET("/keys/self", s.keySelf)
 	v1.DELETE("/keys/:key_id", s.revokeKey)
 	v1.GET("/documents/:name", s.getDocument)
 	v1.PUT("/documents/:name", s.putDocument)
