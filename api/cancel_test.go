@@ -66,5 +66,6 @@ func TestCancelledWriteIsAnsweredAsSuch(t *testing.T) {
 		require.Equal(t, int32(3), m.calls.Load(), "the write stopped at its first attempt after the cancel")
 		require.NotContains(t, sink.String(), "internal error")
 		require.True(t, strings.Contains(sink.String(), `"status":499`), "the access log records 499: %s", sink.String())
+		require.Contains(t, sink.String(), `"space_id":"`+e.SpaceID+`"`, "the access line names the space (QT-2)")
 	})
 }

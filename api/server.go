@@ -235,15 +235,21 @@ func (s *Server) requestID() gin.HandlerFunc {
 }
 
 // accessLog logs one line per request: method, route template (never the raw path, which may
-// hold ids), status, duration and request id.
+// hold ids), status, duration, request id and, once a key authenticated, the space id (QT-2:
+// not a secret; never the key id, scope ids or personal data).
 func (s *Server) accessLog() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
+		space := ""
+		if v, ok := c.Get(principalKey); ok {
+			space = v.(auth.Principal).SpaceID
+		}
 		// Typed attributes: the same line as key-value pairs, without boxing each value.
 		s.log.LogAttrs(c.Request.Context(), slog.LevelInfo, "request",
 			slog.String("method", c.Request.Method), slog.String("route", c.FullPath()), slog.Int("status", c.Writer.Status()),
-			slog.Int64("duration_ms", time.Since(start).Milliseconds()), slog.String("request_id", c.GetString(requestIDKey)))
+			slog.Int64("duration_ms", time.Since(start).Milliseconds()), slog.String("request_id", c.GetString(requestIDKey)),
+			slog.String("space_id", space))
 	}
 }
 
