@@ -181,7 +181,7 @@ func (r *recorder) WriteHeader(s int)           { r.status = s }
 // TestLogsCarryNoPersonalData writes a state with an e-mail in a pii field under a
 // phone-shaped conversation id, then sends refused requests (and a refused note) carrying the
 // same values, and scans every log line (debug level, JSON) for the scope id, the e-mail and
-// the keys.
+// the keys; the space id, not a secret, is on every authenticated access line (QT-2).
 func TestLogsCarryNoPersonalData(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		sink := &logstest.Buffer{}
@@ -218,8 +218,15 @@ func TestLogsCarryNoPersonalData(t *testing.T) {
 		require.GreaterOrEqual(t, len(lines), 8, "every request logs a line: got %d lines", len(lines))
 		require.Contains(t, out, `"route":"/v1/agent-state"`)
 		require.Regexp(t, regexp.MustCompile(`"request_id":"[0-9a-f]{16}"`), out)
-		for _, secret := range []string{scope, "98765-4321", "987654321", "5511987654321", email, "ana.souza", key, writer, e.AdminKey, Secret(), e.SpaceID} {
+		for _, secret := range []string{scope, "98765-4321", "987654321", "5511987654321", email, "ana.souza", key, writer, e.AdminKey, Secret()} {
 			require.NotContains(t, out, secret, "the logs carry %q:\n%s", secret, out)
+		}
+		// The space id is not a secret: every authenticated access line names it (QT-2).
+		require.Contains(t, out, `"route":"/v1/agent-state","status":200,`)
+		for _, line := range lines {
+			if strings.Contains(line, `"msg":"request"`) && !strings.Contains(line, `"status":401`) && !strings.Contains(line, `"route":"/readyz"`) {
+				require.Contains(t, line, `"space_id":"`+e.SpaceID+`"`)
+			}
 		}
 		slog.Default() // the default logger is untouched: nothing in api logs through it
 	})
