@@ -53,32 +53,22 @@ func (s *Server) listKeys(c *gin.Context) {
 	c.PureJSON(http.StatusOK, gin.H{"keys": list, "next_after": next})
 }
 
-// KeySelf is the answer of GET /v1/keys/self: the calling key's own space, id, kind, agent
-// and vendor (agent keys), name (person keys), scopes and roles (QT-2: a key learns what it
-// may do without a person's help); never the key or its hash.
+// KeySelf is the answer of GET /v1/keys/self: the calling key as GET /v1/keys lists it
+// (auth.KeyInfo: id, kind, agent and vendor or name, scopes, roles, purposes, dates) and its
+// space's id (QT-2: a key learns what it may do without a person's help); never the key or
+// its hash.
 type KeySelf struct {
-	SpaceID string   `json:"space_id"`
-	KeyID   string   `json:"key_id"`
-	Kind    string   `json:"kind"`
-	Agent   string   `json:"agent,omitempty"`
-	Vendor  string   `json:"vendor,omitempty"`
-	Name    string   `json:"name,omitempty"`
-	Scopes  []string `json:"scopes"`
-	Roles   []string `json:"roles"`
+	SpaceID string `json:"space_id"`
+	auth.KeyInfo
 }
 
-// keySelf: GET /v1/keys/self (any key) -> 200 KeySelf, read from the authenticated key.
+// keySelf: GET /v1/keys/self (any key) -> 200 KeySelf.
 func (s *Server) keySelf(c *gin.Context) {
 	p := principal(c)
-	self := KeySelf{SpaceID: p.SpaceID, KeyID: p.KeyID, Kind: p.Kind, Agent: p.Agent, Vendor: p.Vendor, Name: p.Name,
-		Scopes: nonNil(p.Scopes), Roles: nonNil(p.Roles)}
-	c.PureJSON(http.StatusOK, self)
-}
-
-// nonNil is list, or an empty list for nil (so the answer holds [] rather than null).
-func nonNil(list []string) []string {
-	if list == nil {
-		return []string{}
+	info, err := auth.Info(s.ctx(c), s.DB, p.SpaceID, p.KeyID)
+	if err != nil {
+		s.writeError(c, err)
+		return
 	}
-	return list
+	c.PureJSON(http.StatusOK, KeySelf{SpaceID: p.SpaceID, KeyInfo: info})
 }

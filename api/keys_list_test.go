@@ -24,6 +24,7 @@ type listedKey struct {
 	Vendor     string     `json:"vendor"`
 	Scopes     []string   `json:"scopes"`
 	Roles      []string   `json:"roles"`
+	Purposes   []string   `json:"purposes"`
 	CreatedBy  string     `json:"created_by"`
 	CreatedAt  time.Time  `json:"created_at"`
 	RevokedAt  *time.Time `json:"revoked_at"`
@@ -196,7 +197,7 @@ func TestKeyUsageRecordsAtMostOncePerMinute(t *testing.T) {
 }
 
 // TestKeySelf: GET /v1/keys/self tells any key its own space, id, kind, agent and vendor or
-// name, scopes and roles (QT-2), never a secret; without a key it is 401.
+// name, scopes, roles and purposes (QT-2), never a secret; without a key it is 401.
 func TestKeySelf(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		bot := e.AgentKey("shop-bot", "acme-ai", "agent_memory", "context")
@@ -210,8 +211,11 @@ func TestKeySelf(t *testing.T) {
 				want = k
 			}
 		}
-		require.Equal(t, map[string]any{"space_id": e.SpaceID, "key_id": want.ID, "kind": "agent", "agent": "shop-bot",
-			"vendor": "acme-ai", "scopes": []any{"agent_memory", "context"}, "roles": []any{}}, self)
+		require.Equal(t, e.SpaceID, self["space_id"])
+		for member, v := range map[string]any{"key_id": want.ID, "kind": "agent", "agent": "shop-bot", "vendor": "acme-ai",
+			"scopes": []any{"agent_memory", "context"}, "roles": []any{}, "purposes": []any{}, "revoked_at": nil} {
+			require.Equal(t, v, self[member], member)
+		}
 		require.NotContains(t, string(r.Body), bot, "never the key")
 
 		sol := e.PersonKey("Sol", "security", "reviewer")
@@ -225,5 +229,48 @@ func TestKeySelf(t *testing.T) {
 		require.NotContains(t, self, "agent")
 
 		require.Equal(t, http.StatusUnauthorized, e.Do(http.MethodGet, "/v1/keys/self", "", nil).Status)
+	})
+}
+
+// TestKeyPurposes: an agent key's purposes are set at mint, listed with the key, told to the
+// key itself and named in the key.create receipt (QT-2); bad purposes are 400 naming the
+// member and mint nothing.
+func TestKeyPurposes(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		r := e.MustDo(http.StatusCreated, http.MethodPost, "/v1/keys", e.AdminKey, map[string]any{"kind": "agent", "agent": "shop-bot",
+			"vendor": "acme-ai", "scopes": []string{"agent_memory"}, "purposes": []string{"customer-support", "refunds"}})
+		minted := r.JSON(t)
+		id, key := minted["key_id"].(string), minted["key"].(string)
+
+		var self map[string]any
+		require.NoError(t, json.Unmarshal(e.MustDo(http.StatusOK, http.MethodGet, "/v1/keys/self", key, nil).Body, &self))
+		require.Equal(t, []any{"customer-support", "refunds"}, self["purposes"])
+		for _, k := range listKeys(t, e, e.AdminKey, "").Keys {
+			if k.ID == id {
+				require.Equal(t, []string{"customer-support", "refunds"}, k.Purposes)
+			} else {
+				require.Equal(t, []string{}, k.Purposes, "keys minted without purposes list none")
+			}
+		}
+		var detail map[string]any
+		for _, rc := range spaceReceipts(t, e, e.AdminKey) {
+			if rc.Action == "key.create" && len(rc.ObjectIDs) == 1 && rc.ObjectIDs[0] == id {
+				detail = rc.Detail
+			}
+		}
+		require.Equal(t, []any{"customer-support", "refunds"}, detail["purposes"], "the receipt names the purposes")
+
+		before := len(listKeys(t, e, e.AdminKey, "").Keys)
+		for _, bad := range []map[string]any{
+			{"kind": "agent", "agent": "a1", "vendor": "v", "purposes": []string{"Refunds"}},
+			{"kind": "agent", "agent": "a1", "vendor": "v", "purposes": []string{"x", "x"}},
+			{"kind": "agent", "agent": "a1", "vendor": "v", "purposes": []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}},
+			{"kind": "agent", "agent": "a1", "vendor": "v", "purposes": "refunds"},
+			{"kind": "person", "name": "Sol", "roles": []string{"security"}, "purposes": []string{"audit"}},
+		} {
+			r := e.Do(http.MethodPost, "/v1/keys", e.AdminKey, bad)
+			require.Equal(t, http.StatusBadRequest, r.Status, "%v: %s", bad, r.Body)
+		}
+		require.Len(t, listKeys(t, e, e.AdminKey, "").Keys, before, "a refused mint stores nothing")
 	})
 }

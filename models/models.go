@@ -24,15 +24,17 @@ type Space struct {
 type APIKey struct {
 	bun.BaseModel `bun:"table:api_keys"`
 
-	ID        string     `bun:"id,pk"`
-	SpaceID   string     `bun:"space_id"`
-	Hash      string     `bun:"hash"`
-	Kind      string     `bun:"kind"`
-	Agent     string     `bun:"agent"`
-	Vendor    string     `bun:"vendor"`
-	Name      string     `bun:"name"`
-	Scopes    []string   `bun:"scopes,type:text"`
-	Roles     []string   `bun:"roles,type:text"`
+	ID      string   `bun:"id,pk"`
+	SpaceID string   `bun:"space_id"`
+	Hash    string   `bun:"hash"`
+	Kind    string   `bun:"kind"`
+	Agent   string   `bun:"agent"`
+	Vendor  string   `bun:"vendor"`
+	Name    string   `bun:"name"`
+	Scopes  []string `bun:"scopes,type:text"`
+	Roles   []string `bun:"roles,type:text"`
+	// Purposes are an agent key's purposes, set at mint (QT-2); empty for person keys.
+	Purposes  []string   `bun:"purposes,type:text"`
 	CreatedBy string     `bun:"created_by"`
 	CreatedAt time.Time  `bun:"created_at"`
 	RevokedAt *time.Time `bun:"revoked_at"`

@@ -147,3 +147,28 @@ func TestConsoleFormsDoNothingTwice(t *testing.T) {
 		require.Equal(t, 1, count(t, e, "receipts", "action = ? AND object_ids LIKE ?", "document.put", `%object-types%`))
 	})
 }
+
+// An agent key minted in the Console carries the purposes typed in (comma-separated), and the
+// Keys screen shows them (QT-2).
+func TestConsoleMintAgentKeyWithPurposes(t *testing.T) {
+	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+		admin := signIn(t, e, e.AdminKey)
+		admin.get("/console/keys")
+		form := url.Values{"kind": {"agent"}, "agent": {"shop-bot"}, "vendor": {"acme-ai"}, "scopes": {"agent_memory"},
+			"purposes": {" customer-support, refunds ,"}, "form": {admin.forms[len(admin.forms)-1]}}
+		r := admin.post("/console/keys", form)
+		require.Equal(t, http.StatusSeeOther, r.Status, r.Body)
+		var purposes string
+		require.NoError(t, e.DB.NewSelect().Table("api_keys").Column("purposes").Where("agent = ?", "shop-bot").Scan(t.Context(), &purposes))
+		require.JSONEq(t, `["customer-support","refunds"]`, purposes)
+		shown := admin.get(r.Location)
+		require.Contains(t, shown.Body, "for customer-support, refunds")
+
+		admin.get("/console/keys")
+		form = url.Values{"kind": {"agent"}, "agent": {"bad-bot"}, "vendor": {"acme-ai"}, "purposes": {"Refunds!"}, "form": {admin.forms[len(admin.forms)-1]}}
+		r = admin.post("/console/keys", form)
+		require.Equal(t, http.StatusBadRequest, r.Status)
+		require.Contains(t, r.Body, "purpose")
+		require.Zero(t, count(t, e, "api_keys", "agent = ?", "bad-bot"))
+	})
+}

@@ -194,6 +194,7 @@ func (h *Console) mintKey(c *gin.Context) {
 	spec := auth.KeySpec{Kind: c.PostForm("kind")}
 	if spec.Kind == auth.KindAgent {
 		spec.Agent, spec.Vendor, spec.Scopes = strings.TrimSpace(c.PostForm("agent")), strings.TrimSpace(c.PostForm("vendor")), c.PostFormArray("scopes")
+		spec.Purposes = purposesOf(c.PostForm("purposes"))
 	} else {
 		spec.Name, spec.Roles = strings.TrimSpace(c.PostForm("name")), c.PostFormArray("roles")
 	}
@@ -222,4 +223,16 @@ func (h *Console) revokeKey(c *gin.Context) {
 		return
 	}
 	redirect(c, "/console/keys", "key_revoked")
+}
+
+// purposesOf splits the mint form's comma-separated purposes, trimmed, empty ones dropped
+// (auth.KeySpec.Validate judges the rest).
+func purposesOf(field string) []string {
+	var out []string
+	for _, p := range strings.Split(field, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

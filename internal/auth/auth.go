@@ -129,7 +129,16 @@ type KeySpec struct {
 	Name   string   `json:"name,omitempty"`
 	Scopes []string `json:"scopes,omitempty"`
 	Roles  []string `json:"roles,omitempty"`
+	// Purposes (agent keys, QT-2): what the agent is for, at most MaxPurposes distinct
+	// lower-case words (purposePattern), shown with the key and receipted at mint.
+	Purposes []string `json:"purposes,omitempty"`
 }
+
+// MaxPurposes is the most purposes an agent key may carry.
+const MaxPurposes = 8
+
+// purposePattern is one purpose: a lower-case word of up to 40 letters, digits, _ and -.
+var purposePattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,39}$`)
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$`)
 
@@ -151,12 +160,18 @@ func (s KeySpec) Validate() error {
 				return fault.New(fault.Invalid, "invalid_member", "unknown scope %q (known: %s)", sc, strings.Join(AllScopes, ", ")).With("member", "scopes")
 			}
 		}
+		if err := validatePurposes(s.Purposes); err != nil {
+			return err
+		}
 	case KindPerson:
 		if err := ValidatePersonName(s.Name); err != nil {
 			return err
 		}
 		if s.Agent != "" || s.Vendor != "" || len(s.Scopes) > 0 {
 			return fault.New(fault.Invalid, "invalid_member", "a person key takes name and roles, not agent, vendor or scopes").With("member", "scopes")
+		}
+		if len(s.Purposes) > 0 {
+			return fault.New(fault.Invalid, "invalid_member", "purposes belong to agent keys").With("member", "purposes")
 		}
 		if len(s.Roles) == 0 {
 			return fault.New(fault.Invalid, "invalid_member", "a person key needs at least one role").With("member", "roles")
@@ -168,6 +183,23 @@ func (s KeySpec) Validate() error {
 		}
 	default:
 		return fault.New(fault.Invalid, "invalid_member", `kind must be "agent" or "person"`).With("member", "kind")
+	}
+	return nil
+}
+
+// validatePurposes checks an agent key's purposes: at most MaxPurposes, each a lower-case
+// word (purposePattern), no repeats (fault.Invalid naming "purposes").
+func validatePurposes(purposes []string) error {
+	if len(purposes) > MaxPurposes {
+		return fault.New(fault.Invalid, "invalid_member", "at most %d purposes", MaxPurposes).With("member", "purposes")
+	}
+	for i, pu := range purposes {
+		if !purposePattern.MatchString(pu) {
+			return fault.New(fault.Invalid, "invalid_member", "a purpose is a lower-case word of up to 40 letters, digits, _ and -").With("member", "purposes")
+		}
+		if slices.Contains(purposes[:i], pu) {
+			return fault.New(fault.Invalid, "invalid_member", "purpose %q is repeated", pu).With("member", "purposes")
+		}
 	}
 	return nil
 }
@@ -196,7 +228,7 @@ func Mint(ctx context.Context, db bun.IDB, spaceID, createdBy string, spec KeySp
 	row := &models.APIKey{
 		ID: NewID("key"), SpaceID: spaceID, Hash: hash, Kind: spec.Kind,
 		Agent: spec.Agent, Vendor: spec.Vendor, Name: spec.Name,
-		Scopes: nonNil(spec.Scopes), Roles: nonNil(spec.Roles),
+		Scopes: nonNil(spec.Scopes), Roles: nonNil(spec.Roles), Purposes: nonNil(spec.Purposes),
 		CreatedBy: createdBy, CreatedAt: now.UTC(),
 	}
 	if _, err := db.NewInsert().Model(row).Exec(ctx); err != nil {
@@ -290,6 +322,7 @@ type KeyInfo struct {
 	Name      string     `json:"name,omitempty"`
 	Scopes    []string   `json:"scopes"`
 	Roles     []string   `json:"roles"`
+	Purposes  []string   `json:"purposes"`
 	CreatedBy string     `json:"created_by"`
 	CreatedAt time.Time  `json:"created_at"`
 	RevokedAt *time.Time `json:"revoked_at"`
@@ -306,6 +339,20 @@ func List(ctx context.Context, db bun.IDB, spaceID string) ([]KeyInfo, error) {
 		return nil, fmt.Errorf("auth: list keys: %w", err)
 	}
 	return keyInfos(rows), nil
+}
+
+// Info returns key keyID of spaceID as List shows it. An unknown key is fault.NotFound
+// "key_not_found".
+func Info(ctx context.Context, db bun.IDB, spaceID, keyID string) (KeyInfo, error) {
+	var row models.APIKey
+	err := db.NewSelect().Model(&row).ExcludeColumn("hash").Where("id = ? AND space_id = ?", keyID, spaceID).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return KeyInfo{}, fault.New(fault.NotFound, "key_not_found", "no such key")
+	}
+	if err != nil {
+		return KeyInfo{}, fmt.Errorf("auth: load key: %w", err)
+	}
+	return keyInfos([]models.APIKey{row})[0], nil
 }
 
 // ByID resolves key keyID of spaceID to its Principal, as Authenticate does for the key

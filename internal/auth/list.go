@@ -34,7 +34,7 @@ func keyInfos(rows []models.APIKey) []KeyInfo {
 	out := make([]KeyInfo, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, KeyInfo{ID: r.ID, Kind: r.Kind, Agent: r.Agent, Vendor: r.Vendor, Name: r.Name,
-			Scopes: nonNil(r.Scopes), Roles: nonNil(r.Roles), CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(),
+			Scopes: nonNil(r.Scopes), Roles: nonNil(r.Roles), Purposes: nonNil(r.Purposes), CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(),
 			RevokedAt: utcPtr(r.RevokedAt), LastUsedAt: utcPtr(r.LastUsedAt)})
 	}
 	return out

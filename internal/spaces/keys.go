@@ -32,7 +32,7 @@ func MintKey(ctx context.Context, db bun.IDB, p auth.Principal, spec auth.KeySpe
 		}
 		_, err = receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
 			Kind: receipts.KindAdmin, Action: "key.create", ActorKey: p.KeyID, ObjectIDs: []string{keyID},
-			Detail: map[string]any{"kind": spec.Kind},
+			Detail: keyDetail(spec),
 		}, now)
 		return err
 	})
@@ -62,4 +62,14 @@ func RevokeKey(ctx context.Context, db bun.IDB, p auth.Principal, keyID string, 
 		}, now)
 		return err
 	})
+}
+
+// keyDetail is a key.create receipt's detail: the key's kind and, for an agent key with
+// purposes, its purposes (QT-2).
+func keyDetail(spec auth.KeySpec) map[string]any {
+	d := map[string]any{"kind": spec.Kind}
+	if len(spec.Purposes) > 0 {
+		d["purposes"] = spec.Purposes
+	}
+	return d
 }
