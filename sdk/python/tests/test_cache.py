@@ -136,6 +136,24 @@ class CacheTest(unittest.TestCase):
                                                 tags=["account"])
         self.assertIn("Locked accounts", c.block(tags=["account"]).text)
 
+    def test_async_client_shares_the_cache(self) -> None:
+        import asyncio
+        clock = harness.FakeClock()
+        ac = agentmemory.AsyncClient(self.proxy.url, self.key, clock=clock)
+        mark = self.proxy.mark()
+
+        async def twice() -> list:
+            return [await ac.context(max_tokens=400, task={"id": "t-async", "object_types": ["refund"]})
+                    for _ in range(2)]
+
+        first, second = asyncio.run(twice())
+        self.assertEqual(len(self.proxy.since(mark, CONTEXT)), 1)
+        self.assertTrue(second.fresh)
+        self.assertEqual(second.system_block, first.system_block)
+        self.assertEqual(ac.sync.context(max_tokens=400, task={"object_types": ["refund"], "id": "t-async"}).etag,
+                         first.etag)
+        self.assertEqual(len(self.proxy.since(mark, CONTEXT)), 1)  # the same body in another key order
+
     def test_max_age_parsing(self) -> None:
         self.assertEqual(agentmemory.max_age("private, max-age=60"), 60)
         self.assertEqual(agentmemory.max_age("private, no-cache"), 0)
