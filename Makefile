@@ -57,7 +57,9 @@ test-typescript: temporal build
 		node --test --test-concurrency=1 build/test/*.test.js
 
 ## test-python: the Python SDK (sdk/python, standard library unittest) against the real binary:
-## the conformance suite (sdk/conformance), the tool kit against /mcp, the README quick start.
+## the conformance suite (sdk/conformance), the tool kit against /mcp, the README quick start,
+## the block/context cache (counted by a proxy), the OpenAI Agents SDK and LangChain
+## integrations and examples (with stand-ins of the frameworks: no Python package index here).
 test-python: temporal build
 	cd sdk/python && AGENTMEMORY_BIN=$(CURDIR)/bin/agentmemory AGENTMEMORY_TEMPORAL_CLI=$(TEMPORAL) \
 		$(PYTHON) -m unittest discover -s tests -t tests -v

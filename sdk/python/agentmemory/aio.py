@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from .client import Block, Client, Conflict, Note, Retrieval, Saved, Scope, Session, State, WriteResult
+from .client import Block, Client, Conflict, Context, Note, Retrieval, Saved, Scope, Session, State, WriteResult
 from .tools import Toolkit
 
 
@@ -67,6 +67,10 @@ class AsyncSession:
         """See Session.agent_memory."""
         return await asyncio.to_thread(self._sync.agent_memory, max_tokens, tags, view)
 
+    async def context(self, **kw: Any) -> Context:
+        """See Session.context."""
+        return await asyncio.to_thread(lambda: self._sync.context(**kw))
+
     async def remember(self, kind: str, title: str, body: str, tags: Optional[Sequence[str]] = None, **kw: Any) -> Saved:
         """See Session.remember."""
         return await asyncio.to_thread(lambda: self._sync.remember(kind, title, body, tags, **kw))
@@ -110,6 +114,14 @@ class AsyncClient:
 
     async def block(self, max_tokens: Optional[int] = None, tags: Optional[Sequence[str]] = None, view: str = "") -> Block:
         return await asyncio.to_thread(self.sync.block, max_tokens, tags, view)
+
+    async def context(self, **kw: Any) -> Context:
+        """See :meth:`agentmemory.Client.context` (the same keyword arguments, the same cache)."""
+        return await asyncio.to_thread(lambda: self.sync.context(**kw))
+
+    async def knowledge_base_ids(self, limit: int = 10) -> List[str]:
+        """See :meth:`agentmemory.Client.knowledge_base_ids`."""
+        return await asyncio.to_thread(self.sync.knowledge_base_ids, limit)
 
     async def remember(self, kind: str, title: str, body: str, tags: Optional[Sequence[str]] = None, **kw: Any) -> Saved:
         return await asyncio.to_thread(lambda: self.sync.remember(kind, title, body, tags, **kw))

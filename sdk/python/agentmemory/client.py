@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections import OrderedDict
 import logging
 import os
 import threading
@@ -13,7 +14,7 @@ import urllib.parse
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ._http import Transport
 from .errors import AgentMemoryError, ConflictError, UnavailableError, UnreachableError
@@ -21,8 +22,8 @@ from .errors import AgentMemoryError, ConflictError, UnavailableError, Unreachab
 log = logging.getLogger("agentmemory")
 
 __all__ = [
-    "DELETE", "Scope", "State", "WriteResult", "Conflict", "Block", "Note", "Saved", "RetrievedChunk", "Retrieval",
-    "Client", "Session", "AgentState", "system_prompt",
+    "DELETE", "Scope", "State", "WriteResult", "Conflict", "Block", "Context", "ContextTokens", "Note", "Saved",
+    "RetrievedChunk", "Retrieval", "Client", "Session", "AgentState", "system_prompt",
 ]
 
 
@@ -118,7 +119,8 @@ class Conflict:
 class Block:
     """The notes block for a prompt (AM-4): ``text`` (empty when agent memory is off, then
     ``enabled`` is False), the ids of the notes in it, its size in tokens and its ``etag``.
-    ``not_modified`` is True when this call was answered 304 and served from the cache."""
+    ``not_modified`` is True when this call was served from the cache: answered 304, or
+    ``fresh`` (inside the answer's freshness period, CTX-4: no request was sent at all)."""
 
     text: str = ""
     enabled: bool = False
@@ -126,9 +128,56 @@ class Block:
     tokens: int = 0
     etag: str = ""
     not_modified: bool = False
+    fresh: bool = False
 
     def __str__(self) -> str:
         return self.text
+
+
+@dataclass
+class ContextTokens:
+    """The token counts of a context answer (cl100k_base): the system block, the task section,
+    the knowledge evidence, and ``total`` (the block plus the context as delivered, never over
+    the request's ``max_tokens``)."""
+
+    system_block: int = 0
+    task_notes: int = 0
+    knowledge: int = 0
+    total: int = 0
+
+
+@dataclass
+class Context:
+    """The answer of the context call (POST /v1/context, CTX-2): ``system_block`` for the system
+    prompt (after the agent's instructions, before the customer's context: AM-4) and ``context``
+    (the fenced knowledge evidence, then the task's note section) within one token budget.
+    ``note_ids`` are the block's notes, ``task_note_ids`` the task section's, ``chunk_ids`` the
+    evidence's; ``knowledge_mode`` is ``hybrid``, ``lexical_only`` or "" (no knowledge asked).
+    ``enabled`` is False while agent memory is off (block and task section empty).
+    ``not_modified`` and ``fresh`` as on Block (CTX-4)."""
+
+    system_block: str = ""
+    context: str = ""
+    tokens: ContextTokens = field(default_factory=ContextTokens)
+    etag: str = ""
+    enabled: bool = False
+    note_ids: List[str] = field(default_factory=list)
+    task_note_ids: List[str] = field(default_factory=list)
+    chunk_ids: List[str] = field(default_factory=list)
+    knowledge_mode: str = ""
+    not_modified: bool = False
+    fresh: bool = False
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any], etag: str) -> "Context":
+        t = d.get("tokens") or {}
+        return cls(system_block=str(d.get("system_block") or ""), context=str(d.get("context") or ""),
+                   tokens=ContextTokens(system_block=int(t.get("system_block") or 0),
+                                        task_notes=int(t.get("task_notes") or 0),
+                                        knowledge=int(t.get("knowledge") or 0), total=int(t.get("total") or 0)),
+                   etag=etag or str(d.get("etag") or ""), enabled=bool(d.get("enabled")),
+                   note_ids=list(d.get("note_ids") or []), task_note_ids=list(d.get("task_note_ids") or []),
+                   chunk_ids=list(d.get("chunk_ids") or []), knowledge_mode=str(d.get("knowledge_mode") or ""))
 
 
 @dataclass
@@ -246,12 +295,47 @@ class Retrieval:
 
 def system_prompt(instructions: str, notes: Any = None, context: Any = None) -> str:
     """Builds a system prompt: the agent's instructions, then the notes block, then the
-    customer's context, joined by a blank line (empty parts left out). ``notes`` is a Block or
-    text; the block goes after the instructions and before the customer context (AM-4), so the
+    customer's context, joined by a blank line (empty parts left out). ``notes`` is a Block, a
+    Context (its ``system_block``; its ``context`` too when ``context`` is not given) or text;
+    the block goes after the instructions and before the customer context (AM-4), so the
     prompt prefix a provider caches stays the same for every customer."""
+    if isinstance(notes, Context):
+        if context is None:
+            context = notes.context
+        notes = notes.system_block
     parts = [instructions, notes.text if isinstance(notes, Block) else notes,
-             getattr(context, "text", context)]
+             context.context if isinstance(context, Context) else getattr(context, "text", context)]
     return "\n\n".join(str(p) for p in parts if p)
+
+
+#: How many call shapes (block and context answers) a client keeps cached; the least recently
+#: used goes first. A context call per user message (knowledge before each model call) would
+#: otherwise grow the cache without end.
+MAX_CACHED_ANSWERS = 256
+
+
+def max_age(cache_control: str) -> float:
+    """The freshness period in seconds of an answer's Cache-Control header (CTX-4):
+    ``max-age=N`` gives N; ``no-cache``, ``no-store``, an absent header or a malformed value
+    give 0 (revalidate every call)."""
+    age = 0.0
+    for directive in (cache_control or "").lower().split(","):
+        name, _, value = directive.strip().partition("=")
+        if name in ("no-cache", "no-store"):
+            return 0.0
+        if name == "max-age":
+            try:
+                age = max(0.0, float(int(value.strip().strip('"'))))
+            except ValueError:
+                return 0.0
+    return age
+
+
+@dataclass
+class _Cached:
+    value: Any  # a Block or a Context, never handed out (callers get copies)
+    etag: str
+    fresh_until: float  # a clock reading: before it the value is served without a request
 
 
 _Key = Tuple[str, str, str]
@@ -283,6 +367,8 @@ class Client:
         timeout: seconds per HTTP request.
         max_retries: retries of a 429 or 5xx answer (exponential backoff, or Retry-After).
         max_retry_wait: an answer asking to wait longer than this is returned at once.
+        clock: seconds on a monotonic clock (default ``time.monotonic``): when a cached block or
+            context answer stops being fresh (CTX-4). Tests pass their own.
 
     Raises:
         ValueError: without a base URL (outside replay mode), or with an unreadable queue file.
@@ -291,7 +377,7 @@ class Client:
     def __init__(self, base_url: Optional[str] = None, key: Optional[str] = None, *, agent: str = "",
                  agent_version: str = "", queue_file: Optional[str] = None, replay: bool = False,
                  timeout: float = 10.0, max_retries: int = 3, max_retry_wait: float = 30.0,
-                 backoff: float = 0.25) -> None:
+                 backoff: float = 0.25, clock: Callable[[], float] = time.monotonic) -> None:
         base_url = base_url if base_url is not None else os.environ.get("AGENTMEMORY_URL", "")
         key = key if key is not None else os.environ.get("AGENTMEMORY_KEY", "")
         if not replay and not base_url:
@@ -308,7 +394,8 @@ class Client:
         self._local: Dict[_Key, State] = {}
         self._queue: List[Dict[str, Any]] = []
         self._conflicts: List[Conflict] = []
-        self._blocks: Dict[str, Block] = {}
+        self._clock = clock
+        self._cache: "OrderedDict[str, _Cached]" = OrderedDict()
         self._load_queue()
 
     def __repr__(self) -> str:
@@ -513,9 +600,12 @@ class Client:
     def block(self, max_tokens: Optional[int] = None, tags: Optional[Sequence[str]] = None,
               view: str = "") -> Block:
         """The notes block for the prompt (GET /v1/agent-memory/block). Cached per (max_tokens,
-        tags, view) and revalidated with If-None-Match: unchanged costs a 304 and returns the
-        cached block with ``not_modified`` True. ``max_tokens`` is 50..2000 (the service's
-        default 300). Raises AgentMemoryError (400 for a bad max_tokens, 401, 403)."""
+        tags, view, source) for the answer's freshness period (``Cache-Control: max-age``, the
+        space's ``agent_memory.cache_seconds``; CTX-4): inside it no request is sent (``fresh``
+        and ``not_modified`` True); after it the block is revalidated with If-None-Match, and
+        unchanged costs a 304 that renews the period (``not_modified`` True). ``no-cache`` or no
+        header: revalidated on every call. ``max_tokens`` is 50..2000 (the service's default
+        300). Raises AgentMemoryError (400 for a bad max_tokens or an unknown view, 401, 403)."""
         q: Dict[str, str] = {}
         if max_tokens:
             q["max_tokens"] = str(int(max_tokens))
@@ -526,20 +616,83 @@ class Client:
         if self.agent:
             q["source_id"] = self.agent
         path = "/v1/agent-memory/block" + ("?" + urllib.parse.urlencode(sorted(q.items())) if q else "")
+
+        def parse(resp: Any) -> Block:
+            d = resp.data or {}
+            return Block(text=str(d.get("text") or ""), enabled=bool(d.get("enabled")),
+                         note_ids=list(d.get("note_ids") or []), tokens=int(d.get("tokens") or 0),
+                         etag=resp.header("ETag"))
+
+        out: Block = self._cached("block " + path, lambda h: self._http.request("GET", path, headers=h), parse)
+        return out
+
+    def context(self, *, view: str = "", task: Optional[Mapping[str, Any]] = None, max_tokens: Optional[int] = None,
+                block_max_tokens: Optional[int] = None, include_agent_memory: bool = False,
+                knowledge: Optional[Mapping[str, Any]] = None) -> Context:
+        """The context call (POST /v1/context, CTX-2): the system block and the context (the
+        fenced knowledge evidence, then the task's note section) within one token budget, one
+        receipt. ``task`` is ``{"id", "object_types"}`` (object types order the block after the
+        view and select the task section, which ``include_agent_memory`` appends); ``knowledge``
+        is ``{"kbs", "query", "top_k", "min_score", "filters"}`` as on retrieve; ``max_tokens``
+        50..10000 (default 2000), ``block_max_tokens`` 50..2000 (default 300). Cached per
+        request body (its canonical JSON) exactly as ``block`` is (CTX-4). The key needs scope
+        ``context``, or ``agent_memory`` plus ``knowledge:read`` for a knowledge part.
+
+        Raises AgentMemoryError: 400 ``invalid_member`` naming the member (an unknown view,
+        include_agent_memory without object types...), 403 ``scope_required`` or
+        ``feature_disabled``, 404 ``knowledge_base_not_found``, UnreachableError."""
+        body: Dict[str, Any] = {}
+        if view:
+            body["view"] = view
+        if task:
+            body["task"] = dict(task)
+        if max_tokens is not None:
+            body["max_tokens"] = int(max_tokens)
+        if block_max_tokens is not None:
+            body["block_max_tokens"] = int(block_max_tokens)
+        if include_agent_memory:
+            body["include_agent_memory"] = True
+        if knowledge:
+            body["knowledge"] = dict(knowledge)
+        if self.agent:
+            body["source_id"] = self.agent
+        shape = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        out: Context = self._cached(
+            "context " + shape, lambda h: self._http.request("POST", "/v1/context", body, h),
+            lambda resp: Context.from_wire(resp.data or {}, resp.header("ETag")))
+        return out
+
+    def _cached(self, key: str, send: Callable[[Optional[Dict[str, str]]], Any], parse: Callable[[Any], Any]) -> Any:
+        """One cached read (CTX-4): a fresh entry is served without a request; a stale one is
+        revalidated with If-None-Match (a 304 renews its period); a 200 replaces it. The period
+        counts from before the request was sent, so it never outlives the server's."""
+        now = self._clock()
         with self._lock:
-            cached = self._blocks.get(path)
-        headers = {"If-None-Match": cached.etag} if cached is not None and cached.etag else None
-        resp = self._http.request("GET", path, headers=headers)
-        if resp.status == 304 and cached is not None:
-            out = copy.deepcopy(cached)
+            entry = self._cache.get(key)
+            if entry is not None:
+                self._cache.move_to_end(key)
+        if entry is not None and now < entry.fresh_until:
+            out = copy.deepcopy(entry.value)
+            out.not_modified = out.fresh = True
+            return out
+        headers = {"If-None-Match": entry.etag} if entry is not None and entry.etag else None
+        resp = send(headers)
+        if resp.status == 304 and entry is None:  # not ours to answer from: ask again, unconditionally
+            resp = send(None)
+        age = max_age(resp.header("Cache-Control"))
+        if resp.status == 304 and entry is not None:
+            with self._lock:
+                entry.fresh_until = now + age
+            out = copy.deepcopy(entry.value)
             out.not_modified = True
             return out
-        d = resp.data or {}
-        b = Block(text=str(d.get("text") or ""), enabled=bool(d.get("enabled")), note_ids=list(d.get("note_ids") or []),
-                  tokens=int(d.get("tokens") or 0), etag=resp.header("ETag"))
+        value = parse(resp)
         with self._lock:
-            self._blocks[path] = copy.deepcopy(b)
-        return b
+            self._cache[key] = _Cached(copy.deepcopy(value), value.etag, now + age)
+            self._cache.move_to_end(key)
+            while len(self._cache) > MAX_CACHED_ANSWERS:
+                self._cache.popitem(last=False)
+        return value
 
     def remember(self, kind: str, title: str, body: str, tags: Optional[Sequence[str]] = None, *,
                  visibility: str = "", conversation_id: str = "", task_id: str = "",
@@ -629,17 +782,30 @@ class Client:
         return Retrieval(mode=str(d.get("mode", "")), chunks=[RetrievedChunk.from_wire(c) for c in d.get("chunks") or []],
                          context=str(d.get("context") or ""), context_tokens=int(d.get("context_tokens") or 0))
 
+    def knowledge_base_ids(self, limit: int = 10) -> List[str]:
+        """The ids of the knowledge bases this key may read, by name, at most ``limit`` (GET
+        /v1/knowledge: an agent key sees the bases whose readers grant it; the MCP server's
+        default for search_knowledge without kbs). Raises AgentMemoryError (403
+        ``scope_required`` without ``knowledge:read``, ``feature_disabled``)."""
+        d = self._http.request("GET", "/v1/knowledge").data or {}
+        return [str(b.get("id")) for b in d.get("bases") or [] if isinstance(b, dict)][:limit]
+
     # Tools --------------------------------------------------------------------------------------
 
-    def tools(self, agent_memory: bool = True, write_agent_memory: bool = False, *,
-              can_write: Optional[bool] = None, discover: bool = True) -> "Toolkit":
-        """The model tool kit: ``search_agent_memory`` (with agent_memory) and ``remember`` (with
-        write_agent_memory, and only when the key holds ``agent_memory:write``). What the key may
-        use is learned from the service's MCP tool list (POST /mcp tools/list, which follows the
-        key's scopes and the space's features); ``can_write`` overrides that for remember, and
-        ``discover=False`` offers what is asked without asking the service. Raises
-        AgentMemoryError when discovery fails."""
-        from .tools import Toolkit, discover_tools
+    def tools(self, agent_memory: bool = True, write_agent_memory: bool = False, *, knowledge: bool = False,
+              knowledge_bases: Optional[Sequence[str]] = None, can_write: Optional[bool] = None,
+              discover: bool = True) -> "Toolkit":
+        """The model tool kit: ``search_agent_memory`` (with agent_memory), ``remember`` (with
+        write_agent_memory, and only when the key holds ``agent_memory:write``) and
+        ``search_knowledge`` (with knowledge, and only where the key may read knowledge: scope
+        ``knowledge:read`` and knowledge on for the space). What the key may use is learned from
+        the service's MCP tool list (POST /mcp tools/list, which follows the key's scopes and
+        the space's features); ``can_write`` overrides that for remember, and
+        ``discover=False`` offers what is asked without asking the service.
+        ``knowledge_bases`` are the base ids search_knowledge searches when the model names
+        none (default: every base the key may read, at most 10). Raises AgentMemoryError when
+        discovery fails."""
+        from .tools import SEARCH_KNOWLEDGE, Toolkit, discover_tools
         offered: Optional[List[str]] = None
         if discover and not self.replay:
             offered = discover_tools(self._http)
@@ -650,7 +816,9 @@ class Client:
             allowed = can_write if can_write is not None else (offered is None or "remember" in offered)
             if allowed:
                 names.append("remember")
-        return Toolkit(self, names)
+        if knowledge and (offered is None or SEARCH_KNOWLEDGE in offered):
+            names.append(SEARCH_KNOWLEDGE)
+        return Toolkit(self, names, knowledge_bases=knowledge_bases)
 
     @staticmethod
     def system_prompt(instructions: str, notes: Any = None, context: Any = None) -> str:
@@ -711,6 +879,10 @@ class Session:
                      view: Optional[str] = None) -> Block:
         """The notes block (see Client.block); the session's view orders the notes unless given."""
         return self.client.block(max_tokens=max_tokens, tags=tags, view=self.view if view is None else view)
+
+    def context(self, *, view: Optional[str] = None, **kw: Any) -> Context:
+        """Client.context; the session's view orders the block unless given."""
+        return self.client.context(view=self.view if view is None else view, **kw)
 
     def remember(self, kind: str, title: str, body: str, tags: Optional[Sequence[str]] = None, *,
                  visibility: str = "", idempotency_key: Optional[str] = None,

@@ -7,6 +7,7 @@ the installed package.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import shutil
@@ -14,11 +15,13 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, NamedTuple, Optional
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -169,3 +172,89 @@ def setup_space(server: DevServer, knowledge: bool = False) -> Dict[str, Any]:
                     raise RuntimeError("knowledge document of %s: status %s, want ready" % (kb["name"], got["status"]))
                 time.sleep(0.1)
     return setup
+
+
+class Seen(NamedTuple):
+    """One request the proxy forwarded: method, path (with its query), the If-None-Match it
+    carried ("" when none) and the status the binary answered."""
+
+    method: str
+    path: str
+    if_none_match: str
+    status: int
+
+
+class CountingProxy:
+    """A reverse proxy in front of the binary that records every request it forwards, so a test
+    can count what a client sent (CTX-4: no request inside the freshness period). ``url`` is
+    where clients point; ``seen`` lists the requests; ``count(path_prefix)`` counts them."""
+
+    def __init__(self, upstream: str) -> None:
+        self.seen: List[Seen] = []
+        self._lock = threading.Lock()
+        host, port = upstream.split("//", 1)[1].split(":")
+        proxy = self
+
+        class H(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _forward(self) -> None:
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else None
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                conn = http.client.HTTPConnection(host, int(port), timeout=30)
+                try:
+                    conn.request(self.command, self.path, body=body, headers=headers)
+                    resp = conn.getresponse()
+                    data = resp.read()
+                    with proxy._lock:
+                        proxy.seen.append(Seen(self.command, self.path, self.headers.get("If-None-Match") or "", resp.status))
+                    self.send_response(resp.status)
+                    for k, v in resp.getheaders():
+                        if k.lower() not in ("content-length", "connection", "transfer-encoding", "date", "server"):
+                            self.send_header(k, v)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                finally:
+                    conn.close()
+
+            do_GET = do_POST = do_PUT = do_DELETE = _forward
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = "http://127.0.0.1:%d" % self._httpd.server_address[1]
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def count(self, path_prefix: str) -> int:
+        """How many forwarded requests have a path starting with path_prefix."""
+        with self._lock:
+            return sum(1 for r in self.seen if r.path.startswith(path_prefix))
+
+    def since(self, mark: int, path_prefix: str) -> List[Seen]:
+        """The requests with that path prefix forwarded after the first ``mark`` requests."""
+        with self._lock:
+            return [r for r in self.seen[mark:] if r.path.startswith(path_prefix)]
+
+    def mark(self) -> int:
+        with self._lock:
+            return len(self.seen)
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+class FakeClock:
+    """A monotonic clock a test moves by hand (Client(clock=...)): no sleeping."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds

@@ -258,6 +258,21 @@ class ReplayAndAnswersTest(FakeTest):
         self.assertIn("max_tokens=300", f.requests[0][1])
         self.assertIn("tags=scheduling", f.requests[0][1])
 
+    def test_cache_keeps_a_bounded_number_of_call_shapes(self) -> None:
+        f = self.fake(lambda m, p, h, b: (200, {"ETag": '"e"', "Cache-Control": "private, max-age=60"},
+                                         {"system_block": "", "context": "", "tokens": {}, "enabled": True}))
+        now = [0.0]
+        c = agentmemory.Client(f.url, KEY, clock=lambda: now[0])
+        for i in range(agentmemory.client.MAX_CACHED_ANSWERS + 1):
+            c.context(max_tokens=100 + i)
+        self.assertEqual(len(f.requests), agentmemory.client.MAX_CACHED_ANSWERS + 1)
+        c.context(max_tokens=100 + agentmemory.client.MAX_CACHED_ANSWERS)  # the newest: still cached
+        self.assertEqual(len(f.requests), agentmemory.client.MAX_CACHED_ANSWERS + 1)
+        c.context(max_tokens=100)  # the oldest was dropped: asked again, unconditionally
+        self.assertEqual(len(f.requests), agentmemory.client.MAX_CACHED_ANSWERS + 2)
+        self.assertNotIn("if-none-match", f.requests[-1][2])
+        self.assertEqual(f.requests[-1][3], {"max_tokens": 100})
+
     def test_remember_sends_evidence_and_an_idempotency_key(self) -> None:
         f = self.fake(lambda m, p, h, b: (422, {}, {"error": {"code": "personal_data_in_agent_memory",
                                                               "message": "personal data", "kinds": ["phone"]}}))

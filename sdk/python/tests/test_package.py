@@ -31,7 +31,9 @@ class PackageTest(unittest.TestCase):
                 names = set(z.namelist())
                 meta = z.read("agentmemory-%s.dist-info/METADATA" % agentmemory.__version__).decode()
                 record = z.read("agentmemory-%s.dist-info/RECORD" % agentmemory.__version__).decode()
-        for f in ("agentmemory/__init__.py", "agentmemory/py.typed", "agentmemory/client.py", "agentmemory/tools.py"):
+        for f in ("agentmemory/__init__.py", "agentmemory/py.typed", "agentmemory/client.py", "agentmemory/tools.py",
+                  "agentmemory/integrations/__init__.py", "agentmemory/integrations/openai_agents.py",
+                  "agentmemory/integrations/langchain.py"):
             self.assertIn(f, names)
             self.assertIn(f + ",sha256=", record)
         self.assertIn("Requires-Python: >=3.9", meta)

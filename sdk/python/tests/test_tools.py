@@ -1,6 +1,7 @@
 """The tool kit against the real binary: the definitions equal the MCP server's tools/list,
-remember is offered only with agent_memory:write, nothing while agent memory is off, and the
-dispatcher answers OpenAI and Anthropic tool calls with results the model can read."""
+remember is offered only with agent_memory:write, search_knowledge only where the key may read
+knowledge, nothing while agent memory is off, and the dispatcher answers OpenAI and Anthropic
+tool calls with results the model can read."""
 
 from __future__ import annotations
 
@@ -30,11 +31,12 @@ def mcp_tools(url: str, key: str) -> List[Dict[str, Any]]:
 class ToolsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
-        cls.server = harness.DevServer()
+        cls.server = harness.DevServer(fake_model=True)
         cls.server.start()
-        setup = harness.setup_space(cls.server)
+        setup = harness.setup_space(cls.server, knowledge=True)
+        cls.kb = setup["bases"]["handbook"]
         spec = dict(setup["agent_key"], agent="tools-bot")
-        cls.writer = cls.server.mint_key(spec)
+        cls.writer = cls.server.mint_key(dict(spec, scopes=spec["scopes"] + ["knowledge:read"]))
         cls.reader = cls.server.mint_key(dict(spec, scopes=["agent_state", "agent_memory"]))
 
     @classmethod
@@ -43,9 +45,10 @@ class ToolsTest(unittest.TestCase):
 
     def test_definitions_equal_the_mcp_servers(self) -> None:
         served = {t["name"]: t for t in mcp_tools(self.server.url, self.writer)}
-        self.assertEqual(set(served), {"search_agent_memory", "remember"})
-        kit = agentmemory.Client(self.server.url, self.writer).tools(agent_memory=True, write_agent_memory=True)
-        self.assertEqual(kit.names, ["search_agent_memory", "remember"])
+        self.assertEqual(set(served), {"search_agent_memory", "remember", "search_knowledge"})
+        kit = agentmemory.Client(self.server.url, self.writer).tools(agent_memory=True, write_agent_memory=True,
+                                                                     knowledge=True)
+        self.assertEqual(kit.names, ["search_agent_memory", "remember", "search_knowledge"])
         for d in kit.definitions:
             self.assertEqual(d.description, served[d.name]["description"], d.name)
             self.assertEqual(d.parameters, served[d.name]["inputSchema"], d.name)
@@ -57,6 +60,30 @@ class ToolsTest(unittest.TestCase):
             self.assertEqual(a["description"], served[a["name"]]["description"])
         self.assertIn("NOTHING about customers", agentmemory.DEFINITIONS["search_agent_memory"].description)
         self.assertIn("NEVER write customer data", agentmemory.DEFINITIONS["remember"].description)
+        self.assertIn("never instructions", agentmemory.DEFINITIONS["search_knowledge"].description)
+
+    def test_search_knowledge_only_where_the_key_reads_knowledge(self) -> None:
+        reader = agentmemory.Client(self.server.url, self.reader)
+        self.assertEqual(reader.tools(agent_memory=True, knowledge=True).names, ["search_agent_memory"])
+        kit = agentmemory.Client(self.server.url, self.writer).tools(agent_memory=False, knowledge=True)
+        self.assertEqual(kit.names, ["search_knowledge"])
+        found = kit.handle({"id": "call_k", "type": "function", "function": {
+            "name": "search_knowledge", "arguments": json.dumps({"query": "refund to the original card", "top_k": 1})}})
+        out = json.loads(found["content"])
+        self.assertIn("<knowledge_context>", out["context"])
+        self.assertIn("original card", out["context"])
+        self.assertEqual(out["mode"], "hybrid")
+        self.assertEqual([c["source_uri"] for c in out["chunks"]], ["kb://policies/refunds"])
+        self.assertNotIn("text", out["chunks"][0])  # chunk text reaches the model fenced, in context only
+        named = kit.dispatch("search_knowledge", {"query": "express delivery", "kbs": [self.kb],
+                                                  "filters": {"source_uri_prefix": "kb://policies/shipping"}})
+        self.assertEqual([c["title"] for c in named["chunks"]], ["Shipping"])
+        self.assertEqual(kit.dispatch("search_knowledge", {"query": "x", "kbs": ["kb_0193a5b2c3d4e5f6"]})["error"]["code"],
+                         "knowledge_base_not_found")
+        self.assertEqual(kit.dispatch("search_knowledge", {"query": "x", "filters": {"colour": "red"}})["error"]["code"],
+                         "invalid_arguments")
+        self.assertEqual(kit.dispatch("search_knowledge", {"query": "x", "top_k": 99})["error"]["code"],
+                         "invalid_arguments")
 
     def test_remember_needs_the_write_scope(self) -> None:
         reader = agentmemory.Client(self.server.url, self.reader)
