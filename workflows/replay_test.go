@@ -65,3 +65,14 @@ func TestIngestReplay(t *testing.T) {
 	r.RegisterWorkflow(workflows.IngestWorkflow)
 	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", "knowledge_ingest.json")))
 }
+
+// TestNoteErasureReplay replays an agent-note erasure recorded on a real Temporal dev server
+// with its checkpoint step (version marker "note-erasure-checkpoint"; re-record with
+// AGENTMEMORY_RECORD_NOTE_ERASURE=note_erasure_checkpoint.json go test ./internal/compliance
+// -run TestAgentNoteErasureEndToEnd/sqlite). A change to NoteErasureWorkflow that breaks
+// determinism fails here.
+func TestNoteErasureReplay(t *testing.T) {
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflow(workflows.NoteErasureWorkflow)
+	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", "note_erasure_checkpoint.json")))
+}
