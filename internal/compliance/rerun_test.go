@@ -41,6 +41,10 @@ func (*activeWriter) EraseSubject(context.Context, bun.Tx, erasure.Target) (eras
 	return erasure.Reach{}, nil
 }
 
+func (*activeWriter) Export(context.Context, bun.IDB, erasure.Target) (erasure.Export, error) {
+	return erasure.Export{}, nil
+}
+
 func (w *activeWriter) Residue(_ context.Context, _ bun.IDB, t erasure.Target) (erasure.Reach, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
