@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -105,6 +106,25 @@ func TestErasureWorkflowMarksFailedWhenAStepKeepsFailing(t *testing.T) {
 	require.True(t, env.IsWorkflowCompleted())
 	require.Error(t, env.GetWorkflowError())
 	env.AssertNumberOfCalls(t, "EraseStore", 2+10) // state, turns, then exports' ten attempts
+	env.AssertNotCalled(t, "DestroySubjectKeys", mock.Anything, mock.Anything)
+	env.AssertNotCalled(t, "CertifyErasure", mock.Anything, mock.Anything)
+	env.AssertNumberOfCalls(t, "FailErasure", 1)
+}
+
+// A stored record that does not decode (corrupt_record, non-retryable) fails the erasure at
+// once, with the store's step named; nothing later runs.
+func TestErasureWorkflowFailsOnCorruptRecord(t *testing.T) {
+	env, a := erasureEnv(t)
+	env.OnActivity(a.EraseStore, mock.Anything, storeRef("state")).
+		Return(0, temporal.NewNonRetryableApplicationError("corrupt_record", "corrupt_record", nil))
+	mockErasureSteps(env, a, true, nil)
+	env.OnActivity(a.FailErasure, mock.Anything, activities.FailRef{SpaceID: "sp_1", ID: "er_1", Reason: "step_failed:state"}).Return(nil).Once()
+	env.ExecuteWorkflow(workflows.ErasureWorkflow, workflows.ErasureInput{SpaceID: "sp_1", ErasureID: "er_1"})
+	require.True(t, env.IsWorkflowCompleted())
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, env.GetWorkflowError(), &app)
+	require.Equal(t, "corrupt_record", app.Type())
+	env.AssertNumberOfCalls(t, "EraseStore", 1)
 	env.AssertNotCalled(t, "DestroySubjectKeys", mock.Anything, mock.Anything)
 	env.AssertNotCalled(t, "CertifyErasure", mock.Anything, mock.Anything)
 	env.AssertNumberOfCalls(t, "FailErasure", 1)

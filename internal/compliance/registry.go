@@ -131,6 +131,12 @@ func (s *Service) probe(ctx context.Context, idb bun.IDB, row *models.Erasure, i
 	if err != nil {
 		return nil, err
 	}
+	if row.Stores != "" {
+		var stores []string // recorded by ResolveErasure; a record that does not decode fails
+		if err := decodeRecord(row.ID, "stores", row.Stores, &stores); err != nil {
+			return nil, err
+		}
+	}
 	t := target(row, hashes, profileIDs)
 	removed := map[string]int{}
 	for _, it := range items {

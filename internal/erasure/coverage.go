@@ -60,6 +60,39 @@ func sqliteText(declared string) bool {
 		strings.Contains(t, "BLOB") || strings.Contains(t, "BYTEA")
 }
 
+// AllowedTables are the tables that can hold text or bytes but hold no personal data an
+// erasure must remove, each with the reason (issue 29 §4). A table added by a migration is
+// either covered by an eraser (an erasure.Eraser registered in app, or the agent-note
+// SourceEraser) or listed here with its reason; otherwise the coverage test fails.
+var AllowedTables = map[string]string{
+	// Configuration and access, written by operators, not about customers.
+	"spaces":            "a space's id and name, chosen by its operator",
+	"api_keys":          "key names (an operator's label), secret hashes and roles; a person key names staff, not customers",
+	"documents":         "a space's configuration documents (features, object types, policies), written by its operator",
+	"document_changes":  "the history of those configuration documents",
+	"knowledge_bases":   "knowledge base names and settings; documents naming a subject are the knowledge eraser's",
+	"knowledge_readers": "who may read which knowledge base (a kind and an agent or key name)",
+	"console_sessions":  "Console sign-in sessions of staff: a person key id, times and a one-shot notice",
+	"console_form_uses": "used Console form tokens (replay protection), no content",
+	// Proof and bookkeeping: ids, kinds, counts and hashes only, never a value.
+	"erasures":        "the erasure's own record: keyed hashes and ids it erased, kept as proof (GOV-2)",
+	"receipts":        "the receipt chain: ids, kinds, actors and counts, never a value (PR-1)",
+	"receipt_batches": "the receipt chain's sealed entries (hashes over receipts)",
+	"receipt_heads":   "the receipt chain's head per space",
+	"space_revisions": "revision counters per space (names and numbers)",
+	"note_source_counts": "the number of active notes per agent (an agent id and a count; AM-12: the note eraser " +
+		"adjusts it)",
+	// Events: ids of notes and proposals, kinds and agents only; the outbox eraser probes
+	// payloads for the target's hashes on every erasure.
+	"outbox":             "events carry ids, kinds and agents only (probed by the outbox eraser)",
+	"event_heads":        "the outbox relay's position per space",
+	"relay_leases":       "which replica relays the outbox",
+	"webhook_deliveries": "delivery attempts of outbox events to webhooks (event ids, status codes)",
+	// The migration tool's own tables.
+	"bun_migrations":      "applied migration names",
+	"bun_migration_locks": "the migration lock",
+}
+
 // Tables returns the tables of covers, each once, in first-seen order.
 func Tables(covers ...[]Column) []string {
 	seen := map[string]bool{}
@@ -98,7 +131,7 @@ func (r *Registry) UncoveredTables(tables []string, extra ...[]Column) []string 
 	}
 	var out []string
 	for _, t := range tables {
-		if _, ok := map[string]string{}[t]; !ok && !covered[t] {
+		if _, ok := AllowedTables[t]; !ok && !covered[t] {
 			out = append(out, t)
 		}
 	}
