@@ -191,8 +191,8 @@ func waitWorkflow(t *testing.T, id string) {
 	defer cancel()
 	require.NoError(t, temporalClient.GetWorkflow(ctx, id, "").Get(ctx, nil), "workflow %s", id)
 	if name := os.Getenv("AGENTMEMORY_RECORD_ERASURE"); name != "" && t.Name() == os.Getenv("AGENTMEMORY_RECORD_ERASURE_TEST") && strings.HasPrefix(id, "erasure-") {
-		// Re-record a replay fixture, e.g. AGENTMEMORY_RECORD_ERASURE=erasure_v0.json
-		// AGENTMEMORY_RECORD_ERASURE_TEST=TestConversationErasureLeavesNoCleartext/sqlite
+		// Re-record a replay fixture of the current code, e.g. AGENTMEMORY_RECORD_ERASURE=erasure_registry.json
+		// AGENTMEMORY_RECORD_ERASURE_TEST=TestSubjectErasureReachesKnowledge (never the older fixtures)
 		recordHistory(t, id, filepath.Join("..", "..", "workflows", "testdata", name))
 	}
 }
