@@ -332,8 +332,8 @@ func (s *Service) EraseStates(ctx context.Context, spaceID, id string) (int, err
 	return s.eraseStore(ctx, spaceID, id, StoreState)
 }
 
-// EraseTurns deletes, through the TurnEraser, a subject's identity links and the turns of
-// their linked conversations, or a conversation's turns. Without a TurnEraser it erases
+// EraseTurns deletes, through the registered turns eraser, a subject's identity links and the turns of
+// their linked conversations, or a conversation's turns (fixed-step workflows). Without one it erases
 // nothing and the certificate lists turns and identity links as not covered.
 func (s *Service) EraseTurns(ctx context.Context, spaceID, id string) (int, error) {
 	return s.eraseStore(ctx, spaceID, id, StoreTurns)
