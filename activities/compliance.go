@@ -85,8 +85,41 @@ type CertificateResult struct {
 }
 
 // ResolveErasure fixes what the erasure covers; it returns the number of profiles found.
+// Workflows started before the registry drove the erasure call it; later ones call
+// ResolveErasureStores.
 func (a *ComplianceActivities) ResolveErasure(ctx context.Context, in ErasureRef) (int, error) {
-	n, err := a.Compliance.ResolveErasure(ctx, in.SpaceID, in.ErasureID)
+	r, err := a.Compliance.ResolveErasure(ctx, in.SpaceID, in.ErasureID)
+	return r.Profiles, classify(err)
+}
+
+// Resolution is what ResolveErasureStores fixed: the number of profiles found and the store
+// names, in order, the workflow erases one by one (names only, never data).
+type Resolution struct {
+	Profiles int
+	Stores   []string
+}
+
+// ResolveErasureStores fixes what the erasure covers and the stores it erases (recorded on
+// the erasure row from the registry).
+func (a *ComplianceActivities) ResolveErasureStores(ctx context.Context, in ErasureRef) (Resolution, error) {
+	r, err := a.Compliance.ResolveErasure(ctx, in.SpaceID, in.ErasureID)
+	if err != nil {
+		return Resolution{}, classify(err)
+	}
+	return Resolution{Profiles: r.Profiles, Stores: r.Stores}, nil
+}
+
+// StoreRef names one store (a registered eraser's name) of an erasure.
+type StoreRef struct {
+	SpaceID   string
+	ErasureID string
+	Store     string
+}
+
+// EraseStore has one registered store erase what the erasure's target reaches there; it
+// returns how many items it removed.
+func (a *ComplianceActivities) EraseStore(ctx context.Context, in StoreRef) (int, error) {
+	n, err := a.Compliance.EraseStore(ctx, in.SpaceID, in.ErasureID, in.Store)
 	return n, classify(err)
 }
 

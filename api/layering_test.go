@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -28,4 +29,16 @@ func TestNoHandlerOpensATransaction(t *testing.T) {
 		checked++
 	}
 	require.Greater(t, checked, 10, "the api sources were not found")
+}
+
+// Issue 29 §4: compliance sits above the stores it erases: it imports them, never the
+// reverse. The stores implement erasure.Eraser (types owned by internal/erasure), so none of
+// turns, notes and proposals depends on internal/compliance, directly or not.
+func TestStoresDoNotImportCompliance(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "../internal/turns", "../internal/notes", "../internal/proposals",
+		"../internal/state", "../internal/subjects", "../internal/knowledge", "../internal/events").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	deps := strings.Fields(string(out))
+	require.Contains(t, deps, "github.com/agentmemory/agentmemory/internal/erasure", "the listing is of our packages")
+	require.NotContains(t, deps, "github.com/agentmemory/agentmemory/internal/compliance")
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/config"
 	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/internal/keyed"
 	"github.com/agentmemory/agentmemory/internal/keystore"
@@ -232,7 +233,7 @@ func (a *App) wire() {
 	a.Turns = &turns.Service{DB: d, Subjects: a.Subjects, Hasher: h, Keys: ks, Now: now}
 	a.State = &state.Service{DB: d, Docs: a.Docs, Hasher: h, Masker: a.Subjects, Now: now, Keys: ks}
 	a.Compliance = &compliance.Service{DB: d, Docs: a.Docs, Hasher: h, Keys: ks, Subjects: a.Subjects, State: a.State, Now: now,
-		Turns: a.Turns, TurnExports: a.Turns, TurnSweeps: a.Turns}
+		TurnSweeps: a.Turns}
 	if a.Signer != nil {
 		a.Compliance.Signer = a.Signer // certificates are signed when issued (PR-3)
 	}
@@ -245,15 +246,31 @@ func (a *App) wire() {
 	// Knowledge documents pass the notes gate (refuse) or the space's masking (mask).
 	a.Knowledge = &knowledge.Service{DB: d, Docs: a.Docs, Gate: notes.DocumentGate{S: a.Notes}, Masker: a.Subjects, Subjects: a.Subjects, Now: now, Receipts: a.Receipts,
 		QueryEmbedTimeout: a.Config.KnowledgeQueryTimeout}
-	// A subject's erasure reaches the knowledge documents that name them (KN-3): the default
-	// registry plus the knowledge store's eraser (compliance cannot import knowledge).
-	erasers := a.Compliance.Registry()
-	erasers.Register(knowledge.Eraser{})
-	a.Compliance.Erasers = erasers
+	a.Compliance.Erasers = a.erasers()
 	// The reconciler fails a drafting proposal whose distillation workflow ended (issue 12 fix).
 	a.Compliance.Proposals = func(ctx context.Context, id, reason string) error {
 		return a.Proposals.MarkFailed(ctx, id, reason, nil)
 	}
+}
+
+// erasers is the erasure registry (issue 29 §4): every store that holds personal data, in
+// the order an erasure erases them; the erasure row records these names and ErasureWorkflow
+// erases them one by one, and the preview, the data package, the probe, the coverage checks
+// and the vacuum list all read it. Adding a store is one eraser (an erasure.Eraser in the
+// store's package) and one line here (docs/compliance.md).
+func (a *App) erasers() *erasure.Registry {
+	r := &erasure.Registry{}
+	for _, e := range []erasure.Eraser{
+		state.Eraser{S: a.State},       // agent_states (WM-13)
+		turns.Eraser{S: a.Turns},       // turns and identity links
+		compliance.ExportsEraser{},     // export_packages (GOV-3)
+		knowledge.Eraser{},             // knowledge documents naming the subject (KN-3)
+		subjects.Eraser{S: a.Subjects}, // profiles and their handles
+		events.Eraser{},                // the outbox: removes nothing, probes payloads
+	} {
+		r.Register(e)
+	}
+	return r
 }
 
 // Close closes what Build opened (the database, a PostgreSQL key store), not what Overrides

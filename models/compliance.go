@@ -27,7 +27,10 @@ type Erasure struct {
 	// probe found residue moves it up, to compliance.MaxErasureRounds at most).
 	Round int `bun:"round"`
 	// KeysRound is the last round whose destroyed keys were added to Items (0: none yet).
-	KeysRound   int    `bun:"keys_round"`
+	KeysRound int `bun:"keys_round"`
+	// Stores is the JSON list of store names, in order, the workflow erases one by one (the
+	// erasure registry's order when it was resolved); '' before then.
+	Stores      string `bun:"stores"`
 	Status      string `bun:"status"`
 	RequestedBy string `bun:"requested_by"`
 	Certificate string `bun:"certificate"`

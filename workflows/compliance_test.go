@@ -1,6 +1,7 @@
 package workflows_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -8,7 +9,10 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -25,32 +29,46 @@ func erasureEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *activities.C
 	return env, a
 }
 
-func mockErasureSteps(env *testsuite.TestWorkflowEnvironment, a *activities.ComplianceActivities, except ...any) {
-	skip := func(fn any) bool {
-		for _, e := range except {
-			if workflowName(e) == workflowName(fn) {
-				return true
-			}
+// stores is what the mocked ResolveErasureStores answers: the registry's names in order.
+var stores = []string{"state", "turns", "exports", "knowledge", "subjects", "outbox"}
+
+func storeRef(name string) activities.StoreRef {
+	return activities.StoreRef{SpaceID: "sp_1", ErasureID: "er_1", Store: name}
+}
+
+// mockErasureSteps mocks every step of the registry-driven erasure (resolve, each store,
+// keys, caches, checkpoint, probe) as succeeding; failing registers a store's failures
+// first (each failing `times` times; -1: always).
+func mockErasureSteps(env *testsuite.TestWorkflowEnvironment, a *activities.ComplianceActivities, probe bool, failing map[string]int) {
+	env.OnActivity(a.ResolveErasureStores, mock.Anything, mock.Anything).Return(activities.Resolution{Profiles: 1, Stores: stores}, nil)
+	for name, times := range failing {
+		c := env.OnActivity(a.EraseStore, mock.Anything, storeRef(name)).Return(0, errors.New("store went away"))
+		if times > 0 {
+			c.Times(times)
 		}
-		return false
 	}
-	for _, fn := range []any{a.ResolveErasure, a.EraseSubjectStates, a.EraseSubjectTurns, a.EraseSubjectExports, a.EraseSubjectKnowledge, a.EraseSubjectProfiles, a.DestroySubjectKeys} {
-		if !skip(fn) {
-			env.OnActivity(fn, mock.Anything, mock.Anything).Return(1, nil)
-		}
-	}
+	env.OnActivity(a.EraseStore, mock.Anything, mock.Anything).Return(1, nil)
+	env.OnActivity(a.DestroySubjectKeys, mock.Anything, mock.Anything).Return(1, nil)
 	env.OnActivity(a.PurgeSubjectCaches, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(a.CheckpointStore, mock.Anything, mock.Anything).Return(nil)
-	if !skip(a.ProbeErasure) {
+	if probe {
 		env.OnActivity(a.ProbeErasure, mock.Anything, mock.Anything).Return(activities.ProbeResult{}, nil)
 	}
 }
 
-func workflowName(fn any) string { return fmtName(fn) }
-
+// The erasure resolves its stores, erases each one in the recorded order, then keys,
+// caches, checkpoint, probe and certificate.
 func TestErasureWorkflowRunsEveryStepAndCertifies(t *testing.T) {
 	env, a := erasureEnv(t)
-	mockErasureSteps(env, a)
+	mockErasureSteps(env, a, true, nil)
+	var order []string
+	env.SetOnActivityStartedListener(func(info *activity.Info, ctx context.Context, args converter.EncodedValues) {
+		if info.ActivityType.Name == "EraseStore" {
+			var ref activities.StoreRef
+			require.NoError(t, args.Get(&ref))
+			order = append(order, ref.Store)
+		}
+	})
 	env.OnActivity(a.CertifyErasure, mock.Anything, activities.ErasureRef{SpaceID: "sp_1", ErasureID: "er_1"}).
 		Return(activities.CertificateResult{ReceiptID: "rcpt_9", Seq: 9, Total: 6}, nil).Once()
 	env.ExecuteWorkflow(workflows.ErasureWorkflow, workflows.ErasureInput{SpaceID: "sp_1", ErasureID: "er_1"})
@@ -59,6 +77,9 @@ func TestErasureWorkflowRunsEveryStepAndCertifies(t *testing.T) {
 	var res workflows.ErasureResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Equal(t, workflows.ErasureResult{ReceiptID: "rcpt_9", Seq: 9, Total: 6}, res)
+	require.Equal(t, stores, order, "every recorded store, in the recorded order")
+	env.AssertNumberOfCalls(t, "ResolveErasureStores", 1)
+	env.AssertNotCalled(t, "ResolveErasure", mock.Anything, mock.Anything)
 	env.AssertExpectations(t)
 }
 
@@ -66,28 +87,44 @@ func TestErasureWorkflowRunsEveryStepAndCertifies(t *testing.T) {
 // completes with its certificate, never marked failed.
 func TestErasureWorkflowRetriesAFailedStep(t *testing.T) {
 	env, a := erasureEnv(t)
-	mockErasureSteps(env, a, a.EraseSubjectProfiles)
-	env.OnActivity(a.EraseSubjectProfiles, mock.Anything, mock.Anything).Return(0, errors.New("database went away")).Twice()
-	env.OnActivity(a.EraseSubjectProfiles, mock.Anything, mock.Anything).Return(1, nil).Once()
+	mockErasureSteps(env, a, true, map[string]int{"subjects": 2})
 	env.OnActivity(a.CertifyErasure, mock.Anything, mock.Anything).Return(activities.CertificateResult{Seq: 4, Total: 6}, nil).Once()
 	env.ExecuteWorkflow(workflows.ErasureWorkflow, workflows.ErasureInput{SpaceID: "sp_1", ErasureID: "er_1"})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	env.AssertNumberOfCalls(t, "EraseSubjectProfiles", 3)
+	env.AssertNumberOfCalls(t, "EraseStore", len(stores)+2)
 	env.AssertNotCalled(t, "FailErasure", mock.Anything, mock.Anything)
 }
 
-// A step that never succeeds marks the erasure failed with the step's name and fails the
-// workflow; later steps (key destruction, certificate) never run.
+// A step that never succeeds marks the erasure failed with the store's name and fails the
+// workflow; later steps (later stores, key destruction, certificate) never run.
 func TestErasureWorkflowMarksFailedWhenAStepKeepsFailing(t *testing.T) {
 	env, a := erasureEnv(t)
-	mockErasureSteps(env, a, a.EraseSubjectExports)
-	env.OnActivity(a.EraseSubjectExports, mock.Anything, mock.Anything).Return(0, errors.New("disk full"))
+	mockErasureSteps(env, a, true, map[string]int{"exports": -1})
 	env.OnActivity(a.FailErasure, mock.Anything, activities.FailRef{SpaceID: "sp_1", ID: "er_1", Reason: "step_failed:exports"}).Return(nil).Once()
 	env.ExecuteWorkflow(workflows.ErasureWorkflow, workflows.ErasureInput{SpaceID: "sp_1", ErasureID: "er_1"})
 	require.True(t, env.IsWorkflowCompleted())
 	require.Error(t, env.GetWorkflowError())
-	env.AssertNumberOfCalls(t, "EraseSubjectExports", 10)
+	env.AssertNumberOfCalls(t, "EraseStore", 2+10) // state, turns, then exports' ten attempts
+	env.AssertNotCalled(t, "DestroySubjectKeys", mock.Anything, mock.Anything)
+	env.AssertNotCalled(t, "CertifyErasure", mock.Anything, mock.Anything)
+	env.AssertNumberOfCalls(t, "FailErasure", 1)
+}
+
+// A stored record that does not decode (corrupt_record, non-retryable) fails the erasure at
+// once, with the store's step named; nothing later runs.
+func TestErasureWorkflowFailsOnCorruptRecord(t *testing.T) {
+	env, a := erasureEnv(t)
+	env.OnActivity(a.EraseStore, mock.Anything, storeRef("state")).
+		Return(0, temporal.NewNonRetryableApplicationError("corrupt_record", "corrupt_record", nil))
+	mockErasureSteps(env, a, true, nil)
+	env.OnActivity(a.FailErasure, mock.Anything, activities.FailRef{SpaceID: "sp_1", ID: "er_1", Reason: "step_failed:state"}).Return(nil).Once()
+	env.ExecuteWorkflow(workflows.ErasureWorkflow, workflows.ErasureInput{SpaceID: "sp_1", ErasureID: "er_1"})
+	require.True(t, env.IsWorkflowCompleted())
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, env.GetWorkflowError(), &app)
+	require.Equal(t, "corrupt_record", app.Type())
+	env.AssertNumberOfCalls(t, "EraseStore", 1)
 	env.AssertNotCalled(t, "DestroySubjectKeys", mock.Anything, mock.Anything)
 	env.AssertNotCalled(t, "CertifyErasure", mock.Anything, mock.Anything)
 	env.AssertNumberOfCalls(t, "FailErasure", 1)
@@ -97,7 +134,7 @@ func TestErasureWorkflowMarksFailedWhenAStepKeepsFailing(t *testing.T) {
 // run again (resolve once), the second probe is clean and the erasure is certified.
 func TestErasureWorkflowRerunsOnResidue(t *testing.T) {
 	env, a := erasureEnv(t)
-	mockErasureSteps(env, a, a.ProbeErasure)
+	mockErasureSteps(env, a, false, nil)
 	ref := activities.ErasureRef{SpaceID: "sp_1", ErasureID: "er_1"}
 	env.OnActivity(a.ProbeErasure, mock.Anything, ref).Return(activities.ProbeResult{Residue: []string{"state", "keys"}}, nil).Once()
 	env.OnActivity(a.ProbeErasure, mock.Anything, ref).Return(activities.ProbeResult{}, nil).Once()
@@ -106,8 +143,8 @@ func TestErasureWorkflowRerunsOnResidue(t *testing.T) {
 	env.ExecuteWorkflow(workflows.ErasureWorkflow, workflows.ErasureInput{SpaceID: "sp_1", ErasureID: "er_1"})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	env.AssertNumberOfCalls(t, "ResolveErasure", 1)
-	env.AssertNumberOfCalls(t, "EraseSubjectStates", 2)
+	env.AssertNumberOfCalls(t, "ResolveErasureStores", 1)
+	env.AssertNumberOfCalls(t, "EraseStore", 2*len(stores))
 	env.AssertNumberOfCalls(t, "DestroySubjectKeys", 2)
 	env.AssertNumberOfCalls(t, "ProbeErasure", 2)
 	env.AssertNotCalled(t, "FailErasure", mock.Anything, mock.Anything)
@@ -118,7 +155,7 @@ func TestErasureWorkflowRerunsOnResidue(t *testing.T) {
 // probe named, and no certificate is asked for.
 func TestErasureWorkflowFailsAfterLastRound(t *testing.T) {
 	env, a := erasureEnv(t)
-	mockErasureSteps(env, a, a.ProbeErasure)
+	mockErasureSteps(env, a, false, nil)
 	env.OnActivity(a.ProbeErasure, mock.Anything, mock.Anything).Return(activities.ProbeResult{Residue: []string{"state", "keys"}}, nil)
 	env.OnActivity(a.RerunErasure, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(a.FailErasure, mock.Anything, activities.FailRef{SpaceID: "sp_1", ID: "er_1", Reason: "residue:state,keys"}).Return(nil).Once()
@@ -127,7 +164,7 @@ func TestErasureWorkflowFailsAfterLastRound(t *testing.T) {
 	require.Error(t, env.GetWorkflowError())
 	env.AssertNumberOfCalls(t, "ProbeErasure", 3)
 	env.AssertNumberOfCalls(t, "RerunErasure", 2)
-	env.AssertNumberOfCalls(t, "EraseSubjectStates", 3)
+	env.AssertNumberOfCalls(t, "EraseStore", 3*len(stores))
 	env.AssertNotCalled(t, "CertifyErasure", mock.Anything, mock.Anything)
 	env.AssertExpectations(t)
 }

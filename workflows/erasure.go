@@ -47,83 +47,140 @@ const erasureKnowledge = "erasure-knowledge"
 // before it replay with the single round whose Certify fails on residue).
 const erasureRerun = "erasure-rerun"
 
+// erasureRegistry is the version marker of the registry-driven erasure (issue 29 §4): the
+// stores recorded on the erasure row, erased one by one through EraseStore. Workflows
+// started before it replay their fixed steps (fixedStepErasure, with its own two markers).
+const erasureRegistry = "erasure-registry"
+
 // ErasureWorkflow erases a subject or a conversation (WM-13, GOV-2, MS-4): it resolves the
-// scope (moving the erasure pending → running; a failed or completed erasure makes it fail),
-// has each registered store erase its rows (states, turns and identity links, data packages,
-// knowledge documents naming the subject, profiles), destroys the subject's keys, purges caches, checkpoints the database, then
-// probes every store for residue. Residue (something written for the subject during the
-// erasure, e.g. by an agent still in conversation) runs the steps again, the erasure staying
-// running, up to compliance.MaxErasureRounds rounds in all; residue after the last round
-// fails the erasure with "residue:<stores>". With no residue it completes with the
-// certificate receipt (Certify probes once more and never certifies residue). It waits on
-// nothing but its activities (2 min each, 10 attempts); it takes no signals. A step that
-// still fails marks the erasure failed (what was erased stays erased; a new request finishes
-// the rest) and fails the workflow.
+// scope (moving the erasure pending → running; a failed or completed erasure makes it fail)
+// and the stores to erase (the erasure registry's names, recorded on the erasure row), has
+// each of those stores erase its rows in that order (EraseStore: states, turns and identity
+// links, data packages, knowledge documents naming the subject, profiles...), destroys the
+// subject's keys, purges caches, checkpoints the database, then probes every store for
+// residue. Residue (something written for the subject during the erasure, e.g. by an agent
+// still in conversation) runs the steps again, the erasure staying running, up to
+// compliance.MaxErasureRounds rounds in all; residue after the last round fails the erasure
+// with "residue:<stores>". With no residue it completes with the certificate receipt
+// (Certify probes once more and never certifies residue). It waits on nothing but its
+// activities (2 min each, 10 attempts); it takes no signals. A step that still fails marks
+// the erasure failed with "step_failed:<step>" (what was erased stays erased; a new request
+// finishes the rest) and fails the workflow.
 func ErasureWorkflow(ctx workflow.Context, in ErasureInput) (ErasureResult, error) {
-	var a *activities.ComplianceActivities
 	ctx = complianceActivityOptions(ctx)
+	if workflow.GetVersion(ctx, erasureRegistry, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return fixedStepErasure(ctx, in)
+	}
+	var a *activities.ComplianceActivities
 	ref := activities.ErasureRef{SpaceID: in.SpaceID, ErasureID: in.ErasureID}
-	type step struct {
-		name string
-		fn   any
+	var res activities.Resolution
+	if err := workflow.ExecuteActivity(ctx, a.ResolveErasureStores, ref).Get(ctx, &res); err != nil {
+		return ErasureResult{}, failErasure(ctx, in, "step_failed:resolve", err)
 	}
-	steps := []step{
-		{"states", a.EraseSubjectStates},
-		{"turns", a.EraseSubjectTurns},
-		{"exports", a.EraseSubjectExports},
-		{"profiles", a.EraseSubjectProfiles},
-		{"keys", a.DestroySubjectKeys},
-		{"caches", a.PurgeSubjectCaches},
-		{"checkpoint", a.CheckpointStore},
+	steps := make([]erasureStep, 0, len(res.Stores)+3)
+	for _, name := range res.Stores {
+		steps = append(steps, erasureStep{name, a.EraseStore, activities.StoreRef{SpaceID: in.SpaceID, ErasureID: in.ErasureID, Store: name}})
 	}
-	if workflow.GetVersion(ctx, erasureKnowledge, workflow.DefaultVersion, 1) == 1 {
-		steps = slices.Insert(steps, 3, step{"knowledge", a.EraseSubjectKnowledge})
+	steps = append(steps, erasureStep{"keys", a.DestroySubjectKeys, ref}, erasureStep{"caches", a.PurgeSubjectCaches, ref},
+		erasureStep{"checkpoint", a.CheckpointStore, ref})
+	if err := erasureRounds(ctx, in, steps); err != nil {
+		return ErasureResult{}, err
 	}
-	run := func(steps []step) error {
-		for _, st := range steps {
-			if err := workflow.ExecuteActivity(ctx, st.fn, ref).Get(ctx, nil); err != nil {
-				return failErasure(ctx, in, "step_failed:"+st.name, err)
-			}
-		}
-		return nil
-	}
-	if workflow.GetVersion(ctx, erasureRerun, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		if err := run(append([]step{{"resolve", a.ResolveErasure}}, steps...)); err != nil {
-			return ErasureResult{}, err
-		}
-	} else {
-		if err := run([]step{{"resolve", a.ResolveErasure}}); err != nil {
-			return ErasureResult{}, err
-		}
-		for round := 1; ; round++ {
-			if round > 1 {
-				r := activities.RoundRef{SpaceID: in.SpaceID, ErasureID: in.ErasureID, Round: round}
-				if err := workflow.ExecuteActivity(ctx, a.RerunErasure, r).Get(ctx, nil); err != nil {
-					return ErasureResult{}, failErasure(ctx, in, "step_failed:rerun", err)
-				}
-			}
-			if err := run(steps); err != nil {
-				return ErasureResult{}, err
-			}
-			var p activities.ProbeResult
-			if err := workflow.ExecuteActivity(ctx, a.ProbeErasure, ref).Get(ctx, &p); err != nil {
-				return ErasureResult{}, failErasure(ctx, in, "step_failed:probe", err)
-			}
-			if len(p.Residue) == 0 {
-				break
-			}
-			if round >= compliance.MaxErasureRounds {
-				stores := strings.Join(p.Residue, ",")
-				cause := temporal.NewNonRetryableApplicationError("the probe found data left in: "+stores, "residue", nil)
-				return ErasureResult{}, failErasure(ctx, in, "residue:"+stores, cause)
-			}
+	return certifyErasure(ctx, in)
+}
+
+// erasureStep is one activity of an erasure round: its name (in failure reasons), the
+// activity and its input.
+type erasureStep struct {
+	name string
+	fn   any
+	arg  any
+}
+
+// runErasureSteps runs steps in order; the first that still fails marks the erasure failed.
+func runErasureSteps(ctx workflow.Context, in ErasureInput, steps []erasureStep) error {
+	for _, st := range steps {
+		if err := workflow.ExecuteActivity(ctx, st.fn, st.arg).Get(ctx, nil); err != nil {
+			return failErasure(ctx, in, "step_failed:"+st.name, err)
 		}
 	}
+	return nil
+}
+
+// erasureRounds runs steps, then the probe, up to compliance.MaxErasureRounds rounds (a
+// re-run after residue moves the erasure to the next round first); residue after the last
+// round fails the erasure with "residue:<stores>".
+func erasureRounds(ctx workflow.Context, in ErasureInput, steps []erasureStep) error {
+	var a *activities.ComplianceActivities
+	ref := activities.ErasureRef{SpaceID: in.SpaceID, ErasureID: in.ErasureID}
+	for round := 1; ; round++ {
+		if round > 1 {
+			r := activities.RoundRef{SpaceID: in.SpaceID, ErasureID: in.ErasureID, Round: round}
+			if err := workflow.ExecuteActivity(ctx, a.RerunErasure, r).Get(ctx, nil); err != nil {
+				return failErasure(ctx, in, "step_failed:rerun", err)
+			}
+		}
+		if err := runErasureSteps(ctx, in, steps); err != nil {
+			return err
+		}
+		var p activities.ProbeResult
+		if err := workflow.ExecuteActivity(ctx, a.ProbeErasure, ref).Get(ctx, &p); err != nil {
+			return failErasure(ctx, in, "step_failed:probe", err)
+		}
+		if len(p.Residue) == 0 {
+			return nil
+		}
+		if round >= compliance.MaxErasureRounds {
+			stores := strings.Join(p.Residue, ",")
+			cause := temporal.NewNonRetryableApplicationError("the probe found data left in: "+stores, "residue", nil)
+			return failErasure(ctx, in, "residue:"+stores, cause)
+		}
+	}
+}
+
+// certifyErasure completes the erasure with its certificate receipt.
+func certifyErasure(ctx workflow.Context, in ErasureInput) (ErasureResult, error) {
+	var a *activities.ComplianceActivities
 	var c activities.CertificateResult
+	ref := activities.ErasureRef{SpaceID: in.SpaceID, ErasureID: in.ErasureID}
 	if err := workflow.ExecuteActivity(ctx, a.CertifyErasure, ref).Get(ctx, &c); err != nil {
 		return ErasureResult{}, failErasure(ctx, in, "step_failed:certify", err)
 	}
 	return ErasureResult{ReceiptID: c.ReceiptID, Seq: c.Seq, Total: c.Total, NothingFound: c.NothingFound}, nil
+}
+
+// fixedStepErasure is ErasureWorkflow as shipped before the registry drove it: a fixed list
+// of steps (the knowledge step behind "erasure-knowledge", the re-run rounds behind
+// "erasure-rerun"), kept so that histories started then replay unchanged.
+func fixedStepErasure(ctx workflow.Context, in ErasureInput) (ErasureResult, error) {
+	var a *activities.ComplianceActivities
+	ref := activities.ErasureRef{SpaceID: in.SpaceID, ErasureID: in.ErasureID}
+	steps := []erasureStep{
+		{"states", a.EraseSubjectStates, ref},
+		{"turns", a.EraseSubjectTurns, ref},
+		{"exports", a.EraseSubjectExports, ref},
+		{"profiles", a.EraseSubjectProfiles, ref},
+		{"keys", a.DestroySubjectKeys, ref},
+		{"caches", a.PurgeSubjectCaches, ref},
+		{"checkpoint", a.CheckpointStore, ref},
+	}
+	if workflow.GetVersion(ctx, erasureKnowledge, workflow.DefaultVersion, 1) == 1 {
+		steps = slices.Insert(steps, 3, erasureStep{"knowledge", a.EraseSubjectKnowledge, ref})
+	}
+	resolve := erasureStep{"resolve", a.ResolveErasure, ref}
+	if workflow.GetVersion(ctx, erasureRerun, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		if err := runErasureSteps(ctx, in, append([]erasureStep{resolve}, steps...)); err != nil {
+			return ErasureResult{}, err
+		}
+	} else {
+		if err := runErasureSteps(ctx, in, []erasureStep{resolve}); err != nil {
+			return ErasureResult{}, err
+		}
+		if err := erasureRounds(ctx, in, steps); err != nil {
+			return ErasureResult{}, err
+		}
+	}
+	return certifyErasure(ctx, in)
 }
 
 // failErasure marks the erasure failed with reason and returns cause, joined with the

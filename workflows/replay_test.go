@@ -37,17 +37,23 @@ func TestRetentionSweepReplay(t *testing.T) {
 	}
 }
 
-// TestErasureReplay replays three erasures recorded on a real Temporal dev server: one from
-// before the re-run rounds (no version marker: one round, Certify probes), one with them
-// (version marker "erasure-rerun": a write during round 1, a second round, then the
-// certificate; no knowledge step), and one with the knowledge step (version marker
-// "erasure-knowledge"). Re-record with AGENTMEMORY_RECORD_ERASURE=<file>
+// TestErasureReplay replays erasures recorded on a real Temporal dev server, from both
+// branches of the "erasure-registry" switch. Fixed steps (before the registry drove the
+// erasure): one from before the re-run rounds (no version marker: one round, Certify
+// probes), one with them (version marker "erasure-rerun": a write during round 1, a second
+// round, then the certificate; no knowledge step), and one with the knowledge step (version
+// marker "erasure-knowledge"). Registry-driven (version marker "erasure-registry": the
+// stores recorded on the erasure row, erased one by one through EraseStore): one round
+// (erasure_registry.json) and two rounds after a write during the first
+// (erasure_registry_rerun.json). Re-record with AGENTMEMORY_RECORD_ERASURE=<file>
 // AGENTMEMORY_RECORD_ERASURE_TEST=<test> go test ./internal/compliance -run <test>/sqlite
-// (erasure_rerun.json: TestErasureRerunsWhenWrittenDuringTheFirstRound;
-// erasure_knowledge.json: TestSubjectErasureReachesKnowledge). A change to ErasureWorkflow
-// that breaks determinism fails here.
+// (erasure_rerun.json, erasure_registry_rerun.json:
+// TestErasureRerunsWhenWrittenDuringTheFirstRound; erasure_knowledge.json,
+// erasure_registry.json: TestSubjectErasureReachesKnowledge); erasure_v0.json,
+// erasure_rerun.json and erasure_knowledge.json were recorded by earlier code and must
+// never be re-recorded. A change to ErasureWorkflow that breaks determinism fails here.
 func TestErasureReplay(t *testing.T) {
-	for _, f := range []string{"erasure_v0.json", "erasure_rerun.json", "erasure_knowledge.json"} {
+	for _, f := range []string{"erasure_v0.json", "erasure_rerun.json", "erasure_knowledge.json", "erasure_registry.json", "erasure_registry_rerun.json"} {
 		t.Run(f, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflow(workflows.ErasureWorkflow)
@@ -64,4 +70,15 @@ func TestIngestReplay(t *testing.T) {
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflow(workflows.IngestWorkflow)
 	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", "knowledge_ingest.json")))
+}
+
+// TestNoteErasureReplay replays an agent-note erasure recorded on a real Temporal dev server
+// with its checkpoint step (version marker "note-erasure-checkpoint"; re-record with
+// AGENTMEMORY_RECORD_NOTE_ERASURE=note_erasure_checkpoint.json go test ./internal/compliance
+// -run TestAgentNoteErasureEndToEnd/sqlite). A change to NoteErasureWorkflow that breaks
+// determinism fails here.
+func TestNoteErasureReplay(t *testing.T) {
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflow(workflows.NoteErasureWorkflow)
+	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", "note_erasure_checkpoint.json")))
 }

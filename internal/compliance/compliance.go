@@ -63,120 +63,55 @@ func errNotRunning(status string) error {
 
 // Target kinds of an erasure.
 const (
-	TargetSubject      = "subject"
-	TargetConversation = "conversation"
+	TargetSubject      = erasure.Subject
+	TargetConversation = erasure.Conversation
 )
 
-// Item kinds named in certificates and sweep counts.
+// Item kinds named in certificates and sweep counts (internal/erasure owns them).
 const (
-	KindAgentState    = "agent_state"
-	KindStateField    = "agent_state_field"
-	KindProfile       = "profile"
-	KindProfileHandle = "profile_handle"
-	KindExportPackage = "export_package"
-	KindSubjectKey    = "subject_key"
-	KindTurn          = "turn"
-	KindIdentityLink  = "identity_link"
+	KindAgentState    = erasure.KindAgentState
+	KindStateField    = erasure.KindStateField
+	KindProfile       = erasure.KindProfile
+	KindProfileHandle = erasure.KindProfileHandle
+	KindExportPackage = erasure.KindExportPackage
+	KindSubjectKey    = erasure.KindSubjectKey
+	KindTurn          = erasure.KindTurn
+	KindIdentityLink  = erasure.KindIdentityLink
 )
 
 // DefaultExportTTL is how long a data package can be downloaded (GOV-3).
 const DefaultExportTTL = 7 * 24 * time.Hour
 
-// SubjectRef names a customer to the turns store: their profiles and the keyed hashes of
-// their canonical handles (subjects.Service.HandleHash).
-type SubjectRef struct {
-	ProfileIDs   []string
-	HandleHashes []string
-}
-
-// Erased lists the ids of one kind (KindTurn, KindIdentityLink, ...) that a store deleted;
-// Store names the store (a registered eraser's Name, or StoreKeys) when known.
-type Erased struct {
+// erased lists the ids of one kind (KindTurn, KindIdentityLink, ...) that a step deleted, and
+// the store (a registered eraser's Name, or StoreKeys) that deleted them.
+type erased struct {
 	Kind  string
 	IDs   []string
 	Store string
 }
 
-// TurnEraser deletes a customer's identity links and the masked turns of the conversations
-// linked to them, or one conversation's turns. Both run inside idb (the erasure step's
-// transaction) and return what they deleted; a second call finds nothing. The turns package
-// implements it.
-type TurnEraser interface {
-	EraseSubject(ctx context.Context, idb bun.IDB, spaceID string, s SubjectRef) ([]Erased, error)
-	EraseConversation(ctx context.Context, idb bun.IDB, spaceID, conversationID string) ([]Erased, error)
-}
-
-// ExportedLink is an identity link in a data package. The service never stores a
-// conversation or task id in clear (WM-3): ScopeKind ("conversation" or "task") and ScopeHash
-// (the keyed hash of the id, the same for every link and turn of that conversation) name it.
-// Status is "confirmed" or "unconfirmed".
-type ExportedLink struct {
-	ID        string    `json:"link_id"`
-	ScopeKind string    `json:"scope_kind"`
-	ScopeHash string    `json:"scope_hash"`
-	Status    string    `json:"status"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-}
-
-// ExportedTurn is a masked turn in a data package: its conversation (as in ExportedLink),
-// its speaker ("customer", "agent" or "system"), the masked text (unsealed) and its time (UTC).
-type ExportedTurn struct {
-	ID        string    `json:"turn_id"`
-	ScopeKind string    `json:"scope_kind"`
-	ScopeHash string    `json:"scope_hash"`
-	Speaker   string    `json:"speaker"`
-	Text      string    `json:"text"`
-	At        time.Time `json:"at"`
-}
-
-// TurnExporter returns a customer's identity links and the masked turns of their linked
-// conversations, for the data package. The turns package implements it.
-type TurnExporter interface {
-	ExportSubject(ctx context.Context, idb bun.IDB, spaceID string, s SubjectRef) ([]ExportedLink, []ExportedTurn, error)
-}
-
 // TurnSweeper deletes up to limit turns past their retention at now (the space's
 // turns.retention_days, 90 days by default) of spaceID (every space when empty) inside idb;
-// it returns the counts per space and whether fewer than limit were left. The turns package
+// it returns the counts per space and whether fewer than limit were left. *turns.Service
 // implements it.
 type TurnSweeper interface {
 	SweepTurns(ctx context.Context, idb bun.IDB, spaceID string, now time.Time, limit int) (map[string]int, bool, error)
 }
 
-// NoteCounts is what an agent-note erasure removed (AM-12).
-type NoteCounts struct {
-	Notes     int `json:"notes"`
-	Proposals int `json:"proposals"`
-}
-
-// NoteEraser erases every note (all versions) and proposal of one source (agent) of a space,
-// with their search-index rows, inside idb (the erasure's transaction, which also holds its
-// receipt); a second call finds nothing. internal/proposals implements it (the notes through
-// internal/notes, then the proposals and their decisions).
-type NoteEraser interface {
-	EraseSource(ctx context.Context, idb bun.IDB, spaceID, sourceID string) (NoteCounts, error)
-}
-
-// Service runs the compliance steps. Turns, TurnExports, TurnSweeps and Notes may be nil
-// until their packages are wired: certificates and packages then say what they did not cover.
+// Service runs the compliance steps. Erasers is the erasure registry (every store that holds
+// personal data, in erasure order; app registers them in one list): erasure, its probe, the
+// preview, the data package, the coverage checks and the vacuum list all read it. Notes
+// (agent-note erasure) and TurnSweeps (retention) may be nil until wired.
 type Service struct {
-	DB          *bun.DB
-	Docs        spaces.Documents
-	Hasher      keyed.Hasher
-	Keys        keystore.Store
-	Subjects    *subjects.Service
-	State       *state.Service
-	Turns       TurnEraser
-	TurnExports TurnExporter
-	TurnSweeps  TurnSweeper
-	Notes       NoteEraser
-	// TurnProbe finds residue in the turns store; when nil, Turns or TurnExports are used if
-	// they implement TurnProber.
-	TurnProbe TurnProber
-	// Erasers orders the stores' erasers (nil: Registry's default of state, turns, exports,
-	// subjects).
-	Erasers *erasure.Registry
+	DB         *bun.DB
+	Docs       spaces.Documents
+	Hasher     keyed.Hasher
+	Keys       keystore.Store
+	Subjects   *subjects.Service
+	State      *state.Service
+	Erasers    *erasure.Registry
+	TurnSweeps TurnSweeper
+	Notes      erasure.SourceEraser
 	// Signer signs each certificate when its erasure completes (nil: stored unsigned). Never
 	// a typed nil: leave it nil when there is no key.
 	Signer CertificateSigner

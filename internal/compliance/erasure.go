@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -204,15 +203,23 @@ func (s *Service) loadErasure(ctx context.Context, idb bun.IDB, spaceID, id stri
 	return &row, nil
 }
 
+// Resolution is what ResolveErasure fixed: how many profiles the subject resolves to, and
+// the stores the erasure erases, in order (the registry's names).
+type Resolution struct {
+	Profiles int
+	Stores   []string
+}
+
 // ResolveErasure is the workflow's first step: it moves a pending erasure to running
-// (Transition) and fixes what a subject erasure covers: the profiles holding the handle and
-// the keyed hashes of every handle of theirs (plus the requested one). It is stored on the
-// erasure, so later steps (and retries) work from it after the handles are deleted. Calling
-// it again on a running erasure changes nothing. It returns the number of profiles found.
-// Errors: fault.Conflict "erasure_not_running" for a failed or completed erasure,
-// "corrupt_record" when the stored profile ids do not decode.
-func (s *Service) ResolveErasure(ctx context.Context, spaceID, id string) (int, error) {
-	var profiles int
+// (Transition) and fixes what a subject erasure covers (subjectScope: the profiles holding
+// the handle and the keyed hashes of every handle of theirs, plus the requested one) and the
+// stores it erases, in order (the erasure registry's names, issue 29 §4). Both are stored on
+// the erasure, so later steps (and retries) work from them after the handles are deleted.
+// Calling it again on a running erasure changes nothing (an erasure resolved before stores
+// were recorded gets them now). Errors: fault.Conflict "erasure_not_running" for a failed or
+// completed erasure, "corrupt_record" when the stored profile ids or stores do not decode.
+func (s *Service) ResolveErasure(ctx context.Context, spaceID, id string) (Resolution, error) {
+	var out Resolution
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		row, err := s.loadErasure(ctx, tx, spaceID, id)
 		if err != nil {
@@ -227,45 +234,55 @@ func (s *Service) ResolveErasure(ctx context.Context, spaceID, id string) (int, 
 		default:
 			return errNotRunning(row.Status)
 		}
+		if out.Stores, err = s.recordStores(ctx, tx, row); err != nil {
+			return err
+		}
 		if row.Resolved {
 			var ids []string
 			if err := decodeRecord(row.ID, "profile_ids", row.ProfileIDs, &ids); err != nil {
 				return err
 			}
-			profiles = len(ids)
+			out.Profiles = len(ids)
 			return nil
 		}
 		hashes, ids := []string{}, []string{}
 		if row.TargetKind == TargetSubject {
-			if err := tx.NewSelect().Model((*models.ProfileHandle)(nil)).Column("profile_id").
-				Where("space_id = ? AND handle_hash = ?", spaceID, row.TargetHash).Scan(ctx, &ids); err != nil {
-				return fmt.Errorf("compliance: resolve profile: %w", err)
+			if ids, hashes, err = subjectScope(ctx, tx, spaceID, row.TargetHash); err != nil {
+				return err
 			}
-			if len(ids) > 0 {
-				if err := tx.NewSelect().Model((*models.ProfileHandle)(nil)).Column("handle_hash").
-					Where("space_id = ? AND profile_id IN (?)", spaceID, bun.In(ids)).Scan(ctx, &hashes); err != nil {
-					return fmt.Errorf("compliance: resolve handles: %w", err)
-				}
-			}
-			if !slices.Contains(hashes, row.TargetHash) {
-				hashes = append(hashes, row.TargetHash)
-			}
-			sort.Strings(hashes)
 		}
-		profiles = len(ids)
+		out.Profiles = len(ids)
 		_, err = tx.NewUpdate().Model((*models.Erasure)(nil)).
 			Set("resolved = ?", true).Set("scope_hashes = ?", mustJSON(hashes)).Set("profile_ids = ?", mustJSON(ids)).
 			Where("id = ?", id).Exec(ctx)
 		return err
 	})
-	return profiles, err
+	return out, err
+}
+
+// recordStores returns the stores row erases, in order: those it recorded, or else the
+// registry's names now, recorded on row inside tx.
+func (s *Service) recordStores(ctx context.Context, tx bun.Tx, row *models.Erasure) ([]string, error) {
+	if row.Stores != "" {
+		var stores []string
+		if err := decodeRecord(row.ID, "stores", row.Stores, &stores); err != nil {
+			return nil, err
+		}
+		return stores, nil
+	}
+	stores := s.Registry().Names()
+	row.Stores = mustJSON(stores)
+	if _, err := tx.NewUpdate().Model((*models.Erasure)(nil)).Set("stores = ?", row.Stores).Where("id = ?", row.ID).Exec(ctx); err != nil {
+		return nil, fmt.Errorf("compliance: record stores: %w", err)
+	}
+	return stores, nil
 }
 
 // step runs fn inside one transaction with the resolved, running erasure, then adds what fn
 // erased to the erasure's items in the same transaction, so a retried step counts nothing
 // twice. An erasure that is not running is fault.Conflict "erasure_not_running" (never a
 // silent skip); stored scope or items that do not decode are "corrupt_record".
-func (s *Service) step(ctx context.Context, spaceID, id string, fn func(ctx context.Context, tx bun.Tx, row *models.Erasure, hashes, profileIDs []string) ([]Erased, error)) (int, error) {
+func (s *Service) step(ctx context.Context, spaceID, id string, fn func(ctx context.Context, tx bun.Tx, row *models.Erasure, hashes, profileIDs []string) ([]erased, error)) (int, error) {
 	n := 0
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		row, err := s.loadErasure(ctx, tx, spaceID, id)
@@ -315,8 +332,8 @@ func (s *Service) EraseStates(ctx context.Context, spaceID, id string) (int, err
 	return s.eraseStore(ctx, spaceID, id, StoreState)
 }
 
-// EraseTurns deletes, through the TurnEraser, a subject's identity links and the turns of
-// their linked conversations, or a conversation's turns. Without a TurnEraser it erases
+// EraseTurns deletes, through the registered turns eraser, a subject's identity links and the turns of
+// their linked conversations, or a conversation's turns (fixed-step workflows). Without one it erases
 // nothing and the certificate lists turns and identity links as not covered.
 func (s *Service) EraseTurns(ctx context.Context, spaceID, id string) (int, error) {
 	return s.eraseStore(ctx, spaceID, id, StoreTurns)
@@ -398,7 +415,7 @@ func (s *Service) DestroyKeys(ctx context.Context, spaceID, id string) (int, err
 			return 0, fmt.Errorf("compliance: destroy key: %w", err)
 		}
 	}
-	_, err = s.step(ctx, spaceID, id, func(ctx context.Context, tx bun.Tx, row *models.Erasure, _, _ []string) ([]Erased, error) {
+	_, err = s.step(ctx, spaceID, id, func(ctx context.Context, tx bun.Tx, row *models.Erasure, _, _ []string) ([]erased, error) {
 		items := itemSet{}
 		if err := decodeRecord(row.ID, "items", row.Items, &items); err != nil {
 			return nil, err
@@ -415,7 +432,7 @@ func (s *Service) DestroyKeys(ctx context.Context, spaceID, id string) (int, err
 		if len(intended) == 0 {
 			return nil, nil
 		}
-		return []Erased{{Kind: KindSubjectKey, IDs: intended, Store: StoreKeys}}, nil
+		return []erased{{Kind: KindSubjectKey, IDs: intended, Store: StoreKeys}}, nil
 	})
 	if err != nil {
 		return 0, err
@@ -602,7 +619,7 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 			cert.Total += items[k].Count
 		}
 		cert.NothingFound = cert.Total == 0
-		if s.Turns == nil {
+		if s.Registry().Get(StoreTurns) == nil {
 			cert.NotCovered = append(cert.NotCovered, KindIdentityLink, KindTurn)
 		}
 		var detail map[string]any

@@ -14,6 +14,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/keystore"
 	"github.com/agentmemory/agentmemory/internal/receipts"
@@ -46,51 +47,32 @@ type ExportView struct {
 	Counts      *ExportCounts `json:"counts"`
 }
 
-// Package is a subject's data package (GOV-3, WM-13): their profile, their states by declared
-// field, identity links and masked turns, and the receipts that touched them.
+// Package is a subject's data package (GOV-3, WM-13): what every registered store holds of
+// the subject (Members, by member name: "profiles", "states", "identity_links", "turns"),
+// and the receipts that touched it. It encodes as one JSON object holding the members beside
+// the fixed ones.
 type Package struct {
-	ExportID      string             `json:"export_id"`
-	SpaceID       string             `json:"space_id"`
-	GeneratedAt   time.Time          `json:"generated_at"`
-	ExpiresAt     time.Time          `json:"expires_at"`
-	Profiles      []PackageProfile   `json:"profiles"`
-	States        []PackageState     `json:"states"`
-	IdentityLinks []ExportedLink     `json:"identity_links"`
-	Turns         []ExportedTurn     `json:"turns"`
-	Receipts      []receipts.Receipt `json:"receipts"`
-	NotCovered    []string           `json:"not_covered"`
+	ExportID    string             `json:"export_id"`
+	SpaceID     string             `json:"space_id"`
+	GeneratedAt time.Time          `json:"generated_at"`
+	ExpiresAt   time.Time          `json:"expires_at"`
+	Members     map[string]any     `json:"-"`
+	Receipts    []receipts.Receipt `json:"receipts"`
+	NotCovered  []string           `json:"not_covered"`
 }
 
-// PackageProfile is a profile in a package.
-type PackageProfile struct {
-	ID        string    `json:"profile_id"`
-	Name      string    `json:"name"`
-	Handles   []string  `json:"handles"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-// PackageState is one working state with its fields as declared.
-type PackageState struct {
-	ID        string         `json:"state_id"`
-	Agent     string         `json:"agent"`
-	ScopeKind string         `json:"scope_kind"`
-	Version   int64          `json:"version"`
-	CreatedAt time.Time      `json:"created_at"`
-	UpdatedAt time.Time      `json:"updated_at"`
-	ExpiresAt time.Time      `json:"expires_at"`
-	Fields    []PackageField `json:"fields"`
-}
-
-// PackageField is one field of a state: its value (masked at write when pii), its declared
-// type, pii flag and sensitivity, its last write and when it expires.
-type PackageField struct {
-	Field       string          `json:"field"`
-	Value       json.RawMessage `json:"value"`
-	Type        string          `json:"type"`
-	PII         bool            `json:"pii"`
-	Sensitivity string          `json:"sensitivity"`
-	WrittenAt   time.Time       `json:"written_at"`
-	ExpiresAt   time.Time       `json:"expires_at"`
+// MarshalJSON encodes p's fixed members and its stores' members as one object.
+func (p Package) MarshalJSON() ([]byte, error) {
+	m := map[string]any{
+		"export_id": p.ExportID, "space_id": p.SpaceID, "generated_at": p.GeneratedAt, "expires_at": p.ExpiresAt,
+		"receipts": p.Receipts, "not_covered": p.NotCovered,
+	}
+	for k, v := range p.Members {
+		if _, fixed := m[k]; !fixed {
+			m[k] = v
+		}
+	}
+	return json.Marshal(m)
 }
 
 // RequestExport records a running export of the subject's data for p (role compliance) with
@@ -244,9 +226,11 @@ func (s *Service) PackageJSON(ctx context.Context, p auth.Principal, id string) 
 	return plain, nil
 }
 
-// subjectScope returns the profiles holding the handle hash and every handle hash of theirs
-// (with the given one).
+// subjectScope is the one subject-scope resolution (issue 29 §4) of erasure, its preview and
+// export: the profiles holding the handle hash and every handle hash of theirs (with the
+// given one), sorted; never nil slices.
 func subjectScope(ctx context.Context, idb bun.IDB, spaceID, hash string) (profileIDs, hashes []string, err error) {
+	profileIDs, hashes = []string{}, []string{}
 	if err := idb.NewSelect().Model((*models.ProfileHandle)(nil)).Column("profile_id").
 		Where("space_id = ? AND handle_hash = ?", spaceID, hash).Scan(ctx, &profileIDs); err != nil {
 		return nil, nil, fmt.Errorf("compliance: resolve profile: %w", err)
@@ -264,10 +248,12 @@ func subjectScope(ctx context.Context, idb bun.IDB, spaceID, hash string) (profi
 	return profileIDs, hashes, nil
 }
 
-// BuildExport builds the package of a running export, seals it under the subject's key
-// (state.SubjectKeyID of the requested handle) and completes the export with an
-// "export.complete" receipt holding only counts. Building a completed export again changes
-// nothing. It returns the counts.
+// BuildExport builds the package of a running export from every registered store's Export
+// (plan: the subject's scope → gather: each store's part → receipts → seal → store), seals it
+// under the subject's key (state.SubjectKeyID of the requested handle) and completes the
+// export with an "export.complete" receipt holding only counts. Building a completed export
+// again changes nothing. It returns the counts. Errors: "export_not_found",
+// "corrupt_record", "export_erased" (the subject was erased meanwhile), the stores'.
 func (s *Service) BuildExport(ctx context.Context, spaceID, id string) (ExportCounts, error) {
 	row, err := s.loadExport(ctx, s.DB, spaceID, id)
 	if err != nil {
@@ -281,120 +267,93 @@ func (s *Service) BuildExport(ctx context.Context, spaceID, id string) (ExportCo
 		return c, nil
 	}
 	now := s.now()
-	pkg := Package{
-		ExportID: id, SpaceID: spaceID, GeneratedAt: now, ExpiresAt: row.ExpiresAt.UTC(),
-		Profiles: []PackageProfile{}, States: []PackageState{}, IdentityLinks: []ExportedLink{},
-		Turns: []ExportedTurn{}, Receipts: []receipts.Receipt{}, NotCovered: []string{},
-	}
 	profileIDs, hashes, err := subjectScope(ctx, s.DB, spaceID, row.SubjectHash)
 	if err != nil {
 		return ExportCounts{}, err
 	}
-	var counts ExportCounts
-	touched := []string{}
-	for _, pid := range profileIDs {
-		prof, err := s.Subjects.Get(ctx, spaceID, pid)
-		if fault.As(err) != nil {
-			continue
-		}
-		if err != nil {
-			return ExportCounts{}, err
-		}
-		pkg.Profiles = append(pkg.Profiles, PackageProfile{ID: prof.ID, Name: prof.Name, Handles: prof.Handles, CreatedAt: prof.CreatedAt})
-		touched = append(touched, prof.ID)
-	}
-	types, err := s.Docs.ObjectTypes(ctx, spaceID)
+	t := erasure.Target{SpaceID: spaceID, Kind: erasure.Subject, HandleHashes: hashes, ProfileIDs: profileIDs}
+	pkg, counts, touched, err := s.gatherExport(ctx, t)
 	if err != nil {
 		return ExportCounts{}, err
 	}
-	var rows []models.AgentState
-	if err := s.DB.NewSelect().Model(&rows).Where("space_id = ? AND subject_hash IN (?)", spaceID, bun.In(hashes)).
-		Order("id ASC").Scan(ctx); err != nil {
-		return ExportCounts{}, fmt.Errorf("compliance: export states: %w", err)
-	}
-	for i := range rows {
-		r := &rows[i]
-		ok, err := s.State.Unseal(ctx, r)
-		if err != nil {
-			return ExportCounts{}, err
-		}
-		if !ok {
-			continue
-		}
-		schema, _ := types.SchemaFor(r.Agent)
-		fields, times, version := state.LiveFields(r, schema, now)
-		if version == 0 {
-			continue
-		}
-		ps := PackageState{ID: r.ID, Agent: r.Agent, ScopeKind: r.ScopeKind, Version: version,
-			CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC(), Fields: []PackageField{}}
-		names := make([]string, 0, len(fields))
-		for n := range fields {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			f := schema.Fields[n]
-			sens := f.Sensitivity
-			if sens == "" {
-				sens = "low"
-			}
-			ps.Fields = append(ps.Fields, PackageField{Field: n, Value: fields[n], Type: f.Type, PII: f.PII,
-				Sensitivity: sens, WrittenAt: times[n].UTC(), ExpiresAt: times[n].UTC().Add(schema.FieldTTL(n))})
-		}
-		counts.Fields += len(ps.Fields)
-		pkg.States = append(pkg.States, ps)
-		touched = append(touched, r.ID)
-	}
-	if s.TurnExports != nil {
-		links, turns, err := s.TurnExports.ExportSubject(ctx, s.DB, spaceID, SubjectRef{ProfileIDs: profileIDs, HandleHashes: hashes})
-		if err != nil {
-			return ExportCounts{}, err
-		}
-		pkg.IdentityLinks, pkg.Turns = append(pkg.IdentityLinks, links...), append(pkg.Turns, turns...)
-		for _, l := range links {
-			touched = append(touched, l.ID)
-		}
-	} else {
-		pkg.NotCovered = append(pkg.NotCovered, KindIdentityLink, KindTurn)
-	}
+	pkg.ExportID, pkg.SpaceID, pkg.GeneratedAt, pkg.ExpiresAt = id, spaceID, now, row.ExpiresAt.UTC()
 	if _, err := receipts.Seal(ctx, s.DB, spaceID); err != nil { // every committed receipt has its seq
 		return ExportCounts{}, err
 	}
 	if pkg.Receipts, err = touchedReceipts(ctx, s.DB, spaceID, touched); err != nil {
 		return ExportCounts{}, err
 	}
-	counts.Profiles, counts.States, counts.Turns = len(pkg.Profiles), len(pkg.States), len(pkg.Turns)
-	counts.IdentityLinks, counts.Receipts = len(pkg.IdentityLinks), len(pkg.Receipts)
+	counts.Receipts = len(pkg.Receipts)
+	sealed, err := s.sealPackage(ctx, row, pkg, counts)
+	if err != nil {
+		return ExportCounts{}, err
+	}
+	return counts, s.storePackage(ctx, row, sealed, counts, now)
+}
+
+// gatherExport asks every registered store for its part of t's package, in registry order:
+// the package's members, the counts and the ids whose receipts it carries.
+func (s *Service) gatherExport(ctx context.Context, t erasure.Target) (Package, ExportCounts, []string, error) {
+	pkg := Package{Members: map[string]any{}, Receipts: []receipts.Receipt{}, NotCovered: []string{}}
+	sum := map[string]int{}
+	touched := []string{}
+	for _, e := range s.Registry().Erasers() {
+		x, err := e.Export(ctx, s.DB, t)
+		if err != nil {
+			return Package{}, ExportCounts{}, nil, fmt.Errorf("compliance: export %s: %w", e.Name(), err)
+		}
+		for k, v := range x.Members {
+			pkg.Members[k] = v
+		}
+		for k, n := range x.Counts {
+			sum[k] += n
+		}
+		touched = append(touched, x.Touched...)
+	}
+	if s.Registry().Get(StoreTurns) == nil {
+		pkg.NotCovered = append(pkg.NotCovered, KindIdentityLink, KindTurn)
+	}
+	c := ExportCounts{Profiles: sum["profiles"], States: sum["states"], Fields: sum["fields"], Turns: sum["turns"], IdentityLinks: sum["identity_links"]}
+	return pkg, c, touched, nil
+}
+
+// sealPackage encodes pkg and seals it under the subject's existing key. A handle the
+// service knows nothing of gets no subject key: its package holds nothing personal (empty
+// lists, no receipts) and is stored as its JSON. A key destroyed meanwhile (an erasure ran)
+// is never recreated: the export fails with "export_erased".
+func (s *Service) sealPackage(ctx context.Context, row *models.ExportPackage, pkg Package, counts ExportCounts) ([]byte, error) {
 	plain, err := json.Marshal(pkg)
 	if err != nil {
-		return ExportCounts{}, fmt.Errorf("compliance: encode package: %w", err)
+		return nil, fmt.Errorf("compliance: encode package: %w", err)
 	}
-	// A handle the service knows nothing of gets no subject key: its package holds nothing
-	// personal (empty lists, no receipts) and is stored as its JSON. Otherwise the package is
-	// sealed under the subject's existing key; a key destroyed meanwhile (an erasure ran) is
-	// never recreated: the export fails with "export_erased".
 	empty := counts == ExportCounts{}
 	key, err := s.Keys.DataKey(ctx, state.SubjectKeyID(row.SubjectHash), false)
-	sealed := plain
 	switch {
 	case errors.Is(err, keystore.ErrNoKey) && empty:
+		return plain, nil
 	case errors.Is(err, keystore.ErrNoKey):
-		if ferr := s.failExport(ctx, spaceID, id, StatusRunning, "export_erased"); ferr != nil {
-			return ExportCounts{}, ferr
+		if ferr := s.failExport(ctx, row.SpaceID, row.ID, StatusRunning, "export_erased"); ferr != nil {
+			return nil, ferr
 		}
-		return ExportCounts{}, fault.New(fault.Conflict, "export_erased", "the subject was erased while the export ran")
+		return nil, fault.New(fault.Conflict, "export_erased", "the subject was erased while the export ran")
 	case err != nil:
-		return ExportCounts{}, fmt.Errorf("compliance: data key: %w", err)
-	default:
-		if sealed, err = keystore.Seal(key, plain, []byte("export:"+id)); err != nil {
-			return ExportCounts{}, fmt.Errorf("compliance: seal package: %w", err)
-		}
+		return nil, fmt.Errorf("compliance: data key: %w", err)
 	}
-	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	sealed, err := keystore.Seal(key, plain, []byte("export:"+row.ID))
+	if err != nil {
+		return nil, fmt.Errorf("compliance: seal package: %w", err)
+	}
+	return sealed, nil
+}
+
+// storePackage completes the running export row with its sealed package and counts, and an
+// "export.complete" receipt holding only counts, in one transaction; an export erased or
+// completed meanwhile is left as it is.
+func (s *Service) storePackage(ctx context.Context, row *models.ExportPackage, sealed []byte, counts ExportCounts, now time.Time) error {
+	return s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewUpdate().Model((*models.ExportPackage)(nil)).Set("status = ?", StatusCompleted).
 			Set("package = ?", sealed).Set("counts = ?", mustJSON(counts)).Set("completed_at = ?", now).
-			Where("id = ? AND status = ?", id, StatusRunning).Exec(ctx)
+			Where("id = ? AND status = ?", row.ID, StatusRunning).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("compliance: store package: %w", err)
 		}
@@ -409,13 +368,12 @@ func (s *Service) BuildExport(ctx context.Context, spaceID, id string) (ExportCo
 		if err := json.Unmarshal([]byte(mustJSON(counts)), &detail); err != nil {
 			return fmt.Errorf("compliance: export detail: %w", err)
 		}
-		_, err = receipts.Append(ctx, tx, spaceID, receipts.Entry{
+		_, err = receipts.Append(ctx, tx, row.SpaceID, receipts.Entry{
 			Kind: receipts.KindCompliance, Action: "export.complete", ActorKey: row.RequestedBy,
-			ObjectIDs: []string{id}, Detail: detail,
+			ObjectIDs: []string{row.ID}, Detail: detail,
 		}, now)
 		return err
 	})
-	return counts, err
 }
 
 // touchedReceipts returns the space's receipts naming any of ids, in chain order (at most

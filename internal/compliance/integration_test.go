@@ -29,6 +29,7 @@ import (
 	"github.com/agentmemory/agentmemory/app"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/internal/turns"
 	"github.com/agentmemory/agentmemory/internal/turns/turnstest"
 	"github.com/agentmemory/agentmemory/models"
@@ -64,36 +65,24 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// flakyTurns wraps the turns store: it fails its first call (after the states were already
-// erased) so that the erasure completes only through Temporal's retry.
+// flakyTurns wraps the turns store's registered eraser: it fails its first erasure (after
+// the states were already erased) so that the erasure completes only through Temporal's
+// retry.
 type flakyTurns struct {
-	next  compliance.TurnEraser
+	erasure.Eraser
 	mu    sync.Mutex
 	calls int
 }
 
-func (f *flakyTurns) call() error {
+func (f *flakyTurns) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (erasure.Reach, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.calls++
-	if f.calls == 1 {
-		return errors.New("turns store unavailable")
+	first := f.calls == 1
+	f.mu.Unlock()
+	if first {
+		return nil, errors.New("turns store unavailable")
 	}
-	return nil
-}
-
-func (f *flakyTurns) EraseSubject(ctx context.Context, idb bun.IDB, spaceID string, s compliance.SubjectRef) ([]compliance.Erased, error) {
-	if err := f.call(); err != nil {
-		return nil, err
-	}
-	return f.next.EraseSubject(ctx, idb, spaceID, s)
-}
-
-func (f *flakyTurns) EraseConversation(ctx context.Context, idb bun.IDB, spaceID, conversationID string) ([]compliance.Erased, error) {
-	if err := f.call(); err != nil {
-		return nil, err
-	}
-	return f.next.EraseConversation(ctx, idb, spaceID, conversationID)
+	return f.Eraser.EraseSubject(ctx, tx, t)
 }
 
 // env is the real API over a fresh database with a worker running the compliance workflows
@@ -202,8 +191,8 @@ func waitWorkflow(t *testing.T, id string) {
 	defer cancel()
 	require.NoError(t, temporalClient.GetWorkflow(ctx, id, "").Get(ctx, nil), "workflow %s", id)
 	if name := os.Getenv("AGENTMEMORY_RECORD_ERASURE"); name != "" && t.Name() == os.Getenv("AGENTMEMORY_RECORD_ERASURE_TEST") && strings.HasPrefix(id, "erasure-") {
-		// Re-record a replay fixture, e.g. AGENTMEMORY_RECORD_ERASURE=erasure_v0.json
-		// AGENTMEMORY_RECORD_ERASURE_TEST=TestConversationErasureLeavesNoCleartext/sqlite
+		// Re-record a replay fixture of the current code, e.g. AGENTMEMORY_RECORD_ERASURE=erasure_registry.json
+		// AGENTMEMORY_RECORD_ERASURE_TEST=TestSubjectErasureReachesKnowledge (never the older fixtures)
 		recordHistory(t, id, filepath.Join("..", "..", "workflows", "testdata", name))
 	}
 }
@@ -250,8 +239,8 @@ func TestSubjectErasureEndToEnd(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			e := newEnv(t, engine)
-			flaky := &flakyTurns{next: e.Deps.Compliance.Turns}
-			e.Deps.Compliance.Turns = flaky
+			flaky := &flakyTurns{Eraser: e.Deps.Compliance.Registry().Get(compliance.StoreTurns)}
+			e.Deps.Compliance.Registry().Register(flaky) // replaces the store of the same name
 			abcd := turnstest.Load(t)
 			seedSpace(e)
 			shop := e.AgentKey("shop-bot", "acme", auth.ScopeAgentState)

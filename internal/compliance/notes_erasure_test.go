@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -62,6 +63,11 @@ func TestAgentNoteErasureEndToEnd(t *testing.T) {
 				defer cancel()
 				var out activities.NoteErasureResult
 				require.NoError(t, temporalClient.GetWorkflow(ctx, r["workflow_id"].(string), "").Get(ctx, &out))
+				if name := os.Getenv("AGENTMEMORY_RECORD_NOTE_ERASURE"); name != "" && engine == "sqlite" && out.Notes > 0 {
+					// Re-record the replay fixture (the checkpoint branch, "note-erasure-checkpoint"):
+					// AGENTMEMORY_RECORD_NOTE_ERASURE=note_erasure_checkpoint.json go test ./internal/compliance -run TestAgentNoteErasureEndToEnd/sqlite
+					recordHistory(t, r["workflow_id"].(string), filepath.Join("..", "..", "workflows", "testdata", name))
+				}
 				return out
 			}
 			require.Equal(t, activities.NoteErasureResult{Notes: 2, Proposals: 1}, erase())

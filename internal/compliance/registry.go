@@ -2,16 +2,15 @@ package compliance
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/erasure"
-	"github.com/agentmemory/agentmemory/internal/events"
+	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/state"
-	"github.com/agentmemory/agentmemory/internal/subjects"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -33,13 +32,6 @@ const (
 // conversation id), so there is nothing of the subject to erase there.
 const WorkflowHistoryNote = "workflow ids and histories carry erasure ids, counts and reason codes only: no subject data"
 
-// TurnProber finds what a subject or conversation erasure left in the turns store (read
-// only). The turns package implements it beside TurnEraser.
-type TurnProber interface {
-	SubjectResidue(ctx context.Context, idb bun.IDB, spaceID string, s SubjectRef) ([]Erased, error)
-	ConversationResidue(ctx context.Context, idb bun.IDB, spaceID, scopeHash string) ([]Erased, error)
-}
-
 // StoreReport is one store's line in a certificate: what the erasure removed there (items)
 // and what the probe found after the steps (must be 0, else the erasure fails), and the
 // columns it covers.
@@ -50,21 +42,13 @@ type StoreReport struct {
 	Covers  []string `json:"covers"`
 }
 
-// Registry returns the erasers this service orders, in erasure order: Erasers when set,
-// else state, turns (when Turns is wired), exports, subjects and the outbox (events).
+// Registry returns the erasure registry (Erasers; an empty one when nil, so that nothing
+// is erased and the certificate says what is not covered).
 func (s *Service) Registry() *erasure.Registry {
 	if s.Erasers != nil {
 		return s.Erasers
 	}
-	r := &erasure.Registry{}
-	r.Register(state.Eraser{})
-	if s.Turns != nil {
-		r.Register(turnsEraser{s})
-	}
-	r.Register(exportsEraser{})
-	r.Register(subjects.Eraser{})
-	r.Register(events.Eraser{})
-	return r
+	return &erasure.Registry{}
 }
 
 // target is the erasure's resolved Target.
@@ -77,42 +61,66 @@ func target(row *models.Erasure, hashes, profileIDs []string) erasure.Target {
 }
 
 // eraseStore runs the registered eraser name as one step (see step); a store not registered
-// erases nothing (the certificate lists what is not covered).
+// erases nothing (the certificate lists what is not covered). The fixed steps of workflows
+// started before the registry drove the erasure (EraseStates, EraseTurns, ...) use it.
 func (s *Service) eraseStore(ctx context.Context, spaceID, id, name string) (int, error) {
 	e := s.Registry().Get(name)
 	if e == nil {
 		return 0, nil
 	}
-	return s.step(ctx, spaceID, id, func(ctx context.Context, tx bun.Tx, row *models.Erasure, hashes, profileIDs []string) ([]Erased, error) {
+	return s.runEraser(ctx, spaceID, id, e)
+}
+
+// runEraser is one step (see step) of eraser e over the erasure's target.
+func (s *Service) runEraser(ctx context.Context, spaceID, id string, e erasure.Eraser) (int, error) {
+	return s.step(ctx, spaceID, id, func(ctx context.Context, tx bun.Tx, row *models.Erasure, hashes, profileIDs []string) ([]erased, error) {
 		r, err := e.EraseSubject(ctx, tx, target(row, hashes, profileIDs))
 		if err != nil {
 			return nil, err
 		}
-		return fromReach(name, r), nil
+		return fromReach(e.Name(), r), nil
 	})
 }
 
-func fromReach(store string, r erasure.Reach) []Erased {
+// EraseStore is the erasure workflow's one store step (issue 29 §4): the registered eraser
+// name erases what the erasure's target reaches there, in one transaction with the record of
+// it (see step), and it returns how many items it removed. name must be one of the stores the
+// erasure recorded when it was resolved (Stores) and be registered in this process. Errors:
+// fault.Invalid "unknown_store" (not recorded on the erasure), fault.Conflict
+// "store_not_registered" (recorded, but this build has no such eraser: never a silent skip),
+// "erasure_not_running", "corrupt_record".
+func (s *Service) EraseStore(ctx context.Context, spaceID, id, name string) (int, error) {
+	row, err := s.loadErasure(ctx, s.DB, spaceID, id)
+	if err != nil {
+		return 0, err
+	}
+	var stores []string
+	if err := decodeRecord(row.ID, "stores", row.Stores, &stores); err != nil {
+		return 0, err
+	}
+	if !slices.Contains(stores, name) {
+		return 0, fault.New(fault.Invalid, "unknown_store", "the erasure records no store %q", name)
+	}
+	e := s.Registry().Get(name)
+	if e == nil {
+		return 0, fault.New(fault.Conflict, "store_not_registered", "no eraser %q is registered in this build", name)
+	}
+	return s.runEraser(ctx, spaceID, id, e)
+}
+
+func fromReach(store string, r erasure.Reach) []erased {
 	kinds := make([]string, 0, len(r))
 	for k := range r {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
-	var out []Erased
+	var out []erased
 	for _, k := range kinds {
 		if len(r[k]) > 0 {
-			out = append(out, Erased{Kind: k, IDs: r[k], Store: store})
+			out = append(out, erased{Kind: k, IDs: r[k], Store: store})
 		}
 	}
 	return out
-}
-
-func toReach(es []Erased) erasure.Reach {
-	r := erasure.Reach{}
-	for _, e := range es {
-		r.Add(e.Kind, e.IDs...)
-	}
-	return r
 }
 
 // probe asks every registered store, and the key store, for residue of the erasure's target
@@ -122,6 +130,12 @@ func (s *Service) probe(ctx context.Context, idb bun.IDB, row *models.Erasure, i
 	hashes, profileIDs, err := scopeOf(row)
 	if err != nil {
 		return nil, err
+	}
+	if row.Stores != "" {
+		var stores []string // recorded by ResolveErasure; a record that does not decode fails
+		if err := decodeRecord(row.ID, "stores", row.Stores, &stores); err != nil {
+			return nil, err
+		}
 	}
 	t := target(row, hashes, profileIDs)
 	removed := map[string]int{}
@@ -166,69 +180,19 @@ func (s *Service) probe(ctx context.Context, idb bun.IDB, row *models.Erasure, i
 	return out, nil
 }
 
-// turnsEraser orders the turns store (TurnEraser, TurnProber) as a registered eraser.
-type turnsEraser struct{ s *Service }
+// ExportsEraser is the data-package store's eraser (GOV-3: packages are erased with the
+// subject, by the keyed hash of the handle they were requested for).
+type ExportsEraser struct{}
 
-func (turnsEraser) Name() string { return StoreTurns }
+// Name is "exports".
+func (ExportsEraser) Name() string { return StoreExports }
 
-func (turnsEraser) Covers() []erasure.Column {
-	return []erasure.Column{
-		{Table: "turns", Column: "scope_hash"}, {Table: "turns", Column: "profile_id"}, {Table: "turns", Column: "key_id"},
-		{Table: "identity_links", Column: "scope_hash"}, {Table: "identity_links", Column: "handle_hash"},
-		{Table: "identity_links", Column: "profile_id"}, {Table: "identity_links", Column: "key_id"},
-	}
-}
-
-func (e turnsEraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (erasure.Reach, error) {
-	var es []Erased
-	var err error
-	if t.Kind == erasure.Subject {
-		es, err = e.s.Turns.EraseSubject(ctx, tx, t.SpaceID, SubjectRef{ProfileIDs: t.ProfileIDs, HandleHashes: t.HandleHashes})
-	} else {
-		es, err = e.s.Turns.EraseConversation(ctx, tx, t.SpaceID, t.ConversationID)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return toReach(es), nil
-}
-
-func (e turnsEraser) Residue(ctx context.Context, idb bun.IDB, t erasure.Target) (erasure.Reach, error) {
-	p := e.s.TurnProbe
-	if p == nil {
-		if x, ok := e.s.Turns.(TurnProber); ok {
-			p = x
-		} else if x, ok := e.s.TurnExports.(TurnProber); ok {
-			p = x
-		}
-	}
-	if p == nil {
-		return nil, errors.New("compliance: the turns store has no probe")
-	}
-	var es []Erased
-	var err error
-	if t.Kind == erasure.Subject {
-		es, err = p.SubjectResidue(ctx, idb, t.SpaceID, SubjectRef{ProfileIDs: t.ProfileIDs, HandleHashes: t.HandleHashes})
-	} else {
-		es, err = p.ConversationResidue(ctx, idb, t.SpaceID, t.ScopeHash)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return toReach(es), nil
-}
-
-// exportsEraser is the data-package store's eraser (GOV-3: packages are erased with the
-// subject).
-type exportsEraser struct{}
-
-func (exportsEraser) Name() string { return StoreExports }
-
-func (exportsEraser) Covers() []erasure.Column {
+// Covers lists the packages' subject hash.
+func (ExportsEraser) Covers() []erasure.Column {
 	return []erasure.Column{{Table: "export_packages", Column: "subject_hash"}}
 }
 
-func (exportsEraser) find(ctx context.Context, idb bun.IDB, t erasure.Target) ([]string, error) {
+func (ExportsEraser) find(ctx context.Context, idb bun.IDB, t erasure.Target) ([]string, error) {
 	if t.Kind != erasure.Subject || len(t.HandleHashes) == 0 {
 		return nil, nil
 	}
@@ -240,7 +204,8 @@ func (exportsEraser) find(ctx context.Context, idb bun.IDB, t erasure.Target) ([
 	return ids, nil
 }
 
-func (e exportsEraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (erasure.Reach, error) {
+// EraseSubject deletes the subject's packages inside tx.
+func (e ExportsEraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (erasure.Reach, error) {
 	ids, err := e.find(ctx, tx, t)
 	if err != nil || len(ids) == 0 {
 		return erasure.Reach{}, err
@@ -251,7 +216,8 @@ func (e exportsEraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Ta
 	return erasure.Reach{KindExportPackage: ids}, nil
 }
 
-func (e exportsEraser) Residue(ctx context.Context, idb bun.IDB, t erasure.Target) (erasure.Reach, error) {
+// Residue finds the subject's packages still stored.
+func (e ExportsEraser) Residue(ctx context.Context, idb bun.IDB, t erasure.Target) (erasure.Reach, error) {
 	ids, err := e.find(ctx, idb, t)
 	if err != nil {
 		return nil, err
@@ -259,4 +225,9 @@ func (e exportsEraser) Residue(ctx context.Context, idb bun.IDB, t erasure.Targe
 	r := erasure.Reach{}
 	r.Add(KindExportPackage, ids...)
 	return r, nil
+}
+
+// Export gives the zero Export: a data package never carries earlier packages.
+func (ExportsEraser) Export(context.Context, bun.IDB, erasure.Target) (erasure.Export, error) {
+	return erasure.Export{}, nil
 }

@@ -41,6 +41,10 @@ func (*activeWriter) EraseSubject(context.Context, bun.Tx, erasure.Target) (eras
 	return erasure.Reach{}, nil
 }
 
+func (*activeWriter) Export(context.Context, bun.IDB, erasure.Target) (erasure.Export, error) {
+	return erasure.Export{}, nil
+}
+
 func (w *activeWriter) Residue(_ context.Context, _ bun.IDB, t erasure.Target) (erasure.Reach, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -82,7 +86,7 @@ func erase(t *testing.T, e *apitest.Env, comp, handle string) (compliance.Erasur
 	id := e.MustDo(http.StatusAccepted, "POST", "/v1/erasures", comp, map[string]any{"subject": handle}).JSON(t)["erasure_id"].(string)
 	_ = temporalClient.GetWorkflow(context.Background(), workflows.ErasureWorkflowID(id), "").Get(context.Background(), nil) // the workflow may fail; the row says how
 	if name := os.Getenv("AGENTMEMORY_RECORD_ERASURE"); name != "" && strings.HasPrefix(t.Name(), os.Getenv("AGENTMEMORY_RECORD_ERASURE_TEST")+"/sqlite") {
-		// Re-record a replay fixture: AGENTMEMORY_RECORD_ERASURE=erasure_rerun.json
+		// Re-record a replay fixture: AGENTMEMORY_RECORD_ERASURE=erasure_registry_rerun.json
 		// AGENTMEMORY_RECORD_ERASURE_TEST=TestErasureRerunsWhenWrittenDuringTheFirstRound
 		recordHistory(t, workflows.ErasureWorkflowID(id), filepath.Join("..", "..", "workflows", "testdata", name))
 	}

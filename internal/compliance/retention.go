@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/models"
@@ -33,9 +34,16 @@ var SweepPhases = []string{PhaseStates, PhaseFields, PhaseTurns, PhaseExports}
 // PhaseExports in sweeps started by this version (workflow version marker "vacuum-phase").
 const PhaseVacuum = "vacuum"
 
-// VacuumTables are the tables PhaseVacuum vacuums, one per batch.
-var VacuumTables = []string{"agent_states", "profiles", "profile_handles", "export_packages", "turns", "identity_links",
-	"notes", "note_tags", "note_proposals", "note_requests", "proposal_decisions", "knowledge_documents", "knowledge_chunks"}
+// VacuumTables returns the tables PhaseVacuum vacuums, one per batch, derived from what
+// erasure deletes rows of (issue 29 §4): every table the registered erasers cover, in
+// registration order, then the agent-note eraser's (Notes), each once.
+func (s *Service) VacuumTables() []string {
+	var notes []erasure.Column
+	if s.Notes != nil {
+		notes = s.Notes.Covers()
+	}
+	return erasure.Tables(s.Registry().Covers(notes))
+}
 
 // vacuumBatch vacuums the table at index cursor (outside any transaction: PostgreSQL refuses
 // VACUUM in one) and returns the next cursor.
@@ -64,16 +72,26 @@ func (s *Service) vacuumBatch(ctx context.Context, cursor string) (SweepOutcome,
 	return SweepOutcome{Cursor: strconv.Itoa(i + 1), Done: i+1 >= len(tables)}, nil
 }
 
-// vacuumTables is VacuumTables followed by the knowledge store's pgvector tables of the
-// current schema (knowledge_vec_<dims>, one per vector length, created when a length first
+// vacuumTables is VacuumTables that exist in the current schema (a store's SQLite-only
+// index, e.g. a full-text table, has no PostgreSQL table), followed by the knowledge store's
+// pgvector tables (knowledge_vec_<dims>, one per vector length, created when a length first
 // appears, sorted): VACUUM is what takes an erased vector out of the table's pages and the
 // HNSW graph.
 func (s *Service) vacuumTables(ctx context.Context) ([]string, error) {
-	var vec []string
+	var existing, vec []string
+	if err := s.DB.NewRaw("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").Scan(ctx, &existing); err != nil {
+		return nil, fmt.Errorf("compliance: vacuum: %w", err)
+	}
 	if err := s.DB.NewRaw("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename ~ '^knowledge_vec_[0-9]+$' ORDER BY tablename").Scan(ctx, &vec); err != nil {
 		return nil, fmt.Errorf("compliance: vacuum: %w", err)
 	}
-	return append(slices.Clone(VacuumTables), vec...), nil
+	var out []string
+	for _, t := range s.VacuumTables() {
+		if slices.Contains(existing, t) {
+			out = append(out, t)
+		}
+	}
+	return append(out, vec...), nil
 }
 
 // SweepOutcome is what one batch did: how many items it removed, the cursor of the next
@@ -165,14 +183,14 @@ func (s *Service) SweepBatch(ctx context.Context, spaceID, phase, cursor string,
 }
 
 // EraseNotes erases every note (all versions) and proposal of source in the space through the
-// NoteEraser (AM-12) and leaves a "notes.erase" admin receipt with the counts, in one
-// transaction. Subject erasure never calls it. Without a NoteEraser it is fault.Unavailable
+// SourceEraser (AM-12) and leaves a "notes.erase" admin receipt with the counts, in one
+// transaction. Subject erasure never calls it. Without one it is fault.Unavailable
 // "notes_not_wired".
-func (s *Service) EraseNotes(ctx context.Context, spaceID, sourceID, actorKey string) (NoteCounts, error) {
+func (s *Service) EraseNotes(ctx context.Context, spaceID, sourceID, actorKey string) (erasure.NoteCounts, error) {
 	if s.Notes == nil {
-		return NoteCounts{}, fault.New(fault.Unavailable, "notes_not_wired", "agent notes are not available in this build")
+		return erasure.NoteCounts{}, fault.New(fault.Unavailable, "notes_not_wired", "agent notes are not available in this build")
 	}
-	var counts NoteCounts
+	var counts erasure.NoteCounts
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		if counts, err = s.Notes.EraseSource(ctx, tx, spaceID, sourceID); err != nil {

@@ -3,10 +3,6 @@ package compliance
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sort"
-
-	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/erasure"
@@ -47,22 +43,10 @@ func (s *Service) PreviewErasure(ctx context.Context, p auth.Principal, req Eras
 	if kind == TargetConversation {
 		t.ScopeHash, t.ConversationID = hash, ref
 	} else {
-		ids := []string{}
-		if err := s.DB.NewSelect().Model((*models.ProfileHandle)(nil)).Column("profile_id").
-			Where("space_id = ? AND handle_hash = ?", p.SpaceID, hash).Scan(ctx, &ids); err != nil {
-			return Preview{}, fmt.Errorf("compliance: preview profiles: %w", err)
+		ids, hashes, err := subjectScope(ctx, s.DB, p.SpaceID, hash)
+		if err != nil {
+			return Preview{}, err
 		}
-		hashes := []string{}
-		if len(ids) > 0 {
-			if err := s.DB.NewSelect().Model((*models.ProfileHandle)(nil)).Column("handle_hash").
-				Where("space_id = ? AND profile_id IN (?)", p.SpaceID, bun.In(ids)).Scan(ctx, &hashes); err != nil {
-				return Preview{}, fmt.Errorf("compliance: preview handles: %w", err)
-			}
-		}
-		if !slices.Contains(hashes, hash) {
-			hashes = append(hashes, hash)
-		}
-		sort.Strings(hashes)
 		t.HandleHashes, t.ProfileIDs = hashes, ids
 	}
 	out := Preview{TargetKind: kind, Profiles: len(t.ProfileIDs), Stores: []PreviewStore{}}

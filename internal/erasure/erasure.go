@@ -66,17 +66,27 @@ type Column struct {
 
 func (c Column) String() string { return c.Table + "." + c.Column }
 
-// Eraser erases one store's personal data. Name is stable and short ("state", "turns"...):
-// certificates list stores by it. Covers lists the tables and columns holding subject data
-// it erases. EraseSubject deletes what Target reaches inside tx (the compliance step's
-// transaction, which also records the Reach) and returns it; a second call finds nothing.
-// Residue looks (read only) for anything of Target still stored, by keyed hash; it must
-// return an empty Reach after EraseSubject committed.
+// Eraser is one store's side of erasure and export (issue 12 §2, issue 29 §4): the only
+// interface a store that holds personal data implements, registered once in app.
+//   - Name is stable and short ("state", "turns"...): certificates and the erasure row list
+//     stores by it, and the erasure workflow erases them by it, in registration order.
+//   - Covers lists the tables and columns holding subject data it erases (the coverage checks
+//     and the vacuum list are derived from it).
+//   - EraseSubject deletes what Target reaches inside tx (the compliance step's transaction,
+//     which also records the Reach) and returns it; a second call finds nothing.
+//   - Residue looks (read only) for anything of Target still stored, by keyed hash; it must
+//     return an empty Reach after EraseSubject committed (the probe and the preview).
+//   - Export returns, read through idb, what the store holds of a subject Target for the data
+//     package (GOV-3); a conversation Target, or a store with nothing to export, gives the
+//     zero Export.
+//
+// Stored records that do not decode are an error (fault "corrupt_record"), never "nothing".
 type Eraser interface {
 	Name() string
 	Covers() []Column
 	EraseSubject(ctx context.Context, tx bun.Tx, t Target) (Reach, error)
 	Residue(ctx context.Context, idb bun.IDB, t Target) (Reach, error)
+	Export(ctx context.Context, idb bun.IDB, t Target) (Export, error)
 }
 
 // Registry holds the erasers in registration order; safe for concurrent use.
@@ -109,6 +119,18 @@ func (r *Registry) Get(name string) Eraser {
 		}
 	}
 	return nil
+}
+
+// Names returns the registered erasers' names in registration order: what an erasure row
+// records and its workflow erases one by one.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.erasers))
+	for _, x := range r.erasers {
+		out = append(out, x.Name())
+	}
+	return out
 }
 
 // Erasers returns the registered erasers in registration order.

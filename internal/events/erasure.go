@@ -48,3 +48,8 @@ func (Eraser) Residue(ctx context.Context, idb bun.IDB, t erasure.Target) (erasu
 	}
 	return out, nil
 }
+
+// Export gives the zero Export: events hold nothing of a subject to put in a data package.
+func (Eraser) Export(context.Context, bun.IDB, erasure.Target) (erasure.Export, error) {
+	return erasure.Export{}, nil
+}

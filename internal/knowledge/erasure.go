@@ -32,13 +32,21 @@ type Eraser struct{}
 // Name is "knowledge".
 func (Eraser) Name() string { return "knowledge" }
 
-// Covers lists the subject hash of documents and chunks and the documents' content hash (a
-// hash of the bytes the subject's document held).
+// Covers lists the subject hash of documents and chunks, the documents' content hash (a
+// hash of the bytes the subject's document held) and, on SQLite, the chunks' full-text index.
 func (Eraser) Covers() []erasure.Column {
 	return []erasure.Column{
 		{Table: "knowledge_documents", Column: "subject_hash"}, {Table: "knowledge_documents", Column: "content_hash"},
 		{Table: "knowledge_chunks", Column: "subject_hash"},
+		// SQLite's full-text index of the chunks (FTS5; PostgreSQL's is a column of the row).
+		{Table: "knowledge_chunks_fts", Column: "chunk_id"},
 	}
+}
+
+// Export gives the zero Export: documents naming a subject are not part of the subject's
+// data package (unchanged by issue 29 §4, which only restructured the erasure path).
+func (Eraser) Export(context.Context, bun.IDB, erasure.Target) (erasure.Export, error) {
+	return erasure.Export{}, nil
 }
 
 // EraseSubject deletes, inside tx, the subject's documents and chunks (vector-table rows,

@@ -8,8 +8,8 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
@@ -24,18 +24,18 @@ import (
 // this process's token counts cached under their ids and every block and block answer it
 // cached (MS-4). The proposals and their
 // decisions are internal/proposals' (its EraseSource calls this one first, then erases
-// them: compliance.NoteEraser). It returns how many notes it removed (Proposals 0); a second
+// them: erasure.SourceEraser). It returns how many notes it removed (Proposals 0); a second
 // call finds nothing. Outbox events and receipts stay: they hold ids, never text.
-func (s *Service) EraseSource(ctx context.Context, idb bun.IDB, spaceID, sourceID string) (compliance.NoteCounts, error) {
+func (s *Service) EraseSource(ctx context.Context, idb bun.IDB, spaceID, sourceID string) (erasure.NoteCounts, error) {
 	// The space's receipt head first, as every note write takes it before the notes and
 	// counts it changes (the caller appends its receipt later, under the same lock).
 	if _, err := receipts.LockHead(ctx, idb, spaceID); err != nil {
-		return compliance.NoteCounts{}, err
+		return erasure.NoteCounts{}, err
 	}
 	var noteIDs []string
 	if err := idb.NewSelect().Model((*models.Note)(nil)).Column("id").
 		Where("space_id = ? AND source_id = ?", spaceID, sourceID).Scan(ctx, &noteIDs); err != nil {
-		return compliance.NoteCounts{}, fmt.Errorf("notes: erase: list: %w", err)
+		return erasure.NoteCounts{}, fmt.Errorf("notes: erase: list: %w", err)
 	}
 	ofNotes := `SELECT n.id FROM notes AS n WHERE n.space_id = ? AND n.source_id = ?`
 	type stmt struct {
@@ -55,10 +55,10 @@ func (s *Service) EraseSource(ctx context.Context, idb bun.IDB, spaceID, sourceI
 	}
 	for _, st := range stmts {
 		if _, err := idb.ExecContext(ctx, st.q, st.args...); err != nil {
-			return compliance.NoteCounts{}, fmt.Errorf("notes: erase: %w", err)
+			return erasure.NoteCounts{}, fmt.Errorf("notes: erase: %w", err)
 		}
 	}
-	var out compliance.NoteCounts
+	var out erasure.NoteCounts
 	var statuses []string // of the deleted rows
 	if err := idb.NewRaw(`DELETE FROM notes WHERE space_id = ? AND source_id = ? RETURNING status`, spaceID, sourceID).
 		Scan(ctx, &statuses); err != nil && !errors.Is(err, sql.ErrNoRows) {

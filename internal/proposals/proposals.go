@@ -25,7 +25,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
-	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/notes"
@@ -71,8 +71,8 @@ type Service struct {
 }
 
 var (
-	_ notes.Proposer        = (*Service)(nil)
-	_ compliance.NoteEraser = (*Service)(nil)
+	_ notes.Proposer       = (*Service)(nil)
+	_ erasure.SourceEraser = (*Service)(nil)
 )
 
 // WithWorkflow returns a copy of s whose distilled proposals are decided through w.
@@ -373,13 +373,24 @@ func (s *Service) Export(ctx context.Context, p auth.Principal) (Export, error) 
 	return out, nil
 }
 
+// Covers lists the tables an agent-note erasure erases (erasure.SourceEraser): the notes and
+// their tags, full-text index (SQLite's notes_fts; PostgreSQL's is a column of the row) and
+// remembered answers, the proposals and their staged decisions.
+func (s *Service) Covers() []erasure.Column {
+	return []erasure.Column{
+		{Table: "notes", Column: "source_id"}, {Table: "note_tags", Column: "note_id"}, {Table: "notes_fts", Column: "note_id"},
+		{Table: "note_requests", Column: "response"}, {Table: "note_proposals", Column: "source_id"},
+		{Table: "proposal_decisions", Column: "proposal_id"},
+	}
+}
+
 // EraseSource erases every note (all versions) and proposal of agent sourceID in space
-// spaceID (AM-12; compliance.NoteEraser), inside idb (the erasure's transaction, which also
+// spaceID (AM-12; erasure.SourceEraser), inside idb (the erasure's transaction, which also
 // holds its receipt): first the notes through notes.Service.EraseSource (which also forgets
 // the remembered answers carrying the proposals' ids), then the proposals' staged decisions
 // and the proposals. It returns how many notes and proposals it removed; a second call finds
 // nothing. Outbox events and receipts stay: they hold ids, never text.
-func (s *Service) EraseSource(ctx context.Context, idb bun.IDB, spaceID, sourceID string) (compliance.NoteCounts, error) {
+func (s *Service) EraseSource(ctx context.Context, idb bun.IDB, spaceID, sourceID string) (erasure.NoteCounts, error) {
 	out, err := s.Notes.EraseSource(ctx, idb, spaceID, sourceID)
 	if err != nil {
 		return out, err

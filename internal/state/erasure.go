@@ -2,22 +2,28 @@ package state
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"sort"
+	"time"
 
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/erasure"
+	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
 )
 
 // KindAgentState is the item kind of a working state in erasure reaches and certificates.
-const KindAgentState = "agent_state"
+const KindAgentState = erasure.KindAgentState
 
 // Eraser is the working-state store's eraser (issue 12 §2, WM-13): a subject erasure deletes
 // every state whose subject hash is one of the subject's handle hashes (scoped to a handle or
 // naming the subject); a conversation erasure deletes the states of that conversation's
-// scope. Residue finds the same rows, read only.
-type Eraser struct{}
+// scope. Residue finds the same rows, read only. Export (S is needed for it: the schemas,
+// the clock and the subject keys) gives a subject's live states by declared field.
+type Eraser struct{ S *Service }
 
 // Name is "state".
 func (Eraser) Name() string { return "state" }
@@ -65,4 +71,108 @@ func (e Eraser) Residue(ctx context.Context, idb bun.IDB, t erasure.Target) (era
 	r := erasure.Reach{}
 	r.Add(KindAgentState, ids...)
 	return r, nil
+}
+
+// ExportedState is one working state in a data package (GOV-3, WM-13) with its live fields as
+// declared.
+type ExportedState struct {
+	ID        string          `json:"state_id"`
+	Agent     string          `json:"agent"`
+	ScopeKind string          `json:"scope_kind"`
+	Version   int64           `json:"version"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+	ExpiresAt time.Time       `json:"expires_at"`
+	Fields    []ExportedField `json:"fields"`
+}
+
+// ExportedField is one field of an exported state: its value (masked at write when pii), its
+// declared type, pii flag and sensitivity ("low" when undeclared), its last write and when it
+// expires (UTC).
+type ExportedField struct {
+	Field       string          `json:"field"`
+	Value       json.RawMessage `json:"value"`
+	Type        string          `json:"type"`
+	PII         bool            `json:"pii"`
+	Sensitivity string          `json:"sensitivity"`
+	WrittenAt   time.Time       `json:"written_at"`
+	ExpiresAt   time.Time       `json:"expires_at"`
+}
+
+// Export returns, read through idb, the live states of a subject Target (subject hash one of
+// its handle hashes), unsealed, in id order, as member "states" with counts "states" and
+// "fields"; states sealed under a destroyed key or with no live field are left out. A
+// conversation Target gives the zero Export. Errors: the store's, the key store's.
+func (e Eraser) Export(ctx context.Context, idb bun.IDB, t erasure.Target) (erasure.Export, error) {
+	if t.Kind != erasure.Subject || len(t.HandleHashes) == 0 {
+		return erasure.Export{}, nil
+	}
+	if e.S == nil {
+		return erasure.Export{}, errors.New("state: the eraser has no service to export with")
+	}
+	types, err := e.S.Docs.ObjectTypes(ctx, t.SpaceID)
+	if err != nil {
+		return erasure.Export{}, err
+	}
+	var rows []models.AgentState
+	if err := idb.NewSelect().Model(&rows).Where("space_id = ? AND subject_hash IN (?)", t.SpaceID, bun.In(t.HandleHashes)).
+		Order("id ASC").Scan(ctx); err != nil {
+		return erasure.Export{}, fmt.Errorf("state: export states: %w", err)
+	}
+	now := time.Now().UTC()
+	if e.S.Now != nil {
+		now = e.S.Now().UTC()
+	}
+	out := []ExportedState{}
+	fields := 0
+	var touched []string
+	for i := range rows {
+		r := &rows[i]
+		ok, err := e.S.Unseal(ctx, r)
+		if err != nil {
+			return erasure.Export{}, err
+		}
+		if !ok {
+			continue
+		}
+		schema, _ := types.SchemaFor(r.Agent)
+		es, live := exportedState(r, schema, now)
+		if !live {
+			continue
+		}
+		fields += len(es.Fields)
+		out = append(out, es)
+		touched = append(touched, r.ID)
+	}
+	return erasure.Export{
+		Members: map[string]any{"states": out},
+		Counts:  map[string]int{"states": len(out), "fields": fields},
+		Touched: touched,
+	}, nil
+}
+
+// exportedState is r's live fields at now under schema, sorted by name; live is false when
+// no field of r is live.
+func exportedState(r *models.AgentState, schema spaces.ObjectType, now time.Time) (ExportedState, bool) {
+	vals, times, version := LiveFields(r, schema, now)
+	if version == 0 {
+		return ExportedState{}, false
+	}
+	es := ExportedState{ID: r.ID, Agent: r.Agent, ScopeKind: r.ScopeKind, Version: version,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC(), Fields: []ExportedField{}}
+	names := make([]string, 0, len(vals))
+	for n := range vals {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		f := schema.Fields[n]
+		sens := f.Sensitivity
+		if sens == "" {
+			sens = "low"
+		}
+		es.Fields = append(es.Fields, ExportedField{Field: n, Value: vals[n], Type: f.Type, PII: f.PII,
+			Sensitivity: sens, WrittenAt: times[n].UTC(), ExpiresAt: times[n].UTC().Add(schema.FieldTTL(n))})
+	}
+	return es, true
 }

@@ -5,24 +5,27 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/erasure"
+	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
 )
 
 // Item kinds of the profile store in erasure reaches and certificates.
 const (
-	KindProfile       = "profile"
-	KindProfileHandle = "profile_handle"
+	KindProfile       = erasure.KindProfile
+	KindProfileHandle = erasure.KindProfileHandle
 )
 
 // Eraser is the profile store's eraser (issue 12 §2, WM-13): a subject erasure deletes the
 // subject's profiles (sealed) and every handle hash of theirs. A conversation erasure
 // reaches no profile. Residue finds profiles by id and handles by profile or handle hash.
-type Eraser struct{}
+// Export (S is needed for it: profiles are sealed) gives the subject's profiles.
+type Eraser struct{ S *Service }
 
 // Name is "subjects".
 func (Eraser) Name() string { return "subjects" }
@@ -92,4 +95,39 @@ func (Eraser) Residue(ctx context.Context, idb bun.IDB, t erasure.Target) (erasu
 	}
 	out.Add(KindProfileHandle, hashes...)
 	return out, nil
+}
+
+// ExportedProfile is a profile in a data package (GOV-3): its name and canonical handles,
+// unsealed, and when it was created (UTC).
+type ExportedProfile struct {
+	ID        string    `json:"profile_id"`
+	Name      string    `json:"name"`
+	Handles   []string  `json:"handles"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Export returns the profiles of a subject Target, unsealed, as member "profiles" with count
+// "profiles"; a profile gone or no longer readable (its key destroyed) is left out. A
+// conversation Target gives the zero Export. Errors: the store's, the key store's.
+func (e Eraser) Export(ctx context.Context, _ bun.IDB, t erasure.Target) (erasure.Export, error) {
+	if t.Kind != erasure.Subject {
+		return erasure.Export{}, nil
+	}
+	if e.S == nil {
+		return erasure.Export{}, errors.New("subjects: the eraser has no service to export with")
+	}
+	out := []ExportedProfile{}
+	var touched []string
+	for _, pid := range t.ProfileIDs {
+		prof, err := e.S.Get(ctx, t.SpaceID, pid)
+		if fault.As(err) != nil {
+			continue // gone or unreadable: nothing of it to export
+		}
+		if err != nil {
+			return erasure.Export{}, err
+		}
+		out = append(out, ExportedProfile{ID: prof.ID, Name: prof.Name, Handles: prof.Handles, CreatedAt: prof.CreatedAt})
+		touched = append(touched, prof.ID)
+	}
+	return erasure.Export{Members: map[string]any{"profiles": out}, Counts: map[string]int{"profiles": len(out)}, Touched: touched}, nil
 }

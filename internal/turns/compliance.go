@@ -9,16 +9,18 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/internal/keystore"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
 )
 
 // The turns store's side of erasure, the data package and retention (WM-13, GOV-2, GOV-3,
-// MS-3): Service implements compliance.TurnEraser, TurnExporter and TurnSweeper. Every method
-// works inside the bun.IDB it is given (the compliance step's transaction), so what it deletes
-// commits together with the erasure's record of it, and a retried step finds nothing more.
+// MS-3): Eraser is its erasure.Eraser (registered in app), over Service's EraseSubject,
+// EraseConversation, ExportSubject and the residue probes; SweepTurns is retention's. Every
+// method works inside the bun.IDB it is given (the compliance step's transaction), so what it
+// deletes commits together with the erasure's record of it, and a retried step finds nothing
+// more.
 //
 // A subject's conversations are those with an identity link (confirmed or unconfirmed) to one
 // of the subject's handle hashes or profiles, plus any turn sealed under one of their profiles.
@@ -29,10 +31,11 @@ import (
 // (and turns sealed under the erased subject's key would be unreadable for the other anyway).
 // Only the erased subject's links are deleted: the other subject's link stays, now leading to
 // no turns. Likewise both subjects' data packages carry a shared conversation's turns.
-var (
-	_ compliance.TurnEraser   = (*Service)(nil)
-	_ compliance.TurnExporter = (*Service)(nil)
-	_ compliance.TurnSweeper  = (*Service)(nil)
+
+// Item kinds of the turns store in reaches and certificates.
+const (
+	KindTurn         = erasure.KindTurn
+	KindIdentityLink = erasure.KindIdentityLink
 )
 
 // DefaultRetentionDays is how long turns are kept when the space's features document sets no
@@ -78,7 +81,7 @@ func (s *Service) notExpired(ctx context.Context, idb bun.IDB, spaceID string, s
 
 // subjectLinks returns the identity links of the space naming one of s's handle hashes or
 // profiles, oldest first.
-func subjectLinks(ctx context.Context, idb bun.IDB, spaceID string, s compliance.SubjectRef) ([]models.IdentityLink, error) {
+func subjectLinks(ctx context.Context, idb bun.IDB, spaceID string, s erasure.Target) ([]models.IdentityLink, error) {
 	hashes, profiles := nonEmpty(s.HandleHashes), nonEmpty(s.ProfileIDs)
 	var out []models.IdentityLink
 	for _, part := range []struct {
@@ -157,9 +160,9 @@ func subjectTurns(ctx context.Context, idb bun.IDB, spaceID string, links []mode
 // EraseSubject deletes, inside idb, the identity links naming one of s's handle hashes or
 // profiles, and every turn of the conversations (and tasks) they link, shared conversations
 // included (see the package's compliance notes), plus any turn sealed under one of s's
-// profiles. It returns the ids deleted as compliance.KindTurn and compliance.KindIdentityLink
+// profiles. It returns the ids deleted as KindTurn and KindIdentityLink
 // (kinds with nothing deleted left out); a second call finds nothing.
-func (s *Service) EraseSubject(ctx context.Context, idb bun.IDB, spaceID string, ref compliance.SubjectRef) ([]compliance.Erased, error) {
+func (s *Service) EraseSubject(ctx context.Context, idb bun.IDB, spaceID string, ref erasure.Target) (erasure.Reach, error) {
 	links, err := subjectLinks(ctx, idb, spaceID, ref)
 	if err != nil {
 		return nil, err
@@ -180,10 +183,10 @@ func (s *Service) EraseSubject(ctx context.Context, idb bun.IDB, spaceID string,
 }
 
 // EraseConversation deletes, inside idb, the turns and identity links of the conversation
-// conversationID and returns their ids as compliance.KindTurn and compliance.KindIdentityLink;
+// conversationID and returns their ids as KindTurn and KindIdentityLink;
 // a second call (or an empty id) finds nothing. Turns of the same id used as a task are not
 // touched.
-func (s *Service) EraseConversation(ctx context.Context, idb bun.IDB, spaceID, conversationID string) ([]compliance.Erased, error) {
+func (s *Service) EraseConversation(ctx context.Context, idb bun.IDB, spaceID, conversationID string) (erasure.Reach, error) {
 	if conversationID == "" {
 		return nil, nil
 	}
@@ -201,7 +204,7 @@ func (s *Service) EraseConversation(ctx context.Context, idb bun.IDB, spaceID, c
 }
 
 // deleteByID deletes the turns and links named and reports them.
-func deleteByID(ctx context.Context, idb bun.IDB, turnIDs, linkIDs []string) ([]compliance.Erased, error) {
+func deleteByID(ctx context.Context, idb bun.IDB, turnIDs, linkIDs []string) (erasure.Reach, error) {
 	for _, ids := range chunks(turnIDs) {
 		if _, err := idb.NewDelete().Model((*models.Turn)(nil)).Where("id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
 			return nil, fmt.Errorf("turns: delete turns: %w", err)
@@ -216,14 +219,10 @@ func deleteByID(ctx context.Context, idb bun.IDB, turnIDs, linkIDs []string) ([]
 }
 
 // erased reports turn and link ids as the certificate's items: one per kind that has any.
-func erased(turnIDs, linkIDs []string) []compliance.Erased {
-	var out []compliance.Erased
-	if len(turnIDs) > 0 {
-		out = append(out, compliance.Erased{Kind: compliance.KindTurn, IDs: turnIDs})
-	}
-	if len(linkIDs) > 0 {
-		out = append(out, compliance.Erased{Kind: compliance.KindIdentityLink, IDs: linkIDs})
-	}
+func erased(turnIDs, linkIDs []string) erasure.Reach {
+	out := erasure.Reach{}
+	out.Add(KindTurn, turnIDs...)
+	out.Add(KindIdentityLink, linkIDs...)
 	return out
 }
 
@@ -231,7 +230,7 @@ func erased(turnIDs, linkIDs []string) []compliance.Erased {
 // or profiles (oldest first) and the masked turns of the conversations they link plus any turn
 // sealed under one of s's profiles, unsealed, ordered by time. Turns past the space's
 // retention (not yet swept) and turns whose key was destroyed are left out. Never nil slices.
-func (s *Service) ExportSubject(ctx context.Context, idb bun.IDB, spaceID string, ref compliance.SubjectRef) ([]compliance.ExportedLink, []compliance.ExportedTurn, error) {
+func (s *Service) ExportSubject(ctx context.Context, idb bun.IDB, spaceID string, ref erasure.Target) ([]erasure.ExportedLink, []erasure.ExportedTurn, error) {
 	links, err := subjectLinks(ctx, idb, spaceID, ref)
 	if err != nil {
 		return nil, nil, err
@@ -244,15 +243,15 @@ func (s *Service) ExportSubject(ctx context.Context, idb bun.IDB, spaceID string
 	if err != nil {
 		return nil, nil, err
 	}
-	outLinks := make([]compliance.ExportedLink, 0, len(links))
+	outLinks := make([]erasure.ExportedLink, 0, len(links))
 	for _, l := range links {
-		outLinks = append(outLinks, compliance.ExportedLink{
+		outLinks = append(outLinks, erasure.ExportedLink{
 			ID: l.ID, ScopeKind: l.ScopeKind, ScopeHash: l.ScopeHash, Status: l.Status,
 			CreatedAt: l.CreatedAt.UTC(), UpdatedAt: l.UpdatedAt.UTC(),
 		})
 	}
 	op := s.opener()
-	outTurns := make([]compliance.ExportedTurn, 0, len(rows))
+	outTurns := make([]erasure.ExportedTurn, 0, len(rows))
 	for i := range rows {
 		r := &rows[i]
 		if r.At.Before(cut) {
@@ -265,7 +264,7 @@ func (s *Service) ExportSubject(ctx context.Context, idb bun.IDB, spaceID string
 		if !ok {
 			continue
 		}
-		outTurns = append(outTurns, compliance.ExportedTurn{
+		outTurns = append(outTurns, erasure.ExportedTurn{
 			ID: r.ID, ScopeKind: r.ScopeKind, ScopeHash: r.ScopeHash, Speaker: r.Speaker, Text: text, At: r.At.UTC(),
 		})
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/api/apitest"
-	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/internal/turns"
 	"github.com/agentmemory/agentmemory/internal/turns/turnstest"
@@ -24,14 +24,14 @@ import (
 type person struct {
 	email, phone string
 	profileID    string
-	ref          compliance.SubjectRef
+	ref          erasure.Target
 }
 
 func newPerson(t *testing.T, e *apitest.Env, key, name, email, phone string) person {
 	t.Helper()
 	handles := []string{"email:" + email, "phone:" + phone}
 	id := e.MustDo(http.StatusCreated, "POST", "/v1/profiles", key, map[string]any{"name": name, "handles": handles}).JSON(t)["profile_id"].(string)
-	p := person{email: email, phone: phone, profileID: id, ref: compliance.SubjectRef{ProfileIDs: []string{id}}}
+	p := person{email: email, phone: phone, profileID: id, ref: erasure.Target{Kind: erasure.Subject, ProfileIDs: []string{id}}}
 	for _, h := range handles {
 		c, err := e.Deps.Subjects.Canonical(context.Background(), e.SpaceID, h)
 		require.NoError(t, err)
@@ -76,10 +76,10 @@ func count(t *testing.T, e *apitest.Env, model any) int {
 	return int(n)
 }
 
-func erasedCounts(list []compliance.Erased) map[string]int {
+func erasedCounts(r erasure.Reach) map[string]int {
 	out := map[string]int{}
-	for _, x := range list {
-		out[x.Kind] += len(x.IDs)
+	for kind, ids := range r {
+		out[kind] += len(ids)
 	}
 	return out
 }
@@ -126,13 +126,13 @@ func TestEraseSubject(t *testing.T) {
 		require.Len(t, brunoLinks, 2)
 		require.Len(t, brunoTurns, len(other.Turns)+len(shared.Turns))
 
-		var erased []compliance.Erased
+		var erased erasure.Reach
 		inTx(t, e, func(tx bun.Tx) error {
 			var err error
 			erased, err = e.Deps.Turns.EraseSubject(ctx, tx, e.SpaceID, ana.ref)
 			return err
 		})
-		want := map[string]int{compliance.KindTurn: len(own.Turns) + 2 + len(shared.Turns), compliance.KindIdentityLink: 3}
+		want := map[string]int{turns.KindTurn: len(own.Turns) + 2 + len(shared.Turns), turns.KindIdentityLink: 3}
 		require.Equal(t, want, erasedCounts(erased))
 
 		require.Empty(t, recent(t, e, "conversation", own.ID))
@@ -146,7 +146,7 @@ func TestEraseSubject(t *testing.T) {
 		linksAfter, turnsAfter, err := e.Deps.Turns.ExportSubject(ctx, e.DB, e.SpaceID, bruno.ref)
 		require.NoError(t, err)
 		require.Equal(t, brunoLinks, linksAfter)
-		var kept []compliance.ExportedTurn
+		var kept []erasure.ExportedTurn
 		for _, tr := range brunoTurns {
 			if tr.ScopeHash == e.Deps.Turns.ScopeHash(e.SpaceID, "conversation", other.ID) {
 				kept = append(kept, tr)
@@ -160,7 +160,7 @@ func TestEraseSubject(t *testing.T) {
 			return err
 		})
 		inTx(t, e, func(tx bun.Tx) error {
-			none, err := e.Deps.Turns.EraseSubject(ctx, tx, e.SpaceID, compliance.SubjectRef{ProfileIDs: []string{""}})
+			none, err := e.Deps.Turns.EraseSubject(ctx, tx, e.SpaceID, erasure.Target{Kind: erasure.Subject, ProfileIDs: []string{""}})
 			require.Empty(t, none, "an empty profile id matches no unlinked turn")
 			return err
 		})
@@ -181,13 +181,13 @@ func TestEraseConversation(t *testing.T) {
 		ingest(t, e, integ, []turns.Input{{Scope: turns.Scope{TaskID: conv.ID}, Speaker: "agent", Text: "same id, a task"}})
 		ingest(t, e, integ, []turns.Input{{Scope: turns.Scope{ConversationID: "c-2"}, Speaker: "agent", Text: "another"}})
 
-		var erased []compliance.Erased
+		var erased erasure.Reach
 		inTx(t, e, func(tx bun.Tx) error {
 			var err error
 			erased, err = e.Deps.Turns.EraseConversation(ctx, tx, e.SpaceID, conv.ID)
 			return err
 		})
-		require.Equal(t, map[string]int{compliance.KindTurn: len(conv.Turns), compliance.KindIdentityLink: 1}, erasedCounts(erased))
+		require.Equal(t, map[string]int{turns.KindTurn: len(conv.Turns), turns.KindIdentityLink: 1}, erasedCounts(erased))
 		require.Empty(t, recent(t, e, "conversation", conv.ID))
 		require.Len(t, recent(t, e, "task", conv.ID), 1)
 		require.Len(t, recent(t, e, "conversation", "c-2"), 1)
@@ -254,7 +254,7 @@ func TestExportSubject(t *testing.T) {
 		require.Len(t, links, 1)
 		require.Empty(t, got, "turns sealed under a destroyed key cannot be exported")
 
-		none, noTurns, err := e.Deps.Turns.ExportSubject(ctx, e.DB, e.SpaceID, compliance.SubjectRef{})
+		none, noTurns, err := e.Deps.Turns.ExportSubject(ctx, e.DB, e.SpaceID, erasure.Target{Kind: erasure.Subject})
 		require.NoError(t, err)
 		require.NotNil(t, none)
 		require.NotNil(t, noTurns)

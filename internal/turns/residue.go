@@ -6,7 +6,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -14,7 +14,7 @@ import (
 // identity links still holding one of the subject's handle hashes or profiles, and the turns
 // of the conversations those links name or still carrying one of the profiles; read only,
 // inside idb. After EraseSubject it finds nothing.
-func (s *Service) SubjectResidue(ctx context.Context, idb bun.IDB, spaceID string, ref compliance.SubjectRef) ([]compliance.Erased, error) {
+func (s *Service) SubjectResidue(ctx context.Context, idb bun.IDB, spaceID string, ref erasure.Target) (erasure.Reach, error) {
 	links, err := subjectLinks(ctx, idb, spaceID, ref)
 	if err != nil {
 		return nil, err
@@ -36,7 +36,7 @@ func (s *Service) SubjectResidue(ctx context.Context, idb bun.IDB, spaceID strin
 
 // ConversationResidue is the probe of a conversation erasure: the turns and identity links
 // still stored under the conversation's keyed scope hash; read only.
-func (s *Service) ConversationResidue(ctx context.Context, idb bun.IDB, spaceID, scopeHash string) ([]compliance.Erased, error) {
+func (s *Service) ConversationResidue(ctx context.Context, idb bun.IDB, spaceID, scopeHash string) (erasure.Reach, error) {
 	var turnIDs, linkIDs []string
 	if err := idb.NewSelect().Model((*models.Turn)(nil)).Column("id").
 		Where("space_id = ? AND scope_hash = ?", spaceID, scopeHash).Scan(ctx, &turnIDs); err != nil {

@@ -1,0 +1,139 @@
+package erasure
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/uptrace/bun"
+
+	"github.com/agentmemory/agentmemory/internal/db"
+)
+
+// TextTables lists, sorted, the tables of d (after migrating) that have a column able to hold
+// text or bytes: on SQLite a declared type with TEXT, CHAR, CLOB or BLOB (or none), and every
+// virtual table (full-text and vector indexes hold what they index); FTS shadow tables are
+// left out (they belong to their virtual table). On PostgreSQL a column of type text,
+// character varying, character, bytea, json, jsonb or tsvector in the current schema.
+func TextTables(ctx context.Context, d *bun.DB) ([]string, error) {
+	var tables []string
+	if db.IsSQLite(d) {
+		var list []struct {
+			Name string `bun:"name"`
+			Type string `bun:"type"`
+		}
+		if err := d.NewRaw("SELECT name, type FROM pragma_table_list WHERE schema = 'main' AND type IN ('table', 'virtual') AND name NOT LIKE 'sqlite_%'").Scan(ctx, &list); err != nil {
+			return nil, fmt.Errorf("erasure: list tables: %w", err)
+		}
+		for _, t := range list {
+			if t.Type == "virtual" {
+				tables = append(tables, t.Name)
+				continue
+			}
+			var types []string
+			if err := d.NewRaw("SELECT type FROM pragma_table_info(?)", t.Name).Scan(ctx, &types); err != nil {
+				return nil, fmt.Errorf("erasure: list columns: %w", err)
+			}
+			for _, ty := range types {
+				if sqliteText(ty) {
+					tables = append(tables, t.Name)
+					break
+				}
+			}
+		}
+	} else {
+		if err := d.NewRaw(`SELECT DISTINCT table_name FROM information_schema.columns WHERE table_schema = current_schema()
+			AND data_type IN ('text', 'character varying', 'character', 'bytea', 'json', 'jsonb', 'tsvector')`).Scan(ctx, &tables); err != nil {
+			return nil, fmt.Errorf("erasure: list columns: %w", err)
+		}
+	}
+	sort.Strings(tables)
+	return tables, nil
+}
+
+// sqliteText reports whether a declared SQLite column type has TEXT or BLOB affinity (an
+// empty type has BLOB affinity).
+func sqliteText(declared string) bool {
+	t := strings.ToUpper(declared)
+	return t == "" || strings.Contains(t, "TEXT") || strings.Contains(t, "CHAR") || strings.Contains(t, "CLOB") ||
+		strings.Contains(t, "BLOB") || strings.Contains(t, "BYTEA")
+}
+
+// AllowedTables are the tables that can hold text or bytes but hold no personal data an
+// erasure must remove, each with the reason (issue 29 §4). A table added by a migration is
+// either covered by an eraser (an erasure.Eraser registered in app, or the agent-note
+// SourceEraser) or listed here with its reason; otherwise the coverage test fails.
+var AllowedTables = map[string]string{
+	// Configuration and access, written by operators, not about customers.
+	"spaces":            "a space's id and name, chosen by its operator",
+	"api_keys":          "key names (an operator's label), secret hashes and roles; a person key names staff, not customers",
+	"documents":         "a space's configuration documents (features, object types, policies), written by its operator",
+	"document_changes":  "the history of those configuration documents",
+	"knowledge_bases":   "knowledge base names and settings; documents naming a subject are the knowledge eraser's",
+	"knowledge_readers": "who may read which knowledge base (a kind and an agent or key name)",
+	"console_sessions":  "Console sign-in sessions of staff: a person key id, times and a one-shot notice",
+	"console_form_uses": "used Console form tokens (replay protection), no content",
+	// Proof and bookkeeping: ids, kinds, counts and hashes only, never a value.
+	"erasures":        "the erasure's own record: keyed hashes and ids it erased, kept as proof (GOV-2)",
+	"receipts":        "the receipt chain: ids, kinds, actors and counts, never a value (PR-1)",
+	"receipt_batches": "the receipt chain's sealed entries (hashes over receipts)",
+	"receipt_heads":   "the receipt chain's head per space",
+	"space_revisions": "revision counters per space (names and numbers)",
+	"note_source_counts": "the number of active notes per agent (an agent id and a count; AM-12: the note eraser " +
+		"adjusts it)",
+	// Events: ids of notes and proposals, kinds and agents only; the outbox eraser probes
+	// payloads for the target's hashes on every erasure.
+	"outbox":             "events carry ids, kinds and agents only (probed by the outbox eraser)",
+	"event_heads":        "the outbox relay's position per space",
+	"relay_leases":       "which replica relays the outbox",
+	"webhook_deliveries": "delivery attempts of outbox events to webhooks (event ids, status codes)",
+	// The migration tool's own tables.
+	"bun_migrations":      "applied migration names",
+	"bun_migration_locks": "the migration lock",
+}
+
+// Tables returns the tables of covers, each once, in first-seen order.
+func Tables(covers ...[]Column) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, cs := range covers {
+		for _, c := range cs {
+			if !seen[c.Table] {
+				seen[c.Table] = true
+				out = append(out, c.Table)
+			}
+		}
+	}
+	return out
+}
+
+// Covers returns every registered eraser's Covers, in registration order, followed by
+// extra (e.g. the agent-note SourceEraser's).
+func (r *Registry) Covers(extra ...[]Column) []Column {
+	var out []Column
+	for _, e := range r.Erasers() {
+		out = append(out, e.Covers()...)
+	}
+	for _, cs := range extra {
+		out = append(out, cs...)
+	}
+	return out
+}
+
+// UncoveredTables returns the tables of tables (TextTables) that neither a registered eraser
+// nor extra covers (any column of the table) and that are not in AllowedTables: a table that
+// can hold text nobody erases. An empty answer is the check passing.
+func (r *Registry) UncoveredTables(tables []string, extra ...[]Column) []string {
+	covered := map[string]bool{}
+	for _, t := range Tables(r.Covers(extra...)) {
+		covered[t] = true
+	}
+	var out []string
+	for _, t := range tables {
+		if _, ok := AllowedTables[t]; !ok && !covered[t] {
+			out = append(out, t)
+		}
+	}
+	return out
+}

@@ -1,0 +1,72 @@
+package erasure
+
+import (
+	"context"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Item kinds named in reaches, certificates and sweep counts, by the store that owns them.
+const (
+	KindAgentState    = "agent_state"       // state: a working state
+	KindStateField    = "agent_state_field" // state: an expired field (retention)
+	KindProfile       = "profile"           // subjects: a profile (sealed)
+	KindProfileHandle = "profile_handle"    // subjects: a handle's keyed hash
+	KindExportPackage = "export_package"    // exports: a data package (sealed)
+	KindSubjectKey    = "subject_key"       // the key store: a subject's data key
+	KindTurn          = "turn"              // turns: a masked turn
+	KindIdentityLink  = "identity_link"     // turns: an identity link
+)
+
+// Export is one store's part of a subject's data package (GOV-3): Members maps a package
+// member ("profiles", "states", "identity_links", "turns") to its entries, encoded to JSON as
+// given (a slice, never nil); Counts adds to the package's counts by name ("profiles",
+// "states", "fields", "turns", "identity_links"); Touched lists the ids whose receipts the
+// package carries. The zero Export is a store that holds nothing to export.
+type Export struct {
+	Members map[string]any
+	Counts  map[string]int
+	Touched []string
+}
+
+// ExportedLink is an identity link in a data package. The service never stores a
+// conversation or task id in clear (WM-3): ScopeKind ("conversation" or "task") and ScopeHash
+// (the keyed hash of the id, the same for every link and turn of that conversation) name it.
+// Status is "confirmed" or "unconfirmed".
+type ExportedLink struct {
+	ID        string    `json:"link_id"`
+	ScopeKind string    `json:"scope_kind"`
+	ScopeHash string    `json:"scope_hash"`
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// ExportedTurn is a masked turn in a data package: its conversation (as in ExportedLink),
+// its speaker ("customer", "agent" or "system"), the masked text (unsealed) and its time (UTC).
+type ExportedTurn struct {
+	ID        string    `json:"turn_id"`
+	ScopeKind string    `json:"scope_kind"`
+	ScopeHash string    `json:"scope_hash"`
+	Speaker   string    `json:"speaker"`
+	Text      string    `json:"text"`
+	At        time.Time `json:"at"`
+}
+
+// NoteCounts is what an agent-note erasure removed (AM-12): notes (all versions) and
+// proposals.
+type NoteCounts struct {
+	Notes     int `json:"notes"`
+	Proposals int `json:"proposals"`
+}
+
+// SourceEraser erases every note (all versions) and proposal of one source (agent) of a
+// space, with their search-index rows, inside idb (the erasure's transaction, which also
+// holds its receipt); a second call finds nothing (AM-12: agent notes are erased by source,
+// never by subject). Covers lists the tables and columns it erases, for the coverage check
+// and the vacuum list. internal/proposals implements it.
+type SourceEraser interface {
+	Covers() []Column
+	EraseSource(ctx context.Context, idb bun.IDB, spaceID, sourceID string) (NoteCounts, error)
+}
