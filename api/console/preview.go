@@ -39,7 +39,13 @@ type vocabGroup struct {
 // when the note could not be read back).
 type previewNote struct {
 	ID, Title string
-	Tags      []string
+	Tags      []previewTag
+}
+
+// previewTag is a delivered note's tag; Unknown when it is none of the space's vocabulary.
+type previewTag struct {
+	Name    string
+	Unknown bool
 }
 
 // tokenRow is one line of the token table: a part, its count and the most it may take.
@@ -274,8 +280,10 @@ func taskLimit(req promptctx.Request) string {
 	return "at most " + strconv.Itoa(notes.TaskSectionTokens)
 }
 
-// previewNotes reads back the notes ids names, in order, for their titles and tags.
+// previewNotes reads back the notes ids names, in order, for their titles and tags (those
+// outside the space's vocabulary marked, CTX-1).
 func (h *Console) previewNotes(c *gin.Context, p auth.Principal, ids []string) []previewNote {
+	var read []notes.Note
 	out := make([]previewNote, 0, len(ids))
 	for _, id := range ids {
 		n, err := h.Notes.Get(c.Request.Context(), p, id)
@@ -284,7 +292,18 @@ func (h *Console) previewNotes(c *gin.Context, p auth.Principal, ids []string) [
 			out = append(out, previewNote{ID: id})
 			continue
 		}
-		out = append(out, previewNote{ID: id, Title: n.Title, Tags: n.Tags})
+		read = append(read, n)
+		out = append(out, previewNote{ID: id, Title: n.Title})
+	}
+	unknown := h.unknownTags(c, p.SpaceID, read...)
+	for i, j := 0, 0; i < len(out) && j < len(read); i++ {
+		if out[i].ID != read[j].ID {
+			continue
+		}
+		for _, t := range read[j].Tags {
+			out[i].Tags = append(out[i].Tags, previewTag{Name: t, Unknown: unknown[t]})
+		}
+		j++
 	}
 	return out
 }

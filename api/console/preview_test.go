@@ -153,6 +153,8 @@ func TestConsoleContextPreview(t *testing.T) {
 		require.EqualValues(t, 1, mine, "the receipt names the person who previewed")
 		require.Equal(t, []string{c.refund, c.order, c.plain, c.sap, c.typo}, deliveredIDs(t, voice.Body, 0), "voice: refund first, then the task's object type")
 		require.ElementsMatch(t, []string{c.refund, c.order}, deliveredIDs(t, voice.Body, 1), "the task section: the notes tagged order")
+		require.Contains(t, voice.Body, `<span class="tag unknown" title="not in the space's vocabulary">refnud</span>`, "a delivered note's unknown tag is marked")
+		require.Contains(t, voice.Body, `<span class="tag">refund</span>`)
 
 		// The same call through REST: the same texts, counts, ids and ETag.
 		rest := e.MustDo(http.StatusOK, http.MethodPost, "/v1/context", e.PersonKey("Int2", "integration"), map[string]any{
