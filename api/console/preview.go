@@ -237,7 +237,7 @@ func (h *Console) previewBases(c *gin.Context, p auth.Principal) ([]knowledge.Ba
 	}
 	bases, err := h.Knowledge.ListBases(c.Request.Context(), p)
 	switch {
-	case fault.IsCode(err, "feature_disabled"):
+	case fault.IsCode(err, knowledge.CodeFeatureDisabled):
 		return nil, "Knowledge is off for this space (features: knowledge.enabled)."
 	case err != nil:
 		return nil, "The knowledge bases could not be listed: " + h.message(c, err)

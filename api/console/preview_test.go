@@ -125,6 +125,7 @@ func TestConsoleContextPreview(t *testing.T) {
 		require.Equal(t, http.StatusOK, pg.Status)
 		require.Contains(t, pg.Body, "This space declares no views")
 		require.Contains(t, pg.Body, `<input id="b-types" name="types"`, "no vocabulary: the object types are typed")
+		require.Contains(t, pg.Body, "Knowledge is off for this space")
 
 		c := newPreviewEnv(t, e)
 		e.PutDocument("views", map[string]any{"views": []any{
