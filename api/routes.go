@@ -28,7 +28,8 @@ func (s *Server) routes() {
 	// same services (and, for keys, erasures and exports, the same Server methods) as below.
 	// Its routes are not in openapi.json: they are pages, not the API.
 	con := console.New(console.Deps{
-		DB: s.DB, Logger: s.log, Notes: s.Notes, Proposals: s.Proposals, Docs: s.Docs, Changes: s.Changes,
+		DB: s.DB, Logger: s.log, Notes: s.Notes, Proposals: s.Proposals, Context: s.contextService(), Knowledge: s.Knowledge,
+		Docs: s.Docs, Changes: s.Changes,
 		Compliance: s.Compliance, Subjects: s.Subjects, State: s.State, Turns: s.Turns,
 		Signer: s.Signer, Ops: s, Now: s.Now,
 	})

@@ -28,7 +28,9 @@ import (
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/changes"
 	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/knowledge"
 	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/promptctx"
 	"github.com/agentmemory/agentmemory/internal/proposals"
 	"github.com/agentmemory/agentmemory/internal/signing"
 	"github.com/agentmemory/agentmemory/internal/spaces"
@@ -61,6 +63,10 @@ type Deps struct {
 	Logger    *slog.Logger
 	Notes     *notes.Service
 	Proposals *proposals.Service
+	// Context is the context call's service (POST /v1/context): the block preview runs it.
+	Context *promptctx.Service
+	// Knowledge lists the bases the block preview may retrieve from (nil: no knowledge part).
+	Knowledge *knowledge.Service
 	Docs      spaces.Documents
 	// Changes are the documents' change requests (the Settings screen's approved diff).
 	Changes    *changes.Service
@@ -116,7 +122,7 @@ func (h *Console) Mount(r gin.IRouter) {
 
 	a := g.Group("", h.session())
 	// Every state-changing form is post/redirect/get and spends a one-time token (issue 27);
-	// the sign-out, the erasure preview and the profile lookup change nothing.
+	// the sign-out, the erasure preview, the profile lookup and the block preview change nothing.
 	once := h.once()
 	a.GET("", h.home)
 	a.POST("/logout", h.logout)
@@ -125,6 +131,7 @@ func (h *Console) Mount(r gin.IRouter) {
 	a.GET("/notes/new", h.newNotePage)
 	a.POST("/notes", once, h.createNote)
 	a.GET("/notes/block", h.blockPage)
+	a.POST("/notes/block", h.previewContext) // a preview: CSRF, no one-time token (it changes nothing)
 	a.GET("/notes/:id", h.notePage)
 	a.POST("/notes/:id/versions", once, h.editNote)
 	a.POST("/notes/:id/retire", once, h.retireNote)

@@ -313,14 +313,18 @@ func TestConsoleNotesGateAndBlock(t *testing.T) {
 		require.Contains(t, v2.Body, "v2 · Returns window")
 		require.Contains(t, v2.Body, "v1 · Returns window")
 
-		// The block preview shows the exact text, the tokens and the ETag.
-		blk := b.get("/console/notes/block?agent=shop-bot&tags=returns&budget=300")
-		require.Equal(t, http.StatusOK, blk.Status)
+		// The block preview shows the exact text, the tokens and the ETag: the system block is
+		// the block of GET /v1/agent-memory/block, the ETag the context call's.
+		b.get("/console/notes/block")
+		blk := b.post("/console/notes/block", url.Values{"agent": {"shop-bot"}, "types": {"returns"}, "block_max_tokens": {"300"}})
+		require.Equal(t, http.StatusOK, blk.Status, blk.Body)
 		require.Contains(t, blk.Body, "45 days")
 		require.NotContains(t, blk.Body, "30 days")
-		rest := e.MustDo(http.StatusOK, http.MethodGet, "/v1/agent-memory/block?source_id=shop-bot&tags=returns&max_tokens=300", e.PersonKey("Int2", "integration"), nil)
-		require.Contains(t, blk.Body, strings.Trim(rest.Header.Get("ETag"), `"`))
-		require.Contains(t, blk.Body, "<strong>"+rest.JSON(t)["tokens"].(interface{ String() string }).String()+"</strong> tokens")
+		int2 := e.PersonKey("Int2", "integration")
+		rest := e.MustDo(http.StatusOK, http.MethodGet, "/v1/agent-memory/block?source_id=shop-bot&tags=returns&max_tokens=300", int2, nil)
+		require.Contains(t, blk.Body, `<th scope="row">System block</th><td class="num">`+rest.JSON(t)["tokens"].(interface{ String() string }).String()+"</td>")
+		ctx := e.MustDo(http.StatusOK, http.MethodPost, "/v1/context", int2, map[string]any{"source_id": "shop-bot", "task": map[string]any{"object_types": []string{"returns"}}})
+		require.Contains(t, blk.Body, strings.Trim(ctx.Header.Get("ETag"), `"`))
 
 		// Search by word and the list by agent.
 		require.Contains(t, b.get("/console/notes?agent=shop-bot&q=exchange").Body, "Returns window")

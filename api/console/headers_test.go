@@ -44,7 +44,7 @@ func TestConsoleSecurityHeadersOnEveryAnswer(t *testing.T) {
 			{"unknown path", in, http.MethodGet, "/console/nope", http.StatusNotFound, true},
 			{"unknown path, signed out", out, http.MethodGet, "/console/nope/deeper", http.StatusNotFound, true},
 			{"unknown path below an id", in, http.MethodGet, "/console/notes/x/y/z", http.StatusNotFound, true},
-			{"wrong method", in, http.MethodPost, "/console/notes/block", http.StatusMethodNotAllowed, true},
+			{"wrong method", in, http.MethodPost, "/console/receipts", http.StatusMethodNotAllowed, true},
 			{"wrong method, signed out", out, http.MethodDelete, "/console/login", http.StatusMethodNotAllowed, true},
 			{"static file", out, http.MethodGet, "/console/static/console.css", http.StatusOK, false},
 			{"missing static file", out, http.MethodGet, "/console/static/nope.css", http.StatusNotFound, false},

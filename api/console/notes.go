@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -25,6 +24,8 @@ type notesData struct {
 	Filter       noteFilter
 	Notes        []notes.Note
 	Searched     bool
+	// Unknown are the listed notes' tags outside the space's vocabulary (CTX-1).
+	Unknown map[string]bool
 }
 
 // agents lists the agent names of the space's agent keys, sorted.
@@ -84,6 +85,7 @@ func (h *Console) notesPage(c *gin.Context) {
 	if f.Status == "" {
 		d.Filter.Status = "all"
 	}
+	d.Unknown = h.unknownTags(c, p.SpaceID, d.Notes...)
 	h.renderView(c, http.StatusOK, "notes", view{Title: "Notes", Data: d})
 }
 
@@ -166,7 +168,9 @@ func (h *Console) createNote(c *gin.Context) {
 }
 
 type noteData struct {
-	Note         notes.Note
+	Note notes.Note
+	// Unknown are the note's tags outside the space's vocabulary (CTX-1), in its order.
+	Unknown      []string
 	History      []notes.Note
 	Kinds        []string
 	Visibilities []string
@@ -223,7 +227,7 @@ func (h *Console) notePage(c *gin.Context) {
 		return
 	}
 	h.renderView(c, http.StatusOK, "note", view{Title: n.Title, Active: "Notes", Data: noteData{
-		Note: n, History: h.history(c, p, n), Kinds: noteKinds, Visibilities: visibilities, Form: formFromNote(n)}})
+		Note: n, Unknown: h.unknownOf(c, p.SpaceID, n), History: h.history(c, p, n), Kinds: noteKinds, Visibilities: visibilities, Form: formFromNote(n)}})
 }
 
 // editNote: notes.Service.NewVersion with the changed members; a refusal (the gate's kinds
@@ -245,7 +249,7 @@ func (h *Console) editNote(c *gin.Context) {
 	if err != nil {
 		f.Agent = n.SourceID
 		h.renderView(c, statusOf(err), "note", view{Title: n.Title, Active: "Notes", Error: h.message(c, err), Kinds: kindsOf(err),
-			Data: noteData{Note: n, History: h.history(c, p, n), Kinds: noteKinds, Visibilities: visibilities, Form: f}})
+			Data: noteData{Note: n, Unknown: h.unknownOf(c, p.SpaceID, n), History: h.history(c, p, n), Kinds: noteKinds, Visibilities: visibilities, Form: f}})
 		return
 	}
 	switch {
@@ -296,43 +300,42 @@ func (h *Console) retireNote(c *gin.Context) {
 	redirect(c, "/console/notes/"+n.ID, "note_retired")
 }
 
-type blockData struct {
-	Agents []string
-	Agent  string
-	Tags   string
-	View   string
-	Budget int
-	Block  *notes.Block
-	Min    int
-	Max    int
+// unknownTags returns the set of the tags of ns that are none of the space's vocabulary: its
+// type names, operations and systems (notes.Service.UnknownTags, CTX-1). Nil when the space
+// declares no vocabulary; a document that cannot be read marks nothing (logged), since the
+// mark is advice, not a rule.
+func (h *Console) unknownTags(c *gin.Context, spaceID string, ns ...notes.Note) map[string]bool {
+	var all []string
+	for _, n := range ns {
+		for _, t := range n.Tags {
+			if !slices.Contains(all, t) {
+				all = append(all, t)
+			}
+		}
+	}
+	unknown, err := h.Notes.UnknownTags(c.Request.Context(), spaceID, all)
+	if err != nil {
+		h.Logger.WarnContext(c.Request.Context(), "console: vocabulary", "cause", err.Error())
+		return nil
+	}
+	var out map[string]bool
+	for _, t := range unknown {
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[t] = true
+	}
+	return out
 }
 
-// blockPage: the block preview, the exact bytes an agent gets from GET /v1/agent-memory/block
-// (notes.Service.Block as that agent), with its token count and ETag.
-func (h *Console) blockPage(c *gin.Context) {
-	p, ok := h.allow(c, "Notes")
-	if !ok {
-		return
-	}
-	d := blockData{Agents: h.agents(c, p), Agent: c.Query("agent"), Tags: c.Query("tags"), View: c.Query("view"),
-		Budget: notes.DefaultBlockTokens, Min: notes.MinBlockTokens, Max: notes.MaxBlockTokens}
-	if b, err := strconv.Atoi(c.Query("budget")); err == nil {
-		d.Budget = b
-	}
-	v := view{Title: "Block preview", Active: "Notes", Data: &d}
-	if d.Agent != "" {
-		if d.Budget < notes.MinBlockTokens || d.Budget > notes.MaxBlockTokens {
-			v.Error = "The budget is " + strconv.Itoa(notes.MinBlockTokens) + " to " + strconv.Itoa(notes.MaxBlockTokens) + " tokens."
-			h.renderView(c, http.StatusBadRequest, "block", v)
-			return
+// unknownOf is n's tags outside the space's vocabulary, in n's order.
+func (h *Console) unknownOf(c *gin.Context, spaceID string, n notes.Note) []string {
+	set := h.unknownTags(c, spaceID, n)
+	var out []string
+	for _, t := range n.Tags {
+		if set[t] {
+			out = append(out, t)
 		}
-		b, err := h.Notes.Block(c.Request.Context(), p, notes.BlockRequest{MaxTokens: d.Budget, Tags: splitTags(d.Tags), View: d.View, SourceID: d.Agent})
-		if err != nil {
-			v.Error = h.message(c, err)
-			h.renderView(c, statusOf(err), "block", v)
-			return
-		}
-		d.Block = &b
 	}
-	h.renderView(c, http.StatusOK, "block", v)
+	return out
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // documents are the space documents the Settings screen edits, in order.
-var documents = []string{"features", "object-types"}
+var documents = []string{"features", "object-types", "views"}
 
 // recentDecisions is how many decided change requests each document shows.
 const recentDecisions = 5

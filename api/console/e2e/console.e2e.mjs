@@ -8,6 +8,8 @@
 // Issue 27: a reload after minting a key mints nothing more; a notes search with "All agents";
 // an approved proposal's approved text and diff; receipts newest first with a receipt's detail
 // and proof; the certificate page and its signed download; the favicon; the 404 page's headers.
+// Issue 28: the block preview with a view, the task section and knowledge (the context call's
+// texts and token counts), a refused budget, and a note's unknown tag.
 import { chromium } from "playwright-core";
 import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, rmSync, readFileSync } from "node:fs";
@@ -78,15 +80,27 @@ try {
     return text ? JSON.parse(text) : null;
   };
 
-  await api("PUT", "/v1/documents/features", { agent_memory: { enabled: true }, agent_state: { enabled: true } });
+  await api("PUT", "/v1/documents/features", { agent_memory: { enabled: true }, agent_state: { enabled: true }, knowledge: { enabled: true } });
   await api("PUT", "/v1/documents/object-types", { types: [{ type: "shop-bot", ownership: "agent",
     fields: { step: { type: "enum", values: ["greet", "sizes", "checkout", "done"] }, offer: { type: "string" }, cart_note: { type: "text", pii: true } },
-    agent_state: { scope: "conversation", max_bytes: 16384, write: "both" }, retention: { state: "30d", cart_note: "7d" } }] });
+    agent_state: { scope: "conversation", max_bytes: 16384, write: "both" }, retention: { state: "30d", cart_note: "7d" } }],
+    operations: ["returns", "exchange"], systems: ["fake-model"] });
+  // Views order the block (issue 28): voice puts returns first, backoffice the model's drafts.
+  await api("PUT", "/v1/documents/views", { views: [{ name: "voice", tags: ["returns", "exchange"] }, { name: "backoffice", tags: ["fake-model"] }] });
   const bot = (await api("POST", "/v1/keys", { kind: "agent", agent: "shop-bot", vendor: "acme", scopes: ["agent_state", "agent_memory", "agent_memory:write"] })).key;
   await api("POST", "/v1/agent-memory/notes", { source_id: "shop-bot", kind: "procedure", title: "Validate the purchase first",
     body: "Before starting a return, validate the purchase with the order number.", tags: ["returns"] });
   await api("POST", "/v1/agent-memory/notes", { kind: "pitfall", title: "Ask for the order number",
     body: "Without the order number no return can start: ask for it first.", tags: ["returns"] }, bot);
+  // A typo in a tag: stored, and marked unknown on the note's page.
+  const { id: typoNote } = await api("POST", "/v1/agent-memory/notes", { kind: "procedure", title: "Exchange before refund",
+    body: "Offer an exchange for another size before a refund.", tags: ["exchnage"] }, bot);
+  // A knowledge base the vendor may read, for the preview's evidence.
+  const kb = (await api("POST", "/v1/knowledge", { name: "handbook", settings: { readers: { space: false, agents: [], vendors: ["acme"] } } })).id;
+  const { document_id: kbDoc } = await api("POST", `/v1/knowledge/${kb}/documents`, {
+    text: "Returns: a return starts within 30 days of delivery. Refunds of card payments reach the card within five business days.",
+    source_uri: "kb://returns", version: "v1" });
+  await until("the knowledge document", async () => (await api("GET", `/v1/knowledge/${kb}/documents/${kbDoc}`)).status === "ready");
   await api("POST", "/v1/turns", { turns: [
     { conversation_id: "c-7", speaker: "customer", text: "My jeans came in the wrong size" },
     { conversation_id: "c-7", speaker: "agent", text: "I will start a return: first I validate the purchase" }] });
@@ -145,14 +159,47 @@ try {
   await page.getByRole("link", { name: "Ask for the order number" }).waitFor();
   assert.equal(await page.getByRole("alert").count(), 0, "the search is not refused");
   await shot("notes-search");
+  // The block preview (issue 28): a view, the task's object types, the task section and
+  // knowledge; it shows the context call's texts and token counts against the budget.
   await page.getByRole("link", { name: "Block preview" }).click();
-  await page.getByLabel("Agent").selectOption("shop-bot");
-  await page.getByLabel("Tags").fill("fake-model");
+  await page.getByLabel("Agent", { exact: true }).selectOption("shop-bot");
+  await page.getByLabel("View", { exact: true }).selectOption("voice");
+  await page.getByRole("checkbox", { name: "returns", exact: true }).check();
+  await page.getByLabel("Max tokens").fill("1200");
+  await page.getByLabel("Block share").fill("600");
+  await page.getByLabel(/Include agent memory/).check();
+  await page.getByLabel("Knowledge base").selectOption({ label: "handbook" });
+  await page.getByLabel("Query").fill("refund to the card");
   await page.getByRole("button", { name: "Preview" }).click();
-  const block = await page.getByLabel("Block text").textContent();
+  const block = await page.getByLabel("System block text").textContent();
   assert.ok(block.includes(title), "the approved note is in the block");
+  const context = await page.getByLabel("Context text").textContent();
+  assert.ok(context.includes("five business days"), "the knowledge evidence is in the context");
+  assert.ok(context.includes("Ask for the order number"), "the task section holds the notes tagged returns");
+  assert.ok(!page.url().includes("refund"), "the query is not in the URL");
+  const rowOf = async (part) => Number(await page.locator("table.tokens tr", { has: page.getByRole("rowheader", { name: part, exact: true }) }).locator("td.num").textContent());
+  const [sys, task, know, total] = [await rowOf("System block"), await rowOf("Task notes"), await rowOf("Knowledge"), await rowOf("Total")];
+  assert.ok(sys > 0 && task > 0 && know > 0 && total <= 1200 && total >= sys + task + know, `token counts ${sys} ${task} ${know} ${total}`);
+  const voiceOrder = await page.locator("ol.delivered").first().locator("a").allTextContents();
+  assert.ok(voiceOrder.indexOf("Ask for the order number") < voiceOrder.indexOf(title), "voice: the notes tagged returns first");
   assert.ok(await page.getByText("ETag").isVisible());
+  assert.match(await page.locator("p.receipt-note").textContent(), /leaves one context\.read receipt/, "the page says a preview leaves a receipt");
   await shot("block");
+  await page.getByLabel("View", { exact: true }).selectOption("backoffice");
+  await page.getByRole("button", { name: "Preview" }).click();
+  const backOrder = await page.locator("ol.delivered").first().locator("a").allTextContents();
+  assert.equal(backOrder[0], title, "backoffice: the model's draft first");
+  // A block share over the budget is refused, naming the field; the form is kept.
+  await page.getByLabel("Max tokens").fill("100");
+  await page.getByLabel("Block share").fill("300");
+  await page.getByRole("button", { name: "Preview" }).click();
+  await page.getByRole("alert").getByText(/Block share: block_max_tokens is at most max_tokens/).waitFor();
+  assert.equal(await page.getByLabel("View", { exact: true }).inputValue(), "backoffice");
+  await shot("block-refused");
+  // A note's tag outside the space's vocabulary is marked on its page.
+  await page.goto(base + "/console/notes/" + typoNote);
+  await page.getByText("Unknown tag:").waitFor();
+  await shot("note-unknown-tag");
 
   // An edit with personal data is refused inline, the form kept.
   await nav("Notes").click();
