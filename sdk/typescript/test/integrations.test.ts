@@ -19,7 +19,9 @@ import { agentMemoryForAI } from "../src/ai.js";
 import { agentMemoryForOpenAIAgents } from "../src/openai-agents.js";
 import { agentMemoryForLangChain } from "../src/langchain.js";
 import { agentMemoryForClaudeAgent } from "../src/claude-agent-sdk.js";
+import { query } from "@anthropic-ai/claude-agent-sdk";
 import { integrationServer, inOrder, INTEGRATION_SCOPES, type Server } from "./harness.js";
+import { claudeCodeStandIn } from "./claude-code-standin.js";
 
 const INSTRUCTIONS = "You are the shop's assistant.";
 const CUSTOMER = "CUSTOMER CONTEXT: Ana, order 1001.";
@@ -244,4 +246,30 @@ test("Claude Agent SDK: the block in systemPrompt; the in-process MCP server's t
   } finally {
     await mcp.close();
   }
+});
+
+test("Claude Agent SDK: query() with a stand-in for Claude Code gets the block in systemPrompt and runs remember", async () => {
+  const conv = conversation("c-claude-query");
+  const prompt = "How does a refund to my card work?";
+  const mem = await agentMemoryForClaudeAgent(conv, { instructions: INSTRUCTIONS, context: CUSTOMER, knowledge: "tool", task: { object_types: ["refund"] }, prompt });
+  const standIn = claudeCodeStandIn([
+    { server: "agentmemory", name: "remember", arguments: lesson("claude-query") },
+    { server: "agentmemory", name: "remember", arguments: WITH_PHONE },
+    { server: "agentmemory", name: "search_knowledge", arguments: { query: "refund to the original card" } },
+  ]);
+  const messages: any[] = [];
+  for await (const m of query({ prompt, options: { ...mem.options, spawnClaudeCodeProcess: standIn.spawn, pathToClaudeCodeExecutable: "/bin/true" } })) messages.push(m);
+  assert.equal(messages.at(-1).type, "result");
+  const init = standIn.record.initialize;
+  assert.deepEqual(init.systemPrompt, [mem.options.systemPrompt], "the SDK hands Claude Code the system prompt as given");
+  assertPlaced(init.systemPrompt[0]);
+  const manifest = init.sdkMcpServerManifests.agentmemory.toolsListResult.tools.map((t: any) => t.name).sort();
+  assert.deepEqual(manifest, ["remember", "search_agent_memory", "search_knowledge"]);
+  assert.deepEqual(standIn.record.user.content, [{ type: "text", text: prompt }]);
+  const [stored, refused, found] = standIn.record.toolResults;
+  assert.equal(stored!.result.isError, false);
+  await storedNote(stored!.result.content[0].text);
+  assert.equal(refused!.result.isError, true);
+  assert.equal(JSON.parse(refused!.result.content[0].text).error.code, "personal_data_in_agent_memory");
+  assert.match(JSON.parse(found!.result.content[0].text).context, /original card/);
 });
