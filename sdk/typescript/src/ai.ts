@@ -12,7 +12,7 @@
  * @module
  */
 import { jsonSchema, tool, type ModelMessage, type Tool } from "ai";
-import type { AgentMemoryClient, AgentContext, ScopeHandle } from "./client.js";
+import type { AgentMemoryClient, AgentContext, BlockOptions, ScopeHandle } from "./client.js";
 import { agentMemorySession, textOf, type IntegrationOptions } from "./integration.js";
 import type { ToolKit } from "./tools.js";
 
@@ -37,6 +37,13 @@ export function aiTools(kit: ToolKit): Record<string, Tool> {
 export interface AgentMemoryForAIOptions extends IntegrationOptions {
   /** The user message `system` is built for (the knowledge query with `knowledge: "before_call"`). */
   prompt?: string;
+  /**
+   * The earlier shape of this helper's block selection, still accepted: `max_tokens` is
+   * `blockMaxTokens`, `tags` the task's `object_types`, `view` is `view` (options given
+   * directly win).
+   * @deprecated use `blockMaxTokens`, `task` and `view`.
+   */
+  block?: BlockOptions;
 }
 
 /** What {@link agentMemoryForAI} gives `generateText`/`streamText`. */
@@ -66,7 +73,7 @@ export interface AgentMemoryForAI {
  * not be read).
  */
 export async function agentMemoryForAI(target: AgentMemoryClient | ScopeHandle, opts: AgentMemoryForAIOptions): Promise<AgentMemoryForAI> {
-  const session = await agentMemorySession(target, opts);
+  const session = await agentMemorySession(target, fromBlockOptions(opts));
   const first = await session.prompt(opts.prompt);
   return {
     system: first.system,
@@ -75,6 +82,17 @@ export async function agentMemoryForAI(target: AgentMemoryClient | ScopeHandle, 
     kit: session.kit,
     prepareStep: async ({ messages }) => ({ system: (await session.prompt(latestUserText(messages) ?? opts.prompt)).system }),
   };
+}
+
+/** The options with the deprecated `block` mapped onto the context call's members. */
+function fromBlockOptions(opts: AgentMemoryForAIOptions): IntegrationOptions {
+  const { block, ...rest } = opts;
+  if (!block) return rest;
+  const out: IntegrationOptions = { ...rest };
+  if (out.blockMaxTokens === undefined && block.max_tokens !== undefined) out.blockMaxTokens = block.max_tokens;
+  if (out.view === undefined && block.view !== undefined) out.view = block.view;
+  if (out.task === undefined && block.tags && block.tags.length > 0) out.task = { object_types: [...block.tags] };
+  return out;
 }
 
 /** The text of the last user message among messages, or undefined. */

@@ -75,3 +75,11 @@ import { AgentMemoryClient as Client, type ClientOptions as Options } from "./cl
 export function createClient(options: Options): Client {
   return new Client(options);
 }
+export {
+  agentMemorySession,
+  MAX_KNOWLEDGE_QUERY,
+  type AgentMemorySession,
+  type IntegrationOptions,
+  type KnowledgeMode,
+  type PreparedPrompt,
+} from "./integration.js";
