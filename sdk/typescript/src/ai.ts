@@ -1,20 +1,20 @@
 /**
- * The Vercel AI SDK integration (`ai` on npm, a peer dependency: the core never imports it).
+ * The Vercel AI SDK integration (`ai` on npm, an optional peer dependency: the core never
+ * imports it).
  *
  * ```ts
- * import { generateText } from "ai";
+ * import { generateText, stepCountIs } from "ai";
  * import { agentMemoryForAI } from "@agentmemory/sdk/ai";
- * const { system, tools } = await agentMemoryForAI(client.conversation("c-1"), {
- *   instructions: AGENT_INSTRUCTIONS, context: customerContext, block: { max_tokens: 300, tags: ["refund"] },
- * });
- * const res = await generateText({ model, system, tools, prompt, stopWhen: stepCountIs(3) });
+ * const mem = await agentMemoryForAI(client.conversation("c-1"), { instructions: AGENT_INSTRUCTIONS, context: customerContext });
+ * const res = await generateText({ model, system: mem.system, tools: mem.tools, prepareStep: mem.prepareStep, prompt, stopWhen: stepCountIs(5) });
  * ```
  *
  * @module
  */
-import { jsonSchema, tool, type Tool } from "ai";
-import type { AgentMemoryClient, BlockOptions, ScopeHandle, AgentMemoryBlock } from "./client.js";
-import { systemPrompt, type ToolKit, type ToolKitOptions } from "./tools.js";
+import { jsonSchema, tool, type ModelMessage, type Tool } from "ai";
+import type { AgentMemoryClient, AgentContext, BlockOptions, ScopeHandle } from "./client.js";
+import { agentMemorySession, textOf, type IntegrationOptions } from "./integration.js";
+import type { ToolKit } from "./tools.js";
 
 /**
  * The kit's tools as AI SDK tools, keyed by name: the same JSON Schema arguments as the MCP
@@ -33,29 +33,73 @@ export function aiTools(kit: ToolKit): Record<string, Tool> {
   return out;
 }
 
-/** Options of {@link agentMemoryForAI}. */
-export interface AgentMemoryForAIOptions extends ToolKitOptions {
-  /** The agent's instructions: first in `system`. */
-  instructions: string;
-  /** The customer context: last in `system`, after the notes block. */
-  context?: string | null;
-  /** Selects the notes block (`max_tokens`, `tags`, `view`). */
+/** Options of {@link agentMemoryForAI}: the integrations' options, and the first user message. */
+export interface AgentMemoryForAIOptions extends IntegrationOptions {
+  /** The user message `system` is built for (the knowledge query with `knowledge: "before_call"`). */
+  prompt?: string;
+  /**
+   * The earlier shape of this helper's block selection, still accepted: `max_tokens` is
+   * `blockMaxTokens`, `tags` the task's `object_types`, `view` is `view` (options given
+   * directly win).
+   * @deprecated use `blockMaxTokens`, `task` and `view`.
+   */
   block?: BlockOptions;
 }
 
+/** What {@link agentMemoryForAI} gives `generateText`/`streamText`. */
+export interface AgentMemoryForAI {
+  /** The system prompt: instructions, the notes block, the customer's context, the knowledge evidence. */
+  system: string;
+  /** The offered tools (`search_agent_memory`, `remember`, `search_knowledge`). */
+  tools: Record<string, Tool>;
+  /**
+   * Rebuilds `system` before each model call (step) from the latest user message in the
+   * step's messages: with `knowledge: "before_call"` each call gets evidence for it. The
+   * block comes from the client's cache inside its freshness period.
+   */
+  prepareStep: (step: { messages: ModelMessage[] }) => Promise<{ system: string }>;
+  /** The context answer `system` was built from (null when none was needed). */
+  context: AgentContext | null;
+  /** The tool kit behind `tools`. */
+  kit: ToolKit;
+}
+
 /**
- * `system` with the notes block placed after the instructions and before the customer
- * context, and `tools` for `generateText`/`streamText`. `agentMemory` and `writeAgentMemory`
- * default to true; `remember` is offered only when the key has `agent_memory:write`. With a
- * scope handle, `remember` sends its conversation or task id as evidence. Throws the SDK's
- * {@link AgentMemoryError}s (the block or the tool list could not be read).
+ * `system` with the notes block placed after the instructions and before the customer's
+ * context (AM-4), `tools` and `prepareStep` for `generateText`/`streamText`. `agentMemory`
+ * and `writeAgentMemory` default to true; `remember` is offered only when the key has
+ * `agent_memory:write`. With a scope handle, `remember` sends its conversation or task id as
+ * evidence. Throws the SDK's {@link AgentMemoryError}s (the context or the tool list could
+ * not be read).
  */
-export async function agentMemoryForAI(
-  target: AgentMemoryClient | ScopeHandle,
-  opts: AgentMemoryForAIOptions,
-): Promise<{ system: string; tools: Record<string, Tool>; block: AgentMemoryBlock; kit: ToolKit }> {
-  const kitOpts: ToolKitOptions = { agentMemory: opts.agentMemory ?? true, writeAgentMemory: opts.writeAgentMemory ?? true };
-  if (opts.offered) kitOpts.offered = opts.offered;
-  const [block, kit] = await Promise.all([target.agentMemory(opts.block), target.tools(kitOpts)]);
-  return { system: systemPrompt(opts.instructions, block, opts.context), tools: aiTools(kit), block, kit };
+export async function agentMemoryForAI(target: AgentMemoryClient | ScopeHandle, opts: AgentMemoryForAIOptions): Promise<AgentMemoryForAI> {
+  const session = await agentMemorySession(target, fromBlockOptions(opts));
+  const first = await session.prompt(opts.prompt);
+  return {
+    system: first.system,
+    tools: aiTools(session.kit),
+    context: first.context,
+    kit: session.kit,
+    prepareStep: async ({ messages }) => ({ system: (await session.prompt(latestUserText(messages) ?? opts.prompt)).system }),
+  };
+}
+
+/** The options with the deprecated `block` mapped onto the context call's members. */
+function fromBlockOptions(opts: AgentMemoryForAIOptions): IntegrationOptions {
+  const { block, ...rest } = opts;
+  if (!block) return rest;
+  const out: IntegrationOptions = { ...rest };
+  if (out.blockMaxTokens === undefined && block.max_tokens !== undefined) out.blockMaxTokens = block.max_tokens;
+  if (out.view === undefined && block.view !== undefined) out.view = block.view;
+  if (out.task === undefined && block.tags && block.tags.length > 0) out.task = { object_types: [...block.tags] };
+  return out;
+}
+
+/** The text of the last user message among messages, or undefined. */
+function latestUserText(messages: ModelMessage[]): string | undefined {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!;
+    if (m.role === "user") return textOf(m.content);
+  }
+  return undefined;
 }

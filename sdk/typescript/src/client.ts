@@ -5,10 +5,12 @@
  * @module
  */
 import { AgentMemoryError, ConflictError, UnreachableError } from "./errors.js";
-import { Transport, type FetchLike, type Logger, type RetryOptions } from "./http.js";
+import { Transport, type Answer, type FetchLike, type Logger, type RetryOptions } from "./http.js";
 import { fileQueue, memoryQueue, type QueueStore, type QueuedWrite } from "./queue.js";
 import type {
   Block,
+  ContextAnswer,
+  ContextRequest,
   Evidence,
   JsonValue,
   Note,
@@ -49,6 +51,12 @@ export interface ClientOptions {
   retry?: RetryOptions;
   /** Receives log events: method, route, status, attempt, code. Never a key, scope id or body. */
   logger?: Logger;
+  /**
+   * The clock of the block and context caches, in milliseconds since the epoch (default
+   * `Date.now`). A cached answer is fresh until its `Cache-Control: max-age` has passed on
+   * this clock (CTX-4); tests pass their own to step over the period without sleeping.
+   */
+  now?: () => number;
 }
 
 /** `{"$delete": true}`: as a field's value in a merge write, removes that field. */
@@ -108,10 +116,55 @@ export interface BlockOptions {
   view?: string;
 }
 
-/** The prompt block with its `etag`; `notModified` is true when this call was answered 304 from the cache. */
+/**
+ * The prompt block with its `etag`. `notModified` is true when this call took the block from
+ * the cache: inside its freshness period (no request at all) or revalidated and answered 304.
+ */
 export interface AgentMemoryBlock extends Block {
   etag: string | null;
   notModified: boolean;
+}
+
+/**
+ * The answer of the context call (`POST /v1/context`, CTX-2). `notModified` is true when this
+ * call took it from the cache: inside its freshness period (no request) or answered 304.
+ */
+export interface AgentContext extends ContextAnswer {
+  notModified: boolean;
+}
+
+/** One cached block or context answer: its ETag and until when (the client's clock, ms) it is fresh. */
+interface CacheEntry<T> {
+  value: T;
+  etag: string | null;
+  freshUntil: number;
+}
+
+/**
+ * The freshness period in seconds that a `Cache-Control` header grants (CTX-4): its
+ * `max-age=N`; 0 (revalidate every call) for `no-cache`, `no-store`, a missing header or one
+ * without `max-age`.
+ */
+export function freshSeconds(cacheControl: string | null): number {
+  if (!cacheControl) return 0;
+  const parts = cacheControl.toLowerCase().split(",").map((p) => p.trim());
+  if (parts.some((p) => p === "no-cache" || p === "no-store")) return 0;
+  for (const p of parts) {
+    const m = /^max-age=(\d{1,9})$/.exec(p);
+    if (m) return Number(m[1]);
+  }
+  return 0;
+}
+
+/** The canonical JSON of v (members sorted at every level): one cache key per request shape. */
+export function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return "[" + v.map(canonicalJson).join(",") + "]";
+  if (v && typeof v === "object") {
+    const o = v as { [k: string]: unknown };
+    const keys = Object.keys(o).filter((k) => o[k] !== undefined).sort();
+    return "{" + keys.map((k) => JSON.stringify(k) + ":" + canonicalJson(o[k])).join(",") + "}";
+  }
+  return JSON.stringify(v);
 }
 
 /** What `remember` sends: a note (`kind`, `title`, `body`, `tags`, ...). */
@@ -186,7 +239,9 @@ export class AgentMemoryClient {
   private readonly rejectedList: Rejected[] = [];
   private readonly seen = new Map<string, Seen>();
   private readonly local = new Map<string, AgentState>();
-  private readonly blocks = new Map<string, AgentMemoryBlock>();
+  private readonly cache = new Map<string, CacheEntry<unknown>>();
+  private readonly inflight = new Map<string, Promise<{ value: unknown; cached: boolean }>>();
+  private readonly now: () => number;
   private flushing: Promise<void> | undefined;
 
   /** Builds a client; a queue file that exists is loaded and resent on the next call that reaches the service. Throws `TypeError` without `baseUrl` (outside replay). */
@@ -200,6 +255,7 @@ export class AgentMemoryClient {
     if (opt.retry !== undefined) t.retry = opt.retry;
     if (opt.logger !== undefined) t.logger = opt.logger;
     this.http = opt.replay && !opt.baseUrl ? null : new Transport(t);
+    this.now = opt.now ?? Date.now;
     this.store = opt.queue ?? (opt.queueFile ? fileQueue(opt.queueFile) : memoryQueue());
     this.ready = this.store.load().then((q) => {
       this.queue = q;
@@ -392,8 +448,10 @@ export class AgentMemoryClient {
 
   /**
    * The notes block for the prompt (`GET /v1/agent-memory/block`), cached per
-   * (`max_tokens`, `tags`, `view`) and revalidated with `If-None-Match`: unchanged costs a 304
-   * (`notModified` true). With agent memory off the block is empty and `enabled` false.
+   * (`max_tokens`, `tags`, `view`, source) (CTX-4): inside the answer's freshness period
+   * (`Cache-Control: max-age`, the space's `agent_memory.cache_seconds`) it is served with no
+   * request; after it, revalidated with `If-None-Match` (a 304 renews the period). Either
+   * way `notModified` is true. With agent memory off the block is empty and `enabled` false.
    * Throws {@link AgentMemoryError} (400, 401, 403) or {@link UnreachableError}.
    */
   async agentMemory(opts: BlockOptions = {}): Promise<AgentMemoryBlock> {
@@ -403,14 +461,58 @@ export class AgentMemoryClient {
     if (opts.view) q.set("view", opts.view);
     if (this.opt.agent) q.set("source_id", this.opt.agent);
     const path = "/v1/agent-memory/block" + (q.toString() ? "?" + q.toString() : "");
-    const cached = this.blocks.get(path);
-    const headers: Record<string, string> = {};
-    if (cached?.etag) headers["If-None-Match"] = cached.etag;
-    const ans = await this.transport().request<Block>("GET", path, { headers });
-    if (ans.status === 304 && cached) return { ...cached, note_ids: [...cached.note_ids], notModified: true };
-    const b: AgentMemoryBlock = { ...ans.data, etag: ans.headers.get("ETag"), notModified: false };
-    this.blocks.set(path, b);
-    return { ...b, note_ids: [...b.note_ids] };
+    const got = await this.cached<Block>("block " + path, (headers) => this.transport().request<Block>("GET", path, { headers }));
+    const b = got.value as Block & { etag?: string | null };
+    return { ...b, note_ids: [...b.note_ids], etag: b.etag ?? null, notModified: got.cached };
+  }
+
+  /**
+   * The context call (`POST /v1/context`, CTX-2): the system block, and the context holding
+   * the fenced knowledge evidence and the task section, within one token budget. Cached per
+   * request (its canonical JSON) as {@link agentMemory} is: no request inside the freshness
+   * period, then `If-None-Match`. The key needs scope `context`, or `agent_memory` (plus
+   * `knowledge:read` with `knowledge`). Throws {@link AgentMemoryError} (400 `invalid_member`
+   * naming the member, 403 `scope_required` or `feature_disabled`, 404
+   * `knowledge_base_not_found`) or {@link UnreachableError}.
+   */
+  async context(req: ContextRequest = {}): Promise<AgentContext> {
+    const body: ContextRequest = JSON.parse(JSON.stringify(req)) as ContextRequest;
+    if (this.opt.agent && body.source_id === undefined) body.source_id = this.opt.agent;
+    const got = await this.cached<ContextAnswer>("context " + canonicalJson(body), (headers) =>
+      this.transport().request<ContextAnswer>("POST", "/v1/context", { body, headers }),
+    );
+    const a = got.value as ContextAnswer;
+    return { ...a, tokens: { ...a.tokens }, note_ids: [...a.note_ids], task_note_ids: [...a.task_note_ids], chunk_ids: [...a.chunk_ids], notModified: got.cached };
+  }
+
+  /**
+   * One cached read (CTX-4): the entry of key while fresh on the client's clock; else send
+   * (with `If-None-Match` when an ETag is known), keeping a 200's answer or renewing the
+   * period on a 304. Calls of one key that overlap share one request.
+   */
+  private cached<T>(key: string, send: (headers: Record<string, string>) => Promise<Answer<T>>): Promise<{ value: unknown; cached: boolean }> {
+    const entry = this.cache.get(key);
+    if (entry && this.now() < entry.freshUntil) return Promise.resolve({ value: entry.value, cached: true });
+    const running = this.inflight.get(key);
+    if (running) return running;
+    const p = (async () => {
+      const headers: Record<string, string> = {};
+      if (entry?.etag) headers["If-None-Match"] = entry.etag;
+      const ans = await send(headers);
+      const freshUntil = this.now() + freshSeconds(ans.headers.get("Cache-Control")) * 1000;
+      if (ans.status === 304 && entry) {
+        entry.freshUntil = freshUntil;
+        return { value: entry.value, cached: true };
+      }
+      const etag = ans.headers.get("ETag");
+      const value = { ...(ans.data as object), etag: (ans.data as { etag?: string }).etag ?? etag };
+      this.cache.set(key, { value, etag, freshUntil });
+      return { value, cached: false };
+    })();
+    this.inflight.set(key, p);
+    const clear = () => this.inflight.delete(key);
+    p.then(clear, clear);
+    return p;
   }
 
   /**
@@ -572,6 +674,16 @@ export class ScopeHandle {
   /** The notes block (see {@link AgentMemoryClient.agentMemory}). */
   agentMemory(opts?: BlockOptions): Promise<AgentMemoryBlock> {
     return this.client.agentMemory(opts);
+  }
+
+  /** The context call (see {@link AgentMemoryClient.context}). */
+  context(req?: ContextRequest): Promise<AgentContext> {
+    return this.client.context(req);
+  }
+
+  /** The client this handle belongs to. */
+  get agentMemoryClient(): AgentMemoryClient {
+    return this.client;
   }
 
   /**

@@ -21,6 +21,8 @@ export {
   ScopeHandle,
   DELETE,
   newId,
+  freshSeconds,
+  type AgentContext,
   type AgentMemoryBlock,
   type AgentState,
   type BlockOptions,
@@ -50,9 +52,11 @@ export { MAX_ANSWER_DEPTH, type AbortSignalLike, type FetchLike, type FetchRespo
 export { fileQueue, memoryQueue, type QueueStore, type QueuedWrite } from "./queue.js";
 export {
   REMEMBER_TOOL,
+  SEARCH_KNOWLEDGE_TOOL,
   SEARCH_TOOL,
   rememberTool,
   searchAgentMemoryTool,
+  searchKnowledgeTool,
   systemPrompt,
   type AnthropicTool,
   type JsonSchema,
@@ -71,3 +75,11 @@ import { AgentMemoryClient as Client, type ClientOptions as Options } from "./cl
 export function createClient(options: Options): Client {
   return new Client(options);
 }
+export {
+  agentMemorySession,
+  MAX_KNOWLEDGE_QUERY,
+  type AgentMemorySession,
+  type IntegrationOptions,
+  type KnowledgeMode,
+  type PreparedPrompt,
+} from "./integration.js";

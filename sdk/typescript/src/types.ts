@@ -190,3 +190,51 @@ export interface ErrorDetail {
 export interface ErrorBody {
   error: ErrorDetail;
 }
+
+/**
+ * Narrows retrieval candidates (schema `RetrieveFilters`): every member given must hold.
+ * `document_ids` 1-50 ids; `source_uri_prefix` case-sensitive, at most 500 characters;
+ * `version` and `title` equal.
+ */
+export interface RetrieveFilters {
+  document_ids?: string[];
+  source_uri_prefix?: string;
+  version?: string;
+  title?: string;
+}
+
+/**
+ * Request of `POST /v1/context` (schema `ContextRequest`, CTX-2): one token budget
+ * (`max_tokens` 50..10000, default 2000) for the system block (`block_max_tokens` 50..2000,
+ * default 300), the knowledge evidence (`knowledge`: 1-10 `kbs` and a 1-1000 character
+ * `query`) and, with `include_agent_memory`, the task section (needs `task.object_types`, at
+ * most 8). `view` orders the block as the block call does.
+ */
+export interface ContextRequest {
+  view?: string;
+  task?: { id?: string; object_types?: string[] };
+  max_tokens?: number;
+  block_max_tokens?: number;
+  include_agent_memory?: boolean;
+  knowledge?: { kbs: string[]; query: string; top_k?: number; min_score?: number; filters?: RetrieveFilters };
+  source_id?: string;
+}
+
+/**
+ * Answer 200 of `POST /v1/context` (schema `ContextAnswer`): `system_block` goes after the
+ * agent's instructions and before the customer's context; `context` holds the fenced
+ * knowledge evidence, then the task section. `tokens` counts each part (cl100k_base);
+ * `total` never passes the request's `max_tokens`. `knowledge_mode` is `hybrid`,
+ * `lexical_only`, or empty without knowledge.
+ */
+export interface ContextAnswer {
+  system_block: string;
+  context: string;
+  tokens: { system_block: number; task_notes: number; knowledge: number; total: number };
+  etag: string;
+  enabled: boolean;
+  note_ids: string[];
+  task_note_ids: string[];
+  chunk_ids: string[];
+  knowledge_mode: string;
+}

@@ -4,6 +4,7 @@
 import { spawn, execFile, type ChildProcess } from "node:child_process";
 import { mkdtempSync, openSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { createServer as createHttpServer, request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -207,3 +208,92 @@ export async function walkthroughServer(): Promise<Server> {
 }
 
 export const ALL_SCOPES = ["agent_state", "agent_memory", "agent_memory:write"];
+
+/** One request that went through a {@link CountingProxy}. */
+export interface Exchange {
+  method: string;
+  /** The path without its query string. */
+  route: string;
+  status: number;
+  ifNoneMatch: string | null;
+}
+
+/** A reverse proxy in front of the binary that records every request it forwards (CTX-4's request counts). */
+export interface CountingProxy {
+  url: string;
+  exchanges: Exchange[];
+  /** The exchanges of one route (e.g. "/v1/context"). */
+  of(route: string): Exchange[];
+  close(): Promise<void>;
+}
+
+/** Starts a {@link CountingProxy} on a free port forwarding to target (http://127.0.0.1:PORT). */
+export async function countingProxy(target: string): Promise<CountingProxy> {
+  const t = new URL(target);
+  const exchanges: Exchange[] = [];
+  const srv = createHttpServer((req, res) => {
+    const up = httpRequest(
+      { host: t.hostname, port: t.port, method: req.method, path: req.url, headers: req.headers },
+      (upRes) => {
+        const inm = req.headers["if-none-match"];
+        exchanges.push({ method: req.method ?? "", route: (req.url ?? "").split("?")[0]!, status: upRes.statusCode ?? 0, ifNoneMatch: typeof inm === "string" ? inm : null });
+        res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+        upRes.pipe(res);
+      },
+    );
+    up.on("error", () => {
+      res.writeHead(502);
+      res.end();
+    });
+    req.pipe(up);
+  });
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
+  const a = srv.address();
+  if (!a || typeof a !== "object") throw new Error("proxy: no port");
+  return {
+    url: `http://127.0.0.1:${a.port}`,
+    exchanges,
+    of: (route) => exchanges.filter((e) => e.route === route),
+    close: () => new Promise<void>((r) => srv.close(() => r())),
+  };
+}
+
+/** A clock for the client's caches that moves only when told (milliseconds). */
+export class FakeClock {
+  t = Date.parse("2026-12-01T00:00:00Z");
+  now = (): number => this.t;
+  advance(seconds: number): void {
+    this.t += seconds * 1000;
+  }
+}
+
+/**
+ * The integrations' space: agent memory and knowledge on (`--fake-model` embedder), the
+ * walk-through's state type and the vocabulary the tests' tags use, one base "handbook"
+ * readable by the space's agents. `kb` is its id.
+ */
+export async function integrationServer(): Promise<{ server: Server; kb: string }> {
+  const s = await Server.start({ fakeModel: true });
+  await s.createSpace("sdk-ts-integrations");
+  await s.putDocument("features", { agent_state: { enabled: true }, agent_memory: { enabled: true, writes: "agents", max_notes_per_source: 500 }, knowledge: { enabled: true } });
+  const kb = await s.createKnowledgeBase("handbook", { embedding_model: "sdk-ts-embed", top_k: 2, max_tokens: 600, readers: { space: true } }, [
+    { source_uri: "kb://policies/refunds", title: "Refunds", version: "2026-01", format: "markdown", text: "# Refunds\n\nA refund goes back to the original card within five business days. Store credit is issued at once when the customer prefers it." },
+    { source_uri: "kb://policies/shipping", title: "Shipping", version: "2026-02", format: "markdown", text: "# Shipping\n\nStandard parcels arrive in three to seven days. Express delivery arrives the next day when ordered before noon." },
+  ]);
+  return { server: s, kb };
+}
+
+/** Every scope an integration test's key holds: notes read and write, knowledge read. */
+export const INTEGRATION_SCOPES = ["agent_memory", "agent_memory:write", "knowledge:read"];
+
+/** The first index of each needle in text, asserting each is present and they come in this order. */
+export function inOrder(text: string, needles: string[]): number[] {
+  const at = needles.map((n) => text.indexOf(n));
+  at.forEach((i, k) => {
+    if (i < 0) throw new Error(`missing ${JSON.stringify(needles[k])} in ${JSON.stringify(text.slice(0, 400))}`);
+  });
+  for (let k = 1; k < at.length; k++) {
+    if (!(at[k - 1]! < at[k]!)) throw new Error(`${JSON.stringify(needles[k - 1])} does not come before ${JSON.stringify(needles[k])}`);
+  }
+  return at;
+}

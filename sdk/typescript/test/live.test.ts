@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AgentMemoryClient, DELETE, UnreachableError, type LogEvent, type ClientOptions } from "../src/index.js";
-import { walkthroughServer, ALL_SCOPES, type Server } from "./harness.js";
+import { walkthroughServer, ALL_SCOPES, FakeClock, type Server } from "./harness.js";
 import { recordingFetch, checkExchanges, openapi, type Exchange } from "./openapi.js";
 
 let server: Server;
@@ -143,8 +143,9 @@ test("replay mode: states start empty and writes stay local", async () => {
   assert.equal(error?.code, "replay_mode");
 });
 
-test("remember: { data, error }, the conversation as evidence, its own Idempotency-Key; the block revalidated with 304", async () => {
-  const c = client();
+test("remember: { data, error }, the conversation as evidence, its own Idempotency-Key; the block cached, then revalidated with 304", async () => {
+  const clock = new FakeClock();
+  const c = client({ now: clock.now });
   const conv = c.conversation("c-notes");
   const before = exchanges.length;
   const { data, error } = await conv.remember({
@@ -181,6 +182,10 @@ test("remember: { data, error }, the conversation as evidence, its own Idempoten
   assert.match(b1.text, /Refund to a gift card/);
   assert.ok(b1.etag);
   const n = exchanges.length;
+  const fresh = await conv.agentMemory({ max_tokens: 300, tags: ["refund"] });
+  assert.equal(fresh.notModified, true);
+  assert.equal(exchanges.length, n, "inside the freshness period (max-age) nothing is sent");
+  clock.advance(61);
   const b2 = await conv.agentMemory({ max_tokens: 300, tags: ["refund"] });
   assert.equal(b2.notModified, true);
   assert.equal(b2.text, b1.text);

@@ -67,6 +67,9 @@ const PAIRS: [string, string, boolean?][] = [
   ["SearchResult", "SearchResult"],
   ["RetrievedChunk", "RetrievedChunk"],
   ["Retrieval", "Retrieval"],
+  ["RetrieveFilters", "RetrieveFilters"],
+  ["ContextRequest", "ContextRequest"],
+  ["ContextAnswer", "ContextAnswer"],
   ["ErrorBody", "Error"],
 ];
 

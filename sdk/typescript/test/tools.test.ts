@@ -104,12 +104,13 @@ test("Vercel AI SDK: generateText with the mock model calls remember and search_
   const conv = client.conversation("c-ai");
   const seeded = await conv.remember({ kind: "procedure", title: "Refund to a gift card", body: "Ask for the mailing address, then use Record Reason.", tags: ["refund"] });
   assert.equal(seeded.error, null);
-  const { system, tools, block } = await agentMemoryForAI(conv, {
+  const { system, tools, context } = await agentMemoryForAI(conv, {
     instructions: "You are the shop's assistant.",
     context: "CUSTOMER CONTEXT",
-    block: { max_tokens: 300, tags: ["refund"] },
+    blockMaxTokens: 300,
+    task: { object_types: ["refund"] },
   });
-  assert.match(block.text, /Refund to a gift card/);
+  assert.match(context!.system_block, /Refund to a gift card/);
   assert.ok(system.indexOf("You are the shop's assistant.") < system.indexOf("<agent_notes>"));
   assert.ok(system.indexOf("</agent_notes>") < system.indexOf("CUSTOMER CONTEXT"));
   assert.deepEqual(Object.keys(tools).sort(), ["remember", "search_agent_memory"]);

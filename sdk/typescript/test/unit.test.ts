@@ -193,3 +193,36 @@ test("retrieve throws the service's refusals typed: 403 scope_required, 503 embe
   await assert.rejects(c.retrieve("q", ["kb_1"]), (e: any) => e instanceof AgentMemoryError && e.status === 403 && e.code === "scope_required");
   await assert.rejects(c.retrieve("q", ["kb_1"]), (e: any) => e instanceof UnavailableError && e.code === "embedder_unavailable");
 });
+
+test("cache (CTX-4): overlapping calls of one shape share a request; a failed revalidation keeps nothing half-updated", async () => {
+  const seen: any[] = [];
+  let t = 0;
+  const block = { text: "<agent_notes>n</agent_notes>", enabled: true, note_ids: ["note_1"], tokens: 5 };
+  const c = new AgentMemoryClient({
+    baseUrl: "http://x",
+    key: "k",
+    now: () => t,
+    retry: { retries: 0 },
+    fetch: fake(
+      [
+        { status: 200, body: block, headers: { ETag: '"e1"', "Cache-Control": "private, max-age=10" } },
+        { status: 500, body: err("internal") },
+        { status: 304, headers: { ETag: '"e1"', "Cache-Control": "private, max-age=10" } },
+      ],
+      seen,
+    ),
+  });
+  const [a, b] = await Promise.all([c.agentMemory({ max_tokens: 300 }), c.agentMemory({ max_tokens: 300 })]);
+  assert.equal(seen.length, 1, "two overlapping calls, one request");
+  assert.equal(a.text, block.text);
+  assert.equal(b.text, block.text);
+  t = 10_000; // the period is over exactly at max-age
+  await assert.rejects(c.agentMemory({ max_tokens: 300 }), (e: any) => e.status === 500);
+  const again = await c.agentMemory({ max_tokens: 300 });
+  assert.equal(again.notModified, true);
+  assert.equal(again.text, block.text);
+  assert.deepEqual(seen.slice(1).map((s) => s.headers["If-None-Match"]), ['"e1"', '"e1"'], "the failed call left the entry to revalidate");
+  a.note_ids.push("mutated");
+  assert.deepEqual((await c.agentMemory({ max_tokens: 300 })).note_ids, ["note_1"], "callers get copies");
+  assert.equal(seen.length, 3);
+});
