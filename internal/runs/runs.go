@@ -50,10 +50,18 @@ const (
 type Run struct {
 	ID           string `json:"id"`
 	BudgetTokens int    `json:"budget_tokens,omitempty"`
+
+	budgetMember string // the member errors about the budget name ("" : run.budget_tokens)
 }
 
-// Validate checks r (nil: no run), naming the member as "run.id" or "run.budget_tokens".
-func (r *Run) Validate() error { return r.check("run.id", "run.budget_tokens") }
+// Validate checks r (nil: no run), naming the member as "run.id" or "run.budget_tokens" (the
+// headers' names for a run read from them).
+func (r *Run) Validate() error {
+	if r != nil && r.budgetMember == HeaderBudget {
+		return r.check(HeaderID, HeaderBudget)
+	}
+	return r.check("run.id", "run.budget_tokens")
+}
 
 // check checks r naming idMember and budgetMember in its errors (fault.Invalid
 // invalid_member).
@@ -70,6 +78,14 @@ func (r *Run) check(idMember, budgetMember string) error {
 	return nil
 }
 
+// budgetName is the member that names r's budget in errors.
+func (r Run) budgetName() string {
+	if r.budgetMember != "" {
+		return r.budgetMember
+	}
+	return "run.budget_tokens"
+}
+
 // FromHeaders is the run named by the headers Agent-Run-Id and Agent-Run-Budget of a GET (nil
 // when both are absent). Errors are fault.Invalid invalid_member naming the header: a budget
 // without an id, an id outside 1..200 printable characters, a budget that is not an integer
@@ -81,7 +97,7 @@ func FromHeaders(id, budget string) (*Run, error) {
 	if id == "" {
 		return nil, invalid(HeaderID, "%s names the run that %s belongs to", HeaderID, HeaderBudget)
 	}
-	r := &Run{ID: id}
+	r := &Run{ID: id, budgetMember: HeaderBudget}
 	if budget != "" {
 		n, err := strconv.Atoi(budget)
 		if err != nil || n < 1 {
@@ -201,8 +217,8 @@ func (d *Draw) ensure(ctx context.Context) error {
 			Where("space_id = ? AND owner = ? AND run_id = ?", d.spaceID, d.owner, d.run.ID).Scan(ctx)
 		if errors.Is(err, sql.ErrNoRows) || (err == nil && !row.ExpiresAt.After(now)) {
 			if d.run.BudgetTokens == 0 {
-				return fault.New(fault.Invalid, "run_budget_required", "this run is unknown or expired: its first call names budget_tokens").
-					With("member", "run.budget_tokens")
+				return fault.New(fault.Invalid, "run_budget_required", "this run is unknown or expired: its first call names its budget").
+					With("member", d.run.budgetName())
 			}
 			if err == nil {
 				if _, err := d.store.DB.NewDelete().Model((*models.AgentRun)(nil)).
@@ -216,8 +232,8 @@ func (d *Draw) ensure(ctx context.Context) error {
 			return fmt.Errorf("runs: load: %w", err)
 		}
 		if d.run.BudgetTokens > 0 && d.run.BudgetTokens != row.BudgetTokens {
-			return fault.New(fault.Conflict, "run_budget_mismatch", "this run began with budget_tokens %d: name the same budget or leave it out", row.BudgetTokens).
-				With("member", "run.budget_tokens")
+			return fault.New(fault.Conflict, "run_budget_mismatch", "this run began with a budget of %d tokens: name the same budget or leave it out", row.BudgetTokens).
+				With("member", d.run.budgetName())
 		}
 		d.budget = row.BudgetTokens
 		return nil
