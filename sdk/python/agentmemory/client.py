@@ -589,6 +589,13 @@ class Client:
         return self._search(query, tags, limit)[1]
 
     def _search(self, query: str, tags: Optional[Sequence[str]], limit: Optional[int]) -> Tuple[bool, List[Note]]:
+        d = self._search_wire(query, tags, limit, None)
+        return bool(d.get("enabled")), [Note.from_wire(n) for n in d.get("notes") or []]
+
+    def _search_wire(self, query: str, tags: Optional[Sequence[str]], limit: Optional[int],
+                     run: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+        """GET /v1/agent-memory/search's answer as sent; ``run`` ({"id", "budget_tokens"}, CTX-3)
+        travels in the headers Agent-Run-Id and Agent-Run-Budget."""
         q = {"q": query}
         if tags:
             q["tags"] = ",".join(tags)
@@ -596,8 +603,13 @@ class Client:
             q["limit"] = str(int(limit))
         if self.agent:
             q["source_id"] = self.agent
-        d = self._http.request("GET", "/v1/agent-memory/search?" + urllib.parse.urlencode(sorted(q.items()))).data or {}
-        return bool(d.get("enabled")), [Note.from_wire(n) for n in d.get("notes") or []]
+        headers: Dict[str, str] = {}
+        if run:
+            headers["Agent-Run-Id"] = str(run.get("id", ""))
+            if run.get("budget_tokens") is not None:
+                headers["Agent-Run-Budget"] = str(run["budget_tokens"])
+        path = "/v1/agent-memory/search?" + urllib.parse.urlencode(sorted(q.items()))
+        return self._http.request("GET", path, headers=headers or None).data or {}
 
     # Knowledge ----------------------------------------------------------------------------------
 

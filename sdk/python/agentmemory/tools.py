@@ -54,6 +54,12 @@ SEARCH_SCHEMA: Dict[str, Any] = {
                  "description": "only notes carrying every one of these lower-case tags", "maxItems": 8},
         "limit": {"type": "integer", "description": "at most this many notes, 1 to 50 (default 10)",
                   "minimum": 1, "maximum": 50},
+        "run": {"type": ["null", "object"],
+                "properties": {"id": {"type": "string", "minLength": 1, "maxLength": 200},
+                               "budget_tokens": {"type": "integer", "minimum": 1, "maximum": 1000000}},
+                "description": "the run this call belongs to: {id, budget_tokens}; the first call of a run sets "
+                               "its budget and every read of the run draws on it",
+                "required": ["id"], "additionalProperties": False},
     },
     "required": ["query"],
     "additionalProperties": False,
@@ -183,10 +189,17 @@ class Toolkit:
             return _error("invalid_arguments", problem)
         try:
             if name == SEARCH:
-                enabled, notes = self.client._search(arguments["query"], arguments.get("tags"), arguments.get("limit"))
-                return {"enabled": enabled, "notes": [
+                d = self.client._search_wire(arguments["query"], arguments.get("tags"), arguments.get("limit"),
+                                             arguments.get("run"))
+                from .client import Note  # imported here: client imports this module
+                notes = [Note.from_wire(n) for n in d.get("notes") or []]
+                out: Dict[str, Any] = {"enabled": bool(d.get("enabled")), "notes": [
                     {"id": n.id, "kind": n.kind, "title": n.title, "body": n.body, "tags": n.tags,
                      "version": n.version, "source_id": n.source_id} for n in notes]}
+                for member in ("run", "budget_exhausted"):  # in a run (CTX-3), as the MCP tool answers
+                    if member in d:
+                        out[member] = d[member]
+                return out
             return self._remember(arguments)
         except AgentMemoryError as err:
             if err.status == 0:
@@ -260,7 +273,8 @@ def _check(schema: Mapping[str, Any], args: Mapping[str, Any]) -> str:
         types = spec["type"] if isinstance(spec["type"], list) else [spec["type"]]
         ok = ((value is None and "null" in types) or (isinstance(value, str) and "string" in types) or
               (isinstance(value, list) and "array" in types and all(isinstance(v, str) for v in value)) or
-              (isinstance(value, int) and not isinstance(value, bool) and "integer" in types))
+              (isinstance(value, int) and not isinstance(value, bool) and "integer" in types) or
+              (isinstance(value, Mapping) and "object" in types))  # its members are the service's to check
         if not ok:
             return "wrong type: " + name
         if "enum" in spec and value not in spec["enum"]:

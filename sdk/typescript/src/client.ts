@@ -16,6 +16,7 @@ import type {
   ProposalAccepted,
   RetrieveRequest,
   Retrieval,
+  Run,
   Scope,
   SearchResult,
   StateReadResult,
@@ -144,6 +145,8 @@ export type RememberResult = { data: Remembered; error: null } | { data: null; e
 export interface SearchOptions {
   tags?: string[];
   limit?: number;
+  /** The run the search belongs to (CTX-3), sent as the headers Agent-Run-Id and Agent-Run-Budget. */
+  run?: Run;
 }
 
 /**
@@ -463,7 +466,12 @@ export class AgentMemoryClient {
     if (opts.tags && opts.tags.length > 0) q.set("tags", opts.tags.join(","));
     if (opts.limit !== undefined) q.set("limit", String(opts.limit));
     if (this.opt.agent) q.set("source_id", this.opt.agent);
-    return (await this.transport().request<SearchResult>("GET", "/v1/agent-memory/search?" + q.toString())).data;
+    const headers: Record<string, string> = {};
+    if (opts.run) {
+      headers["Agent-Run-Id"] = opts.run.id;
+      if (opts.run.budget_tokens !== undefined) headers["Agent-Run-Budget"] = String(opts.run.budget_tokens);
+    }
+    return (await this.transport().request<SearchResult>("GET", "/v1/agent-memory/search?" + q.toString(), { headers })).data;
   }
 
   /**

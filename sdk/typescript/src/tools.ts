@@ -7,10 +7,10 @@
  *
  * @module
  */
-import type { AgentMemoryClient, AgentMemoryBlock } from "./client.js";
+import type { AgentMemoryClient, AgentMemoryBlock, SearchOptions } from "./client.js";
 import { AgentMemoryError } from "./errors.js";
 import { parseAnswer } from "./http.js";
-import type { Evidence, NoteKind } from "./types.js";
+import type { Evidence, NoteKind, Run } from "./types.js";
 
 /** A JSON Schema object. */
 export type JsonSchema = { [member: string]: unknown };
@@ -60,6 +60,16 @@ export const searchAgentMemoryTool: ToolDefinition = {
         maxItems: 8,
       },
       limit: { type: "integer", description: "at most this many notes, 1 to 50 (default 10)", minimum: 1, maximum: 50 },
+      run: {
+        type: ["null", "object"],
+        properties: {
+          id: { type: "string", minLength: 1, maxLength: 200 },
+          budget_tokens: { type: "integer", minimum: 1, maximum: 1000000 },
+        },
+        description: "the run this call belongs to: {id, budget_tokens}; the first call of a run sets its budget and every read of the run draws on it",
+        required: ["id"],
+        additionalProperties: false,
+      },
     },
     required: ["query"],
     additionalProperties: false,
@@ -262,8 +272,15 @@ function check(args: { [m: string]: unknown }, def: ToolDefinition): { [m: strin
   for (const [k, v] of Object.entries(args)) {
     if (v === null || v === undefined) continue;
     const type = props[k]!.type;
+    // An object (a run) is checked member by member by the service.
     const ok =
-      type === "string" ? typeof v === "string" : type === "integer" ? Number.isInteger(v) : Array.isArray(v) && v.every((x) => typeof x === "string");
+      type === "string"
+        ? typeof v === "string"
+        : type === "integer"
+          ? Number.isInteger(v)
+          : Array.isArray(type) && type.includes("object")
+            ? typeof v === "object" && !Array.isArray(v)
+            : Array.isArray(v) && v.every((x) => typeof x === "string");
     if (!ok) return errorResult("invalid_member", `${k} has the wrong type`, k);
   }
   return null;
@@ -273,14 +290,19 @@ async function runSearch(client: AgentMemoryClient, args: { [m: string]: unknown
   const bad = check(args, searchAgentMemoryTool);
   if (bad) return bad;
   try {
-    const opts: { tags?: string[]; limit?: number } = {};
+    const opts: SearchOptions = {};
     if (Array.isArray(args.tags)) opts.tags = args.tags as string[];
     if (typeof args.limit === "number") opts.limit = args.limit;
+    if (args.run && typeof args.run === "object") opts.run = args.run as Run;
     const res = await client.search(args.query as string, opts);
-    return {
+    const out: { [m: string]: unknown } = {
       enabled: res.enabled,
       notes: res.notes.map((n) => ({ id: n.id, kind: n.kind, title: n.title, body: n.body, tags: n.tags, version: n.version, source_id: n.source_id })),
     };
+    // In a run (CTX-3), as the MCP tool answers.
+    if (res.run) out.run = res.run;
+    if (res.budget_exhausted !== undefined) out.budget_exhausted = res.budget_exhausted;
+    return out;
   } catch (err) {
     if (err instanceof AgentMemoryError) return fromError(err);
     throw err;

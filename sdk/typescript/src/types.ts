@@ -119,12 +119,42 @@ export interface Block {
   enabled: boolean;
   note_ids: string[];
   tokens: number;
+  /** The run's figures after this read, when it named a run (CTX-3). */
+  run?: RunReport;
+  /** True when the run had too little left for any note: the block is empty. */
+  budget_exhausted?: boolean;
+}
+
+/**
+ * The run a read belongs to (schema `Run`, CTX-3): the run's first call names `budget_tokens`
+ * (1..1000000) and sets its budget; every read of the run draws the tokens it delivers.
+ */
+export interface Run {
+  id: string;
+  budget_tokens?: number;
+}
+
+/**
+ * A run's figures after a read of the run (schema `RunReport`, CTX-3): `used_tokens` counts
+ * what the run's reads delivered (and reads in flight reserved); `cut` says this read
+ * delivered less than it would have without the run.
+ */
+export interface RunReport {
+  id: string;
+  budget_tokens: number;
+  used_tokens: number;
+  remaining_tokens: number;
+  cut: boolean;
 }
 
 /** Answer 200 of `GET /v1/agent-memory/search` (schema `SearchResult`). */
 export interface SearchResult {
   enabled: boolean;
   notes: Note[];
+  /** The run's figures after this search, when it named a run (CTX-3). */
+  run?: RunReport;
+  /** True when no matching note fitted what the run had left: notes is empty. */
+  budget_exhausted?: boolean;
 }
 
 /**
@@ -175,6 +205,10 @@ export interface Retrieval {
   chunks: RetrievedChunk[];
   context: string;
   context_tokens: number;
+  /** The run's figures after this retrieval, when it named a run (CTX-3). */
+  run?: RunReport;
+  /** True when no chunk fitted what the run had left: chunks and context are empty. */
+  budget_exhausted?: boolean;
 }
 
 /** The inner object of every error answer. */

@@ -67,6 +67,8 @@ const PAIRS: [string, string, boolean?][] = [
   ["SearchResult", "SearchResult"],
   ["RetrievedChunk", "RetrievedChunk"],
   ["Retrieval", "Retrieval"],
+  ["Run", "Run"],
+  ["RunReport", "RunReport"],
   ["ErrorBody", "Error"],
 ];
 
