@@ -120,7 +120,8 @@ func (s *Server) deleteKnowledgeDocument(c *gin.Context) {
 }
 
 // retrieveKnowledge: POST /v1/knowledge/retrieve {"query", "kbs", "top_k", "max_tokens",
-// "min_score", "filters"} -> {"mode", "chunks", "context", "context_tokens"} (KN-4).
+// "min_score", "filters", "run"} -> {"mode", "chunks", "context", "context_tokens", and in a
+// run: "run", "budget_exhausted"} (KN-4, CTX-3).
 func (s *Server) retrieveKnowledge(c *gin.Context) {
 	var in knowledge.RetrieveRequest
 	if err := bind(c, &in); err != nil {

@@ -91,12 +91,12 @@ func TestMCPToolsFollowKeyAndFeature(t *testing.T) {
 
 		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}, "agent_memory": map[string]any{"enabled": true}})
 		all := toolNames(t, mcpSession(t, url, everything))
-		require.Equal(t, []string{api.ToolRemember, api.ToolSearch}, all)
+		require.Equal(t, []string{api.ToolGetContext, api.ToolRemember, api.ToolSearch}, all)
 		// WM-11: working memory is never a tool, even for a key with agent_state.
 		for _, n := range all {
 			require.NotContains(t, n, "state", "tool %q looks like working memory", n)
 		}
-		require.Equal(t, []string{api.ToolSearch}, toolNames(t, mcpSession(t, url, reader)), "no remember without agent_memory:write")
+		require.Equal(t, []string{api.ToolGetContext, api.ToolSearch}, toolNames(t, mcpSession(t, url, reader)), "no remember without agent_memory:write")
 		require.Equal(t, []string{}, toolNames(t, mcpSession(t, url, stateOnly)))
 
 		res, err := mcpSession(t, url, everything).ListTools(context.Background(), nil)

@@ -263,18 +263,25 @@ func (s *Server) exportNotes(c *gin.Context) {
 	c.PureJSON(http.StatusOK, x)
 }
 
-// noteBlock: GET /v1/agent-memory/block?max_tokens=&tags=a,b&view=&source_id= (AM-4) ->
-// {text, enabled, note_ids, tokens} with ETag; If-None-Match -> 304. The key and documents
-// come from the replica's KeyCache (withConfig: reloaded when the block finds them stale).
+// noteBlock: GET /v1/agent-memory/block?max_tokens=&tags=a,b&view=&source_id= (AM-4), with
+// the headers Agent-Run-Id and Agent-Run-Budget in a run (CTX-3) -> {text, enabled, note_ids,
+// tokens, and in a run: run, budget_exhausted} with ETag; If-None-Match -> 304. The key and
+// documents come from the replica's KeyCache (withConfig: reloaded when the block finds them
+// stale).
 func (s *Server) noteBlock(c *gin.Context) {
 	max, err := queryInt(c, "max_tokens", notes.DefaultBlockTokens, notes.MinBlockTokens, notes.MaxBlockTokens)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
+	run, err := runHeaders(c)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
 	req := notes.BlockRequest{
 		MaxTokens: int(max), Tags: splitList(c.Query("tags")), View: c.Query("view"),
-		SourceID: c.Query("source_id"), IfNoneMatch: c.GetHeader("If-None-Match"),
+		SourceID: c.Query("source_id"), IfNoneMatch: c.GetHeader("If-None-Match"), Run: run,
 	}
 	var b notes.Block
 	err = s.withConfig(c, func(ctx context.Context, p auth.Principal) (err error) {
@@ -291,19 +298,30 @@ func (s *Server) noteBlock(c *gin.Context) {
 		c.Status(http.StatusNotModified)
 		return
 	}
+	if b.Run != nil {
+		c.PureJSON(http.StatusOK, b) // a run's figures change with every call: encoded now
+		return
+	}
 	// The block's JSON as PureJSON writes it, encoded once per block (notes.Block.Body).
 	c.Data(http.StatusOK, "application/json; charset=utf-8", b.Body())
 }
 
-// searchNotes: GET /v1/agent-memory/search?q=&tags=&limit=&source_id= (AM-14) -> {enabled, notes}.
+// searchNotes: GET /v1/agent-memory/search?q=&tags=&limit=&source_id= (AM-14), with the
+// headers Agent-Run-Id and Agent-Run-Budget in a run (CTX-3) -> {enabled, notes, and in a run:
+// run, budget_exhausted}.
 func (s *Server) searchNotes(c *gin.Context) {
 	limit, err := queryInt(c, "limit", notes.DefaultSearchLimit, 1, notes.MaxSearchLimit)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
+	run, err := runHeaders(c)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
 	res, err := s.Notes.Search(s.ctx(c), principal(c), notes.SearchRequest{
-		Q: c.Query("q"), Tags: splitList(c.Query("tags")), Limit: int(limit), SourceID: c.Query("source_id"),
+		Q: c.Query("q"), Tags: splitList(c.Query("tags")), Limit: int(limit), SourceID: c.Query("source_id"), Run: run,
 	})
 	if err != nil {
 		s.writeError(c, err)

@@ -44,6 +44,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/proposals"
 	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/runs"
 	"github.com/agentmemory/agentmemory/internal/signing"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/internal/state"
@@ -93,6 +94,8 @@ type App struct {
 	State    *state.Service
 	Turns    *turns.Service
 	Notes    *notes.Service
+	// Runs keeps the budgets of runs (CTX-3), drawn on by every memory read of a run.
+	Runs *runs.Store
 	// Proposals owns the proposal lifecycle beside notes (AM-8, AM-9): agents' writes under
 	// human_only, distillation, decisions, and agent-note erasure (AM-12).
 	Proposals *proposals.Service
@@ -239,13 +242,14 @@ func (a *App) wire() {
 	}
 	a.EventMetrics = events.NewMetrics()
 	a.Metrics.Registry().MustRegister(a.EventMetrics)
-	a.Notes = &notes.Service{DB: d, Docs: a.Docs, Subjects: a.Subjects, Hasher: h, Now: now, Receipts: a.Receipts}
+	a.Runs = &runs.Store{DB: d, Docs: a.Docs, Now: now} // the budgets of runs (CTX-3)
+	a.Notes = &notes.Service{DB: d, Docs: a.Docs, Subjects: a.Subjects, Hasher: h, Now: now, Receipts: a.Receipts, Runs: a.Runs}
 	a.Proposals = &proposals.Service{DB: d, Notes: a.Notes, Now: now}
 	a.Notes.Proposals = a.Proposals  // human_only writes become proposals (AM-8)
 	a.Compliance.Notes = a.Proposals // AM-12: agent-note erasure erases notes and proposals
 	// Knowledge documents pass the notes gate (refuse) or the space's masking (mask).
 	a.Knowledge = &knowledge.Service{DB: d, Docs: a.Docs, Gate: notes.DocumentGate{S: a.Notes}, Masker: a.Subjects, Subjects: a.Subjects, Now: now, Receipts: a.Receipts,
-		QueryEmbedTimeout: a.Config.KnowledgeQueryTimeout}
+		QueryEmbedTimeout: a.Config.KnowledgeQueryTimeout, Runs: a.Runs}
 	a.Compliance.Erasers = a.erasers()
 	// The reconciler fails a drafting proposal whose distillation workflow ended (issue 12 fix).
 	a.Compliance.Proposals = func(ctx context.Context, id, reason string) error {

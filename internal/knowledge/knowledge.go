@@ -32,6 +32,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/redact"
+	"github.com/agentmemory/agentmemory/internal/runs"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -81,6 +82,9 @@ type Service struct {
 	// the model counts as down for that call, and each base's embedder_down setting applies
 	// (503 embedder_unavailable, or lexical_only). 0: DefaultQueryEmbedTimeout.
 	QueryEmbedTimeout time.Duration
+	// Runs keeps the budgets of runs (CTX-3): a retrieval naming a run draws on it. Without
+	// it a retrieval naming a run fails (an internal error).
+	Runs *runs.Store
 
 	// vec is the vector path (PrepareVectors or the first use), under vecMu.
 	vecMu sync.Mutex

@@ -17,6 +17,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/redact"
+	"github.com/agentmemory/agentmemory/internal/runs"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -66,6 +67,9 @@ type RetrieveRequest struct {
 	MaxTokens int      `json:"max_tokens,omitempty"`
 	MinScore  float64  `json:"min_score,omitempty"`
 	Filters   *Filters `json:"filters,omitempty"`
+	// Run names the run the retrieval belongs to (CTX-3; nil: none): the answer holds the
+	// chunks of a context fenced within what the run has left (inRun).
+	Run *runs.Run `json:"run,omitempty"`
 }
 
 // Filters narrow a retrieval to some documents (KN-4); every member set must hold (AND).
@@ -162,6 +166,10 @@ type Retrieval struct {
 	Chunks        []RetrievedChunk `json:"chunks"`
 	Context       string           `json:"context"`
 	ContextTokens int              `json:"context_tokens"`
+	// Run is the run's figures after the retrieval (CTX-3; nil without a run);
+	// BudgetExhausted says no chunk fitted what the run had left (then no chunk).
+	Run             *runs.Report `json:"run,omitempty"`
+	BudgetExhausted bool         `json:"budget_exhausted,omitempty"`
 }
 
 // Retrieve ranks the chunks of the named bases for query (KN-4). CanRead; the feature on;
@@ -186,9 +194,22 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 	if err := CanRead(p); err != nil {
 		return Retrieval{}, err
 	}
+	if err := req.Run.Validate(); err != nil {
+		return Retrieval{}, err
+	}
 	out, order, now, err := s.retrieve(ctx, p, req)
 	if err != nil {
 		return Retrieval{}, err
+	}
+	var d *runs.Draw
+	full := out.ContextTokens
+	if req.Run != nil {
+		if out, d, err = s.inRun(ctx, p, req.Run, out); err != nil {
+			return Retrieval{}, err
+		}
+		if out.BudgetExhausted {
+			return s.settle(ctx, d, out, full)
+		}
 	}
 	ids := make([]string, 0, len(out.Chunks))
 	inContext := 0
@@ -198,10 +219,16 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 			inContext++
 		}
 	}
+	detail := map[string]any{"kbs": order, "mode": out.Mode, "chunks": len(ids), "in_context": inContext, "context_tokens": out.ContextTokens}
+	d.Detail(detail, out.ContextTokens)
 	err = receipts.Record(ctx, s.Receipts, s.DB, p.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "retrieve", ActorKey: p.KeyID, ObjectIDs: ids,
-		Detail: map[string]any{"kbs": order, "mode": out.Mode, "chunks": len(ids), "in_context": inContext, "context_tokens": out.ContextTokens}}, now)
+		Detail: detail}, now)
 	if err != nil {
+		d.Abandon(ctx)
 		return Retrieval{}, err
+	}
+	if d != nil {
+		return s.settle(ctx, d, out, full)
 	}
 	return out, nil
 }

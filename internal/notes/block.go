@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/runs"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -47,6 +48,9 @@ type BlockRequest struct {
 	View        string
 	SourceID    string
 	IfNoneMatch string
+	// Run names the run the read belongs to (CTX-3; nil: none): the block is built within
+	// what the run has left (blockInRun).
+	Run *runs.Run
 
 	// viewTags are the tags of View in the views document (resolveView); viewDefined says
 	// the document defines View (else View is one more tag, as before CTX-1).
@@ -66,6 +70,10 @@ type Block struct {
 	// MaxAge is the space's freshness period in seconds (spaces.Features.ContextMaxAge),
 	// sent as Cache-Control max-age (CTX-4).
 	MaxAge int `json:"-"`
+	// Run is the run's figures after this read (CTX-3; nil without a run); BudgetExhausted
+	// says the run had too little left for any note the block would hold (then no note).
+	Run             *runs.Report `json:"run,omitempty"`
+	BudgetExhausted bool         `json:"budget_exhausted,omitempty"`
 
 	body []byte // Body's bytes, encoded once when the block is built (withBody)
 }
@@ -136,7 +144,7 @@ func (r *BlockRequest) validate() error {
 	if r.View != "" && (!tagPattern.MatchString(r.View) || len(r.View) > MaxTagLen) {
 		return invalid("view", "a view is lower-case a-z, 0-9, _ . : -")
 	}
-	return nil
+	return r.Run.Validate()
 }
 
 // Block builds the prompt block p may read (AM-4): the active, unexpired notes visible to p,
@@ -176,7 +184,12 @@ func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest)
 	if err != nil {
 		return Block{}, err
 	}
-	b, err := s.blockOf(ctx, p, req, v, f)
+	var b Block
+	if req.Run != nil {
+		b, err = s.blockInRun(ctx, p, req, v, f)
+	} else {
+		b, err = s.blockOf(ctx, p, req, v, f)
+	}
 	b.MaxAge = f.ContextMaxAge()
 	return b, err
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/keyed"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/redact"
+	"github.com/agentmemory/agentmemory/internal/runs"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -101,6 +102,9 @@ type Service struct {
 	// Receipts commits the receipts of block reads and searches in groups (issue 16); nil:
 	// each read commits its own receipt.
 	Receipts *receipts.Log
+	// Runs keeps the budgets of runs (CTX-3): a block or search naming a run draws on it.
+	// Without it a call naming a run is refused (runs_unavailable).
+	Runs *runs.Store
 
 	// answers are this replica's block answers (issue 16).
 	answers blockAnswers

@@ -11,6 +11,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/runs"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -23,17 +24,24 @@ const (
 
 // SearchRequest is GET /v1/agent-memory/search: Q (words, all of which must match), Tags
 // (all of which the note must carry), Limit 1..50 (0 means 10), SourceID as in BlockRequest.
+// Run names the run the search belongs to (CTX-3; nil: none): it returns the notes that fit
+// what the run has left (searchInRun).
 type SearchRequest struct {
 	Q        string
 	Tags     []string
 	Limit    int
 	SourceID string
+	Run      *runs.Run
 }
 
-// SearchResult is the answer of a search: the matching notes, best first.
+// SearchResult is the answer of a search: the matching notes, best first; in a run (CTX-3),
+// Run is the run's figures after it and BudgetExhausted says no matching note fitted what the
+// run had left (then Notes is empty).
 type SearchResult struct {
-	Enabled bool   `json:"enabled"`
-	Notes   []Note `json:"notes"`
+	Enabled         bool         `json:"enabled"`
+	Notes           []Note       `json:"notes"`
+	Run             *runs.Report `json:"run,omitempty"`
+	BudgetExhausted bool         `json:"budget_exhausted,omitempty"`
 }
 
 // The full-text query of each engine, side by side. Both select the notes table as n,
@@ -100,7 +108,7 @@ func checkSearch(req *SearchRequest) ([]string, error) {
 	if len(words) == 0 && len(req.Tags) == 0 {
 		return nil, invalid("q", "search needs words in q or tags")
 	}
-	return words, nil
+	return words, req.Run.Validate()
 }
 
 // search runs a validated search as viewer v and records its receipt.
@@ -123,6 +131,9 @@ func (s *Service) search(ctx context.Context, p auth.Principal, v viewer, req Se
 	}
 	if err := q.OrderExpr("n.id ASC").Limit(int64(req.Limit)).Scan(ctx); err != nil {
 		return SearchResult{}, fmt.Errorf("notes: search: %w", err)
+	}
+	if req.Run != nil {
+		return s.searchInRun(ctx, p, v, req, rows, len(words))
 	}
 	out := SearchResult{Enabled: true, Notes: make([]Note, 0, len(rows))}
 	ids := make([]string, 0, len(rows))

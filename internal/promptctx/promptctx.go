@@ -21,6 +21,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/knowledge"
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/runs"
 )
 
 // Budget limits of a context call, in cl100k_base tokens.
@@ -50,6 +51,9 @@ type Request struct {
 	IncludeAgentMemory bool       `json:"include_agent_memory,omitempty"`
 	Knowledge          *Knowledge `json:"knowledge,omitempty"`
 	SourceID           string     `json:"source_id,omitempty"`
+	// Run names the run the call belongs to (CTX-3; nil: none): the answer is built within
+	// what the run has left (inRun).
+	Run *runs.Run `json:"run,omitempty"`
 }
 
 // Task is the task a context is for: ID (at most 200 printable characters, recorded in the
@@ -97,6 +101,12 @@ type Answer struct {
 	// MaxAge is the space's freshness period in seconds (spaces.Features.ContextMaxAge),
 	// sent as Cache-Control max-age (CTX-4).
 	MaxAge int `json:"-"`
+	// Run is the run's figures after the call (CTX-3; nil without a run); BudgetExhausted
+	// says the run had too little left for any part (then every part is empty).
+	Run             *runs.Report `json:"run,omitempty"`
+	BudgetExhausted bool         `json:"budget_exhausted,omitempty"`
+
+	cut bool // the run's budget left something out (Run.Cut)
 }
 
 // Service answers context calls. Receipts group-commits the receipts (nil: one transaction
@@ -107,6 +117,8 @@ type Service struct {
 	Knowledge *knowledge.Service
 	Receipts  *receipts.Log
 	Now       func() time.Time
+	// Runs keeps the budgets of runs (CTX-3); without it a call naming a run fails.
+	Runs *runs.Store
 }
 
 // Build answers req for p (CTX-2). Scopes: an agent key reads notes with agent_memory or
@@ -122,6 +134,55 @@ func (s *Service) Build(ctx context.Context, p auth.Principal, req Request, ifNo
 	if err := req.normalize(); err != nil {
 		return Answer{}, err
 	}
+	cn, ret, kbs, err := s.parts(ctx, p, req, req.MaxTokens)
+	if err != nil {
+		return Answer{}, err
+	}
+	a, err := compose(cn, ret, req.MaxTokens)
+	if err != nil {
+		return Answer{}, err
+	}
+	var d *runs.Draw
+	if req.Run != nil {
+		if a, cn, d, err = s.inRun(ctx, p, req, cn, ret, a); err != nil {
+			return Answer{}, err
+		}
+	}
+	a.NotModified = matches(ifNoneMatch, a.ETag)
+	f, err := s.Notes.Docs.Features(ctx, p.SpaceID)
+	if err != nil {
+		d.Abandon(ctx)
+		return Answer{}, err
+	}
+	a.MaxAge = f.ContextMaxAge()
+	if d == nil {
+		return a, s.record(ctx, p, req, cn, a, kbs, nil)
+	}
+	return s.settle(ctx, p, req, cn, a, kbs, d)
+}
+
+// parts reads the notes part (block and task section) within budget and, when asked for,
+// the knowledge retrieval (ranked, fenced later by compose).
+func (s *Service) parts(ctx context.Context, p auth.Principal, req Request, budget int) (notes.ContextNotes, knowledge.Retrieval, []string, error) {
+	cn, err := s.notesPart(ctx, p, req, budget)
+	if err != nil {
+		return notes.ContextNotes{}, knowledge.Retrieval{}, nil, err
+	}
+	var ret knowledge.Retrieval
+	var kbs []string
+	if req.Knowledge != nil {
+		kreq := knowledge.RetrieveRequest{Query: req.Knowledge.Query, KBs: req.Knowledge.KBs, TopK: req.Knowledge.TopK,
+			MinScore: req.Knowledge.MinScore, Filters: req.Knowledge.Filters}
+		if ret, kbs, err = s.Knowledge.RetrieveForContext(ctx, p, kreq, 0); err != nil {
+			return notes.ContextNotes{}, knowledge.Retrieval{}, nil, err
+		}
+	}
+	return cn, ret, kbs, nil
+}
+
+// notesPart reads the block (within block_max_tokens, at most budget) and the task section
+// (within what the block leaves of budget).
+func (s *Service) notesPart(ctx context.Context, p auth.Principal, req Request, budget int) (notes.ContextNotes, error) {
 	var tags []string
 	if req.Task != nil {
 		tags = req.Task.ObjectTypes
@@ -130,31 +191,8 @@ func (s *Service) Build(ctx context.Context, p auth.Principal, req Request, ifNo
 	if req.IncludeAgentMemory {
 		taskTokens = notes.TaskSectionTokens
 	}
-	cn, err := s.Notes.Context(ctx, p, notes.ContextRequest{View: req.View, Tags: tags, SourceID: req.SourceID,
-		BlockTokens: req.BlockMaxTokens, TaskTags: tags, TaskTokens: taskTokens, Budget: req.MaxTokens})
-	if err != nil {
-		return Answer{}, err
-	}
-	var ret knowledge.Retrieval
-	var kbs []string
-	if req.Knowledge != nil {
-		kreq := knowledge.RetrieveRequest{Query: req.Knowledge.Query, KBs: req.Knowledge.KBs, TopK: req.Knowledge.TopK,
-			MinScore: req.Knowledge.MinScore, Filters: req.Knowledge.Filters}
-		if ret, kbs, err = s.Knowledge.RetrieveForContext(ctx, p, kreq, 0); err != nil {
-			return Answer{}, err
-		}
-	}
-	a, err := compose(cn, ret, req.MaxTokens)
-	if err != nil {
-		return Answer{}, err
-	}
-	a.NotModified = matches(ifNoneMatch, a.ETag)
-	f, err := s.Notes.Docs.Features(ctx, p.SpaceID)
-	if err != nil {
-		return Answer{}, err
-	}
-	a.MaxAge = f.ContextMaxAge()
-	return a, s.record(ctx, p, req, cn, a, kbs)
+	return s.Notes.Context(ctx, p, notes.ContextRequest{View: req.View, Tags: tags, SourceID: req.SourceID,
+		BlockTokens: min(req.BlockMaxTokens, budget), TaskTags: tags, TaskTokens: taskTokens, Budget: budget})
 }
 
 // normalize applies the defaults and checks the limits (fault.Invalid naming the member).
@@ -180,7 +218,7 @@ func (r *Request) normalize() error {
 	if r.IncludeAgentMemory && (r.Task == nil || len(r.Task.ObjectTypes) == 0) {
 		return invalid("include_agent_memory", "include_agent_memory needs task.object_types: the task section holds the notes tagged with them")
 	}
-	return nil
+	return r.Run.Validate()
 }
 
 // compose fences the knowledge evidence into what budget leaves after the block and the task
@@ -247,7 +285,7 @@ func answerOf(cn notes.ContextNotes, ret knowledge.Retrieval, text string, t Tok
 
 // record leaves the call's one receipt: every note delivered (block, then task section, each
 // once) and every chunk in the context, with the budget's figures; never the query or text.
-func (s *Service) record(ctx context.Context, p auth.Principal, req Request, cn notes.ContextNotes, a Answer, kbs []string) error {
+func (s *Service) record(ctx context.Context, p auth.Principal, req Request, cn notes.ContextNotes, a Answer, kbs []string, d *runs.Draw) error {
 	ids := slices.Clone(a.NoteIDs)
 	for _, id := range a.TaskNoteIDs {
 		if !slices.Contains(ids, id) {
@@ -266,6 +304,7 @@ func (s *Service) record(ctx context.Context, p auth.Principal, req Request, cn 
 	if kbs != nil {
 		detail["kbs"] = kbs
 	}
+	d.Detail(detail, drawn(a))
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now

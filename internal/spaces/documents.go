@@ -57,7 +57,8 @@ type AgentStateFeature struct {
 // lets role reviewer approve proposals (default true); WebhookURL receives events when set;
 // Gate says what name and instruction hits of the gate do (GATE-2, GATE-3; nil: refuse);
 // CacheSeconds is the freshness period of a block or context answer (CTX-4; see
-// Features.ContextMaxAge).
+// Features.ContextMaxAge); RunTTLHours is how long a run's budget lasts after the run's first
+// call (CTX-3; see Features.RunTTL).
 type AgentMemoryFeature struct {
 	Enabled           bool             `json:"enabled"`
 	Writes            string           `json:"writes,omitempty"`
@@ -66,6 +67,7 @@ type AgentMemoryFeature struct {
 	WebhookURL        string           `json:"webhook_url,omitempty"`
 	Gate              *AgentMemoryGate `json:"gate,omitempty"`
 	CacheSeconds      *int             `json:"cache_seconds,omitempty"`
+	RunTTLHours       int              `json:"run_ttl_hours,omitempty"`
 }
 
 // MaskingSettings are the space's masking rules: DefaultRegion is the ISO 3166 region used to
@@ -112,6 +114,23 @@ func (f Features) ContextMaxAge() int {
 	return *f.AgentMemory.CacheSeconds
 }
 
+// Lifetime of a run's budget, in hours (CTX-3).
+const (
+	DefaultRunTTLHours = 24
+	MaxRunTTLHours     = 720
+)
+
+// RunTTL is how long a run lasts after its first call (CTX-3): agent_memory.run_ttl_hours,
+// 1 to 720 hours, default DefaultRunTTLHours. An expired run names nothing: its id may begin
+// a new run.
+func (f Features) RunTTL() time.Duration {
+	h := f.AgentMemory.RunTTLHours
+	if h <= 0 {
+		h = DefaultRunTTLHours
+	}
+	return time.Duration(h) * time.Hour
+}
+
 // HumanOnly reports whether agents' note writes become proposals (AM-8).
 func (f Features) HumanOnly() bool { return f.AgentMemory.Writes == "human_only" }
 
@@ -143,6 +162,9 @@ func ParseFeatures(data []byte) (Features, error) {
 	}
 	if c := f.AgentMemory.CacheSeconds; c != nil && (*c < 0 || *c > MaxContextMaxAge) {
 		return f, invalidMember("agent_memory.cache_seconds", "must be between 0 and 3600")
+	}
+	if h := f.AgentMemory.RunTTLHours; h < 0 || h > MaxRunTTLHours {
+		return f, invalidMember("agent_memory.run_ttl_hours", "must be between 1 and 720")
 	}
 	if err := validateGate(f.AgentMemory.Gate); err != nil {
 		return f, err

@@ -285,12 +285,16 @@ class Retrieval:
     ``context_tokens`` fenced as evidence with its source and version under a line saying it
     is reference material, not instructions (MS-7), or empty when none fits. Put the context
     beside the conversation (e.g. a user-side message before the customer's question), never in
-    place of the system prompt."""
+    place of the system prompt. In a run (CTX-3), ``run`` is the run's figures as the service
+    sent them ({id, budget_tokens, used_tokens, remaining_tokens, cut}) and
+    ``budget_exhausted`` says the run had nothing left (the payload is then empty)."""
 
     mode: str
     chunks: List[RetrievedChunk] = field(default_factory=list)
     context: str = ""
     context_tokens: int = 0
+    run: Optional[Dict[str, Any]] = None
+    budget_exhausted: bool = False
 
 
 def system_prompt(instructions: str, notes: Any = None, context: Any = None) -> str:
@@ -742,6 +746,13 @@ class Client:
         return self._search(query, tags, limit)[1]
 
     def _search(self, query: str, tags: Optional[Sequence[str]], limit: Optional[int]) -> Tuple[bool, List[Note]]:
+        d = self._search_wire(query, tags, limit, None)
+        return bool(d.get("enabled")), [Note.from_wire(n) for n in d.get("notes") or []]
+
+    def _search_wire(self, query: str, tags: Optional[Sequence[str]], limit: Optional[int],
+                     run: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+        """GET /v1/agent-memory/search's answer as sent; ``run`` ({"id", "budget_tokens"}, CTX-3)
+        travels in the headers Agent-Run-Id and Agent-Run-Budget."""
         q = {"q": query}
         if tags:
             q["tags"] = ",".join(tags)
@@ -749,21 +760,28 @@ class Client:
             q["limit"] = str(int(limit))
         if self.agent:
             q["source_id"] = self.agent
-        d = self._http.request("GET", "/v1/agent-memory/search?" + urllib.parse.urlencode(sorted(q.items()))).data or {}
-        return bool(d.get("enabled")), [Note.from_wire(n) for n in d.get("notes") or []]
+        headers: Dict[str, str] = {}
+        if run:
+            headers["Agent-Run-Id"] = str(run.get("id", ""))
+            if run.get("budget_tokens") is not None:
+                headers["Agent-Run-Budget"] = str(run["budget_tokens"])
+        path = "/v1/agent-memory/search?" + urllib.parse.urlencode(sorted(q.items()))
+        return self._http.request("GET", path, headers=headers or None).data or {}
 
     # Knowledge ----------------------------------------------------------------------------------
 
     def retrieve(self, query: str, kbs: Sequence[str], *, top_k: Optional[int] = None,
                  max_tokens: Optional[int] = None, min_score: Optional[float] = None,
-                 filters: Optional[Mapping[str, Any]] = None) -> Retrieval:
+                 filters: Optional[Mapping[str, Any]] = None,
+                 run: Optional[Mapping[str, Any]] = None) -> Retrieval:
         """Ranks the chunks of knowledge bases ``kbs`` (1-10 base ids of the key's space) for
         ``query`` (1-1000 characters) (POST /v1/knowledge/retrieve; the key needs scope
         ``knowledge:read``). ``top_k`` 1..50 and ``max_tokens`` 100..8000 (the context's budget)
         default to the first base's settings; with ``min_score`` (0..1) weaker vector candidates
         leave the vector ranking. ``filters`` is sent as the request's ``filters`` object as
-        given; the service decides what it accepts (one without filters answers 400). The
-        service leaves a receipt naming the chunks delivered.
+        given; the service decides what it accepts (one without filters answers 400). ``run``
+        ({"id", "budget_tokens"}, CTX-3) draws the retrieval on a run's budget. The service
+        leaves a receipt naming the chunks delivered.
 
         Raises AgentMemoryError: 400 ``invalid_member``, 403 ``scope_required`` or
         ``feature_disabled``, 404 ``knowledge_base_not_found`` (a base of another space looks
@@ -778,9 +796,12 @@ class Client:
             payload["min_score"] = float(min_score)
         if filters is not None:
             payload["filters"] = dict(filters)
+        if run is not None:
+            payload["run"] = dict(run)
         d = self._http.request("POST", "/v1/knowledge/retrieve", payload).data or {}
         return Retrieval(mode=str(d.get("mode", "")), chunks=[RetrievedChunk.from_wire(c) for c in d.get("chunks") or []],
-                         context=str(d.get("context") or ""), context_tokens=int(d.get("context_tokens") or 0))
+                         context=str(d.get("context") or ""), context_tokens=int(d.get("context_tokens") or 0),
+                         run=d.get("run"), budget_exhausted=bool(d.get("budget_exhausted")))
 
     def knowledge_base_ids(self, limit: int = 10) -> List[str]:
         """The ids of the knowledge bases this key may read, by name, at most ``limit`` (GET

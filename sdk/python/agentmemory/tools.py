@@ -64,6 +64,12 @@ SEARCH_SCHEMA: Dict[str, Any] = {
                  "description": "only notes carrying every one of these lower-case tags", "maxItems": 8},
         "limit": {"type": "integer", "description": "at most this many notes, 1 to 50 (default 10)",
                   "minimum": 1, "maximum": 50},
+        "run": {"type": ["null", "object"],
+                "properties": {"id": {"type": "string", "minLength": 1, "maxLength": 200},
+                               "budget_tokens": {"type": "integer", "minimum": 1, "maximum": 1000000}},
+                "description": "the run this call belongs to: {id, budget_tokens}; the first call of a run sets "
+                               "its budget and every read of the run draws on it",
+                "required": ["id"], "additionalProperties": False},
     },
     "required": ["query"],
     "additionalProperties": False,
@@ -113,6 +119,7 @@ SEARCH_KNOWLEDGE_SCHEMA: Dict[str, Any] = {
             "description": "narrow to documents: document_ids, source_uri_prefix, version, title (all given must hold)",
             "additionalProperties": False,
         },
+        "run": copy.deepcopy(SEARCH_SCHEMA["properties"]["run"]),
     },
     "required": ["query"],
     "additionalProperties": False,
@@ -232,10 +239,17 @@ class Toolkit:
             return _error("invalid_arguments", problem)
         try:
             if name == SEARCH:
-                enabled, notes = self.client._search(arguments["query"], arguments.get("tags"), arguments.get("limit"))
-                return {"enabled": enabled, "notes": [
+                d = self.client._search_wire(arguments["query"], arguments.get("tags"), arguments.get("limit"),
+                                             arguments.get("run"))
+                from .client import Note  # imported here: client imports this module
+                notes = [Note.from_wire(n) for n in d.get("notes") or []]
+                out: Dict[str, Any] = {"enabled": bool(d.get("enabled")), "notes": [
                     {"id": n.id, "kind": n.kind, "title": n.title, "body": n.body, "tags": n.tags,
                      "version": n.version, "source_id": n.source_id} for n in notes]}
+                for member in ("run", "budget_exhausted"):  # in a run (CTX-3), as the MCP tool answers
+                    if member in d:
+                        out[member] = d[member]
+                return out
             if name == SEARCH_KNOWLEDGE:
                 return self._search_knowledge(arguments)
             return self._remember(arguments)
@@ -255,11 +269,17 @@ class Toolkit:
             return {"mode": "hybrid", "context": "", "context_tokens": 0, "chunks": []}
         filters = a.get("filters")
         found = self.client.retrieve(a["query"], kbs, top_k=a.get("top_k"), max_tokens=a.get("max_tokens"),
-                                     filters={k: v for k, v in filters.items() if v is not None} if filters else None)
-        return {"mode": found.mode, "context": found.context, "context_tokens": found.context_tokens, "chunks": [
+                                     filters={k: v for k, v in filters.items() if v is not None} if filters else None,
+                                     run=a.get("run"))
+        out: Dict[str, Any] = {"mode": found.mode, "context": found.context, "context_tokens": found.context_tokens, "chunks": [
             {"chunk_id": c.chunk_id, "kb_id": c.kb_id, "document_id": c.document_id, "source_uri": c.source_uri,
              "title": c.title, "version": c.version, "score": c.score, "in_context": c.in_context}
             for c in found.chunks]}
+        if found.run is not None:  # in a run (CTX-3), as the MCP tool answers
+            out["run"] = found.run
+        if found.budget_exhausted:
+            out["budget_exhausted"] = True
+        return out
 
     def _remember(self, a: Mapping[str, Any]) -> Dict[str, Any]:
         conv = task = ""

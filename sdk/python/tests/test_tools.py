@@ -45,7 +45,8 @@ class ToolsTest(unittest.TestCase):
 
     def test_definitions_equal_the_mcp_servers(self) -> None:
         served = {t["name"]: t for t in mcp_tools(self.server.url, self.writer)}
-        self.assertEqual(set(served), {"search_agent_memory", "remember", "search_knowledge"})
+        # get_context (the context call as a tool) is the server's only: no kit carries it.
+        self.assertEqual(set(served), {"search_agent_memory", "remember", "search_knowledge", "get_context"})
         kit = agentmemory.Client(self.server.url, self.writer).tools(agent_memory=True, write_agent_memory=True,
                                                                      knowledge=True)
         self.assertEqual(kit.names, ["search_agent_memory", "remember", "search_knowledge"])
@@ -129,6 +130,13 @@ class ToolsTest(unittest.TestCase):
         self.assertTrue(found["enabled"])
         self.assertEqual([n["title"] for n in found["notes"]], ["Scheduling API"])
         self.assertEqual(set(found["notes"][0]), {"id", "kind", "title", "body", "tags", "version", "source_id"})
+        # CTX-3: a run travels to the service (as headers) and its figures come back.
+        in_run = kit.dispatch("search_agent_memory", {"query": "time zone", "run": {"id": "py-run", "budget_tokens": 1000}})
+        self.assertEqual([n["title"] for n in in_run["notes"]], ["Scheduling API"])
+        run = in_run["run"]
+        self.assertEqual(run["budget_tokens"], 1000)
+        self.assertGreater(run["used_tokens"], 0)
+        self.assertEqual(run["used_tokens"] + run["remaining_tokens"], 1000)
 
         self.assertEqual(kit.dispatch("remember", {"kind": "pitfall", "title": "x"})["error"]["code"], "invalid_arguments")
         self.assertEqual(kit.dispatch("search_agent_memory", {"query": "x", "extra": 1})["error"]["code"], "invalid_arguments")

@@ -18,6 +18,7 @@ import type {
   ProposalAccepted,
   RetrieveRequest,
   Retrieval,
+  Run,
   Scope,
   SearchResult,
   StateReadResult,
@@ -197,6 +198,8 @@ export type RememberResult = { data: Remembered; error: null } | { data: null; e
 export interface SearchOptions {
   tags?: string[];
   limit?: number;
+  /** The run the search belongs to (CTX-3), sent as the headers Agent-Run-Id and Agent-Run-Budget. */
+  run?: Run;
 }
 
 /**
@@ -210,6 +213,8 @@ export interface RetrieveOptions {
   max_tokens?: number;
   min_score?: number;
   filters?: { [member: string]: JsonValue };
+  /** The run the retrieval draws on (CTX-3). */
+  run?: Run;
 }
 
 interface Seen {
@@ -565,7 +570,12 @@ export class AgentMemoryClient {
     if (opts.tags && opts.tags.length > 0) q.set("tags", opts.tags.join(","));
     if (opts.limit !== undefined) q.set("limit", String(opts.limit));
     if (this.opt.agent) q.set("source_id", this.opt.agent);
-    return (await this.transport().request<SearchResult>("GET", "/v1/agent-memory/search?" + q.toString())).data;
+    const headers: Record<string, string> = {};
+    if (opts.run) {
+      headers["Agent-Run-Id"] = opts.run.id;
+      if (opts.run.budget_tokens !== undefined) headers["Agent-Run-Budget"] = String(opts.run.budget_tokens);
+    }
+    return (await this.transport().request<SearchResult>("GET", "/v1/agent-memory/search?" + q.toString(), { headers })).data;
   }
 
   /**
@@ -584,6 +594,7 @@ export class AgentMemoryClient {
     if (opts.max_tokens !== undefined) body.max_tokens = opts.max_tokens;
     if (opts.min_score !== undefined) body.min_score = opts.min_score;
     if (opts.filters !== undefined) body.filters = opts.filters;
+    if (opts.run !== undefined) body.run = opts.run;
     return (await this.transport().request<Retrieval>("POST", "/v1/knowledge/retrieve", { body })).data;
   }
 

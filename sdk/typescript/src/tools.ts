@@ -7,10 +7,10 @@
  *
  * @module
  */
-import type { AgentMemoryClient, AgentMemoryBlock } from "./client.js";
+import type { AgentMemoryClient, AgentMemoryBlock, SearchOptions } from "./client.js";
 import { AgentMemoryError } from "./errors.js";
 import { parseAnswer } from "./http.js";
-import type { Evidence, NoteKind } from "./types.js";
+import type { Evidence, NoteKind, Run } from "./types.js";
 
 /** A JSON Schema object. */
 export type JsonSchema = { [member: string]: unknown };
@@ -62,6 +62,16 @@ export const searchAgentMemoryTool: ToolDefinition = {
         maxItems: 8,
       },
       limit: { type: "integer", description: "at most this many notes, 1 to 50 (default 10)", minimum: 1, maximum: 50 },
+      run: {
+        type: ["null", "object"],
+        properties: {
+          id: { type: "string", minLength: 1, maxLength: 200 },
+          budget_tokens: { type: "integer", minimum: 1, maximum: 1000000 },
+        },
+        description: "the run this call belongs to: {id, budget_tokens}; the first call of a run sets its budget and every read of the run draws on it",
+        required: ["id"],
+        additionalProperties: false,
+      },
     },
     required: ["query"],
     additionalProperties: false,
@@ -144,6 +154,7 @@ export const searchKnowledgeTool: ToolDefinition = {
         description: "narrow to documents: document_ids, source_uri_prefix, version, title (all given must hold)",
         additionalProperties: false,
       },
+      run: structuredClone(searchAgentMemoryTool.inputSchema.properties as { run: JsonSchema }).run,
     },
     required: ["query"],
     additionalProperties: false,
@@ -344,8 +355,13 @@ async function runSearchKnowledge(client: AgentMemoryClient, args: { [m: string]
     if (typeof args.top_k === "number") opts.top_k = args.top_k;
     if (typeof args.max_tokens === "number") opts.max_tokens = args.max_tokens;
     if (args.filters && typeof args.filters === "object") opts.filters = args.filters as { [m: string]: never };
+    if (args.run && typeof args.run === "object") opts.run = args.run as Run;
     const r = await client.retrieve(args.query as string, kbs, opts);
-    return { mode: r.mode, chunks: r.chunks, context: r.context, context_tokens: r.context_tokens };
+    const out: { [m: string]: unknown } = { mode: r.mode, chunks: r.chunks, context: r.context, context_tokens: r.context_tokens };
+    // In a run (CTX-3), as the MCP tool answers.
+    if (r.run) out.run = r.run;
+    if (r.budget_exhausted !== undefined) out.budget_exhausted = r.budget_exhausted;
+    return out;
   } catch (err) {
     if (err instanceof AgentMemoryError) return fromError(err);
     throw err;
@@ -363,14 +379,19 @@ async function runSearch(client: AgentMemoryClient, args: { [m: string]: unknown
   const bad = check(args, searchAgentMemoryTool);
   if (bad) return bad;
   try {
-    const opts: { tags?: string[]; limit?: number } = {};
+    const opts: SearchOptions = {};
     if (Array.isArray(args.tags)) opts.tags = args.tags as string[];
     if (typeof args.limit === "number") opts.limit = args.limit;
+    if (args.run && typeof args.run === "object") opts.run = args.run as Run;
     const res = await client.search(args.query as string, opts);
-    return {
+    const out: { [m: string]: unknown } = {
       enabled: res.enabled,
       notes: res.notes.map((n) => ({ id: n.id, kind: n.kind, title: n.title, body: n.body, tags: n.tags, version: n.version, source_id: n.source_id })),
     };
+    // In a run (CTX-3), as the MCP tool answers.
+    if (res.run) out.run = res.run;
+    if (res.budget_exhausted !== undefined) out.budget_exhausted = res.budget_exhausted;
+    return out;
   } catch (err) {
     if (err instanceof AgentMemoryError) return fromError(err);
     throw err;

@@ -119,12 +119,42 @@ export interface Block {
   enabled: boolean;
   note_ids: string[];
   tokens: number;
+  /** The run's figures after this read, when it named a run (CTX-3). */
+  run?: RunReport;
+  /** True when the run had too little left for any note: the block is empty. */
+  budget_exhausted?: boolean;
+}
+
+/**
+ * The run a read belongs to (schema `Run`, CTX-3): the run's first call names `budget_tokens`
+ * (1..1000000) and sets its budget; every read of the run draws the tokens it delivers.
+ */
+export interface Run {
+  id: string;
+  budget_tokens?: number;
+}
+
+/**
+ * A run's figures after a read of the run (schema `RunReport`, CTX-3): `used_tokens` counts
+ * what the run's reads delivered (and reads in flight reserved); `cut` says this read
+ * delivered less than it would have without the run.
+ */
+export interface RunReport {
+  id: string;
+  budget_tokens: number;
+  used_tokens: number;
+  remaining_tokens: number;
+  cut: boolean;
 }
 
 /** Answer 200 of `GET /v1/agent-memory/search` (schema `SearchResult`). */
 export interface SearchResult {
   enabled: boolean;
   notes: Note[];
+  /** The run's figures after this search, when it named a run (CTX-3). */
+  run?: RunReport;
+  /** True when no matching note fitted what the run had left: notes is empty. */
+  budget_exhausted?: boolean;
 }
 
 /**
@@ -139,6 +169,8 @@ export interface RetrieveRequest {
   max_tokens?: number;
   min_score?: number;
   filters?: { [member: string]: JsonValue };
+  /** The run this retrieval draws on (CTX-3). */
+  run?: Run;
 }
 
 /**
@@ -175,6 +207,10 @@ export interface Retrieval {
   chunks: RetrievedChunk[];
   context: string;
   context_tokens: number;
+  /** The run's figures after this retrieval, when it named a run (CTX-3). */
+  run?: RunReport;
+  /** True when no chunk fitted what the run had left: chunks and context are empty. */
+  budget_exhausted?: boolean;
 }
 
 /** The inner object of every error answer. */
@@ -218,6 +254,8 @@ export interface ContextRequest {
   include_agent_memory?: boolean;
   knowledge?: { kbs: string[]; query: string; top_k?: number; min_score?: number; filters?: RetrieveFilters };
   source_id?: string;
+  /** The run this call draws on (CTX-3). */
+  run?: Run;
 }
 
 /**
@@ -237,4 +275,8 @@ export interface ContextAnswer {
   task_note_ids: string[];
   chunk_ids: string[];
   knowledge_mode: string;
+  /** The run's figures after this call, when it named a run (CTX-3). */
+  run?: RunReport;
+  /** True when the run had too little left for any answer: the payload is empty. */
+  budget_exhausted?: boolean;
 }

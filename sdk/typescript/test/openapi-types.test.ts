@@ -70,6 +70,8 @@ const PAIRS: [string, string, boolean?][] = [
   ["RetrieveFilters", "RetrieveFilters"],
   ["ContextRequest", "ContextRequest"],
   ["ContextAnswer", "ContextAnswer"],
+  ["Run", "Run"],
+  ["RunReport", "RunReport"],
   ["ErrorBody", "Error"],
 ];
 

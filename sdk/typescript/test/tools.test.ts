@@ -39,7 +39,8 @@ async function mcpTools(k: string): Promise<any[]> {
 test("the tool definitions equal the MCP server's tools/list (names, descriptions, input schemas)", async () => {
   const listed = await mcpTools(key);
   const byName = Object.fromEntries(listed.map((t) => [t.name, t]));
-  assert.deepEqual(Object.keys(byName).sort(), ["remember", "search_agent_memory"]);
+  // get_context (the context call as a tool) is the server's only: no kit carries it.
+  assert.deepEqual(Object.keys(byName).sort(), ["get_context", "remember", "search_agent_memory"]);
   for (const def of [searchAgentMemoryTool, rememberTool]) {
     assert.equal(def.description, byName[def.name].description, def.name);
     assert.deepStrictEqual(def.inputSchema, byName[def.name].inputSchema, def.name);
@@ -57,7 +58,7 @@ test("the tool definitions equal the MCP server's tools/list (names, description
 });
 
 test("remember is offered only to a key with agent_memory:write", async () => {
-  assert.deepEqual((await mcpTools(readerKey)).map((t) => t.name), ["search_agent_memory"]);
+  assert.deepEqual((await mcpTools(readerKey)).map((t) => t.name).sort(), ["get_context", "search_agent_memory"]);
   const reader = new AgentMemoryClient({ baseUrl: server.url, key: readerKey });
   const kit = await reader.tools({ agentMemory: true, writeAgentMemory: true });
   assert.deepEqual(kit.names, ["search_agent_memory"]);
@@ -87,6 +88,12 @@ test("the dispatcher runs OpenAI and Anthropic tool calls; a refusal comes back 
   assert.ok(!refused.content.includes("91234"), "the refusal never repeats the value");
   const found = await kit.dispatch({ name: "search_agent_memory", arguments: { query: "invoice export" } });
   assert.deepEqual((found.result as any).notes.map((n: any) => n.title), ["Invoice export"]);
+  // CTX-3: a run travels to the service (as headers) and its figures come back.
+  const inRun = await kit.call("search_agent_memory", { query: "invoice export", run: { id: "ts-run", budget_tokens: 1000 } });
+  assert.equal(inRun.isError, false, JSON.stringify(inRun.result));
+  const run = (inRun.result as any).run;
+  assert.equal(run.budget_tokens, 1000);
+  assert.ok(run.used_tokens > 0 && run.used_tokens + run.remaining_tokens === 1000, JSON.stringify(run));
   const unknownMember = await kit.call("search_agent_memory", { query: "x", extra: 1 });
   assert.equal((unknownMember.result as any).error.code, "unknown_member");
   const badJson = await kit.call("remember", "{not json");

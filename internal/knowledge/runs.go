@@ -1,0 +1,56 @@
+package knowledge
+
+import (
+	"context"
+	"errors"
+
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/runs"
+)
+
+// inRun cuts a ranked retrieval to a run (CTX-3). What a retrieval delivers is its fenced
+// context (the chunks it lists are those in it, each once, so the model receives no passage
+// the run did not pay for): it reserves min(the context's tokens, what the run has left) and,
+// when it got less, fences the context again within what it got (whole chunks in rank order).
+// BudgetExhausted: no chunk fits while some did without the run. It returns the cut retrieval
+// and the draw, still to settle.
+func (s *Service) inRun(ctx context.Context, p auth.Principal, run *runs.Run, out Retrieval) (Retrieval, *runs.Draw, error) {
+	if s.Runs == nil {
+		return Retrieval{}, nil, errors.New("knowledge: a run was named but the service has no run store")
+	}
+	d, err := s.Runs.Begin(p, run)
+	if err != nil {
+		return Retrieval{}, nil, err
+	}
+	full := out.ContextTokens
+	room, err := d.Reserve(ctx, full)
+	if err != nil {
+		return Retrieval{}, nil, err
+	}
+	if room < full {
+		if out.Context, out.ContextTokens, err = FenceContext(out.Chunks, room); err != nil {
+			d.Abandon(ctx)
+			return Retrieval{}, nil, err
+		}
+	}
+	kept := []RetrievedChunk{}
+	for _, c := range out.Chunks {
+		if c.InContext {
+			kept = append(kept, c)
+		}
+	}
+	out.Chunks = kept
+	out.BudgetExhausted = full > 0 && len(kept) == 0
+	return out, d, nil
+}
+
+// settle settles the draw d of retrieval out (full: its context's tokens without the run) and
+// puts the run's figures in it.
+func (s *Service) settle(ctx context.Context, d *runs.Draw, out Retrieval, full int) (Retrieval, error) {
+	rep, err := d.Settle(ctx, out.ContextTokens, out.ContextTokens < full)
+	if err != nil {
+		return Retrieval{}, err
+	}
+	out.Run = &rep
+	return out, nil
+}
