@@ -133,7 +133,8 @@ async function mcpTools(k: string): Promise<any[]> {
 test("the three tool definitions equal the MCP server's tools/list (names, descriptions, input schemas)", async () => {
   const listed = await mcpTools(key);
   const byName = Object.fromEntries(listed.map((t) => [t.name, t]));
-  assert.deepEqual(Object.keys(byName).sort(), ["remember", "search_agent_memory", "search_knowledge"]);
+  // get_context (the context call as a tool) is the server's only: no kit carries it.
+  assert.deepEqual(Object.keys(byName).sort(), ["get_context", "remember", "search_agent_memory", "search_knowledge"]);
   for (const def of [searchAgentMemoryTool, rememberTool, searchKnowledgeTool]) {
     assert.equal(def.description, byName[def.name].description, def.name);
     assert.deepStrictEqual(def.inputSchema, byName[def.name].inputSchema, def.name);
