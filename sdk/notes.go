@@ -52,6 +52,9 @@ type Remembered struct {
 	ProposalID  string
 	Replayed    bool
 	DuplicateOf string
+	// UnknownTags are the written tags outside the space's vocabulary (CTX-1): the note is
+	// stored all the same, but no view names them (a typo to fix with a new version).
+	UnknownTags []string
 }
 
 // Remember writes a note through the personal-data gate (POST /v1/agent-memory/notes).
@@ -89,23 +92,25 @@ func (c *Client) Remember(ctx context.Context, n Note, idempotencyKey string) (R
 	out := Remembered{Replayed: h.Get("Idempotent-Replayed") == "true"}
 	if status == http.StatusAccepted {
 		var p struct {
-			ProposalID string `json:"proposal_id"`
+			ProposalID  string   `json:"proposal_id"`
+			UnknownTags []string `json:"unknown_tags"`
 		}
 		if err := json.Unmarshal(raw, &p); err != nil {
 			return Remembered{}, fmt.Errorf("sdk: decode answer: %w", err)
 		}
-		out.ProposalID = p.ProposalID
+		out.ProposalID, out.UnknownTags = p.ProposalID, p.UnknownTags
 		return out, nil
 	}
 	var note struct {
 		Note
-		DuplicateOf string `json:"duplicate_of"`
+		DuplicateOf string   `json:"duplicate_of"`
+		UnknownTags []string `json:"unknown_tags"`
 	}
 	if err := json.Unmarshal(raw, &note); err != nil {
 		return Remembered{}, fmt.Errorf("sdk: decode answer: %w", err)
 	}
 	out.Note = &note.Note
-	out.DuplicateOf = note.DuplicateOf
+	out.DuplicateOf, out.UnknownTags = note.DuplicateOf, note.UnknownTags
 	if out.DuplicateOf == "" && !out.Replayed {
 		c.forgetAnswers() // a new note: this client's next block or context shows it
 	}
@@ -167,17 +172,33 @@ func (c *Client) Block(ctx context.Context, opt BlockOptions) (Block, error) {
 	return b, nil
 }
 
+// Found is the answer of Find: Enabled is whether agent memory is on for the space (false:
+// Notes is empty because the feature is off, not because nothing matched).
+type Found struct {
+	Enabled bool   `json:"enabled"`
+	Notes   []Note `json:"notes"`
+}
+
 // Search finds notes by words and tags, with the same visibility as the block.
 func (c *Client) Search(ctx context.Context, q string, tags []string, limit int) ([]Note, error) {
+	found, err := c.Find(ctx, q, tags, limit)
+	return found.Notes, err
+}
+
+// Find is Search with the answer's Enabled (GET /v1/agent-memory/search): q's words must all
+// match a note's title, body or tags, every tag of tags must be on it, limit is 1..50 (0: 10).
+// Errors are *Error (400 invalid_member, 403 scope_required).
+func (c *Client) Find(ctx context.Context, q string, tags []string, limit int) (Found, error) {
 	params := map[string]string{"q": q, "tags": strings.Join(tags, ","), "source_id": c.opt.Agent}
 	if limit > 0 {
 		params["limit"] = strconv.Itoa(limit)
 	}
-	var out struct {
-		Notes []Note `json:"notes"`
-	}
+	var out Found
 	if _, _, err := c.do(ctx, "GET", "/v1/agent-memory/search"+query(params), nil, &out); err != nil {
-		return nil, err
+		return Found{}, err
 	}
-	return out.Notes, nil
+	if out.Notes == nil {
+		out.Notes = []Note{}
+	}
+	return out, nil
 }
