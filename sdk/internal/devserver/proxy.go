@@ -24,15 +24,27 @@ type Counter struct {
 	seen []Request
 }
 
-// statusRecorder keeps the status a handler wrote.
+// statusRecorder records its request with the status the proxy writes, before the status
+// reaches the client: a caller that got its answer always finds its request recorded.
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
+	record func(status int)
+	done   bool
 }
 
 func (r *statusRecorder) WriteHeader(status int) {
-	r.status = status
+	if !r.done {
+		r.done = true
+		r.record(status)
+	}
 	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if !r.done {
+		r.WriteHeader(http.StatusOK)
+	}
+	return r.ResponseWriter.Write(b)
 }
 
 // Counter starts a counting proxy to s, closed when t ends.
@@ -45,13 +57,16 @@ func (s *Server) Counter(t testing.TB) *Counter {
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	c := &Counter{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		seen := Request{Method: r.Method, Path: r.URL.Path, IfNoneMatch: r.Header.Get("If-None-Match")}
+		rec := &statusRecorder{ResponseWriter: w, record: func(status int) {
+			seen.Status = status
+			c.mu.Lock()
+			c.seen = append(c.seen, seen)
+			c.mu.Unlock()
+		}}
 		// The server's DNS-rebinding protection on /mcp wants a loopback Host: keep the target's.
 		r.Host = target.Host
 		proxy.ServeHTTP(rec, r)
-		c.mu.Lock()
-		c.seen = append(c.seen, Request{Method: r.Method, Path: r.URL.Path, IfNoneMatch: r.Header.Get("If-None-Match"), Status: rec.status})
-		c.mu.Unlock()
 	}))
 	t.Cleanup(srv.Close)
 	c.URL = srv.URL
