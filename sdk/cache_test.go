@@ -32,17 +32,17 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// cachingClient is a client of key through the counting proxy, on clk.
+// cachingClient is a client of key whose requests proxy counts, on clk.
 func cachingClient(t *testing.T, proxy *devserver.Counter, key string, clk *clock) *sdk.Client {
 	t.Helper()
-	c, err := sdk.New(sdk.Options{BaseURL: proxy.URL, Key: key, Now: clk.Now, MaxRetries: -1})
+	c, err := sdk.New(sdk.Options{BaseURL: proxy.URL, HTTPClient: proxy.Client, Key: key, Now: clk.Now, MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-// directClient is a client of key straight to the server (its requests are not counted).
+// directClient is a client of key whose requests are not counted.
 func directClient(t *testing.T, srv *devserver.Server, key string) *sdk.Client {
 	t.Helper()
 	c, err := sdk.New(sdk.Options{BaseURL: srv.URL, Key: key})
@@ -52,7 +52,7 @@ func directClient(t *testing.T, srv *devserver.Server, key string) *sdk.Client {
 	return c
 }
 
-// expectRequests checks that exactly the wanted requests passed the proxy since the last
+// expectRequests checks that exactly the wanted requests were counted since the last
 // check: each is "METHOD PATH STATUS" with " if-none-match" appended for a conditional one.
 func expectRequests(t *testing.T, proxy *devserver.Counter, want ...string) {
 	t.Helper()
@@ -81,7 +81,7 @@ func remember(t *testing.T, c *sdk.Client, title, tag string) string {
 	return got.Note.ID
 }
 
-// TestBlockFreshnessCountsRequests (CTX-4), against the real binary through a counting proxy:
+// TestBlockFreshnessCountsRequests (CTX-4), against the real binary counting the requests the client sends:
 // inside the space's 60 s period the block costs one request however often it is read; after
 // the period one conditional request, answered 304, renews it; a note another client writes
 // meanwhile shows up only after the period.

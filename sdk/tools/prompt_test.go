@@ -31,7 +31,7 @@ func TestPromptPlacesMemory(t *testing.T) {
 	kb := srv.KnowledgeBase(t, "prompt-handbook", docs...)
 	proxy := srv.Counter(t)
 	key := srv.Key(t, "prompt-bot", devserver.AllScopes...)
-	c := client(t, proxy.URL, key)
+	c := counted(t, proxy, key)
 	ctx := context.Background()
 	if _, err := client(t, srv.URL, key).Remember(ctx, sdk.Note{Kind: "procedure", Title: "Offer store credit first", Body: "Store credit settles at once; a card refund takes days.", Tags: []string{"refund"}}, ""); err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func TestPromptWithoutAgentMemory(t *testing.T) {
 	kb := srv.KnowledgeBase(t, "prompt-nomemory-handbook", docs...)
 	proxy := srv.Counter(t)
 	key := srv.Key(t, "prompt-nomemory-bot", devserver.AllScopes...)
-	c := client(t, proxy.URL, key)
+	c := counted(t, proxy, key)
 	ctx := context.Background()
 	if _, err := c.Remember(ctx, sdk.Note{Kind: "pitfall", Title: "Never promise a date", Body: "Carriers slip; give the range."}, ""); err != nil {
 		t.Fatal(err)

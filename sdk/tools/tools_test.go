@@ -32,6 +32,16 @@ func client(t *testing.T, url, key string) *sdk.Client {
 	return c
 }
 
+// counted is a client of key whose requests proxy counts.
+func counted(t *testing.T, proxy *devserver.Counter, key string) *sdk.Client {
+	t.Helper()
+	c, err := sdk.New(sdk.Options{BaseURL: proxy.URL, HTTPClient: proxy.Client, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func newKit(t *testing.T, c *sdk.Client, opt tools.Options) *tools.Kit {
 	t.Helper()
 	kit, err := tools.New(context.Background(), c, opt)
@@ -88,8 +98,8 @@ func TestDefinitionsEqualMCP(t *testing.T) {
 func TestDiscovery(t *testing.T) {
 	srv := devserver.Shared(t)
 	proxy := srv.Counter(t)
-	all := client(t, proxy.URL, srv.Key(t, "discovery-bot", devserver.AllScopes...))
-	reader := client(t, proxy.URL, srv.Key(t, "discovery-bot", "agent_memory"))
+	all := counted(t, proxy, srv.Key(t, "discovery-bot", devserver.AllScopes...))
+	reader := counted(t, proxy, srv.Key(t, "discovery-bot", "agent_memory"))
 	everything := tools.Options{WriteAgentMemory: true, Knowledge: tools.KnowledgeTool}
 	cases := []struct {
 		name string
@@ -144,7 +154,9 @@ func errorCode(m map[string]any) string {
 // bases, through the MCP server without), and the model's mistakes are results too.
 func TestDispatch(t *testing.T) {
 	srv := devserver.Shared(t)
-	kb := srv.KnowledgeBase(t, "dispatch-handbook", docs...)
+	// "a-" sorts first: the MCP server searches the first 10 readable bases by name when the
+	// model names none, and every "a-dispatch-handbook" (one per run) holds the documents.
+	kb := srv.KnowledgeBase(t, "a-dispatch-handbook", docs...)
 	key := srv.Key(t, "dispatch-bot", devserver.AllScopes...)
 	c := client(t, srv.URL, key)
 	kit := newKit(t, c, tools.Options{WriteAgentMemory: true, Knowledge: tools.KnowledgeTool, KnowledgeBases: []string{kb},

@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -249,9 +250,15 @@ func (s *Server) MustDo(t testing.TB, method, path, key string, body, out any) {
 // knowledge and the context call.
 var AllScopes = []string{"agent_state", "agent_memory", "agent_memory:write", "knowledge:read", "context"}
 
-// Key mints an agent key for agent (vendor "sdk-vendor") with scopes.
+// unique numbers the agents and bases a test binary creates, so that a test run again on the
+// same server (go test -count=N) starts from no notes and no base of that name.
+var unique atomic.Int64
+
+// Key mints an agent key for a new agent named agent plus a number unique to this call
+// (vendor "sdk-vendor"), with scopes: each key writes and reads notes of its own.
 func (s *Server) Key(t testing.TB, agent string, scopes ...string) string {
 	t.Helper()
+	agent = fmt.Sprintf("%s-%d", agent, unique.Add(1))
 	var out struct {
 		Key string `json:"key"`
 	}
@@ -268,10 +275,11 @@ type Document struct {
 	Format    string `json:"format"`
 }
 
-// KnowledgeBase creates a base named name readable by the whole space, submits docs and
-// waits (60 s at most) until each is ready; it returns the base's id.
+// KnowledgeBase creates a base named name plus a unique number, readable by the whole
+// space, submits docs and waits (60 s at most) until each is ready; it returns the base's id.
 func (s *Server) KnowledgeBase(t testing.TB, name string, docs ...Document) string {
 	t.Helper()
+	name = fmt.Sprintf("%s-%d", name, unique.Add(1))
 	var base struct {
 		ID string `json:"id"`
 	}
