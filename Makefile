@@ -82,10 +82,12 @@ test-go-race:
 	$(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
 	$(GO) test -count=1 -race -timeout 30m -run '$(RACE_API_TESTS)' ./api/
 
-## test-sdk: the Go SDK's own module (standard library only), under -race; then the README's
-## quick start built in a scratch module pointed at this clone's sdk/ (scripts/sdk-from-clone.sh).
-test-sdk:
-	cd sdk && $(GO) test -count=1 -race ./...
+## test-sdk: the Go SDK's own module (package sdk: standard library only; sdk/tools and its
+## OpenAI and Anthropic adapters; the examples) under -race against the real binary
+## (./bin/agentmemory) and the Temporal CLI in ./bin; then the README's quick start built in a
+## scratch module pointed at this clone's sdk/ (scripts/sdk-from-clone.sh).
+test-sdk: temporal build
+	cd sdk && AGENTMEMORY_BIN=$(CURDIR)/bin/agentmemory AGENTMEMORY_TEMPORAL_CLI=$(TEMPORAL) $(GO) test -count=1 -race ./...
 	GO=$(GO) ./scripts/sdk-from-clone.sh
 
 test-sdk-short:

@@ -3,8 +3,10 @@
 # github.com/agentmemory/agentmemory/sdk is not published, so `go get` fails; this script makes
 # a scratch module in a temporary directory, points it at this clone's sdk/ with a replace
 # directive (and, separately, with go work use), and builds the README's quick start program,
-# extracted verbatim from between the sdk-quickstart markers. It needs no network: the SDK
-# requires only the standard library. Exit status non-zero on any failure.
+# extracted verbatim from between the sdk-quickstart markers. It needs no network: package sdk
+# imports only the standard library (the provider SDKs the module requires are imported only by
+# sdk/tools/openaitools and sdk/tools/anthropictools, and pruned module graphs never download
+# them for a program that does not import those). Exit status non-zero on any failure.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -51,6 +51,12 @@ type Options struct {
 	MaxRetryWait time.Duration
 	// RetryBackoff is the first backoff without Retry-After (default 250 ms; doubles per retry).
 	RetryBackoff time.Duration
+	// CacheEntries bounds the block and context answers kept per call shape (CTX-4; default
+	// DefaultCacheEntries, least recently used dropped first; negative: keep none, so every
+	// call is a full request).
+	CacheEntries int
+	// Now is the clock of the cache's freshness periods (default time.Now); tests inject one.
+	Now func() time.Time
 }
 
 // Client talks to agentmemory. It is safe for concurrent use.
@@ -63,7 +69,7 @@ type Client struct {
 	queue     []queuedWrite
 	conflicts []Conflict
 	local     map[stateKey]State // replay mode
-	blocks    map[string]Block
+	cache     *answerCache       // block and context answers per call shape (CTX-4)
 }
 
 // New returns a Client. A queue file that exists is loaded and its writes resent on the next
@@ -86,7 +92,10 @@ func New(opt Options) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: 10 * time.Second}
 	}
-	c := &Client{opt: opt, http: hc, seen: map[stateKey]State{}, local: map[stateKey]State{}, blocks: map[string]Block{}}
+	if opt.CacheEntries == 0 {
+		opt.CacheEntries = DefaultCacheEntries
+	}
+	c := &Client{opt: opt, http: hc, seen: map[stateKey]State{}, local: map[stateKey]State{}, cache: newAnswerCache(opt.CacheEntries)}
 	if err := c.loadQueue(); err != nil {
 		return nil, err
 	}
@@ -101,6 +110,7 @@ type Error struct {
 	Message    string
 	RetryAfter time.Duration // 429 and 503
 	Kinds      []string      // 422 personal_data_in_agent_memory: the kinds found, never values
+	Classes    []string      // 422 instruction_in_agent_memory: the classes found (GATE-3)
 	Version    int64         // 412: the state's current version
 }
 
@@ -235,13 +245,14 @@ func decodeError(resp *http.Response, data []byte) error {
 			Code    string   `json:"code"`
 			Message string   `json:"message"`
 			Kinds   []string `json:"kinds"`
+			Classes []string `json:"classes"`
 		} `json:"error"`
 		Version int64 `json:"version"`
 	}
 	if checkAnswerDepth(data) == nil {
 		_ = json.Unmarshal(data, &body)
 	}
-	e := &Error{Status: resp.StatusCode, Code: body.Error.Code, Message: body.Error.Message, Kinds: body.Error.Kinds, Version: body.Version}
+	e := &Error{Status: resp.StatusCode, Code: body.Error.Code, Message: body.Error.Message, Kinds: body.Error.Kinds, Classes: body.Error.Classes, Version: body.Version}
 	e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	if e.Code == "" {
 		e.Code = http.StatusText(resp.StatusCode)

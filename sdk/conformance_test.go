@@ -22,11 +22,12 @@ import (
 	"time"
 
 	"github.com/agentmemory/agentmemory/sdk"
+	"github.com/agentmemory/agentmemory/sdk/tools"
 )
 
-// conformanceCapabilities are the optional capabilities of the suite the Go SDK has (it has
-// no model tool kit: cases requiring "tools" are skipped).
-var conformanceCapabilities = map[string]bool{}
+// conformanceCapabilities are the optional capabilities of the suite the Go SDK has: the
+// model tool kit (package tools).
+var conformanceCapabilities = map[string]bool{"tools": true}
 
 type confSetup struct {
 	SpaceName string `json:"space_name"`
@@ -525,9 +526,56 @@ func (r *confRunner) do(c *sdk.Client, op string, s map[string]any) (map[string]
 		}
 		return map[string]any{"mode": res.Mode, "count": len(res.Chunks), "titles": titles, "sources": sources, "versions": versions,
 			"in_context": inContext, "context": res.Context}, nil
+	case "tools.list", "tools.call":
+		return r.tools(ctx, c, op, s)
 	}
 	r.t.Fatalf("%s: unknown op", r.where)
 	return nil, nil
+}
+
+// tools runs tools.list (the kit's names with agent memory and writes asked for) and
+// tools.call (the dispatcher's result: error, kinds, status, and for a search count, titles).
+func (r *confRunner) tools(ctx context.Context, c *sdk.Client, op string, s map[string]any) (map[string]any, error) {
+	kit, err := tools.New(ctx, c, tools.Options{WriteAgentMemory: true})
+	if err != nil {
+		return nil, err
+	}
+	if op == "tools.list" {
+		return map[string]any{"names": kit.Names()}, nil
+	}
+	args, err := json.Marshal(s["arguments"])
+	if err != nil {
+		return nil, err
+	}
+	text, err := kit.Dispatch(ctx, str(s["name"]), string(args))
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		Status *string `json:"status"`
+		Error  *struct {
+			Code  string   `json:"code"`
+			Kinds []string `json:"kinds"`
+		} `json:"error"`
+		Notes []struct {
+			Title string `json:"title"`
+		} `json:"notes"`
+	}
+	if err := json.Unmarshal([]byte(text), &res); err != nil {
+		return nil, err
+	}
+	out := map[string]any{"status": res.Status}
+	if res.Error != nil {
+		out["error"], out["kinds"] = res.Error.Code, append([]string{}, res.Error.Kinds...)
+	}
+	if res.Notes != nil {
+		titles := []string{}
+		for _, n := range res.Notes {
+			titles = append(titles, n.Title)
+		}
+		out["count"], out["titles"] = len(res.Notes), titles
+	}
+	return out, nil
 }
 
 // normal is v as plain JSON values (numbers float64), for comparison.

@@ -52,6 +52,9 @@ type Remembered struct {
 	ProposalID  string
 	Replayed    bool
 	DuplicateOf string
+	// UnknownTags are the written tags outside the space's vocabulary (CTX-1): the note is
+	// stored all the same, but no view names them (a typo to fix with a new version).
+	UnknownTags []string
 }
 
 // Remember writes a note through the personal-data gate (POST /v1/agent-memory/notes).
@@ -89,23 +92,28 @@ func (c *Client) Remember(ctx context.Context, n Note, idempotencyKey string) (R
 	out := Remembered{Replayed: h.Get("Idempotent-Replayed") == "true"}
 	if status == http.StatusAccepted {
 		var p struct {
-			ProposalID string `json:"proposal_id"`
+			ProposalID  string   `json:"proposal_id"`
+			UnknownTags []string `json:"unknown_tags"`
 		}
 		if err := json.Unmarshal(raw, &p); err != nil {
 			return Remembered{}, fmt.Errorf("sdk: decode answer: %w", err)
 		}
-		out.ProposalID = p.ProposalID
+		out.ProposalID, out.UnknownTags = p.ProposalID, p.UnknownTags
 		return out, nil
 	}
 	var note struct {
 		Note
-		DuplicateOf string `json:"duplicate_of"`
+		DuplicateOf string   `json:"duplicate_of"`
+		UnknownTags []string `json:"unknown_tags"`
 	}
 	if err := json.Unmarshal(raw, &note); err != nil {
 		return Remembered{}, fmt.Errorf("sdk: decode answer: %w", err)
 	}
 	out.Note = &note.Note
-	out.DuplicateOf = note.DuplicateOf
+	out.DuplicateOf, out.UnknownTags = note.DuplicateOf, note.UnknownTags
+	if out.DuplicateOf == "" && !out.Replayed {
+		c.forgetAnswers() // a new note: this client's next block or context shows it
+	}
 	return out, nil
 }
 
@@ -124,53 +132,73 @@ type Block struct {
 	NoteIDs []string `json:"note_ids"`
 	Tokens  int      `json:"tokens"`
 	ETag    string   `json:"-"`
-	// NotModified is true when this call was answered 304 (If-None-Match) and served from the
-	// client's cache.
+	// NotModified is true when this call returned the client's cached answer unchanged: the
+	// service answered 304 to If-None-Match, or (Fresh) no request was needed.
 	NotModified bool `json:"-"`
+	// Fresh is true when this call sent no request: the client's cached answer was inside its
+	// freshness period (the answer's Cache-Control max-age, CTX-4). NotModified is then true.
+	Fresh bool `json:"-"`
 }
 
-// Block returns the notes block. The client caches it per options and revalidates it with
-// If-None-Match, so fetching it every turn costs a 304.
+// Block returns the notes block (GET /v1/agent-memory/block). The client caches the answer
+// per call shape (MaxTokens, Tags, View and Options.Agent, CTX-4): inside the freshness period
+// the service sent (Cache-Control max-age, the space's agent_memory.cache_seconds) a call sends
+// no request at all (Fresh and NotModified); after it, the call revalidates with
+// If-None-Match, and a 304 renews the period (NotModified). "no-cache" revalidates every call. A note this client
+// writes with Remember drops its cached answers, so it reads its own write at once; notes
+// others write show up when the period ends. Errors are *Error (400 invalid_member naming
+// max_tokens, tags or view; 403 scope_required).
 func (c *Client) Block(ctx context.Context, opt BlockOptions) (Block, error) {
 	q := map[string]string{"tags": strings.Join(opt.Tags, ","), "view": opt.View, "source_id": c.opt.Agent}
 	if opt.MaxTokens > 0 {
 		q["max_tokens"] = strconv.Itoa(opt.MaxTokens)
 	}
 	path := "/v1/agent-memory/block" + query(q)
-	c.mu.Lock()
-	cached, ok := c.blocks[path]
-	c.mu.Unlock()
-	var headers []string
-	if ok && cached.ETag != "" {
-		headers = []string{"If-None-Match", cached.ETag}
-	}
-	var b Block
-	h, status, err := c.do(ctx, "GET", path, nil, &b, headers...)
+	v, fresh, notModified, err := c.cachedGet("block "+path, func(etag string) (any, http.Header, int, error) {
+		var headers []string
+		if etag != "" {
+			headers = []string{"If-None-Match", etag}
+		}
+		var b Block
+		h, status, err := c.do(ctx, "GET", path, nil, &b, headers...)
+		b.ETag = h.Get("ETag")
+		return b, h, status, err
+	})
 	if err != nil {
 		return Block{}, err
 	}
-	if status == http.StatusNotModified {
-		cached.NotModified = true
-		return cached, nil
-	}
-	b.ETag = h.Get("ETag")
-	c.mu.Lock()
-	c.blocks[path] = b
-	c.mu.Unlock()
+	b := v.(Block)
+	b.Fresh, b.NotModified = fresh, notModified
 	return b, nil
+}
+
+// Found is the answer of Find: Enabled is whether agent memory is on for the space (false:
+// Notes is empty because the feature is off, not because nothing matched).
+type Found struct {
+	Enabled bool   `json:"enabled"`
+	Notes   []Note `json:"notes"`
 }
 
 // Search finds notes by words and tags, with the same visibility as the block.
 func (c *Client) Search(ctx context.Context, q string, tags []string, limit int) ([]Note, error) {
+	found, err := c.Find(ctx, q, tags, limit)
+	return found.Notes, err
+}
+
+// Find is Search with the answer's Enabled (GET /v1/agent-memory/search): q's words must all
+// match a note's title, body or tags, every tag of tags must be on it, limit is 1..50 (0: 10).
+// Errors are *Error (400 invalid_member, 403 scope_required).
+func (c *Client) Find(ctx context.Context, q string, tags []string, limit int) (Found, error) {
 	params := map[string]string{"q": q, "tags": strings.Join(tags, ","), "source_id": c.opt.Agent}
 	if limit > 0 {
 		params["limit"] = strconv.Itoa(limit)
 	}
-	var out struct {
-		Notes []Note `json:"notes"`
-	}
+	var out Found
 	if _, _, err := c.do(ctx, "GET", "/v1/agent-memory/search"+query(params), nil, &out); err != nil {
-		return nil, err
+		return Found{}, err
 	}
-	return out.Notes, nil
+	if out.Notes == nil {
+		out.Notes = []Note{}
+	}
+	return out, nil
 }

@@ -161,9 +161,12 @@ func TestRememberUnavailable(t *testing.T) {
 	}
 }
 
+// TestBlockCachedAndRevalidated: with agent_memory.cache_seconds 0 (Cache-Control no-cache)
+// every block call is revalidated with If-None-Match. The freshness period (no request at all
+// inside it, CTX-4) is tested against the real binary in sdk/cache_test.go.
 func TestBlockCachedAndRevalidated(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		c, rec := notesClient(t, e, nil)
+		c, rec := notesClient(t, e, map[string]any{"cache_seconds": 0})
 		ctx := context.Background()
 		first, err := c.Remember(ctx, sdk.Note{Kind: "procedure", Title: "Size chart first", Body: "Offer the size chart before the checkout.", Tags: []string{"order"}}, "")
 		require.NoError(t, err)
