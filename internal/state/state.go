@@ -514,14 +514,15 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 	expires := now.Add(t.schema.StateTTL())
 	if row != nil && effective == 0 {
 		// The stored state expired (WM-12): it is gone for callers, so this write starts a
-		// new state at version 1. The old row is removed only if still unchanged, and under a
-		// new id, so a writer holding the old row can never apply its update to the new one.
-		res, err := idb.NewDelete().Model((*models.AgentState)(nil)).
-			Where("id = ? AND version = ?", row.ID, row.Version).Exec(ctx)
+		// new state above the old one's version (floors.go: never at 1 again, so a CAS
+		// holding an old version cannot match it). The old row is removed only if still
+		// unchanged, and under a new id, so a writer holding the old row can never apply its
+		// update to the new one.
+		gone, err := deleteStates(ctx, idb, "id = ? AND version = ?", row.ID, row.Version)
 		if err != nil {
-			return WriteResult{}, false, fmt.Errorf("state: drop expired: %w", err)
+			return WriteResult{}, false, err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		if len(gone) == 0 {
 			return WriteResult{}, true, nil
 		}
 		row = nil
@@ -538,17 +539,20 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 			Bytes: len(canon), KeyID: p.KeyID, AgentVersion: agentVersion,
 			CreatedAt: now, UpdatedAt: now, ExpiresAt: expires, ExpiresHour: ExpiresHour(expires),
 		}
-		res, err := idb.NewInsert().Model(fresh).On("CONFLICT (space_id, scope_hash, agent) DO NOTHING").Exec(ctx)
-		if err != nil {
+		// The first version is above every deleted incarnation's (floors.go).
+		var version []int64
+		err = idb.NewInsert().Model(fresh).Value("version", floorVersion, t.spaceID, t.agent).
+			On("CONFLICT (space_id, scope_hash, agent) DO NOTHING").Returning("version").Scan(ctx, &version)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return WriteResult{}, false, fmt.Errorf("state: insert: %w", err)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return WriteResult{}, true, nil
+		if len(version) == 0 {
+			return WriteResult{}, true, nil // another writer created it first
 		}
 		opened := *fresh
-		opened.Body, opened.FieldTimes = []byte(canon), timesJSON
+		opened.Body, opened.FieldTimes, opened.Version = []byte(canon), timesJSON, version[0]
 		s.remember(t, lock, opened, next, nextTimes)
-		return stored(1), false, nil
+		return stored(version[0]), false, nil
 	}
 	subjectHash := row.SubjectHash
 	if t.subjectHash != "" {
