@@ -87,12 +87,13 @@ func TestWMRetention(t *testing.T) {
 		require.Equal(t, 0, listed())
 		requireError(t, write(e, key, map[string]any{"scope": c, "if_version": 3, "body": map[string]any{"count": 2}}), http.StatusPreconditionFailed, "agent_state_conflict")
 
-		// A write after expiry starts a new state at version 1 (cas at 0 applies).
-		require.Equal(t, int64(1), mustStore(e, key, map[string]any{"scope": c, "mode": "cas", "if_version": 0, "body": map[string]any{"step": "done"}}))
+		// A write after expiry starts a new state (cas at 0 applies), above the expired one's
+		// version 3: versions never restart (issue 29 §3), so the 412 above stays a 412.
+		require.Equal(t, int64(4), mustStore(e, key, map[string]any{"scope": c, "mode": "cas", "if_version": 0, "body": map[string]any{"step": "done"}}))
 		got = read(e, key, c, "")
 		require.Equal(t, map[string]any{"step": "done"}, got.Body)
 		row = stateRow(t, e)
-		require.Equal(t, int64(1), row.Version)
+		require.Equal(t, int64(4), row.Version)
 		require.Equal(t, clk.Now(), row.CreatedAt.UTC())
 		require.Equal(t, "", row.SubjectHash, "the old state's subject link does not carry over to a new state")
 	})

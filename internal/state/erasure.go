@@ -56,7 +56,7 @@ func (e Eraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (
 	if err != nil {
 		return nil, err
 	}
-	return erasure.Reach{KindAgentState: gone}, nil
+	return erasure.Reach{KindAgentState: idsOf(gone)}, nil
 }
 
 // Residue finds states t still reaches.

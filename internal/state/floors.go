@@ -41,17 +41,33 @@ ON CONFLICT (space_id, agent) DO UPDATE SET version = CASE WHEN excluded.version
 	return nil
 }
 
+// removed is a state row deleteStates deleted: its id, agent and last version.
+type removed struct {
+	ID      string `bun:"id"`
+	Agent   string `bun:"agent"`
+	Version int64  `bun:"version"`
+}
+
 // deleteStates raises the floors of the rows where selects (raiseFloors), then deletes them,
-// inside idb, and returns the ids deleted, in id order.
-func deleteStates(ctx context.Context, idb bun.IDB, where string, args ...any) ([]string, error) {
+// inside idb, and returns what it deleted, in id order.
+func deleteStates(ctx context.Context, idb bun.IDB, where string, args ...any) ([]removed, error) {
 	if err := raiseFloors(ctx, idb, where, args...); err != nil {
 		return nil, err
 	}
-	var ids []string
-	err := idb.NewRaw(`DELETE FROM agent_states WHERE `+where+` RETURNING id`, args...).Scan(ctx, &ids)
+	var rows []removed
+	err := idb.NewRaw(`DELETE FROM agent_states WHERE `+where+` RETURNING id, agent, version`, args...).Scan(ctx, &rows)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) { // no rows: nothing was there to delete
 		return nil, fmt.Errorf("state: delete states: %w", err)
 	}
-	sort.Strings(ids)
-	return ids, nil
+	sort.Slice(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
+	return rows, nil
+}
+
+// idsOf returns the ids of rows.
+func idsOf(rows []removed) []string {
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	return ids
 }

@@ -377,36 +377,14 @@ func (s *Service) resolve(ctx context.Context, p auth.Principal, scope *Scope, a
 	if !features.AgentState.Enabled {
 		return t, fault.New(fault.Forbidden, "feature_disabled", "working memory (agent_state) is off for this space")
 	}
-	if scope == nil {
-		return t, invalid("scope", "scope is required")
-	}
-	if !slices.Contains(spaces.ScopeKinds, scope.Kind) {
-		return t, invalid("scope.kind", "scope.kind must be conversation, task, object or subject")
-	}
-	id := strings.TrimSpace(scope.ID)
-	if id == "" || len(id) > 512 {
-		return t, invalid("scope.id", "scope.id must be 1-512 characters")
+	t.scopeKind, t.scopeHash, t.subjectHash, err = s.hashScope(p.SpaceID, features, scope)
+	if err != nil {
+		return t, err
 	}
 	t.schema, t.declared = types.SchemaFor(t.agent)
 	if t.declared && t.schema.AgentState.Scope != scope.Kind {
 		return t, invalid("scope.kind", fmt.Sprintf("this agent's state is scoped by %s", t.schema.AgentState.Scope))
 	}
-	switch scope.Kind {
-	case "object":
-		parts := strings.SplitN(id, ":", 3)
-		if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
-			return t, invalid("scope.id", "an object scope id reads type:namespace:id")
-		}
-	case "subject":
-		c, err := redact.CanonicalHandle(id, features.Region())
-		if err != nil {
-			return t, invalid("scope.id", "a subject scope id is a customer handle such as email:... or phone:...")
-		}
-		id = c
-		t.subjectHash = s.Hasher.Hash(p.SpaceID, "subject", c)
-	}
-	t.scopeKind = scope.Kind
-	t.scopeHash = s.Hasher.Hash(p.SpaceID, "scope:"+scope.Kind, id)
 	if subject != "" {
 		// Checked even when a subject scope already names the customer (whose handle then
 		// wins): a malformed value is refused, never silently ignored.
@@ -419,6 +397,37 @@ func (s *Service) resolve(ctx context.Context, p auth.Principal, scope *Scope, a
 		}
 	}
 	return t, nil
+}
+
+// hashScope checks scope (WM-3) and returns its kind, its keyed hash and, for a subject
+// scope, the keyed hash of the customer's canonical handle; a malformed scope is
+// fault.Invalid naming the member.
+func (s *Service) hashScope(spaceID string, features spaces.Features, scope *Scope) (kind, scopeHash, subjectHash string, err error) {
+	if scope == nil {
+		return "", "", "", invalid("scope", "scope is required")
+	}
+	if !slices.Contains(spaces.ScopeKinds, scope.Kind) {
+		return "", "", "", invalid("scope.kind", "scope.kind must be conversation, task, object or subject")
+	}
+	id := strings.TrimSpace(scope.ID)
+	if id == "" || len(id) > 512 {
+		return "", "", "", invalid("scope.id", "scope.id must be 1-512 characters")
+	}
+	switch scope.Kind {
+	case "object":
+		parts := strings.SplitN(id, ":", 3)
+		if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+			return "", "", "", invalid("scope.id", "an object scope id reads type:namespace:id")
+		}
+	case "subject":
+		c, err := redact.CanonicalHandle(id, features.Region())
+		if err != nil {
+			return "", "", "", invalid("scope.id", "a subject scope id is a customer handle such as email:... or phone:...")
+		}
+		id = c
+		subjectHash = s.Hasher.Hash(spaceID, "subject", c)
+	}
+	return scope.Kind, s.Hasher.Hash(spaceID, "scope:"+scope.Kind, id), subjectHash, nil
 }
 
 // masks reports whether writing body calls the masker: one of its fields is declared pii.
