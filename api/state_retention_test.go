@@ -28,7 +28,8 @@ func stateRow(t testing.TB, e *apitest.Env) models.AgentState {
 
 // WM-12: a state lives retention.state after its last write; a field with its own retention
 // expires that long after its own last write, is never served once expired and drops out at
-// the next write; an expired state reads as never written and a new write starts at 1.
+// the next write; an expired state reads as never written and a new write starts above
+// its last version (issue 29 §3).
 func TestWMRetention(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		clk := &clock{t: time.Date(2026, 1, 10, 10, 0, 0, 0, time.UTC)}
