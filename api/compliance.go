@@ -230,6 +230,19 @@ func (s *Server) runSweep(c *gin.Context) {
 	c.PureJSON(http.StatusAccepted, gin.H{"workflow_id": id})
 }
 
+// deleteNote: DELETE /v1/agent-memory/notes/{id} (role admin; issue 29 §3) -> 200
+// {"note_ids", "proposal_ids", "receipt_id"}: the note with all its versions and the
+// proposals holding its text are gone, with their search rows, and every replica's cached
+// blocks at its next read (proposals.Service.DeleteNote); 404 note_not_found.
+func (s *Server) deleteNote(c *gin.Context) {
+	res, err := s.Proposals.DeleteNote(s.ctx(c), principal(c), c.Param("id"))
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusOK, res)
+}
+
 // eraseAgentNotes: DELETE /v1/agent-memory/notes?source_id= (role admin) -> 202
 // {"workflow_id", "status": "running"}: NoteErasureWorkflow erases every note (all versions)
 // and proposal of that agent, with their search-index rows and a notes.erase receipt (AM-12).

@@ -247,6 +247,9 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(200, "POST", "/v1/agent-state/read", bot, map[string]any{"scope": scope})
 			c.do(400, "POST", "/v1/agent-state/read", bot, map[string]any{"scope": scope, "if_verison": 1})
 			c.do(200, "GET", "/v1/profiles/"+pid+"/agent-state", admin, nil)
+			c.do(200, "POST", "/v1/agent-state/delete", bot, map[string]any{"scope": map[string]any{"kind": "conversation", "id": "c-gone"}})
+			c.do(400, "POST", "/v1/agent-state/delete", bot, map[string]any{"scope": scope, "subject": "email:ana@example.com"})
+			c.do(403, "POST", "/v1/agent-state/delete", bot, map[string]any{"subject": "email:ana@example.com"})
 			c.do(403, "GET", "/v1/profiles/"+pid+"/agent-state", bot, nil)
 
 			// Notes.
@@ -266,6 +269,10 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(200, "POST", "/v1/agent-memory/notes/"+id(v2, "id")+"/retire", bot, nil)
 			n3 := c.do(201, "POST", "/v1/agent-memory/notes", bot, map[string]any{"kind": "procedure", "title": "Size chart first", "body": "Offer the size chart before checkout.", "tags": []string{"order"}})
 			_ = n3
+			n4 := c.do(201, "POST", "/v1/agent-memory/notes", bot, map[string]any{"kind": "procedure", "title": "Deleted soon", "body": "A note deleted below.", "tags": []string{"gone"}})
+			c.do(403, "DELETE", "/v1/agent-memory/notes/"+id(n4, "id"), bot, nil)
+			c.do(200, "DELETE", "/v1/agent-memory/notes/"+id(n4, "id"), admin, nil)
+			c.do(404, "DELETE", "/v1/agent-memory/notes/"+id(n4, "id"), admin, nil)
 			b := c.do(200, "GET", "/v1/agent-memory/block?max_tokens=300&tags=order", bot, nil)
 			c.do(304, "GET", "/v1/agent-memory/block?max_tokens=300&tags=order", bot, nil, "If-None-Match", b.Header.Get("ETag"))
 			c.do(400, "GET", "/v1/agent-memory/block?max_tokens=10", bot, nil)

@@ -61,12 +61,14 @@ func (s *Server) routes() {
 	// Working memory (WM).
 	v1.PUT("/agent-state", s.writeState)
 	v1.POST("/agent-state/read", s.readState)
+	v1.POST("/agent-state/delete", s.deleteState) // issue 29 §3
 
 	// Agent memory (AM).
 	v1.POST("/agent-memory/notes", s.createNote)
 	v1.GET("/agent-memory/notes", s.listNotes)
 	v1.DELETE("/agent-memory/notes", s.eraseAgentNotes)
 	v1.GET("/agent-memory/notes/:id", s.getNote)
+	v1.DELETE("/agent-memory/notes/:id", s.deleteNote) // issue 29 §3
 	v1.POST("/agent-memory/notes/:id/versions", s.noteVersion)
 	v1.POST("/agent-memory/notes/:id/retire", s.retireNote)
 	v1.GET("/agent-memory/proposals", s.listProposals)

@@ -61,6 +61,25 @@ func (s *Server) readState(c *gin.Context) {
 	c.Data(http.StatusOK, jsonContentType, res.AppendJSON(make([]byte, 0, len(res.Body)+96)))
 }
 
+// deleteState: POST /v1/agent-state/delete {"scope", "agent"} or {"subject", "agent"?}
+// (issue 29 §3) -> 200 {"deleted", "state_ids", "receipt_id"}: the states named are gone,
+// receipted (compliance, agent_state.delete) and evented (agent_state.deleted), in one
+// transaction; nothing named deletes nothing (deleted 0, no receipt). Ids travel in the body,
+// as for reads (WM-3).
+func (s *Server) deleteState(c *gin.Context) {
+	var req state.DeleteRequest
+	if err := bind(c, &req); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	res, err := s.State.Delete(s.ctx(c), principal(c), req)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusOK, res)
+}
+
 // createProfile: POST /v1/profiles (role integration) -> 201 {"profile_id"}.
 func (s *Server) createProfile(c *gin.Context) {
 	var req subjects.ProfileRequest

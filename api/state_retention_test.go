@@ -28,7 +28,8 @@ func stateRow(t testing.TB, e *apitest.Env) models.AgentState {
 
 // WM-12: a state lives retention.state after its last write; a field with its own retention
 // expires that long after its own last write, is never served once expired and drops out at
-// the next write; an expired state reads as never written and a new write starts at 1.
+// the next write; an expired state reads as never written and a new write starts above
+// its last version (issue 29 §3).
 func TestWMRetention(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		clk := &clock{t: time.Date(2026, 1, 10, 10, 0, 0, 0, time.UTC)}
@@ -87,12 +88,13 @@ func TestWMRetention(t *testing.T) {
 		require.Equal(t, 0, listed())
 		requireError(t, write(e, key, map[string]any{"scope": c, "if_version": 3, "body": map[string]any{"count": 2}}), http.StatusPreconditionFailed, "agent_state_conflict")
 
-		// A write after expiry starts a new state at version 1 (cas at 0 applies).
-		require.Equal(t, int64(1), mustStore(e, key, map[string]any{"scope": c, "mode": "cas", "if_version": 0, "body": map[string]any{"step": "done"}}))
+		// A write after expiry starts a new state (cas at 0 applies), above the expired one's
+		// version 3: versions never restart (issue 29 §3), so the 412 above stays a 412.
+		require.Equal(t, int64(4), mustStore(e, key, map[string]any{"scope": c, "mode": "cas", "if_version": 0, "body": map[string]any{"step": "done"}}))
 		got = read(e, key, c, "")
 		require.Equal(t, map[string]any{"step": "done"}, got.Body)
 		row = stateRow(t, e)
-		require.Equal(t, int64(1), row.Version)
+		require.Equal(t, int64(4), row.Version)
 		require.Equal(t, clk.Now(), row.CreatedAt.UTC())
 		require.Equal(t, "", row.SubjectHash, "the old state's subject link does not carry over to a new state")
 	})

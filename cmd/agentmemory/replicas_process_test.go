@@ -25,6 +25,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/internal/events/eventstest"
+	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
 	"github.com/agentmemory/agentmemory/models"
 	"github.com/agentmemory/agentmemory/sdk"
 	"github.com/agentmemory/agentmemory/workflows"
@@ -52,6 +53,9 @@ const (
 //   - an erasure started on A leaves nothing of the subject on B: B served the subject's
 //     state and profile before, and serves neither after; an agent-note erasure started on A
 //     changes B's prompt block at once (a 200 without the notes, not a 304 of the old block);
+//   - issue 29 §2: a working state deleted or erased through B, a note hard-deleted through B
+//     and a knowledge document deleted through B are gone from A's very next answer, although
+//     A had just served them (forgetOnB);
 //   - one retention schedule exists in Temporal although two workers started at once;
 //   - 32 writers spread over A and B, B killed with SIGKILL mid-run (then restarted): every
 //     acknowledged working-memory write reads back (each write is its own state, so each
@@ -83,7 +87,9 @@ func TestReplicasAsProcesses(t *testing.T) {
 	brokerAddr := broker.ListenAddrs()[0]
 
 	mainURL := dbtest.URL(t, "postgres")
+	embedder := llmtest.NewEmbed(t) // knowledge's embedding model (Ollama's /api/embed)
 	env := append(shippedEnviron(),
+		"OLLAMA_HOST="+embedder.URL,
 		"DATABASE_URL="+mainURL,
 		"AGENTMEMORY_SECRET=replica-process-secret-0123456789abcdef",
 		"AGENTMEMORY_KEYSTORE_URL="+dbtest.URL(t, "postgres"),
@@ -275,6 +281,10 @@ func TestReplicasAsProcesses(t *testing.T) {
 		require.False(t, after.NotModified, "B answered 304 for a block whose notes were erased")
 		require.Empty(t, after.NoteIDs)
 		require.NotContains(t, after.Text, "gift card")
+	})
+
+	t.Run("a delete or an erasure on B is in force on A at its very next request", func(t *testing.T) {
+		forgetOnB(t, a, b, tc, admin, mint, person, sdkClient, features(true))
 	})
 
 	t.Run("one retention schedule for two workers", func(t *testing.T) {

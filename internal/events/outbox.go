@@ -20,10 +20,15 @@ import (
 // TypeNoteCreated is emitted for every created note and proposal (AM-13).
 const TypeNoteCreated = "agent_memory.note_created"
 
+// TypeNoteDeleted is emitted for every note version hard-deleted by an admin (issue 29 §3:
+// DELETE /v1/agent-memory/notes/{id}), with the note id and its source_id.
+const TypeNoteDeleted = "agent_memory.note_deleted"
+
 // Event is the JSON every consumer receives. It carries ids, kind and origin, never a note's
 // title, body or tags. A change request's events (internal/changes) carry ChangeID, Document
 // (the document's name) and Version (the version proposed against, or the one applied),
-// never the document's text.
+// never the document's text. A deleted working state's event (internal/state) carries StateID,
+// the state's agent as SourceID and its last Version, never its scope, subject or body.
 type Event struct {
 	ID         string    `json:"id"`
 	Type       string    `json:"type"`
@@ -34,6 +39,7 @@ type Event struct {
 	Origin     string    `json:"origin,omitempty"`
 	SourceID   string    `json:"source_id,omitempty"`
 	ChangeID   string    `json:"change_id,omitempty"`
+	StateID    string    `json:"state_id,omitempty"`
 	Document   string    `json:"document,omitempty"`
 	Version    int64     `json:"version,omitempty"`
 	OccurredAt time.Time `json:"occurred_at"`

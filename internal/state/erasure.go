@@ -56,10 +56,13 @@ func (e Eraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (
 	if err != nil || len(ids) == 0 {
 		return erasure.Reach{}, err
 	}
-	if _, err := tx.NewDelete().Model((*models.AgentState)(nil)).Where("id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
-		return nil, fmt.Errorf("state: delete states: %w", err)
+	// The versions of the erased states stay as their agents' floors (floors.go): a state
+	// written again for the same scope never restarts at version 1.
+	gone, err := deleteStates(ctx, tx, "id IN (?)", bun.In(ids))
+	if err != nil {
+		return nil, err
 	}
-	return erasure.Reach{KindAgentState: ids}, nil
+	return erasure.Reach{KindAgentState: idsOf(gone)}, nil
 }
 
 // Residue finds states t still reaches.

@@ -200,14 +200,13 @@ func (s *Service) DeleteExpired(ctx context.Context, idb bun.IDB, spaceID string
 	}
 	res.Done = len(rows) < limit
 	for _, row := range rows {
-		r, err := idb.NewDelete().Model((*models.AgentState)(nil)).
-			Where("id = ? AND expires_at <= ?", row.ID, now.UTC()).Exec(ctx)
+		// Its version stays as its agent's floor (floors.go): a later write of the same scope
+		// starts above it.
+		gone, err := deleteStates(ctx, idb, "id = ? AND expires_at <= ?", row.ID, now.UTC())
 		if err != nil {
 			return res, fmt.Errorf("state: sweep states: %w", err)
 		}
-		if n, _ := r.RowsAffected(); n == 1 {
-			res.States[row.SpaceID]++
-		}
+		res.States[row.SpaceID] += len(gone)
 	}
 	return res, nil
 }

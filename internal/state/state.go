@@ -377,36 +377,14 @@ func (s *Service) resolve(ctx context.Context, p auth.Principal, scope *Scope, a
 	if !features.AgentState.Enabled {
 		return t, fault.New(fault.Forbidden, "feature_disabled", "working memory (agent_state) is off for this space")
 	}
-	if scope == nil {
-		return t, invalid("scope", "scope is required")
-	}
-	if !slices.Contains(spaces.ScopeKinds, scope.Kind) {
-		return t, invalid("scope.kind", "scope.kind must be conversation, task, object or subject")
-	}
-	id := strings.TrimSpace(scope.ID)
-	if id == "" || len(id) > 512 {
-		return t, invalid("scope.id", "scope.id must be 1-512 characters")
+	t.scopeKind, t.scopeHash, t.subjectHash, err = s.hashScope(p.SpaceID, features, scope)
+	if err != nil {
+		return t, err
 	}
 	t.schema, t.declared = types.SchemaFor(t.agent)
 	if t.declared && t.schema.AgentState.Scope != scope.Kind {
 		return t, invalid("scope.kind", fmt.Sprintf("this agent's state is scoped by %s", t.schema.AgentState.Scope))
 	}
-	switch scope.Kind {
-	case "object":
-		parts := strings.SplitN(id, ":", 3)
-		if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
-			return t, invalid("scope.id", "an object scope id reads type:namespace:id")
-		}
-	case "subject":
-		c, err := redact.CanonicalHandle(id, features.Region())
-		if err != nil {
-			return t, invalid("scope.id", "a subject scope id is a customer handle such as email:... or phone:...")
-		}
-		id = c
-		t.subjectHash = s.Hasher.Hash(p.SpaceID, "subject", c)
-	}
-	t.scopeKind = scope.Kind
-	t.scopeHash = s.Hasher.Hash(p.SpaceID, "scope:"+scope.Kind, id)
 	if subject != "" {
 		// Checked even when a subject scope already names the customer (whose handle then
 		// wins): a malformed value is refused, never silently ignored.
@@ -419,6 +397,37 @@ func (s *Service) resolve(ctx context.Context, p auth.Principal, scope *Scope, a
 		}
 	}
 	return t, nil
+}
+
+// hashScope checks scope (WM-3) and returns its kind, its keyed hash and, for a subject
+// scope, the keyed hash of the customer's canonical handle; a malformed scope is
+// fault.Invalid naming the member.
+func (s *Service) hashScope(spaceID string, features spaces.Features, scope *Scope) (kind, scopeHash, subjectHash string, err error) {
+	if scope == nil {
+		return "", "", "", invalid("scope", "scope is required")
+	}
+	if !slices.Contains(spaces.ScopeKinds, scope.Kind) {
+		return "", "", "", invalid("scope.kind", "scope.kind must be conversation, task, object or subject")
+	}
+	id := strings.TrimSpace(scope.ID)
+	if id == "" || len(id) > 512 {
+		return "", "", "", invalid("scope.id", "scope.id must be 1-512 characters")
+	}
+	switch scope.Kind {
+	case "object":
+		parts := strings.SplitN(id, ":", 3)
+		if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+			return "", "", "", invalid("scope.id", "an object scope id reads type:namespace:id")
+		}
+	case "subject":
+		c, err := redact.CanonicalHandle(id, features.Region())
+		if err != nil {
+			return "", "", "", invalid("scope.id", "a subject scope id is a customer handle such as email:... or phone:...")
+		}
+		id = c
+		subjectHash = s.Hasher.Hash(spaceID, "subject", c)
+	}
+	return scope.Kind, s.Hasher.Hash(spaceID, "scope:"+scope.Kind, id), subjectHash, nil
 }
 
 // masks reports whether writing body calls the masker: one of its fields is declared pii.
@@ -514,14 +523,15 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 	expires := now.Add(t.schema.StateTTL())
 	if row != nil && effective == 0 {
 		// The stored state expired (WM-12): it is gone for callers, so this write starts a
-		// new state at version 1. The old row is removed only if still unchanged, and under a
-		// new id, so a writer holding the old row can never apply its update to the new one.
-		res, err := idb.NewDelete().Model((*models.AgentState)(nil)).
-			Where("id = ? AND version = ?", row.ID, row.Version).Exec(ctx)
+		// new state above the old one's version (floors.go: never at 1 again, so a CAS
+		// holding an old version cannot match it). The old row is removed only if still
+		// unchanged, and under a new id, so a writer holding the old row can never apply its
+		// update to the new one.
+		gone, err := deleteStates(ctx, idb, "id = ? AND version = ?", row.ID, row.Version)
 		if err != nil {
-			return WriteResult{}, false, fmt.Errorf("state: drop expired: %w", err)
+			return WriteResult{}, false, err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		if len(gone) == 0 {
 			return WriteResult{}, true, nil
 		}
 		row = nil
@@ -538,17 +548,20 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 			Bytes: len(canon), KeyID: p.KeyID, AgentVersion: agentVersion,
 			CreatedAt: now, UpdatedAt: now, ExpiresAt: expires, ExpiresHour: ExpiresHour(expires),
 		}
-		res, err := idb.NewInsert().Model(fresh).On("CONFLICT (space_id, scope_hash, agent) DO NOTHING").Exec(ctx)
-		if err != nil {
+		// The first version is above every deleted incarnation's (floors.go).
+		var version []int64
+		err = idb.NewInsert().Model(fresh).Value("version", floorVersion, t.spaceID, t.agent).
+			On("CONFLICT (space_id, scope_hash, agent) DO NOTHING").Returning("version").Scan(ctx, &version)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return WriteResult{}, false, fmt.Errorf("state: insert: %w", err)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return WriteResult{}, true, nil
+		if len(version) == 0 {
+			return WriteResult{}, true, nil // another writer created it first
 		}
 		opened := *fresh
-		opened.Body, opened.FieldTimes = []byte(canon), timesJSON
+		opened.Body, opened.FieldTimes, opened.Version = []byte(canon), timesJSON, version[0]
 		s.remember(t, lock, opened, next, nextTimes)
-		return stored(1), false, nil
+		return stored(version[0]), false, nil
 	}
 	subjectHash := row.SubjectHash
 	if t.subjectHash != "" {
