@@ -82,6 +82,10 @@ var AllowedTables = map[string]string{
 	"space_revisions": "revision counters per space (names and numbers)",
 	"note_source_counts": "the number of active notes per agent (an agent id and a count; AM-12: the note eraser " +
 		"adjusts it)",
+	"agent_state_floors": "the highest version removed per space and agent (an agent name and a number; WM-5: " +
+		"versions never restart), never a scope or a value",
+	"agent_runs": "run budgets (CTX-3): the caller's run label, its owner (an agent source or key id) and token " +
+		"counts, deleted after the run's TTL; never content",
 	// Events: ids of notes and proposals, kinds and agents only; the outbox eraser probes
 	// payloads for the target's hashes on every erasure.
 	"outbox":             "events carry ids, kinds and agents only (probed by the outbox eraser)",
