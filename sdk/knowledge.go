@@ -20,6 +20,26 @@ type RetrieveRequest struct {
 	// Filters is sent as the request's "filters" object, member for member, when not nil; the
 	// service decides what it accepts (a service that has no filters answers 400).
 	Filters map[string]any
+	// Run, when set, draws the retrieval on a run's budget (CTX-3).
+	Run *Run
+}
+
+// Run names the run a read belongs to (CTX-3): ID (1..200 printable characters) and, on the
+// run's first call, BudgetTokens (1..1000000 cl100k tokens), which sets the run's budget;
+// every read of the run draws the tokens it delivers. A later call may leave BudgetTokens 0.
+type Run struct {
+	ID           string `json:"id"`
+	BudgetTokens int    `json:"budget_tokens,omitempty"`
+}
+
+// RunReport is a run's figures after a read of the run: UsedTokens counts what the run's
+// reads delivered; Cut says this read delivered less than it would have without the run.
+type RunReport struct {
+	ID              string `json:"id"`
+	BudgetTokens    int    `json:"budget_tokens"`
+	UsedTokens      int    `json:"used_tokens"`
+	RemainingTokens int    `json:"remaining_tokens"`
+	Cut             bool   `json:"cut"`
 }
 
 // RetrievedChunk is one ranked chunk with its provenance: its document, base, source, title,
@@ -54,6 +74,10 @@ type Retrieval struct {
 	Chunks        []RetrievedChunk `json:"chunks"`
 	Context       string           `json:"context"`
 	ContextTokens int              `json:"context_tokens"`
+	// Run is the run's figures when the request named one; BudgetExhausted says the run had
+	// nothing left (Chunks and Context are then empty).
+	Run             *RunReport `json:"run,omitempty"`
+	BudgetExhausted bool       `json:"budget_exhausted,omitempty"`
 }
 
 // Retrieve ranks the chunks of the named knowledge bases for req.Query
@@ -80,6 +104,9 @@ func (c *Client) Retrieve(ctx context.Context, req RetrieveRequest) (Retrieval, 
 	}
 	if req.Filters != nil {
 		body["filters"] = req.Filters
+	}
+	if req.Run != nil {
+		body["run"] = req.Run
 	}
 	var out Retrieval
 	if _, _, err := c.do(ctx, "POST", "/v1/knowledge/retrieve", body, &out); err != nil {

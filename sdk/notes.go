@@ -177,6 +177,10 @@ func (c *Client) Block(ctx context.Context, opt BlockOptions) (Block, error) {
 type Found struct {
 	Enabled bool   `json:"enabled"`
 	Notes   []Note `json:"notes"`
+	// Run is the run's figures when the search named one (FindInRun); BudgetExhausted says
+	// the run had nothing left (Notes is then empty).
+	Run             *RunReport `json:"run,omitempty"`
+	BudgetExhausted bool       `json:"budget_exhausted,omitempty"`
 }
 
 // Search finds notes by words and tags, with the same visibility as the block.
@@ -189,12 +193,25 @@ func (c *Client) Search(ctx context.Context, q string, tags []string, limit int)
 // match a note's title, body or tags, every tag of tags must be on it, limit is 1..50 (0: 10).
 // Errors are *Error (400 invalid_member, 403 scope_required).
 func (c *Client) Find(ctx context.Context, q string, tags []string, limit int) (Found, error) {
+	return c.FindInRun(ctx, q, tags, limit, nil)
+}
+
+// FindInRun is Find drawing on run's budget (CTX-3; nil: no run), sent as the headers
+// Agent-Run-Id and Agent-Run-Budget.
+func (c *Client) FindInRun(ctx context.Context, q string, tags []string, limit int, run *Run) (Found, error) {
 	params := map[string]string{"q": q, "tags": strings.Join(tags, ","), "source_id": c.opt.Agent}
 	if limit > 0 {
 		params["limit"] = strconv.Itoa(limit)
 	}
+	var headers []string
+	if run != nil {
+		headers = append(headers, "Agent-Run-Id", run.ID)
+		if run.BudgetTokens > 0 {
+			headers = append(headers, "Agent-Run-Budget", strconv.Itoa(run.BudgetTokens))
+		}
+	}
 	var out Found
-	if _, _, err := c.do(ctx, "GET", "/v1/agent-memory/search"+query(params), nil, &out); err != nil {
+	if _, _, err := c.do(ctx, "GET", "/v1/agent-memory/search"+query(params), nil, &out, headers...); err != nil {
 		return Found{}, err
 	}
 	if out.Notes == nil {

@@ -81,7 +81,9 @@ const (
 	searchSchema = `{"type":"object","properties":{` +
 		`"query":{"type":"string","description":"words to find; every word must match title, body or tags","maxLength":500},` +
 		`"tags":{"type":["null","array"],"items":{"type":"string"},"description":"only notes carrying every one of these lower-case tags","maxItems":8},` +
-		`"limit":{"type":"integer","description":"at most this many notes, 1 to 50 (default 10)","minimum":1,"maximum":50}},` +
+		`"limit":{"type":"integer","description":"at most this many notes, 1 to 50 (default 10)","minimum":1,"maximum":50},` +
+		`"run":{"type":["null","object"],"properties":{"id":{"type":"string","minLength":1,"maxLength":200},"budget_tokens":{"type":"integer","minimum":1,"maximum":1000000}},` +
+		`"description":"the run this call belongs to: {id, budget_tokens}; the first call of a run sets its budget and every read of the run draws on it","required":["id"],"additionalProperties":false}},` +
 		`"required":["query"],"additionalProperties":false}`
 	rememberSchema = `{"type":"object","properties":{` +
 		`"kind":{"type":"string","description":"procedure, tool_note, process_note or pitfall","enum":["procedure","tool_note","process_note","pitfall"]},` +
@@ -96,7 +98,9 @@ const (
 		`"max_tokens":{"type":"integer","description":"token budget of the context, 100 to 8000 (default: the first base's max_tokens)","minimum":100,"maximum":8000},` +
 		`"filters":{"type":["null","object"],"properties":{"document_ids":{"type":["null","array"],"items":{"type":"string"}},` +
 		`"source_uri_prefix":{"type":["null","string"]},"version":{"type":["null","string"]},"title":{"type":["null","string"]}},` +
-		`"description":"narrow to documents: document_ids, source_uri_prefix, version, title (all given must hold)","additionalProperties":false}},` +
+		`"description":"narrow to documents: document_ids, source_uri_prefix, version, title (all given must hold)","additionalProperties":false},` +
+		`"run":{"type":["null","object"],"properties":{"id":{"type":"string","minLength":1,"maxLength":200},"budget_tokens":{"type":"integer","minimum":1,"maximum":1000000}},` +
+		`"description":"the run this call belongs to: {id, budget_tokens}; the first call of a run sets its budget and every read of the run draws on it","required":["id"],"additionalProperties":false}},` +
 		`"required":["query"],"additionalProperties":false}`
 )
 

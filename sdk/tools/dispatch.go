@@ -17,6 +17,7 @@ type searchArgs struct {
 	Query *string  `json:"query"`
 	Tags  []string `json:"tags"`
 	Limit int      `json:"limit"`
+	Run   *sdk.Run `json:"run"`
 }
 
 type rememberArgs struct {
@@ -32,6 +33,7 @@ type knowledgeArgs struct {
 	TopK      int            `json:"top_k"`
 	MaxTokens int            `json:"max_tokens"`
 	Filters   map[string]any `json:"filters"`
+	Run       *sdk.Run       `json:"run"`
 }
 
 // toolNote is a note as the tools show it (the MCP server's mcpNote).
@@ -138,7 +140,7 @@ func (k *Kit) search(ctx context.Context, data []byte) (any, error) {
 	if err := decodeArgs(data, &a, map[string]bool{"query": true}); err != nil {
 		return nil, err
 	}
-	found, err := k.client.Find(ctx, *a.Query, a.Tags, a.Limit)
+	found, err := k.client.FindInRun(ctx, *a.Query, a.Tags, a.Limit, a.Run)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +148,11 @@ func (k *Kit) search(ctx context.Context, data []byte) (any, error) {
 	for _, n := range found.Notes {
 		notes = append(notes, toolNote{ID: n.ID, Kind: n.Kind, Title: n.Title, Body: n.Body, Tags: n.Tags, Version: n.Version, SourceID: n.SourceID})
 	}
-	return map[string]any{"enabled": found.Enabled, "notes": notes}, nil
+	out := map[string]any{"enabled": found.Enabled, "notes": notes}
+	if found.Run != nil { // in a run (CTX-3), as the MCP tool answers
+		out["run"], out["budget_exhausted"] = found.Run, found.BudgetExhausted
+	}
+	return out, nil
 }
 
 func (k *Kit) remember(ctx context.Context, data []byte) (any, error) {
@@ -193,7 +199,7 @@ func (k *Kit) searchKnowledge(ctx context.Context, data []byte) (string, error) 
 		}
 		return text, nil
 	}
-	res, err := k.client.Retrieve(ctx, sdk.RetrieveRequest{Query: *a.Query, KBs: kbs, TopK: a.TopK, MaxTokens: a.MaxTokens, Filters: a.Filters})
+	res, err := k.client.Retrieve(ctx, sdk.RetrieveRequest{Query: *a.Query, KBs: kbs, TopK: a.TopK, MaxTokens: a.MaxTokens, Filters: a.Filters, Run: a.Run})
 	if err != nil {
 		return "", err
 	}
