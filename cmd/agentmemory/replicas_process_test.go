@@ -143,7 +143,7 @@ func TestReplicasAsProcesses(t *testing.T) {
 
 	features := func(stateOn bool) map[string]any {
 		return map[string]any{
-			"agent_state":  map[string]any{"enabled": stateOn},
+			"agent_state": map[string]any{"enabled": stateOn},
 			// cache_seconds 0: the SDK revalidates every block read (CTX-4), so each read below
 			// reaches a replica and shows what that replica serves.
 			"agent_memory": map[string]any{"enabled": true, "writes": "agents", "max_notes_per_source": 500, "cache_seconds": 0},
