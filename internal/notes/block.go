@@ -199,22 +199,7 @@ func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest)
 func (s *Service) blockOf(ctx context.Context, p auth.Principal, req BlockRequest, v viewer, f spaces.Features) (Block, error) {
 	config, known := spaces.AssumedConfig(ctx, p.SpaceID)
 	if !f.AgentMemory.Enabled {
-		// No receipt to check the key's revision: a key and documents from a cache are
-		// confirmed current here.
-		if spaces.FromCache(ctx) {
-			current, err := spaces.Revision(ctx, s.DB, p.SpaceID, spaces.RevisionConfig)
-			if err != nil {
-				return Block{}, err
-			}
-			if current != config {
-				return Block{}, spaces.ErrStaleConfig
-			}
-		}
-		b := Block{NoteIDs: []string{}}
-		b.ETag = etag(b, req)
-		b = withBody(b)
-		b.NotModified = matches(req.IfNoneMatch, b.ETag)
-		return b, nil
+		return s.disabledBlock(ctx, p, req, config)
 	}
 	now := s.now()
 	var expect []receipts.Expect
@@ -239,24 +224,9 @@ func (s *Service) blockOf(ctx context.Context, p auth.Principal, req BlockReques
 			return Block{}, err
 		}
 	}
-	// The ids of the deliverable notes decide the answer (each id is one immutable version:
-	// an edit is a new id, a retire or an expiry drops the id), so a block built once for
-	// them and the request is answered, a 304 included, without loading or tokenising notes.
-	var rows []struct {
-		ID         string     `bun:"id"`
-		ValidUntil *time.Time `bun:"valid_until"`
-	}
-	if err := deliverable(s.DB.NewSelect().Model((*models.Note)(nil)).Column("n.id", "n.valid_until"), v, now).
-		Order("n.id").Scan(ctx, &rows); err != nil {
-		return Block{}, fmt.Errorf("notes: block: %w", err)
-	}
-	ids := make([]string, len(rows))
-	var until time.Time // the first valid_until of the deliverable notes: the answer's end
-	for i, r := range rows {
-		ids[i] = r.ID
-		if r.ValidUntil != nil && (until.IsZero() || r.ValidUntil.Before(until)) {
-			until = *r.ValidUntil
-		}
+	ids, until, err := s.deliverableIDs(ctx, v, now)
+	if err != nil {
+		return Block{}, err
 	}
 	// The space's note-erasure revision, read before the notes: a block cached under an
 	// older one is dropped, so an erasure run by any process (the worker) purges every
@@ -280,6 +250,51 @@ func (s *Service) blockOf(ctx context.Context, p auth.Principal, req BlockReques
 		expect = append(expect, receipts.Expect{Name: spaces.RevisionNotesRemoved, Revision: removed})
 	}
 	return s.answerBlock(ctx, p, v, req, b, now, expect)
+}
+
+// disabledBlock is the answer while agent memory is off: Enabled false, no notes, no receipt.
+// With no receipt to check the key's revision, a key and documents from a cache are
+// confirmed current here (config is the revision they were read at).
+func (s *Service) disabledBlock(ctx context.Context, p auth.Principal, req BlockRequest, config int64) (Block, error) {
+	if spaces.FromCache(ctx) {
+		current, err := spaces.Revision(ctx, s.DB, p.SpaceID, spaces.RevisionConfig)
+		if err != nil {
+			return Block{}, err
+		}
+		if current != config {
+			return Block{}, spaces.ErrStaleConfig
+		}
+	}
+	b := Block{NoteIDs: []string{}}
+	b.ETag = etag(b, req)
+	b = withBody(b)
+	b.NotModified = matches(req.IfNoneMatch, b.ETag)
+	return b, nil
+}
+
+// deliverableIDs returns the ids of the notes v may read at now, in id order, and the first
+// valid_until among them (zero: none ends). The ids decide the answer (each id is one
+// immutable version: an edit is a new id, a retire or an expiry drops the id), so a block
+// built once for them and the request is answered, a 304 included, without loading or
+// tokenising notes.
+func (s *Service) deliverableIDs(ctx context.Context, v viewer, now time.Time) ([]string, time.Time, error) {
+	var rows []struct {
+		ID         string     `bun:"id"`
+		ValidUntil *time.Time `bun:"valid_until"`
+	}
+	if err := deliverable(s.DB.NewSelect().Model((*models.Note)(nil)).Column("n.id", "n.valid_until"), v, now).
+		Order("n.id").Scan(ctx, &rows); err != nil {
+		return nil, time.Time{}, fmt.Errorf("notes: block: %w", err)
+	}
+	ids := make([]string, len(rows))
+	var until time.Time
+	for i, r := range rows {
+		ids[i] = r.ID
+		if r.ValidUntil != nil && (until.IsZero() || r.ValidUntil.Before(until)) {
+			until = *r.ValidUntil
+		}
+	}
+	return ids, until, nil
 }
 
 // answerBlock records the receipt of block b answered to req (a 304 when If-None-Match
