@@ -15,12 +15,15 @@ type Turn struct {
 	// (its first 1000 characters; empty: no knowledge for this call).
 	UserMessage string
 	// CustomerContext is the customer's context you hold (their data, the conversation's
-	// state): last, after the block and the knowledge evidence.
+	// state): after the block, before the context call's context (the task section and the
+	// knowledge evidence, which change with each question and so come last, keeping the
+	// provider's prompt cache on everything before them).
 	CustomerContext string
 }
 
 // Prepared is Prompt's answer: System, the system prompt in the spec's order (instructions,
-// the notes block, the knowledge evidence, the customer's context); Context, the context
+// the notes block, the customer's context, then the task section and the knowledge evidence:
+// the same order in the Python and TypeScript SDKs); Context, the context
 // call's answer it was built from (nil when the options needed none).
 type Prepared struct {
 	System  string
@@ -33,7 +36,7 @@ const maxQueryRunes = 1000
 // Prompt composes the system prompt of one model call (AM-4, issue 28). With AgentMemory (the
 // default) it runs one context call (POST /v1/context: view, task, max_tokens, and with
 // KnowledgeBeforeCall knowledge {kbs, query: the user message}) and places its system block
-// after the instructions and its context after the block; the client's cache (CTX-4) makes a
+// after the instructions, then the customer's context, then the call's context; the client's cache (CTX-4) makes a
 // repeated call free inside the freshness period. With AgentMemory off, KnowledgeBeforeCall
 // retrieves through POST /v1/knowledge/retrieve (the key needs knowledge:read; MaxTokens is
 // passed when within retrieval's 100..8000), so no note is fetched or recorded as delivered.
@@ -55,7 +58,7 @@ func (k *Kit) Prompt(ctx context.Context, t Turn) (Prepared, error) {
 			}
 			evidence = res.Context
 		}
-		return Prepared{System: sdk.SystemPrompt(t.Instructions, "", join(evidence, t.CustomerContext))}, nil
+		return Prepared{System: sdk.SystemPrompt(t.Instructions, "", join(t.CustomerContext, evidence))}, nil
 	}
 	req := sdk.ContextRequest{View: k.opt.View, Task: k.opt.Task, MaxTokens: k.opt.MaxTokens}
 	if withKnowledge {
@@ -65,7 +68,7 @@ func (k *Kit) Prompt(ctx context.Context, t Turn) (Prepared, error) {
 	if err != nil {
 		return Prepared{}, err
 	}
-	return Prepared{System: sdk.SystemPrompt(t.Instructions, a.SystemBlock, join(a.Context, t.CustomerContext)), Context: &a}, nil
+	return Prepared{System: sdk.SystemPrompt(t.Instructions, a.SystemBlock, join(t.CustomerContext, a.Context)), Context: &a}, nil
 }
 
 // join is SystemPrompt's joining of two parts (empty ones skipped).

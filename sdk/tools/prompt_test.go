@@ -43,7 +43,7 @@ func TestPromptPlacesMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inOrder(t, p.System, "You are the store's assistant.\n\n<agent_notes>", "Offer store credit first", "</agent_notes>\n\n", "original card", "\n\ncustomer: tier gold")
+	inOrder(t, p.System, "You are the store's assistant.\n\n<agent_notes>", "Offer store credit first", "</agent_notes>\n\ncustomer: tier gold\n\n", "original card")
 	if p.Context == nil || len(p.Context.ChunkIDs) == 0 || p.Context.Tokens.Total > 1200 {
 		t.Fatalf("context %+v", p.Context)
 	}

@@ -1,8 +1,8 @@
 """The OpenAI Agents SDK and LangChain integrations, and the examples that use them, against the
 real binary. The frameworks cannot be installed here (no Python package index): the tests put
 small stand-ins of their documented call contracts (tests/standins.py) into sys.modules, and a
-scripted model records what it received (instructions, then the notes block, then the knowledge
-evidence, then the customer's context) and issues tool calls whose effect is read back from the
+scripted model records what it received (instructions, then the notes block, then the customer's
+context, then the knowledge evidence) and issues tool calls whose effect is read back from the
 server."""
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ class IntegrationTest(unittest.TestCase):
             Runner.run_sync(agent, "Can I get a refund to my original card?", context={"tier": "gold"})
         instructions, _, tools = script.seen[0]
         self.assertTrue(before(instructions, "You are Support.", "<agent_notes>", "Refund to a gift card",
-                               "<knowledge_context>", "original card", "</knowledge_context>", "Customer tier: gold"),
+                               "Customer tier: gold", "<knowledge_context>", "original card", "</knowledge_context>"),
                         instructions)
         self.assertEqual([t.name for t in tools], ["search_agent_memory"])
         # Without run_config the block is still placed; only the evidence needs the filter.
@@ -233,7 +233,7 @@ class IntegrationTest(unittest.TestCase):
         system = script.seen[0][0][0]
         self.assertEqual([m.type for m in script.seen[0][0]], ["system", "human"])
         self.assertTrue(before(system.content, "You are the shop's assistant.", "Answer in English.", "<agent_notes>",
-                               "<knowledge_context>", "original card", "Customer tier: gold"), system.content)
+                               "Customer tier: gold", "<knowledge_context>", "original card"), system.content)
         err = json.loads(result)["error"]
         self.assertEqual((err["code"], err["kinds"]), ("personal_data_in_agent_memory", ["phone"]))
         self.assertEqual([m.type for m in script.seen[1][0]], ["system", "human", "ai", "tool"])

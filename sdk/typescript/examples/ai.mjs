@@ -10,7 +10,7 @@ export async function main({ model = scriptedAIModel(), conversation = "c-exampl
   const client = new AgentMemoryClient({ baseUrl: process.env.AGENTMEMORY_URL ?? "http://127.0.0.1:8080", key: process.env.AGENTMEMORY_KEY });
   const prompt = "How do refunds to a gift card work?";
   // The 5 lines: the block after the instructions, remember/search as tools.
-  const mem = await agentMemoryForAI(client.conversation(conversation), { instructions: "You are the shop's assistant.", prompt });
+  const mem = await agentMemoryForAI(client.conversation(conversation), { instructions: "You are the shop's assistant.", writeAgentMemory: true, prompt });
   const res = await generateText({ model, system: mem.system, tools: mem.tools, prepareStep: mem.prepareStep, prompt, stopWhen: stepCountIs(5) });
   return { text: res.text, system: mem.system, toolResults: res.steps.flatMap((s) => s.toolResults.map((r) => r.output)) };
 }

@@ -13,7 +13,7 @@ export async function main({ conversation = "c-example-claude", withModel = !!pr
   const client = new AgentMemoryClient({ baseUrl: process.env.AGENTMEMORY_URL ?? "http://127.0.0.1:8080", key: process.env.AGENTMEMORY_KEY });
   const prompt = "How do refunds to a gift card work?";
   // The 5 lines: the block in systemPrompt, the tools through the SDK's in-process MCP server.
-  const mem = await agentMemoryForClaudeAgent(client.conversation(conversation), { instructions: "You are the shop's assistant.", prompt });
+  const mem = await agentMemoryForClaudeAgent(client.conversation(conversation), { instructions: "You are the shop's assistant.", writeAgentMemory: true, prompt });
   if (withModel) {
     for await (const m of query({ prompt, options: mem.options })) if (m.type === "result") return { text: m.result, system: mem.options.systemPrompt, toolResults: [] };
   }

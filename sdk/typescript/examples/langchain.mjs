@@ -9,7 +9,7 @@ import { ScriptedChatModel } from "./scripted-models.mjs";
 export async function main({ model = new ScriptedChatModel(), conversation = "c-example-langchain" } = {}) {
   const client = new AgentMemoryClient({ baseUrl: process.env.AGENTMEMORY_URL ?? "http://127.0.0.1:8080", key: process.env.AGENTMEMORY_KEY });
   // The 5 lines: a prompt step that prepends the system message, the tools bound to the model.
-  const mem = await agentMemoryForLangChain(client.conversation(conversation), { instructions: "You are the shop's assistant." });
+  const mem = await agentMemoryForLangChain(client.conversation(conversation), { instructions: "You are the shop's assistant.", writeAgentMemory: true });
   const chain = mem.prompt.pipe(model.bindTools(mem.tools));
   const messages = [new HumanMessage("How do refunds to a gift card work?")];
   const toolResults = [];

@@ -10,7 +10,7 @@ export async function main({ model = scriptedAgentsModel(), conversation = "c-ex
   if (!process.env.OPENAI_API_KEY) setTracingDisabled(true); // no traces sent without an account
   const client = new AgentMemoryClient({ baseUrl: process.env.AGENTMEMORY_URL ?? "http://127.0.0.1:8080", key: process.env.AGENTMEMORY_KEY });
   // The 5 lines: dynamic instructions holding the block, the tools, the per-call filter.
-  const mem = await agentMemoryForOpenAIAgents(client.conversation(conversation), { instructions: "You are the shop's assistant." });
+  const mem = await agentMemoryForOpenAIAgents(client.conversation(conversation), { instructions: "You are the shop's assistant.", writeAgentMemory: true });
   const agent = new Agent({ name: "shop", instructions: mem.instructions, tools: mem.tools, model });
   const result = await run(agent, "How do refunds to a gift card work?", { callModelInputFilter: mem.callModelInputFilter });
   const toolResults = result.newItems.filter((i) => i.type === "tool_call_output_item").map((i) => i.output);

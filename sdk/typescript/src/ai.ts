@@ -66,8 +66,8 @@ export interface AgentMemoryForAI {
 
 /**
  * `system` with the notes block placed after the instructions and before the customer's
- * context (AM-4), `tools` and `prepareStep` for `generateText`/`streamText`. `agentMemory`
- * and `writeAgentMemory` default to true; `remember` is offered only when the key has
+ * context (AM-4), `tools` and `prepareStep` for `generateText`/`streamText`. `agentMemory` defaults to true and
+ * `writeAgentMemory` to false; `remember` is offered only when the key has
  * `agent_memory:write`. With a scope handle, `remember` sends its conversation or task id as
  * evidence. Throws the SDK's {@link AgentMemoryError}s (the context or the tool list could
  * not be read).

@@ -73,7 +73,7 @@ export function claudeAgentMcpServer(kit: ToolKit, name = "agentmemory"): McpSdk
 /**
  * Builds the `query()` options for a client or a scope handle (whose `remember` then sends its
  * conversation or task id as evidence): the system prompt for `prompt`, and the kit as an
- * in-process MCP server. `agentMemory` and `writeAgentMemory` default to true; `remember` is
+ * in-process MCP server. `agentMemory` defaults to true and `writeAgentMemory` to false; `remember` is
  * offered only when the key has `agent_memory:write`. Throws the SDK's
  * {@link AgentMemoryError}s (the context or the tool list could not be read).
  */

@@ -27,7 +27,7 @@ export type KnowledgeMode = "off" | "before_call" | "tool";
  * | `instructions` | (required) | the agent's instructions: first in the system prompt |
  * | `context` | none | the customer's context: after the notes block |
  * | `agentMemory` | `true` | fetch the notes block (through the context call), place it after the instructions; offer `search_agent_memory` |
- * | `writeAgentMemory` | `true` | offer `remember`, only when the key has `agent_memory:write` (the service's `/mcp` lists it) |
+ * | `writeAgentMemory` | `false` | offer `remember` (an explicit opt-in, as in Python and Go), only when the key has `agent_memory:write` (the service's `/mcp` lists it) |
  * | `knowledge` | `"off"` | see {@link KnowledgeMode} |
  * | `knowledgeBases` | every base the key may read (at most 10) | the base ids of `before_call` and of `search_knowledge` |
  * | `view`, `task`, `maxTokens`, `blockMaxTokens`, `includeAgentMemory` | the service's | passed to `POST /v1/context` as `view`, `task`, `max_tokens`, `block_max_tokens`, `include_agent_memory` |
@@ -78,7 +78,7 @@ export const MAX_KNOWLEDGE_QUERY = 1000;
  * (unless `offered` is given). Throws the SDK's {@link AgentMemoryError}s.
  */
 export async function agentMemorySession(target: AgentMemoryClient | ScopeHandle, opts: IntegrationOptions): Promise<AgentMemorySession> {
-  const options = { ...opts, agentMemory: opts.agentMemory ?? true, writeAgentMemory: opts.writeAgentMemory ?? true, knowledge: opts.knowledge ?? "off" };
+  const options = { ...opts, agentMemory: opts.agentMemory ?? true, writeAgentMemory: opts.writeAgentMemory ?? false, knowledge: opts.knowledge ?? "off" };
   const client = target instanceof ScopeHandle ? target.agentMemoryClient : target;
   const kitOpts: ToolKitOptions = { agentMemory: options.agentMemory, writeAgentMemory: options.writeAgentMemory, knowledge: options.knowledge === "tool" };
   if (opts.knowledgeBases) kitOpts.knowledgeBases = opts.knowledgeBases;

@@ -56,8 +56,8 @@ export function langChainTools(kit: ToolKit): StructuredToolInterface[] {
 
 /**
  * Builds the prompt step and tools for a client or a scope handle (whose `remember` then
- * sends its conversation or task id as evidence). `agentMemory` and `writeAgentMemory`
- * default to true; `remember` is offered only when the key has `agent_memory:write`. Throws
+ * sends its conversation or task id as evidence). `agentMemory` defaults to
+ * true and `writeAgentMemory` to false (opt in to offer it); `remember` is offered only when the key has `agent_memory:write`. Throws
  * the SDK's {@link AgentMemoryError}s (the tool list could not be read); the prompt step
  * throws them when the context call fails.
  */

@@ -68,7 +68,7 @@ export function openAIAgentsTools(kit: ToolKit): FunctionTool[] {
 /**
  * Builds the instructions, tools and input filter of an OpenAI Agents SDK agent for a client
  * or a scope handle (whose `remember` then sends its conversation or task id as evidence).
- * `agentMemory` and `writeAgentMemory` default to true; `remember` is offered only when the
+ * `agentMemory` defaults to true and `writeAgentMemory` to false; `remember` is offered only when the
  * key has `agent_memory:write`. Throws the SDK's {@link AgentMemoryError}s (the tool list
  * could not be read); the instructions function throws them when the context call fails.
  */

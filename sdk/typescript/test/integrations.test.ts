@@ -77,7 +77,7 @@ function assertPlaced(system: string, evidence?: RegExp): void {
 test("Vercel AI SDK: knowledge before_call per step; remember stores a note; a refusal is a tool result", async () => {
   const conv = conversation("c-ai-int");
   const prompt = "How does a refund to my card work?";
-  const mem = await agentMemoryForAI(conv, { instructions: INSTRUCTIONS, context: CUSTOMER, knowledge: "before_call", knowledgeBases: [kb], task: { object_types: ["refund"] }, prompt });
+  const mem = await agentMemoryForAI(conv, { instructions: INSTRUCTIONS, writeAgentMemory: true, context: CUSTOMER, knowledge: "before_call", knowledgeBases: [kb], task: { object_types: ["refund"] }, prompt });
   assertPlaced(mem.system, /original card/);
   assert.deepEqual(Object.keys(mem.tools).sort(), ["remember", "search_agent_memory"]);
   const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
@@ -129,7 +129,7 @@ const fnCall = (callId: string, name: string, args: unknown) => ({ type: "functi
 
 test("OpenAI Agents SDK: dynamic instructions hold the block; tools include search_knowledge; remember stores a note", async () => {
   const conv = conversation("c-oai-int");
-  const mem = await agentMemoryForOpenAIAgents(conv, { instructions: INSTRUCTIONS, context: CUSTOMER, knowledge: "tool", task: { object_types: ["refund"] } });
+  const mem = await agentMemoryForOpenAIAgents(conv, { instructions: INSTRUCTIONS, writeAgentMemory: true, context: CUSTOMER, knowledge: "tool", task: { object_types: ["refund"] } });
   const model = new ScriptedModel([
     [fnCall("call_1", "remember", lesson("openai-agents"))],
     [fnCall("call_2", "remember", WITH_PHONE)],
@@ -177,7 +177,7 @@ class ScriptedChatModel extends BaseChatModel {
 
 test("LangChain.js: the prompt step prepends the system message each call; remember through a tool-calling loop", async () => {
   const conv = conversation("c-lc-int");
-  const mem = await agentMemoryForLangChain(conv, { instructions: INSTRUCTIONS, context: CUSTOMER, knowledge: "before_call", task: { object_types: ["refund"] } });
+  const mem = await agentMemoryForLangChain(conv, { instructions: INSTRUCTIONS, writeAgentMemory: true, context: CUSTOMER, knowledge: "before_call", task: { object_types: ["refund"] } });
   const model = new ScriptedChatModel([
     new AIMessage({ content: "", tool_calls: [{ id: "lc_1", name: "remember", args: lesson("langchain"), type: "tool_call" }] }),
     new AIMessage({ content: "", tool_calls: [{ id: "lc_2", name: "remember", args: WITH_PHONE, type: "tool_call" }] }),
@@ -214,7 +214,7 @@ test("LangChain.js: the prompt step prepends the system message each call; remem
 test("Claude Agent SDK: the block in systemPrompt; the in-process MCP server's tools run against the binary", async () => {
   const conv = conversation("c-claude-int");
   const prompt = "How does a refund to my card work?";
-  const mem = await agentMemoryForClaudeAgent(conv, { instructions: INSTRUCTIONS, context: CUSTOMER, knowledge: "before_call", task: { object_types: ["refund"] }, prompt });
+  const mem = await agentMemoryForClaudeAgent(conv, { instructions: INSTRUCTIONS, writeAgentMemory: true, context: CUSTOMER, knowledge: "before_call", task: { object_types: ["refund"] }, prompt });
   assertPlaced(mem.options.systemPrompt, /original card/);
   assert.deepEqual(mem.options.allowedTools, ["mcp__agentmemory__search_agent_memory", "mcp__agentmemory__remember"]);
   assert.equal(mem.options.mcpServers.agentmemory, mem.server);
@@ -251,7 +251,7 @@ test("Claude Agent SDK: the block in systemPrompt; the in-process MCP server's t
 test("Claude Agent SDK: query() with a stand-in for Claude Code gets the block in systemPrompt and runs remember", async () => {
   const conv = conversation("c-claude-query");
   const prompt = "How does a refund to my card work?";
-  const mem = await agentMemoryForClaudeAgent(conv, { instructions: INSTRUCTIONS, context: CUSTOMER, knowledge: "tool", task: { object_types: ["refund"] }, prompt });
+  const mem = await agentMemoryForClaudeAgent(conv, { instructions: INSTRUCTIONS, writeAgentMemory: true, context: CUSTOMER, knowledge: "tool", task: { object_types: ["refund"] }, prompt });
   const standIn = claudeCodeStandIn([
     { server: "agentmemory", name: "remember", arguments: lesson("claude-query") },
     { server: "agentmemory", name: "remember", arguments: WITH_PHONE },
@@ -272,4 +272,13 @@ test("Claude Agent SDK: query() with a stand-in for Claude Code gets the block i
   assert.equal(refused!.result.isError, true);
   assert.equal(JSON.parse(refused!.result.content[0].text).error.code, "personal_data_in_agent_memory");
   assert.match(JSON.parse(found!.result.content[0].text).context, /original card/);
+});
+
+test("every integration offers remember only when asked (writeAgentMemory defaults to false, as in Python and Go)", async () => {
+  const ai = await agentMemoryForAI(conversation("c-defaults"), { instructions: INSTRUCTIONS, prompt: "hi" });
+  assert.deepEqual(Object.keys(ai.tools).sort(), ["search_agent_memory"]);
+  const lc = await agentMemoryForLangChain(conversation("c-defaults"), { instructions: INSTRUCTIONS });
+  assert.deepEqual(lc.tools.map((t: any) => t.name).sort(), ["search_agent_memory"]);
+  const claude = await agentMemoryForClaudeAgent(conversation("c-defaults"), { instructions: INSTRUCTIONS, prompt: "hi" });
+  assert.deepEqual(claude.options.allowedTools, ["mcp__agentmemory__search_agent_memory"]);
 });

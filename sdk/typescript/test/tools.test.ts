@@ -113,6 +113,7 @@ test("Vercel AI SDK: generateText with the mock model calls remember and search_
   assert.equal(seeded.error, null);
   const { system, tools, context } = await agentMemoryForAI(conv, {
     instructions: "You are the shop's assistant.",
+    writeAgentMemory: true,
     context: "CUSTOMER CONTEXT",
     blockMaxTokens: 300,
     task: { object_types: ["refund"] },

@@ -156,9 +156,11 @@ class Memory:
 
     def system_prompt(self, instructions: str, latest_user_message: str = "", customer_context: str = "") -> str:
         """The system prompt of one model call (AM-4's order): the instructions, the notes block,
-        then the context: the knowledge evidence (before_call), then ``customer_context``."""
+        then the context: ``customer_context``, then the knowledge evidence (before_call), the
+        most volatile part last so that a provider's prompt cache keeps the rest (the same order
+        as the TypeScript and Go SDKs)."""
         block, knowledge = self.block_and_knowledge(latest_user_message)
-        return self.compose(instructions, block, "\n\n".join(p for p in (knowledge, customer_context) if p))
+        return self.compose(instructions, block, "\n\n".join(p for p in (customer_context, knowledge) if p))
 
     def compose(self, instructions: str, block: str, context: str) -> str:
         """system_prompt(instructions, block, context), remembering the parts of the text it

@@ -111,7 +111,7 @@ class AgentMemory(Memory):
         found_block, knowledge = await asyncio.to_thread(self.block_and_knowledge, query)
         if not knowledge:
             return model_data
-        text = self.compose(instructions, found_block or block, "\n\n".join(p for p in (knowledge, customer) if p))
+        text = self.compose(instructions, found_block or block, "\n\n".join(p for p in (customer, knowledge) if p))
         return dataclasses.replace(model_data, instructions=text)
 
     def tools(self) -> List[Any]:
