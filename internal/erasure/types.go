@@ -17,6 +17,7 @@ const (
 	KindSubjectKey    = "subject_key"       // the key store: a subject's data key
 	KindTurn          = "turn"              // turns: a masked turn
 	KindIdentityLink  = "identity_link"     // turns: an identity link
+	KindScopeKey      = "conversation_key"  // turns: a conversation's (or task's) data key
 )
 
 // Export is one store's part of a subject's data package (GOV-3): Members maps a package

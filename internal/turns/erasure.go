@@ -23,6 +23,7 @@ func (Eraser) Name() string { return "turns" }
 func (Eraser) Covers() []erasure.Column {
 	return []erasure.Column{
 		{Table: "turns", Column: "scope_hash"}, {Table: "turns", Column: "profile_id"}, {Table: "turns", Column: "key_id"},
+		{Table: "turns", Column: "sealed_key"},
 		{Table: "identity_links", Column: "scope_hash"}, {Table: "identity_links", Column: "handle_hash"},
 		{Table: "identity_links", Column: "profile_id"}, {Table: "identity_links", Column: "key_id"},
 	}
