@@ -29,6 +29,11 @@ func (Eraser) Covers() []erasure.Column {
 	}
 }
 
+// Backups is erasure.Shredded: every turn is sealed under its profile's or its
+// conversation's key, and the erasure destroys both (ER-1); legacy clear turns are re-sealed
+// by `agentmemory restore` (turns.Service.SealLegacy).
+func (Eraser) Backups(erasure.Target) string { return erasure.Shredded }
+
 var errNoService = errors.New("turns: the eraser has no service")
 
 // EraseSubject deletes what t reaches inside tx: a subject's links and their conversations'

@@ -18,6 +18,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/keyed"
 	"github.com/agentmemory/agentmemory/internal/keystore"
@@ -235,10 +236,8 @@ func (s *Service) prepare(ctx context.Context, p auth.Principal, t Input, now ti
 }
 
 // ConversationKeyID is the key-store id of the key a conversation's (or task's) turns are
-// sealed under while it is linked to no profile (issue 29 §1, ER-1): "cv_" and the keyed scope
-// hash. The prefix keeps it apart from profile ids ("prof_...") and subject keys ("sh_...").
-// Erasing the conversation, or a subject linked to it, destroys it.
-func ConversationKeyID(scopeHash string) string { return "cv_" + scopeHash }
+// sealed under while it is linked to no profile: erasure.ConversationKeyID.
+func ConversationKeyID(scopeHash string) string { return erasure.ConversationKeyID(scopeHash) }
 
 // seal puts the row's masked text under profileID's key, or, with no profile (or a profile
 // whose key was destroyed), under the conversation's key, created on first use; a turn is
