@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"github.com/agentmemory/agentmemory/app"
 	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/app"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
