@@ -173,6 +173,7 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, in []Input, batch
 	}
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		profiles := map[string]string{} // scope hash -> profile id ("" when none)
+		keys := map[string][]byte{}     // key id -> key, fetched once per batch
 		for i := range list {
 			r := &list[i].row
 			prof, ok := profiles[r.ScopeHash]
@@ -183,7 +184,7 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, in []Input, batch
 				}
 				profiles[r.ScopeHash] = prof
 			}
-			if err := s.seal(ctx, r, prof); err != nil {
+			if err := s.seal(ctx, r, prof, keys); err != nil {
 				return err
 			}
 			if _, err := tx.NewInsert().Model(r).Exec(ctx); err != nil {
@@ -241,21 +242,32 @@ func ConversationKeyID(scopeHash string) string { return erasure.ConversationKey
 
 // seal puts the row's masked text under profileID's key, or, with no profile (or a profile
 // whose key was destroyed), under the conversation's key, created on first use; a turn is
-// never stored in clear (ER-1).
-func (s *Service) seal(ctx context.Context, r *models.Turn, profileID string) error {
+// never stored in clear (ER-1). keys caches the keys fetched during one call of the caller
+// (key id -> key, nil for a destroyed profile key), so a batch asks the key store once per
+// key, not once per turn.
+func (s *Service) seal(ctx context.Context, r *models.Turn, profileID string, keys map[string][]byte) error {
 	if profileID != "" {
-		key, err := s.Keys.DataKey(ctx, profileID, false)
-		switch {
-		case err == nil:
+		key, cached := keys[profileID]
+		if !cached {
+			var err error
+			key, err = s.Keys.DataKey(ctx, profileID, false)
+			if err != nil && !errors.Is(err, keystore.ErrNoKey) {
+				return fmt.Errorf("turns: data key: %w", err)
+			}
+			keys[profileID] = key // nil when destroyed
+		}
+		if key != nil {
 			return sealUnder(r, key, profileID, "")
-		case !errors.Is(err, keystore.ErrNoKey):
-			return fmt.Errorf("turns: data key: %w", err)
 		}
 	}
 	keyID := ConversationKeyID(r.ScopeHash)
-	key, err := s.Keys.DataKey(ctx, keyID, true)
-	if err != nil {
-		return fmt.Errorf("turns: conversation key: %w", err)
+	key, cached := keys[keyID]
+	if !cached {
+		var err error
+		if key, err = s.Keys.DataKey(ctx, keyID, true); err != nil {
+			return fmt.Errorf("turns: conversation key: %w", err)
+		}
+		keys[keyID] = key
 	}
 	return sealUnder(r, key, "", keyID)
 }
@@ -392,6 +404,7 @@ func (s *Service) sealClear(ctx context.Context, tx bun.IDB, spaceID, scopeHash,
 		return 0, fmt.Errorf("turns: load unlinked turns: %w", err)
 	}
 	op := s.opener()
+	keys := map[string][]byte{}
 	n := 0
 	for i := range rows {
 		r := &rows[i]
@@ -403,7 +416,7 @@ func (s *Service) sealClear(ctx context.Context, tx bun.IDB, spaceID, scopeHash,
 			continue // its conversation key is gone: nothing to move
 		}
 		r.Text = []byte(text)
-		if err := s.seal(ctx, r, profileID); err != nil {
+		if err := s.seal(ctx, r, profileID, keys); err != nil {
 			return 0, err
 		}
 		if _, err := tx.NewUpdate().Model((*models.Turn)(nil)).Set("text = ?, profile_id = ?, sealed_key = ?", r.Text, r.ProfileID, r.SealedKey).
@@ -430,9 +443,10 @@ func (s *Service) SealLegacy(ctx context.Context, idb bun.IDB, limit int) (int, 
 		Order("id ASC").Limit(int64(limit)).Scan(ctx); err != nil {
 		return 0, fmt.Errorf("turns: load clear turns: %w", err)
 	}
+	keys := map[string][]byte{}
 	for i := range rows {
 		r := &rows[i]
-		if err := s.seal(ctx, r, ""); err != nil {
+		if err := s.seal(ctx, r, "", keys); err != nil {
 			return 0, err
 		}
 		if _, err := idb.NewUpdate().Model((*models.Turn)(nil)).Set("text = ?, sealed_key = ?", r.Text, r.SealedKey).
