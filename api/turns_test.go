@@ -77,9 +77,9 @@ func TestTurnsSealedUnderLinkedSubject(t *testing.T) {
 		e.MustDo(http.StatusCreated, "POST", "/v1/profiles", integ, map[string]any{
 			"name": conv.Name, "handles": []string{"email:" + conv.Email},
 		})
-		// Two turns before the link: stored masked in clear.
+		// Two turns before the link: stored masked, sealed under the conversation's key (issue 29 §1).
 		e.MustDo(http.StatusCreated, "POST", "/v1/turns", integ, map[string]any{"turns": conv.Turns[:2]})
-		require.Contains(t, storedBytes(t, e), conv.Turns[0].Text)
+		require.NotContains(t, storedBytes(t, e), conv.Turns[0].Text, "an unlinked turn is sealed, never in clear")
 
 		r := e.MustDo(http.StatusCreated, "POST", "/v1/identity-links", integ, map[string]any{
 			"conversation_id": conv.ID, "subject": "email:" + strings.ToUpper(conv.Email), "status": "confirmed",

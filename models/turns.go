@@ -8,7 +8,9 @@ import (
 
 // Turn is one message of a conversation or task, stored masked (AM-9). ScopeHash is the keyed
 // hash of the conversation or task id (never the id in clear). Text is the masked text: sealed
-// under the subject's key (keystore) when ProfileID is set, else the masked UTF-8 in clear.
+// under the subject's key (keystore) when ProfileID is set, else under the key SealedKey names
+// (the conversation's key, issue 29 §1); with neither (a turn written before conversation keys
+// existed, not yet re-sealed) it is the masked UTF-8 in clear.
 type Turn struct {
 	bun.BaseModel `bun:"table:turns"`
 
@@ -19,6 +21,7 @@ type Turn struct {
 	Speaker   string    `bun:"speaker"`
 	Text      []byte    `bun:"text"`
 	ProfileID string    `bun:"profile_id"`
+	SealedKey string    `bun:"sealed_key"`
 	KeyID     string    `bun:"key_id"`
 	At        time.Time `bun:"at"`
 	CreatedAt time.Time `bun:"created_at"`

@@ -37,7 +37,7 @@ func newRootCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Com
 	cl := config.LoadClient(getenv)
 	root.AddCommand(devCmd(load, stdout, stderr), serveCmd(load, stderr), workerCmd(load, stderr),
 		migrateCmd(load, stdout), spaceCmd(load, stdout), replayCmd(cl, stdout),
-		notesCmd(cl, stdout), healthcheckCmd(), keysCmd(load, stdout),
+		notesCmd(cl, stdout), healthcheckCmd(), keysCmd(load, stdout), restoreCmd(load, stdout),
 		// Signed proofs (PR-3): cmd/agentmemory/signing.go.
 		verifyCertificateCmd(cl, stdout), receiptsCmd(load, cl, stdout), signingKeyCmd(cl, stdout))
 	return root

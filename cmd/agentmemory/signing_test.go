@@ -67,7 +67,7 @@ func TestVerifyCertificateCommand(t *testing.T) {
 		s := newSignedEnv(t, e)
 		// Stored as Certify issues it: canonical, signed then.
 		cert, err := signing.Canonical([]byte(`{"type":"erasure_certificate","erasure_id":"er_1","subject_hash":"5f1c",` +
-			`"stores":[{"store":"state","removed":3,"probe":0},{"store":"turns","removed":2,"probe":0}],"total":5,"ended_at":"2026-12-01T12:00:03Z"}`))
+			`"stores":[{"store":"state","removed":3,"probe":0},{"store":"turns","removed":2,"probe":0,"backups":"shredded"}],"total":5,"ended_at":"2026-12-01T12:00:03Z"}`))
 		require.NoError(t, err)
 		sig, err := s.signer.Sign(cert)
 		require.NoError(t, err)
@@ -96,6 +96,7 @@ func TestVerifyCertificateCommand(t *testing.T) {
 			require.Contains(t, out, `subject_hash: "5f1c"`)
 			require.Contains(t, out, `store: "turns"`)
 			require.Contains(t, out, `removed: 3`)
+			require.Contains(t, out, `backups: "shredded"`, "how a store's entries are gone from backups is shown (issue 29 §1)")
 			require.Contains(t, out, `ended_at: "2026-12-01T12:00:03Z"`)
 		}
 

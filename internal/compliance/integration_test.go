@@ -85,6 +85,10 @@ func (f *flakyTurns) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Targ
 	return f.Eraser.EraseSubject(ctx, tx, t)
 }
 
+// Backups forwards to the wrapped eraser (an optional erasure.BackupReach is not promoted
+// through the embedded interface).
+func (f *flakyTurns) Backups(t erasure.Target) string { return erasure.Backups(f.Eraser, t) }
+
 // env is the real API over a fresh database with a worker running the compliance workflows
 // on its own task queue.
 func newEnv(t *testing.T, engine string) *apitest.Env {
@@ -309,7 +313,7 @@ func TestSubjectErasureEndToEnd(t *testing.T) {
 				require.Len(t, it.HashedIDs, it.Count)
 			}
 			require.Equal(t, map[string]int{"agent_state": 2, "profile": 1, "profile_handle": 2, "export_package": 1, "subject_key": 2,
-				"turn": ana.turns, "identity_link": 2}, counts)
+				"turn": ana.turns, "identity_link": 2, "conversation_key": 1}, counts)
 			require.Empty(t, cert.NotCovered, "turns and identity links are covered")
 			// Every store is listed with what it removed and a probe of 0 (issue 12 §3).
 			stores := map[string][2]int{}
@@ -317,8 +321,16 @@ func TestSubjectErasureEndToEnd(t *testing.T) {
 				stores[st.Store] = [2]int{st.Removed, st.Probe}
 			}
 			require.Equal(t, map[string][2]int{
-				"state": {2, 0}, "turns": {ana.turns + 2, 0}, "exports": {1, 0}, "knowledge": {0, 0}, "subjects": {3, 0}, "outbox": {0, 0}, "keys": {2, 0},
+				"state": {2, 0}, "turns": {ana.turns + 3, 0}, "exports": {1, 0}, "knowledge": {0, 0}, "subjects": {3, 0}, "outbox": {0, 0}, "keys": {2, 0},
 			}, stores)
+			// Each store says how the entries are gone from backups (issue 29 §1).
+			reach := map[string]string{}
+			for _, st := range cert.Stores {
+				reach[st.Store] = st.Backups
+			}
+			require.Equal(t, map[string]string{
+				"state": "shredded", "turns": "shredded", "exports": "shredded", "knowledge": "not_sealed", "subjects": "shredded", "outbox": "holds_none", "keys": "shredded",
+			}, reach)
 			require.NotEmpty(t, cert.WorkflowHistory)
 			require.Contains(t, cert.Items[len(cert.Items)-1].HashedIDs[0], "sha256:")
 			require.False(t, cert.NothingFound)
@@ -406,14 +418,14 @@ func TestConversationErasureLeavesNoCleartext(t *testing.T) {
 			if engine == "sqlite" {
 				files := sqliteFiles(t, e)
 				require.True(t, bytes.Contains(files, []byte(addr)), "the address should be stored in clear before (no subject named)")
-				require.True(t, bytes.Contains(files, []byte(phrase)), "unlinked turns are stored masked, unsealed")
+				require.False(t, bytes.Contains(files, []byte(phrase)), "unlinked turns are sealed under the conversation's key (issue 29 §1)")
 			}
 			id := e.MustDo(http.StatusAccepted, "POST", "/v1/erasures", comp, map[string]any{"conversation_id": "c-1"}).JSON(t)["erasure_id"].(string)
 			waitWorkflow(t, workflows.ErasureWorkflowID(id))
 			v := e.MustDo(http.StatusOK, "GET", "/v1/erasures/"+id, comp, nil).JSON(t)
 			require.Equal(t, "completed", v["status"])
 			cert := v["certificate"].(map[string]any)
-			require.Equal(t, json.Number(fmt.Sprint(1+len(in)+1)), cert["total"], "one state, the turns, one link")
+			require.Equal(t, json.Number(fmt.Sprint(1+len(in)+1+1)), cert["total"], "one state, the turns, one link, the conversation's key")
 			require.Empty(t, cert["not_covered"])
 			left, err := e.Deps.Turns.Recent(context.Background(), e.SpaceID, "conversation", "c-1", time.Now().Add(-turns.Window))
 			require.NoError(t, err)

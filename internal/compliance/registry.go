@@ -40,6 +40,12 @@ type StoreReport struct {
 	Removed int      `json:"removed"`
 	Probe   int      `json:"probe"`
 	Covers  []string `json:"covers"`
+	// Backups says how the erased entries are gone from backups (issue 29 §1, ER-1):
+	// "shredded" (sealed under a destroyed key), "rebuilt_on_restore" (derived data the
+	// restore procedure rebuilds), "holds_none" (the store holds nothing of the target) or
+	// "not_sealed" (a known gap: a restored backup still holds them). Empty in certificates
+	// issued before it existed (they still verify: the signature covers what was signed).
+	Backups string `json:"backups,omitempty"`
 }
 
 // Registry returns the erasure registry (Erasers; an empty one when nil, so that nothing
@@ -148,7 +154,7 @@ func (s *Service) probe(ctx context.Context, idb bun.IDB, row *models.Erasure, i
 		if err != nil {
 			return nil, fmt.Errorf("compliance: probe %s: %w", e.Name(), err)
 		}
-		rep := StoreReport{Store: e.Name(), Removed: removed[e.Name()], Probe: r.Count(), Covers: []string{}}
+		rep := StoreReport{Store: e.Name(), Removed: removed[e.Name()], Probe: r.Count(), Covers: []string{}, Backups: erasure.Backups(e, t)}
 		for _, c := range e.Covers() {
 			rep.Covers = append(rep.Covers, c.String())
 		}
@@ -175,7 +181,7 @@ func (s *Service) probe(ctx context.Context, idb bun.IDB, row *models.Erasure, i
 				left++
 			}
 		}
-		out = append(out, StoreReport{Store: StoreKeys, Removed: removed[StoreKeys], Probe: left, Covers: []string{"subject keys"}})
+		out = append(out, StoreReport{Store: StoreKeys, Removed: removed[StoreKeys], Probe: left, Covers: []string{"subject keys"}, Backups: erasure.Shredded})
 	}
 	return out, nil
 }
@@ -226,6 +232,11 @@ func (e ExportsEraser) Residue(ctx context.Context, idb bun.IDB, t erasure.Targe
 	r.Add(KindExportPackage, ids...)
 	return r, nil
 }
+
+// Backups is erasure.Shredded: a subject's packages are sealed under the subject's key,
+// which the erasure destroys (a package of a handle the service knew nothing of holds
+// nothing of the subject).
+func (ExportsEraser) Backups(erasure.Target) string { return erasure.Shredded }
 
 // Export gives the zero Export: a data package never carries earlier packages.
 func (ExportsEraser) Export(context.Context, bun.IDB, erasure.Target) (erasure.Export, error) {

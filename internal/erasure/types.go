@@ -17,7 +17,48 @@ const (
 	KindSubjectKey    = "subject_key"       // the key store: a subject's data key
 	KindTurn          = "turn"              // turns: a masked turn
 	KindIdentityLink  = "identity_link"     // turns: an identity link
+	KindScopeKey      = "conversation_key"  // turns: a conversation's (or task's) data key
 )
+
+// How a store's erased entries are gone from backups (issue 29 §1, ER-1): the value of a
+// store's "backups" member in a certificate (Backups).
+const (
+	// Shredded: the entries are sealed under keys the erasure (or delete) destroyed, so every
+	// copy of them, in any backup, no longer opens.
+	Shredded = "shredded"
+	// RebuiltOnRestore: the entries are derived data (full-text entries, vectors, caches)
+	// that `agentmemory restore` drops and rebuilds from what can still be unsealed.
+	RebuiltOnRestore = "rebuilt_on_restore"
+	// HoldsNone: the store holds nothing of the target (its probe proves it), so no backup
+	// of it does either.
+	HoldsNone = "holds_none"
+	// NotSealed: the entries are stored unsealed, so a backup taken before the erasure and
+	// restored after it still holds them (a known gap the certificate states, never hides).
+	NotSealed = "not_sealed"
+)
+
+// BackupReach is implemented by an Eraser that says how what it erases for t is gone from
+// backups: one of Shredded, RebuiltOnRestore, HoldsNone or NotSealed. An eraser that does
+// not implement it is reported NotSealed (Backups).
+type BackupReach interface {
+	Backups(t Target) string
+}
+
+// Backups returns how e's erased entries of t are gone from backups (BackupReach), NotSealed
+// when e does not say.
+func Backups(e Eraser, t Target) string {
+	if b, ok := e.(BackupReach); ok {
+		return b.Backups(t)
+	}
+	return NotSealed
+}
+
+// ConversationKeyID is the key-store id of the data key sealing what is stored of a
+// conversation (or task) linked to no subject (issue 29 §1, ER-1): its turns and its
+// conversation-scoped working states. scopeHash is the keyed scope hash turns and working
+// memory share (WM-3). The "cv_" prefix keeps it apart from profile ids ("prof_...") and
+// subject keys ("sh_..."). Erasing the conversation, or a subject linked to it, destroys it.
+func ConversationKeyID(scopeHash string) string { return "cv_" + scopeHash }
 
 // Export is one store's part of a subject's data package (GOV-3): Members maps a package
 // member ("profiles", "states", "identity_links", "turns") to its entries, encoded to JSON as

@@ -23,6 +23,9 @@ func (Eraser) Name() string { return "outbox" }
 // Covers is empty: no outbox column holds subject data (payload is probed, not erased).
 func (Eraser) Covers() []erasure.Column { return nil }
 
+// Backups is erasure.HoldsNone: the outbox holds nothing of a subject (Residue proves it).
+func (Eraser) Backups(erasure.Target) string { return erasure.HoldsNone }
+
 // EraseSubject removes nothing (events hold no subject data).
 func (Eraser) EraseSubject(context.Context, bun.Tx, erasure.Target) (erasure.Reach, error) {
 	return erasure.Reach{}, nil

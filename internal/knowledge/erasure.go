@@ -43,6 +43,16 @@ func (Eraser) Covers() []erasure.Column {
 	}
 }
 
+// Backups is erasure.NotSealed for a subject: documents and chunks stored under the
+// allow_with_subject policy are not sealed (a known gap, issue 29 §1: a backup taken before
+// the erasure still holds them); a conversation erasure reaches no document (HoldsNone).
+func (Eraser) Backups(t erasure.Target) string {
+	if t.Kind != erasure.Subject {
+		return erasure.HoldsNone
+	}
+	return erasure.NotSealed
+}
+
 // Export gives the zero Export: documents naming a subject are not part of the subject's
 // data package (unchanged by issue 29 §4, which only restructured the erasure path).
 func (Eraser) Export(context.Context, bun.IDB, erasure.Target) (erasure.Export, error) {

@@ -33,6 +33,16 @@ func (Eraser) Covers() []erasure.Column {
 	return []erasure.Column{{Table: "agent_states", Column: "scope_hash"}, {Table: "agent_states", Column: "subject_hash"}, {Table: "agent_states", Column: "key_id"}}
 }
 
+// Backups is erasure.Shredded for a subject (its states are sealed under the subject's
+// handle keys, which the erasure destroys); for a conversation, erasure.NotSealed: states of a
+// conversation scope that name no subject are stored in clear (a known gap, issue 29 §1).
+func (Eraser) Backups(t erasure.Target) string {
+	if t.Kind == erasure.Subject {
+		return erasure.Shredded
+	}
+	return erasure.NotSealed
+}
+
 func (Eraser) find(ctx context.Context, idb bun.IDB, t erasure.Target) ([]string, error) {
 	q := idb.NewSelect().Model((*models.AgentState)(nil)).Column("id").Where("space_id = ?", t.SpaceID)
 	if t.Kind == erasure.Subject {

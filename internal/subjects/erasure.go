@@ -35,6 +35,10 @@ func (Eraser) Covers() []erasure.Column {
 	return []erasure.Column{{Table: "profiles", Column: "sealed"}, {Table: "profile_handles", Column: "handle_hash"}, {Table: "profile_handles", Column: "profile_id"}}
 }
 
+// Backups is erasure.Shredded: profiles are sealed under their own key, which the erasure
+// destroys; a handle row holds only a keyed hash (under the server secret, not the value).
+func (Eraser) Backups(erasure.Target) string { return erasure.Shredded }
+
 // EraseSubject deletes the handles, then the profiles, of t inside tx, and bumps the
 // space's profile revision when it deleted a profile.
 func (Eraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (erasure.Reach, error) {

@@ -36,6 +36,7 @@ import (
 const (
 	KindTurn         = erasure.KindTurn
 	KindIdentityLink = erasure.KindIdentityLink
+	KindScopeKey     = erasure.KindScopeKey
 )
 
 // DefaultRetentionDays is how long turns are kept when the space's features document sets no
@@ -160,8 +161,10 @@ func subjectTurns(ctx context.Context, idb bun.IDB, spaceID string, links []mode
 // EraseSubject deletes, inside idb, the identity links naming one of s's handle hashes or
 // profiles, and every turn of the conversations (and tasks) they link, shared conversations
 // included (see the package's compliance notes), plus any turn sealed under one of s's
-// profiles. It returns the ids deleted as KindTurn and KindIdentityLink
-// (kinds with nothing deleted left out); a second call finds nothing.
+// profiles, and destroys those conversations' keys (so a backup's copies of their turns from
+// before the link, sealed under them, no longer open: ER-1). It returns the ids deleted as
+// KindTurn, KindIdentityLink and KindScopeKey (kinds with nothing deleted left out); a second
+// call finds nothing.
 func (s *Service) EraseSubject(ctx context.Context, idb bun.IDB, spaceID string, ref erasure.Target) (erasure.Reach, error) {
 	links, err := subjectLinks(ctx, idb, spaceID, ref)
 	if err != nil {
@@ -176,16 +179,21 @@ func (s *Service) EraseSubject(ctx context.Context, idb bun.IDB, spaceID string,
 		turnIDs[i] = r.ID
 	}
 	linkIDs := make([]string, len(links))
+	scopes := make([]string, 0, len(links)+len(rows))
 	for i, l := range links {
 		linkIDs[i] = l.ID
+		scopes = append(scopes, l.ScopeHash)
 	}
-	return deleteByID(ctx, idb, turnIDs, linkIDs)
+	for _, r := range rows {
+		scopes = append(scopes, r.ScopeHash)
+	}
+	return s.deleteByID(ctx, idb, turnIDs, linkIDs, scopes)
 }
 
 // EraseConversation deletes, inside idb, the turns and identity links of the conversation
-// conversationID and returns their ids as KindTurn and KindIdentityLink;
-// a second call (or an empty id) finds nothing. Turns of the same id used as a task are not
-// touched.
+// conversationID and destroys its key, and returns their ids as KindTurn, KindIdentityLink
+// and KindScopeKey; a second call (or an empty id) finds nothing. Turns of the same id used
+// as a task are not touched.
 func (s *Service) EraseConversation(ctx context.Context, idb bun.IDB, spaceID, conversationID string) (erasure.Reach, error) {
 	if conversationID == "" {
 		return nil, nil
@@ -200,11 +208,13 @@ func (s *Service) EraseConversation(ctx context.Context, idb bun.IDB, spaceID, c
 		Where("space_id = ? AND scope_hash = ?", spaceID, scopeHash).Order("id ASC").Scan(ctx, &linkIDs); err != nil {
 		return nil, fmt.Errorf("turns: conversation links: %w", err)
 	}
-	return deleteByID(ctx, idb, turnIDs, linkIDs)
+	return s.deleteByID(ctx, idb, turnIDs, linkIDs, []string{scopeHash})
 }
 
-// deleteByID deletes the turns and links named and reports them.
-func deleteByID(ctx context.Context, idb bun.IDB, turnIDs, linkIDs []string) (erasure.Reach, error) {
+// deleteByID deletes the turns and links named, destroys the keys of the scopes named, and
+// reports them. A key is destroyed before the transaction commits: should the commit fail,
+// the retried step finds the same rows (now unreadable) and deletes them.
+func (s *Service) deleteByID(ctx context.Context, idb bun.IDB, turnIDs, linkIDs, scopes []string) (erasure.Reach, error) {
 	for _, ids := range chunks(turnIDs) {
 		if _, err := idb.NewDelete().Model((*models.Turn)(nil)).Where("id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
 			return nil, fmt.Errorf("turns: delete turns: %w", err)
@@ -215,7 +225,41 @@ func deleteByID(ctx context.Context, idb bun.IDB, turnIDs, linkIDs []string) (er
 			return nil, fmt.Errorf("turns: delete links: %w", err)
 		}
 	}
-	return erased(turnIDs, linkIDs), nil
+	keyIDs, err := s.scopeKeys(ctx, scopes)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keyIDs {
+		if err := s.Keys.Destroy(ctx, k); err != nil {
+			return nil, fmt.Errorf("turns: destroy conversation key: %w", err)
+		}
+	}
+	r := erased(turnIDs, linkIDs)
+	r.Add(KindScopeKey, keyIDs...)
+	return r, nil
+}
+
+// scopeKeys returns, sorted and once each, the conversation keys of scopes that the key store
+// still holds (existence only: a key is never opened to be found).
+func (s *Service) scopeKeys(ctx context.Context, scopes []string) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	for _, h := range scopes {
+		k := ConversationKeyID(h)
+		if h == "" || seen[k] {
+			continue
+		}
+		seen[k] = true
+		ok, err := s.Keys.Exists(ctx, k)
+		if err != nil {
+			return nil, fmt.Errorf("turns: conversation key: %w", err)
+		}
+		if ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // erased reports turn and link ids as the certificate's items: one per kind that has any.
@@ -317,29 +361,34 @@ func (s *Service) SweepTurns(ctx context.Context, idb bun.IDB, spaceID string, n
 	return counts, removed < limit, nil
 }
 
-// opener unseals stored turns, fetching each profile's key once.
+// opener unseals stored turns, fetching each key once.
 type opener struct {
 	s    *Service
-	keys map[string][]byte // profile id -> key, nil when destroyed
+	keys map[string][]byte // key id -> key, nil when destroyed
 }
 
 func (s *Service) opener() *opener { return &opener{s: s, keys: map[string][]byte{}} }
 
-// open returns r's masked text, or ok false when it was sealed under a destroyed key.
+// open returns r's masked text, or ok false when it was sealed under a destroyed key (its
+// profile's, else its conversation's); a legacy row with neither is in clear.
 func (o *opener) open(ctx context.Context, r *models.Turn) (string, bool, error) {
-	if r.ProfileID == "" {
+	keyID := r.ProfileID
+	if keyID == "" {
+		keyID = r.SealedKey
+	}
+	if keyID == "" {
 		return string(r.Text), true, nil
 	}
-	key, cached := o.keys[r.ProfileID]
+	key, cached := o.keys[keyID]
 	if !cached {
 		var err error
-		key, err = o.s.Keys.DataKey(ctx, r.ProfileID, false)
+		key, err = o.s.Keys.DataKey(ctx, keyID, false)
 		if errors.Is(err, keystore.ErrNoKey) {
 			key = nil
 		} else if err != nil {
 			return "", false, fmt.Errorf("turns: data key: %w", err)
 		}
-		o.keys[r.ProfileID] = key
+		o.keys[keyID] = key
 	}
 	if key == nil {
 		return "", false, nil

@@ -132,7 +132,8 @@ func TestEraseSubject(t *testing.T) {
 			erased, err = e.Deps.Turns.EraseSubject(ctx, tx, e.SpaceID, ana.ref)
 			return err
 		})
-		want := map[string]int{turns.KindTurn: len(own.Turns) + 2 + len(shared.Turns), turns.KindIdentityLink: 3}
+		// The three conversations were written before their links: their keys are destroyed too.
+		want := map[string]int{turns.KindTurn: len(own.Turns) + 2 + len(shared.Turns), turns.KindIdentityLink: 3, turns.KindScopeKey: 3}
 		require.Equal(t, want, erasedCounts(erased))
 
 		require.Empty(t, recent(t, e, "conversation", own.ID))
@@ -187,7 +188,7 @@ func TestEraseConversation(t *testing.T) {
 			erased, err = e.Deps.Turns.EraseConversation(ctx, tx, e.SpaceID, conv.ID)
 			return err
 		})
-		require.Equal(t, map[string]int{turns.KindTurn: len(conv.Turns), turns.KindIdentityLink: 1}, erasedCounts(erased))
+		require.Equal(t, map[string]int{turns.KindTurn: len(conv.Turns), turns.KindIdentityLink: 1, turns.KindScopeKey: 1}, erasedCounts(erased))
 		require.Empty(t, recent(t, e, "conversation", conv.ID))
 		require.Len(t, recent(t, e, "task", conv.ID), 1)
 		require.Len(t, recent(t, e, "conversation", "c-2"), 1)

@@ -23,10 +23,16 @@ func (Eraser) Name() string { return "turns" }
 func (Eraser) Covers() []erasure.Column {
 	return []erasure.Column{
 		{Table: "turns", Column: "scope_hash"}, {Table: "turns", Column: "profile_id"}, {Table: "turns", Column: "key_id"},
+		{Table: "turns", Column: "sealed_key"},
 		{Table: "identity_links", Column: "scope_hash"}, {Table: "identity_links", Column: "handle_hash"},
 		{Table: "identity_links", Column: "profile_id"}, {Table: "identity_links", Column: "key_id"},
 	}
 }
+
+// Backups is erasure.Shredded: every turn is sealed under its profile's or its
+// conversation's key, and the erasure destroys both (ER-1); legacy clear turns are re-sealed
+// by `agentmemory restore` (turns.Service.SealLegacy).
+func (Eraser) Backups(erasure.Target) string { return erasure.Shredded }
 
 var errNoService = errors.New("turns: the eraser has no service")
 

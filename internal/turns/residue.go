@@ -28,14 +28,23 @@ func (s *Service) SubjectResidue(ctx context.Context, idb bun.IDB, spaceID strin
 		turnIDs[i] = r.ID
 	}
 	linkIDs := make([]string, len(links))
+	scopes := make([]string, 0, len(links))
 	for i, l := range links {
 		linkIDs[i] = l.ID
+		scopes = append(scopes, l.ScopeHash)
 	}
-	return erased(turnIDs, linkIDs), nil
+	keys, err := s.scopeKeys(ctx, scopes)
+	if err != nil {
+		return nil, err
+	}
+	r := erased(turnIDs, linkIDs)
+	r.Add(KindScopeKey, keys...)
+	return r, nil
 }
 
 // ConversationResidue is the probe of a conversation erasure: the turns and identity links
-// still stored under the conversation's keyed scope hash; read only.
+// still stored under the conversation's keyed scope hash, and its key if the key store still
+// holds it; read only.
 func (s *Service) ConversationResidue(ctx context.Context, idb bun.IDB, spaceID, scopeHash string) (erasure.Reach, error) {
 	var turnIDs, linkIDs []string
 	if err := idb.NewSelect().Model((*models.Turn)(nil)).Column("id").
@@ -46,5 +55,11 @@ func (s *Service) ConversationResidue(ctx context.Context, idb bun.IDB, spaceID,
 		Where("space_id = ? AND scope_hash = ?", spaceID, scopeHash).Scan(ctx, &linkIDs); err != nil {
 		return nil, fmt.Errorf("turns: probe links: %w", err)
 	}
-	return erased(turnIDs, linkIDs), nil
+	keys, err := s.scopeKeys(ctx, []string{scopeHash})
+	if err != nil {
+		return nil, err
+	}
+	r := erased(turnIDs, linkIDs)
+	r.Add(KindScopeKey, keys...)
+	return r, nil
 }

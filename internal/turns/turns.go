@@ -18,6 +18,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/keyed"
 	"github.com/agentmemory/agentmemory/internal/keystore"
@@ -172,6 +173,7 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, in []Input, batch
 	}
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		profiles := map[string]string{} // scope hash -> profile id ("" when none)
+		keys := map[string][]byte{}     // key id -> key, fetched once per batch
 		for i := range list {
 			r := &list[i].row
 			prof, ok := profiles[r.ScopeHash]
@@ -182,7 +184,7 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, in []Input, batch
 				}
 				profiles[r.ScopeHash] = prof
 			}
-			if err := s.seal(ctx, r, prof); err != nil {
+			if err := s.seal(ctx, r, prof, keys); err != nil {
 				return err
 			}
 			if _, err := tx.NewInsert().Model(r).Exec(ctx); err != nil {
@@ -234,24 +236,49 @@ func (s *Service) prepare(ctx context.Context, p auth.Principal, t Input, now ti
 	return prepared{row: row, scope: t.Scope, text: masked}, nil
 }
 
-// seal puts the row's masked text under profileID's key; with no profile (or a destroyed
-// key) the masked text stays in clear.
-func (s *Service) seal(ctx context.Context, r *models.Turn, profileID string) error {
-	if profileID == "" {
-		return nil
+// ConversationKeyID is the key-store id of the key a conversation's (or task's) turns are
+// sealed under while it is linked to no profile: erasure.ConversationKeyID.
+func ConversationKeyID(scopeHash string) string { return erasure.ConversationKeyID(scopeHash) }
+
+// seal puts the row's masked text under profileID's key, or, with no profile (or a profile
+// whose key was destroyed), under the conversation's key, created on first use; a turn is
+// never stored in clear (ER-1). keys caches the keys fetched during one call of the caller
+// (key id -> key, nil for a destroyed profile key), so a batch asks the key store once per
+// key, not once per turn.
+func (s *Service) seal(ctx context.Context, r *models.Turn, profileID string, keys map[string][]byte) error {
+	if profileID != "" {
+		key, cached := keys[profileID]
+		if !cached {
+			var err error
+			key, err = s.Keys.DataKey(ctx, profileID, false)
+			if err != nil && !errors.Is(err, keystore.ErrNoKey) {
+				return fmt.Errorf("turns: data key: %w", err)
+			}
+			keys[profileID] = key // nil when destroyed
+		}
+		if key != nil {
+			return sealUnder(r, key, profileID, "")
+		}
 	}
-	key, err := s.Keys.DataKey(ctx, profileID, false)
-	if errors.Is(err, keystore.ErrNoKey) {
-		return nil
+	keyID := ConversationKeyID(r.ScopeHash)
+	key, cached := keys[keyID]
+	if !cached {
+		var err error
+		if key, err = s.Keys.DataKey(ctx, keyID, true); err != nil {
+			return fmt.Errorf("turns: conversation key: %w", err)
+		}
+		keys[keyID] = key
 	}
-	if err != nil {
-		return fmt.Errorf("turns: data key: %w", err)
-	}
+	return sealUnder(r, key, "", keyID)
+}
+
+// sealUnder replaces r's clear text by its sealing under key, recording which key it is.
+func sealUnder(r *models.Turn, key []byte, profileID, sealedKey string) error {
 	sealed, err := keystore.Seal(key, r.Text, []byte(r.ID))
 	if err != nil {
 		return fmt.Errorf("turns: seal: %w", err)
 	}
-	r.Text, r.ProfileID = sealed, profileID
+	r.Text, r.ProfileID, r.SealedKey = sealed, profileID, sealedKey
 	return nil
 }
 
@@ -367,29 +394,67 @@ func (s *Service) Link(ctx context.Context, p auth.Principal, req LinkRequest) (
 	return res, err
 }
 
-// sealClear seals the scope's turns still stored in clear under profileID's key.
+// sealClear moves the scope's turns not yet under a profile's key (sealed under the
+// conversation's key, or legacy clear rows) under profileID's key, and returns how many it
+// moved. Turns whose conversation key is gone (unreadable) are left as they are.
 func (s *Service) sealClear(ctx context.Context, tx bun.IDB, spaceID, scopeHash, profileID string) (int, error) {
 	var rows []models.Turn
 	if err := tx.NewSelect().Model(&rows).
 		Where("space_id = ? AND scope_hash = ? AND profile_id = ''", spaceID, scopeHash).Scan(ctx); err != nil {
-		return 0, fmt.Errorf("turns: load clear turns: %w", err)
+		return 0, fmt.Errorf("turns: load unlinked turns: %w", err)
 	}
+	op := s.opener()
+	keys := map[string][]byte{}
 	n := 0
 	for i := range rows {
 		r := &rows[i]
-		if err := s.seal(ctx, r, profileID); err != nil {
+		text, ok, err := op.open(ctx, r)
+		if err != nil {
 			return 0, err
 		}
-		if r.ProfileID == "" {
-			continue // the key is gone
+		if !ok {
+			continue // its conversation key is gone: nothing to move
 		}
-		if _, err := tx.NewUpdate().Model((*models.Turn)(nil)).Set("text = ?, profile_id = ?", r.Text, r.ProfileID).
+		r.Text = []byte(text)
+		if err := s.seal(ctx, r, profileID, keys); err != nil {
+			return 0, err
+		}
+		if _, err := tx.NewUpdate().Model((*models.Turn)(nil)).Set("text = ?, profile_id = ?, sealed_key = ?", r.Text, r.ProfileID, r.SealedKey).
 			Where("id = ?", r.ID).Exec(ctx); err != nil {
 			return 0, fmt.Errorf("turns: seal turn: %w", err)
 		}
-		n++
+		if r.ProfileID != "" {
+			n++
+		}
 	}
 	return n, nil
+}
+
+// SealLegacy seals, inside idb, at most limit turns (500 when limit <= 0) still stored in
+// clear (written before conversation keys existed: no profile, no sealed_key) under their
+// conversation's key: the lazy re-seal of issue 29 §1, run by `agentmemory restore`. It
+// returns how many it sealed; fewer than limit means none is left.
+func (s *Service) SealLegacy(ctx context.Context, idb bun.IDB, limit int) (int, error) {
+	if limit <= 0 {
+		limit = 500
+	}
+	var rows []models.Turn
+	if err := idb.NewSelect().Model(&rows).Where("profile_id = '' AND sealed_key = ''").
+		Order("id ASC").Limit(int64(limit)).Scan(ctx); err != nil {
+		return 0, fmt.Errorf("turns: load clear turns: %w", err)
+	}
+	keys := map[string][]byte{}
+	for i := range rows {
+		r := &rows[i]
+		if err := s.seal(ctx, r, "", keys); err != nil {
+			return 0, err
+		}
+		if _, err := idb.NewUpdate().Model((*models.Turn)(nil)).Set("text = ?, sealed_key = ?", r.Text, r.SealedKey).
+			Where("id = ? AND profile_id = '' AND sealed_key = ''", r.ID).Exec(ctx); err != nil {
+			return 0, fmt.Errorf("turns: re-seal turn: %w", err)
+		}
+	}
+	return len(rows), nil
 }
 
 // Stored is a turn as the distillation reads it: speaker, masked text, time.
