@@ -36,6 +36,9 @@ type Target struct {
 	ProfileIDs     []string
 	ScopeHash      string
 	ConversationID string
+	// Content is the subject's handles and names for the content probe (issue 29 §1b), in
+	// memory only; nil for a conversation, or when nothing of the subject is known in clear.
+	Content *Matcher
 }
 
 // Reach is what an eraser removed, or what a probe still found: item kind (e.g.
@@ -79,6 +82,8 @@ func (c Column) String() string { return c.Table + "." + c.Column }
 //   - Export returns, read through idb, what the store holds of a subject Target for the data
 //     package (GOV-3); a conversation Target, or a store with nothing to export, gives the
 //     zero Export.
+//   - ContentProber (Searched, ProbeContent, EraseFound) looks for the subject by content, not
+//     linkage (issue 29 §1b): part of the interface, so a new store cannot forget it.
 //
 // Stored records that do not decode are an error (fault "corrupt_record"), never "nothing".
 type Eraser interface {
@@ -87,6 +92,7 @@ type Eraser interface {
 	EraseSubject(ctx context.Context, tx bun.Tx, t Target) (Reach, error)
 	Residue(ctx context.Context, idb bun.IDB, t Target) (Reach, error)
 	Export(ctx context.Context, idb bun.IDB, t Target) (Export, error)
+	ContentProber
 }
 
 // Registry holds the erasers in registration order; safe for concurrent use.
