@@ -317,7 +317,7 @@ func TestSubjectErasureEndToEnd(t *testing.T) {
 				stores[st.Store] = [2]int{st.Removed, st.Probe}
 			}
 			require.Equal(t, map[string][2]int{
-				"state": {2, 0}, "turns": {ana.turns + 2, 0}, "exports": {1, 0}, "knowledge": {0, 0}, "subjects": {3, 0}, "outbox": {0, 0}, "keys": {2, 0},
+				"state": {2, 0}, "turns": {ana.turns + 2, 0}, "exports": {1, 0}, "knowledge": {0, 0}, "subjects": {3, 0}, "notes": {0, 0}, "outbox": {0, 0}, "keys": {2, 0},
 			}, stores)
 			require.NotEmpty(t, cert.WorkflowHistory)
 			require.Contains(t, cert.Items[len(cert.Items)-1].HashedIDs[0], "sha256:")
