@@ -2,9 +2,11 @@ package compliance
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/keystore"
+	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -226,4 +229,109 @@ func (s *Service) contentReports(ctx context.Context, tx bun.Tx, row *models.Era
 		residue += c[erasure.MatchName]
 	}
 	return found, residue, nil
+}
+
+// ResidueItem is one name-only finding of an erasure's content probe (issue 29 §1b): the
+// store, the item's kind and id there, where it was found, and its status (FindingPending
+// until a person decides FindingErased or FindingNotSubject, with who and when).
+type ResidueItem struct {
+	ID        string     `json:"finding_id"`
+	Store     string     `json:"store"`
+	Kind      string     `json:"kind"`
+	ItemID    string     `json:"item_id"`
+	Where     string     `json:"where"`
+	Status    string     `json:"status"`
+	DecidedBy string     `json:"decided_by,omitempty"`
+	DecidedAt *time.Time `json:"decided_at,omitempty"`
+}
+
+// residueOf lists erasure id's name-only findings in store, kind and item order.
+func residueOf(ctx context.Context, idb bun.IDB, id string) ([]ResidueItem, error) {
+	var rows []models.ErasureFinding
+	if err := idb.NewSelect().Model(&rows).Where("erasure_id = ? AND match_kind = ?", id, erasure.MatchName).
+		Order("store ASC", "kind ASC", "item_id ASC").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("compliance: list residue: %w", err)
+	}
+	out := make([]ResidueItem, 0, len(rows))
+	for _, r := range rows {
+		it := ResidueItem{ID: r.ID, Store: r.Store, Kind: r.Kind, ItemID: r.ItemID, Where: r.Location, Status: r.Status, DecidedBy: r.DecidedBy}
+		if r.DecidedAt != nil {
+			t := r.DecidedAt.UTC()
+			it.DecidedAt = &t
+		}
+		out = append(out, it)
+	}
+	return out, nil
+}
+
+// Residue decisions (ResidueDecision.Decision).
+const (
+	DecideErase      = "erase"
+	DecideNotSubject = "not_subject"
+)
+
+// ResidueDecision is the body of POST /v1/erasures/{id}/residue/{finding_id}: "erase" (the
+// store deletes the item now) or "not_subject" (it is someone else; the item stays).
+type ResidueDecision struct {
+	Decision string `json:"decision"`
+}
+
+// DecideResidue records p's decision (role compliance) on a pending name-only finding of an
+// erasure of p's space, in one transaction with an "erasure.residue" compliance receipt (ids
+// and the decision only): "erase" deletes the item through its store's EraseFound, "not_subject"
+// leaves it. It returns the finding as decided. Errors: fault.Forbidden (role), fault.Invalid
+// "invalid_member" (decision), fault.NotFound "finding_not_found", fault.Conflict
+// "already_decided", "store_not_registered".
+func (s *Service) DecideResidue(ctx context.Context, p auth.Principal, erasureID, findingID string, d ResidueDecision) (ResidueItem, error) {
+	if err := MayRequest(p); err != nil {
+		return ResidueItem{}, err
+	}
+	if d.Decision != DecideErase && d.Decision != DecideNotSubject {
+		return ResidueItem{}, fault.New(fault.Invalid, "invalid_member", `decision is "erase" or "not_subject"`).With("member", "decision")
+	}
+	var out ResidueItem
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var f models.ErasureFinding
+		err := tx.NewSelect().Model(&f).Where("id = ? AND erasure_id = ? AND space_id = ? AND match_kind = ?", findingID, erasureID, p.SpaceID, erasure.MatchName).Scan(ctx)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fault.New(fault.NotFound, "finding_not_found", "no residue with that id on this erasure")
+		}
+		if err != nil {
+			return fmt.Errorf("compliance: load finding: %w", err)
+		}
+		if f.Status != FindingPending {
+			return fault.New(fault.Conflict, "already_decided", "the residue was decided %s", f.Status)
+		}
+		status := FindingNotSubject
+		if d.Decision == DecideErase {
+			if err := s.eraseResidue(ctx, tx, &f); err != nil {
+				return err
+			}
+			status = FindingErased
+		}
+		now := s.now()
+		if _, err := tx.NewUpdate().Model((*models.ErasureFinding)(nil)).Set("status = ?", status).Set("decided_by = ?", p.KeyID).
+			Set("decided_at = ?", now).Where("id = ? AND status = ?", f.ID, FindingPending).Exec(ctx); err != nil {
+			return fmt.Errorf("compliance: decide finding: %w", err)
+		}
+		if _, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
+			Kind: receipts.KindCompliance, Action: "erasure.residue", ActorKey: p.KeyID, ObjectIDs: []string{erasureID, f.ID, f.ItemID},
+			Detail: map[string]any{"decision": d.Decision, "store": f.Store, "kind": f.Kind},
+		}, now); err != nil {
+			return err
+		}
+		out = ResidueItem{ID: f.ID, Store: f.Store, Kind: f.Kind, ItemID: f.ItemID, Where: f.Location, Status: status, DecidedBy: p.KeyID, DecidedAt: &now}
+		return nil
+	})
+	return out, err
+}
+
+// eraseResidue deletes finding f's item through its store inside tx.
+func (s *Service) eraseResidue(ctx context.Context, tx bun.Tx, f *models.ErasureFinding) error {
+	e := s.Registry().Get(f.Store)
+	if e == nil {
+		return fault.New(fault.Conflict, "store_not_registered", "no eraser %q is registered in this build", f.Store)
+	}
+	_, err := e.EraseFound(ctx, tx, f.SpaceID, []erasure.Finding{{Kind: f.Kind, ID: f.ItemID, Where: f.Location, Match: f.MatchKind}})
+	return err
 }

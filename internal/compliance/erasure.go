@@ -105,6 +105,9 @@ type ErasureView struct {
 	CreatedAt   time.Time    `json:"created_at"`
 	EndedAt     *time.Time   `json:"ended_at"`
 	Certificate *Certificate `json:"certificate"`
+	// Residue lists what the content probe found by the subject's name only (issue 29 §1b),
+	// for a person to decide: ids, kinds and decisions, never a value. Empty otherwise.
+	Residue []ResidueItem `json:"residue"`
 }
 
 type itemSet map[string]*Item
@@ -202,6 +205,9 @@ func (s *Service) GetErasure(ctx context.Context, p auth.Principal, id string) (
 			return ErasureView{}, fmt.Errorf("compliance: decode certificate: %w", err)
 		}
 		v.Certificate = &c
+	}
+	if v.Residue, err = residueOf(ctx, s.DB, row.ID); err != nil {
+		return ErasureView{}, err
 	}
 	return v, nil
 }

@@ -157,6 +157,7 @@ var Exempt = map[Column]string{
 	{"erasures", "scope_hashes"}:     "the erasure's own record: the keyed hashes it resolved, kept as proof (GOV-2)",
 	{"erasures", "profile_ids"}:      "the erasure's own record: the profile ids it erased (the profiles are gone)",
 	{"erasures", "key_ids"}:          "the erasure's own record: the key ids it destroyed (the keys are gone)",
+	{"erasures", "sealed_needles"}:   "the subject's handles and names for the content probe, sealed under the erasure's own key, destroyed (and the column cleared) when the erasure ends (issue 29 §1b)",
 	{"erasures", "sealed_needles"}:   "the subject's handles and names for the content probe (issue 29 §1b), sealed under the erasure's own key, set NULL and the key destroyed when the erasure ends",
 	{"notes", "content_hash"}:        "hash of an agent note's normalised content, to answer a duplicate note (AM-12: notes never hold personal data; the gate refuses it)",
 }
