@@ -35,6 +35,14 @@ const (
 	FindingNotSubject = "not_subject"
 )
 
+// errNeedlesUnreadable is openNeedles' answer when this process holds the needles' key but
+// cannot unwrap it (a wrong AGENTMEMORY_KEK): the steps erase by linkage only, and the
+// certificate says the content probe did not run (NotProbed), never "nothing found".
+var errNeedlesUnreadable = errors.New("compliance: the erasure's needles key does not unwrap here")
+
+// NotProbed is a store's Content.Searched when the content probe could not run.
+const NotProbed = "not probed: the erasure's needles could not be opened in this process"
+
 // needlesKeyID names the key sealing erasure id's needles.
 func needlesKeyID(id string) string { return "erasure_needles:" + id }
 
@@ -60,6 +68,9 @@ func (s *Service) openNeedles(ctx context.Context, row *models.Erasure) (n erasu
 	key, err := s.Keys.DataKey(ctx, needlesKeyID(row.ID), false)
 	if errors.Is(err, keystore.ErrNoKey) {
 		return n, false, nil
+	}
+	if errors.Is(err, keystore.ErrUnknownKEK) {
+		return n, false, errNeedlesUnreadable
 	}
 	if err != nil {
 		return n, false, fmt.Errorf("compliance: needles key: %w", err)
@@ -127,6 +138,16 @@ func (s *Service) matcherOf(ctx context.Context, row *models.Erasure) (*erasure.
 		return nil, err
 	}
 	return erasure.NewMatcher(n), nil
+}
+
+// contentUnprobed is probe's answer when row's needles do not unwrap (errNeedlesUnreadable):
+// every store's Content says NotProbed.
+func contentUnprobed(out []StoreReport) {
+	for i := range out {
+		if out[i].Store != StoreKeys {
+			out[i].Content = &ContentReport{Searched: NotProbed}
+		}
+	}
 }
 
 // destroyNeedles destroys erasure id's needles key (the row's sealed needles open to nothing
@@ -224,6 +245,9 @@ func (s *Service) contentReports(ctx context.Context, tx bun.Tx, row *models.Era
 		c := counts[stores[i].Store]
 		if stores[i].Content != nil {
 			stores[i].Content.ByHandle, stores[i].Content.ByName = c[erasure.MatchHandle], c[erasure.MatchName]
+		}
+		if stores[i].Content != nil && stores[i].Content.Searched == NotProbed {
+			found++ // unknown is not "nothing found"
 		}
 		found += c[erasure.MatchHandle] + c[erasure.MatchName]
 		residue += c[erasure.MatchName]

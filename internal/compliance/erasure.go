@@ -299,7 +299,11 @@ func (s *Service) resolveNeedles(ctx context.Context, spaceID, id string) ([]byt
 	if row.Resolved || row.TargetKind != TargetSubject || (row.Status != StatusPending && row.Status != StatusRunning) {
 		return nil, nil
 	}
-	return s.profileNeedles(ctx, row)
+	sealed, err := s.profileNeedles(ctx, row)
+	if errors.Is(err, errNeedlesUnreadable) {
+		return nil, nil // linkage only; the certificate says the content probe did not run
+	}
+	return sealed, err
 }
 
 // recordStores returns the stores row erases, in order: those it recorded, or else the

@@ -2,6 +2,7 @@ package compliance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -84,7 +85,7 @@ func (s *Service) runEraser(ctx context.Context, spaceID, id string, e erasure.E
 		return 0, err
 	}
 	m, err := s.matcherOf(ctx, pre)
-	if err != nil {
+	if err != nil && !errors.Is(err, errNeedlesUnreadable) { // unreadable: linkage only, the certificate says so
 		return 0, err
 	}
 	return s.step(ctx, spaceID, id, func(ctx context.Context, tx bun.Tx, row *models.Erasure, hashes, profileIDs []string) ([]erased, error) {
@@ -159,7 +160,8 @@ func fromReach(store string, r erasure.Reach) []erased {
 // to record.
 func (s *Service) probe(ctx context.Context, idb bun.IDB, row *models.Erasure, items itemSet) ([]StoreReport, map[string][]erasure.Finding, error) {
 	m, err := s.matcherOf(ctx, row)
-	if err != nil {
+	unreadable := errors.Is(err, errNeedlesUnreadable)
+	if err != nil && !unreadable {
 		return nil, nil, err
 	}
 	out, err := s.probeLinks(ctx, idb, row, items)
@@ -167,6 +169,10 @@ func (s *Service) probe(ctx context.Context, idb bun.IDB, row *models.Erasure, i
 		return nil, nil, err
 	}
 	names := map[string][]erasure.Finding{}
+	if unreadable {
+		contentUnprobed(out)
+		return out, names, nil
+	}
 	if m == nil {
 		return out, names, nil
 	}
