@@ -150,6 +150,28 @@ func (s *Server) StartExport(ctx context.Context, p auth.Principal, req complian
 	return id, nil
 }
 
+// decideResidue: POST /v1/erasures/{id}/residue/{finding_id} (role compliance)
+// {"decision": "erase"|"not_subject"} -> 200 the residue item as decided, receipted (issue 29
+// §1b).
+func (s *Server) decideResidue(c *gin.Context) {
+	p := principal(c)
+	if err := compliance.MayRequest(p); err != nil {
+		s.writeError(c, err) // before the body is read (issue 11 §1)
+		return
+	}
+	var req compliance.ResidueDecision
+	if err := bind(c, &req); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	it, err := s.Compliance.DecideResidue(s.ctx(c), p, c.Param("erasure_id"), c.Param("finding_id"), req)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusOK, it)
+}
+
 // getErasure: GET /v1/erasures/{id} (compliance or admin) -> {erasure_id, status, certificate}.
 func (s *Server) getErasure(c *gin.Context) {
 	v, err := s.Compliance.GetErasure(s.ctx(c), principal(c), c.Param("erasure_id"))

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // docOperations returns "METHOD /path/{param}" of every operation of the document.
@@ -320,6 +322,14 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(409, "GET", "/v1/erasures/"+er+"/certificate", admin, nil)
 			insertErasure(t, e, e.SpaceID, "er_done", "completed", e.Deps.Signer)
 			c.do(200, "GET", "/v1/erasures/er_done/certificate", admin, nil)
+			// A residue item of the content probe (issue 29 §1b), decided once.
+			_, err = e.DB.NewInsert().Model(&models.ErasureFinding{ID: "ef_1", SpaceID: e.SpaceID, ErasureID: er, Store: "state",
+				Kind: "agent_state", ItemID: "st_x", Location: "agent_states.body", MatchKind: "name", Status: "pending", CreatedAt: time.Now()}).Exec(context.Background())
+			require.NoError(t, err)
+			c.do(400, "POST", "/v1/erasures/"+er+"/residue/ef_1", admin, map[string]any{"decision": "maybe"})
+			c.do(200, "POST", "/v1/erasures/"+er+"/residue/ef_1", admin, map[string]any{"decision": "not_subject"})
+			c.do(409, "POST", "/v1/erasures/"+er+"/residue/ef_1", admin, map[string]any{"decision": "erase"})
+			c.do(404, "POST", "/v1/erasures/"+er+"/residue/ef_nope", admin, map[string]any{"decision": "erase"})
 			c.do(200, "GET", "/v1/signing-keys", "", nil)
 			c.do(202, "POST", "/v1/retention/sweep", admin, nil)
 			c.do(403, "POST", "/v1/retention/sweep", bot, nil)

@@ -93,7 +93,8 @@ func (s *Server) routes() {
 	// (AM-12) is DELETE /agent-memory/notes above (NoteErasureWorkflow).
 	v1.POST("/erasures", s.createErasure)
 	v1.GET("/erasures/:erasure_id", s.getErasure)
-	v1.GET("/erasures/:erasure_id/certificate", s.erasureCertificate) // signed (PR-3)
+	v1.GET("/erasures/:erasure_id/certificate", s.erasureCertificate)     // signed (PR-3)
+	v1.POST("/erasures/:erasure_id/residue/:finding_id", s.decideResidue) // issue 29 §1b
 	v1.POST("/exports", s.createExport)
 	v1.GET("/exports/:export_id", s.getExport)
 	v1.GET("/exports/:export_id/package", s.exportPackage)

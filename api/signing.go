@@ -61,7 +61,7 @@ func (s *Server) erasureCertificate(c *gin.Context) {
 		s.writeError(c, fmt.Errorf("api: load erasure: %w", err))
 		return
 	}
-	if row.Status != compliance.StatusCompleted || row.Certificate == "" {
+	if !compliance.Completed(row.Status) || row.Certificate == "" {
 		s.writeError(c, fault.New(fault.Conflict, "erasure_not_completed", "the erasure has no certificate: it is not completed").With("status", row.Status))
 		return
 	}

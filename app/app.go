@@ -265,12 +265,13 @@ func (a *App) wire() {
 func (a *App) erasers() *erasure.Registry {
 	r := &erasure.Registry{}
 	for _, e := range []erasure.Eraser{
-		state.Eraser{S: a.State},       // agent_states (WM-13)
-		turns.Eraser{S: a.Turns},       // turns and identity links
-		compliance.ExportsEraser{},     // export_packages (GOV-3)
-		knowledge.Eraser{},             // knowledge documents naming the subject (KN-3)
-		subjects.Eraser{S: a.Subjects}, // profiles and their handles
-		events.Eraser{},                // the outbox: removes nothing, probes payloads
+		state.Eraser{S: a.State},                // agent_states (WM-13)
+		turns.Eraser{S: a.Turns},                // turns and identity links
+		compliance.ExportsEraser{},              // export_packages (GOV-3)
+		knowledge.Eraser{},                      // knowledge documents naming the subject (KN-3)
+		subjects.Eraser{S: a.Subjects},          // profiles and their handles
+		proposals.ContentEraser{S: a.Proposals}, // agent notes: by content only (issue 29 §1b)
+		events.Eraser{},                         // the outbox: removes nothing, probes payloads
 	} {
 		r.Register(e)
 	}

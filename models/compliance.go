@@ -40,6 +40,32 @@ type Erasure struct {
 	Failure              string     `bun:"failure"`
 	CreatedAt            time.Time  `bun:"created_at"`
 	EndedAt              *time.Time `bun:"ended_at"`
+	// SealedNeedles is the subject's handles and names for the content probe (issue 29 §1b),
+	// sealed under the erasure's own key; nil for a conversation, and cleared when it ends.
+	SealedNeedles []byte `bun:"sealed_needles"`
+}
+
+// ErasureFinding is one item the content probe of an erasure found in a store (issue 29
+// §1b): its kind and id there, where the store looked (a table, never a value), how it
+// matched ("handle" or "name") and its status: "erased" (a handle match, by the erasure, or
+// a name match a person erased), "pending" (a name match awaiting a person's decision) or
+// "not_subject" (a person decided it is someone else). DecidedBy is the person key that
+// decided ("" for the erasure's own).
+type ErasureFinding struct {
+	bun.BaseModel `bun:"table:erasure_findings"`
+
+	ID        string     `bun:"id,pk"`
+	SpaceID   string     `bun:"space_id"`
+	ErasureID string     `bun:"erasure_id"`
+	Store     string     `bun:"store"`
+	Kind      string     `bun:"kind"`
+	ItemID    string     `bun:"item_id"`
+	Location  string     `bun:"location"`
+	MatchKind string     `bun:"match_kind"`
+	Status    string     `bun:"status"`
+	DecidedBy string     `bun:"decided_by"`
+	CreatedAt time.Time  `bun:"created_at"`
+	DecidedAt *time.Time `bun:"decided_at"`
 }
 
 // ExportPackage is a subject's data package (GOV-3): Package is the JSON package sealed under

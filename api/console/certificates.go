@@ -51,7 +51,7 @@ func (h *Console) erasurePage(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	d := erasureData{Erasure: v}
-	if v.Status == compliance.StatusCompleted {
+	if compliance.Completed(v.Status) {
 		cert, sigJSON, err := h.Compliance.SignedCertificate(ctx, p, v.ErasureID)
 		if err != nil {
 			h.fail(c, err)
@@ -116,7 +116,7 @@ func (h *Console) certificateDownload(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	if v.Status != compliance.StatusCompleted {
+	if !compliance.Completed(v.Status) {
 		h.renderView(c, http.StatusConflict, "error", view{Title: "Certificate", Active: "Compliance", Error: "The erasure is " + v.Status + ": it has no certificate yet."})
 		return
 	}

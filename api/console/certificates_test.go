@@ -71,7 +71,7 @@ func TestConsoleCertificatePageAndDownload(t *testing.T) {
 			require.Contains(t, pg.Body, "The probe found nothing left in any store.")
 			require.Contains(t, pg.Body, `<dd class="sig"><span class="badge ok">valid</span> <span class="muted">Ed25519 · key <code>`+signer.KeyID()+`</code>`)
 			require.Contains(t, pg.Body, "Requested by</dt><dd>person Cora</dd>")
-			require.Regexp(t, `<tr><td><strong>state</strong></td><td class="num">1</td><td class="tags">(<span class="tag">[a-z_.]+</span>)+</td><td><span class="badge ok">nothing left</span></td></tr>`, pg.Body)
+			require.Regexp(t, `<tr><td><strong>state</strong></td><td class="num">1</td><td class="tags">(<span class="tag">[a-z_.]+</span>)+</td><td><span class="badge ok">nothing left</span></td><td>(\d+ by handle \(erased\) · \d+ by name \(residue\)<br><span class="muted">[^<]+</span>|<span class="muted">—</span>)</td></tr>`, pg.Body)
 			require.Contains(t, pg.Body, "<tr><td>agent_state</td>")
 			require.NotContains(t, pg.Body, "ana@example.com")
 			require.Contains(t, pg.Body, `href="/console/compliance/erasures/`+id+`/certificate" download>Download signed certificate</a>`)

@@ -152,6 +152,7 @@ func (h *Console) Mount(r gin.IRouter) {
 	a.POST("/compliance/erasures", once, h.startErasure)
 	a.GET("/compliance/erasures/:id", h.erasurePage)
 	a.GET("/compliance/erasures/:id/certificate", h.certificateDownload)
+	a.POST("/compliance/erasures/:id/residue/:finding", once, h.decideResidue)
 	a.POST("/compliance/exports", once, h.startExport)
 	a.GET("/compliance/exports/:id/package", h.exportPackage)
 

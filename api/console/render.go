@@ -65,6 +65,7 @@ var flashes = map[string]string{
 	"key_minted":      "Key minted. Its secret was shown once, on the first page after minting.",
 	"resubmitted":     "This form was already sent: nothing was done again.",
 	"erasure_start":   "Erasure started.",
+	"residue_decided": "Residue decided (receipted).",
 	"export_start":    "Export started.",
 	"duplicate":       "An identical note already exists: nothing was stored.",
 }

@@ -84,6 +84,21 @@ func (h *Console) startErasure(c *gin.Context) {
 	redirect(c, "/console/compliance/erasures/"+id, "erasure_start")
 }
 
+// decideResidue: compliance.Service.DecideResidue as POST /v1/erasures/{id}/residue/{finding}
+// (issue 29 §1b), then back to the erasure's page.
+func (h *Console) decideResidue(c *gin.Context) {
+	p, ok := h.allow(c, "Compliance")
+	if !ok {
+		return
+	}
+	id := c.Param("id")
+	if _, err := h.Compliance.DecideResidue(c.Request.Context(), p, id, c.Param("finding"), compliance.ResidueDecision{Decision: c.PostForm("decision")}); err != nil {
+		h.fail(c, err)
+		return
+	}
+	redirect(c, "/console/compliance/erasures/"+id, "residue_decided")
+}
+
 // startExport: Ops.StartExport as POST /v1/exports (the handle in the POST body).
 func (h *Console) startExport(c *gin.Context) {
 	p, ok := h.allow(c, "Compliance")

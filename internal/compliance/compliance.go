@@ -33,12 +33,22 @@ const (
 	StatusRunning   = "running"
 	StatusCompleted = "completed"
 	StatusFailed    = "failed"
+	// StatusCompletedWithResidue is a completed erasure whose content probe found items only
+	// the subject's name ties to her, listed for a person to decide (issue 29 §1b); it is
+	// never reported as a plain completed.
+	StatusCompletedWithResidue = "completed_with_residue"
 )
+
+// Completed reports whether an erasure status is an end with a certificate (StatusCompleted
+// or StatusCompletedWithResidue).
+func Completed(status string) bool {
+	return status == StatusCompleted || status == StatusCompletedWithResidue
+}
 
 // transitions is the erasure state machine: from -> the statuses it may move to.
 var transitions = map[string][]string{
 	StatusPending: {StatusRunning, StatusFailed},
-	StatusRunning: {StatusCompleted, StatusFailed},
+	StatusRunning: {StatusCompleted, StatusCompletedWithResidue, StatusFailed},
 }
 
 // Transition checks that an erasure may move from status from to status to: pending →

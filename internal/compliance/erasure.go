@@ -74,6 +74,11 @@ type Certificate struct {
 	// when something was written for the subject during the erasure and the probe found it).
 	// Items and Stores' Removed sum what every round removed.
 	Rounds int `json:"rounds"`
+	// Status is how the erasure ended: StatusCompleted, or StatusCompletedWithResidue when the
+	// content probe found items that only the subject's name ties to her (issue 29 §1b);
+	// Residue is how many (listed for a person to decide, GET /v1/erasures/{id}).
+	Status  string `json:"status"`
+	Residue int    `json:"residue"`
 	// WorkflowHistory says what Temporal holds of the subject (WorkflowHistoryNote).
 	WorkflowHistory string         `json:"workflow_history"`
 	Receipt         *ChainPosition `json:"receipt,omitempty"`
@@ -100,6 +105,9 @@ type ErasureView struct {
 	CreatedAt   time.Time    `json:"created_at"`
 	EndedAt     *time.Time   `json:"ended_at"`
 	Certificate *Certificate `json:"certificate"`
+	// Residue lists what the content probe found by the subject's name only (issue 29 §1b),
+	// for a person to decide: ids, kinds and decisions, never a value. Empty otherwise.
+	Residue []ResidueItem `json:"residue"`
 }
 
 type itemSet map[string]*Item
@@ -124,6 +132,16 @@ func (s *Service) RequestErasure(ctx context.Context, p auth.Principal, req Eras
 	var err error
 	if row.TargetKind, row.TargetHash, row.TargetRef, err = s.requestTarget(ctx, p.SpaceID, req); err != nil {
 		return "", err
+	}
+	if row.TargetKind == TargetSubject {
+		// The content probe's first needle (issue 29 §1b), sealed under the erasure's own key.
+		c, err := s.Subjects.Canonical(ctx, p.SpaceID, req.Subject)
+		if err != nil {
+			return "", err
+		}
+		if row.SealedNeedles, err = s.requestNeedles(ctx, p.SpaceID, row.ID, c); err != nil {
+			return "", err
+		}
 	}
 	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
@@ -188,6 +206,9 @@ func (s *Service) GetErasure(ctx context.Context, p auth.Principal, id string) (
 		}
 		v.Certificate = &c
 	}
+	if v.Residue, err = residueOf(ctx, s.DB, row.ID); err != nil {
+		return ErasureView{}, err
+	}
 	return v, nil
 }
 
@@ -220,7 +241,11 @@ type Resolution struct {
 // completed erasure, "corrupt_record" when the stored profile ids or stores do not decode.
 func (s *Service) ResolveErasure(ctx context.Context, spaceID, id string) (Resolution, error) {
 	var out Resolution
-	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	needles, err := s.resolveNeedles(ctx, spaceID, id)
+	if err != nil {
+		return out, err
+	}
+	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		row, err := s.loadErasure(ctx, tx, spaceID, id)
 		if err != nil {
 			return err
@@ -252,12 +277,33 @@ func (s *Service) ResolveErasure(ctx context.Context, spaceID, id string) (Resol
 			}
 		}
 		out.Profiles = len(ids)
-		_, err = tx.NewUpdate().Model((*models.Erasure)(nil)).
-			Set("resolved = ?", true).Set("scope_hashes = ?", mustJSON(hashes)).Set("profile_ids = ?", mustJSON(ids)).
-			Where("id = ?", id).Exec(ctx)
+		q := tx.NewUpdate().Model((*models.Erasure)(nil)).
+			Set("resolved = ?", true).Set("scope_hashes = ?", mustJSON(hashes)).Set("profile_ids = ?", mustJSON(ids))
+		if needles != nil {
+			q = q.Set("sealed_needles = ?", needles)
+		}
+		_, err = q.Where("id = ?", id).Exec(ctx)
 		return err
 	})
 	return out, err
+}
+
+// resolveNeedles returns, for a subject erasure not resolved yet, its content-probe needles
+// with its profiles' names and handles added (profileNeedles), read before ResolveErasure's
+// transaction; nil otherwise.
+func (s *Service) resolveNeedles(ctx context.Context, spaceID, id string) ([]byte, error) {
+	row, err := s.loadErasure(ctx, s.DB, spaceID, id)
+	if err != nil {
+		return nil, err
+	}
+	if row.Resolved || row.TargetKind != TargetSubject || (row.Status != StatusPending && row.Status != StatusRunning) {
+		return nil, nil
+	}
+	sealed, err := s.profileNeedles(ctx, row)
+	if errors.Is(err, errNeedlesUnreadable) {
+		return nil, nil // linkage only; the certificate says the content probe did not run
+	}
+	return sealed, err
 }
 
 // recordStores returns the stores row erases, in order: those it recorded, or else the
@@ -504,7 +550,7 @@ func (s *Service) Probe(ctx context.Context, spaceID, id string) ([]string, erro
 	if err := decodeRecord(row.ID, "items", row.Items, &items); err != nil {
 		return nil, err
 	}
-	stores, err := s.probe(ctx, s.DB, row, items)
+	stores, _, err := s.probe(ctx, s.DB, row, items)
 	if err != nil {
 		return nil, err
 	}
@@ -569,7 +615,7 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 		if err != nil {
 			return err
 		}
-		if row.Status == StatusCompleted {
+		if Completed(row.Status) {
 			return decodeRecord(row.ID, "certificate", row.Certificate, &cert)
 		}
 		if row.Status != StatusRunning {
@@ -579,7 +625,7 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 		if err := decodeRecord(row.ID, "items", row.Items, &items); err != nil {
 			return err
 		}
-		stores, err := s.probe(ctx, tx, row, items)
+		stores, names, err := s.probe(ctx, tx, row, items)
 		if err != nil {
 			return err
 		}
@@ -593,7 +639,7 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 			now := s.now()
 			reason := "residue:" + strings.Join(residue, ",")
 			if err := s.finish(ctx, tx, row, StatusFailed, func(q *bun.UpdateQuery) *bun.UpdateQuery {
-				return q.Set("failure = ?", reason).Set("ended_at = ?", now).Set("target_ref = ''")
+				return q.Set("failure = ?", reason).Set("ended_at = ?", now).Set("target_ref = ''").Set("sealed_needles = NULL")
 			}); err != nil {
 				return err
 			}
@@ -608,17 +654,26 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 			kinds = append(kinds, k)
 		}
 		sort.Strings(kinds)
+		found, residueN, err := s.contentReports(ctx, tx, row, stores, names)
+		if err != nil {
+			return err
+		}
 		now := s.now()
+		status := StatusCompleted
+		if residueN > 0 {
+			status = StatusCompletedWithResidue
+		}
 		cert = Certificate{
 			Type: CertificateType, ErasureID: row.ID, SpaceID: spaceID, TargetKind: row.TargetKind, RequestedBy: row.RequestedBy,
 			StartedAt: row.CreatedAt.UTC(), EndedAt: now, Items: []Item{}, NotCovered: []string{},
-			Stores: stores, Rounds: roundOf(row), WorkflowHistory: WorkflowHistoryNote,
+			Stores: stores, Rounds: roundOf(row), WorkflowHistory: WorkflowHistoryNote, Status: status, Residue: residueN,
 		}
 		for _, k := range kinds {
 			cert.Items = append(cert.Items, *items[k])
 			cert.Total += items[k].Count
 		}
-		cert.NothingFound = cert.Total == 0
+		// Never "nothing found" while the content probe found anything (issue 29 §1b).
+		cert.NothingFound = cert.Total == 0 && found == 0
 		if s.Registry().Get(StoreTurns) == nil {
 			cert.NotCovered = append(cert.NotCovered, KindIdentityLink, KindTurn)
 		}
@@ -641,11 +696,15 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 		if err != nil {
 			return err
 		}
-		return s.finish(ctx, tx, row, StatusCompleted, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+		return s.finish(ctx, tx, row, status, func(q *bun.UpdateQuery) *bun.UpdateQuery {
 			return q.Set("ended_at = ?", now).Set("certificate = ?", stored).
-				Set("certificate_signature = ?", signature).Set("target_ref = ''")
+				Set("certificate_signature = ?", signature).Set("target_ref = ''").Set("sealed_needles = NULL")
 		})
 	})
+	if err == nil {
+		// Ended (completed or failed): the needles' key goes, so no copy of the row opens them.
+		err = s.destroyNeedles(ctx, id)
+	}
 	if err == nil && len(residue) > 0 {
 		return Certificate{}, fault.New(fault.Conflict, "residue", "the probe found data left in: %s", strings.Join(residue, ", "))
 	}
@@ -657,7 +716,7 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 // request finishes the rest. Failing a failed erasure again changes nothing; a completed one
 // is fault.Conflict "invalid_transition".
 func (s *Service) FailErasure(ctx context.Context, spaceID, id, reason string) error {
-	return s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		row, err := s.loadErasure(ctx, tx, spaceID, id)
 		if err != nil {
 			return err
@@ -667,7 +726,7 @@ func (s *Service) FailErasure(ctx context.Context, spaceID, id, reason string) e
 		}
 		now := s.now()
 		if err := s.finish(ctx, tx, row, StatusFailed, func(q *bun.UpdateQuery) *bun.UpdateQuery {
-			return q.Set("failure = ?", reason).Set("ended_at = ?", now).Set("target_ref = ''")
+			return q.Set("failure = ?", reason).Set("ended_at = ?", now).Set("target_ref = ''").Set("sealed_needles = NULL")
 		}); err != nil {
 			return err
 		}
@@ -677,6 +736,10 @@ func (s *Service) FailErasure(ctx context.Context, spaceID, id, reason string) e
 		}, now)
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	return s.destroyNeedles(ctx, id)
 }
 
 // setStatus moves row to status to inside tx (Transition decides), guarded by the status it

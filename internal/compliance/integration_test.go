@@ -321,7 +321,7 @@ func TestSubjectErasureEndToEnd(t *testing.T) {
 				stores[st.Store] = [2]int{st.Removed, st.Probe}
 			}
 			require.Equal(t, map[string][2]int{
-				"state": {2, 0}, "turns": {ana.turns + 3, 0}, "exports": {1, 0}, "knowledge": {0, 0}, "subjects": {3, 0}, "outbox": {0, 0}, "keys": {2, 0},
+				"state": {2, 0}, "turns": {ana.turns + 3, 0}, "exports": {1, 0}, "knowledge": {0, 0}, "subjects": {3, 0}, "notes": {0, 0}, "outbox": {0, 0}, "keys": {2, 0},
 			}, stores)
 			// Each store says how the entries are gone from backups (issue 29 §1).
 			reach := map[string]string{}
@@ -329,7 +329,7 @@ func TestSubjectErasureEndToEnd(t *testing.T) {
 				reach[st.Store] = st.Backups
 			}
 			require.Equal(t, map[string]string{
-				"state": "shredded", "turns": "shredded", "exports": "shredded", "knowledge": "not_sealed", "subjects": "shredded", "outbox": "holds_none", "keys": "shredded",
+				"state": "shredded", "turns": "shredded", "exports": "shredded", "knowledge": "not_sealed", "subjects": "shredded", "notes": "not_sealed", "outbox": "holds_none", "keys": "shredded",
 			}, reach)
 			require.NotEmpty(t, cert.WorkflowHistory)
 			require.Contains(t, cert.Items[len(cert.Items)-1].HashedIDs[0], "sha256:")

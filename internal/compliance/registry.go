@@ -2,6 +2,7 @@ package compliance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -35,11 +36,15 @@ const WorkflowHistoryNote = "workflow ids and histories carry erasure ids, count
 // StoreReport is one store's line in a certificate: what the erasure removed there (items)
 // and what the probe found after the steps (must be 0, else the erasure fails), and the
 // columns it covers.
+//
+// Content is what the store's content probe found (issue 29 §1b), set for a subject erasure
+// whose handles were known in clear; Probe counts the handle matches it still found too.
 type StoreReport struct {
-	Store   string   `json:"store"`
-	Removed int      `json:"removed"`
-	Probe   int      `json:"probe"`
-	Covers  []string `json:"covers"`
+	Store   string         `json:"store"`
+	Removed int            `json:"removed"`
+	Probe   int            `json:"probe"`
+	Covers  []string       `json:"covers"`
+	Content *ContentReport `json:"content,omitempty"`
 	// Backups says how the erased entries are gone from backups (issue 29 §1, ER-1):
 	// "shredded" (sealed under a destroyed key), "rebuilt_on_restore" (derived data the
 	// restore procedure rebuilds), "holds_none" (the store holds nothing of the target) or
@@ -77,12 +82,36 @@ func (s *Service) eraseStore(ctx context.Context, spaceID, id, name string) (int
 	return s.runEraser(ctx, spaceID, id, e)
 }
 
-// runEraser is one step (see step) of eraser e over the erasure's target.
+// runEraser is one step (see step) of eraser e over the erasure's target: what e reaches by
+// linkage, then, for a subject, what its content probe ties to her by a handle (issue 29
+// §1b; name-only findings are recorded as residue).
 func (s *Service) runEraser(ctx context.Context, spaceID, id string, e erasure.Eraser) (int, error) {
+	pre, err := s.loadErasure(ctx, s.DB, spaceID, id)
+	if err != nil {
+		return 0, err
+	}
+	m, err := s.matcherOf(ctx, pre)
+	if err != nil && !errors.Is(err, errNeedlesUnreadable) { // unreadable: linkage only, the certificate says so
+		return 0, err
+	}
 	return s.step(ctx, spaceID, id, func(ctx context.Context, tx bun.Tx, row *models.Erasure, hashes, profileIDs []string) ([]erased, error) {
-		r, err := e.EraseSubject(ctx, tx, target(row, hashes, profileIDs))
+		t := target(row, hashes, profileIDs)
+		r, err := e.EraseSubject(ctx, tx, t)
 		if err != nil {
 			return nil, err
+		}
+		if r == nil {
+			r = erasure.Reach{}
+		}
+		if m != nil {
+			t.Content = m
+			byContent, err := s.eraseByContent(ctx, tx, row, e, t)
+			if err != nil {
+				return nil, err
+			}
+			for k, ids := range byContent {
+				r.Add(k, ids...)
+			}
 		}
 		return fromReach(e.Name(), r), nil
 	})
@@ -131,8 +160,53 @@ func fromReach(store string, r erasure.Reach) []erased {
 
 // probe asks every registered store, and the key store, for residue of the erasure's target
 // inside idb (issue 12 §3), and returns one report per store with what items recorded as
-// removed there.
-func (s *Service) probe(ctx context.Context, idb bun.IDB, row *models.Erasure, items itemSet) ([]StoreReport, error) {
+// removed there. For a subject whose handles are known in clear it also runs each store's
+// content probe (issue 29 §1b): a handle match still found counts as residue (Probe and
+// Content.HandleLeft), and the name-only findings are returned per store (names) for Certify
+// to record.
+func (s *Service) probe(ctx context.Context, idb bun.IDB, row *models.Erasure, items itemSet) ([]StoreReport, map[string][]erasure.Finding, error) {
+	m, err := s.matcherOf(ctx, row)
+	unreadable := errors.Is(err, errNeedlesUnreadable)
+	if err != nil && !unreadable {
+		return nil, nil, err
+	}
+	out, err := s.probeLinks(ctx, idb, row, items)
+	if err != nil {
+		return nil, nil, err
+	}
+	names := map[string][]erasure.Finding{}
+	if unreadable {
+		contentUnprobed(out)
+		return out, names, nil
+	}
+	if m == nil {
+		return out, names, nil
+	}
+	hashes, profileIDs, err := scopeOf(row)
+	if err != nil {
+		return nil, nil, err
+	}
+	t := target(row, hashes, profileIDs)
+	t.Content = m
+	for i := range out {
+		e := s.Registry().Get(out[i].Store)
+		if e == nil {
+			continue // the key store: keys are not text
+		}
+		found, err := e.ProbeContent(ctx, idb, t)
+		if err != nil {
+			return nil, nil, fmt.Errorf("compliance: content probe %s: %w", e.Name(), err)
+		}
+		left := len(erasure.ByMatch(found, erasure.MatchHandle))
+		out[i].Probe += left
+		out[i].Content = &ContentReport{Searched: e.Searched(), HandleLeft: left}
+		names[e.Name()] = erasure.ByMatch(found, erasure.MatchName)
+	}
+	return out, names, nil
+}
+
+// probeLinks is probe by linkage: each store's Residue and the key store.
+func (s *Service) probeLinks(ctx context.Context, idb bun.IDB, row *models.Erasure, items itemSet) ([]StoreReport, error) {
 	hashes, profileIDs, err := scopeOf(row)
 	if err != nil {
 		return nil, err
@@ -241,4 +315,21 @@ func (ExportsEraser) Backups(erasure.Target) string { return erasure.Shredded }
 // Export gives the zero Export: a data package never carries earlier packages.
 func (ExportsEraser) Export(context.Context, bun.IDB, erasure.Target) (erasure.Export, error) {
 	return erasure.Export{}, nil
+}
+
+// Searched says what the data-package store's content probe reads: nothing, packages are
+// sealed under the subject's key.
+func (ExportsEraser) Searched() string { return "nothing readable: data packages are sealed" }
+
+// ProbeContent finds nothing: no package column is readable text (Searched).
+func (ExportsEraser) ProbeContent(context.Context, bun.IDB, erasure.Target) ([]erasure.Finding, error) {
+	return nil, nil
+}
+
+// EraseFound erases nothing: ProbeContent finds nothing; any finding is an error.
+func (ExportsEraser) EraseFound(_ context.Context, _ bun.Tx, _ string, found []erasure.Finding) (erasure.Reach, error) {
+	if len(found) > 0 {
+		return nil, fmt.Errorf("compliance: erase found: a finding of another store")
+	}
+	return erasure.Reach{}, nil
 }

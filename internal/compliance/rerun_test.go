@@ -45,6 +45,14 @@ func (*activeWriter) Export(context.Context, bun.IDB, erasure.Target) (erasure.E
 	return erasure.Export{}, nil
 }
 
+func (*activeWriter) Searched() string { return "nothing" }
+func (*activeWriter) ProbeContent(context.Context, bun.IDB, erasure.Target) ([]erasure.Finding, error) {
+	return nil, nil
+}
+func (*activeWriter) EraseFound(context.Context, bun.Tx, string, []erasure.Finding) (erasure.Reach, error) {
+	return erasure.Reach{}, nil
+}
+
 func (w *activeWriter) Residue(_ context.Context, _ bun.IDB, t erasure.Target) (erasure.Reach, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -154,7 +154,7 @@ func (s *Service) SignedCertificate(ctx context.Context, p auth.Principal, id st
 	if err != nil {
 		return nil, "", err
 	}
-	if row.Status != StatusCompleted || row.Certificate == "" {
+	if !Completed(row.Status) || row.Certificate == "" {
 		return nil, "", fault.New(fault.Conflict, "erasure_not_completed", "the erasure has no certificate: it is not completed").With("status", row.Status)
 	}
 	return []byte(row.Certificate), row.CertificateSignature, nil

@@ -75,7 +75,9 @@ var AllowedTables = map[string]string{
 	"console_sessions":  "Console sign-in sessions of staff: a person key id, times and a one-shot notice",
 	"console_form_uses": "used Console form tokens (replay protection), no content",
 	// Proof and bookkeeping: ids, kinds, counts and hashes only, never a value.
-	"erasures":        "the erasure's own record: keyed hashes and ids it erased, kept as proof (GOV-2)",
+	"erasures": "the erasure's own record: keyed hashes and ids it erased, kept as proof (GOV-2)",
+	"erasure_findings": "what an erasure's content probe found (issue 29 §1b): store, item kind and id, a table " +
+		"name, the match kind and a decision, never a value",
 	"receipts":        "the receipt chain: ids, kinds, actors and counts, never a value (PR-1)",
 	"receipt_batches": "the receipt chain's sealed entries (hashes over receipts)",
 	"receipt_heads":   "the receipt chain's head per space",

@@ -36,6 +36,9 @@ type Target struct {
 	ProfileIDs     []string
 	ScopeHash      string
 	ConversationID string
+	// Content is the subject's handles and names for the content probe (issue 29 §1b), in
+	// memory only; nil for a conversation, or when nothing of the subject is known in clear.
+	Content *Matcher
 }
 
 // Reach is what an eraser removed, or what a probe still found: item kind (e.g.
@@ -79,6 +82,8 @@ func (c Column) String() string { return c.Table + "." + c.Column }
 //   - Export returns, read through idb, what the store holds of a subject Target for the data
 //     package (GOV-3); a conversation Target, or a store with nothing to export, gives the
 //     zero Export.
+//   - ContentProber (Searched, ProbeContent, EraseFound) looks for the subject by content, not
+//     linkage (issue 29 §1b): part of the interface, so a new store cannot forget it.
 //
 // Stored records that do not decode are an error (fault "corrupt_record"), never "nothing".
 type Eraser interface {
@@ -87,6 +92,7 @@ type Eraser interface {
 	EraseSubject(ctx context.Context, tx bun.Tx, t Target) (Reach, error)
 	Residue(ctx context.Context, idb bun.IDB, t Target) (Reach, error)
 	Export(ctx context.Context, idb bun.IDB, t Target) (Export, error)
+	ContentProber
 }
 
 // Registry holds the erasers in registration order; safe for concurrent use.
@@ -151,6 +157,8 @@ var Exempt = map[Column]string{
 	{"erasures", "scope_hashes"}:     "the erasure's own record: the keyed hashes it resolved, kept as proof (GOV-2)",
 	{"erasures", "profile_ids"}:      "the erasure's own record: the profile ids it erased (the profiles are gone)",
 	{"erasures", "key_ids"}:          "the erasure's own record: the key ids it destroyed (the keys are gone)",
+	{"erasures", "sealed_needles"}:   "the subject's handles and names for the content probe, sealed under the erasure's own key, destroyed (and the column cleared) when the erasure ends (issue 29 §1b)",
+	{"erasures", "sealed_needles"}:   "the subject's handles and names for the content probe (issue 29 §1b), sealed under the erasure's own key, set NULL and the key destroyed when the erasure ends",
 	{"notes", "content_hash"}:        "hash of an agent note's normalised content, to answer a duplicate note (AM-12: notes never hold personal data; the gate refuses it)",
 }
 

@@ -70,6 +70,13 @@ func (Eraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (er
 	if err != nil {
 		return nil, err
 	}
+	return eraseRows(ctx, tx, t.SpaceID, docs, chunks)
+}
+
+// eraseRows deletes, inside tx, the chunks (vector-table rows, full-text entries, rows with
+// their vectors) and then the documents named, and returns their ids.
+func eraseRows(ctx context.Context, tx bun.Tx, spaceID string, docs, chunks []string) (erasure.Reach, error) {
+	out := erasure.Reach{}
 	if len(chunks) > 0 {
 		tables, err := vectorTables(ctx, tx)
 		if err != nil {
@@ -83,12 +90,12 @@ func (Eraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (er
 				return nil, fmt.Errorf("knowledge: erase full text: %w", err)
 			}
 		}
-		if _, err := tx.NewDelete().Model((*models.KnowledgeChunk)(nil)).Where("space_id = ? AND id IN (?)", t.SpaceID, bun.In(chunks)).Exec(ctx); err != nil {
+		if _, err := tx.NewDelete().Model((*models.KnowledgeChunk)(nil)).Where("space_id = ? AND id IN (?)", spaceID, bun.In(chunks)).Exec(ctx); err != nil {
 			return nil, fmt.Errorf("knowledge: erase chunks: %w", err)
 		}
 	}
 	if len(docs) > 0 {
-		if _, err := tx.NewDelete().Model((*models.KnowledgeDocument)(nil)).Where("space_id = ? AND id IN (?)", t.SpaceID, bun.In(docs)).Exec(ctx); err != nil {
+		if _, err := tx.NewDelete().Model((*models.KnowledgeDocument)(nil)).Where("space_id = ? AND id IN (?)", spaceID, bun.In(docs)).Exec(ctx); err != nil {
 			return nil, fmt.Errorf("knowledge: erase documents: %w", err)
 		}
 	}

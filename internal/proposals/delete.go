@@ -79,6 +79,21 @@ func deleteNoteProposals(ctx context.Context, idb bun.IDB, spaceID string, ids [
 	if len(pids) == 0 {
 		return pids, nil
 	}
+	return deleteProposals(ctx, idb, spaceID, pids)
+}
+
+// deleteProposals deletes, inside idb, the proposals pids of spaceID, their decisions and the
+// remembered idempotent answers naming them, and returns those of pids that existed (in id
+// order).
+func deleteProposals(ctx context.Context, idb bun.IDB, spaceID string, pids []string) ([]string, error) {
+	var present []string
+	if err := idb.NewRaw(`SELECT id FROM note_proposals WHERE space_id = ? AND id IN (?) ORDER BY id`, spaceID, bun.In(pids)).Scan(ctx, &present); err != nil {
+		return nil, fmt.Errorf("proposals: delete: list: %w", err)
+	}
+	if len(present) == 0 {
+		return []string{}, nil
+	}
+	pids = present
 	stmts := []struct {
 		q    string
 		args []any

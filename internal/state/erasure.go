@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -188,4 +189,61 @@ func exportedState(r *models.AgentState, schema spaces.ObjectType, now time.Time
 			Sensitivity: sens, WrittenAt: times[n].UTC(), ExpiresAt: times[n].UTC().Add(schema.FieldTTL(n))})
 	}
 	return es, true
+}
+
+// Searched names what the state store's content probe reads.
+func (Eraser) Searched() string {
+	return "agent_states.body of states stored in clear (no subject); sealed states are unreadable once the keys go"
+}
+
+// contentPage is how many states the content probe reads at a time.
+const contentPage = 500
+
+// ProbeContent finds the states of t's space stored in clear whose body names t's subject
+// (issue 29 §1b): a state without `subject` is not linked to anyone, so only its text can
+// tie it to her. Every field is read, declared pii or not (a name that masking did not know
+// at write time survives in a pii field). Sealed bodies are skipped: they belong to a subject
+// whose key the erasure of that subject destroys.
+func (Eraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.Target) ([]erasure.Finding, error) {
+	if t.Content == nil {
+		return nil, nil
+	}
+	var out []erasure.Finding
+	after := ""
+	for {
+		var rows []models.AgentState
+		if err := idb.NewSelect().Model(&rows).Column("id", "body").Where("space_id = ? AND id > ?", t.SpaceID, after).
+			Order("id ASC").Limit(contentPage).Scan(ctx); err != nil {
+			return nil, fmt.Errorf("state: content probe: %w", err)
+		}
+		for _, r := range rows {
+			if bytes.HasPrefix(r.Body, sealedBodyPrefix) {
+				continue
+			}
+			if m := t.Content.Match(string(r.Body)); m != "" {
+				out = append(out, erasure.Finding{Kind: KindAgentState, ID: r.ID, Where: "agent_states.body", Match: m})
+			}
+		}
+		if len(rows) < contentPage {
+			return out, nil
+		}
+		after = rows[len(rows)-1].ID
+	}
+}
+
+// EraseFound deletes the states found (kind KindAgentState) inside tx; their versions stay as
+// their agents' floors, as for any erased state.
+func (Eraser) EraseFound(ctx context.Context, tx bun.Tx, spaceID string, found []erasure.Finding) (erasure.Reach, error) {
+	ids := erasure.IDsOf(found, KindAgentState)
+	if len(ids) != len(found) {
+		return nil, fmt.Errorf("state: erase found: a finding of another store")
+	}
+	if len(ids) == 0 {
+		return erasure.Reach{}, nil
+	}
+	gone, err := deleteStates(ctx, tx, "space_id = ? AND id IN (?)", spaceID, bun.In(ids))
+	if err != nil {
+		return nil, err
+	}
+	return erasure.Reach{KindAgentState: idsOf(gone)}, nil
 }

@@ -135,3 +135,22 @@ func (e Eraser) Export(ctx context.Context, _ bun.IDB, t erasure.Target) (erasur
 	}
 	return erasure.Export{Members: map[string]any{"profiles": out}, Counts: map[string]int{"profiles": len(out)}, Touched: touched}, nil
 }
+
+// Searched says what the profile store's content probe reads: nothing, profiles are sealed
+// under each subject's own key and handles are keyed hashes.
+func (Eraser) Searched() string {
+	return "nothing readable: profiles are sealed, handles are keyed hashes"
+}
+
+// ProbeContent finds nothing: no profile column is readable text (Searched).
+func (Eraser) ProbeContent(context.Context, bun.IDB, erasure.Target) ([]erasure.Finding, error) {
+	return nil, nil
+}
+
+// EraseFound erases nothing: ProbeContent finds nothing; any finding is an error.
+func (Eraser) EraseFound(_ context.Context, _ bun.Tx, _ string, found []erasure.Finding) (erasure.Reach, error) {
+	if len(found) > 0 {
+		return nil, fmt.Errorf("subjects: erase found: a finding of another store")
+	}
+	return erasure.Reach{}, nil
+}

@@ -2,11 +2,14 @@ package turns
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/erasure"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 // Eraser is the turns store's erasure.Eraser (issue 29 §4, WM-13, GOV-2, GOV-3): a subject
@@ -82,4 +85,58 @@ func (e Eraser) Export(ctx context.Context, idb bun.IDB, t erasure.Target) (eras
 		Counts:  map[string]int{"identity_links": len(links), "turns": len(turns)},
 		Touched: touched,
 	}, nil
+}
+
+// Searched names what the turns store's content probe reads.
+func (Eraser) Searched() string {
+	return "turns.text of turns stored in clear (conversations not linked to a profile); linked turns are sealed"
+}
+
+// contentPage is how many turns the content probe reads at a time.
+const contentPage = 500
+
+// ProbeContent finds the turns of t's space stored in clear (no profile: masked, unsealed)
+// whose text names t's subject (issue 29 §1b): masking replaces the handles and names it
+// knew when the turn was written, so a turn written before her profile existed may still
+// hold her name, or a handle in a form masking missed.
+func (e Eraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.Target) ([]erasure.Finding, error) {
+	if t.Content == nil {
+		return nil, nil
+	}
+	var out []erasure.Finding
+	after := ""
+	for {
+		var rows []models.Turn
+		if err := idb.NewSelect().Model(&rows).Column("id", "text").
+			Where("space_id = ? AND profile_id = '' AND id > ?", t.SpaceID, after).Order("id ASC").Limit(contentPage).Scan(ctx); err != nil {
+			return nil, fmt.Errorf("turns: content probe: %w", err)
+		}
+		for _, r := range rows {
+			if m := t.Content.Match(string(r.Text)); m != "" {
+				out = append(out, erasure.Finding{Kind: KindTurn, ID: r.ID, Where: "turns.text", Match: m})
+			}
+		}
+		if len(rows) < contentPage {
+			return out, nil
+		}
+		after = rows[len(rows)-1].ID
+	}
+}
+
+// EraseFound deletes the turns found (kind KindTurn) inside tx.
+func (Eraser) EraseFound(ctx context.Context, tx bun.Tx, spaceID string, found []erasure.Finding) (erasure.Reach, error) {
+	ids := erasure.IDsOf(found, KindTurn)
+	if len(ids) != len(found) {
+		return nil, fmt.Errorf("turns: erase found: a finding of another store")
+	}
+	var gone []string
+	for _, part := range chunks(ids) {
+		var got []string
+		if err := tx.NewDelete().Model((*models.Turn)(nil)).Where("space_id = ? AND id IN (?)", spaceID, bun.In(part)).
+			Returning("id").Scan(ctx, &got); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("turns: erase found: %w", err)
+		}
+		gone = append(gone, got...)
+	}
+	return erased(gone, nil), nil
 }

@@ -108,6 +108,8 @@ try {
   await until("the distilled proposal", async () => (await api("GET", "/v1/agent-memory/proposals/" + prop)).status === "pending");
   log("proposal pending", prop);
 
+  // Written before her profile existed, without subject: only her name ties it to her (issue 29 §1b).
+  await api("PUT", "/v1/agent-state", { scope: { kind: "conversation", id: "c-9" }, body: { step: "sizes", cart_note: "ana souza wants gift wrap" } }, bot);
   await api("POST", "/v1/profiles", { name: "Ana Souza", handles: ["email:ana@example.com", "phone:+55 11 98765-4321"] });
   await api("PUT", "/v1/agent-state", { scope: { kind: "conversation", id: "c-2" }, subject: "email:ana@example.com",
     body: { step: "sizes", cart_note: "gift for her mother" } }, bot);
@@ -251,6 +253,15 @@ try {
   assert.ok(await page.getByRole("cell", { name: "state", exact: true }).first().isVisible(), "the stores are listed");
   assert.ok((await page.locator("td .badge.ok", { hasText: "nothing left" }).count()) > 0, "each store's probe result");
   await shot("erasure-certificate");
+  // The residue found by her name only: a person decides it, receipted (issue 29 §1b).
+  await page.getByRole("heading", { name: "Residue to decide" }).waitFor();
+  assert.ok(await page.getByText("completed_with_residue").first().isVisible(), "never a plain completed");
+  await page.getByRole("heading", { name: "Residue to decide" }).scrollIntoViewIfNeeded();
+  await shot("erasure-residue");
+  await page.getByRole("button", { name: "Not this subject" }).first().click();
+  await page.getByText("Residue decided (receipted).").waitFor();
+  assert.ok(await page.getByText("not_subject").first().isVisible(), "the decision is shown");
+  await shot("erasure-residue-decided");
   const [cert] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Download signed certificate" }).click()]);
   assert.match(cert.suggestedFilename(), /^certificate-er_[0-9a-f]+\.json$/);
   const signed = JSON.parse(readFileSync(await cert.path(), "utf8"));
