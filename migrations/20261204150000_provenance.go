@@ -7,7 +7,7 @@ import (
 )
 
 // Provenance (issue 34 §2, MS-5, QT-2): turns and knowledge documents record which version
-// of the agent wrote them (the request's Agent-Version header, '' when none was sent), as
+// of the agent wrote them (the request's Agent-Version header, empty when none was sent), as
 // notes, proposals and states already do. The key is already recorded (turns.key_id,
 // knowledge_documents.created_by).
 func init() {
