@@ -113,7 +113,8 @@ func TestConformancePassesAgainstServeOnPostgres(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	env := append(shippedEnviron(), "DATABASE_URL="+dbtest.URL(t, "postgres"), "TEMPORAL_ADDRESS="+srv.FrontendHostPort(),
 		"AGENTMEMORY_SECRET=conformance-serve-secret-0123456789abcdef", "AGENTMEMORY_ADDR="+addr,
-		"AGENTMEMORY_TASK_QUEUE=conformance-serve", "AGENTMEMORY_DATA_DIR="+t.TempDir())
+		"AGENTMEMORY_TASK_QUEUE=conformance-serve", "AGENTMEMORY_DATA_DIR="+t.TempDir(),
+		"AGENTMEMORY_SIGNING_KEY="+randomBase64(t)) // production-shaped: signed proofs on
 	p := start(t, bin, env, "serve")
 	waitHealthy(t, p, "http://"+addr+"/healthz")
 	defer p.stop(t)
