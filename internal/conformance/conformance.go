@@ -134,6 +134,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return rep, err
 	}
 	w.isolation(ctx, rep, routes)
+	w.mcp(ctx, rep)
 	w.badInput(ctx, rep, routes)
 	w.unchanged(ctx, rep)
 	w.receipts(ctx, rep)
