@@ -112,7 +112,7 @@ func (s *Server) listNotes(c *gin.Context) {
 
 // getNote: GET /v1/agent-memory/notes/{id}: any version, retired ones too.
 func (s *Server) getNote(c *gin.Context) {
-	n, err := s.Notes.Get(s.ctx(c), principal(c), c.Param("id"))
+	n, err := s.Notes.Get(s.ctx(c), s.noteReader(s.ctx(c), principal(c), c.Param("id")), c.Param("id"))
 	if err != nil {
 		s.writeError(c, err)
 		return

@@ -312,7 +312,8 @@ func (s *Server) authenticate() gin.HandlerFunc {
 			s.writeError(c, err)
 			return
 		}
-		s.KeyUsage.Touch(p.KeyID, s.Now()) // in memory; written off the request's path
+		s.KeyUsage.Touch(p.KeyID, s.Now())            // in memory; written off the request's path
+		p.AgentVersion = c.GetHeader("Agent-Version") // checked by cleanRequest (MS-5)
 		c.Set(principalKey, p)
 		c.Next()
 	}

@@ -26,25 +26,27 @@ type KnowledgeBase struct {
 type KnowledgeDocument struct {
 	bun.BaseModel `bun:"table:knowledge_documents"`
 
-	ID           string     `bun:"id,pk"`
-	SpaceID      string     `bun:"space_id"`
-	KBID         string     `bun:"kb_id"`
-	SourceURI    string     `bun:"source_uri"`
-	Title        string     `bun:"title"`
-	VersionLabel string     `bun:"version_label"`
-	Format       string     `bun:"format"`
-	ContentHash  string     `bun:"content_hash"`
-	Body         string     `bun:"body"`
-	Status       string     `bun:"status"`
-	Reason       string     `bun:"reason"`
-	Kinds        string     `bun:"kinds"`
-	Masked       bool       `bun:"masked"`
-	Chunks       int        `bun:"chunks"`
-	EmbedModel   string     `bun:"embed_model"`
-	Dims         int        `bun:"dims"`
-	SupersededBy string     `bun:"superseded_by"`
-	SubjectHash  string     `bun:"subject_hash"`
-	CreatedBy    string     `bun:"created_by"`
+	ID           string `bun:"id,pk"`
+	SpaceID      string `bun:"space_id"`
+	KBID         string `bun:"kb_id"`
+	SourceURI    string `bun:"source_uri"`
+	Title        string `bun:"title"`
+	VersionLabel string `bun:"version_label"`
+	Format       string `bun:"format"`
+	ContentHash  string `bun:"content_hash"`
+	Body         string `bun:"body"`
+	Status       string `bun:"status"`
+	Reason       string `bun:"reason"`
+	Kinds        string `bun:"kinds"`
+	Masked       bool   `bun:"masked"`
+	Chunks       int    `bun:"chunks"`
+	EmbedModel   string `bun:"embed_model"`
+	Dims         int    `bun:"dims"`
+	SupersededBy string `bun:"superseded_by"`
+	SubjectHash  string `bun:"subject_hash"`
+	CreatedBy    string `bun:"created_by"`
+	// AgentVersion is the Agent-Version header of the submission (MS-5), "" when none.
+	AgentVersion string     `bun:"agent_version"`
 	CreatedAt    time.Time  `bun:"created_at"`
 	UpdatedAt    time.Time  `bun:"updated_at"`
 	IndexedAt    *time.Time `bun:"indexed_at"`

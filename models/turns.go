@@ -14,17 +14,19 @@ import (
 type Turn struct {
 	bun.BaseModel `bun:"table:turns"`
 
-	ID        string    `bun:"id,pk"`
-	SpaceID   string    `bun:"space_id"`
-	ScopeKind string    `bun:"scope_kind"`
-	ScopeHash string    `bun:"scope_hash"`
-	Speaker   string    `bun:"speaker"`
-	Text      []byte    `bun:"text"`
-	ProfileID string    `bun:"profile_id"`
-	SealedKey string    `bun:"sealed_key"`
-	KeyID     string    `bun:"key_id"`
-	At        time.Time `bun:"at"`
-	CreatedAt time.Time `bun:"created_at"`
+	ID        string `bun:"id,pk"`
+	SpaceID   string `bun:"space_id"`
+	ScopeKind string `bun:"scope_kind"`
+	ScopeHash string `bun:"scope_hash"`
+	Speaker   string `bun:"speaker"`
+	Text      []byte `bun:"text"`
+	ProfileID string `bun:"profile_id"`
+	SealedKey string `bun:"sealed_key"`
+	KeyID     string `bun:"key_id"`
+	// AgentVersion is the Agent-Version header of the write (MS-5), "" when none was sent.
+	AgentVersion string    `bun:"agent_version"`
+	At           time.Time `bun:"at"`
+	CreatedAt    time.Time `bun:"created_at"`
 }
 
 // IdentityLink ties a conversation or task (by ScopeHash) to a subject (by the keyed hash of

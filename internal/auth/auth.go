@@ -72,6 +72,10 @@ type Principal struct {
 	Name    string // person keys
 	Scopes  []string
 	Roles   []string
+	// AgentVersion is the request's Agent-Version header (MS-5 provenance: which version of
+	// the agent wrote an entry), already checked to be a short version token; "" when none
+	// was sent. It is recorded on what the request writes, never used to authorize.
+	AgentVersion string
 }
 
 // HasScope reports whether an agent key carries scope.

@@ -93,6 +93,10 @@ type ExportedTurn struct {
 	Speaker   string    `json:"speaker"`
 	Text      string    `json:"text"`
 	At        time.Time `json:"at"`
+	// KeyID and AgentVersion are the turn's provenance (MS-5, QT-2): the key that wrote it and
+	// the write's Agent-Version header ("" when none was sent).
+	KeyID        string `json:"key_id"`
+	AgentVersion string `json:"agent_version"`
 }
 
 // NoteCounts is what an agent-note erasure removed (AM-12): notes (all versions) and

@@ -77,7 +77,11 @@ type Document struct {
 	SupersededBy *string  `json:"superseded_by"`
 	// NamesSubject is true when the document names a subject (allow_with_subject); the
 	// subject itself is never shown.
-	NamesSubject bool    `json:"names_subject"`
+	NamesSubject bool `json:"names_subject"`
+	// KeyID and AgentVersion are the document's provenance (MS-5, QT-2): the key that
+	// submitted it and the submission's Agent-Version header ("" when none was sent).
+	KeyID        string  `json:"key_id"`
+	AgentVersion string  `json:"agent_version"`
 	CreatedAt    string  `json:"created_at"`
 	IndexedAt    *string `json:"indexed_at"`
 }
@@ -85,7 +89,7 @@ type Document struct {
 func toDocument(r models.KnowledgeDocument) Document {
 	d := Document{ID: r.ID, KBID: r.KBID, SourceURI: r.SourceURI, Title: r.Title, Version: r.VersionLabel, Format: r.Format,
 		Status: r.Status, Kinds: []string{}, Masked: r.Masked, Chunks: r.Chunks, EmbedModel: r.EmbedModel, Dims: r.Dims,
-		NamesSubject: r.SubjectHash != "", CreatedAt: r.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")}
+		NamesSubject: r.SubjectHash != "", KeyID: r.CreatedBy, AgentVersion: r.AgentVersion, CreatedAt: r.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")}
 	_ = json.Unmarshal([]byte(r.Kinds), &d.Kinds)
 	if d.Kinds == nil {
 		d.Kinds = []string{}
@@ -188,7 +192,7 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, kbID string, req
 	row := models.KnowledgeDocument{
 		ID: auth.NewID("kd"), SpaceID: p.SpaceID, KBID: b.ID, SourceURI: req.SourceURI, Title: title, VersionLabel: req.Version,
 		Format: req.Format, ContentHash: hash, Body: body, Status: StatusPending, Kinds: mustJSON(kinds), Masked: len(kinds) > 0,
-		SubjectHash: subjectHash, CreatedBy: p.KeyID, CreatedAt: now, UpdatedAt: now,
+		SubjectHash: subjectHash, CreatedBy: p.KeyID, AgentVersion: p.AgentVersion, CreatedAt: now, UpdatedAt: now,
 	}
 	created := true
 	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {

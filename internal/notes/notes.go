@@ -174,9 +174,15 @@ type Note struct {
 	Status           string     `json:"status"`
 	ValidUntil       *time.Time `json:"valid_until"`
 	ProposalID       *string    `json:"proposal_id"`
-	CreatedAt        time.Time  `json:"created_at"`
-	UpdatedAt        time.Time  `json:"updated_at"`
-	RetiredAt        *time.Time `json:"retired_at"`
+	// KeyID and AgentVersion are the version's provenance (MS-5, QT-2): the key that wrote
+	// it (for an approved proposal, the approving person's key) and the Agent-Version header
+	// of the agent's write (for an approved proposal, of the request that proposed it; ""
+	// when none was sent).
+	KeyID        string     `json:"key_id"`
+	AgentVersion string     `json:"agent_version"`
+	CreatedAt    time.Time  `json:"created_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+	RetiredAt    *time.Time `json:"retired_at"`
 }
 
 // content is a validated note body.
@@ -419,7 +425,7 @@ func toNote(r models.Note) Note {
 		Vendor: r.Vendor, Kind: r.Kind, Title: r.Title, Body: r.Body, Tags: decodeTags(r.Tags),
 		Visibility: r.Visibility, Evidence: evidenceOf(r.EvidenceKind, r.EvidenceID), Origin: r.Origin,
 		Status: r.Status, ValidUntil: utcPtr(r.ValidUntil), ProposalID: strPtr(r.ProposalID),
-		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), RetiredAt: utcPtr(r.RetiredAt),
+		KeyID: r.ActorKeyID, AgentVersion: r.AgentVersion, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), RetiredAt: utcPtr(r.RetiredAt),
 	}
 }
 

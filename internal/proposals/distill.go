@@ -29,7 +29,9 @@ type DraftRequest struct {
 	SourceID string
 	Vendor   string
 	ActorKey string
-	Evidence notes.Evidence
+	// AgentVersion is the Agent-Version header of the distillation request (MS-5), "" when none.
+	AgentVersion string
+	Evidence     notes.Evidence
 	// IdemKey is the keyed hash of the request's Idempotency-Key ("" for none) and BodyHash
 	// the hash of the request it answers: with a key, the proposal's id is remembered in
 	// note_requests in the same transaction, and a repeat returns it instead of a new one.
@@ -88,7 +90,7 @@ func (s *Service) CreateDistillProposalOnce(ctx context.Context, p auth.Principa
 		}
 		vendor = v
 	}
-	d := DraftRequest{SpaceID: p.SpaceID, SourceID: sourceID, Vendor: vendor, ActorKey: p.KeyID,
+	d := DraftRequest{SpaceID: p.SpaceID, SourceID: sourceID, Vendor: vendor, ActorKey: p.KeyID, AgentVersion: p.AgentVersion,
 		Evidence: notes.Evidence{ConversationID: scope.ConversationID, TaskID: scope.TaskID}}
 	if idemKey != "" {
 		d.IdemKey = s.Notes.IdempotencyHash(p.SpaceID, idemKey)
@@ -151,7 +153,7 @@ func (s *Service) draft(ctx context.Context, d DraftRequest) (string, bool, erro
 		r := models.NoteProposal{
 			ID: id, SpaceID: d.SpaceID, SourceID: d.SourceID, Vendor: d.Vendor, Origin: notes.OriginDistilled,
 			Status: StatusDrafting, Tags: "[]", EvidenceKind: ek, EvidenceID: eid, ActorKeyID: d.ActorKey,
-			ActorKind: "workflow", CreatedAt: now, UpdatedAt: now, Kinds: "[]",
+			AgentVersion: d.AgentVersion, ActorKind: "workflow", CreatedAt: now, UpdatedAt: now, Kinds: "[]",
 		}
 		if _, err := tx.NewInsert().Model(&r).Exec(ctx); err != nil {
 			return fmt.Errorf("proposals: insert draft: %w", err)

@@ -116,8 +116,12 @@ type Proposal struct {
 	NoteID           *string             `json:"note_id"`
 	DecidedBy        *string             `json:"decided_by"`
 	DecidedAt        *time.Time          `json:"decided_at"`
-	CreatedAt        time.Time           `json:"created_at"`
-	UpdatedAt        time.Time           `json:"updated_at"`
+	// KeyID and AgentVersion are the proposal's provenance (MS-5, QT-2): the key whose
+	// write or distillation request made it and that request's Agent-Version header.
+	KeyID        string    `json:"key_id"`
+	AgentVersion string    `json:"agent_version"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
 }
 
 func toProposal(r models.NoteProposal) Proposal {
@@ -125,7 +129,7 @@ func toProposal(r models.NoteProposal) Proposal {
 		ID: r.ID, Status: r.Status, Reason: strPtr(r.Reason), LastError: strPtr(r.LastError), SourceID: r.SourceID,
 		Vendor: r.Vendor, Origin: r.Origin, Evidence: evidence(r),
 		SupersedesNoteID: strPtr(r.SupersedesNoteID), NoteID: strPtr(r.NoteID), DecidedBy: strPtr(r.DecidedBy),
-		DecidedAt: utcPtr(r.DecidedAt), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		DecidedAt: utcPtr(r.DecidedAt), KeyID: r.ActorKeyID, AgentVersion: r.AgentVersion, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 	if ks := notes.DecodeTags(r.Kinds); len(ks) > 0 {
 		p.Kinds = ks

@@ -310,6 +310,7 @@ func (s *Service) ExportSubject(ctx context.Context, idb bun.IDB, spaceID string
 		}
 		outTurns = append(outTurns, erasure.ExportedTurn{
 			ID: r.ID, ScopeKind: r.ScopeKind, ScopeHash: r.ScopeHash, Speaker: r.Speaker, Text: text, At: r.At.UTC(),
+			KeyID: r.KeyID, AgentVersion: r.AgentVersion,
 		})
 	}
 	return outLinks, outTurns, nil

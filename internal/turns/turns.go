@@ -116,13 +116,17 @@ type Input struct {
 	At string `json:"at,omitempty"`
 }
 
-// Turn is a stored turn as the API answers it: Text is the masked text.
+// Turn is a stored turn as the API answers it: Text is the masked text. KeyID and
+// AgentVersion are its provenance (MS-5, QT-2): the key that wrote it and the request's
+// Agent-Version header ("" when none was sent).
 type Turn struct {
 	ID string `json:"id"`
 	Scope
-	Speaker string    `json:"speaker"`
-	Text    string    `json:"text"`
-	At      time.Time `json:"at"`
+	Speaker      string    `json:"speaker"`
+	Text         string    `json:"text"`
+	At           time.Time `json:"at"`
+	KeyID        string    `json:"key_id"`
+	AgentVersion string    `json:"agent_version"`
 }
 
 // authorize allows agent keys with scope context and person keys with role integration.
@@ -198,7 +202,8 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, in []Input, batch
 	}
 	out := make([]Turn, len(list))
 	for i, pr := range list {
-		out[i] = Turn{ID: pr.row.ID, Scope: pr.scope, Speaker: pr.row.Speaker, Text: pr.text, At: pr.row.At}
+		out[i] = Turn{ID: pr.row.ID, Scope: pr.scope, Speaker: pr.row.Speaker, Text: pr.text, At: pr.row.At,
+			KeyID: pr.row.KeyID, AgentVersion: pr.row.AgentVersion}
 	}
 	return out, nil
 }
@@ -230,7 +235,7 @@ func (s *Service) prepare(ctx context.Context, p auth.Principal, t Input, now ti
 	}
 	row := models.Turn{
 		ID: auth.NewID("turn"), SpaceID: p.SpaceID, ScopeKind: kind, ScopeHash: s.ScopeHash(p.SpaceID, kind, id),
-		Speaker: t.Speaker, KeyID: p.KeyID, At: at.Truncate(time.Microsecond), CreatedAt: now,
+		Speaker: t.Speaker, KeyID: p.KeyID, AgentVersion: p.AgentVersion, At: at.Truncate(time.Microsecond), CreatedAt: now,
 		Text: []byte(masked),
 	}
 	return prepared{row: row, scope: t.Scope, text: masked}, nil

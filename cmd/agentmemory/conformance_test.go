@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentmemory/agentmemory/internal/conformance"
+	"github.com/agentmemory/agentmemory/internal/db/dbtest"
+)
+
+// buildTagged builds the real binary with build tags (the deliberately broken build uses
+// conformance_broken: api/breakspace_on.go).
+func buildTagged(t *testing.T, tags string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "agentmemory")
+	cmd := exec.Command("go", "build", "-tags", tags, "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
+}
+
+// createSpace runs `bin space create NAME --direct-put` with env and returns the admin key.
+func createSpace(t *testing.T, bin string, env []string, name string, args ...string) string {
+	t.Helper()
+	var out bytes.Buffer
+	c := exec.Command(bin, append([]string{"space", "create", name, "--direct-put"}, args...)...)
+	c.Env, c.Stdout, c.Stderr = env, &out, &out
+	require.NoError(t, c.Run(), "space create: %s", out.String())
+	var sp map[string]string
+	require.NoError(t, json.Unmarshal(out.Bytes(), &sp), "space create printed %q", out.String())
+	return sp["admin_key"]
+}
+
+// runConformance runs `bin conformance` against url with two fresh spaces' admin keys and
+// returns its output, the JSON report and its exit error.
+func runConformance(t *testing.T, bin string, env []string, url, adminA, adminB string) (string, conformance.Report, error) {
+	t.Helper()
+	report := filepath.Join(t.TempDir(), "report.json")
+	var out bytes.Buffer
+	c := exec.Command(bin, "conformance", "--url", url, "--admin-key", adminA, "--peer-admin-key", adminB, "--json", report)
+	c.Env, c.Stdout, c.Stderr = env, &out, &out
+	err := c.Run()
+	var rep conformance.Report
+	data, rerr := os.ReadFile(report)
+	require.NoError(t, rerr, "no JSON report; output:\n%s", out.String())
+	require.NoError(t, json.Unmarshal(data, &rep))
+	return out.String(), rep, err
+}
+
+// startDev starts `bin dev` (SQLite, the Temporal dev server it starts itself, as make run
+// does) on a fresh data dir and returns its URL and the environment that reaches its data dir.
+func startDev(t *testing.T, bin string) (string, []string) {
+	t.Helper()
+	ports, err := freePorts(2)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	env := append(shippedEnviron(), "AGENTMEMORY_TEMPORAL_CLI="+filepath.Join(repoRoot(t), "bin", "temporal"), "AGENTMEMORY_DATA_DIR="+dir)
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	p := start(t, bin, env, "dev", "--addr", addr, "--data-dir", dir, "--temporal-ui-port", fmt.Sprint(ports[1]))
+	waitHealthy(t, p, "http://"+addr+"/healthz")
+	t.Cleanup(func() { p.stop(t) })
+	return "http://" + addr, env
+}
+
+// QT-3 (issue 34 §3): `agentmemory conformance` passes against the real binary on SQLite (dev,
+// as make run starts it), with every check of every group run and the keys it minted revoked.
+func TestConformancePassesAgainstDev(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and starts the Temporal dev server")
+	}
+	bin := buildBinary(t)
+	url, env := startDev(t, bin)
+	out, rep, err := runConformance(t, bin, env, url, createSpace(t, bin, env, "conf-a"), createSpace(t, bin, env, "conf-b"))
+	require.NoError(t, err, "conformance failed:\n%s", out)
+	requireEveryGroup(t, rep)
+	require.Contains(t, out, fmt.Sprintf("%d checks, 0 failed", len(rep.Checks)))
+}
+
+// requireEveryGroup checks that rep ran every group of checks, with isolation and bad input
+// over many routes.
+func requireEveryGroup(t *testing.T, rep conformance.Report) {
+	t.Helper()
+	count := map[string]int{}
+	for _, c := range rep.Checks {
+		count[c.Group]++
+	}
+	for _, g := range []string{"setup", "isolation", "bad_input", "receipts", "console", "cleanup"} {
+		require.Positive(t, count[g], "group %s ran no check", g)
+	}
+	require.Greater(t, count["isolation"], 60, "isolation covers the routes of /openapi.json for three callers")
+	require.Greater(t, count["bad_input"], 40)
+}
+
+// QT-3: against `serve` on PostgreSQL (with a Temporal dev server) the run passes too.
+func TestConformancePassesAgainstServeOnPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and starts the Temporal dev server")
+	}
+	bin := buildBinary(t)
+	srv := devServer(t)
+	port, err := freePort()
+	require.NoError(t, err)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	env := append(shippedEnviron(), "DATABASE_URL="+dbtest.URL(t, "postgres"), "TEMPORAL_ADDRESS="+srv.FrontendHostPort(),
+		"AGENTMEMORY_SECRET=conformance-serve-secret-0123456789abcdef", "AGENTMEMORY_ADDR="+addr,
+		"AGENTMEMORY_TASK_QUEUE=conformance-serve", "AGENTMEMORY_DATA_DIR="+t.TempDir(),
+		"AGENTMEMORY_SIGNING_KEY="+randomBase64(t)) // production-shaped: signed proofs on
+	p := start(t, bin, env, "serve")
+	waitHealthy(t, p, "http://"+addr+"/healthz")
+	defer p.stop(t)
+	out, rep, err := runConformance(t, bin, env, "http://"+addr, createSpace(t, bin, env, "conf-a"), createSpace(t, bin, env, "conf-b"))
+	require.NoError(t, err, "conformance failed:\n%s", out)
+	requireEveryGroup(t, rep)
+}
+
+// QT-3: on a deliberately broken build (tag conformance_broken: GET
+// /v1/agent-memory/notes/{id} reads across spaces) the run fails, exits non-zero and names
+// that route, and only that route.
+func TestConformanceFailsOnABrokenBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and starts the Temporal dev server")
+	}
+	broken := buildTagged(t, "conformance_broken")
+	url, env := startDev(t, broken)
+	out, rep, err := runConformance(t, broken, env, url, createSpace(t, broken, env, "conf-a"), createSpace(t, broken, env, "conf-b"))
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "conformance must exit non-zero on the broken build:\n%s", out)
+	require.NotZero(t, rep.Failures)
+	var failed []string
+	for _, c := range rep.Checks {
+		if !c.OK {
+			failed = append(failed, c.Name)
+		}
+	}
+	for _, f := range failed {
+		require.True(t, strings.HasPrefix(f, "GET /v1/agent-memory/notes/{id} as space B"), "unexpected failure %q; all: %v", f, failed)
+	}
+	require.True(t, slices.Contains(failed, "GET /v1/agent-memory/notes/{id} as space B admin"), "failures: %v", failed)
+	require.Contains(t, out, "FAIL")
+}
