@@ -10,7 +10,7 @@ import (
 )
 
 // Storage quotas (issue 34 §1, QT-1, MS-3). quota_usage keeps per space, quota and scope key
-// (a scope kind, a conversation's keyed hash, a knowledge base id, or '' for the whole space)
+// (a scope kind, a conversation's keyed hash, a knowledge base id, or ” for the whole space)
 // how much is stored. Triggers on the counted tables change it inside the very statement
 // that inserts, resizes or deletes a row, so the count moves under the same row locks and in
 // the same transaction as the write on both databases, whatever path writes (API, sweeps,
