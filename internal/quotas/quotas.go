@@ -10,7 +10,10 @@
 package quotas
 
 import (
+	"context"
 	"regexp"
+
+	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/spaces"
@@ -106,4 +109,19 @@ func Translate(err error, f spaces.Features, kind string) error {
 		return err
 	}
 	return Error(q, Limit(f, q, kind))
+}
+
+// Refusal is err as Error when it is a database refusal for a quota (Exceeded), with the limit
+// the features document of space spaceID sets (read through d; the default when it cannot be
+// read), and err unchanged otherwise: what a write outside working memory answers (409).
+func Refusal(ctx context.Context, d *bun.DB, spaceID string, err error) error {
+	q, ok := Exceeded(err)
+	if !ok || fault.As(err) != nil {
+		return err
+	}
+	f, ferr := spaces.Documents{DB: d}.Features(ctx, spaceID)
+	if ferr != nil {
+		f = spaces.Features{} // the refusal stands; only its limit detail falls back to the default
+	}
+	return Error(q, Limit(f, q, ""))
 }
