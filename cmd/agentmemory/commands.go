@@ -39,7 +39,9 @@ func newRootCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Com
 		migrateCmd(load, stdout), spaceCmd(load, stdout), replayCmd(cl, stdout),
 		notesCmd(cl, stdout), healthcheckCmd(), keysCmd(load, stdout),
 		// Signed proofs (PR-3): cmd/agentmemory/signing.go.
-		verifyCertificateCmd(cl, stdout), receiptsCmd(load, cl, stdout), signingKeyCmd(cl, stdout))
+		verifyCertificateCmd(cl, stdout), receiptsCmd(load, cl, stdout), signingKeyCmd(cl, stdout),
+		// Storage counters (issue 34 §1): cmd/agentmemory/recount.go.
+		recountCmd(load, stdout))
 	return root
 }
 
