@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/fault"
@@ -132,7 +133,16 @@ func TestStateOverQuotaAnswer(t *testing.T) {
 // ingest with the quota as its reason and store no chunk. (Through the service, as the other
 // knowledge tests: the HTTP route also starts the ingest workflow.)
 func TestDocumentQuotaAtTheBoundary(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = anyWorkflows{} })
+			documentQuota(t, e)
+		})
+	}
+}
+
+func documentQuota(t *testing.T, e *apitest.Env) {
+	{
 		ctx := context.Background()
 		emb, err := llm.New(llm.Config{Host: llmtest.NewEmbed(t).URL, Model: "unused"})
 		require.NoError(t, err)
@@ -172,5 +182,5 @@ func TestDocumentQuotaAtTheBoundary(t *testing.T) {
 		require.NoError(t, err)
 		require.NotNil(t, doc.Reason)
 		require.Equal(t, "quota_exceeded:chunks_per_base", *doc.Reason)
-	})
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/quotas"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -152,6 +153,12 @@ func (s *Service) SweepBatch(ctx context.Context, spaceID, phase, cursor string,
 				return fmt.Errorf("compliance: sweep exports: %w", err)
 			}
 			out.Done = len(rows) < limit
+			if out.Done {
+				// The sweep's daily usage sample (issue 34 §1): the Console's 30-day chart.
+				if err := quotas.Sample(ctx, tx, spaceID, now); err != nil {
+					return err
+				}
+			}
 			for _, r := range rows {
 				if _, err := tx.NewDelete().Model((*models.ExportPackage)(nil)).Where("id = ?", r.ID).Exec(ctx); err != nil {
 					return fmt.Errorf("compliance: sweep exports: %w", err)
