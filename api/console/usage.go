@@ -87,7 +87,7 @@ func seriesName(q string) string {
 // amount is n in quota's unit: bytes in KiB/MiB/GiB for state_bytes_per_space, else a count.
 func amount(quota string, n int64) string {
 	if quota != quotas.StateBytesPerSpace {
-		return fmt.Sprintf("%d", n)
+		return grouped(n)
 	}
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
 	v, i := float64(n), 0
@@ -98,4 +98,18 @@ func amount(quota string, n int64) string {
 		return fmt.Sprintf("%d B", n)
 	}
 	return fmt.Sprintf("%.1f %s", v, units[i])
+}
+
+// grouped is n with its thousands separated by commas (1,000,000).
+func grouped(n int64) string {
+	s := fmt.Sprintf("%d", n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
 }

@@ -38,9 +38,9 @@ func TestConsoleUsagePage(t *testing.T) {
 		row := regexp.MustCompile(`(?s)<code>turns_per_space</code></td><td>space</td>\s*<td class="num">(\d+)</td><td class="num">(\d+)</td>`).FindStringSubmatch(r.Body)
 		require.NotNil(t, row, r.Body)
 		require.Equal(t, []string{"5", "40"}, row[1:], "used 5 of the set limit 40")
-		conv := regexp.MustCompile(`(?s)<code>turns_per_conversation</code></td><td>largest conversation or task</td>\s*<td class="num">(\d+)</td><td class="num">(\d+)</td>`).FindStringSubmatch(r.Body)
+		conv := regexp.MustCompile(`(?s)<code>turns_per_conversation</code></td><td>largest conversation or task</td>\s*<td class="num">(\d+)</td><td class="num">([\d,]+)</td>`).FindStringSubmatch(r.Body)
 		require.NotNil(t, conv)
-		require.Equal(t, []string{"3", "10000"}, conv[1:], "the largest conversation, under the default limit")
+		require.Equal(t, []string{"3", "10,000"}, conv[1:], "the largest conversation, under the default limit")
 		require.Equal(t, len(quotas.Sampled), strings.Count(r.Body, `<svg class="chart"`))
 		require.Contains(t, r.Body, `aria-label="turns over the last 30 days"`)
 		// The turns chart steps from 0 to 2 two days ago and to 5 today: its line has 30
