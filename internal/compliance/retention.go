@@ -23,6 +23,9 @@ const (
 	PhaseFields  = "fields"  // expired fields inside live states
 	PhaseTurns   = "turns"   // turns past their retention (TurnSweeper)
 	PhaseExports = "exports" // expired data packages
+	// PhaseNotes retires notes past retention.notes (NoteSweeper; issue 34 §1). It runs after
+	// PhaseExports in sweeps started by this version (workflow version marker "notes-phase").
+	PhaseNotes = "notes"
 )
 
 // SweepPhases lists the phases in order.
@@ -139,6 +142,16 @@ func (s *Service) SweepBatch(ctx context.Context, spaceID, phase, cursor string,
 				return nil
 			}
 			counts, done, err := s.TurnSweeps.SweepTurns(ctx, tx, spaceID, now, limit)
+			if err != nil {
+				return err
+			}
+			perSpace, out.Done = counts, done
+		case PhaseNotes:
+			if s.NoteSweeps == nil {
+				out.Done = true
+				return nil
+			}
+			counts, done, err := s.NoteSweeps.SweepNotes(ctx, tx, spaceID, now, limit)
 			if err != nil {
 				return err
 			}
