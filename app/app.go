@@ -245,8 +245,9 @@ func (a *App) wire() {
 	a.Runs = &runs.Store{DB: d, Docs: a.Docs, Now: now} // the budgets of runs (CTX-3)
 	a.Notes = &notes.Service{DB: d, Docs: a.Docs, Subjects: a.Subjects, Hasher: h, Now: now, Receipts: a.Receipts, Runs: a.Runs}
 	a.Proposals = &proposals.Service{DB: d, Notes: a.Notes, Now: now}
-	a.Notes.Proposals = a.Proposals  // human_only writes become proposals (AM-8)
-	a.Compliance.Notes = a.Proposals // AM-12: agent-note erasure erases notes and proposals
+	a.Notes.Proposals = a.Proposals   // human_only writes become proposals (AM-8)
+	a.Compliance.NoteSweeps = a.Notes // retention.notes (issue 34 §1)
+	a.Compliance.Notes = a.Proposals  // AM-12: agent-note erasure erases notes and proposals
 	// Knowledge documents pass the notes gate (refuse) or the space's masking (mask).
 	a.Knowledge = &knowledge.Service{DB: d, Docs: a.Docs, Gate: notes.DocumentGate{S: a.Notes}, Masker: a.Subjects, Subjects: a.Subjects, Now: now, Receipts: a.Receipts,
 		QueryEmbedTimeout: a.Config.KnowledgeQueryTimeout, Runs: a.Runs}

@@ -199,7 +199,8 @@ func TestRetentionSweepContinuesAsNewWithProgress(t *testing.T) {
 
 func TestRetentionSweepFinishesAllPhases(t *testing.T) {
 	env, a := erasureEnv(t)
-	for _, ph := range []string{"fields", "turns", "exports"} {
+	// After exports, the notes phase (retention.notes, issue 34 §1, version "notes-phase").
+	for _, ph := range []string{"fields", "turns", "exports", "notes"} {
 		env.OnActivity(a.SweepRetentionBatch, mock.Anything, activities.SweepBatchInput{Phase: ph, Limit: 10}).
 			Return(activities.SweepBatchResult{Removed: 1, Done: true}, nil).Once()
 	}
@@ -212,6 +213,6 @@ func TestRetentionSweepFinishesAllPhases(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	var got workflows.SweepTotals
 	require.NoError(t, env.GetWorkflowResult(&got))
-	require.Equal(t, workflows.SweepTotals{States: 7, Fields: 1, Turns: 1, Exports: 1}, got)
+	require.Equal(t, workflows.SweepTotals{States: 7, Fields: 1, Turns: 1, Exports: 1, Notes: 1}, got)
 	env.AssertExpectations(t)
 }

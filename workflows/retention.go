@@ -27,6 +27,13 @@ const (
 	vacuumPhase  = "vacuum"
 )
 
+// notesChange is the GetVersion id of the notes phase added after the exports phase (issue
+// 34 §1: notes past retention.notes are retired); notesPhase mirrors compliance.PhaseNotes.
+const (
+	notesChange = "notes-phase"
+	notesPhase  = "notes"
+)
+
 // Sweep phases in order (mirrors compliance.SweepPhases; workflows do not import internal).
 var sweepPhases = []string{"states", "fields", "turns", "exports"}
 
@@ -36,6 +43,7 @@ type SweepTotals struct {
 	Fields  int
 	Turns   int
 	Exports int
+	Notes   int
 }
 
 // RetentionSweepInput configures a sweep. SpaceID limits it to one space (empty: every
@@ -102,13 +110,19 @@ func RetentionSweepWorkflow(ctx workflow.Context, in RetentionSweepInput) (Sweep
 			in.Totals.Turns += out.Removed
 		case "exports":
 			in.Totals.Exports += out.Removed
+		case notesPhase:
+			in.Totals.Notes += out.Removed
 		}
 		if !out.Done {
 			in.Cursor = out.Cursor
 			continue
 		}
 		next := nextPhase(in.Phase)
-		if next == "" && in.Phase == sweepPhases[len(sweepPhases)-1] &&
+		last := in.Phase == sweepPhases[len(sweepPhases)-1]
+		if next == "" && last && workflow.GetVersion(ctx, notesChange, workflow.DefaultVersion, 1) == 1 {
+			next = notesPhase
+		}
+		if next == "" && (last || in.Phase == notesPhase) &&
 			workflow.GetVersion(ctx, vacuumChange, workflow.DefaultVersion, 1) == 1 {
 			next = vacuumPhase
 		}

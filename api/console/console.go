@@ -166,6 +166,7 @@ func (h *Console) Mount(r gin.IRouter) {
 	a.GET("/keys", h.keysPage)
 	a.POST("/keys", once, h.mintKey)
 	a.POST("/keys/:id/revoke", once, h.revokeKey)
+	a.GET("/usage", h.usagePage)
 }
 
 // csp allows the Console's own style sheet and forms, and nothing else: no script at all.
@@ -208,6 +209,7 @@ var screens = []screen{
 	{"Profiles", "/console/profiles", []string{auth.RoleIntegration, auth.RoleAdmin, auth.RoleCompliance, auth.RoleSecurity}},
 	{"Receipts", "/console/receipts", []string{auth.RoleAdmin, auth.RoleCompliance}},
 	{"Keys", "/console/keys", []string{auth.RoleAdmin}},
+	{"Usage", "/console/usage", []string{auth.RoleAdmin, auth.RoleSecurity}},
 }
 
 // roleOf returns the roles of screen name.

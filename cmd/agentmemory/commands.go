@@ -40,6 +40,8 @@ func newRootCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Com
 		notesCmd(cl, stdout), healthcheckCmd(), keysCmd(load, stdout), restoreCmd(load, stdout),
 		// Signed proofs (PR-3): cmd/agentmemory/signing.go.
 		verifyCertificateCmd(cl, stdout), receiptsCmd(load, cl, stdout), signingKeyCmd(cl, stdout),
+		// Storage counters (issue 34 §1): cmd/agentmemory/recount.go.
+		recountCmd(load, stdout),
 		conformanceCmd(stdout)) // issue 34 §3: cmd/agentmemory/conformance.go
 	return root
 }

@@ -108,6 +108,14 @@ type TurnSweeper interface {
 	SweepTurns(ctx context.Context, idb bun.IDB, spaceID string, now time.Time, limit int) (map[string]int, bool, error)
 }
 
+// NoteSweeper retires up to limit active notes not revised for their space's retention.notes
+// at now (off by default; issue 34 §1) of spaceID (every space when empty) inside idb, with
+// their receipts; it returns the counts per space and whether fewer than limit were due.
+// *notes.Service implements it.
+type NoteSweeper interface {
+	SweepNotes(ctx context.Context, idb bun.IDB, spaceID string, now time.Time, limit int) (map[string]int, bool, error)
+}
+
 // Service runs the compliance steps. Erasers is the erasure registry (every store that holds
 // personal data, in erasure order; app registers them in one list): erasure, its probe, the
 // preview, the data package, the coverage checks and the vacuum list all read it. Notes
@@ -121,6 +129,7 @@ type Service struct {
 	State      *state.Service
 	Erasers    *erasure.Registry
 	TurnSweeps TurnSweeper
+	NoteSweeps NoteSweeper // retention.notes (nil: the notes phase sweeps nothing)
 	Notes      erasure.SourceEraser
 	// Signer signs each certificate when its erasure completes (nil: stored unsigned). Never
 	// a typed nil: leave it nil when there is no key.

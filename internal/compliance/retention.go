@@ -12,6 +12,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/quotas"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -22,6 +23,9 @@ const (
 	PhaseFields  = "fields"  // expired fields inside live states
 	PhaseTurns   = "turns"   // turns past their retention (TurnSweeper)
 	PhaseExports = "exports" // expired data packages
+	// PhaseNotes retires notes past retention.notes (NoteSweeper; issue 34 §1). It runs after
+	// PhaseExports in sweeps started by this version (workflow version marker "notes-phase").
+	PhaseNotes = "notes"
 )
 
 // SweepPhases lists the phases in order.
@@ -142,6 +146,16 @@ func (s *Service) SweepBatch(ctx context.Context, spaceID, phase, cursor string,
 				return err
 			}
 			perSpace, out.Done = counts, done
+		case PhaseNotes:
+			if s.NoteSweeps == nil {
+				out.Done = true
+				return nil
+			}
+			counts, done, err := s.NoteSweeps.SweepNotes(ctx, tx, spaceID, now, limit)
+			if err != nil {
+				return err
+			}
+			perSpace, out.Done = counts, done
 		case PhaseExports:
 			var rows []models.ExportPackage
 			q := tx.NewSelect().Model(&rows).Column("id", "space_id").Where("expires_at <= ?", now).Order("id ASC").Limit(int64(limit))
@@ -152,6 +166,12 @@ func (s *Service) SweepBatch(ctx context.Context, spaceID, phase, cursor string,
 				return fmt.Errorf("compliance: sweep exports: %w", err)
 			}
 			out.Done = len(rows) < limit
+			if out.Done {
+				// The sweep's daily usage sample (issue 34 §1): the Console's 30-day chart.
+				if err := quotas.Sample(ctx, tx, spaceID, now); err != nil {
+					return err
+				}
+			}
 			for _, r := range rows {
 				if _, err := tx.NewDelete().Model((*models.ExportPackage)(nil)).Where("id = ?", r.ID).Exec(ctx); err != nil {
 					return fmt.Errorf("compliance: sweep exports: %w", err)

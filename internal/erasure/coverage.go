@@ -86,6 +86,9 @@ var AllowedTables = map[string]string{
 		"adjusts it)",
 	"agent_state_floors": "the highest version removed per space and agent (an agent name and a number; WM-5: " +
 		"versions never restart), never a scope or a value",
+	"quota_usage": "storage counts per space, quota and key (a scope kind, a knowledge base id, or a conversation's " +
+		"keyed hash, deleted by the turns trigger with the conversation's last turn; issue 34 §1); never a value",
+	"usage_samples": "daily space-wide totals per quota (a day and a number) for the Console's usage chart",
 	"agent_runs": "run budgets (CTX-3): the caller's run label, its owner (an agent source or key id) and token " +
 		"counts, deleted after the run's TTL; never content",
 	// Events: ids of notes and proposals, kinds and agents only; the outbox eraser probes

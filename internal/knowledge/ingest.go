@@ -19,6 +19,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/quotas"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/redact"
 	"github.com/agentmemory/agentmemory/models"
@@ -220,7 +221,8 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, kbID string, req
 		err = nil // the receipt of a no-op is rolled back with it: nothing happened
 	}
 	if err != nil {
-		return Document{}, false, err
+		// documents_per_base refused the insert: 409 quota_exceeded, nothing stored (issue 34 §1).
+		return Document{}, false, quotas.Refusal(ctx, s.DB, p.SpaceID, err)
 	}
 	return toDocument(row), created, nil
 }
@@ -322,8 +324,9 @@ type IngestResult struct {
 	Kinds      []string `json:"kinds,omitempty"`
 }
 
-// Ingest chunks, embeds and indexes pending document id (KN-2; IngestWorkflow's activity). A
-// document no longer pending (indexed, refused, deleted meanwhile) is answered as it is:
+// Ingest chunks, embeds and indexes pending document id (KN-2; IngestWorkflow's activity).
+// Chunks that would pass the space's chunks_per_base quota are not stored: the document ends
+// failed with reason "quota_exceeded:chunks_per_base" (issue 34 §1). A document no longer pending (indexed, refused, deleted meanwhile) is answered as it is:
 // calling it again is a no-op. Under refuse the gate runs again over the stored body and a
 // refusal ends the document refused (body cleared, kinds kept); under instructions refuse
 // the instruction detector runs again and a hit ends it refused with reason
@@ -469,6 +472,11 @@ func (s *Service) Ingest(ctx context.Context, id string) (IngestResult, error) {
 	})
 	if errors.Is(err, errNotPending) {
 		return res, nil
+	}
+	if q, ok := quotas.Exceeded(err); ok {
+		// chunks_per_base refused the chunks (issue 34 §1): none is stored and the document
+		// fails with the quota's name as its reason, instead of retrying a write that cannot fit.
+		return s.finish(ctx, doc, StatusFailed, quotas.CodeExceeded+":"+q, nil)
 	}
 	if err != nil {
 		return IngestResult{}, err

@@ -30,6 +30,50 @@ type Features struct {
 	Turns       TurnsSettings      `json:"turns"`
 	Documents   DocumentSettings   `json:"documents"`
 	Knowledge   KnowledgeFeature   `json:"knowledge"`
+	Quotas      QuotaSettings      `json:"quotas,omitzero"`
+	Retention   RetentionSettings  `json:"retention,omitzero"`
+}
+
+// QuotaSettings are the space's storage limits (issue 34 §1, QT-1, MS-3), each a count (bytes
+// for StateBytesPerSpace) from 1 to MaxQuota; an absent member takes its default
+// (internal/quotas.Defaults). Working-memory writes past a limit answer stored:false
+// over_quota (WM-8's rule); other writes 409 quota_exceeded naming the quota.
+// StatesPerScopeKind holds per scope kind (conversation, task, object, subject) its own limit.
+// TurnsPerConversation bounds each conversation's and each task's turns. Documents count while
+// pending or ready (a superseded, refused, failed or deleted one does not). Boards have no
+// limit yet: they do not exist; their quota joins this struct and the migration's counted
+// tables when they do.
+type QuotaSettings struct {
+	StatesPerSpace       int64            `json:"states_per_space,omitempty"`
+	StatesPerScopeKind   map[string]int64 `json:"states_per_scope_kind,omitempty"`
+	StateBytesPerSpace   int64            `json:"state_bytes_per_space,omitempty"`
+	TurnsPerConversation int64            `json:"turns_per_conversation,omitempty"`
+	TurnsPerSpace        int64            `json:"turns_per_space,omitempty"`
+	DocumentsPerBase     int64            `json:"documents_per_base,omitempty"`
+	ChunksPerBase        int64            `json:"chunks_per_base,omitempty"`
+}
+
+// MaxQuota bounds every quota (2^40: a terabyte of state bytes, far more rows than one space
+// holds).
+const MaxQuota = 1 << 40
+
+// RetentionSettings: Notes is how long an active agent note lives after its last revision
+// ("180d"; days or hours, ParseRetention) before the retention sweep retires it with a
+// receipt (issue 34 §1); empty (the default) keeps notes until retired by hand.
+type RetentionSettings struct {
+	Notes string `json:"notes,omitempty"`
+}
+
+// NotesRetention is retention.notes as a duration, 0 when off.
+func (f Features) NotesRetention() time.Duration {
+	if f.Retention.Notes == "" {
+		return 0
+	}
+	d, err := ParseRetention(f.Retention.Notes)
+	if err != nil {
+		return 0 // ParseFeatures refused it: a stored document never holds a bad one
+	}
+	return d
 }
 
 // DocumentSettings govern how the space's documents change. DirectPut allows a direct
@@ -175,7 +219,45 @@ func ParseFeatures(data []byte) (Features, error) {
 	if d := f.Turns.RetentionDays; d < 0 || d > 3650 {
 		return f, invalidMember("turns.retention_days", "must be between 1 and 3650")
 	}
+	if err := validateQuotas(f.Quotas); err != nil {
+		return f, err
+	}
+	if r := f.Retention.Notes; r != "" {
+		if _, err := ParseRetention(r); err != nil {
+			return f, invalidMember("retention.notes", err.Error())
+		}
+	}
 	return f, nil
+}
+
+// validateQuotas checks every limit is 1 to MaxQuota (absent is 0: the default) and that
+// states_per_scope_kind names only scope kinds.
+func validateQuotas(q QuotaSettings) error {
+	check := func(member string, n int64) error {
+		if n < 0 || n > MaxQuota {
+			return invalidMember("quotas."+member, fmt.Sprintf("must be between 1 and %d", int64(MaxQuota)))
+		}
+		return nil
+	}
+	for _, c := range []struct {
+		member string
+		n      int64
+	}{{"states_per_space", q.StatesPerSpace}, {"state_bytes_per_space", q.StateBytesPerSpace},
+		{"turns_per_conversation", q.TurnsPerConversation}, {"turns_per_space", q.TurnsPerSpace},
+		{"documents_per_base", q.DocumentsPerBase}, {"chunks_per_base", q.ChunksPerBase}} {
+		if err := check(c.member, c.n); err != nil {
+			return err
+		}
+	}
+	for kind, n := range q.StatesPerScopeKind {
+		if !slices.Contains(ScopeKinds, kind) {
+			return invalidMember("quotas.states_per_scope_kind", fmt.Sprintf("unknown scope kind %q (known: %s)", kind, strings.Join(ScopeKinds, ", ")))
+		}
+		if n < 1 || n > MaxQuota {
+			return invalidMember("quotas.states_per_scope_kind."+kind, fmt.Sprintf("must be between 1 and %d", int64(MaxQuota)))
+		}
+	}
+	return nil
 }
 
 // ObjectTypes is the "object-types" document: the registry of types, and the space's

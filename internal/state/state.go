@@ -25,6 +25,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/keyed"
 	"github.com/agentmemory/agentmemory/internal/keystore"
+	"github.com/agentmemory/agentmemory/internal/quotas"
 	"github.com/agentmemory/agentmemory/internal/redact"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/internal/strictjson"
@@ -41,6 +42,9 @@ const (
 const (
 	ReasonNotDeclared = "not_declared_field"
 	ReasonOverCap     = "over_cap"
+	// ReasonOverQuota: storing the write would pass one of the space's storage quotas
+	// (issue 34 §1): states per space or per scope kind, or bytes of state per space.
+	ReasonOverQuota = quotas.ReasonOverQuota
 )
 
 // Masker masks personal data inside a pii field's text by the space's masking rules.
@@ -80,7 +84,8 @@ type WriteRequest struct {
 }
 
 // WriteResult is the answer of a write (WM-7, WM-8). Reason is nil when stored. Fields lists
-// undeclared fields; Bytes and MaxBytes are set for over_cap.
+// undeclared fields; Bytes and MaxBytes are set for over_cap; Quota (the quota's name,
+// internal/quotas) and Limit (its limit) for over_quota.
 type WriteResult struct {
 	Stored   bool     `json:"stored"`
 	Version  int64    `json:"version"`
@@ -88,6 +93,8 @@ type WriteResult struct {
 	Fields   []string `json:"fields,omitempty"`
 	Bytes    int      `json:"bytes,omitempty"`
 	MaxBytes int      `json:"max_bytes,omitempty"`
+	Quota    string   `json:"quota,omitempty"`
+	Limit    int64    `json:"limit,omitempty"`
 }
 
 // ReadRequest is the body of POST /v1/agent-state/read (WM-9).
@@ -177,11 +184,35 @@ type target struct {
 	subjectHash string
 	schema      spaces.ObjectType
 	declared    bool
+	features    spaces.Features
+}
+
+// errOverQuota rolls back a locked attempt (a PostgreSQL transaction the refused statement
+// aborted) whose answer is stored:false over_quota; Write answers that result.
+var errOverQuota = errors.New("state: over quota")
+
+// overQuota is the answer of an attempt the database refused for a quota (err, from the
+// insert or update of the state; quotas.Exceeded): stored:false over_quota at version
+// effective, the previous state kept (the refused statement changed nothing), and the error
+// that ends the attempt (errOverQuota inside a transaction, to roll it back; else nil). ok is
+// false for any other err.
+func overQuota(err error, t target, effective int64, lock bool) (res WriteResult, ok bool, end error) {
+	q, ok := quotas.Exceeded(err)
+	if !ok {
+		return WriteResult{}, false, nil
+	}
+	reason := ReasonOverQuota
+	res = WriteResult{Stored: false, Version: effective, Reason: &reason, Quota: q, Limit: quotas.Limit(t.features, q, t.scopeKind)}
+	if lock {
+		return res, true, errOverQuota
+	}
+	return res, true, nil
 }
 
 // Write applies a write of p (WM-4..WM-8). Check order: version (fault.Stale
 // "agent_state_conflict" with the current version), declared fields (stored:false
-// not_declared_field), field values (fault.Invalid), cap (stored:false over_cap). Feature off
+// not_declared_field), field values (fault.Invalid), cap (stored:false over_cap), then the
+// space's quotas (stored:false over_quota naming the quota, issue 34 §1). Feature off
 // or scope missing is fault.Forbidden; a malformed request is fault.Invalid. Parallel merge
 // writers of different fields never lose each other's writes. A write whose ctx ends while
 // it retries a lost race stops at once and returns ctx's error (context.Canceled or
@@ -260,6 +291,9 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, agentVersion stri
 				res, retry, err = s.tryWrite(ctx, tx, true, p, agentVersion, t, req, body, deletes, nil)
 				return err
 			})
+			if errors.Is(err, errOverQuota) {
+				return res, nil
+			}
 		} else {
 			res, retry, err = s.tryWrite(ctx, s.DB, false, p, agentVersion, t, req, body, deletes, nil)
 		}
@@ -382,6 +416,7 @@ func (s *Service) resolve(ctx context.Context, p auth.Principal, scope *Scope, a
 		return t, err
 	}
 	t.schema, t.declared = types.SchemaFor(t.agent)
+	t.features = features
 	if t.declared && t.schema.AgentState.Scope != scope.Kind {
 		return t, invalid("scope.kind", fmt.Sprintf("this agent's state is scoped by %s", t.schema.AgentState.Scope))
 	}
@@ -552,6 +587,9 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 		var version []int64
 		err = idb.NewInsert().Model(fresh).Value("version", floorVersion, t.spaceID, t.agent).
 			On("CONFLICT (space_id, scope_hash, agent) DO NOTHING").Returning("version").Scan(ctx, &version)
+		if res, ok, qerr := overQuota(err, t, effective, lock); ok {
+			return res, false, qerr
+		}
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return WriteResult{}, false, fmt.Errorf("state: insert: %w", err)
 		}
@@ -597,6 +635,9 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 		rev := assumedConfig(ctx, t)
 		err = q.Where("id = ? AND version = ?", row.ID, row.Version).Where(atConfigAlias, rev, rev).
 			Returning("version").Scan(ctx, &version)
+	}
+	if res, ok, qerr := overQuota(err, t, effective, lock); ok {
+		return res, false, qerr
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		// Another writer won the race: recompute on its version (a conditional write then

@@ -22,6 +22,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/keyed"
 	"github.com/agentmemory/agentmemory/internal/keystore"
+	"github.com/agentmemory/agentmemory/internal/quotas"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -148,7 +149,8 @@ type prepared struct {
 
 // Write masks and stores turns for p (scope context or role integration), all or none, and
 // returns them as stored (masked). Errors: fault.Forbidden (scope or role), fault.Invalid
-// naming the member (turns[i].x for a batch).
+// naming the member (turns[i].x for a batch), fault.Conflict quota_exceeded naming the quota
+// (turns_per_space or turns_per_conversation, issue 34 §1) with nothing stored.
 func (s *Service) Write(ctx context.Context, p auth.Principal, in []Input, batch bool) ([]Turn, error) {
 	if err := authorize(p); err != nil {
 		return nil, err
@@ -198,7 +200,9 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, in []Input, batch
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		// A quota (turns per space, per conversation or task) refused an insert: nothing of the
+		// batch is stored (issue 34 §1).
+		return nil, quotas.Refusal(ctx, s.DB, p.SpaceID, err)
 	}
 	out := make([]Turn, len(list))
 	for i, pr := range list {

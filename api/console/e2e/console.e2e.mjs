@@ -303,6 +303,17 @@ try {
   assert.equal(await page.getByRole("cell", { name: "Nia", exact: true }).count(), 1, "one key named Nia, however often the page reloads");
   await shot("keys");
 
+  // Usage (issue 34 §1): each quota with its use and limit, and the 30-day charts drawn as
+  // inline SVG by the server (no script on the page).
+  await nav("Usage").click();
+  await page.getByRole("heading", { name: "Usage" }).waitFor();
+  const turnsRow = page.getByRole("row").filter({ has: page.getByText("turns_per_space", { exact: true }) });
+  assert.match(await turnsRow.textContent(), /space\s*2\s*1,000,000/, "the space's 2 turns of the default 1,000,000");
+  assert.equal(await page.locator("svg.chart").count(), 5, "one chart per space-wide series");
+  assert.ok(await page.getByRole("img", { name: "turns over the last 30 days" }).isVisible());
+  assert.equal(await page.locator("script").count(), 0);
+  await shot("usage");
+
   // The 404 page of a note id that does not exist carries the Console's security headers.
   const nf = await page.goto(base + "/console/notes/nope");
   assert.equal(nf.status(), 404);

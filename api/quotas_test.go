@@ -1,0 +1,186 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentmemory/agentmemory/api"
+	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/knowledge"
+	"github.com/agentmemory/agentmemory/internal/llm"
+	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
+	"github.com/agentmemory/agentmemory/internal/quotas"
+)
+
+// quotaFeatures puts a features document with working memory and knowledge on and quotas q.
+func quotaFeatures(e *apitest.Env, q map[string]any) {
+	e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}, "knowledge": map[string]any{"enabled": true}, "quotas": q})
+}
+
+// usedOf reads a quota's count straight from the database.
+func usedOf(t *testing.T, e *apitest.Env, quota, key string) int64 {
+	t.Helper()
+	n, err := quotas.Used(context.Background(), e.DB, e.SpaceID, quota, key)
+	require.NoError(t, err)
+	return n
+}
+
+// requireQuotaExceeded checks a 409 quota_exceeded answer naming quota and limit.
+func requireQuotaExceeded(t *testing.T, r apitest.Response, quota string, limit int) {
+	t.Helper()
+	require.Equal(t, http.StatusConflict, r.Status, "got %d, want 409: %s", r.Status, r.Body)
+	e := r.JSON(t)["error"].(map[string]any)
+	require.Equal(t, quotas.CodeExceeded, e["code"])
+	require.Equal(t, quota, e["quota"])
+	require.Equal(t, fmt.Sprint(limit), fmt.Sprint(e["limit"]))
+}
+
+func turnsCount(t *testing.T, e *apitest.Env) int64 {
+	t.Helper()
+	var n int64
+	require.NoError(t, e.DB.NewRaw(`SELECT count(*) FROM turns WHERE space_id = ?`, e.SpaceID).Scan(context.Background(), &n))
+	return n
+}
+
+// TestTurnQuotasAtTheBoundary (issue 34 §1): a conversation takes turns up to
+// turns_per_conversation and the space up to turns_per_space; the turn past either answers
+// 409 quota_exceeded naming it, and a batch crossing the limit stores none of its turns.
+func TestTurnQuotasAtTheBoundary(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		quotaFeatures(e, map[string]any{"turns_per_conversation": 3, "turns_per_space": 5})
+		bot := e.AgentKey("shop-bot", "acme", "context")
+		turn := func(conv, text string) map[string]any {
+			return map[string]any{"conversation_id": conv, "speaker": "customer", "text": text}
+		}
+		e.MustDo(http.StatusCreated, "POST", "/v1/turns", bot, map[string]any{"turns": []any{turn("c-1", "a"), turn("c-1", "b")}})
+		// A batch of two from 2 to 4 crosses the limit of 3: neither is stored.
+		r := e.Do("POST", "/v1/turns", bot, map[string]any{"turns": []any{turn("c-1", "c"), turn("c-1", "d")}})
+		requireQuotaExceeded(t, r, quotas.TurnsPerConversation, 3)
+		require.Equal(t, int64(2), turnsCount(t, e), "a refused batch stores nothing")
+		e.MustDo(http.StatusCreated, "POST", "/v1/turns", bot, turn("c-1", "c")) // exactly the limit
+		requireQuotaExceeded(t, e.Do("POST", "/v1/turns", bot, turn("c-1", "d")), quotas.TurnsPerConversation, 3)
+		// Another conversation has its own count; the space's limit of 5 still binds.
+		e.MustDo(http.StatusCreated, "POST", "/v1/turns", bot, map[string]any{"turns": []any{turn("c-2", "a"), turn("c-2", "b")}})
+		requireQuotaExceeded(t, e.Do("POST", "/v1/turns", bot, turn("c-3", "a")), quotas.TurnsPerSpace, 5)
+		require.Equal(t, int64(5), turnsCount(t, e))
+		require.Equal(t, int64(5), usedOf(t, e, quotas.TurnsPerSpace, ""))
+	})
+}
+
+// TestTurnQuotaExactAcrossReplicas (issue 34 §1): 20 turns of one conversation sent at once
+// through two replicas under turns_per_conversation 7 store exactly 7; the count equals the rows.
+func TestTurnQuotaExactAcrossReplicas(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		quotaFeatures(e, map[string]any{"turns_per_conversation": 7})
+		replica := &apitest.Env{T: t, Server: newReplica(e)}
+		bot := e.AgentKey("shop-bot", "acme", "context")
+		got := make([]int, 20)
+		var wg sync.WaitGroup
+		for i := range got {
+			srv := e
+			if i%2 == 1 {
+				srv = replica
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[i] = srv.Do("POST", "/v1/turns", bot, map[string]any{"conversation_id": "c-1", "speaker": "agent", "text": fmt.Sprintf("turn %d", i)}).Status
+			}()
+		}
+		wg.Wait()
+		counts := map[int]int{}
+		for _, s := range got {
+			counts[s]++
+		}
+		require.Equal(t, map[int]int{http.StatusCreated: 7, http.StatusConflict: 13}, counts)
+		require.Equal(t, int64(7), turnsCount(t, e))
+		require.Equal(t, int64(7), usedOf(t, e, quotas.TurnsPerSpace, ""))
+	})
+}
+
+// TestStateOverQuotaAnswer (issue 34 §1, WM-8's rule over HTTP): a working-memory write past
+// a quota answers 200 stored:false reason over_quota with the quota and its limit.
+func TestStateOverQuotaAnswer(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		quotaFeatures(e, map[string]any{"states_per_space": 1})
+		e.PutDocument("object-types", apitest.ShopBotTypes())
+		bot := e.AgentKey("shop-bot", "acme", "agent_state")
+		put := func(conv string) apitest.Response {
+			return e.Do("PUT", "/v1/agent-state", bot, map[string]any{"scope": map[string]any{"kind": "conversation", "id": conv}, "body": map[string]any{"step": "cart"}})
+		}
+		require.Equal(t, true, put("c-1").JSON(t)["stored"])
+		r := put("c-2")
+		require.Equal(t, http.StatusOK, r.Status)
+		m := r.JSON(t)
+		require.Equal(t, false, m["stored"])
+		require.Equal(t, "over_quota", m["reason"])
+		require.Equal(t, quotas.StatesPerSpace, m["quota"])
+		require.Equal(t, "1", fmt.Sprint(m["limit"]))
+	})
+}
+
+// TestDocumentQuotaAtTheBoundary (issue 34 §1): a base takes documents up to
+// documents_per_base (pending or ready); the next is refused with quota_exceeded (409) naming
+// the quota; deleting one frees its place. Chunks past chunks_per_base fail the document's
+// ingest with the quota as its reason and store no chunk. (Through the service, as the other
+// knowledge tests: the HTTP route also starts the ingest workflow.)
+func TestDocumentQuotaAtTheBoundary(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = anyWorkflows{} })
+			documentQuota(t, e)
+		})
+	}
+}
+
+func documentQuota(t *testing.T, e *apitest.Env) {
+	{
+		ctx := context.Background()
+		emb, err := llm.New(llm.Config{Host: llmtest.NewEmbed(t).URL, Model: "unused"})
+		require.NoError(t, err)
+		e.App.Knowledge.Embedder = emb
+		quotaFeatures(e, map[string]any{"documents_per_base": 2, "chunks_per_base": 3})
+		admin, err := auth.Authenticate(ctx, e.DB, e.AdminKey)
+		require.NoError(t, err)
+		b, err := e.App.Knowledge.CreateBase(ctx, admin, knowledge.CreateBaseRequest{Name: "handbook"})
+		require.NoError(t, err)
+		submit := func(uri, text string) (knowledge.Document, error) {
+			d, _, err := e.App.Knowledge.Submit(ctx, admin, b.ID, knowledge.SubmitRequest{Text: text, Format: "markdown", SourceURI: uri, Title: "T", Version: "v1"})
+			return d, err
+		}
+		small, err := submit("kb://a", "# Refunds\n\nRefunds go to the original card.")
+		require.NoError(t, err)
+		_, err = submit("kb://b", "# Sizes\n\nSizes run small.")
+		require.NoError(t, err)
+		_, err = submit("kb://c", "# Returns\n\nThirty days.")
+		fe := fault.As(err)
+		require.NotNil(t, fe, "got %v, want quota_exceeded", err)
+		require.Equal(t, fault.Conflict, fe.Kind)
+		require.Equal(t, quotas.CodeExceeded, fe.Code)
+		require.Equal(t, quotas.DocumentsPerBase, fe.Details["quota"])
+		require.Equal(t, int64(2), fe.Details["limit"])
+		require.Equal(t, int64(2), usedOf(t, e, quotas.DocumentsPerBase, b.ID))
+
+		_, err = e.App.Knowledge.DeleteDocument(ctx, admin, b.ID, small.ID)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), usedOf(t, e, quotas.DocumentsPerBase, b.ID))
+		big, err := submit("kb://big", "# Long\n\n"+strings.Repeat("Many words about refunds and returns and sizes. ", 400))
+		require.NoError(t, err)
+		res, err := e.App.Knowledge.Ingest(ctx, big.ID)
+		require.NoError(t, err)
+		require.Equal(t, "failed", res.Status, "got %+v", res)
+		require.Equal(t, int64(0), usedOf(t, e, quotas.ChunksPerBase, b.ID))
+		doc, err := e.App.Knowledge.GetDocument(ctx, admin, b.ID, big.ID)
+		require.NoError(t, err)
+		require.NotNil(t, doc.Reason)
+		require.Equal(t, "quota_exceeded:chunks_per_base", *doc.Reason)
+	}
+}
