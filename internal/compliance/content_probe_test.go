@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
+	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/internal/knowledge"
 	"github.com/agentmemory/agentmemory/internal/llm"
 	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
@@ -60,6 +61,9 @@ func TestContentProbeFindsUnlinkedSubjectData(t *testing.T) {
 			e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", shop, map[string]any{
 				"scope": map[string]any{"kind": "conversation", "id": "c-other"}, "body": map[string]any{"step": "pay", "cart_note": "blue ribbon"},
 			})
+			// A turn of a conversation linked to nobody names her (sealed under the conversation's
+			// key since issue 29 §1: the probe unseals it to read it).
+			e.MustDo(http.StatusCreated, "POST", "/v1/turns", integ, map[string]any{"conversation_id": "c-turn", "speaker": "customer", "text": "this is quorra zelinsky, about my gift wrap"})
 			noteID := e.MustDo(http.StatusCreated, "POST", "/v1/agent-memory/notes", bot,
 				map[string]any{"kind": "procedure", "title": "Weekend deliveries", "body": "quorra zelinsky prefers weekend deliveries.", "tags": []string{"delivery"}}).JSON(t)["id"].(string)
 			emb, err := llm.New(llm.Config{Host: llmtest.NewEmbed(t).URL, Model: "unused"})
@@ -101,7 +105,8 @@ func TestContentProbeFindsUnlinkedSubjectData(t *testing.T) {
 			require.Equal(t, 1, byStore["state"].ByName, "the state holding her name only, in a pii field")
 			require.Equal(t, 1, byStore["notes"].ByName)
 			require.Equal(t, 2, byStore["knowledge"].ByName, "the mask and refuse documents")
-			require.Equal(t, 4, cert.Residue)
+			require.Equal(t, 1, byStore["turns"].ByName, "the unlinked conversation's turn naming her")
+			require.Equal(t, 5, cert.Residue)
 
 			// Offline: the stored certificate verifies under the server's public keys.
 			var sig signing.Signature
@@ -116,13 +121,13 @@ func TestContentProbeFindsUnlinkedSubjectData(t *testing.T) {
 			require.NotEqual(t, "0", version("c-name"), "a name-only state waits for a person")
 			require.NotEqual(t, "0", version("c-other"))
 			e.MustDo(http.StatusOK, "GET", "/v1/agent-memory/notes/"+noteID, bot, nil)
-			require.Len(t, view.Residue, 4)
+			require.Len(t, view.Residue, 5)
 			kinds := map[string]int{}
 			for _, it := range view.Residue {
 				require.Equal(t, compliance.FindingPending, it.Status)
 				kinds[it.Kind]++
 			}
-			require.Equal(t, map[string]int{"agent_state": 1, "note": 1, knowledge.KindDocument: 2}, kinds)
+			require.Equal(t, map[string]int{"agent_state": 1, "note": 1, knowledge.KindDocument: 2, erasure.KindTurn: 1}, kinds)
 			var n int
 			require.NoError(t, e.DB.NewRaw("SELECT count(*) FROM erasures WHERE id = ? AND sealed_needles IS NOT NULL", row.ID).Scan(ctx, &n))
 			require.Zero(t, n, "the needles leave the row when the erasure ends")

@@ -89,14 +89,15 @@ func (e Eraser) Export(ctx context.Context, idb bun.IDB, t erasure.Target) (eras
 
 // Searched names what the turns store's content probe reads.
 func (Eraser) Searched() string {
-	return "turns.text of turns stored in clear (conversations not linked to a profile); linked turns are sealed"
+	return "turns.text of conversations not linked to a profile (unsealed with the conversation's key); linked turns are sealed under the profile's key"
 }
 
 // contentPage is how many turns the content probe reads at a time.
 const contentPage = 500
 
-// ProbeContent finds the turns of t's space stored in clear (no profile: masked, unsealed)
-// whose text names t's subject (issue 29 §1b): masking replaces the handles and names it
+// ProbeContent finds the turns of t's space not linked to a profile (masked, sealed under
+// their conversation's key, or in clear when written before sealing) whose text names t's
+// subject (issue 29 §1b): masking replaces the handles and names it
 // knew when the turn was written, so a turn written before her profile existed may still
 // hold her name, or a handle in a form masking missed.
 func (e Eraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.Target) ([]erasure.Finding, error) {
@@ -104,15 +105,24 @@ func (e Eraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.Target)
 		return nil, nil
 	}
 	var out []erasure.Finding
+	o := e.S.opener()
 	after := ""
 	for {
 		var rows []models.Turn
-		if err := idb.NewSelect().Model(&rows).Column("id", "text").
+		if err := idb.NewSelect().Model(&rows).Column("id", "text", "profile_id", "sealed_key").
 			Where("space_id = ? AND profile_id = '' AND id > ?", t.SpaceID, after).Order("id ASC").Limit(contentPage).Scan(ctx); err != nil {
 			return nil, fmt.Errorf("turns: content probe: %w", err)
 		}
-		for _, r := range rows {
-			if m := t.Content.Match(string(r.Text)); m != "" {
+		for i := range rows {
+			r := &rows[i]
+			text, ok, err := o.open(ctx, r)
+			if err != nil {
+				return nil, fmt.Errorf("turns: content probe: %w", err)
+			}
+			if !ok {
+				continue // sealed under a destroyed key: unreadable, nothing to find
+			}
+			if m := t.Content.Match(text); m != "" {
 				out = append(out, erasure.Finding{Kind: KindTurn, ID: r.ID, Where: "turns.text", Match: m})
 			}
 		}
