@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,15 +21,19 @@ func conformanceCmd(stdout io.Writer) *cobra.Command {
 	var jsonPath string
 	cmd := &cobra.Command{
 		Use:   "conformance",
-		Short: "Check a live deployment: tenant isolation over every route, bad input, receipts, Console headers",
+		Short: "Check a live deployment: tenant isolation over every route, bad input, erasure certificate, receipts, Console headers",
 		Long: `Conformance points at a running deployment (--url) with the admin keys of two throwaway spaces
 created for it with --direct-put (agentmemory space create conformance-a --direct-put, and -b).
 It turns agent memory on in both, mints agent keys of two vendors, writes one note, then calls
 every route of the deployment's /openapi.json across spaces and vendors (each answer must be
 the not-found/forbidden shape and the note unchanged), sends bad input to every route (no 5xx,
-nothing stored), verifies both receipt chains and the Console's CSP and framing headers. It
-prints a table, writes the JSON report to --json, retires its note, revokes its keys, and
-exits non-zero on any failure. See docs/conformance.md.`,
+nothing stored), erases a made-up subject in space A (a profile and a working state naming
+it, through person keys with roles compliance and integration that it mints) and verifies the
+signed certificate offline with the deployment's public keys, every store's probe 0 and the
+state gone (this needs a Temporal worker and a signing key: without them the check fails),
+verifies both receipt chains and the Console's CSP and framing headers. It prints a table,
+writes the JSON report to --json, retires its note, revokes its keys, and exits non-zero on
+any failure. See docs/conformance.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep, err := conformance.Run(cmd.Context(), o)
@@ -53,6 +58,7 @@ exits non-zero on any failure. See docs/conformance.md.`,
 	cmd.Flags().StringVar(&o.AdminKey, "admin-key", "", "admin key of throwaway space A (created with --direct-put)")
 	cmd.Flags().StringVar(&o.PeerAdminKey, "peer-admin-key", "", "admin key of throwaway space B (created with --direct-put)")
 	cmd.Flags().StringVar(&jsonPath, "json", "", "write the JSON report to this file")
+	cmd.Flags().DurationVar(&o.ErasureWait, "erasure-wait", 2*time.Minute, "how long the erasure check waits for its erasure to end")
 	return cmd
 }
 

@@ -94,11 +94,30 @@ func requireEveryGroup(t *testing.T, rep conformance.Report) {
 	for _, c := range rep.Checks {
 		count[c.Group]++
 	}
-	for _, g := range []string{"setup", "isolation", "bad_input", "receipts", "console", "cleanup"} {
+	for _, g := range []string{"setup", "isolation", "bad_input", "erasure", "receipts", "console", "cleanup"} {
 		require.Positive(t, count[g], "group %s ran no check", g)
 	}
 	require.Greater(t, count["isolation"], 60, "isolation covers the routes of /openapi.json for three callers")
 	require.Greater(t, count["bad_input"], 40)
+	requireErasureChecked(t, rep)
+}
+
+// requireErasureChecked checks that rep's erasure group verified the certificate offline,
+// read a probe of 0 from every store it lists (state and subjects at least) and saw the state
+// gone.
+func requireErasureChecked(t *testing.T, rep conformance.Report) {
+	t.Helper()
+	ok := map[string]bool{}
+	for _, c := range rep.Checks {
+		if c.Group == "erasure" {
+			ok[c.Name] = c.OK
+		}
+	}
+	for _, name := range []string{"POST /v1/erasures ends completed", "certificate verifies offline",
+		"probe of store state finds nothing", "probe of store subjects finds nothing",
+		"the certificate's status is completed", "the subject's state reads back as gone"} {
+		require.True(t, ok[name], "erasure check %q missing or failed; erasure checks: %v", name, ok)
+	}
 }
 
 // QT-3: against `serve` on PostgreSQL (with a Temporal dev server) the run passes too.

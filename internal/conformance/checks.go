@@ -31,16 +31,31 @@ type route struct{ method, path string }
 
 // agentKey mints an agent key in admin's space and remembers it for cleanup.
 func (w *world) agentKey(ctx context.Context, admin client, agent, vendor string) (client, error) {
-	m, err := admin.must(ctx, http.StatusCreated, "POST", "/v1/keys", map[string]any{"kind": "agent", "agent": agent, "vendor": vendor,
+	return w.mint(ctx, admin, map[string]any{"kind": "agent", "agent": agent, "vendor": vendor,
 		"scopes": []string{"agent_memory", "agent_memory:write", "context"}})
+}
+
+// personKey mints a person key with one role in space A and remembers it for cleanup.
+func (w *world) personKey(ctx context.Context, name, role string) (client, error) {
+	return w.mint(ctx, w.a, map[string]any{"kind": "person", "name": name, "roles": []string{role}})
+}
+
+// mint sends POST /v1/keys with body as admin and remembers the key for cleanup.
+func (w *world) mint(ctx context.Context, admin client, body map[string]any) (client, error) {
+	m, err := admin.must(ctx, http.StatusCreated, "POST", "/v1/keys", body)
 	if err != nil {
 		return client{}, err
 	}
-	w.minted = append(w.minted, minted{admin: admin, id: m["key_id"].(string)})
-	return client{base: admin.base, key: m["key"].(string), http: admin.http}, nil
+	id, _ := m["key_id"].(string)
+	key, _ := m["key"].(string)
+	if id == "" || key == "" {
+		return client{}, fmt.Errorf("POST /v1/keys answered no key_id or key")
+	}
+	w.minted = append(w.minted, minted{admin: admin, id: id})
+	return client{base: admin.base, key: key, http: admin.http}, nil
 }
 
-// setup turns agent memory on in both spaces, mints the three agent keys and writes the
+// setup turns agent memory and working memory on in both spaces, mints the three agent keys and writes the
 // owner's note (visibility vendor), carrying a marker unique to the run that no answer to
 // another space or vendor may contain.
 func setup(ctx context.Context, o Options) (*world, error) {
@@ -49,8 +64,9 @@ func setup(ctx context.Context, o Options) (*world, error) {
 		return w, fmt.Errorf("conformance needs the admin keys of two different spaces (--admin-key, --peer-admin-key)")
 	}
 	for _, admin := range []client{w.a, w.b} {
-		if _, err := admin.must(ctx, http.StatusOK, "PUT", "/v1/documents/features", map[string]any{"agent_memory": map[string]any{"enabled": true}}); err != nil {
-			return w, fmt.Errorf("turn agent memory on (the spaces need --direct-put): %w", err)
+		if _, err := admin.must(ctx, http.StatusOK, "PUT", "/v1/documents/features", map[string]any{"agent_memory": map[string]any{"enabled": true},
+			"agent_state": map[string]any{"enabled": true}}); err != nil {
+			return w, fmt.Errorf("turn agent memory and working memory on (the spaces need --direct-put): %w", err)
 		}
 	}
 	var err error

@@ -1,6 +1,7 @@
 // Package conformance checks a live agentmemory deployment from the outside (issue 34 §3,
-// QT-3): tenant isolation over every route of its /openapi.json, bad input, the receipt chain
-// and the Console's headers. It speaks only HTTP to the deployment; `agentmemory conformance`
+// QT-3): tenant isolation over every route of its /openapi.json, bad input, an erasure whose
+// signed certificate verifies offline and whose probe finds nothing, the receipt chain and the
+// Console's headers. It speaks only HTTP to the deployment; `agentmemory conformance`
 // runs it and a test runs it against the real binary.
 package conformance
 
@@ -24,10 +25,13 @@ type Options struct {
 	AdminKey     string
 	PeerAdminKey string
 	HTTP         *http.Client
+	// ErasureWait is how long the erasure check waits for its erasure to end (0: 2 minutes);
+	// past it the check fails, naming a missing Temporal worker.
+	ErasureWait time.Duration
 }
 
-// Check is one check's outcome: its group (setup, isolation, bad_input, receipts, console,
-// cleanup), the route or subject, OK, and on failure what was seen.
+// Check is one check's outcome: its group (setup, isolation, bad_input, erasure, receipts,
+// console, cleanup), the route or subject, OK, and on failure what was seen.
 type Check struct {
 	Group  string `json:"group"`
 	Name   string `json:"name"`
@@ -119,6 +123,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.HTTP == nil {
 		o.HTTP = &http.Client{Timeout: 30 * time.Second}
 	}
+	if o.ErasureWait <= 0 {
+		o.ErasureWait = 2 * time.Minute
+	}
 	o.URL = strings.TrimRight(o.URL, "/")
 	rep := &Report{URL: o.URL, Started: time.Now().UTC()}
 	w, err := setup(ctx, o)
@@ -137,6 +144,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	w.mcp(ctx, rep)
 	w.badInput(ctx, rep, routes)
 	w.unchanged(ctx, rep)
+	w.erasure(ctx, rep, o.ErasureWait)
 	w.receipts(ctx, rep)
 	w.console(ctx, rep)
 	return rep, nil
