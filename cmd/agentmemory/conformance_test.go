@@ -42,12 +42,13 @@ func createSpace(t *testing.T, bin string, env []string, name string, args ...st
 }
 
 // runConformance runs `bin conformance` against url with two fresh spaces' admin keys and
-// returns its output, the JSON report and its exit error.
-func runConformance(t *testing.T, bin string, env []string, url, adminA, adminB string) (string, conformance.Report, error) {
+// returns its output, the JSON report and its exit error; extra are further flags.
+func runConformance(t *testing.T, bin string, env []string, url, adminA, adminB string, extra ...string) (string, conformance.Report, error) {
 	t.Helper()
 	report := filepath.Join(t.TempDir(), "report.json")
 	var out bytes.Buffer
-	c := exec.Command(bin, "conformance", "--url", url, "--admin-key", adminA, "--peer-admin-key", adminB, "--json", report)
+	args := append([]string{"conformance", "--url", url, "--admin-key", adminA, "--peer-admin-key", adminB, "--json", report}, extra...)
+	c := exec.Command(bin, args...)
 	c.Env, c.Stdout, c.Stderr = env, &out, &out
 	err := c.Run()
 	var rep conformance.Report
@@ -120,26 +121,83 @@ func requireErasureChecked(t *testing.T, rep conformance.Report) {
 	}
 }
 
-// QT-3: against `serve` on PostgreSQL (with a Temporal dev server) the run passes too.
+// startServe starts `serve` on PostgreSQL against a Temporal dev server with extra
+// environment, and, when worker is set, `worker` beside it (as a production deployment
+// runs); it returns the URL and the environment.
+func startServe(t *testing.T, bin string, worker bool, extra ...string) (string, []string) {
+	t.Helper()
+	srv := devServer(t)
+	ports, err := freePorts(2)
+	require.NoError(t, err)
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	env := append(shippedEnviron(), "DATABASE_URL="+dbtest.URL(t, "postgres"), "TEMPORAL_ADDRESS="+srv.FrontendHostPort(),
+		"AGENTMEMORY_SECRET=conformance-serve-secret-0123456789abcdef", "AGENTMEMORY_ADDR="+addr,
+		"AGENTMEMORY_TASK_QUEUE=conformance-serve", "AGENTMEMORY_DATA_DIR="+t.TempDir())
+	env = append(env, extra...)
+	if worker {
+		metrics := fmt.Sprintf("127.0.0.1:%d", ports[1])
+		w := start(t, bin, append(slices.Clone(env), "AGENTMEMORY_METRICS_ADDR="+metrics), "worker")
+		waitHealthy(t, w, "http://"+metrics+"/healthz")
+		t.Cleanup(func() { w.stop(t) })
+	}
+	p := start(t, bin, env, "serve")
+	waitHealthy(t, p, "http://"+addr+"/healthz")
+	t.Cleanup(func() { p.stop(t) })
+	return "http://" + addr, env
+}
+
+// QT-3: against `serve` on PostgreSQL (with a worker and a Temporal dev server) the run
+// passes too, the erasure's signed certificate included.
 func TestConformancePassesAgainstServeOnPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and starts the Temporal dev server")
 	}
 	bin := buildBinary(t)
-	srv := devServer(t)
-	port, err := freePort()
-	require.NoError(t, err)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	env := append(shippedEnviron(), "DATABASE_URL="+dbtest.URL(t, "postgres"), "TEMPORAL_ADDRESS="+srv.FrontendHostPort(),
-		"AGENTMEMORY_SECRET=conformance-serve-secret-0123456789abcdef", "AGENTMEMORY_ADDR="+addr,
-		"AGENTMEMORY_TASK_QUEUE=conformance-serve", "AGENTMEMORY_DATA_DIR="+t.TempDir(),
-		"AGENTMEMORY_SIGNING_KEY="+randomBase64(t)) // production-shaped: signed proofs on
-	p := start(t, bin, env, "serve")
-	waitHealthy(t, p, "http://"+addr+"/healthz")
-	defer p.stop(t)
-	out, rep, err := runConformance(t, bin, env, "http://"+addr, createSpace(t, bin, env, "conf-a"), createSpace(t, bin, env, "conf-b"))
+	url, env := startServe(t, bin, true, "AGENTMEMORY_SIGNING_KEY="+randomBase64(t)) // production-shaped: signed proofs on
+	out, rep, err := runConformance(t, bin, env, url, createSpace(t, bin, env, "conf-a"), createSpace(t, bin, env, "conf-b"))
 	require.NoError(t, err, "conformance failed:\n%s", out)
 	requireEveryGroup(t, rep)
+}
+
+// QT-3 (issue 34 §3): the erasure check is never skipped. A deployment without a worker
+// (the erasure stays pending past --erasure-wait) fails that check, and only that one; one
+// without a signing key fails the certificate check (besides the routes that answer 503
+// signing_unavailable there); each with a detail naming what is missing, and exits non-zero.
+func TestConformanceErasureFailsWithoutWorkerOrSigningKey(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and starts the Temporal dev server")
+	}
+	bin := buildBinary(t)
+	for _, tc := range []struct {
+		name, failed, detail string
+		worker               bool
+		env                  []string
+	}{
+		{"no worker", "POST /v1/erasures ends completed", "Temporal worker", false, []string{"AGENTMEMORY_SIGNING_KEY=" + randomBase64(t)}},
+		{"no signing key", "certificate verifies offline", "no signing key", true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url, env := startServe(t, bin, tc.worker, tc.env...)
+			out, rep, err := runConformance(t, bin, env, url, createSpace(t, bin, env, "conf-a"), createSpace(t, bin, env, "conf-b"),
+				"--erasure-wait", "5s")
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "conformance must exit non-zero:\n%s", out)
+			var erasure []conformance.Check
+			for _, c := range rep.Checks {
+				switch {
+				case c.OK:
+				case c.Group == "erasure":
+					erasure = append(erasure, c)
+				default: // only a server without a signing key answers 503 on the signing routes
+					require.Contains(t, c.Detail, "signing_unavailable", "unexpected failure %+v:\n%s", c, out)
+					require.Nil(t, tc.env, "unexpected failure %+v:\n%s", c, out)
+				}
+			}
+			require.Len(t, erasure, 1, "one erasure check fails:\n%s", out)
+			require.Equal(t, tc.failed, erasure[0].Name)
+			require.Contains(t, erasure[0].Detail, tc.detail)
+		})
+	}
 }
 
 // QT-3: on a deliberately broken build (tag conformance_broken: GET

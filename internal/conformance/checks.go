@@ -18,6 +18,7 @@ type world struct {
 	noteID, marker      string
 	before              map[string]any // the owner's note as first read
 	notesBefore         int
+	subject             *subjectRun // the erasure check's subject, once its state is written
 }
 
 // minted is a key the run minted, and the admin of its space (who revokes it).
@@ -80,7 +81,7 @@ func setup(ctx context.Context, o Options) (*world, error) {
 		return w, err
 	}
 	// The first minted key's id is random: the marker is unique to this run.
-	w.marker = "conformance" + strings.ToLower(strings.TrimPrefix(w.minted[0].id, "key_"))
+	w.marker = "conformance" + lettersOnly(strings.ToLower(strings.TrimPrefix(w.minted[0].id, "key_")))
 	n, err := w.owner.must(ctx, http.StatusCreated, "POST", "/v1/agent-memory/notes", map[string]any{"kind": "procedure",
 		"title": "Conformance " + w.marker, "body": "Check " + w.marker + " stays in its space.", "visibility": "vendor", "tags": []string{"conformance"}})
 	if err != nil {
@@ -92,6 +93,17 @@ func setup(ctx context.Context, o Options) (*world, error) {
 	}
 	w.notesBefore, err = w.countNotes(ctx)
 	return w, err
+}
+
+// lettersOnly maps the digits of id to the letters g-p, one to one: a marker holding a run of
+// digits can read as a phone number, which the personal-data gate refuses in a note.
+func lettersOnly(id string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return 'g' + (r - '0')
+		}
+		return r
+	}, id)
 }
 
 // countNotes is how many notes space A's admin lists.
@@ -237,11 +249,17 @@ func (w *world) console(ctx context.Context, rep *Report) {
 	rep.add("console", "framing refused", frame, "X-Frame-Options "+h.Get("X-Frame-Options"))
 }
 
-// cleanup retires the owner's note and revokes every key the run minted.
+// cleanup retires the owner's note, deletes the erasure check's state when the erasure did
+// not remove it, and revokes every key the run minted.
 func (w *world) cleanup(ctx context.Context, rep *Report) {
 	if w.noteID != "" {
 		_, err := w.owner.must(ctx, http.StatusOK, "POST", "/v1/agent-memory/notes/"+w.noteID+"/retire", map[string]any{})
 		rep.add("cleanup", "retire the run's note", err == nil, errOrNil(err))
+	}
+	if s := w.subject; s != nil && !s.gone {
+		// The erasure did not end (no worker): delete the state naming the subject directly.
+		_, err := s.agent.must(ctx, http.StatusOK, "POST", "/v1/agent-state/delete", map[string]any{"scope": s.scope})
+		rep.add("cleanup", "delete the subject's state", err == nil, errOrNil(err))
 	}
 	for _, m := range w.minted {
 		code, _, _, err := m.admin.do(ctx, "DELETE", "/v1/keys/"+m.id, nil)

@@ -28,6 +28,7 @@ type subjectRun struct {
 	dpo, integ, agent client
 	handle, profileID string
 	scope             map[string]any
+	gone              bool // the state read back as erased
 }
 
 // erasure checks GOV-2 and PR-3 end to end (issue 34 §3: "an erasure's certificate verifies
@@ -80,6 +81,7 @@ func (w *world) subjectSetup(ctx context.Context) (*subjectRun, error) {
 		"scopes": []string{"agent_state"}}); err != nil {
 		return nil, err
 	}
+	w.subject = s
 	return s, s.write(ctx)
 }
 
@@ -223,6 +225,7 @@ func (s *subjectRun) stateGone(ctx context.Context) error {
 	if body, _ := got["body"].(map[string]any); len(body) != 0 || fmt.Sprint(got["version"]) != "0" {
 		return fmt.Errorf("the state still reads version %v with %d fields", got["version"], len(body))
 	}
+	s.gone = true
 	code, _, _, err := s.integ.do(ctx, "GET", "/v1/profiles/"+s.profileID, nil)
 	if err != nil {
 		return err
