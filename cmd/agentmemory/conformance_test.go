@@ -160,7 +160,7 @@ func TestConformancePassesAgainstServeOnPostgres(t *testing.T) {
 }
 
 // QT-3 (issue 34 §3): the erasure check is never skipped. A deployment without a worker
-// (the erasure stays pending past --erasure-wait) fails that check, and only that one; one
+// (the erasure stays pending past a short --erasure-wait) fails that check, and only that one; one
 // without a signing key fails the certificate check (besides the routes that answer 503
 // signing_unavailable there); each with a detail naming what is missing, and exits non-zero.
 func TestConformanceErasureFailsWithoutWorkerOrSigningKey(t *testing.T) {
@@ -172,14 +172,15 @@ func TestConformanceErasureFailsWithoutWorkerOrSigningKey(t *testing.T) {
 		name, failed, detail string
 		worker               bool
 		env                  []string
+		wait                 string // --erasure-wait: short where nothing can end the erasure
 	}{
-		{"no worker", "POST /v1/erasures ends completed", "Temporal worker", false, []string{"AGENTMEMORY_SIGNING_KEY=" + randomBase64(t)}},
-		{"no signing key", "certificate verifies offline", "no signing key", true, nil},
+		{"no worker", "POST /v1/erasures ends completed", "Temporal worker", false, []string{"AGENTMEMORY_SIGNING_KEY=" + randomBase64(t)}, "3s"},
+		{"no signing key", "certificate verifies offline", "no signing key", true, nil, "2m"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			url, env := startServe(t, bin, tc.worker, tc.env...)
 			out, rep, err := runConformance(t, bin, env, url, createSpace(t, bin, env, "conf-a"), createSpace(t, bin, env, "conf-b"),
-				"--erasure-wait", "5s")
+				"--erasure-wait", tc.wait)
 			var exit *exec.ExitError
 			require.ErrorAs(t, err, &exit, "conformance must exit non-zero:\n%s", out)
 			var erasure []conformance.Check
