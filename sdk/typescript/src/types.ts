@@ -38,10 +38,14 @@ export interface StateWrite {
 export interface StateWriteResult {
   stored: boolean;
   version: number;
-  reason: "not_declared_field" | "over_cap" | null;
+  reason: "not_declared_field" | "over_cap" | "over_quota" | null;
   fields?: string[];
   bytes?: number;
   max_bytes?: number;
+  /** over_quota: the quota the write would pass (states_per_space, states_per_scope_kind, state_bytes_per_space). */
+  quota?: string;
+  /** over_quota: that quota's limit. */
+  limit?: number;
 }
 
 /** Request of `POST /v1/agent-state/read` (schema `StateRead`). */
@@ -101,6 +105,10 @@ export interface Note {
   created_at: string;
   updated_at?: string;
   retired_at?: string | null;
+  /** Provenance (MS-5): the key that wrote this version (for an approved proposal, the approving person's key). */
+  key_id: string;
+  /** Provenance (MS-5): the Agent-Version header of the write that made it ("" when none was sent). */
+  agent_version: string;
 }
 
 /** Answer 202 of `POST /v1/agent-memory/notes` in a `human_only` space (schema `ProposalAccepted`). */
