@@ -79,19 +79,7 @@ func recountQuotas(ctx context.Context, tx bun.Tx, rep *Report) error {
 	if err := tx.NewRaw(`SELECT space_id, quota, scope_key, used FROM quota_usage`).Scan(ctx, &stored); err != nil {
 		return fmt.Errorf("quotas: recount: read counts: %w", err)
 	}
-	want := indexCounters(truth)
-	have := indexCounters(stored)
-	for _, k := range unionKeys(want, have) {
-		rep.Checked++
-		w, h := want[k], have[k]
-		if w.Used == h.Used {
-			continue
-		}
-		c := w
-		if c.Quota == "" {
-			c = h
-			c.Used = 0
-		}
+	return reconcile(truth, stored, rep, func(c counter, was int64) error {
 		var err error
 		if c.Used == 0 && c.ScopeKey != "" {
 			_, err = tx.ExecContext(ctx, `DELETE FROM quota_usage WHERE space_id = ? AND quota = ? AND scope_key = ?`, c.SpaceID, c.Quota, c.ScopeKey)
@@ -106,9 +94,9 @@ ON CONFLICT (space_id, quota, scope_key) DO UPDATE SET used = excluded.used`, c.
 		if c.Quota == TurnsPerConversation {
 			key = "(a conversation)"
 		}
-		rep.Fixed = append(rep.Fixed, Fix{Table: "quota_usage", SpaceID: c.SpaceID, Counter: c.Quota, Key: key, Was: h.Used, Now: c.Used})
-	}
-	return nil
+		rep.Fixed = append(rep.Fixed, Fix{Table: "quota_usage", SpaceID: c.SpaceID, Counter: c.Quota, Key: key, Was: was, Now: c.Used})
+		return nil
+	})
 }
 
 // recountNotes compares note_source_counts with the active notes per space and source inside
@@ -122,6 +110,20 @@ func recountNotes(ctx context.Context, tx bun.Tx, rep *Report) error {
 	if err := tx.NewRaw(`SELECT space_id, 'active_notes' AS quota, source_id AS scope_key, active AS used FROM note_source_counts`).Scan(ctx, &stored); err != nil {
 		return fmt.Errorf("quotas: recount notes: %w", err)
 	}
+	return reconcile(truth, stored, rep, func(c counter, was int64) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO note_source_counts (space_id, source_id, active) VALUES (?, ?, ?)
+ON CONFLICT (space_id, source_id) DO UPDATE SET active = excluded.active`, c.SpaceID, c.ScopeKey, c.Used); err != nil {
+			return fmt.Errorf("quotas: recount notes: fix: %w", err)
+		}
+		rep.Fixed = append(rep.Fixed, Fix{Table: "note_source_counts", SpaceID: c.SpaceID, Counter: "active_notes", Key: c.ScopeKey, Was: was, Now: c.Used})
+		return nil
+	})
+}
+
+// reconcile compares the counters counted from the rows (truth) with the stored ones, counting
+// each in rep.Checked, and calls fix for each that differs with the value to store (a stored
+// counter with no rows left comes with Used 0) and the stored value it replaces.
+func reconcile(truth, stored []counter, rep *Report, fix func(c counter, was int64) error) error {
 	want := indexCounters(truth)
 	have := indexCounters(stored)
 	for _, k := range unionKeys(want, have) {
@@ -135,11 +137,9 @@ func recountNotes(ctx context.Context, tx bun.Tx, rep *Report) error {
 			c = h
 			c.Used = 0
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO note_source_counts (space_id, source_id, active) VALUES (?, ?, ?)
-ON CONFLICT (space_id, source_id) DO UPDATE SET active = excluded.active`, c.SpaceID, c.ScopeKey, c.Used); err != nil {
-			return fmt.Errorf("quotas: recount notes: fix: %w", err)
+		if err := fix(c, h.Used); err != nil {
+			return err
 		}
-		rep.Fixed = append(rep.Fixed, Fix{Table: "note_source_counts", SpaceID: c.SpaceID, Counter: "active_notes", Key: c.ScopeKey, Was: h.Used, Now: c.Used})
 	}
 	return nil
 }
