@@ -229,40 +229,24 @@ func findKnown(s string, sp *spans, k *KnownSubjects) {
 	if nwords == 0 {
 		return
 	}
-	// Words: maximal runs of letters/digits, possibly joined by ._-+ (a
-	// handle-like word); name tokens are the plain runs inside them.
+	toks, flags := k.scanWords(s, sp)
+	k.matchNames(toks, flags, lens, sp)
+}
+
+// scanWords splits s into words: maximal runs of letters/digits (name tokens, returned with
+// their flags), possibly joined by ._-+/ into a handle-like word. It adds a span for every
+// token or handle-like word that is a known username or document number.
+func (k *KnownSubjects) scanWords(s string, sp *spans) ([]token, []uint8) {
 	var toks []token
 	var flags []uint8
 	flushTok := func(a, b int) {
 		w := foldToken(s[a:b])
 		f := k.wordFlags(w)
-		if f&wordUsername != 0 || f&wordDocument != 0 {
-			if !sp.overlaps(a, b) {
-				sp.add(a, b, KindSubject)
-			}
+		if f&(wordUsername|wordDocument) != 0 && !sp.overlaps(a, b) {
+			sp.add(a, b, KindSubject)
 		}
 		toks = append(toks, token{a, b, w})
 		flags = append(flags, f)
-	}
-	handleWord := func(a, b int) {
-		for b > a && strings.ContainsRune("._-+/", rune(s[b-1])) {
-			b--
-		}
-		w := s[a:b]
-		if !strings.ContainsAny(w, "._-+/") {
-			return // a plain token: already checked
-		}
-		if sp.overlaps(a, b) {
-			return
-		}
-		lw := strings.ToLower(w)
-		if k.wordFlags(lw)&wordUsername != 0 {
-			sp.add(a, b, KindSubject)
-			return
-		}
-		if d := digitString(digitsOf(w)); len(d) >= 6 && k.wordFlags(d)&wordDocument != 0 {
-			sp.add(a, b, KindSubject)
-		}
 	}
 	hstart, tstart := -1, -1
 	for i, r := range s {
@@ -280,7 +264,7 @@ func findKnown(s string, sp *spans, k *KnownSubjects) {
 			tstart = -1
 		}
 		if hstart >= 0 && !strings.ContainsRune("._-+/", r) {
-			handleWord(hstart, i)
+			k.handleWord(s, hstart, i, sp)
 			hstart = -1
 		}
 	}
@@ -288,18 +272,37 @@ func findKnown(s string, sp *spans, k *KnownSubjects) {
 		flushTok(tstart, len(s))
 	}
 	if hstart >= 0 {
-		handleWord(hstart, len(s))
+		k.handleWord(s, hstart, len(s), sp)
 	}
+	return toks, flags
+}
+
+// handleWord adds a span for s[a:b], a handle-like word (letters and digits joined by
+// ._-+/; trailing joiners dropped), when it is a known username or holds a known document
+// number. A plain token was already checked by scanWords.
+func (k *KnownSubjects) handleWord(s string, a, b int, sp *spans) {
+	for b > a && strings.ContainsRune("._-+/", rune(s[b-1])) {
+		b--
+	}
+	w := s[a:b]
+	if !strings.ContainsAny(w, "._-+/") || sp.overlaps(a, b) {
+		return
+	}
+	if k.wordFlags(strings.ToLower(w))&wordUsername != 0 {
+		sp.add(a, b, KindSubject)
+		return
+	}
+	if d := digitString(digitsOf(w)); len(d) >= 6 && k.wordFlags(d)&wordDocument != 0 {
+		sp.add(a, b, KindSubject)
+	}
+}
+
+// matchNames adds a span for each longest run of tokens (of a length some known name has,
+// lens) whose words are all known name words and whose joined form is a known name.
+func (k *KnownSubjects) matchNames(toks []token, flags []uint8, lens [maxNameTokens + 1]bool, sp *spans) {
 	for i := 0; i < len(toks); i++ {
 		for n := maxNameTokens; n >= 1; n-- {
-			if !lens[n] || i+n > len(toks) {
-				continue
-			}
-			ok := true
-			for j := i; j < i+n; j++ {
-				ok = ok && flags[j]&wordName != 0
-			}
-			if !ok {
+			if !lens[n] || i+n > len(toks) || !allNameWords(flags[i:i+n]) {
 				continue
 			}
 			a, b := toks[i].a, toks[i+n-1].b
@@ -317,4 +320,14 @@ func findKnown(s string, sp *spans, k *KnownSubjects) {
 			}
 		}
 	}
+}
+
+// allNameWords reports whether every flag marks a known name word.
+func allNameWords(flags []uint8) bool {
+	for _, f := range flags {
+		if f&wordName == 0 {
+			return false
+		}
+	}
+	return true
 }
