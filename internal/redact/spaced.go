@@ -68,35 +68,22 @@ type collapsed struct {
 // single digits in a row is collapsed. It returns nil when nothing is collapsed, so the
 // extra detection pass is only paid for texts that have such runs.
 func collapseSpaced(s string) *collapsed {
-	type tok struct{ a, b int }
-	var cuts [][2]int // spans [a, b) of s whose spaces are removed
-	var run []tok
+	cuts := spacedCuts(s)
+	if len(cuts) == 0 {
+		return nil
+	}
+	return applyCuts(s, cuts)
+}
+
+// spacedTok is a one-character token of a spaced run: s[a:b].
+type spacedTok struct{ a, b int }
+
+// spacedCuts returns the spans [a, b) of s whose spaces collapseSpaced removes, in order.
+func spacedCuts(s string) [][2]int {
+	var cuts [][2]int
+	var run []spacedTok
 	closeRun := func() {
-		if len(run) >= 2 {
-			hasAt := false
-			for _, t := range run {
-				if s[t.a] == '@' {
-					hasAt = true
-					break
-				}
-			}
-			if hasAt && len(run) >= minSpacedEmail {
-				cuts = append(cuts, [2]int{run[0].a, run[len(run)-1].b})
-			} else if len(run) >= minSpacedWord && addressChunk(s, run[0].a, run[len(run)-1].b) {
-				cuts = append(cuts, [2]int{run[0].a, run[len(run)-1].b})
-			} else {
-				for i := 0; i < len(run); {
-					j := i
-					for j < len(run) && isDigit(s[run[j].a]) {
-						j++
-					}
-					if j-i >= minSpacedDigits && j-i <= maxSpacedDigits {
-						cuts = append(cuts, [2]int{run[i].a, run[j-1].b})
-					}
-					i = max(j, i+1)
-				}
-			}
-		}
+		cuts = append(cuts, runCuts(s, run)...)
 		run = run[:0]
 	}
 	i := 0
@@ -119,7 +106,7 @@ func collapseSpaced(s string) *collapsed {
 			if len(run) > 0 && !(run[len(run)-1].b+1 == i && s[i-1] == ' ') {
 				closeRun()
 			}
-			run = append(run, tok{i, i + n})
+			run = append(run, spacedTok{i, i + n})
 			if trailing {
 				closeRun()
 			}
@@ -127,9 +114,47 @@ func collapseSpaced(s string) *collapsed {
 		i = j
 	}
 	closeRun()
-	if len(cuts) == 0 {
+	return cuts
+}
+
+// runCuts returns the cuts of one spaced run: the whole run when it holds "@" and has at
+// least minSpacedEmail tokens, or is an address chunk of at least minSpacedWord; otherwise
+// each stretch of minSpacedDigits to maxSpacedDigits single digits in a row.
+func runCuts(s string, run []spacedTok) [][2]int {
+	if len(run) < 2 {
 		return nil
 	}
+	whole := [2]int{run[0].a, run[len(run)-1].b}
+	hasAt := false
+	for _, t := range run {
+		if s[t.a] == '@' {
+			hasAt = true
+			break
+		}
+	}
+	if hasAt && len(run) >= minSpacedEmail {
+		return [][2]int{whole}
+	}
+	if len(run) >= minSpacedWord && addressChunk(s, whole[0], whole[1]) {
+		return [][2]int{whole}
+	}
+	var cuts [][2]int
+	for i := 0; i < len(run); {
+		j := i
+		for j < len(run) && isDigit(s[run[j].a]) {
+			j++
+		}
+		if j-i >= minSpacedDigits && j-i <= maxSpacedDigits {
+			cuts = append(cuts, [2]int{run[i].a, run[j-1].b})
+		}
+		i = max(j, i+1)
+	}
+	return cuts
+}
+
+// applyCuts returns s with the spaces inside each cut removed, and the index in s of every
+// byte kept.
+func applyCuts(s string, cuts [][2]int) *collapsed {
 	c := &collapsed{at: make([]int, 0, len(s))}
 	var b strings.Builder
 	b.Grow(len(s))
