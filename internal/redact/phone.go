@@ -518,15 +518,8 @@ func phoneRuns(s string) [][2]int {
 func findPhones(s string, sp *spans, opt Options) {
 	pc := newPhoneChecker(opt)
 	for _, m := range phoneRuns(s) {
-		a, b := m[0], m[1]
-		open := strings.IndexByte(s[a:b], '(') >= 0
-		for b > a && !isDigit(s[b-1]) {
-			if s[b-1] == ')' && open {
-				break
-			}
-			b--
-		}
-		if b <= a || !digitBounded(s, a, b) {
+		a, b, ok := trimPhoneRun(s, m[0], m[1])
+		if !ok {
 			continue
 		}
 		// An id by context is never a phone, but may still hold a known
@@ -536,60 +529,81 @@ func findPhones(s string, sp *spans, opt Options) {
 			continue
 		}
 		chunks := splitChunks(s, a, b)
-		i := 0
-		for i < len(chunks) {
+		for i := 0; i < len(chunks); {
 			if chunks[i].bad || chunks[i].digits == 0 {
 				i++
 				continue
 			}
-			found := false
-			for j := min(len(chunks)-1, i+maxChunks-1); j >= i; j-- {
-				ok := true
-				nd := 0
-				for k := i; k <= j; k++ {
-					if chunks[k].bad || chunks[k].digits == 0 {
-						ok = false
-						break
-					}
-					nd += chunks[k].digits
-				}
-				if !ok || nd > maxPhoneDigits {
-					continue
-				}
-				ca, cb := chunks[i].a, chunks[j].b
-				if i == 0 && s[a] == '+' {
-					ca = a
-				}
-				if sp.overlaps(ca, cb) {
-					continue
-				}
-				v, subject := pc.verdict(s[ca:cb])
-				phone := v == isPhone && !isID
-				if v == isService && !subject {
-					// A company line: accepted, and its digits are not
-					// tried again as a shorter number.
-					i = j + 1
-					found = true
-					break
-				}
-				if !phone && !subject {
-					continue
-				}
-				var kinds []Kind
-				if phone {
-					kinds = append(kinds, KindPhone)
-				}
-				if subject {
-					kinds = append(kinds, KindSubject)
-				}
-				sp.add(ca, cb, kinds...)
-				i = j + 1
-				found = true
-				break
-			}
-			if !found {
+			if next, found := pc.longestAt(s, a, chunks, i, isID, sp); found {
+				i = next
+			} else {
 				i++
 			}
 		}
 	}
+}
+
+// trimPhoneRun drops the trailing non-digits of the run s[a:b] (a closing parenthesis is kept
+// when the run opens one) and reports whether what is left is a digit-bounded candidate.
+func trimPhoneRun(s string, a, b int) (int, int, bool) {
+	open := strings.IndexByte(s[a:b], '(') >= 0
+	for b > a && !isDigit(s[b-1]) {
+		if s[b-1] == ')' && open {
+			break
+		}
+		b--
+	}
+	return a, b, b > a && digitBounded(s, a, b)
+}
+
+// longestAt tries the chunks from i on, longest first (up to maxChunks chunks and
+// maxPhoneDigits digits), within the run starting at runStart, and adds a span for the first
+// that is a phone (not when isID) or a known subject's phone. A company line is accepted
+// without a span. It returns the index of the chunk after the match and whether one matched.
+func (pc *phoneChecker) longestAt(s string, runStart int, chunks []chunk, i int, isID bool, sp *spans) (int, bool) {
+	for j := min(len(chunks)-1, i+maxChunks-1); j >= i; j-- {
+		if !chunksUsable(chunks[i : j+1]) {
+			continue
+		}
+		ca, cb := chunks[i].a, chunks[j].b
+		if i == 0 && s[runStart] == '+' {
+			ca = runStart
+		}
+		if sp.overlaps(ca, cb) {
+			continue
+		}
+		v, subject := pc.verdict(s[ca:cb])
+		phone := v == isPhone && !isID
+		if v == isService && !subject {
+			// A company line: accepted, and its digits are not
+			// tried again as a shorter number.
+			return j + 1, true
+		}
+		if !phone && !subject {
+			continue
+		}
+		var kinds []Kind
+		if phone {
+			kinds = append(kinds, KindPhone)
+		}
+		if subject {
+			kinds = append(kinds, KindSubject)
+		}
+		sp.add(ca, cb, kinds...)
+		return j + 1, true
+	}
+	return 0, false
+}
+
+// chunksUsable reports whether every chunk is good and has digits, and together they hold at
+// most maxPhoneDigits digits.
+func chunksUsable(cs []chunk) bool {
+	nd := 0
+	for _, c := range cs {
+		if c.bad || c.digits == 0 {
+			return false
+		}
+		nd += c.digits
+	}
+	return nd <= maxPhoneDigits
 }
