@@ -147,6 +147,8 @@ func Play(ctx context.Context, c *sdk.Client, convs []Conversation) (Report, err
 	return rep, nil
 }
 
+// playOne replays one conversation: a write per turn (turnBody), then the state read back
+// and compared with what was written (checkReadBack).
 func playOne(ctx context.Context, c *sdk.Client, conv Conversation) (Result, error) {
 	res := Result{ConvoID: conv.ID, Flow: conv.Flow + "/" + conv.Subflow, EmailMasked: "-"}
 	var opts []sdk.StateOption
@@ -156,45 +158,12 @@ func playOne(ctx context.Context, c *sdk.Client, conv Conversation) (Result, err
 	state := c.AgentState(sdk.Conversation(fmt.Sprintf("abcd-%d", conv.ID)), opts...)
 	want := map[string]any{}
 	var version int64
-	var sawEmail, sawOrder bool
-	step := "greeting"
+	p := &turnPlay{conv: conv, step: "greeting"}
 	for i, turn := range conv.Turns {
-		body := map[string]any{"turn": i + 1}
-		if i == 0 {
-			body["flow"], body["subflow"], body["step"] = conv.Flow, conv.Subflow, step
-		}
-		if turn.Speaker == "action" {
-			step = turn.Button
-			body["step"] = step
-		}
-		if turn.Speaker == "customer" {
-			if conv.OrderID != "" && !sawOrder && strings.Contains(turn.Text, conv.OrderID) {
-				sawOrder = true
-				body["order_id"] = conv.OrderID
-			}
-			if conv.Email != "" && !sawEmail && strings.Contains(strings.ToLower(turn.Text), strings.ToLower(conv.Email)) {
-				sawEmail = true
-				body["customer_email"] = conv.Email
-			}
-		}
+		body := p.turnBody(i, turn)
 		// The first write creates the state: a cas at version 0 (it must not exist yet); the
 		// others merge at the version this replay last wrote.
-		cas := i == 0
-		at := func(v int64) sdk.PutOption {
-			if cas {
-				return sdk.CAS(v)
-			}
-			return sdk.IfVersion(v)
-		}
-		out, err := state.Put(ctx, body, at(version))
-		var conflict *sdk.Error
-		if errors.As(err, &conflict) && errors.Is(err, sdk.ErrConflict) {
-			// Someone else wrote this conversation's state (e.g. an earlier replay): report
-			// it, then take over from the current version with the same write (for the first
-			// write, a cas: the whole state starts over as this conversation's).
-			res.Conflicts++
-			out, err = state.Put(ctx, body, at(conflict.Version))
-		}
+		out, err := writeTurn(ctx, state, body, i == 0, version, &res)
 		if err != nil {
 			return res, err
 		}
@@ -204,28 +173,87 @@ func playOne(ctx context.Context, c *sdk.Client, conv Conversation) (Result, err
 		}
 		res.Writes++
 		version = out.Version
-		if cas {
+		if i == 0 {
 			want = map[string]any{}
 		}
 		for k, v := range body {
 			want[k] = v
 		}
 	}
-	res.Step = step
+	res.Step = p.step
+	return res, checkReadBack(ctx, state, &res, want, version)
+}
 
+// turnPlay is what a replay remembers across one conversation's turns: the current step and
+// whether the order id and the customer's e-mail were already written.
+type turnPlay struct {
+	conv               Conversation
+	step               string
+	sawEmail, sawOrder bool
+}
+
+// turnBody returns the merge body for turn i: its number; the flow, subflow and step on the
+// first turn; the step an action turn moves to; the order id and e-mail the first time a
+// customer's turn says them.
+func (p *turnPlay) turnBody(i int, turn Turn) map[string]any {
+	conv := p.conv
+	body := map[string]any{"turn": i + 1}
+	if i == 0 {
+		body["flow"], body["subflow"], body["step"] = conv.Flow, conv.Subflow, p.step
+	}
+	if turn.Speaker == "action" {
+		p.step = turn.Button
+		body["step"] = p.step
+	}
+	if turn.Speaker != "customer" {
+		return body
+	}
+	if conv.OrderID != "" && !p.sawOrder && strings.Contains(turn.Text, conv.OrderID) {
+		p.sawOrder = true
+		body["order_id"] = conv.OrderID
+	}
+	if conv.Email != "" && !p.sawEmail && strings.Contains(strings.ToLower(turn.Text), strings.ToLower(conv.Email)) {
+		p.sawEmail = true
+		body["customer_email"] = conv.Email
+	}
+	return body
+}
+
+// writeTurn writes body at version (a cas for the first write, else a merge at that version).
+// On a conflict (someone else wrote this conversation's state, e.g. an earlier replay) it
+// counts one in res.Conflicts and takes over from the current version with the same write.
+func writeTurn(ctx context.Context, state *sdk.StateHandle, body map[string]any, cas bool, version int64, res *Result) (sdk.WriteResult, error) {
+	at := func(v int64) sdk.PutOption {
+		if cas {
+			return sdk.CAS(v)
+		}
+		return sdk.IfVersion(v)
+	}
+	out, err := state.Put(ctx, body, at(version))
+	var conflict *sdk.Error
+	if errors.As(err, &conflict) && errors.Is(err, sdk.ErrConflict) {
+		res.Conflicts++
+		out, err = state.Put(ctx, body, at(conflict.Version))
+	}
+	return out, err
+}
+
+// checkReadBack reads the state back and fills res: its version and size, whether it matches
+// what was written (want, at version), and whether the customer's e-mail came back masked.
+func checkReadBack(ctx context.Context, state *sdk.StateHandle, res *Result, want map[string]any, version int64) error {
 	st, err := state.Get(ctx)
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.Version = st.Version
 	raw, err := json.Marshal(st.Body)
 	if err != nil {
-		return res, fmt.Errorf("read back: %w", err)
+		return fmt.Errorf("read back: %w", err)
 	}
 	res.Bytes = len(raw)
 	var got map[string]any
 	if err := json.Unmarshal(raw, &got); err != nil {
-		return res, fmt.Errorf("read back: %w", err)
+		return fmt.Errorf("read back: %w", err)
 	}
 	res.Match = st.Version == version && res.Writes > 0
 	switch {
@@ -237,10 +265,9 @@ func playOne(ctx context.Context, c *sdk.Client, conv Conversation) (Result, err
 	for k, v := range want {
 		g := got[k]
 		if k == "customer_email" {
+			res.EmailMasked = "yes"
 			if g == v {
 				res.EmailMasked = "no"
-			} else {
-				res.EmailMasked = "yes"
 			}
 			continue
 		}
@@ -249,7 +276,7 @@ func playOne(ctx context.Context, c *sdk.Client, conv Conversation) (Result, err
 			res.MismatchNote = fmt.Sprintf("field %s read back differs", k)
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // Totals sums a report.
