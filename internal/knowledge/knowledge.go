@@ -30,6 +30,8 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/keyed"
+	"github.com/agentmemory/agentmemory/internal/keystore"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/redact"
 	"github.com/agentmemory/agentmemory/internal/runs"
@@ -64,8 +66,8 @@ type Subjects interface {
 	HandleHash(spaceID, canonical string) string
 }
 
-// Service is the knowledge store. DB, Docs, Gate and Masker are required, and Subjects for
-// bases with allow_with_subject; Embedder nil means the embedder is down (each base's
+// Service is the knowledge store. DB, Docs, Gate, Masker, Keys and Hasher are required, and
+// Subjects for bases with allow_with_subject; Embedder nil means the embedder is down (each base's
 // embedder_down policy decides); Now nil is time.Now.
 type Service struct {
 	DB       *bun.DB
@@ -74,7 +76,12 @@ type Service struct {
 	Masker   Masker
 	Subjects Subjects
 	Embedder Embedder
-	Now      func() time.Time
+	// Keys holds each document's data key (DocumentKeyID): its title, body and chunks are
+	// sealed under it, and deleting or erasing the document destroys it (issue 29 §1).
+	Keys keystore.Store
+	// Hasher gives the keyed hash of titles (the title filter of retrieval).
+	Hasher keyed.Hasher
+	Now    func() time.Time
 	// Receipts commits the receipts of retrievals in groups (issue 16); nil: each retrieval
 	// commits its own receipt.
 	Receipts *receipts.Log
