@@ -37,11 +37,18 @@ type Eraser struct{ S *Service }
 func (Eraser) Name() string { return "knowledge" }
 
 // Covers lists the subject hash of documents and chunks, the documents' content hash (a
-// hash of the bytes the subject's document held) and, on SQLite, the chunks' full-text index.
+// hash of the bytes the subject's document held), the sealed columns and the title hash, and,
+// on SQLite, the chunks' full-text index.
 func (Eraser) Covers() []erasure.Column {
 	return []erasure.Column{
 		{Table: "knowledge_documents", Column: "subject_hash"}, {Table: "knowledge_documents", Column: "content_hash"},
 		{Table: "knowledge_chunks", Column: "subject_hash"},
+		// The sealed columns (issue 29 §1): the rows go, and the document keys they open with
+		// are destroyed.
+		{Table: "knowledge_documents", Column: "sealed_key"}, {Table: "knowledge_documents", Column: "sealed_title"},
+		{Table: "knowledge_documents", Column: "sealed_body"}, {Table: "knowledge_documents", Column: "title_hash"},
+		{Table: "knowledge_chunks", Column: "sealed_key"}, {Table: "knowledge_chunks", Column: "sealed_text"},
+		{Table: "knowledge_chunks", Column: "sealed_embedding"},
 		// SQLite's full-text index of the chunks (FTS5; PostgreSQL's is a column of the row).
 		{Table: "knowledge_chunks_fts", Column: "chunk_id"},
 	}
