@@ -111,7 +111,7 @@ func (s *Service) sealLegacyChunks(ctx context.Context, kr *keyring) (int, error
 			DocKey                string `bun:"doc_key"`
 		}
 		err := s.DB.NewSelect().TableExpr("knowledge_chunks AS c").Join("JOIN knowledge_documents AS d ON d.id = c.document_id").
-			ColumnExpr("c.*, d.sealed_key AS doc_key").Where("c.sealed_key = '' AND d.sealed_key <> ''").
+			ColumnExpr("c.id, c.text, c.embedding, d.sealed_key AS doc_key").Where("c.sealed_key = '' AND d.sealed_key <> ''").
 			OrderExpr("c.id").Limit(restoreBatch).Scan(ctx, &rows)
 		if err != nil {
 			return n, fmt.Errorf("knowledge: legacy chunks: %w", err)
@@ -126,11 +126,11 @@ func (s *Service) sealLegacyChunks(ctx context.Context, kr *keyring) (int, error
 				if err != nil {
 					return err
 				}
-				c.SealedKey, c.Heading, c.Text = r.DocKey, "", ""
-				if key != nil {
-					if err := sealChunk(&c, r.DocKey, key); err != nil {
-						return err
-					}
+				if key == nil {
+					// Its document's key is gone: marked, and DropUnreadable deletes it.
+					c.SealedKey, c.Heading, c.Text = r.DocKey, "", ""
+				} else if err := sealChunk(&c, r.DocKey, key); err != nil {
+					return err
 				}
 				if _, err := tx.NewUpdate().Model(&c).Column("sealed_key", "sealed_text", "sealed_embedding", "heading", "text").WherePK().Exec(ctx); err != nil {
 					return fmt.Errorf("knowledge: seal legacy chunk: %w", err)
