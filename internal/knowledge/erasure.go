@@ -197,8 +197,8 @@ func vectorResidue(ctx context.Context, idb bun.IDB, t erasure.Target, chunkIDs 
 // fullTextResidue returns the full-text entries left of t. On SQLite (FTS5, a table apart
 // from the rows): entries of chunkIDs, and entries of no chunk row at all (the index holds
 // no space or subject, so an orphaned entry may be the subject's: it fails the erasure
-// rather than let a certificate pass over it). On PostgreSQL the tsvector is a generated
-// column of the chunk row: the chunks of chunkIDs that still have one.
+// rather than let a certificate pass over it). On PostgreSQL the tsvector is the chunk row's
+// search column (written at ingest): the chunks of chunkIDs that still have one.
 func fullTextResidue(ctx context.Context, idb bun.IDB, t erasure.Target, chunkIDs []string) ([]string, error) {
 	var ids []string
 	if db.IsSQLite(idb) {
