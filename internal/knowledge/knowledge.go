@@ -7,7 +7,9 @@
 // index where the server has the extension, pgvector.go, else an exact cosine scan of a
 // base's rows). Retrieval
 // fuses the vector and full-text rankings by reciprocal rank fusion and answers ranked
-// chunks with provenance and a fenced context within a token budget.
+// chunks with provenance and a fenced context within a token budget. Each document's title,
+// body, chunk texts and embeddings are sealed under its own key (seal.go); the full-text and
+// vector entries are derived, and the restore procedure rebuilds them (restore.go).
 //
 // It never imports gin, Temporal, api, workflows or activities: IngestWorkflow (workflows/)
 // calls Ingest through an activity.
