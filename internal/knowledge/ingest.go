@@ -531,6 +531,18 @@ func (s *Service) insertChunks(ctx context.Context, tx bun.Tx, vp VectorPath, kr
 			}
 		}
 	}
+	if !db.IsSQLite(tx) {
+		// PostgreSQL's full-text entry is part of the row: written by the insert itself, so
+		// that no chunk row is written twice (an update would leave a dead tuple per chunk).
+		for i := range rows {
+			h, t := clear[i].Heading, clear[i].Text
+			if _, err := tx.NewInsert().Model(&rows[i]).Value("search", "to_tsvector('simple', ?)", h+" "+t).
+				Value("heading_search", "setweight(to_tsvector('simple', ?), 'A')", h).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		return indexVectors(ctx, tx, vp, clear, now)
+	}
 	if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
 		return err
 	}
