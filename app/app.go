@@ -250,7 +250,7 @@ func (a *App) wire() {
 	a.Compliance.Notes = a.Proposals  // AM-12: agent-note erasure erases notes and proposals
 	// Knowledge documents pass the notes gate (refuse) or the space's masking (mask).
 	a.Knowledge = &knowledge.Service{DB: d, Docs: a.Docs, Gate: notes.DocumentGate{S: a.Notes}, Masker: a.Subjects, Subjects: a.Subjects, Now: now, Receipts: a.Receipts,
-		QueryEmbedTimeout: a.Config.KnowledgeQueryTimeout, Runs: a.Runs}
+		Keys: ks, Hasher: h, QueryEmbedTimeout: a.Config.KnowledgeQueryTimeout, Runs: a.Runs}
 	a.Compliance.Erasers = a.erasers()
 	// The reconciler fails a drafting proposal whose distillation workflow ended (issue 12 fix).
 	a.Compliance.Proposals = func(ctx context.Context, id, reason string) error {
@@ -269,7 +269,7 @@ func (a *App) erasers() *erasure.Registry {
 		state.Eraser{S: a.State},                // agent_states (WM-13)
 		turns.Eraser{S: a.Turns},                // turns and identity links
 		compliance.ExportsEraser{},              // export_packages (GOV-3)
-		knowledge.Eraser{},                      // knowledge documents naming the subject (KN-3)
+		knowledge.Eraser{S: a.Knowledge},        // knowledge documents naming the subject (KN-3)
 		subjects.Eraser{S: a.Subjects},          // profiles and their handles
 		proposals.ContentEraser{S: a.Proposals}, // agent notes: by content only (issue 29 §1b)
 		events.Eraser{},                         // the outbox: removes nothing, probes payloads

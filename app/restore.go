@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/uptrace/bun"
+
+	"github.com/agentmemory/agentmemory/internal/knowledge"
 )
 
 // RestoreStep is one step of the restore procedure and how many rows it wrote or removed.
@@ -19,6 +21,9 @@ type RestoreStep struct {
 //  1. turns written in clear before conversation keys existed are sealed under them;
 //  2. rows sealed under keys the key store no longer holds (their subject or conversation
 //     was erased after the backup was taken) are deleted: turns, working states, profiles;
+//     knowledge (knowledge.Service.Restore, one entry reported as knowledge_restored, the
+//     documents and chunks sealed plus removed, then its four counts) seals its legacy clear
+//     documents, removes those whose document key is gone and rebuilds its derived entries;
 //  3. derived data is dropped and rebuilt from the rows: the notes' and knowledge chunks'
 //     full-text entries and the chunks' vector index (block and search caches live in
 //     memory and start empty; every space's revisions are bumped so that any process still
@@ -26,7 +31,7 @@ type RestoreStep struct {
 //
 // It returns the steps in order. Errors are the database's and the key store's.
 func (a *App) Restore(ctx context.Context) ([]RestoreStep, error) {
-	var knowledgeVectors int
+	var kn knowledge.RestoreCounts
 	steps := []struct {
 		name string
 		run  func(context.Context) (int, error)
@@ -36,12 +41,11 @@ func (a *App) Restore(ctx context.Context) ([]RestoreStep, error) {
 		{"states_unreadable_removed", a.inTx(a.State.DropUnreadable)},
 		{"profiles_unreadable_removed", a.inTx(a.Subjects.DropUnreadable)},
 		{"notes_fulltext_rebuilt", a.inTx(a.Notes.RebuildIndex)},
-		{"knowledge_fulltext_rebuilt", func(ctx context.Context) (int, error) {
-			ft, vec, err := a.Knowledge.RebuildIndex(ctx)
-			knowledgeVectors = vec
-			return ft, err
+		{"knowledge_restored", func(ctx context.Context) (int, error) {
+			var err error
+			kn, err = a.Knowledge.Restore(ctx)
+			return kn.Sealed + kn.Removed, err
 		}},
-		{"knowledge_vectors_rebuilt", func(context.Context) (int, error) { return knowledgeVectors, nil }},
 		{"space_revisions_bumped", a.bumpRevisions},
 	}
 	var out []RestoreStep
@@ -51,6 +55,9 @@ func (a *App) Restore(ctx context.Context) ([]RestoreStep, error) {
 			return out, fmt.Errorf("restore: %s: %w", s.name, err)
 		}
 		out = append(out, RestoreStep{Name: s.name, Count: n})
+		if s.name == "knowledge_restored" {
+			out = append(out, knowledgeSteps(kn)...)
+		}
 	}
 	return out, nil
 }
@@ -92,4 +99,10 @@ func (a *App) bumpRevisions(ctx context.Context) (int, error) {
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
+}
+
+// knowledgeSteps reports knowledge.Service.Restore's counts as steps.
+func knowledgeSteps(c knowledge.RestoreCounts) []RestoreStep {
+	return []RestoreStep{{"knowledge_sealed", c.Sealed}, {"knowledge_unreadable_removed", c.Removed},
+		{"knowledge_fulltext_rebuilt", c.FullText}, {"knowledge_vectors_rebuilt", c.Vectors}}
 }

@@ -44,7 +44,15 @@ type KnowledgeDocument struct {
 	Dims         int    `bun:"dims"`
 	SupersededBy string `bun:"superseded_by"`
 	SubjectHash  string `bun:"subject_hash"`
-	CreatedBy    string `bun:"created_by"`
+	// SealedKey is the key-store id the title and body are sealed under (knowledge.DocumentKeyID;
+	// "" for a legacy row stored in clear, sealed by `agentmemory restore`); SealedTitle and
+	// SealedBody are then the sealed title and body (nil when there is none), Title and Body
+	// empty, and TitleHash the title's keyed hash (the title filter of retrieval).
+	SealedKey   string `bun:"sealed_key"`
+	SealedTitle []byte `bun:"sealed_title"`
+	SealedBody  []byte `bun:"sealed_body"`
+	TitleHash   string `bun:"title_hash"`
+	CreatedBy   string `bun:"created_by"`
 	// AgentVersion is the Agent-Version header of the submission (MS-5), "" when none.
 	AgentVersion string     `bun:"agent_version"`
 	CreatedAt    time.Time  `bun:"created_at"`
@@ -58,19 +66,25 @@ type KnowledgeDocument struct {
 type KnowledgeChunk struct {
 	bun.BaseModel `bun:"table:knowledge_chunks"`
 
-	ID          string    `bun:"id,pk"`
-	SpaceID     string    `bun:"space_id"`
-	KBID        string    `bun:"kb_id"`
-	DocumentID  string    `bun:"document_id"`
-	Ord         int       `bun:"ord"`
-	Heading     string    `bun:"heading"`
-	StartByte   int       `bun:"start_byte"`
-	EndByte     int       `bun:"end_byte"`
-	Tokens      int       `bun:"tokens"`
-	Text        string    `bun:"text"`
-	Embedding   []byte    `bun:"embedding"`
-	SubjectHash string    `bun:"subject_hash"`
-	CreatedAt   time.Time `bun:"created_at"`
+	ID          string `bun:"id,pk"`
+	SpaceID     string `bun:"space_id"`
+	KBID        string `bun:"kb_id"`
+	DocumentID  string `bun:"document_id"`
+	Ord         int    `bun:"ord"`
+	Heading     string `bun:"heading"`
+	StartByte   int    `bun:"start_byte"`
+	EndByte     int    `bun:"end_byte"`
+	Tokens      int    `bun:"tokens"`
+	Text        string `bun:"text"`
+	Embedding   []byte `bun:"embedding"`
+	SubjectHash string `bun:"subject_hash"`
+	// SealedKey is the key-store id of its document's key ("" for a legacy clear row);
+	// SealedText and SealedEmbedding are then the sealed text and embedding, Heading and Text
+	// empty. Embedding stays as the exact scan's derived vector (rebuilt by restore).
+	SealedKey       string    `bun:"sealed_key"`
+	SealedText      []byte    `bun:"sealed_text"`
+	SealedEmbedding []byte    `bun:"sealed_embedding"`
+	CreatedAt       time.Time `bun:"created_at"`
 }
 
 // KnowledgeReader is one read grant of a knowledge base (KN-1, MS-2): Kind "space" (Name

@@ -329,7 +329,7 @@ func TestSubjectErasureEndToEnd(t *testing.T) {
 				reach[st.Store] = st.Backups
 			}
 			require.Equal(t, map[string]string{
-				"state": "shredded", "turns": "shredded", "exports": "shredded", "knowledge": "not_sealed", "subjects": "shredded", "notes": "not_sealed", "outbox": "holds_none", "keys": "shredded",
+				"state": "shredded", "turns": "shredded", "exports": "shredded", "knowledge": "shredded", "subjects": "shredded", "notes": "not_sealed", "outbox": "holds_none", "keys": "shredded",
 			}, reach)
 			require.NotEmpty(t, cert.WorkflowHistory)
 			require.Contains(t, cert.Items[len(cert.Items)-1].HashedIDs[0], "sha256:")

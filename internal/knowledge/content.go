@@ -15,7 +15,7 @@ const contentPage = 500
 
 // Searched names what the knowledge store's content probe reads.
 func (Eraser) Searched() string {
-	return "knowledge_documents.title and body, knowledge_chunks.heading and text (what the full-text index and retrieval serve)"
+	return "knowledge_documents.title and body, knowledge_chunks.heading and text, unsealed with each document's key (what the full-text index and retrieval serve)"
 }
 
 // ProbeContent finds the documents of t's space (every version, any policy, any status) whose
@@ -23,7 +23,7 @@ func (Eraser) Searched() string {
 // policies a document ingested before her profile existed passes the gate with her name (and
 // masking misses what it does not know), and stays retrievable. One Finding per document, of
 // kind KindDocument, with the strongest match over its texts.
-func (Eraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.Target) ([]erasure.Finding, error) {
+func (e Eraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.Target) ([]erasure.Finding, error) {
 	if t.Content == nil {
 		return nil, nil
 	}
@@ -40,10 +40,11 @@ func (Eraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.Target) (
 			best[doc] = match
 		}
 	}
-	if err := probeDocuments(ctx, idb, t, note); err != nil {
+	kr := e.S.keyring()
+	if err := probeDocuments(ctx, idb, kr, t, note); err != nil {
 		return nil, err
 	}
-	if err := probeChunks(ctx, idb, t, note); err != nil {
+	if err := probeChunks(ctx, idb, kr, t, note); err != nil {
 		return nil, err
 	}
 	out := make([]erasure.Finding, 0, len(order))
@@ -53,16 +54,20 @@ func (Eraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.Target) (
 	return out, nil
 }
 
-// probeDocuments calls note for each document of t's space with the match of its title and body.
-func probeDocuments(ctx context.Context, idb bun.IDB, t erasure.Target, note func(doc, match string)) error {
+// probeDocuments calls note for each document of t's space with the match of its title and
+// body, unsealed (a document whose key is gone holds nothing readable).
+func probeDocuments(ctx context.Context, idb bun.IDB, kr *keyring, t erasure.Target, note func(doc, match string)) error {
 	after := ""
 	for {
 		var rows []models.KnowledgeDocument
-		if err := idb.NewSelect().Model(&rows).Column("id", "title", "body").Where("space_id = ? AND id > ?", t.SpaceID, after).
+		if err := idb.NewSelect().Model(&rows).Column("id", "title", "body", "sealed_key", "sealed_title", "sealed_body").Where("space_id = ? AND id > ?", t.SpaceID, after).
 			Order("id ASC").Limit(contentPage).Scan(ctx); err != nil {
 			return fmt.Errorf("knowledge: content probe documents: %w", err)
 		}
 		for _, r := range rows {
+			if _, err := kr.openDocument(ctx, &r); err != nil {
+				return err
+			}
 			note(r.ID, t.Content.MatchAll(r.Title, r.Body))
 		}
 		if len(rows) < contentPage {
@@ -73,17 +78,21 @@ func probeDocuments(ctx context.Context, idb bun.IDB, t erasure.Target, note fun
 }
 
 // probeChunks calls note for each chunk of t's space (by its document) with the match of its
-// heading and text.
-func probeChunks(ctx context.Context, idb bun.IDB, t erasure.Target, note func(doc, match string)) error {
+// heading and text, unsealed.
+func probeChunks(ctx context.Context, idb bun.IDB, kr *keyring, t erasure.Target, note func(doc, match string)) error {
 	after := ""
 	for {
 		var rows []models.KnowledgeChunk
-		if err := idb.NewSelect().Model(&rows).Column("id", "document_id", "heading", "text").Where("space_id = ? AND id > ?", t.SpaceID, after).
+		if err := idb.NewSelect().Model(&rows).Column("id", "document_id", "heading", "text", "sealed_key", "sealed_text").Where("space_id = ? AND id > ?", t.SpaceID, after).
 			Order("id ASC").Limit(contentPage).Scan(ctx); err != nil {
 			return fmt.Errorf("knowledge: content probe chunks: %w", err)
 		}
 		for _, r := range rows {
-			note(r.DocumentID, t.Content.MatchAll(r.Heading, r.Text))
+			text, _, err := kr.openChunkText(ctx, r.SealedKey, r.ID, r.SealedText, r.Text)
+			if err != nil {
+				return err
+			}
+			note(r.DocumentID, t.Content.MatchAll(r.Heading, text))
 		}
 		if len(rows) < contentPage {
 			return nil
@@ -93,8 +102,8 @@ func probeChunks(ctx context.Context, idb bun.IDB, t erasure.Target, note func(d
 }
 
 // EraseFound deletes, inside tx, the documents found (kind KindDocument) with their chunks,
-// vectors and full-text entries, as a subject erasure deletes hers.
-func (Eraser) EraseFound(ctx context.Context, tx bun.Tx, spaceID string, found []erasure.Finding) (erasure.Reach, error) {
+// vectors and full-text entries and their data keys, as a subject erasure deletes hers.
+func (e Eraser) EraseFound(ctx context.Context, tx bun.Tx, spaceID string, found []erasure.Finding) (erasure.Reach, error) {
 	docs := erasure.IDsOf(found, KindDocument)
 	if len(docs) != len(found) {
 		return nil, fmt.Errorf("knowledge: erase found: a finding of another store")
@@ -111,5 +120,5 @@ func (Eraser) EraseFound(ctx context.Context, tx bun.Tx, spaceID string, found [
 		Where("space_id = ? AND document_id IN (?)", spaceID, bun.In(docs)).Order("id ASC").Scan(ctx, &chunks); err != nil {
 		return nil, fmt.Errorf("knowledge: erase found: %w", err)
 	}
-	return eraseRows(ctx, tx, spaceID, present, chunks)
+	return e.erase(ctx, tx, spaceID, present, chunks)
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -36,6 +37,9 @@ func (s *Service) GetDocument(ctx context.Context, p auth.Principal, kbID, id st
 	if err != nil {
 		return Document{}, fmt.Errorf("knowledge: load document: %w", err)
 	}
+	if _, err := s.keyring().openDocument(ctx, &row); err != nil {
+		return Document{}, err
+	}
 	return toDocument(row), nil
 }
 
@@ -63,16 +67,22 @@ func (s *Service) ListDocuments(ctx context.Context, p auth.Principal, kbID, sta
 		return nil, fmt.Errorf("knowledge: list documents: %w", err)
 	}
 	out := make([]Document, 0, len(rows))
+	kr := s.keyring()
 	for _, r := range rows {
+		// A document whose key is gone (deleted or erased) is listed without its title.
+		if _, err := kr.openDocument(ctx, &r); err != nil {
+			return nil, err
+		}
 		out = append(out, toDocument(r))
 	}
 	return out, nil
 }
 
 // DeleteDocument deletes document id of base kbID (KN-3): in one transaction its chunks
-// (rows, vectors) and full-text entries are removed and the document kept as a tombstone
-// with status deleted and no body, with a knowledge receipt "document.delete" naming the
-// document and its chunks. Retrieval reads only stored chunks (there is no result cache), so
+// (rows, vectors) and full-text entries are removed, the document kept as a tombstone with
+// status deleted and no title or body (tombstone), and its data key destroyed (so no backup's
+// copy of it opens again, issue 29 §1), with a knowledge receipt "document.delete" naming the
+// document and its chunks. The answer shows the title the document had. Retrieval reads only stored chunks (there is no result cache), so
 // nothing of it comes back. CanWrite; the feature on; another base's or space's document is
 // fault.NotFound. Deleting a deleted document answers it again (idempotent).
 func (s *Service) DeleteDocument(ctx context.Context, p auth.Principal, kbID, id string) (Document, error) {
@@ -106,9 +116,16 @@ func (s *Service) DeleteDocument(ctx context.Context, p auth.Principal, kbID, id
 		if err := deleteChunks(ctx, tx, id); err != nil {
 			return err
 		}
+		if _, err := s.keyring().openDocument(ctx, &row); err != nil {
+			return err
+		}
 		row.Status, row.Body, row.Chunks, row.UpdatedAt = StatusDeleted, "", 0, now
-		_, err = tx.NewUpdate().Model((*models.KnowledgeDocument)(nil)).
-			Set("status = ?, body = '', chunks = 0, updated_at = ?", StatusDeleted, now).Where("id = ?", id).Exec(ctx)
+		if err := tombstone(ctx, tx, []string{id}, now); err != nil {
+			return err
+		}
+		// Last: the document's key. Every copy of its title, body and chunks, backups
+		// included, stops opening (issue 29 §1, ER-1).
+		_, err = s.destroyKeys(ctx, []string{id})
 		return err
 	})
 	if err != nil {
@@ -124,4 +141,16 @@ func (s *Service) readerOrWriter(ctx context.Context, p auth.Principal) error {
 		}
 	}
 	return s.enabled(ctx, p.SpaceID)
+}
+
+// tombstone leaves documents ids, inside tx, with status deleted and nothing of their content:
+// no title, body or title hash, clear or sealed, and no chunks counted.
+func tombstone(ctx context.Context, tx bun.IDB, ids []string, now time.Time) error {
+	_, err := tx.NewUpdate().Model((*models.KnowledgeDocument)(nil)).
+		Set("status = ?, title = '', body = '', sealed_title = NULL, sealed_body = NULL, title_hash = '', chunks = 0, updated_at = ?", StatusDeleted, now).
+		Where("id IN (?)", bun.In(ids)).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("knowledge: tombstone: %w", err)
+	}
+	return nil
 }

@@ -14,10 +14,11 @@ import (
 
 // Item kinds of the knowledge store in erasure reaches, probes and certificates.
 const (
-	KindDocument = "knowledge_document" // a document row (title, content hash, subject hash)
-	KindChunk    = "knowledge_chunk"    // a chunk row (text, offsets)
-	KindVector   = "knowledge_vector"   // a chunk's stored vector
-	KindFullText = "knowledge_fulltext" // a chunk's full-text entry
+	KindDocument = "knowledge_document"     // a document row (title, content hash, subject hash)
+	KindChunk    = "knowledge_chunk"        // a chunk row (text, offsets)
+	KindVector   = "knowledge_vector"       // a chunk's stored vector
+	KindFullText = "knowledge_fulltext"     // a chunk's full-text entry
+	KindKey      = "knowledge_document_key" // a document's data key (DocumentKeyID), destroyed
 )
 
 // Eraser is the knowledge store's eraser (issue 18, KN-3, GOV-2): a subject erasure deletes
@@ -26,31 +27,44 @@ const (
 // their rows, vectors and full-text entries, and finally the document rows themselves (a
 // title may name the subject). A conversation erasure reaches no document. Residue probes
 // the rows, the vectors and the full-text index apart, so an index left behind by a
-// deletion fails the erasure instead of passing unseen.
-type Eraser struct{}
+// deletion fails the erasure instead of passing unseen. Every document it deletes (the
+// subject's, and those the content probe ties to her by a handle) loses its data key too,
+// so a backup's copies of their titles, bodies, chunk texts and embeddings no longer open,
+// and the restore procedure drops them (issue 29 §1). S is the store (its key store).
+type Eraser struct{ S *Service }
 
 // Name is "knowledge".
 func (Eraser) Name() string { return "knowledge" }
 
 // Covers lists the subject hash of documents and chunks, the documents' content hash (a
-// hash of the bytes the subject's document held) and, on SQLite, the chunks' full-text index.
+// hash of the bytes the subject's document held), the sealed columns and the title hash, and,
+// on SQLite, the chunks' full-text index.
 func (Eraser) Covers() []erasure.Column {
 	return []erasure.Column{
 		{Table: "knowledge_documents", Column: "subject_hash"}, {Table: "knowledge_documents", Column: "content_hash"},
 		{Table: "knowledge_chunks", Column: "subject_hash"},
+		// The sealed columns (issue 29 §1): the rows go, and the document keys they open with
+		// are destroyed.
+		{Table: "knowledge_documents", Column: "sealed_key"}, {Table: "knowledge_documents", Column: "sealed_title"},
+		{Table: "knowledge_documents", Column: "sealed_body"}, {Table: "knowledge_documents", Column: "title_hash"},
+		{Table: "knowledge_chunks", Column: "sealed_key"}, {Table: "knowledge_chunks", Column: "sealed_text"},
+		{Table: "knowledge_chunks", Column: "sealed_embedding"},
 		// SQLite's full-text index of the chunks (FTS5; PostgreSQL's is a column of the row).
 		{Table: "knowledge_chunks_fts", Column: "chunk_id"},
 	}
 }
 
-// Backups is erasure.NotSealed for a subject: documents and chunks stored under the
-// allow_with_subject policy are not sealed (a known gap, issue 29 §1: a backup taken before
-// the erasure still holds them); a conversation erasure reaches no document (HoldsNone).
+// Backups is erasure.Shredded for a subject: every document (any ingest policy,
+// allow_with_subject included) and its chunks' text and embeddings are sealed under the
+// document's key, which the erasure destroys, and their derived rows (full-text entries, the
+// vector index) are dropped and rebuilt from what still unseals by `agentmemory restore`
+// (docs/compliance.md: rows stored before sealing existed are sealed by that procedure). A
+// conversation erasure reaches no document (HoldsNone).
 func (Eraser) Backups(t erasure.Target) string {
 	if t.Kind != erasure.Subject {
 		return erasure.HoldsNone
 	}
-	return erasure.NotSealed
+	return erasure.Shredded
 }
 
 // Export gives the zero Export: documents naming a subject are not part of the subject's
@@ -60,8 +74,9 @@ func (Eraser) Export(context.Context, bun.IDB, erasure.Target) (erasure.Export, 
 }
 
 // EraseSubject deletes, inside tx, the subject's documents and chunks (vector-table rows,
-// sqlite-vec's or pgvector's, and full-text entries, rows with their vectors, then documents) and returns their ids.
-func (Eraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (erasure.Reach, error) {
+// sqlite-vec's or pgvector's, and full-text entries, rows with their vectors, then documents)
+// and destroys the documents' data keys, and returns their ids (KindKey for the keys).
+func (e Eraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (erasure.Reach, error) {
 	out := erasure.Reach{}
 	if t.Kind != erasure.Subject || len(t.HandleHashes) == 0 {
 		return out, nil
@@ -70,7 +85,22 @@ func (Eraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (er
 	if err != nil {
 		return nil, err
 	}
-	return eraseRows(ctx, tx, t.SpaceID, docs, chunks)
+	return e.erase(ctx, tx, t.SpaceID, docs, chunks)
+}
+
+// erase deletes the rows named (eraseRows), then destroys the documents' keys (last, inside
+// tx: a failed commit leaves rows that no longer open, which a retried erasure deletes).
+func (e Eraser) erase(ctx context.Context, tx bun.Tx, spaceID string, docs, chunks []string) (erasure.Reach, error) {
+	out, err := eraseRows(ctx, tx, spaceID, docs, chunks)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := e.S.destroyKeys(ctx, docs)
+	if err != nil {
+		return nil, err
+	}
+	out.Add(KindKey, keys...)
+	return out, nil
 }
 
 // eraseRows deletes, inside tx, the chunks (vector-table rows, full-text entries, rows with
@@ -167,8 +197,8 @@ func vectorResidue(ctx context.Context, idb bun.IDB, t erasure.Target, chunkIDs 
 // fullTextResidue returns the full-text entries left of t. On SQLite (FTS5, a table apart
 // from the rows): entries of chunkIDs, and entries of no chunk row at all (the index holds
 // no space or subject, so an orphaned entry may be the subject's: it fails the erasure
-// rather than let a certificate pass over it). On PostgreSQL the tsvector is a generated
-// column of the chunk row: the chunks of chunkIDs that still have one.
+// rather than let a certificate pass over it). On PostgreSQL the tsvector is the chunk row's
+// search column (written at ingest): the chunks of chunkIDs that still have one.
 func fullTextResidue(ctx context.Context, idb bun.IDB, t erasure.Target, chunkIDs []string) ([]string, error) {
 	var ids []string
 	if db.IsSQLite(idb) {

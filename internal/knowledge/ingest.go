@@ -12,6 +12,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/uptrace/bun"
@@ -195,6 +196,15 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, kbID string, req
 		Format: req.Format, ContentHash: hash, Body: body, Status: StatusPending, Kinds: mustJSON(kinds), Masked: len(kinds) > 0,
 		SubjectHash: subjectHash, CreatedBy: p.KeyID, AgentVersion: p.AgentVersion, CreatedAt: now, UpdatedAt: now,
 	}
+	shown := toDocument(row)
+	kr := s.keyring()
+	key, err := kr.key(ctx, DocumentKeyID(row.ID), true)
+	if err != nil {
+		return Document{}, false, err
+	}
+	if err := s.sealDocument(&row, key); err != nil {
+		return Document{}, false, err
+	}
 	created := true
 	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		// The receipt comes first: it locks the space's chain head, serialising the space's
@@ -217,14 +227,23 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, kbID string, req
 		_, err = tx.NewInsert().Model(&row).Exec(ctx)
 		return err
 	})
+	if err != nil {
+		// Nothing of the new row was stored: its key seals nothing. Dropping a failure to
+		// destroy it is safe (an unused key opens no stored byte).
+		_ = s.Keys.Destroy(ctx, DocumentKeyID(shown.ID))
+	}
 	if errors.Is(err, errDuplicate) {
-		err = nil // the receipt of a no-op is rolled back with it: nothing happened
+		// the receipt of a no-op is rolled back with it: nothing happened
+		if _, err := kr.openDocument(ctx, &row); err != nil {
+			return Document{}, false, err
+		}
+		return toDocument(row), false, nil
 	}
 	if err != nil {
 		// documents_per_base refused the insert: 409 quota_exceeded, nothing stored (issue 34 §1).
 		return Document{}, false, quotas.Refusal(ctx, s.DB, p.SpaceID, err)
 	}
-	return toDocument(row), created, nil
+	return shown, created, nil
 }
 
 var errDuplicate = errors.New("knowledge: duplicate")
@@ -350,6 +369,13 @@ func (s *Service) Ingest(ctx context.Context, id string) (IngestResult, error) {
 	if doc.Status != StatusPending {
 		return IngestResult{DocumentID: doc.ID, Status: doc.Status, Chunks: doc.Chunks, Model: doc.EmbedModel, Dims: doc.Dims}, nil
 	}
+	kr := s.keyring()
+	if ok, err := kr.openDocument(ctx, &doc); err != nil {
+		return IngestResult{}, err
+	} else if !ok {
+		// Its key is gone: the document was deleted or erased meanwhile (its rows follow).
+		return IngestResult{DocumentID: doc.ID, Status: StatusDeleted}, nil
+	}
 	b, err := s.base(ctx, s.DB, doc.SpaceID, doc.KBID)
 	if err != nil {
 		return IngestResult{}, err
@@ -417,7 +443,7 @@ func (s *Service) Ingest(ctx context.Context, id string) (IngestResult, error) {
 		if newer != "" {
 			res.Status, res.Chunks = StatusSuperseded, 0
 			_, err := tx.NewUpdate().Model((*models.KnowledgeDocument)(nil)).
-				Set("status = ?, superseded_by = ?, body = '', updated_at = ?", StatusSuperseded, newer, now).Where("id = ?", doc.ID).Exec(ctx)
+				Set("status = ?, superseded_by = ?, body = '', sealed_body = NULL, updated_at = ?", StatusSuperseded, newer, now).Where("id = ?", doc.ID).Exec(ctx)
 			return err
 		}
 		for _, o := range older {
@@ -425,29 +451,15 @@ func (s *Service) Ingest(ctx context.Context, id string) (IngestResult, error) {
 				return err
 			}
 			if _, err := tx.NewUpdate().Model((*models.KnowledgeDocument)(nil)).
-				Set("status = ?, superseded_by = ?, body = '', chunks = 0, updated_at = ?", StatusSuperseded, doc.ID, now).Where("id = ?", o).Exec(ctx); err != nil {
+				Set("status = ?, superseded_by = ?, body = '', sealed_body = NULL, chunks = 0, updated_at = ?", StatusSuperseded, doc.ID, now).Where("id = ?", o).Exec(ctx); err != nil {
 				return err
 			}
 		}
-		rows := make([]models.KnowledgeChunk, len(chunks))
-		for i, c := range chunks {
-			rows[i] = models.KnowledgeChunk{ID: c.ID, SpaceID: doc.SpaceID, KBID: doc.KBID, DocumentID: doc.ID, Ord: c.Ord, Heading: doc.Title,
-				StartByte: c.Start, EndByte: c.End, Tokens: c.Tokens, Text: c.Text, Embedding: encodeVector(vectors[i]), SubjectHash: doc.SubjectHash, CreatedAt: now}
-		}
-		if len(rows) > 0 {
-			if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
-				return err
-			}
-			if db.IsSQLite(tx) {
-				for _, r := range rows {
-					if _, err := tx.ExecContext(ctx, "INSERT INTO knowledge_chunks_fts (chunk_id, heading, text) VALUES (?, ?, ?)", r.ID, r.Heading, r.Text); err != nil {
-						return err
-					}
-				}
-			}
-			if err := indexVectors(ctx, tx, vp, rows, now); err != nil {
-				return err
-			}
+		if err := s.insertChunks(ctx, tx, vp, kr, doc, chunks, vectors, now); errors.Is(err, errNotPending) {
+			res = IngestResult{DocumentID: doc.ID, Status: StatusDeleted}
+			return err
+		} else if err != nil {
+			return err
 		}
 		// Only the row still pending: one deleted meanwhile (a subject's erasure takes no chain
 		// head lock) rolls everything back, so no chunk of a document that is gone is stored.
@@ -489,6 +501,76 @@ func (s *Service) Ingest(ctx context.Context, id string) (IngestResult, error) {
 
 var errNotPending = errors.New("knowledge: not pending")
 
+// insertChunks stores doc's chunks with their vectors, in tx: the rows sealed under doc's key
+// (a legacy clear document's chunks stay clear, as it does, until restore seals both), then
+// the derived entries from the clear values: full text (writeFullText) and the vector index
+// (indexVectors).
+func (s *Service) insertChunks(ctx context.Context, tx bun.Tx, vp VectorPath, kr *keyring, doc models.KnowledgeDocument, chunks []Chunk, vectors [][]float32, now time.Time) error {
+	if len(chunks) == 0 {
+		return nil
+	}
+	var key []byte
+	if doc.SealedKey != "" {
+		var err error
+		if key, err = kr.key(ctx, doc.SealedKey, false); err != nil {
+			return err
+		}
+		if key == nil {
+			return errNotPending // deleted or erased meanwhile: store nothing
+		}
+	}
+	clear := make([]models.KnowledgeChunk, len(chunks))
+	rows := make([]models.KnowledgeChunk, len(chunks))
+	for i, c := range chunks {
+		clear[i] = models.KnowledgeChunk{ID: c.ID, SpaceID: doc.SpaceID, KBID: doc.KBID, DocumentID: doc.ID, Ord: c.Ord, Heading: doc.Title,
+			StartByte: c.Start, EndByte: c.End, Tokens: c.Tokens, Text: c.Text, Embedding: encodeVector(vectors[i]), SubjectHash: doc.SubjectHash, CreatedAt: now}
+		rows[i] = clear[i]
+		if key != nil {
+			if err := sealChunk(&rows[i], doc.SealedKey, key); err != nil {
+				return err
+			}
+		}
+	}
+	if !db.IsSQLite(tx) {
+		// PostgreSQL's full-text entry is part of the row: written by the insert itself, so
+		// that no chunk row is written twice (an update would leave a dead tuple per chunk).
+		for i := range rows {
+			h, t := clear[i].Heading, clear[i].Text
+			if _, err := tx.NewInsert().Model(&rows[i]).Value("search", "to_tsvector('simple', ?)", h+" "+t).
+				Value("heading_search", "setweight(to_tsvector('simple', ?), 'A')", h).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		return indexVectors(ctx, tx, vp, clear, now)
+	}
+	if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
+		return err
+	}
+	for _, r := range clear {
+		if err := writeFullText(ctx, tx, r.ID, r.Heading, r.Text); err != nil {
+			return err
+		}
+	}
+	return indexVectors(ctx, tx, vp, clear, now)
+}
+
+// writeFullText writes chunk id's full-text entry (derived data) from its clear heading (the
+// document's title) and text: a row of knowledge_chunks_fts on SQLite, the search and
+// heading_search columns of the chunk row on PostgreSQL.
+func writeFullText(ctx context.Context, idb bun.IDB, id, heading, text string) error {
+	if db.IsSQLite(idb) {
+		if _, err := idb.ExecContext(ctx, "INSERT INTO knowledge_chunks_fts (chunk_id, heading, text) VALUES (?, ?, ?)", id, heading, text); err != nil {
+			return fmt.Errorf("knowledge: full text: %w", err)
+		}
+		return nil
+	}
+	if _, err := idb.ExecContext(ctx, "UPDATE knowledge_chunks SET search = to_tsvector('simple', ? || ' ' || ?), heading_search = setweight(to_tsvector('simple', ?), 'A') WHERE id = ?",
+		heading, text, heading, id); err != nil {
+		return fmt.Errorf("knowledge: full text: %w", err)
+	}
+	return nil
+}
+
 // Fail ends pending document id failed with reason (IngestWorkflow gave up); a document no
 // longer pending is left as it is. Its body is cleared.
 func (s *Service) Fail(ctx context.Context, id, reason string) error {
@@ -518,7 +600,7 @@ func (s *Service) finish(ctx context.Context, doc models.KnowledgeDocument, stat
 			return err
 		}
 		_, err := tx.NewUpdate().Model((*models.KnowledgeDocument)(nil)).
-			Set("status = ?, reason = ?, kinds = ?, body = '', updated_at = ?", status, reason, mustJSON(kinds), now).
+			Set("status = ?, reason = ?, kinds = ?, body = '', sealed_body = NULL, updated_at = ?", status, reason, mustJSON(kinds), now).
 			Where("id = ? AND status = ?", doc.ID, StatusPending).Exec(ctx)
 		return err
 	})

@@ -7,7 +7,9 @@
 // index where the server has the extension, pgvector.go, else an exact cosine scan of a
 // base's rows). Retrieval
 // fuses the vector and full-text rankings by reciprocal rank fusion and answers ranked
-// chunks with provenance and a fenced context within a token budget.
+// chunks with provenance and a fenced context within a token budget. Each document's title,
+// body, chunk texts and embeddings are sealed under its own key (seal.go); the full-text and
+// vector entries are derived, and the restore procedure rebuilds them (restore.go).
 //
 // It never imports gin, Temporal, api, workflows or activities: IngestWorkflow (workflows/)
 // calls Ingest through an activity.
@@ -30,6 +32,8 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/keyed"
+	"github.com/agentmemory/agentmemory/internal/keystore"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/redact"
 	"github.com/agentmemory/agentmemory/internal/runs"
@@ -64,8 +68,8 @@ type Subjects interface {
 	HandleHash(spaceID, canonical string) string
 }
 
-// Service is the knowledge store. DB, Docs, Gate and Masker are required, and Subjects for
-// bases with allow_with_subject; Embedder nil means the embedder is down (each base's
+// Service is the knowledge store. DB, Docs, Gate, Masker, Keys and Hasher are required, and
+// Subjects for bases with allow_with_subject; Embedder nil means the embedder is down (each base's
 // embedder_down policy decides); Now nil is time.Now.
 type Service struct {
 	DB       *bun.DB
@@ -74,7 +78,12 @@ type Service struct {
 	Masker   Masker
 	Subjects Subjects
 	Embedder Embedder
-	Now      func() time.Time
+	// Keys holds each document's data key (DocumentKeyID): its title, body and chunks are
+	// sealed under it, and deleting or erasing the document destroys it (issue 29 §1).
+	Keys keystore.Store
+	// Hasher gives the keyed hash of titles (the title filter of retrieval).
+	Hasher keyed.Hasher
+	Now    func() time.Time
 	// Receipts commits the receipts of retrievals in groups (issue 16); nil: each retrieval
 	// commits its own receipt.
 	Receipts *receipts.Log

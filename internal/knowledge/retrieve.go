@@ -135,7 +135,8 @@ func (s *Service) chunkScope(q *bun.SelectQuery, p auth.Principal, kbs []string,
 		q = q.Where("d.version_label = ?", *f.Version)
 	}
 	if f.Title != nil {
-		q = q.Where("d.title = ?", *f.Title)
+		// A sealed title is compared by its keyed hash; a legacy clear one as it is.
+		q = q.Where("(d.title_hash = ? OR (d.sealed_key = '' AND d.title = ?))", s.titleHash(p.SpaceID, *f.Title), *f.Title)
 	}
 	return q
 }
@@ -373,7 +374,7 @@ func (s *Service) retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 		} else {
 			tsq := strings.Join(words, ":* | ") + ":*" // prefix match
 			q = q.Where("c.search @@ to_tsquery('simple', ?)", tsq).
-				OrderExpr("ts_rank(setweight(to_tsvector('simple', c.heading), 'A') || c.search, to_tsquery('simple', ?)) DESC, c.id ASC", tsq)
+				OrderExpr("ts_rank(COALESCE(c.heading_search, ''::tsvector) || c.search, to_tsquery('simple', ?)) DESC, c.id ASC", tsq)
 		}
 		if err := q.Limit(ListDepth*2).Scan(ctx, &rows); err != nil {
 			return Retrieval{}, nil, time.Time{}, fmt.Errorf("knowledge: full-text candidates: %w", err)
@@ -415,31 +416,13 @@ func (s *Service) retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 
 	out := Retrieval{Mode: mode, Chunks: []RetrievedChunk{}}
 	if len(ranked) > 0 {
-		type full struct {
-			models.KnowledgeChunk `bun:",extend"`
-			SourceURI             string `bun:"source_uri"`
-			Title                 string `bun:"title"`
-			Version               string `bun:"version_label"`
-		}
-		var rows []full
-		q := s.DB.NewSelect().TableExpr("knowledge_chunks AS c").Join("JOIN knowledge_documents AS d ON d.id = c.document_id").
-			ColumnExpr("c.id, c.kb_id, c.document_id, c.start_byte, c.end_byte, c.tokens, c.text, d.source_uri AS source_uri, d.title AS title, d.version_label AS version_label").
-			Where("c.id IN (?)", bun.In(ranked))
-		err := s.chunkScope(q, p, order, req.Filters).Scan(ctx, &rows)
+		loaded, err := s.loadRanked(ctx, p, order, req.Filters, ranked)
 		if err != nil {
-			return Retrieval{}, nil, time.Time{}, fmt.Errorf("knowledge: load chunks: %w", err)
+			return Retrieval{}, nil, time.Time{}, err
 		}
-		byID := map[string]full{}
-		for _, r := range rows {
-			byID[r.ID] = r
-		}
-		for _, id := range ranked {
-			r, ok := byID[id]
-			if !ok {
-				continue // deleted or superseded between the rankings and now
-			}
-			c := RetrievedChunk{ChunkID: r.ID, DocumentID: r.DocumentID, KBID: r.KBID, SourceURI: r.SourceURI, Title: r.Title,
-				Version: r.Version, StartByte: r.StartByte, EndByte: r.EndByte, Score: round(score[id]), Text: r.Text}
+		for _, c := range loaded {
+			id := c.ChunkID
+			c.Score = round(score[id])
 			if v, ok := cosine[id]; ok && vrank[id] > 0 {
 				vs, rk := round(v), vrank[id]
 				c.VectorScore, c.VectorRank = &vs, &rk
@@ -455,6 +438,56 @@ func (s *Service) retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 		return Retrieval{}, nil, time.Time{}, err
 	}
 	return out, order, now, nil
+}
+
+// loadRanked loads the chunks ranked (in that order) under chunkScope with their documents'
+// provenance, unsealing the text and title of those chunks only (issue 29 §1: the rankings
+// read derived entries; one key per document returned). A chunk that is gone between the
+// rankings and now (deleted, superseded), or whose document's key is gone, is left out.
+func (s *Service) loadRanked(ctx context.Context, p auth.Principal, kbs []string, f *Filters, ranked []string) ([]RetrievedChunk, error) {
+	type full struct {
+		models.KnowledgeChunk `bun:",extend"`
+		SourceURI             string `bun:"source_uri"`
+		DocSealedKey          string `bun:"doc_sealed_key"`
+		Title                 string `bun:"title"`
+		SealedTitle           []byte `bun:"sealed_title"`
+		Version               string `bun:"version_label"`
+	}
+	var rows []full
+	q := s.DB.NewSelect().TableExpr("knowledge_chunks AS c").Join("JOIN knowledge_documents AS d ON d.id = c.document_id").
+		ColumnExpr("c.id, c.kb_id, c.document_id, c.start_byte, c.end_byte, c.tokens, c.text, c.sealed_key, c.sealed_text").
+		ColumnExpr("d.source_uri AS source_uri, d.sealed_key AS doc_sealed_key, d.title AS title, d.sealed_title AS sealed_title, d.version_label AS version_label").
+		Where("c.id IN (?)", bun.In(ranked))
+	if err := s.chunkScope(q, p, kbs, f).Scan(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("knowledge: load chunks: %w", err)
+	}
+	byID := map[string]full{}
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	kr := s.keyring()
+	out := make([]RetrievedChunk, 0, len(ranked))
+	for _, id := range ranked {
+		r, ok := byID[id]
+		if !ok {
+			continue // deleted or superseded between the rankings and now
+		}
+		text, ok, err := kr.openChunkText(ctx, r.SealedKey, r.ID, r.SealedText, r.Text)
+		if err != nil {
+			return nil, err
+		}
+		doc := models.KnowledgeDocument{ID: r.DocumentID, SealedKey: r.DocSealedKey, Title: r.Title, SealedTitle: r.SealedTitle}
+		opened, err := kr.openDocument(ctx, &doc)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || !opened {
+			continue // its key is gone: deleted or erased, the rows follow
+		}
+		out = append(out, RetrievedChunk{ChunkID: r.ID, DocumentID: r.DocumentID, KBID: r.KBID, SourceURI: r.SourceURI, Title: doc.Title,
+			Version: r.Version, StartByte: r.StartByte, EndByte: r.EndByte, Text: text})
+	}
+	return out, nil
 }
 
 // assemble fences chunks (in rank order) into the context while the whole text stays within
