@@ -818,7 +818,7 @@ func parseRow(row *models.AgentState) (strictjson.Object, map[string]time.Time) 
 		return errNotQuick
 	}); !ok || err != nil {
 		stamps = nil
-		_ = json.Unmarshal([]byte(row.FieldTimes), &stamps)
+		_ = json.Unmarshal([]byte(row.FieldTimes), &stamps) // written by this package as a JSON object; an unreadable one reads as no stamps
 	}
 	times := make(map[string]time.Time, len(all))
 	for name := range all {
@@ -839,7 +839,7 @@ func bodyFields(row *models.AgentState) strictjson.Object {
 		return nil
 	}); !ok {
 		all = nil
-		_ = json.Unmarshal(row.Body, &all)
+		_ = json.Unmarshal(row.Body, &all) // validated as a JSON object when written; an unreadable one reads as empty
 	}
 	return all
 }
