@@ -16,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/uptrace/bun"
 
+	"github.com/agentmemory/agentmemory/api/httpfault"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/models"
@@ -176,7 +177,7 @@ func (h *Console) load(c *gin.Context, tok string) (auth.Principal, bool) {
 		return auth.Principal{}, false
 	}
 	if err != nil {
-		h.Logger.ErrorContext(ctx, "console: load session", "cause", err.Error())
+		h.Logger.ErrorContext(ctx, "console: load session", httpfault.Scrubbed(err)...)
 		return auth.Principal{}, false
 	}
 	now := h.Now().UTC()
