@@ -5,19 +5,27 @@ TEMPORAL_VERSION := v1.5.1
 TEMPORAL := $(CURDIR)/bin/temporal
 WORKFLOWCHECK_VERSION := v0.6.0
 WORKFLOWCHECK := $(CURDIR)/bin/workflowcheck
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(CURDIR)/bin/staticcheck
+ERRCHECK_VERSION := v1.30.0
+ERRCHECK := $(CURDIR)/bin/errcheck
 # RACE_PKGS: the packages with concurrency, tested under -race by make test (and only there:
 # test-go runs every other package without it). The Go SDK's own module (sdk/) also runs -race.
 RACE_PKGS := ./internal/state/... ./internal/notes/... ./internal/events/... ./internal/receipts/... ./internal/proposals/... ./internal/sdktest/...
 # RACE_API_TESTS: the api tests that drive state, notes and receipts concurrently (internal/state
 # is tested through the API); test-go-race runs them again under -race.
 RACE_API_TESTS := Concurrent|Parallel|ReadDoesNotWait|ReadYourWrites
+# AGENTMEMORY_SKIP_LOG: where tests record a capability skip (a tool or extension missing here:
+# internal/skips, the SDKs' conformance suites); make test empties it first and prints one
+# summary line of it last (scripts/skips.sh).
+export AGENTMEMORY_SKIP_LOG ?= $(CURDIR)/.skips.log
 DATA_DIR ?= ./data
 ADDR ?= 127.0.0.1:8080
 PYTHON ?= python3
 # DEV_FLAGS: more flags for `agentmemory dev`, e.g. make run DEV_FLAGS=--fake-model
 DEV_FLAGS ?=
 
-.PHONY: run build test test-short test-go test-go-race test-sdk test-sdk-short test-python test-typescript test-console vet bench demo lint temporal workflowcheck postgres gate-report
+.PHONY: run build test test-short test-go test-go-race test-sdk test-sdk-short test-python test-typescript test-console vet bench demo lint temporal workflowcheck staticcheck errcheck skips-reset postgres gate-report
 
 ## run: install what is missing and start `agentmemory dev` (SQLite + Temporal dev server).
 run: temporal build
@@ -36,10 +44,15 @@ $(TEMPORAL):
 
 ## test: every test, on SQLite and PostgreSQL (127.0.0.1:5432, database test) and a Temporal
 ## dev server: go vet, the main module (RACE_PKGS under -race), the Go SDK's module, and
-## workflowcheck over workflows/,
-## the Python and TypeScript SDKs, and the Console in Chromium.
-test: temporal vet test-go test-go-race test-sdk workflowcheck test-python test-typescript test-console
+## workflowcheck over workflows/, the linters (make lint),
+## the Python and TypeScript SDKs, and the Console in Chromium; last, one line naming every
+## capability skip (a test skipped because a tool or an extension is missing here) and why.
+test: skips-reset temporal lint test-go test-go-race test-sdk workflowcheck test-python test-typescript test-console
 	$(WORKFLOWCHECK) ./workflows/...
+	@./scripts/skips.sh summary
+
+skips-reset:
+	@./scripts/skips.sh reset
 
 ## test-console: the Console in real Chromium (Debian's /usr/bin/chromium driven by
 ## playwright-core from api/console/e2e, never a downloaded browser) against the real binary;
@@ -131,9 +144,19 @@ gate-report:
 demo: build
 	ADDR=$(ADDR) DATA_DIR=$(DATA_DIR) ./scripts/demo.sh
 
-## lint: formatting and go vet.
-lint: vet
-	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+## lint: gofmt -l, go vet, staticcheck (staticcheck.conf) and errcheck
+## (scripts/errcheck-excludes.txt) over both modules, and every statement discarding an error
+## (`_ = f()`) outside tests commented with why that is safe (scripts/lint.sh).
+lint: staticcheck errcheck
+	GO=$(GO) STATICCHECK=$(STATICCHECK) ERRCHECK=$(ERRCHECK) ./scripts/lint.sh
+
+## staticcheck, errcheck: the linters in ./bin, installed once with go install at pinned versions.
+staticcheck: $(STATICCHECK)
+$(STATICCHECK):
+	GOBIN=$(CURDIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+errcheck: $(ERRCHECK)
+$(ERRCHECK):
+	GOBIN=$(CURDIR)/bin $(GO) install github.com/kisielk/errcheck@$(ERRCHECK_VERSION)
 
 ## postgres: start the local PostgreSQL cluster if it is down.
 postgres:

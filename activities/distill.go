@@ -239,7 +239,7 @@ func (a *Activities) Draft(ctx context.Context, in ProposalRef) (DraftResult, er
 	case errors.Is(err, llm.ErrBadAnswer):
 		return DraftResult{}, a.badAnswer(ctx, in.ProposalID)
 	case err != nil:
-		_ = a.Proposals.SetLastError(ctx, in.ProposalID, LastErrorModelUnreachable)
+		_ = a.Proposals.SetLastError(ctx, in.ProposalID, LastErrorModelUnreachable) // the note on the proposal is for the reviewer; the retry below is what recovers
 		return DraftResult{}, a.modelUnreachable(ctx)
 	case !ok:
 		return DraftResult{Outcome: ReasonNothingToPropose}, nil
@@ -312,7 +312,7 @@ func (a *Activities) badAnswer(ctx context.Context, proposalID string) error {
 	if activity.GetInfo(ctx).Attempt >= maxBad {
 		return temporal.NewNonRetryableApplicationError("the model's answers were unusable", ErrTypeModelError, nil)
 	}
-	_ = a.Proposals.SetLastError(ctx, proposalID, LastErrorBadAnswer)
+	_ = a.Proposals.SetLastError(ctx, proposalID, LastErrorBadAnswer) // the note on the proposal is for the reviewer; the retry below is what recovers
 	return temporal.NewApplicationError("the model's answer was unusable", ErrTypeBadAnswer)
 }
 

@@ -9,30 +9,15 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentmemory/agentmemory/api/httpfault"
 	"github.com/agentmemory/agentmemory/internal/fault"
-	"github.com/agentmemory/agentmemory/internal/logs"
 	"github.com/agentmemory/agentmemory/internal/notes"
 )
 
 // StatusClientClosedRequest is the status of a request whose caller went away before its
 // answer (nginx's 499): nothing is left to read it, but the access log and the metrics say
-// what happened instead of a 500.
-const StatusClientClosedRequest = 499
-
-// statusOf maps each fault kind to its HTTP status: the only place statuses are chosen.
-var statusOf = map[fault.Kind]int{
-	fault.Invalid:       http.StatusBadRequest,
-	fault.Unauthorized:  http.StatusUnauthorized,
-	fault.Forbidden:     http.StatusForbidden,
-	fault.NotFound:      http.StatusNotFound,
-	fault.Conflict:      http.StatusConflict,
-	fault.Stale:         http.StatusPreconditionFailed,
-	fault.TooLarge:      http.StatusRequestEntityTooLarge,
-	fault.Unprocessable: http.StatusUnprocessableEntity,
-	fault.TooMany:       http.StatusTooManyRequests,
-	fault.Unavailable:   http.StatusServiceUnavailable,
-	fault.Canceled:      StatusClientClosedRequest,
-}
+// what happened instead of a 500 (httpfault.StatusClientClosedRequest).
+const StatusClientClosedRequest = httpfault.StatusClientClosedRequest
 
 // errorBody is the JSON shape of every error: {"error": {"code", "message", ...details}}.
 type errorBody map[string]any
@@ -52,8 +37,7 @@ func (s *Server) writeError(c *gin.Context, err error) {
 	}
 	fe := fault.As(err)
 	if fe == nil {
-		code, cause := logs.Scrub(err)
-		s.log.ErrorContext(c.Request.Context(), "internal error", "route", c.FullPath(), "request_id", c.GetString(requestIDKey), "code", code, "cause", cause)
+		httpfault.LogInternal(c.Request.Context(), s.log, "internal error", err, "route", c.FullPath(), "request_id", c.GetString(requestIDKey))
 		c.AbortWithStatusJSON(http.StatusInternalServerError, errorBody{"error": gin.H{"code": "internal", "message": "internal error"}})
 		return
 	}
@@ -72,10 +56,7 @@ func (s *Server) writeError(c *gin.Context, err error) {
 	if fe.RetryAfter > 0 {
 		c.Header("Retry-After", strconv.Itoa(int(math.Ceil(fe.RetryAfter.Seconds()))))
 	}
-	status, ok := statusOf[fe.Kind]
-	if !ok {
-		status = http.StatusInternalServerError
-	}
+	status := httpfault.Status(fe.Kind)
 	if status >= 500 && fe.Kind != fault.Unavailable {
 		s.log.ErrorContext(c.Request.Context(), "request failed", "route", c.FullPath(), "code", fe.Code)
 	}

@@ -73,7 +73,7 @@ func (s *Server) submitKnowledgeDocument(c *gin.Context) {
 	if doc.Status == knowledge.StatusPending {
 		if err := s.tryStart(ctx, "knowledge_ingest", workflows.IngestWorkflowID(doc.ID), workflows.IngestWorkflow, workflows.IngestInput{DocumentID: doc.ID}); err != nil {
 			if created {
-				_ = s.Knowledge.Fail(ctx, doc.ID, "workflow_unavailable")
+				_ = s.Knowledge.Fail(ctx, doc.ID, "workflow_unavailable") // the start error is the one answered; a document left pending is retried by the reconciler
 			}
 			s.writeError(c, errStartFailed)
 			return

@@ -68,7 +68,6 @@ func TestBlockExactAcrossReplicas(t *testing.T) {
 		changed(etag, []string{keep, added})
 
 		// A proposal approved through the first replica.
-		etag, _ = held()
 		enableNotes(e, map[string]any{"writes": "human_only"})
 		etag, _ = held() // the documents changed: a new answer, held again
 		pid := e.MustDo(http.StatusAccepted, "POST", notesPath, bot, note("Proposed", "Approved later.")).JSON(t)["proposal_id"].(string)

@@ -18,6 +18,7 @@ import (
 	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/skips"
 )
 
 // readmeBlock returns the shell block of README.md between <!-- name:begin --> and
@@ -92,7 +93,7 @@ func runWalkthrough(t *testing.T, block, url, admin, key string) (stdout, stderr
 // block with it. With a drafted proposal it approves and reads the block by the note's tag.
 func TestReadmeDistillWalkthrough(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("needs bash")
+		skips.Capability(t, "needs bash")
 	}
 	block := readmeBlock(t, "walkthrough:distill")
 	for _, engine := range []string{"sqlite", "postgres"} {

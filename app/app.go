@@ -159,7 +159,7 @@ func Build(ctx context.Context, cfg config.Config, o Overrides) (_ *App, err err
 			return nil, err
 		}
 		d := a.DB
-		a.closers = append(a.closers, func() { db.Close(d) })
+		a.closers = append(a.closers, func() { _ = db.Close(d) }) // at shutdown: nothing is left to report a failed close to
 	}
 	if a.Signer, err = openSigner(cfg, o.GenerateSecret); err != nil {
 		return nil, err
@@ -171,7 +171,7 @@ func Build(ctx context.Context, cfg config.Config, o Overrides) (_ *App, err err
 			return nil, err
 		}
 		if pg, ok := a.Keys.(*keystore.Postgres); ok {
-			a.closers = append(a.closers, func() { _ = pg.Close() })
+			a.closers = append(a.closers, func() { _ = pg.Close() }) // at shutdown: nothing is left to report a failed close to
 			if err := keystoreApart(ctx, a.DB); err != nil {
 				return nil, err
 			}
@@ -311,7 +311,7 @@ func OpenMigrated(ctx context.Context, cfg config.Config) (*bun.DB, []string, er
 	}
 	names, err := db.Migrate(ctx, d)
 	if err != nil {
-		d.Close()
+		_ = d.Close() // the migration error is the one to report
 		return nil, nil, err
 	}
 	return d, names, nil

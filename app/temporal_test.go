@@ -22,6 +22,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 	"github.com/agentmemory/agentmemory/internal/logs"
 	"github.com/agentmemory/agentmemory/internal/logs/logstest"
+	"github.com/agentmemory/agentmemory/internal/skips"
 )
 
 // TestTemporalLoggerKeepsIdsOnly: Debug and Info are dropped; Warn and Error keep names and
@@ -57,7 +58,7 @@ func TestWorkflowTaskFailureReachesTheLog(t *testing.T) {
 	cli, err := filepath.Abs(filepath.Join("..", "bin", "temporal"))
 	require.NoError(t, err)
 	if _, err := os.Stat(cli); err != nil {
-		t.Skipf("the Temporal CLI is missing at %s: run `make temporal`", cli)
+		skips.Capability(t, "the Temporal CLI is missing at %s: run `make temporal`", cli)
 	}
 	srv, err := testsuite.StartDevServer(context.Background(), testsuite.DevServerOptions{
 		ExistingPath: cli, LogLevel: "error", Stdout: io.Discard, Stderr: io.Discard,

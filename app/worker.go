@@ -143,12 +143,12 @@ func (a *App) StartRelay(ctx context.Context) (stop func()) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = r.Run(ctx) })
+	wg.Go(func() { _ = r.Run(ctx) }) // Run returns only nil, when ctx ends: each pass's errors are logged and retried inside
 	return func() {
 		cancel()
 		wg.Wait()
 		if kafka != nil {
-			_ = kafka.Close()
+			_ = kafka.Close() // at shutdown, after the relay stopped: nothing is left to send or report to
 		}
 	}
 }

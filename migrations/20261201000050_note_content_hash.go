@@ -50,7 +50,7 @@ func backfillNoteContentHash(ctx context.Context, db *bun.DB) error {
 	}
 	for _, r := range rows {
 		var tags []string
-		_ = json.Unmarshal([]byte(r.Tags), &tags)
+		_ = json.Unmarshal([]byte(r.Tags), &tags) // stored as a JSON array by every version; an unreadable one hashes as no tags
 		h := noteContentHashV1(r.Kind, r.Visibility, r.Title, r.Body, tags)
 		if _, err := db.NewUpdate().Table("notes").Set("content_hash = ?", h).Where("id = ?", r.ID).Exec(ctx); err != nil {
 			return fmt.Errorf("migrations: note content hash: %w", err)

@@ -250,7 +250,7 @@ func decodeError(resp *http.Response, data []byte) error {
 		Version int64 `json:"version"`
 	}
 	if checkAnswerDepth(data) == nil {
-		_ = json.Unmarshal(data, &body)
+		_ = json.Unmarshal(data, &body) // a body that is not an error object leaves the status to speak for itself
 	}
 	e := &Error{Status: resp.StatusCode, Code: body.Error.Code, Message: body.Error.Message, Kinds: body.Error.Kinds, Classes: body.Error.Classes, Version: body.Version}
 	e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/agentmemory/agentmemory/sdk"
+	"github.com/agentmemory/agentmemory/sdk/internal/devserver"
 	"github.com/agentmemory/agentmemory/sdk/tools"
 )
 
@@ -211,7 +212,7 @@ func TestConformance(t *testing.T) {
 		cli = filepath.Join(root, "bin", "temporal")
 	}
 	if _, err := os.Stat(cli); err != nil {
-		t.Skipf("no Temporal CLI at %s (make temporal, or set AGENTMEMORY_TEMPORAL_CLI)", cli)
+		devserver.SkipCapability(t, "no Temporal CLI at %s (make temporal, or set AGENTMEMORY_TEMPORAL_CLI)", cli)
 	}
 	var setup confSetup
 	readJSON(t, filepath.Join("conformance", "setup.json"), &setup)
@@ -260,7 +261,7 @@ func TestConformance(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			for _, r := range c.Requires {
 				if !conformanceCapabilities[r] {
-					t.Skipf("requires %s", r)
+					devserver.SkipCapability(t, "requires %s", r)
 				}
 			}
 			srv.t = t

@@ -294,7 +294,7 @@ func (c *Client) flushQuiet(ctx context.Context) {
 	n := len(c.queue)
 	c.mu.Unlock()
 	if n > 0 {
-		_ = c.Flush(ctx)
+		_ = c.Flush(ctx) // a write still queued stays queued for the next Flush, which reports it
 	}
 }
 

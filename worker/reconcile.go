@@ -19,7 +19,8 @@ import (
 // ApprovalDeadline) of an orphaned row on TaskQueue, under
 // the row's deterministic workflow id (workflows.ErasureWorkflowID, workflows.ExportWorkflowID,
 // workflows.DistillID), only when
-// DescribeWorkflowExecution answers NotFound. The start refuses duplicate ids
+// DescribeWorkflowExecution answers NotFound (for a proposal, under workflows.LegacyDistillID
+// too: a distillation an earlier release started). The start refuses duplicate ids
 // (WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE), so a workflow that already ran and finished
 // (within the namespace's retention) is never run again, even when another starter raced
 // this one.
@@ -49,16 +50,22 @@ func (s Starter) StartMissing(ctx context.Context, o compliance.Orphan) (complia
 	default:
 		return compliance.StartResult{}, fmt.Errorf("worker: unknown workflow kind %q", o.Kind)
 	}
-	desc, err := s.Client.DescribeWorkflowExecution(ctx, id, "")
-	if err == nil {
-		// Running, or finished: not ours to start; say how it ended.
-		return compliance.StartResult{Closed: closedAs(desc.GetWorkflowExecutionInfo().GetStatus())}, nil
+	ids := []string{id}
+	if o.Kind == compliance.WorkflowDistill {
+		ids = append(ids, workflows.LegacyDistillID(o.ID)) // started by an earlier release (workflows/ids.go)
 	}
-	var notFound *serviceerror.NotFound
-	if !errors.As(err, &notFound) {
-		return compliance.StartResult{}, fmt.Errorf("worker: describe %s: %w", o.Kind, err)
+	for _, look := range ids {
+		desc, err := s.Client.DescribeWorkflowExecution(ctx, look, "")
+		if err == nil {
+			// Running, or finished: not ours to start; say how it ended.
+			return compliance.StartResult{Closed: closedAs(desc.GetWorkflowExecutionInfo().GetStatus())}, nil
+		}
+		var notFound *serviceerror.NotFound
+		if !errors.As(err, &notFound) {
+			return compliance.StartResult{}, fmt.Errorf("worker: describe %s: %w", o.Kind, err)
+		}
 	}
-	_, err = s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	_, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: s.TaskQueue,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,

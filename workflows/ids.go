@@ -20,15 +20,35 @@ const DefaultTaskQueue = "agentmemory"
 // two workflows, and so that the API (approvals, status) and the worker's reconciler find a
 // row's workflow from the row alone.
 //
-// Two formats coexist, "distill/" + id and "<kind>-" + id, and stay as they are (issue 13):
-// the ids are the only link between a row and its workflow. Rows created by earlier releases
-// have workflows running (or retained) under these exact ids; a new format would make the
-// reconciler find no workflow for such a row and start a second one, and an approval would
-// signal a workflow that does not exist. The recorded histories in testdata replay under
-// them too. New workflows use "<kind>-" + id.
+// One format, "<kind>-" + id (issue 30). Distillations started by earlier releases run (or
+// are retained) under the legacy "distill/" + id (LegacyDistillID): the ids are the only link
+// between a proposal and its workflow, so every helper that finds a distillation by its
+// proposal (SendApproval, AwaitOutcome, the worker's reconciler) looks under DistillID first
+// and under LegacyDistillID when Temporal answers NotFound. A proposal's workflow is started
+// under DistillID only; the reconciler never starts one whose legacy workflow exists. The
+// fallback can go once no proposal of an earlier release is still drafting or pending
+// (their approval deadline, AGENTMEMORY_APPROVAL_DEADLINE, bounds that) and the namespace's
+// retention has dropped their closed workflows. Recorded histories (testdata) replay whatever
+// their id.
 
-// DistillID is the workflow id of a proposal's distillation, "distill/" + proposalID.
-func DistillID(proposalID string) string { return "distill/" + proposalID }
+// DistillID is the workflow id of a proposal's distillation, "distill-" + proposalID.
+func DistillID(proposalID string) string { return "distill-" + proposalID }
+
+// LegacyDistillID is the id earlier releases started a proposal's distillation under,
+// "distill/" + proposalID: looked up, never started.
+func LegacyDistillID(proposalID string) string { return "distill/" + proposalID }
+
+// DistillIDs are the ids a proposal's distillation may run under, in the order to look:
+// DistillID, then LegacyDistillID.
+func DistillIDs(proposalID string) [2]string {
+	return [2]string{DistillID(proposalID), LegacyDistillID(proposalID)}
+}
+
+// isNotFound reports whether err is Temporal's *serviceerror.NotFound.
+func isNotFound(err error) bool {
+	var nf *serviceerror.NotFound
+	return errors.As(err, &nf)
+}
 
 // ErasureWorkflowID is the workflow id of erasure erasureID, "erasure-" + erasureID.
 func ErasureWorkflowID(erasureID string) string { return "erasure-" + erasureID }
@@ -134,7 +154,13 @@ func SendApproval(ctx context.Context, c Signaler, proposalID string, a Approval
 	if a.Decision != DecisionApprove && a.Decision != DecisionReject {
 		return errors.New("workflows: decision must be approve or reject")
 	}
-	return c.SignalWorkflow(ctx, DistillID(proposalID), "", ApprovalSignal, a)
+	var err error
+	for _, id := range DistillIDs(proposalID) {
+		if err = c.SignalWorkflow(ctx, id, "", ApprovalSignal, a); !isNotFound(err) {
+			return err
+		}
+	}
+	return err
 }
 
 // AwaitOutcome waits up to wait for the proposal's DistillWorkflow to end and returns its
@@ -143,7 +169,12 @@ func AwaitOutcome(ctx context.Context, c Getter, proposalID string, wait time.Du
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	var st Status
-	err := c.GetWorkflow(wctx, DistillID(proposalID), "").Get(wctx, &st)
+	var err error
+	for _, id := range DistillIDs(proposalID) {
+		if err = c.GetWorkflow(wctx, id, "").Get(wctx, &st); !isNotFound(err) {
+			break
+		}
+	}
 	if err != nil {
 		if wctx.Err() != nil && ctx.Err() == nil {
 			return Status{}, false, nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentmemory/agentmemory/api/httpfault"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -79,7 +80,7 @@ func (h *Console) once() gin.HandlerFunc {
 		if c.Writer.Status() >= http.StatusBadRequest {
 			if _, err := h.DB.NewDelete().Model(use).WherePK().Exec(ctx); err != nil {
 				// The token stays spent: the person reloads the page for a fresh one.
-				h.Logger.WarnContext(ctx, "console: give back a form token", "cause", err.Error())
+				h.Logger.WarnContext(ctx, "console: give back a form token", httpfault.Scrubbed(err)...)
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentmemory/agentmemory/api/httpfault"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/notes"
@@ -315,7 +316,7 @@ func (h *Console) unknownTags(c *gin.Context, spaceID string, ns ...notes.Note) 
 	}
 	unknown, err := h.Notes.UnknownTags(c.Request.Context(), spaceID, all)
 	if err != nil {
-		h.Logger.WarnContext(c.Request.Context(), "console: vocabulary", "cause", err.Error())
+		h.Logger.WarnContext(c.Request.Context(), "console: vocabulary", httpfault.Scrubbed(err)...)
 		return nil
 	}
 	var out map[string]bool

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentmemory/agentmemory/api/httpfault"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/fault"
 )
@@ -179,43 +180,15 @@ func (h *Console) renderView(c *gin.Context, status int, name string, v view) {
 	t := h.pages[name]
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", v); err != nil {
-		h.Logger.ErrorContext(c.Request.Context(), "console: render", "page", name, "cause", err.Error())
+		httpfault.LogInternal(c.Request.Context(), h.Logger, "console: render", err, "page", name)
 		c.String(http.StatusInternalServerError, "internal error")
 		return
 	}
 	c.Data(status, "text/html; charset=utf-8", buf.Bytes())
 }
 
-// statusOf maps a domain error to the page's HTTP status (as api/errors.go does for JSON).
-func statusOf(err error) int {
-	fe := fault.As(err)
-	if fe == nil {
-		return http.StatusInternalServerError
-	}
-	switch fe.Kind {
-	case fault.Invalid:
-		return http.StatusBadRequest
-	case fault.Unauthorized:
-		return http.StatusUnauthorized
-	case fault.Forbidden:
-		return http.StatusForbidden
-	case fault.NotFound:
-		return http.StatusNotFound
-	case fault.Conflict:
-		return http.StatusConflict
-	case fault.Stale:
-		return http.StatusPreconditionFailed
-	case fault.TooLarge:
-		return http.StatusRequestEntityTooLarge
-	case fault.Unprocessable:
-		return http.StatusUnprocessableEntity
-	case fault.TooMany:
-		return http.StatusTooManyRequests
-	case fault.Unavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
+// statusOf maps a domain error to the page's HTTP status: the API's table (httpfault).
+func statusOf(err error) int { return httpfault.StatusOf(err) }
 
 // message is what a page says of err: a domain error's message (which never carries
 // personal data or secrets), else a generic line (the cause is logged).
@@ -223,7 +196,7 @@ func (h *Console) message(c *gin.Context, err error) string {
 	if fe := fault.As(err); fe != nil {
 		return fe.Message
 	}
-	h.Logger.ErrorContext(c.Request.Context(), "console: internal error", "route", c.FullPath(), "cause", err.Error())
+	httpfault.LogInternal(c.Request.Context(), h.Logger, "console: internal error", err, "route", c.FullPath())
 	return "Something went wrong on the server; try again."
 }
 

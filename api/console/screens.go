@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentmemory/agentmemory/api/httpfault"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/state"
@@ -220,7 +221,7 @@ func (h *Console) mintKey(c *gin.Context) {
 	}
 	if err := h.sealFlash(c, flash{Screen: "keys", KeyID: id, Key: key, At: h.Now()}); err != nil {
 		// The key exists but cannot be shown: say so rather than lose it silently.
-		h.Logger.ErrorContext(c.Request.Context(), "console: keep the minted key's flash", "cause", err.Error())
+		h.Logger.ErrorContext(c.Request.Context(), "console: keep the minted key's flash", httpfault.Scrubbed(err)...)
 		h.showKeys(c, p, http.StatusInternalServerError, "Key "+id+" was minted but cannot be shown: revoke it and mint another.", "", "")
 		return
 	}

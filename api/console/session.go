@@ -16,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/uptrace/bun"
 
+	"github.com/agentmemory/agentmemory/api/httpfault"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/models"
@@ -176,12 +177,12 @@ func (h *Console) load(c *gin.Context, tok string) (auth.Principal, bool) {
 		return auth.Principal{}, false
 	}
 	if err != nil {
-		h.Logger.ErrorContext(ctx, "console: load session", "cause", err.Error())
+		h.Logger.ErrorContext(ctx, "console: load session", httpfault.Scrubbed(err)...)
 		return auth.Principal{}, false
 	}
 	now := h.Now().UTC()
 	end := func() (auth.Principal, bool) {
-		_, _ = h.DB.NewDelete().Model((*models.ConsoleSession)(nil)).Where("id = ?", id).Exec(ctx)
+		_, _ = h.DB.NewDelete().Model((*models.ConsoleSession)(nil)).Where("id = ?", id).Exec(ctx) // best effort: an undeleted session row fails this check again and ends at its expiry
 		return auth.Principal{}, false
 	}
 	if !now.Before(row.ExpiresAt.UTC()) || now.Sub(row.SeenAt.UTC()) >= h.IdleTimeout {
@@ -192,7 +193,7 @@ func (h *Console) load(c *gin.Context, tok string) (auth.Principal, bool) {
 		return end()
 	}
 	if now.Sub(row.SeenAt.UTC()) > 10*time.Second {
-		_, _ = h.DB.NewUpdate().Model((*models.ConsoleSession)(nil)).Set("seen_at = ?", now).Where("id = ?", id).Exec(ctx)
+		_, _ = h.DB.NewUpdate().Model((*models.ConsoleSession)(nil)).Set("seen_at = ?", now).Where("id = ?", id).Exec(ctx) // best effort: a missed seen_at update only shortens the idle window by one interval
 	}
 	return p, true
 }
@@ -202,7 +203,7 @@ func (h *Console) logout(c *gin.Context) {
 	tok, _ := c.Cookie(SessionCookie)
 	// Best effort: an undeleted row is ended by its expiry all the same.
 	_, _ = h.DB.NewDelete().Model((*models.ConsoleSession)(nil)).Where("id = ?", tokenHash(tok)).Exec(c.Request.Context())
-	_, _ = h.DB.NewDelete().Model((*models.ConsoleFormUse)(nil)).Where("session_id = ?", tokenHash(tok)).Exec(c.Request.Context())
+	_, _ = h.DB.NewDelete().Model((*models.ConsoleFormUse)(nil)).Where("session_id = ?", tokenHash(tok)).Exec(c.Request.Context()) // best effort as above: form uses of an ended session match no session
 	setCookie(c, SessionCookie, "", -1)
 	c.Redirect(http.StatusSeeOther, "/console/login?m=signed_out")
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/agentmemory/agentmemory/api/httpfault"
 )
 
 // Prefix is the path under which the Console answers.
@@ -60,7 +62,7 @@ func (h *Console) openSession(c *gin.Context) {
 func (h *Console) favicon(c *gin.Context) {
 	data, err := assets.ReadFile("static/favicon.ico")
 	if err != nil { // embedded at build time: cannot fail short of a broken build
-		h.Logger.ErrorContext(c.Request.Context(), "console: favicon", "cause", err.Error())
+		h.Logger.ErrorContext(c.Request.Context(), "console: favicon", httpfault.Scrubbed(err)...)
 		c.Status(http.StatusInternalServerError)
 		return
 	}

@@ -79,7 +79,7 @@ func devCmd(load func() (config.Config, error), stdout, stderr io.Writer) *cobra
 			if err != nil {
 				return fmt.Errorf("the API address %s: %w", cfg.Addr, err)
 			}
-			defer ln.Close()
+			defer func() { _ = ln.Close() }() // Serve has closed it already on a clean stop
 			log := newLogger(cfg, stderr)
 			if fakeModel {
 				stopFake, err := startFakeModel(&cfg, log, stdout)
@@ -142,7 +142,7 @@ func startFakeModel(cfg *config.Config, log *slog.Logger, stdout io.Writer) (fun
 	fmt.Fprintf(stdout, "agentmemory dev: FAKE MODEL at %s answers distillations with a fixed note labelled [fake model] (not a language model; never use it for real notes)\n", s.URL)
 	fmt.Fprintln(stdout, "agentmemory dev: the fake model also answers /api/embed for knowledge bases with hashed word vectors (a stand-in, not an embedding model)")
 	log.Warn("fake model on: distillations are answered by a built-in stand-in, not a language model", "url", s.URL)
-	return func() { _ = s.Close() }, nil
+	return func() { _ = s.Close() }, nil // the fake model's test server, closed at exit
 }
 
 func serveCmd(load func() (config.Config, error), stderr io.Writer) *cobra.Command {
@@ -203,7 +203,7 @@ func migrateCmd(load func() (config.Config, error), stdout io.Writer) *cobra.Com
 			if err != nil {
 				return err
 			}
-			defer d.Close()
+			defer func() { _ = d.Close() }() // the migrations are committed: a failed close loses nothing
 			fmt.Fprintf(stdout, "applied %d migrations\n", len(names))
 			return nil
 		},
@@ -235,7 +235,7 @@ func spaceCmd(load func() (config.Config, error), stdout io.Writer) *cobra.Comma
 		if err != nil {
 			return err
 		}
-		defer d.Close()
+		defer func() { _ = d.Close() }() // fn's work is committed or not by then: a failed close loses nothing
 		return fn(d)
 	}
 	var directPut bool
@@ -298,7 +298,7 @@ func freePorts(n int) ([]int, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer l.Close()
+		defer func() { _ = l.Close() }() // a probe listener: only its port number is kept
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
@@ -327,7 +327,7 @@ func serveHTTP(ctx context.Context, a *app.App, ln net.Listener, tc client.Clien
 	srv := a.Server(wf).HTTPServer(ln.Addr().String())
 	stopMetrics, err := serveMetrics(a, a.Config.MetricsAddr)
 	if err != nil {
-		ln.Close()
+		_ = ln.Close() // the metrics error is the one to report
 		return err
 	}
 	defer stopMetrics()
@@ -366,15 +366,15 @@ func serveMetrics(a *app.App, addr string) (func(), error) {
 	mux.Handle("GET /metrics", a.Metrics.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"status":"ok"}`)
+		_, _ = io.WriteString(w, `{"status":"ok"}`) // a health probe whose caller went away: nothing to tell it
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
+	go func() { _ = srv.Serve(ln) }() // ErrServerClosed after Shutdown; a listener error shows as failed scrapes
 	a.Log.Info("metrics listening", "addr", ln.Addr().String())
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(ctx)
+		_ = srv.Shutdown(ctx) // at shutdown: a scrape cut short is harmless
 	}, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/internal/logs/logstest"
+	"github.com/agentmemory/agentmemory/internal/skips"
 )
 
 // repoTemporal returns the Temporal CLI installed by `make temporal`.
@@ -25,7 +26,7 @@ func repoTemporal(t *testing.T) string {
 	p, err := filepath.Abs(filepath.Join("..", "..", "bin", "temporal"))
 	require.NoError(t, err)
 	if _, err := os.Stat(p); err != nil {
-		t.Skip("the Temporal CLI is not installed: run make temporal")
+		skips.Capability(t, "the Temporal CLI is not installed: run make temporal")
 	}
 	return p
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentmemory/agentmemory/internal/skips"
 )
 
 // netns is a network namespace holding only loopback plus a veth pair whose one end carries
@@ -30,11 +32,11 @@ func ip(t *testing.T, args ...string) {
 func newNetns(t *testing.T, lo ...string) netns {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("no-egress test: ip netns needs root")
+		skips.Capability(t, "no-egress test: ip netns needs root")
 	}
 	n := netns{name: fmt.Sprintf("am-noegress-%d", os.Getpid())}
 	if out, err := exec.Command("ip", "netns", "add", n.name).CombinedOutput(); err != nil {
-		t.Skipf("no-egress test: ip netns add is impossible here: %v %s", err, out)
+		skips.Capability(t, "no-egress test: ip netns add is impossible here: %v %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", n.name).Run() }) // best effort: the namespace dies with its last process anyway
 	ip(t, "-n", n.name, "link", "set", "lo", "up")
@@ -43,7 +45,7 @@ func newNetns(t *testing.T, lo ...string) netns {
 		require.NoError(t, err, "sysctl %s: %s", k, out)
 	}
 	if out, err := exec.Command("ip", "-n", n.name, "link", "add", "eg0", "type", "veth", "peer", "name", "eg1").CombinedOutput(); err != nil {
-		t.Skipf("no-egress test: no veth here: %v %s", err, out)
+		skips.Capability(t, "no-egress test: no veth here: %v %s", err, out)
 	}
 	ip(t, "-n", n.name, "link", "set", "eg1", "up")
 	ip(t, "-n", n.name, "link", "set", "eg0", "up")

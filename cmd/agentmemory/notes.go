@@ -236,7 +236,7 @@ func importGuidelines(ctx context.Context, hc *http.Client, opt importOptions) (
 				Kinds []string `json:"kinds"`
 			} `json:"error"`
 		}
-		_ = json.Unmarshal(answer, &out)
+		_ = json.Unmarshal(answer, &out) // a body that is not an error object leaves out empty: the status decides below
 		switch resp.StatusCode {
 		case http.StatusCreated, http.StatusAccepted:
 		case http.StatusOK: // duplicate_of: the same note is already active (issue 17 §2)

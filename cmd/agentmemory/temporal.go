@@ -50,7 +50,7 @@ func startTemporal(ctx context.Context, a *app.App, uiPort int, explicit bool, s
 	}
 	port := held.Addr().(*net.TCPAddr).Port
 	uiPort, uiNote, err := pickUIPort(uiPort, explicit)
-	held.Close()
+	_ = held.Close() // a probe listener: only its port number is kept
 	if err != nil {
 		return nil, nil, err
 	}
@@ -68,17 +68,17 @@ func startTemporal(ctx context.Context, a *app.App, uiPort int, explicit bool, s
 	// one database file.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		logFile.Close()
+		_ = logFile.Close() // the start error is the one to report
 		return nil, nil, fmt.Errorf("start the Temporal dev server: %w", err)
 	}
 	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited); logFile.Close() }()
+	go func() { _ = cmd.Wait(); close(exited); _ = logFile.Close() }() // its exit status after a stop says nothing; its log is written as it goes
 	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Process.Signal(syscall.SIGTERM) // a process already gone is what we want
 		select {
 		case <-exited:
 		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
+			_ = cmd.Process.Kill() // best effort after SIGTERM went unheeded: Pdeathsig ends it with us anyway
 			<-exited
 		}
 	}
@@ -105,7 +105,7 @@ func pickUIPort(port int, explicit bool) (int, string, error) {
 	}
 	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err == nil {
-		l.Close()
+		_ = l.Close() // a probe listener: only its port number is kept
 		return port, "", nil
 	}
 	if explicit {

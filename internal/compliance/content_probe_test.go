@@ -72,7 +72,6 @@ func TestContentProbeFindsUnlinkedSubjectData(t *testing.T) {
 			ks.Embedder = emb
 			admin, err := auth.Authenticate(ctx, e.DB, e.AdminKey)
 			require.NoError(t, err)
-			var docs []string
 			for _, policy := range []string{knowledge.PersonalDataMask, knowledge.PersonalDataRefuse} {
 				kb, err := ks.CreateBase(ctx, admin, knowledge.CreateBaseRequest{Name: "kb-" + policy, Settings: knowledge.Settings{PersonalData: policy, Readers: &knowledge.Readers{Space: true}}})
 				require.NoError(t, err)
@@ -80,7 +79,6 @@ func TestContentProbeFindsUnlinkedSubjectData(t *testing.T) {
 				require.NoError(t, err)
 				_, err = ks.Ingest(ctx, d.ID)
 				require.NoError(t, err)
-				docs = append(docs, d.ID)
 			}
 
 			// Her profile now exists: the gate knows her name and refuses a new note naming her.

@@ -150,6 +150,7 @@ func TestTurnRetentionIsUTCAcrossDaylightSaving(t *testing.T) {
 			require.False(t, done, "a full batch leaves the next one to say it is done")
 			n, done = sweep(1)
 			require.Equal(t, 1, n)
+			require.False(t, done, "a full batch again")
 			n, done = sweep(1)
 			require.Equal(t, 0, n)
 			require.True(t, done)

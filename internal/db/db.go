@@ -118,7 +118,7 @@ func Open(ctx context.Context, rawURL string, opt Options) (*bun.DB, error) {
 		db = bun.NewDB(sqldb, sqlitedialect.New())
 	}
 	if err := db.PingContext(ctx); err != nil {
-		db.Close()
+		_ = db.Close() // the ping error is the one to report
 		return nil, fmt.Errorf("db: ping: %w", err)
 	}
 	return db, nil
@@ -166,7 +166,10 @@ func Migrate(ctx context.Context, db *bun.DB) ([]string, error) {
 		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(hashtextextended('agentmemory.migrate.' || current_schema(), 0))"); err != nil {
 			return nil, fmt.Errorf("db: migration lock: %w", err)
 		}
-		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtextextended('agentmemory.migrate.' || current_schema(), 0))") //nolint:errcheck
+		defer func() {
+			// A session lock: PostgreSQL drops it with the connection if the unlock fails.
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtextextended('agentmemory.migrate.' || current_schema(), 0))")
+		}()
 		if err := m.Init(ctx); err != nil {
 			return nil, fmt.Errorf("db: init migrations: %w", err)
 		}
@@ -201,7 +204,7 @@ func migrateLocked(ctx context.Context, m *migrate.Migrator) ([]string, error) {
 		case <-time.After(wait):
 		}
 	}
-	defer m.Unlock(context.WithoutCancel(ctx)) //nolint:errcheck
+	defer func() { _ = m.Unlock(context.WithoutCancel(ctx)) }() // a lock left behind is waited out by the next start (the loop above)
 	group, err := m.Migrate(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("db: migrate: %w", err)

@@ -132,7 +132,7 @@ func (k *checkpointer) run(done chan struct{}) {
 	var conn driver.Conn
 	defer func() {
 		if conn != nil {
-			conn.Close()
+			_ = conn.Close() // the checkpointer's own connection, closed as it stops
 		}
 		close(done)
 	}()
@@ -174,7 +174,7 @@ func (k *checkpointer) run(done chan struct{}) {
 			_, err := ex.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)", nil)
 			k.g.checkpoint.Unlock()
 			if err != nil {
-				conn.Close()
+				_ = conn.Close() // the checkpoint failed: a fresh connection is opened next round
 				conn = nil
 			}
 		}
@@ -292,7 +292,7 @@ func newGatedConn(c driver.Conn, g *writeGate, ck *checkpointer) (*gatedConn, er
 	gc.exec, ok3 = c.(driver.ExecerContext)
 	gc.query, ok4 = c.(driver.QueryerContext)
 	if !ok1 || !ok2 || !ok3 || !ok4 {
-		c.Close()
+		_ = c.Close() // the missing method is the error to report
 		return nil, fmt.Errorf("db: the SQLite driver %T lacks a context method", c)
 	}
 	return gc, nil
@@ -398,7 +398,7 @@ func (c *gatedConn) PrepareContext(ctx context.Context, query string) (driver.St
 	se, ok1 := st.(driver.StmtExecContext)
 	sq, ok2 := st.(driver.StmtQueryContext)
 	if !ok1 || !ok2 {
-		st.Close()
+		_ = st.Close() // the missing method is the error to report
 		return nil, fmt.Errorf("db: the SQLite statement %T lacks a context method", st)
 	}
 	return &gatedStmt{Stmt: st, exec: se, query: sq, c: c, kind: kindOf(query)}, nil

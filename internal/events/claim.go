@@ -71,5 +71,5 @@ func (r *Relay) release(ctx context.Context) {
 	if !db.IsSQLite(r.DB) {
 		return
 	}
-	_, _ = r.DB.NewDelete().Model((*models.RelayLease)(nil)).Where("holder = ?", r.holder).Exec(ctx)
+	_, _ = r.DB.NewDelete().Model((*models.RelayLease)(nil)).Where("holder = ?", r.holder).Exec(ctx) // best effort at stop: a lease not released expires on its own
 }

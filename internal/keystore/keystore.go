@@ -136,11 +136,11 @@ func (f *File) withLock(fn func() error) error {
 	if err != nil {
 		return fmt.Errorf("keystore: lock: %w", err)
 	}
-	defer lock.Close()
+	defer func() { _ = lock.Close() }() // a lock file, never written: closing it also drops the flock
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("keystore: lock: %w", err)
 	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
+	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }() // the Close above drops the lock if this fails
 	data, err := os.ReadFile(f.path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -169,11 +169,11 @@ func (f *File) save() error {
 		return fmt.Errorf("keystore: write: %w", err)
 	}
 	if _, err := out.Write(data); err != nil {
-		out.Close()
+		_ = out.Close() // the write error is the one to report; the temporary file is not renamed
 		return fmt.Errorf("keystore: write: %w", err)
 	}
 	if err := out.Sync(); err != nil {
-		out.Close()
+		_ = out.Close() // the sync error is the one to report; the temporary file is not renamed
 		return fmt.Errorf("keystore: sync: %w", err)
 	}
 	if err := out.Close(); err != nil {

@@ -104,11 +104,11 @@ func OpenPostgres(ctx context.Context, url string, opt PostgresOptions) (*Postgr
 	p.db.SetMaxOpenConns(n)
 	p.db.SetMaxIdleConns(n)
 	if err := p.db.PingContext(ctx); err != nil {
-		p.db.Close()
+		_ = p.db.Close() // the ping error is the one to report
 		return nil, fmt.Errorf("keystore: ping key database: %w", err)
 	}
 	if err := p.createSchema(ctx); err != nil {
-		p.db.Close()
+		_ = p.db.Close() // the schema error is the one to report
 		return nil, err
 	}
 	return p, nil

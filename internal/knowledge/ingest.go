@@ -92,7 +92,7 @@ func toDocument(r models.KnowledgeDocument) Document {
 	d := Document{ID: r.ID, KBID: r.KBID, SourceURI: r.SourceURI, Title: r.Title, Version: r.VersionLabel, Format: r.Format,
 		Status: r.Status, Kinds: []string{}, Masked: r.Masked, Chunks: r.Chunks, EmbedModel: r.EmbedModel, Dims: r.Dims,
 		NamesSubject: r.SubjectHash != "", KeyID: r.CreatedBy, AgentVersion: r.AgentVersion, CreatedAt: r.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")}
-	_ = json.Unmarshal([]byte(r.Kinds), &d.Kinds)
+	_ = json.Unmarshal([]byte(r.Kinds), &d.Kinds) // written by this package as a JSON array; an unreadable one reads as no kinds
 	if d.Kinds == nil {
 		d.Kinds = []string{}
 	}

@@ -410,7 +410,7 @@ func refreshStats(ctx context.Context, d bun.IDB) {
 	if err != nil || len(stale) == 0 {
 		return
 	}
-	_, _ = d.ExecContext(ctx, "ANALYZE "+strings.Join(stale, ", "))
+	_, _ = d.ExecContext(ctx, "ANALYZE "+strings.Join(stale, ", ")) // best effort: planner statistics, refreshed by autovacuum if this fails
 }
 
 // pgvecNearest is nearestChunks on pgvector: for each base a k-nearest search in one

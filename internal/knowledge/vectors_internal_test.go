@@ -18,6 +18,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 	"github.com/agentmemory/agentmemory/internal/llm/hashembed"
+	"github.com/agentmemory/agentmemory/internal/skips"
 	"github.com/agentmemory/agentmemory/migrations"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -148,7 +149,7 @@ func vectorPaths(t *testing.T, fn func(t *testing.T, d *bun.DB, vp VectorPath)) 
 			case path == PathExact:
 				vp = VectorPath{Name: PathExact, Reason: "forced by the test"}
 			case vp.Name != path:
-				t.Skipf("the %s path is not available on this server: %s", path, vp.Reason)
+				skips.Capability(t, "the %s path is not available on this server: %s", path, vp.Reason)
 			}
 			fn(t, d, vp)
 		})
@@ -323,7 +324,7 @@ func TestPgvectorIndex(t *testing.T) {
 	vp, err := detectVectors(ctx, d, true)
 	require.NoError(t, err)
 	if vp.Name != PathPgvector {
-		t.Skipf("pgvector is not available on this server: %s", vp.Reason)
+		skips.Capability(t, "pgvector is not available on this server: %s", vp.Reason)
 	}
 	now := time.Now().UTC()
 	actions := abcdActions(t)

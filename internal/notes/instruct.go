@@ -73,7 +73,7 @@ func (s *Service) CheckContent(ctx context.Context, spaceID, title, body string,
 	review, err := s.gate(ctx, spaceID, GateText(title, body, tags, ev), true, f)
 	if err != nil {
 		if fe := fault.As(err); fe != nil && fe.Code == CodePersonalData && len(classes) > 0 {
-			fe.With("classes", classes)
+			fe = fe.With("classes", classes)
 			fe.Message += "; it also reads as an instruction to its reader (" + strings.Join(classes, ", ") + ")"
 		}
 		return nil, err

@@ -312,9 +312,6 @@ var fence = redact.NewFence("agent_notes")
 // hasFence reports whether s holds something that reads as <agent_notes> or </agent_notes>.
 func hasFence(s string) bool { return fence.Has(s) }
 
-// gateText is everything of c the personal-data gate reads (GateText).
-func (c content) gateText() string { return GateText(c.Title, c.Body, c.Tags, c.Evidence) }
-
 // GateText is everything of a note the personal-data gate (Check) reads, the one gate text
 // of every write path (REST, MCP, proposals, distillation): title, body and tags each on
 // their own and also concatenated without separator (redact.JoinForCheck), so a value split
@@ -389,7 +386,7 @@ func evidenceCols(e *Evidence) (kind, id string) {
 
 func decodeTags(s string) []string {
 	var tags []string
-	_ = json.Unmarshal([]byte(s), &tags)
+	_ = json.Unmarshal([]byte(s), &tags) // written by this package as a JSON array; an unreadable one reads as no tags
 	if tags == nil {
 		tags = []string{}
 	}

@@ -200,6 +200,6 @@ func (l *Log) lockAndRead(ctx context.Context, pc *pgconn.PgConn, group []*pendi
 // outside a transaction).
 func rollback(ctx context.Context, pc *pgconn.PgConn) {
 	if pc.TxStatus() != 'I' {
-		_, _ = pc.Exec(ctx, "ROLLBACK").ReadAll()
+		_, _ = pc.Exec(ctx, "ROLLBACK").ReadAll() // a connection whose rollback fails is discarded by the pool (see above)
 	}
 }

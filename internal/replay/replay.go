@@ -307,8 +307,8 @@ func (r Report) Print(w io.Writer) {
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", x.ConvoID, x.Flow, x.Writes, x.Refused, x.Conflicts, x.Version, x.Bytes, x.Step, x.EmailMasked, ok)
 	}
-	tw.Flush()
+	_ = tw.Flush() // into a bytes.Buffer, which never fails
 	states, writes, refused, conflicts, bytes, _ := r.Totals()
 	fmt.Fprintf(&b, "states written: %d, writes stored: %d, refused: %d, conflicts: %d, bytes stored: %d\n", states, writes, refused, conflicts, bytes)
-	_, _ = w.Write(b.Bytes())
+	_, _ = w.Write(b.Bytes()) // a report to the terminal: a failed write leaves nowhere to report it
 }

@@ -108,7 +108,11 @@ func TestConcurrentCASOneWins(t *testing.T) {
 			}
 			fe := fault.As(errs[i])
 			require.NotNil(t, fe, "write %d: %v", i, errs[i])
-			require.Equal(t, state.ErrConflict, fe.Code, "write %d", i)
+			require.Equal(t, state.CodeConflict, fe.Code, "write %d", i)
+			require.ErrorIs(t, errs[i], state.ErrConflict, "write %d", i)
+			var ce *state.ConflictError
+			require.ErrorAs(t, errs[i], &ce, "write %d", i)
+			require.Equal(t, ce.Current, fe.Extra["version"], "write %d: the fault carries the stored version", i)
 		}
 		require.Equal(t, 1, wins)
 	})

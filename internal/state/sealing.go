@@ -161,7 +161,7 @@ func (s *Service) SweepFields(ctx context.Context, idb bun.IDB, spaceID, after s
 			continue // erased: nothing readable to sweep
 		}
 		var all map[string]json.RawMessage
-		_ = json.Unmarshal(row.Body, &all)
+		_ = json.Unmarshal(row.Body, &all) // written by this package as a JSON object; an unreadable one sweeps nothing
 		fields, times, _ := live(row, schema, now)
 		if len(fields) == len(all) {
 			continue

@@ -164,8 +164,31 @@ type Meta struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// ErrConflict is the code of a stale if_version (412, WM-5).
-const ErrConflict = "agent_state_conflict"
+// CodeConflict is the API code of a stale if_version (412, WM-5).
+const CodeConflict = "agent_state_conflict"
+
+// ErrConflict matches (errors.Is) the error of a write whose if_version is not the stored
+// version (WM-5); the error is a *ConflictError.
+var ErrConflict = errors.New("state: if_version is not the stored version")
+
+// ConflictError is the error of a write whose if_version is stale: Current is the stored
+// version. It matches ErrConflict and unwraps to the caller-facing fault (412,
+// CodeConflict, with "version": Current beside the error object).
+type ConflictError struct{ Current int64 }
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s: the state is at version %d", ErrConflict, e.Current)
+}
+
+// Is reports whether target is ErrConflict.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// Unwrap returns the fault the API answers: 412 CodeConflict with the current version.
+func (e *ConflictError) Unwrap() error {
+	f := fault.New(fault.Stale, CodeConflict, "the state is at another version than if_version; read it and retry")
+	f.Extra = map[string]any{"version": e.Current}
+	return f
+}
 
 // maxAttempts bounds the optimistic attempts of one write before it answers
 // agent_state_busy (503).
@@ -818,7 +841,7 @@ func parseRow(row *models.AgentState) (strictjson.Object, map[string]time.Time) 
 		return errNotQuick
 	}); !ok || err != nil {
 		stamps = nil
-		_ = json.Unmarshal([]byte(row.FieldTimes), &stamps)
+		_ = json.Unmarshal([]byte(row.FieldTimes), &stamps) // written by this package as a JSON object; an unreadable one reads as no stamps
 	}
 	times := make(map[string]time.Time, len(all))
 	for name := range all {
@@ -839,7 +862,7 @@ func bodyFields(row *models.AgentState) strictjson.Object {
 		return nil
 	}); !ok {
 		all = nil
-		_ = json.Unmarshal(row.Body, &all)
+		_ = json.Unmarshal(row.Body, &all) // validated as a JSON object when written; an unreadable one reads as empty
 	}
 	return all
 }
@@ -1086,11 +1109,7 @@ func notDeclared(version int64, fields []string) WriteResult {
 	return WriteResult{Stored: false, Version: version, Reason: &reason, Fields: fields}
 }
 
-func conflict(current int64) error {
-	e := fault.New(fault.Stale, ErrConflict, "the state is at another version than if_version; read it and retry")
-	e.Extra = map[string]any{"version": current}
-	return e
-}
+func conflict(current int64) error { return &ConflictError{Current: current} }
 
 func invalid(member, msg string) error {
 	return fault.New(fault.Invalid, "invalid_member", "%s", msg).With("member", member)

@@ -149,7 +149,7 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req ProfileReque
 		return err
 	})
 	if err != nil {
-		_ = s.Keys.Destroy(ctx, id)
+		_ = s.Keys.Destroy(ctx, id) // best effort: a key whose profile was never stored seals nothing
 		return "", err
 	}
 	s.forget(p.SpaceID)

@@ -56,7 +56,7 @@ func OpenWith(t testing.TB, engine string, opt db.Options) *bun.DB {
 	ctx := context.Background()
 	d, err := db.Open(ctx, u, opt)
 	require.NoError(t, err)
-	t.Cleanup(func() { db.Close(d) })
+	t.Cleanup(func() { _ = db.Close(d) }) // the test's database is thrown away
 	_, err = db.Migrate(ctx, d)
 	require.NoError(t, err)
 	return d
@@ -89,14 +89,14 @@ func URL(t testing.TB, engine string) string {
 		schema := "t_" + hex.EncodeToString(b[:])
 		admin, err := sql.Open("pgx", PostgresURL())
 		require.NoError(t, err)
-		defer admin.Close()
+		defer func() { _ = admin.Close() }() // a test helper's admin pool, used once
 		_, err = admin.Exec("CREATE SCHEMA " + schema)
 		require.NoError(t, err, "PostgreSQL must run at %s", PostgresURL())
 		t.Cleanup(func() {
 			admin, err := sql.Open("pgx", PostgresURL())
 			if err == nil {
-				_, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE")
-				admin.Close()
+				_, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE") // best effort: a test schema left behind holds only test rows
+				_ = admin.Close()                                       // a test helper's admin pool, used once
 			}
 		})
 		return PostgresURL() + "&search_path=" + schema

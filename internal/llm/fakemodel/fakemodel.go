@@ -68,7 +68,7 @@ func chat(w http.ResponseWriter, r *http.Request) {
 	var schema struct {
 		Properties map[string]json.RawMessage `json:"properties"`
 	}
-	_ = json.Unmarshal(req.Format, &schema)
+	_ = json.Unmarshal(req.Format, &schema) // no schema reads as the distiller's request
 	if _, ok := schema.Properties["kinds"]; ok {
 		writeJSON(w, http.StatusNotImplemented, map[string]any{"error": "the fake model does not detect personal data"})
 		return
@@ -99,7 +99,7 @@ func chat(w http.ResponseWriter, r *http.Request) {
 		"done":    true, "done_reason": "stop",
 	})
 	w.Header().Set("Content-Type", "application/x-ndjson")
-	_, _ = w.Write(append(line, '\n'))
+	_, _ = w.Write(append(line, '\n')) // a caller that went away: nothing to tell it
 }
 
 // embed answers /api/embed: one hashembed vector per input (a string or a list of strings).
@@ -130,7 +130,7 @@ func embed(w http.ResponseWriter, r *http.Request) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	_ = json.NewEncoder(w).Encode(v) // a caller that went away: nothing to tell it
 }
 
 // Server is a running fake model server.

@@ -89,12 +89,12 @@ func (s *EmbedServer) handle(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	if down {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte(`{"error":"scripted failure"}`))
+		_, _ = w.Write([]byte(`{"error":"scripted failure"}`)) // a test server's answer: a caller gone away is the test's concern
 		return
 	}
 	vs := make([][]float32, len(in))
 	for i, t := range in {
 		vs[i] = hashembed.Vector(t)
 	}
-	_ = json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "embeddings": vs})
+	_ = json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "embeddings": vs}) // a test server's answer: a caller gone away is the test's concern
 }

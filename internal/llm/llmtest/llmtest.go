@@ -104,7 +104,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if a.Status != 0 && a.Status != http.StatusOK {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(a.Status)
-		_, _ = w.Write([]byte(`{"error":"scripted failure"}` + "\n"))
+		_, _ = w.Write([]byte(`{"error":"scripted failure"}` + "\n")) // a test server's answer: a caller gone away is the test's concern
 		return
 	}
 	reason := a.DoneReason
@@ -117,7 +117,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		"done":    true, "done_reason": reason,
 	})
 	w.Header().Set("Content-Type", "application/x-ndjson")
-	_, _ = w.Write(append(line, '\n'))
+	_, _ = w.Write(append(line, '\n')) // a test server's answer: a caller gone away is the test's concern
 }
 
 // Note returns an answer proposing a note with the given fields.

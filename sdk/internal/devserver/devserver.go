@@ -61,7 +61,7 @@ func Shared(t testing.TB) *Server {
 	}
 	once.Do(func() { shared, skip, failure = start() })
 	if skip != "" {
-		t.Skip(skip)
+		SkipCapability(t, "%s", skip)
 	}
 	if failure != "" {
 		t.Fatal(failure)
@@ -134,7 +134,7 @@ func (s *Server) run(bin, cli string) error {
 	if err != nil {
 		return err
 	}
-	defer logFile.Close() // the child holds its own descriptor
+	defer func() { _ = logFile.Close() }() // the child holds its own descriptor
 	cmd := exec.Command(bin, "dev", "--addr", addr, "--data-dir", s.dir, "--temporal-ui-port", "0", "--fake-model")
 	cmd.Env = append(os.Environ(), "AGENTMEMORY_TEMPORAL_CLI="+cli, "OLLAMA_HOST=http://127.0.0.1:1")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -365,4 +365,30 @@ func (s *Server) MCPTools(t testing.TB, key string) []MCPTool {
 		t.Fatalf("tools/list: %d %s: %v", resp.StatusCode, buf.String(), err)
 	}
 	return out.Result.Tools
+}
+
+// skipLogEnv names the file where a capability skip is recorded, one "test\treason" line each
+// (the main module's internal/skips writes the same lines; `make test` sums them up at its end).
+const skipLogEnv = "AGENTMEMORY_SKIP_LOG"
+
+// SkipCapability records the skip of t (a tool or a capability is missing here, not -short)
+// in the skip log when AGENTMEMORY_SKIP_LOG names one, then skips t. A log that cannot be
+// written fails the test: an unrecorded skip would hide what the run did not test.
+func SkipCapability(t testing.TB, format string, args ...any) {
+	t.Helper()
+	reason := fmt.Sprintf(format, args...)
+	if path := os.Getenv(skipLogEnv); path != "" {
+		clean := strings.NewReplacer("\t", " ", "\n", " ", "\r", " ")
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err == nil {
+			_, err = f.WriteString(clean.Replace(t.Name()) + "\t" + clean.Replace(strings.TrimSpace(reason)) + "\n")
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			t.Fatalf("record the skip (%s): %v", reason, err)
+		}
+	}
+	t.Skip(reason)
 }

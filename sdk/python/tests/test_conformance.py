@@ -159,11 +159,22 @@ class ConformanceTest(unittest.TestCase):
             cls.server.close()
 
 
+def _skip_capability(test: unittest.TestCase, reason: str) -> None:
+    """Record a capability skip in $AGENTMEMORY_SKIP_LOG (one "test<TAB>reason" line, summed up
+    at the end of make test), then skip the test."""
+    path = os.environ.get("AGENTMEMORY_SKIP_LOG")
+    if path:
+        line = "\t".join(" ".join(x.split()) for x in ("python:" + test.id(), reason))
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+    test.skipTest(reason)
+
+
 def _make(case: Dict[str, Any]):
     def test(self: ConformanceTest) -> None:
         missing = set(case.get("requires", [])) - CAPABILITIES
         if missing:
-            self.skipTest("requires " + ", ".join(sorted(missing)))
+            _skip_capability(self, "requires " + ", ".join(sorted(missing)))
         Runner(self, self.server, self.setup, case).run()
     test.__doc__ = case.get("description")
     return test

@@ -2,7 +2,7 @@
 // through the TypeScript SDK against the real binary: one server, one agent per case.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, readdirSync, mkdtempSync } from "node:fs";
+import { appendFileSync, readFileSync, readdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AgentMemoryClient, AgentMemoryError, DELETE, type ClientOptions, type JsonValue, type RetrieveOptions, type Scope } from "../src/index.js";
@@ -51,9 +51,18 @@ async function outcomeOf(fn: () => Promise<Outcome>): Promise<Outcome> {
   }
 }
 
+// skipCapability records a capability skip in $AGENTMEMORY_SKIP_LOG (one "test<TAB>reason"
+// line, summed up at the end of make test) and returns the reason for node:test's skip.
+function skipCapability(name: string, reason: string): string {
+  const path = process.env.AGENTMEMORY_SKIP_LOG;
+  if (path) appendFileSync(path, `typescript:${name}\t${reason}\n`.replace(/[\r]/g, " "));
+  return reason;
+}
+
 for (const c of cases) {
   const missing = (c.requires ?? []).filter((r: string) => !CAPABILITIES.has(r));
-  test(`conformance: ${c.name}`, { skip: missing.length > 0 ? `requires ${missing.join(", ")}` : false }, async () => {
+  const name = `conformance: ${c.name}`;
+  test(name, { skip: missing.length > 0 ? skipCapability(name, `requires ${missing.join(", ")}`) : false }, async () => {
     const agent = `${setup.agent_key.agent}-${c.name.replace(/_/g, "-")}`;
     const baseKey = await server.mintKey({ ...setup.agent_key, agent });
     const specs: { [name: string]: { queue?: string; replay?: boolean; scopes?: string[] } } = c.clients ?? { a: {} };
