@@ -85,10 +85,6 @@ func (f *flakyTurns) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Targ
 	return f.Eraser.EraseSubject(ctx, tx, t)
 }
 
-// Backups forwards to the wrapped eraser (an optional erasure.BackupReach is not promoted
-// through the embedded interface).
-func (f *flakyTurns) Backups(t erasure.Target) string { return erasure.Backups(f.Eraser, t) }
-
 // env is the real API over a fresh database with a worker running the compliance workflows
 // on its own task queue.
 func newEnv(t *testing.T, engine string) *apitest.Env {

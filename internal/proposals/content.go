@@ -45,6 +45,10 @@ func (ContentEraser) Residue(context.Context, bun.IDB, erasure.Target) (erasure.
 	return erasure.Reach{}, nil
 }
 
+// Backups is erasure.NotSealed: note versions and proposals are stored in clear, so a
+// backup taken before an erasure that removed one by content still holds it.
+func (ContentEraser) Backups(erasure.Target) string { return erasure.NotSealed }
+
 // Export gives the zero Export: agent notes are not a subject's data.
 func (ContentEraser) Export(context.Context, bun.IDB, erasure.Target) (erasure.Export, error) {
 	return erasure.Export{}, nil
