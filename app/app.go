@@ -85,8 +85,9 @@ type App struct {
 	Now    func() time.Time
 	DB     *bun.DB
 	Hasher keyed.Hasher
-	Keys   keystore.Store
-	Docs   spaces.Documents
+	// Keys is the data-key store, behind one keystore.Cache shared by every service (Build).
+	Keys keystore.Store
+	Docs spaces.Documents
 	// Changes are the documents' change requests (issue 15): proposed, shown as a diff,
 	// applied when a second person holding role security approves.
 	Changes  *changes.Service
@@ -179,6 +180,11 @@ func Build(ctx context.Context, cfg config.Config, o Overrides) (_ *App, err err
 	}
 	if pg, ok := a.Keys.(*keystore.Postgres); ok {
 		a.Ready = append(a.Ready, api.ReadyCheck{Name: "keystore", Check: pg.Ping})
+	}
+	if _, cached := a.Keys.(*keystore.Cache); !cached {
+		// Every service of the process reads keys through one bounded cache (issue 29 §1:
+		// blocks and search unseal every note), and destroys through it, which evicts at once.
+		a.Keys = keystore.Cached(a.Keys, keystore.DefaultCacheSize, keystore.DefaultCacheTTL)
 	}
 	a.wire()
 	if cfg.DetectorModel != "" {
