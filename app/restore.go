@@ -19,6 +19,8 @@ type RestoreStep struct {
 //  1. turns written in clear before conversation keys existed are sealed under them;
 //  2. rows sealed under keys the key store no longer holds (their subject or conversation
 //     was erased after the backup was taken) are deleted: turns, working states, profiles;
+//     agent notes and proposals are sealed first when stored in clear, then those whose
+//     lineage's or own key is gone (a source erasure, a note delete) are deleted;
 //  3. derived data is dropped and rebuilt from the rows: the notes' and knowledge chunks'
 //     full-text entries and the chunks' vector index (block and search caches live in
 //     memory and start empty; every space's revisions are bumped so that any process still
@@ -35,6 +37,8 @@ func (a *App) Restore(ctx context.Context) ([]RestoreStep, error) {
 		{"turns_unreadable_removed", a.inTx(a.Turns.DropUnreadable)},
 		{"states_unreadable_removed", a.inTx(a.State.DropUnreadable)},
 		{"profiles_unreadable_removed", a.inTx(a.Subjects.DropUnreadable)},
+		{"notes_resealed", a.inTx(a.Notes.SealLegacy)},
+		{"notes_unreadable_removed", a.inTx(a.Notes.DropUnreadable)},
 		{"notes_fulltext_rebuilt", a.inTx(a.Notes.RebuildIndex)},
 		{"knowledge_fulltext_rebuilt", func(ctx context.Context) (int, error) {
 			ft, vec, err := a.Knowledge.RebuildIndex(ctx)
