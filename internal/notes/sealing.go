@@ -201,7 +201,9 @@ func (s *Service) destroyKeys(ctx context.Context, ids []string) error {
 }
 
 // DestroyKeys is destroyKeys for internal/proposals (the keys of the proposals it deletes).
-func (s *Service) DestroyKeys(ctx context.Context, ids []string) error { return s.destroyKeys(ctx, ids) }
+func (s *Service) DestroyKeys(ctx context.Context, ids []string) error {
+	return s.destroyKeys(ctx, ids)
+}
 
 // openOne unseals r in place; a row whose key is gone is fault.NotFound note_not_found (it
 // was erased or deleted).
