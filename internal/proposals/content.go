@@ -32,8 +32,12 @@ type ContentEraser struct{ S *Service }
 // Name is "notes".
 func (ContentEraser) Name() string { return "notes" }
 
-// Covers is empty: the note tables are covered by the SourceEraser (Service.Covers).
-func (ContentEraser) Covers() []erasure.Column { return nil }
+// Covers lists the sealed text of note versions and proposals (issue 29 §1), which EraseFound
+// erases (with the lineage's or proposal's key); the rest of the note tables are covered by the
+// SourceEraser (Service.Covers).
+func (ContentEraser) Covers() []erasure.Column {
+	return []erasure.Column{{Table: "notes", Column: "sealed"}, {Table: "note_proposals", Column: "sealed"}}
+}
 
 // EraseSubject removes nothing by linkage: no note column refers to a subject (AM-12).
 func (ContentEraser) EraseSubject(context.Context, bun.Tx, erasure.Target) (erasure.Reach, error) {
