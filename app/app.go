@@ -85,8 +85,9 @@ type App struct {
 	Now    func() time.Time
 	DB     *bun.DB
 	Hasher keyed.Hasher
-	Keys   keystore.Store
-	Docs   spaces.Documents
+	// Keys is the data-key store, behind one keystore.Cache shared by every service (Build).
+	Keys keystore.Store
+	Docs spaces.Documents
 	// Changes are the documents' change requests (issue 15): proposed, shown as a diff,
 	// applied when a second person holding role security approves.
 	Changes  *changes.Service
@@ -180,6 +181,11 @@ func Build(ctx context.Context, cfg config.Config, o Overrides) (_ *App, err err
 	if pg, ok := a.Keys.(*keystore.Postgres); ok {
 		a.Ready = append(a.Ready, api.ReadyCheck{Name: "keystore", Check: pg.Ping})
 	}
+	if _, cached := a.Keys.(*keystore.Cache); !cached {
+		// Every service of the process reads keys through one bounded cache (issue 29 §1:
+		// blocks and search unseal every note), and destroys through it, which evicts at once.
+		a.Keys = keystore.Cached(a.Keys, keystore.DefaultCacheSize, keystore.DefaultCacheTTL)
+	}
 	a.wire()
 	if cfg.DetectorModel != "" {
 		// The gate's model layer (AM-6): the detector model at OLLAMA_HOST, bounded by
@@ -243,7 +249,7 @@ func (a *App) wire() {
 	a.EventMetrics = events.NewMetrics()
 	a.Metrics.Registry().MustRegister(a.EventMetrics)
 	a.Runs = &runs.Store{DB: d, Docs: a.Docs, Now: now} // the budgets of runs (CTX-3)
-	a.Notes = &notes.Service{DB: d, Docs: a.Docs, Subjects: a.Subjects, Hasher: h, Now: now, Receipts: a.Receipts, Runs: a.Runs}
+	a.Notes = &notes.Service{DB: d, Docs: a.Docs, Subjects: a.Subjects, Hasher: h, Now: now, Receipts: a.Receipts, Runs: a.Runs, Keys: ks}
 	a.Proposals = &proposals.Service{DB: d, Notes: a.Notes, Now: now}
 	a.Notes.Proposals = a.Proposals   // human_only writes become proposals (AM-8)
 	a.Compliance.NoteSweeps = a.Notes // retention.notes (issue 34 §1)

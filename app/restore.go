@@ -21,6 +21,8 @@ type RestoreStep struct {
 //  1. turns written in clear before conversation keys existed are sealed under them;
 //  2. rows sealed under keys the key store no longer holds (their subject or conversation
 //     was erased after the backup was taken) are deleted: turns, working states, profiles;
+//     agent notes and proposals are sealed first when stored in clear, then those whose
+//     lineage's or own key is gone (a source erasure, a note delete) are deleted;
 //     knowledge (knowledge.Service.Restore, one entry reported as knowledge_restored, the
 //     documents and chunks sealed plus removed, then its four counts) seals its legacy clear
 //     documents, removes those whose document key is gone and rebuilds its derived entries;
@@ -40,6 +42,8 @@ func (a *App) Restore(ctx context.Context) ([]RestoreStep, error) {
 		{"turns_unreadable_removed", a.inTx(a.Turns.DropUnreadable)},
 		{"states_unreadable_removed", a.inTx(a.State.DropUnreadable)},
 		{"profiles_unreadable_removed", a.inTx(a.Subjects.DropUnreadable)},
+		{"notes_resealed", a.inTx(a.Notes.SealLegacy)},
+		{"notes_unreadable_removed", a.inTx(a.Notes.DropUnreadable)},
 		{"notes_fulltext_rebuilt", a.inTx(a.Notes.RebuildIndex)},
 		{"knowledge_restored", func(ctx context.Context) (int, error) {
 			var err error

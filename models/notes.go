@@ -41,6 +41,10 @@ type Note struct {
 	CreatedAt        time.Time  `bun:"created_at"`
 	UpdatedAt        time.Time  `bun:"updated_at"`
 	RetiredAt        *time.Time `bun:"retired_at"`
+	// Sealed is the title and body sealed under the lineage's key (notes.NoteKeyID; issue 29
+	// §1), the title and body columns then empty; nil for a row stored in clear (before
+	// sealing, or by a service without a key store). Readers unseal it into Title and Body.
+	Sealed []byte `bun:"sealed"`
 }
 
 // NoteTag lists one tag of a note, for tag filters in list, block and search.
@@ -88,6 +92,10 @@ type NoteProposal struct {
 	LastError string `bun:"last_error"`
 	// Kinds is a JSON array of the personal-data kinds (never values) that failed it.
 	Kinds string `bun:"kinds"`
+	// Sealed is the title and body sealed under the proposal's own key
+	// (notes.ProposalKeyID; issue 29 §1), the title and body columns then empty; nil for a
+	// row stored in clear. Readers unseal it into Title and Body.
+	Sealed []byte `bun:"sealed"`
 }
 
 // NoteRequest remembers the first answer to a note write sent with an Idempotency-Key, per

@@ -127,13 +127,13 @@ func TestConsoleFormsDoNothingTwice(t *testing.T) {
 		}
 		note := url.Values{"agent": {"shop-bot"}, "kind": {"procedure"}, "title": {"Returns"}, "body": {"Offer an exchange."}, "visibility": {"source"}}
 		first, second := resend("/console/notes", note)
-		require.Equal(t, 1, count(t, e, "notes", "title = ?", "Returns"))
+		require.Equal(t, 1, count(t, e, "notes", "source_id = ?", "shop-bot")) // titles are sealed (issue 29 §1)
 		require.Equal(t, "/console/notes?m=resubmitted", second.Location)
 		id := strings.TrimPrefix(strings.Split(first.Location, "?")[0], "/console/notes/")
 
 		edit := url.Values{"kind": {"procedure"}, "title": {"Returns"}, "body": {"Offer an exchange within 30 days."}, "visibility": {"source"}}
 		_, second = resend("/console/notes/"+id+"/versions", edit)
-		require.Equal(t, 2, count(t, e, "notes", "title = ?", "Returns"), "one new version, not two")
+		require.Equal(t, 2, count(t, e, "notes", "source_id = ?", "shop-bot"), "one new version, not two")
 		require.Equal(t, "/console/notes/"+id+"?m=resubmitted", second.Location)
 
 		e.PersonKey("Mallory", "reviewer")

@@ -264,7 +264,7 @@ func replicasShareKeys(t *testing.T, tc client.Client, engine string) {
 	}
 
 	// /readyz reports a key store that does not answer.
-	require.NoError(t, two.app.Keys.(*keystore.Postgres).Close())
+	require.NoError(t, two.app.Keys.(*keystore.Cache).Unwrap().(*keystore.Postgres).Close())
 	notReady := two.call(http.StatusServiceUnavailable, "GET", "/readyz", "", nil)
 	require.Equal(t, "unavailable", notReady["error"].(map[string]any)["checks"].(map[string]any)["keystore"], "%v", notReady)
 }

@@ -85,10 +85,6 @@ func (f *flakyTurns) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Targ
 	return f.Eraser.EraseSubject(ctx, tx, t)
 }
 
-// Backups forwards to the wrapped eraser (an optional erasure.BackupReach is not promoted
-// through the embedded interface).
-func (f *flakyTurns) Backups(t erasure.Target) string { return erasure.Backups(f.Eraser, t) }
-
 // env is the real API over a fresh database with a worker running the compliance workflows
 // on its own task queue.
 func newEnv(t *testing.T, engine string) *apitest.Env {
@@ -329,7 +325,7 @@ func TestSubjectErasureEndToEnd(t *testing.T) {
 				reach[st.Store] = st.Backups
 			}
 			require.Equal(t, map[string]string{
-				"state": "shredded", "turns": "shredded", "exports": "shredded", "knowledge": "shredded", "subjects": "shredded", "notes": "not_sealed", "outbox": "holds_none", "keys": "shredded",
+				"state": "shredded", "turns": "shredded", "exports": "shredded", "knowledge": "shredded", "subjects": "shredded", "notes": "shredded", "outbox": "holds_none", "keys": "shredded",
 			}, reach)
 			require.NotEmpty(t, cert.WorkflowHistory)
 			require.Contains(t, cert.Items[len(cert.Items)-1].HashedIDs[0], "sha256:")
@@ -388,8 +384,8 @@ func TestSubjectErasureEndToEnd(t *testing.T) {
 }
 
 // A conversation erasure deletes the states of that conversation's scope, its turns and its
-// identity links: a clear-text address written in a non-pii field, and the masked turns of an
-// ABCD conversation linked to no known profile (stored unsealed), leave the SQLite files after
+// identity links: an address written in a non-pii field (sealed under the conversation's key), and the masked turns of an
+// ABCD conversation linked to no known profile (sealed under the same key), leave the SQLite files after
 // completion; another conversation keeps its turns.
 func TestConversationErasureLeavesNoCleartext(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
@@ -417,7 +413,7 @@ func TestConversationErasureLeavesNoCleartext(t *testing.T) {
 			e.MustDo(http.StatusCreated, "POST", "/v1/turns", integ, map[string]any{"conversation_id": "c-2", "speaker": "agent", "text": "hello"})
 			if engine == "sqlite" {
 				files := sqliteFiles(t, e)
-				require.True(t, bytes.Contains(files, []byte(addr)), "the address should be stored in clear before (no subject named)")
+				require.False(t, bytes.Contains(files, []byte(addr)), "a conversation's state naming no subject is sealed under the conversation's key (issue 29 §1)")
 				require.False(t, bytes.Contains(files, []byte(phrase)), "unlinked turns are sealed under the conversation's key (issue 29 §1)")
 			}
 			id := e.MustDo(http.StatusAccepted, "POST", "/v1/erasures", comp, map[string]any{"conversation_id": "c-1"}).JSON(t)["erasure_id"].(string)

@@ -228,7 +228,7 @@ func (s *Service) probeLinks(ctx context.Context, idb bun.IDB, row *models.Erasu
 		if err != nil {
 			return nil, fmt.Errorf("compliance: probe %s: %w", e.Name(), err)
 		}
-		rep := StoreReport{Store: e.Name(), Removed: removed[e.Name()], Probe: r.Count(), Covers: []string{}, Backups: erasure.Backups(e, t)}
+		rep := StoreReport{Store: e.Name(), Removed: removed[e.Name()], Probe: r.Count(), Covers: []string{}, Backups: e.Backups(t)}
 		for _, c := range e.Covers() {
 			rep.Covers = append(rep.Covers, c.String())
 		}

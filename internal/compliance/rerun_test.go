@@ -45,7 +45,8 @@ func (*activeWriter) Export(context.Context, bun.IDB, erasure.Target) (erasure.E
 	return erasure.Export{}, nil
 }
 
-func (*activeWriter) Searched() string { return "nothing" }
+func (*activeWriter) Backups(erasure.Target) string { return erasure.HoldsNone }
+func (*activeWriter) Searched() string              { return "nothing" }
 func (*activeWriter) ProbeContent(context.Context, bun.IDB, erasure.Target) ([]erasure.Finding, error) {
 	return nil, nil
 }

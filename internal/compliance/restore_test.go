@@ -119,6 +119,11 @@ func TestRestoredBackupForgetsErasedSubjectsAndConversations(t *testing.T) {
 				{"conversation_id": "c-orphan", "speaker": "customer", "text": orphan}}})
 			e.MustDo(http.StatusCreated, "POST", "/v1/turns", integ, map[string]any{"turns": []map[string]any{
 				{"conversation_id": "c-kept", "speaker": "customer", "text": kept}}})
+			// Conversation states naming no subject, sealed under the conversation's key (issue 29 §1).
+			e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", shop, map[string]any{
+				"scope": map[string]any{"kind": "conversation", "id": "c-orphan"}, "body": map[string]any{"step": "refund ZX-4471 opened"}})
+			e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", shop, map[string]any{
+				"scope": map[string]any{"kind": "conversation", "id": "c-kept"}, "body": map[string]any{"step": "QK-9902 delivered"}})
 			anaTurns, err := e.Deps.Turns.Recent(ctx, e.SpaceID, "conversation", ana.conv, time.Now().Add(-turns.Window))
 			require.NoError(t, err)
 			require.NotEmpty(t, anaTurns)
@@ -133,8 +138,11 @@ func TestRestoredBackupForgetsErasedSubjectsAndConversations(t *testing.T) {
 				require.Equal(t, "completed", v["status"])
 				for _, st := range v["certificate"].(map[string]any)["stores"].([]any) {
 					s := st.(map[string]any)
-					if s["store"] == "turns" {
-						require.Equal(t, "shredded", s["backups"], "the turns store's reach on backups")
+					switch s["store"] {
+					case "turns", "state", "notes", "subjects", "exports", "keys":
+						require.Equal(t, "shredded", s["backups"], "the %s store's reach on backups (%v)", s["store"], body)
+					case "outbox":
+						require.Equal(t, "holds_none", s["backups"])
 					}
 				}
 			}
@@ -168,6 +176,14 @@ func TestRestoredBackupForgetsErasedSubjectsAndConversations(t *testing.T) {
 			res, err := ra.State.Read(ctx, p, state.ReadRequest{Scope: &state.Scope{Kind: "subject", ID: "email:" + ana.email}})
 			require.NoError(t, err)
 			require.Equal(t, int64(0), res.Version)
+			ps, err := auth.Authenticate(ctx, restored, shop)
+			require.NoError(t, err)
+			res, err = ra.State.Read(ctx, ps, state.ReadRequest{Scope: &state.Scope{Kind: "conversation", ID: "c-orphan"}})
+			require.NoError(t, err)
+			require.Equal(t, int64(0), res.Version, "the erased conversation's state reads as never written")
+			res, err = ra.State.Read(ctx, ps, state.ReadRequest{Scope: &state.Scope{Kind: "conversation", ID: "c-kept"}})
+			require.NoError(t, err)
+			require.NotZero(t, res.Version, "a conversation's state not erased still reads after the restore")
 
 			again, err := ra.Restore(ctx)
 			require.NoError(t, err)

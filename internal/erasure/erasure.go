@@ -84,6 +84,10 @@ func (c Column) String() string { return c.Table + "." + c.Column }
 //     zero Export.
 //   - ContentProber (Searched, ProbeContent, EraseFound) looks for the subject by content, not
 //     linkage (issue 29 §1b): part of the interface, so a new store cannot forget it.
+//   - Backups says how what it erases of Target is gone from backups (issue 29 §1, ER-1): one
+//     of Shredded, RebuiltOnRestore, HoldsNone or NotSealed, the certificate's per-store
+//     "backups". Part of the interface (as ContentProber), so a wrapped eraser reports its
+//     own reach and a store that does not say does not compile.
 //
 // Stored records that do not decode are an error (fault "corrupt_record"), never "nothing".
 type Eraser interface {
@@ -92,6 +96,7 @@ type Eraser interface {
 	EraseSubject(ctx context.Context, tx bun.Tx, t Target) (Reach, error)
 	Residue(ctx context.Context, idb bun.IDB, t Target) (Reach, error)
 	Export(ctx context.Context, idb bun.IDB, t Target) (Export, error)
+	Backups(t Target) string
 	ContentProber
 }
 

@@ -37,22 +37,6 @@ const (
 	NotSealed = "not_sealed"
 )
 
-// BackupReach is implemented by an Eraser that says how what it erases for t is gone from
-// backups: one of Shredded, RebuiltOnRestore, HoldsNone or NotSealed. An eraser that does
-// not implement it is reported NotSealed (Backups).
-type BackupReach interface {
-	Backups(t Target) string
-}
-
-// Backups returns how e's erased entries of t are gone from backups (BackupReach), NotSealed
-// when e does not say.
-func Backups(e Eraser, t Target) string {
-	if b, ok := e.(BackupReach); ok {
-		return b.Backups(t)
-	}
-	return NotSealed
-}
-
 // ConversationKeyID is the key-store id of the data key sealing what is stored of a
 // conversation (or task) linked to no subject (issue 29 §1, ER-1): its turns and its
 // conversation-scoped working states. scopeHash is the keyed scope hash turns and working

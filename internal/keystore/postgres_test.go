@@ -347,3 +347,37 @@ func TestOpenPostgresRefusesBadInput(t *testing.T) {
 	require.NoError(t, s.Close())
 	require.Error(t, s.Ping(ctx))
 }
+
+// BenchmarkPostgresDataKey compares a key read from the PostgreSQL key store (a query and an
+// unwrap per read) with one through keystore.Cached (docs/bench.md).
+func BenchmarkPostgresDataKey(b *testing.B) {
+	ctx := context.Background()
+	kek := make([]byte, 32)
+	if _, err := rand.Read(kek); err != nil {
+		b.Fatal(err)
+	}
+	pg, err := keystore.OpenPostgres(ctx, dbtest.URL(b, "postgres"), keystore.PostgresOptions{KEK: kek})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pg.Close()
+	ids := make([]string, 64)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("nl_%d", i)
+		if _, err := pg.DataKey(ctx, ids[i], true); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, s := range []struct {
+		name  string
+		store keystore.Store
+	}{{"postgres", pg}, {"cached", keystore.Cached(pg, 0, 0)}} {
+		b.Run(s.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if _, err := s.store.DataKey(ctx, ids[i%len(ids)], false); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -332,6 +332,9 @@ func (s *Service) buildBlock(ctx context.Context, v viewer, req BlockRequest, no
 		if err := deliverable(s.DB.NewSelect().Model(&notes), v, now).Scan(ctx); err != nil {
 			return Block{}, fmt.Errorf("notes: block: %w", err)
 		}
+		if notes, err = s.openNotes(ctx, notes); err != nil {
+			return Block{}, err
+		}
 		rows, ids = make([]blockRow, len(notes)), make([]string, len(notes))
 		for i, n := range notes {
 			rows[i], ids[i] = blockRow{note: n, tags: decodeTags(n.Tags)}, n.ID

@@ -36,6 +36,10 @@ func (s *Service) loadBlockRows(ctx context.Context, v viewer, ids []string, now
 		if err := deliverable(s.DB.NewSelect().Model(&loaded), v, now).Where("n.id IN (?)", bun.In(part)).Scan(ctx); err != nil {
 			return nil, false, fmt.Errorf("notes: block rows: %w", err)
 		}
+		loaded, err := s.openNotes(ctx, loaded)
+		if err != nil {
+			return nil, false, err
+		}
 		if len(loaded) != len(part) {
 			return nil, false, nil
 		}

@@ -60,9 +60,10 @@ const countAndInsertSQL = `WITH cnt AS (INSERT INTO note_source_counts (space_id
 ON CONFLICT (space_id, source_id) DO UPDATE SET active = note_source_counts.active + excluded.active RETURNING active),
 ins AS (INSERT INTO notes (id, space_id, lineage_id, version, supersedes_note_id, source_id, vendor, kind,
 title, body, tags, tags_text, visibility, evidence_kind, evidence_id, origin, status, valid_until, content_hash,
-proposal_id, actor_key_id, actor_kind, agent_version, created_at, updated_at, retired_at)
+proposal_id, actor_key_id, actor_kind, agent_version, created_at, updated_at, retired_at, sealed, search)
 SELECT ?, ?, ?, CAST(? AS INTEGER), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS TIMESTAMPTZ), ?, ?, ?, ?, ?,
-CAST(? AS TIMESTAMPTZ), CAST(? AS TIMESTAMPTZ), CAST(? AS TIMESTAMPTZ) FROM cnt WHERE cnt.active <= ? RETURNING 1)
+CAST(? AS TIMESTAMPTZ), CAST(? AS TIMESTAMPTZ), CAST(? AS TIMESTAMPTZ), CAST(? AS BYTEA), to_tsvector('simple', CAST(? AS TEXT))
+FROM cnt WHERE cnt.active <= ? RETURNING 1)
 SELECT cnt.active, EXISTS (SELECT 1 FROM ins) FROM cnt`
 
 // countAndInsert is countActive then insertNoteRow for new note r on PostgreSQL inside tx,
@@ -73,11 +74,12 @@ SELECT cnt.active, EXISTS (SELECT 1 FROM ins) FROM cnt`
 func countAndInsert(ctx context.Context, tx bun.IDB, r *models.Note, max int, now time.Time) error {
 	var n int64
 	var inserted bool
+	title, body := storedText(r)
 	if err := queryStmt(ctx, tx, countAndInsertSQL, []any{&n, &inserted}, r.SpaceID, r.SourceID,
-		r.ID, r.SpaceID, r.LineageID, r.Version, r.SupersedesNoteID, r.SourceID, r.Vendor, r.Kind, r.Title, r.Body,
+		r.ID, r.SpaceID, r.LineageID, r.Version, r.SupersedesNoteID, r.SourceID, r.Vendor, r.Kind, title, body,
 		r.Tags, r.TagsText, r.Visibility, r.EvidenceKind, r.EvidenceID, r.Origin, r.Status, nullTimeArg(tx, r.ValidUntil),
 		r.ContentHash, r.ProposalID, r.ActorKeyID, r.ActorKind, r.AgentVersion,
-		timeArg(tx, r.CreatedAt), timeArg(tx, r.UpdatedAt), nullTimeArg(tx, r.RetiredAt), max); err != nil {
+		timeArg(tx, r.CreatedAt), timeArg(tx, r.UpdatedAt), nullTimeArg(tx, r.RetiredAt), r.Sealed, searchText(r), max); err != nil {
 		return fmt.Errorf("notes: count and insert: %w", err)
 	}
 	if inserted {

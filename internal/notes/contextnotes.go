@@ -75,6 +75,9 @@ func (s *Service) Context(ctx context.Context, p auth.Principal, req ContextRequ
 	if err := deliverable(s.DB.NewSelect().Model(&rows), v, s.now()).Scan(ctx); err != nil {
 		return ContextNotes{}, fmt.Errorf("notes: context: %w", err)
 	}
+	if rows, err = s.openNotes(ctx, rows); err != nil {
+		return ContextNotes{}, err
+	}
 	if out.Block, err = s.contextBlock(rows, breq); err != nil {
 		return ContextNotes{}, err
 	}

@@ -56,6 +56,11 @@ func (s *Service) DeleteLineage(ctx context.Context, idb bun.IDB, spaceID, id st
 			active++
 		}
 	}
+	// The lineage's key first (issue 29 §1): every copy of its versions, backups included,
+	// stops opening; a rollback after it leaves rows that no longer open (destroyKeys).
+	if err := s.destroyKeys(ctx, []string{NoteKeyID(lineage)}); err != nil {
+		return Lineage{}, err
+	}
 	if err := deleteLineageRows(ctx, idb, spaceID, lineage, out.NoteIDs); err != nil {
 		return Lineage{}, err
 	}

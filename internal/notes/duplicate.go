@@ -62,7 +62,7 @@ var errDuplicate = errors.New("notes: duplicate")
 // vendor) whose content hash is w's, and whether there is one. Call inside the write's
 // transaction after its receipt was appended: the receipt chain head serialises the space's
 // writers, so two identical writes at once store one note.
-func findDuplicate(ctx context.Context, tx bun.IDB, w write) (Note, bool, error) {
+func (s *Service) findDuplicate(ctx context.Context, tx bun.IDB, w write) (Note, bool, error) {
 	var id string
 	// The status is written in the text, not bound: the planner then knows the statement
 	// matches the partial index of active notes (notes_content_active).
@@ -78,6 +78,9 @@ AND status = '`+StatusActive+`' AND (valid_until IS NULL OR valid_until > ?) ORD
 	var r models.Note
 	if err := tx.NewSelect().Model(&r).Where("id = ?", id).Scan(ctx); err != nil {
 		return Note{}, false, fmt.Errorf("notes: duplicate: %w", err)
+	}
+	if ok, err := s.openNote(ctx, &r); err != nil || !ok {
+		return Note{}, false, err // a duplicate whose key is gone was erased: not a duplicate
 	}
 	return toNote(r), true, nil
 }

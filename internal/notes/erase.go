@@ -37,6 +37,10 @@ func (s *Service) EraseSource(ctx context.Context, idb bun.IDB, spaceID, sourceI
 		Where("space_id = ? AND source_id = ?", spaceID, sourceID).Scan(ctx, &noteIDs); err != nil {
 		return erasure.NoteCounts{}, fmt.Errorf("notes: erase: list: %w", err)
 	}
+	// The keys of every lineage and proposal of the source first (issue 29 §1; destroyKeys).
+	if err := s.destroySourceKeys(ctx, idb, spaceID, sourceID); err != nil {
+		return erasure.NoteCounts{}, err
+	}
 	ofNotes := `SELECT n.id FROM notes AS n WHERE n.space_id = ? AND n.source_id = ?`
 	type stmt struct {
 		q    string
@@ -104,15 +108,39 @@ func forgetCounts(ids []string) {
 // ExportNotes returns every note version of space spaceID (retired ones too), by lineage and
 // version, read through idb (the export's transaction, internal/proposals.Export, which also
 // reads the proposals and appends the notes.export receipt).
-func ExportNotes(ctx context.Context, idb bun.IDB, spaceID string) ([]Note, error) {
+func (s *Service) ExportNotes(ctx context.Context, idb bun.IDB, spaceID string) ([]Note, error) {
 	var rows []models.Note
 	if err := idb.NewSelect().Model(&rows).Where("space_id = ?", spaceID).
 		Order("lineage_id", "version").Scan(ctx); err != nil {
 		return nil, fmt.Errorf("notes: export notes: %w", err)
+	}
+	rows, err := s.openNotes(ctx, rows)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]Note, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, toNote(r))
 	}
 	return out, nil
+}
+
+// destroySourceKeys destroys the keys of every note lineage and every proposal of agent
+// sourceID in space spaceID (read through idb): what a source erasure shreds.
+func (s *Service) destroySourceKeys(ctx context.Context, idb bun.IDB, spaceID, sourceID string) error {
+	var lineages, proposals []string
+	if err := idb.NewRaw(`SELECT DISTINCT lineage_id FROM notes WHERE space_id = ? AND source_id = ?`, spaceID, sourceID).Scan(ctx, &lineages); err != nil {
+		return fmt.Errorf("notes: erase: list lineages: %w", err)
+	}
+	if err := idb.NewRaw(`SELECT id FROM note_proposals WHERE space_id = ? AND source_id = ?`, spaceID, sourceID).Scan(ctx, &proposals); err != nil {
+		return fmt.Errorf("notes: erase: list proposals: %w", err)
+	}
+	keys := make([]string, 0, len(lineages)+len(proposals))
+	for _, l := range lineages {
+		keys = append(keys, NoteKeyID(l))
+	}
+	for _, p := range proposals {
+		keys = append(keys, ProposalKeyID(p))
+	}
+	return s.destroyKeys(ctx, keys)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/keyed"
+	"github.com/agentmemory/agentmemory/internal/keystore"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/redact"
 	"github.com/agentmemory/agentmemory/internal/runs"
@@ -105,6 +106,10 @@ type Service struct {
 	// Runs keeps the budgets of runs (CTX-3): a block or search naming a run draws on it.
 	// Without it a call naming a run is refused (runs_unavailable).
 	Runs *runs.Store
+	// Keys holds the keys sealing notes' and proposals' title and body (issue 29 §1; a
+	// keystore.Cache in the app, since every block and search unseals). Without it (package
+	// tests) rows are stored in clear.
+	Keys keystore.Store
 
 	// answers are this replica's block answers (issue 16).
 	answers blockAnswers

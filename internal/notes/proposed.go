@@ -132,9 +132,12 @@ func (s *Service) InsertApproved(ctx context.Context, tx bun.IDB, noteID string,
 		if err := tx.NewSelect().Model(&prev).Where("id = ? AND space_id = ?", a.SupersedesNoteID, a.SpaceID).Scan(ctx); err != nil {
 			return Note{}, fmt.Errorf("notes: load superseded: %w", err)
 		}
+		if err := s.openOne(ctx, &prev); err != nil {
+			return Note{}, err
+		}
 		w.prev = &prev
 	}
-	return insertNote(ctx, tx, w, noteID, a.Origin, a.ProposalID, nil)
+	return s.insertNote(ctx, tx, w, noteID, a.Origin, a.ProposalID, nil)
 }
 
 // Stored returns note noteID of space spaceID as it is now, whoever may see it (for the
@@ -146,6 +149,9 @@ func (s *Service) Stored(ctx context.Context, spaceID, noteID string) (Note, err
 			return Note{}, noteNotFound()
 		}
 		return Note{}, fmt.Errorf("notes: load note: %w", err)
+	}
+	if err := s.openOne(ctx, &r); err != nil {
+		return Note{}, err
 	}
 	return toNote(r), nil
 }

@@ -105,6 +105,9 @@ func (s *Service) Get(ctx context.Context, p auth.Principal, id string) (Note, e
 	if err != nil {
 		return Note{}, fmt.Errorf("notes: get: %w", err)
 	}
+	if err := s.openOne(ctx, &r); err != nil {
+		return Note{}, err
+	}
 	return toNote(r), nil
 }
 
@@ -157,6 +160,10 @@ func (s *Service) List(ctx context.Context, p auth.Principal, f ListFilter) ([]N
 	}
 	if err := q.Order("n.id ASC").Limit(int64(f.Limit)).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("notes: list: %w", err)
+	}
+	rows, err = s.openNotes(ctx, rows)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]Note, 0, len(rows))
 	for _, r := range rows {

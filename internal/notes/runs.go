@@ -66,6 +66,10 @@ func (s *Service) blockInRun(ctx context.Context, p auth.Principal, req BlockReq
 	if err := deliverable(s.DB.NewSelect().Model(&rows), v, now).Scan(ctx); err != nil {
 		return Block{}, fmt.Errorf("notes: block: %w", err)
 	}
+	rows, err = s.openNotes(ctx, rows)
+	if err != nil {
+		return Block{}, err
+	}
 	full, err := s.contextBlock(rows, req)
 	if err != nil {
 		return Block{}, err

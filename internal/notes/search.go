@@ -132,6 +132,9 @@ func (s *Service) search(ctx context.Context, p auth.Principal, v viewer, req Se
 	if err := q.OrderExpr("n.id ASC").Limit(int64(req.Limit)).Scan(ctx); err != nil {
 		return SearchResult{}, fmt.Errorf("notes: search: %w", err)
 	}
+	if rows, err = s.openNotes(ctx, rows); err != nil {
+		return SearchResult{}, err
+	}
 	if req.Run != nil {
 		return s.searchInRun(ctx, p, v, req, rows, len(words))
 	}

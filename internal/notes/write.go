@@ -197,7 +197,10 @@ func (s *Service) Retire(ctx context.Context, p auth.Principal, noteID string) (
 		if err := spaces.BumpRevision(ctx, tx, p.SpaceID, spaces.RevisionNotes); err != nil {
 			return err
 		}
-		return tx.NewSelect().Model(&out).Where("id = ?", noteID).Scan(ctx)
+		if err := tx.NewSelect().Model(&out).Where("id = ?", noteID).Scan(ctx); err != nil {
+			return err
+		}
+		return s.openOne(ctx, &out)
 	})
 	if err != nil {
 		return Note{}, err
@@ -277,6 +280,9 @@ func (s *Service) ownNote(ctx context.Context, p auth.Principal, noteID string) 
 	}
 	if err != nil {
 		return r, fmt.Errorf("notes: load: %w", err)
+	}
+	if err := s.openOne(ctx, &r); err != nil {
+		return r, err
 	}
 	if p.IsAgent() {
 		v := viewer{spaceID: p.SpaceID, source: p.Agent, vendor: p.Vendor}
@@ -397,7 +403,7 @@ func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write, later *noteRo
 		}
 	}
 	if w.prev == nil {
-		n, ok, err := findDuplicate(ctx, tx, w)
+		n, ok, err := s.findDuplicate(ctx, tx, w)
 		if err != nil {
 			return WriteResult{}, rcpt, err
 		}
@@ -417,7 +423,7 @@ func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write, later *noteRo
 		res.ProposalID = id
 		res.Review = w.review
 	} else {
-		n, err := insertNote(ctx, tx, w, id, w.a.origin(), "", later)
+		n, err := s.insertNote(ctx, tx, w, id, w.a.origin(), "", later)
 		if err != nil {
 			return WriteResult{}, rcpt, err
 		}
@@ -468,7 +474,7 @@ func (s *Service) propose(ctx context.Context, tx bun.IDB, w write, id string) e
 // space's notes revision once there; with later nil (an approval) insertNote stores them
 // itself and bumps the revision. Call inside a transaction that already appended the
 // receipt; on an error the caller rolls the transaction (or the write's savepoint) back.
-func insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID string, later *noteRows) (Note, error) {
+func (s *Service) insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID string, later *noteRows) (Note, error) {
 	ek, eid := evidenceCols(w.c.Evidence)
 	r := models.Note{
 		ID: id, SpaceID: w.a.p.SpaceID, LineageID: id, Version: 1, SourceID: w.a.sourceID, Vendor: w.a.vendor,
@@ -477,9 +483,14 @@ func insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID
 		ValidUntil: w.c.ValidUntil, ContentHash: w.c.hash(), ProposalID: proposalID, ActorKeyID: w.a.p.KeyID, ActorKind: w.a.kind(),
 		AgentVersion: w.agentVersion, CreatedAt: w.now, UpdatedAt: w.now,
 	}
+	if w.prev != nil {
+		r.LineageID, r.Version, r.SupersedesNoteID = w.prev.LineageID, w.prev.Version+1, w.prev.ID
+	}
+	if err := s.sealNote(ctx, &r); err != nil { // under the lineage's key (issue 29 §1)
+		return Note{}, err
+	}
 	switch {
 	case w.prev != nil:
-		r.LineageID, r.Version, r.SupersedesNoteID = w.prev.LineageID, w.prev.Version+1, w.prev.ID
 		if err := retireRow(ctx, tx, w.a.p.SpaceID, w.prev.ID, w.now); err != nil {
 			return Note{}, err
 		}

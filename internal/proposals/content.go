@@ -32,8 +32,12 @@ type ContentEraser struct{ S *Service }
 // Name is "notes".
 func (ContentEraser) Name() string { return "notes" }
 
-// Covers is empty: the note tables are covered by the SourceEraser (Service.Covers).
-func (ContentEraser) Covers() []erasure.Column { return nil }
+// Covers lists the sealed text of note versions and proposals (issue 29 §1), which EraseFound
+// erases (with the lineage's or proposal's key); the rest of the note tables are covered by the
+// SourceEraser (Service.Covers).
+func (ContentEraser) Covers() []erasure.Column {
+	return []erasure.Column{{Table: "notes", Column: "sealed"}, {Table: "note_proposals", Column: "sealed"}}
+}
 
 // EraseSubject removes nothing by linkage: no note column refers to a subject (AM-12).
 func (ContentEraser) EraseSubject(context.Context, bun.Tx, erasure.Target) (erasure.Reach, error) {
@@ -45,6 +49,11 @@ func (ContentEraser) Residue(context.Context, bun.IDB, erasure.Target) (erasure.
 	return erasure.Reach{}, nil
 }
 
+// Backups is erasure.Shredded: note versions are sealed under their lineage's key and
+// proposals under their own, which EraseFound destroys with the rows (issue 29 §1), so a
+// backup taken before the erasure no longer opens what it erased.
+func (ContentEraser) Backups(erasure.Target) string { return erasure.Shredded }
+
 // Export gives the zero Export: agent notes are not a subject's data.
 func (ContentEraser) Export(context.Context, bun.IDB, erasure.Target) (erasure.Export, error) {
 	return erasure.Export{}, nil
@@ -52,47 +61,68 @@ func (ContentEraser) Export(context.Context, bun.IDB, erasure.Target) (erasure.E
 
 // Searched names what the content probe reads.
 func (ContentEraser) Searched() string {
-	return "notes.title, body and tags of every version (what search and blocks serve); note_proposals.title and body"
+	return "notes.title, body (unsealed) and tags of every version (what search and blocks serve); note_proposals.title and body (unsealed)"
 }
 
 // ProbeContent finds the note versions and proposals of t's space whose title, body or tags
 // name t's subject.
-func (ContentEraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.Target) ([]erasure.Finding, error) {
+func (e ContentEraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.Target) ([]erasure.Finding, error) {
 	if t.Content == nil {
 		return nil, nil
+	}
+	if e.S == nil || e.S.Notes == nil {
+		return nil, errors.New("proposals: the content eraser has no service")
 	}
 	var out []erasure.Finding
 	for after := ""; ; {
 		var rows []models.Note
-		if err := idb.NewSelect().Model(&rows).Column("id", "title", "body", "tags_text").Where("space_id = ? AND id > ?", t.SpaceID, after).
+		if err := idb.NewSelect().Model(&rows).Column("id", "lineage_id", "title", "body", "tags_text", "sealed").Where("space_id = ? AND id > ?", t.SpaceID, after).
 			Order("id ASC").Limit(contentPage).Scan(ctx); err != nil {
 			return nil, fmt.Errorf("proposals: content probe notes: %w", err)
+		}
+		last := ""
+		if len(rows) > 0 {
+			last = rows[len(rows)-1].ID
+		}
+		n := len(rows)
+		rows, err := e.S.Notes.OpenNotes(ctx, rows) // the sealed text (a row whose key is gone holds nothing readable)
+		if err != nil {
+			return nil, err
 		}
 		for _, r := range rows {
 			if m := t.Content.MatchAll(r.Title, r.Body, r.TagsText); m != "" {
 				out = append(out, erasure.Finding{Kind: KindNote, ID: r.ID, Where: "notes", Match: m})
 			}
 		}
-		if len(rows) < contentPage {
+		if n < contentPage {
 			break
 		}
-		after = rows[len(rows)-1].ID
+		after = last
 	}
 	for after := ""; ; {
 		var rows []models.NoteProposal
-		if err := idb.NewSelect().Model(&rows).Column("id", "title", "body").Where("space_id = ? AND id > ?", t.SpaceID, after).
+		if err := idb.NewSelect().Model(&rows).Column("id", "title", "body", "sealed").Where("space_id = ? AND id > ?", t.SpaceID, after).
 			Order("id ASC").Limit(contentPage).Scan(ctx); err != nil {
 			return nil, fmt.Errorf("proposals: content probe proposals: %w", err)
+		}
+		last := ""
+		if len(rows) > 0 {
+			last = rows[len(rows)-1].ID
+		}
+		n := len(rows)
+		rows, err := e.S.Notes.OpenProposals(ctx, rows)
+		if err != nil {
+			return nil, err
 		}
 		for _, r := range rows {
 			if m := t.Content.MatchAll(r.Title, r.Body); m != "" {
 				out = append(out, erasure.Finding{Kind: KindProposal, ID: r.ID, Where: "note_proposals", Match: m})
 			}
 		}
-		if len(rows) < contentPage {
+		if n < contentPage {
 			return out, nil
 		}
-		after = rows[len(rows)-1].ID
+		after = last
 	}
 }
 
@@ -118,14 +148,14 @@ func (e ContentEraser) EraseFound(ctx context.Context, tx bun.Tx, spaceID string
 			return nil, err
 		}
 		out.Add(KindNote, l.NoteIDs...)
-		pids, err := deleteNoteProposals(ctx, tx, spaceID, l.NoteIDs)
+		pids, err := e.S.deleteNoteProposals(ctx, tx, spaceID, l.NoteIDs)
 		if err != nil {
 			return nil, err
 		}
 		out.Add(KindProposal, pids...)
 	}
 	if len(props) > 0 {
-		gone, err := deleteProposals(ctx, tx, spaceID, props)
+		gone, err := e.S.deleteProposals(ctx, tx, spaceID, props)
 		if err != nil {
 			return nil, err
 		}

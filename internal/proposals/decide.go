@@ -93,7 +93,7 @@ func (s *Service) Decide(ctx context.Context, p auth.Principal, id string, d Dec
 	if err := s.mayDecide(ctx, p); err != nil {
 		return Result{}, err
 	}
-	pr, err := load(ctx, s.DB, p.SpaceID, id)
+	pr, err := s.load(ctx, s.DB, p.SpaceID, id)
 	if err != nil {
 		return Result{}, err
 	}
@@ -164,7 +164,7 @@ func (s *Service) decideDirectly(ctx context.Context, p auth.Principal, id strin
 // returns the note and true when this call wrote it, or the note of an approved proposal and
 // false (whatever the edits).
 func (s *Service) approveDirectly(ctx context.Context, p auth.Principal, id string, edits *notes.Patch) (notes.Note, bool, error) {
-	pr, err := load(ctx, s.DB, p.SpaceID, id)
+	pr, err := s.load(ctx, s.DB, p.SpaceID, id)
 	if err != nil {
 		return notes.Note{}, false, err
 	}
@@ -279,7 +279,7 @@ type stagedDecision struct {
 // validated and gated, and the cap checked, before anything is stored, so the reviewer gets
 // 400/422/409/503 at once; a rejection's reason is validated and gated too.
 func (s *Service) stage(ctx context.Context, p auth.Principal, id string, dec Decision) (stagedDecision, error) {
-	pr, err := load(ctx, s.DB, p.SpaceID, id)
+	pr, err := s.load(ctx, s.DB, p.SpaceID, id)
 	if err != nil {
 		return stagedDecision{}, err
 	}
@@ -377,7 +377,7 @@ func setOutcome(ctx context.Context, idb bun.IDB, decisionID, outcome string, re
 // refusal as the error (fault.Unprocessable personal_data_in_agent_memory with its kinds, or
 // fault.Conflict with the refusal's code).
 func (s *Service) decided(ctx context.Context, p auth.Principal, id, decisionID string) (Proposal, *notes.Note, error) {
-	pr, err := load(ctx, s.DB, p.SpaceID, id)
+	pr, err := s.load(ctx, s.DB, p.SpaceID, id)
 	if err != nil {
 		return Proposal{}, nil, err
 	}

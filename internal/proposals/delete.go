@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/events"
+	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 )
 
@@ -41,7 +42,7 @@ func (s *Service) DeleteNote(ctx context.Context, p auth.Principal, id string) (
 		if err != nil {
 			return err
 		}
-		pids, err := deleteNoteProposals(ctx, tx, p.SpaceID, l.NoteIDs)
+		pids, err := s.deleteNoteProposals(ctx, tx, p.SpaceID, l.NoteIDs)
 		if err != nil {
 			return err
 		}
@@ -70,7 +71,7 @@ func (s *Service) DeleteNote(ctx context.Context, p auth.Principal, id string) (
 // deleteNoteProposals deletes, inside idb, the proposals of spaceID that created one of the
 // notes ids or propose a new version of one, their decisions and the remembered idempotent
 // answers naming them, and returns their ids (in id order).
-func deleteNoteProposals(ctx context.Context, idb bun.IDB, spaceID string, ids []string) ([]string, error) {
+func (s *Service) deleteNoteProposals(ctx context.Context, idb bun.IDB, spaceID string, ids []string) ([]string, error) {
 	pids := []string{}
 	if err := idb.NewRaw(`SELECT id FROM note_proposals WHERE space_id = ? AND (note_id IN (?) OR supersedes_note_id IN (?)) ORDER BY id`,
 		spaceID, bun.In(ids), bun.In(ids)).Scan(ctx, &pids); err != nil {
@@ -79,13 +80,13 @@ func deleteNoteProposals(ctx context.Context, idb bun.IDB, spaceID string, ids [
 	if len(pids) == 0 {
 		return pids, nil
 	}
-	return deleteProposals(ctx, idb, spaceID, pids)
+	return s.deleteProposals(ctx, idb, spaceID, pids)
 }
 
 // deleteProposals deletes, inside idb, the proposals pids of spaceID, their decisions and the
 // remembered idempotent answers naming them, and returns those of pids that existed (in id
 // order).
-func deleteProposals(ctx context.Context, idb bun.IDB, spaceID string, pids []string) ([]string, error) {
+func (s *Service) deleteProposals(ctx context.Context, idb bun.IDB, spaceID string, pids []string) ([]string, error) {
 	var present []string
 	if err := idb.NewRaw(`SELECT id FROM note_proposals WHERE space_id = ? AND id IN (?) ORDER BY id`, spaceID, bun.In(pids)).Scan(ctx, &present); err != nil {
 		return nil, fmt.Errorf("proposals: delete: list: %w", err)
@@ -94,6 +95,13 @@ func deleteProposals(ctx context.Context, idb bun.IDB, spaceID string, pids []st
 		return []string{}, nil
 	}
 	pids = present
+	keys := make([]string, 0, len(pids))
+	for _, id := range pids {
+		keys = append(keys, notes.ProposalKeyID(id))
+	}
+	if err := s.Notes.DestroyKeys(ctx, keys); err != nil { // before the rows (issue 29 §1)
+		return nil, err
+	}
 	stmts := []struct {
 		q    string
 		args []any

@@ -202,7 +202,7 @@ func (s *Service) AbandonDistillProposal(ctx context.Context, id string) error {
 // Distillation returns the space of proposal id and the evidence it distils (a
 // conversation or a task id). fault.NotFound proposal_not_found.
 func (s *Service) Distillation(ctx context.Context, id string) (string, notes.Evidence, error) {
-	pr, err := loadByID(ctx, s.DB, id)
+	pr, err := s.loadByID(ctx, s.DB, id)
 	if err != nil {
 		return "", notes.Evidence{}, err
 	}
@@ -233,7 +233,7 @@ func (s *Service) SetLastError(ctx context.Context, id, code string) error {
 // left as it is (a retried activity); any other status is fault.Conflict
 // proposal_not_pending; fault.NotFound proposal_not_found.
 func (s *Service) MarkPending(ctx context.Context, id string, n notes.ProposedNote) error {
-	pr, err := loadByID(ctx, s.DB, id)
+	pr, err := s.loadByID(ctx, s.DB, id)
 	if err != nil {
 		return err
 	}
@@ -262,9 +262,13 @@ func (s *Service) pend(ctx context.Context, pr models.NoteProposal, n notes.Prop
 		}, now); err != nil {
 			return err
 		}
+		sealed := models.NoteProposal{ID: pr.ID, Title: n.Title, Body: n.Body}
+		if err := s.seal(ctx, &sealed); err != nil { // under the proposal's own key (issue 29 §1)
+			return err
+		}
 		res, err := tx.NewUpdate().Model((*models.NoteProposal)(nil)).
-			Set("status = ?, kind = ?, title = ?, body = ?, tags = ?, visibility = ?, updated_at = ?, last_error = ''",
-				StatusPending, n.Kind, n.Title, n.Body, notes.EncodeTags(n.Tags), n.Visibility, now).
+			Set("status = ?, kind = ?, title = ?, body = ?, sealed = ?, tags = ?, visibility = ?, updated_at = ?, last_error = ''",
+				StatusPending, n.Kind, sealed.Title, sealed.Body, sealed.Sealed, notes.EncodeTags(n.Tags), n.Visibility, now).
 			Where("id = ? AND space_id = ? AND status = ?", pr.ID, pr.SpaceID, StatusDrafting).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("proposals: propose: %w", err)
@@ -282,7 +286,7 @@ func (s *Service) pend(ctx context.Context, pr models.NoteProposal, n notes.Prop
 // proposal already failed is left as it is; any other status is fault.Conflict
 // proposal_not_pending; fault.NotFound proposal_not_found.
 func (s *Service) MarkFailed(ctx context.Context, id, reason string, kinds []string) error {
-	pr, err := loadByID(ctx, s.DB, id)
+	pr, err := s.loadByID(ctx, s.DB, id)
 	if err != nil {
 		return err
 	}
@@ -313,7 +317,7 @@ type ApprovalOutcome struct {
 // fault.Conflict proposal_not_pending (neither pending nor approved), fault.Unavailable
 // detector_unavailable (retry).
 func (s *Service) ApplyApproval(ctx context.Context, id, decisionID, byKey string) (ApprovalOutcome, error) {
-	pr, err := loadByID(ctx, s.DB, id)
+	pr, err := s.loadByID(ctx, s.DB, id)
 	if err != nil {
 		return ApprovalOutcome{}, err
 	}
@@ -348,7 +352,7 @@ func (s *Service) ApplyApproval(ctx context.Context, id, decisionID, byKey strin
 	switch {
 	case fe != nil && fe.Code == CodeNotPending:
 		// Decided meanwhile: approved by a concurrent call, or not at all.
-		cur, lerr := loadByID(ctx, s.DB, id)
+		cur, lerr := s.loadByID(ctx, s.DB, id)
 		if lerr == nil && cur.Status == StatusApproved {
 			return ApprovalOutcome{NoteID: cur.NoteID}, nil
 		}
@@ -385,7 +389,7 @@ func (s *Service) refuse(ctx context.Context, pr models.NoteProposal, decisionID
 // left as it is; any other status is fault.Conflict proposal_not_pending; fault.NotFound
 // proposal_not_found / decision_not_found.
 func (s *Service) ApplyRejection(ctx context.Context, id, decisionID, byKey string) error {
-	pr, err := loadByID(ctx, s.DB, id)
+	pr, err := s.loadByID(ctx, s.DB, id)
 	if err != nil {
 		return err
 	}
@@ -409,7 +413,7 @@ func (s *Service) ApplyRejection(ctx context.Context, id, decisionID, byKey stri
 // proposal.expire admin receipt by "system". A proposal no longer pending (decided
 // meanwhile, or expired already) is left as it is; fault.NotFound proposal_not_found.
 func (s *Service) Expire(ctx context.Context, id string) error {
-	pr, err := loadByID(ctx, s.DB, id)
+	pr, err := s.loadByID(ctx, s.DB, id)
 	if err != nil {
 		return err
 	}

@@ -178,6 +178,9 @@ func (s *Service) InsertAgentProposal(ctx context.Context, tx bun.IDB, p notes.A
 		SupersedesNoteID: p.SupersedesNoteID, ActorKeyID: p.ActorKeyID, ActorKind: p.ActorKind, AgentVersion: p.AgentVersion,
 		CreatedAt: p.Now, UpdatedAt: p.Now, Kinds: "[]",
 	}
+	if err := s.seal(ctx, &r); err != nil {
+		return err
+	}
 	if _, err := tx.NewInsert().Model(&r).Exec(ctx); err != nil {
 		return fmt.Errorf("proposals: insert: %w", err)
 	}
@@ -186,6 +189,18 @@ func (s *Service) InsertAgentProposal(ctx context.Context, tx bun.IDB, p notes.A
 		Origin: p.Origin, SourceID: p.SourceID,
 	}, p.Now)
 	return err
+}
+
+// seal seals r's title and body under its own key (notes.ProposalKeyID; issue 29 §1) and
+// empties the columns' values in r: what an insert then stores.
+func (s *Service) seal(ctx context.Context, r *models.NoteProposal) error {
+	if err := s.Notes.SealProposal(ctx, r); err != nil {
+		return err
+	}
+	if r.Sealed != nil {
+		r.Title, r.Body = "", ""
+	}
+	return nil
 }
 
 // mayDecide: role admin, or reviewer when the space lets reviewers approve (AM-10).
@@ -203,8 +218,21 @@ func (s *Service) mayDecide(ctx context.Context, p auth.Principal) error {
 	return p.RequireRole(auth.RoleAdmin)
 }
 
+// open unseals r's title and body in place; a proposal whose key is gone (erased or deleted
+// with its note) is fault.NotFound proposal_not_found.
+func (s *Service) open(ctx context.Context, r *models.NoteProposal) error {
+	ok, err := s.Notes.OpenProposal(ctx, r)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fault.New(fault.NotFound, CodeNotFound, "no proposal with that id")
+	}
+	return nil
+}
+
 // load loads proposal id of space spaceID: fault.NotFound proposal_not_found.
-func load(ctx context.Context, idb bun.IDB, spaceID, id string) (models.NoteProposal, error) {
+func (s *Service) load(ctx context.Context, idb bun.IDB, spaceID, id string) (models.NoteProposal, error) {
 	var r models.NoteProposal
 	err := idb.NewSelect().Model(&r).Where("id = ? AND space_id = ?", id, spaceID).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -213,12 +241,12 @@ func load(ctx context.Context, idb bun.IDB, spaceID, id string) (models.NoteProp
 	if err != nil {
 		return r, fmt.Errorf("proposals: load: %w", err)
 	}
-	return r, nil
+	return r, s.open(ctx, &r)
 }
 
 // loadByID loads a proposal by its id alone (ids are unique across spaces); the
 // distillation's activities know nothing else. fault.NotFound proposal_not_found.
-func loadByID(ctx context.Context, idb bun.IDB, id string) (models.NoteProposal, error) {
+func (s *Service) loadByID(ctx context.Context, idb bun.IDB, id string) (models.NoteProposal, error) {
 	var r models.NoteProposal
 	err := idb.NewSelect().Model(&r).Where("id = ?", id).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -227,7 +255,7 @@ func loadByID(ctx context.Context, idb bun.IDB, id string) (models.NoteProposal,
 	if err != nil {
 		return r, fmt.Errorf("proposals: load: %w", err)
 	}
-	return r, nil
+	return r, s.open(ctx, &r)
 }
 
 // List returns the space's proposals, newest first, optionally of one status, at most
@@ -248,6 +276,10 @@ func (s *Service) List(ctx context.Context, p auth.Principal, status string, lim
 	if err := q.Order("created_at DESC", "id DESC").Limit(int64(limit)).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("proposals: list: %w", err)
 	}
+	rows, err := s.Notes.OpenProposals(ctx, rows)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Proposal, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, toProposal(r))
@@ -261,7 +293,7 @@ func (s *Service) Get(ctx context.Context, p auth.Principal, id string) (Proposa
 	if err := s.mayDecide(ctx, p); err != nil {
 		return Proposal{}, err
 	}
-	r, err := load(ctx, s.DB, p.SpaceID, id)
+	r, err := s.load(ctx, s.DB, p.SpaceID, id)
 	if err != nil {
 		return Proposal{}, err
 	}
@@ -308,7 +340,7 @@ func (s *Service) transition(ctx context.Context, m move) (Proposal, error) {
 			return fmt.Errorf("proposals: %s: %w", m.action, err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			cur, err := load(ctx, tx, m.spaceID, m.id)
+			cur, err := s.load(ctx, tx, m.spaceID, m.id)
 			if err != nil {
 				return err
 			}
@@ -319,7 +351,10 @@ func (s *Service) transition(ctx context.Context, m move) (Proposal, error) {
 				return err
 			}
 		}
-		return tx.NewSelect().Model(&out).Where("id = ?", m.id).Scan(ctx)
+		if err := tx.NewSelect().Model(&out).Where("id = ?", m.id).Scan(ctx); err != nil {
+			return err
+		}
+		return s.open(ctx, &out)
 	})
 	if err != nil {
 		return Proposal{}, err
@@ -352,7 +387,7 @@ func (s *Service) Export(ctx context.Context, p auth.Principal) (Export, error) 
 	now := s.now()
 	out := Export{SpaceID: p.SpaceID, ExportedAt: now, Notes: []notes.Note{}, Proposals: []Proposal{}}
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		ns, err := notes.ExportNotes(ctx, tx, p.SpaceID)
+		ns, err := s.Notes.ExportNotes(ctx, tx, p.SpaceID)
 		if err != nil {
 			return err
 		}
@@ -360,6 +395,9 @@ func (s *Service) Export(ctx context.Context, p auth.Principal) (Export, error) 
 		if err := tx.NewSelect().Model(&props).Where("space_id = ?", p.SpaceID).
 			Order("created_at", "id").Scan(ctx); err != nil {
 			return fmt.Errorf("proposals: export: %w", err)
+		}
+		if props, err = s.Notes.OpenProposals(ctx, props); err != nil {
+			return err
 		}
 		out.Notes = append(out.Notes, ns...)
 		for _, r := range props {

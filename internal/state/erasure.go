@@ -34,15 +34,10 @@ func (Eraser) Covers() []erasure.Column {
 	return []erasure.Column{{Table: "agent_states", Column: "scope_hash"}, {Table: "agent_states", Column: "subject_hash"}, {Table: "agent_states", Column: "key_id"}}
 }
 
-// Backups is erasure.Shredded for a subject (its states are sealed under the subject's
-// handle keys, which the erasure destroys); for a conversation, erasure.NotSealed: states of a
-// conversation scope that name no subject are stored in clear (a known gap, issue 29 §1).
-func (Eraser) Backups(t erasure.Target) string {
-	if t.Kind == erasure.Subject {
-		return erasure.Shredded
-	}
-	return erasure.NotSealed
-}
+// Backups is erasure.Shredded: a subject's states are sealed under the subject's handle keys,
+// a conversation's states that name no subject under the conversation's key
+// (erasure.ConversationKeyID), and the erasure destroys them (issue 29 §1).
+func (Eraser) Backups(erasure.Target) string { return erasure.Shredded }
 
 func (Eraser) find(ctx context.Context, idb bun.IDB, t erasure.Target) ([]string, error) {
 	q := idb.NewSelect().Model((*models.AgentState)(nil)).Column("id").Where("space_id = ?", t.SpaceID)
@@ -204,7 +199,7 @@ const contentPage = 500
 // tie it to her. Every field is read, declared pii or not (a name that masking did not know
 // at write time survives in a pii field). Sealed bodies are skipped: they belong to a subject
 // whose key the erasure of that subject destroys.
-func (Eraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.Target) ([]erasure.Finding, error) {
+func (e Eraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.Target) ([]erasure.Finding, error) {
 	if t.Content == nil {
 		return nil, nil
 	}
@@ -212,13 +207,19 @@ func (Eraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.Target) (
 	after := ""
 	for {
 		var rows []models.AgentState
-		if err := idb.NewSelect().Model(&rows).Column("id", "body").Where("space_id = ? AND id > ?", t.SpaceID, after).
+		if err := idb.NewSelect().Model(&rows).Column("id", "scope_hash", "scope_kind", "subject_hash", "body", "field_times").Where("space_id = ? AND id > ?", t.SpaceID, after).
 			Order("id ASC").Limit(contentPage).Scan(ctx); err != nil {
 			return nil, fmt.Errorf("state: content probe: %w", err)
 		}
 		for _, r := range rows {
 			if bytes.HasPrefix(r.Body, sealedBodyPrefix) {
-				continue
+				// Sealed under a conversation's key (issue 29 §1) or a subject's: read unsealed.
+				if ok, err := e.S.Unseal(ctx, &r); err != nil || !ok {
+					if err != nil {
+						return nil, err
+					}
+					continue // its key is gone: nothing readable
+				}
 			}
 			if m := t.Content.Match(string(r.Body)); m != "" {
 				out = append(out, erasure.Finding{Kind: KindAgentState, ID: r.ID, Where: "agent_states.body", Match: m})

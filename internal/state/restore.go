@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -42,5 +43,44 @@ func (s *Service) DropUnreadable(ctx context.Context, idb bun.IDB) (int, error) 
 		}
 		n += int(m)
 	}
-	return n, nil
+	c, err := s.dropUnreadableConversations(ctx, idb)
+	return n + c, err
+}
+
+// dropUnreadableConversations deletes, inside idb, the sealed states of conversation and task
+// scopes naming no subject whose conversation key is gone (the conversation, or a subject
+// linked to it, was erased): DropUnreadable's second half. States of those scopes still in
+// clear (written before they were sealed) are kept.
+func (s *Service) dropUnreadableConversations(ctx context.Context, idb bun.IDB) (int, error) {
+	var rows []models.AgentState
+	if err := idb.NewSelect().Model(&rows).Column("id", "scope_hash", "scope_kind", "body").
+		Where("subject_hash = '' AND scope_kind IN (?)", bun.In([]string{"conversation", "task"})).Scan(ctx); err != nil {
+		return 0, fmt.Errorf("state: list conversation states: %w", err)
+	}
+	gone := map[string]bool{}
+	var ids []string
+	for _, r := range rows {
+		if !bytes.HasPrefix(r.Body, sealedBodyPrefix) {
+			continue
+		}
+		keyID := keyIDFor("", r.ScopeKind, r.ScopeHash)
+		missing, seen := gone[keyID]
+		if !seen {
+			ok, err := s.Keys.Exists(ctx, keyID)
+			if err != nil {
+				return 0, fmt.Errorf("state: conversation key: %w", err)
+			}
+			missing, gone[keyID] = !ok, !ok
+		}
+		if missing {
+			ids = append(ids, r.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	if _, err := idb.NewDelete().Model((*models.AgentState)(nil)).Where("id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
+		return 0, fmt.Errorf("state: drop unreadable: %w", err)
+	}
+	return len(ids), nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/internal/keystore"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
@@ -25,8 +26,11 @@ import (
 // by a profile id: a state may be written before any profile holds the handle, and a
 // profile's handles may change. Erasing a customer destroys the key of every handle hash of
 // the customer (and the profile's own key). A state whose key is gone reads as never written
-// (version 0). States of no customer (conversation, task, object scopes without `subject`)
-// are stored in clear, and so is everything when Service.Keys is nil.
+// (version 0). States of a conversation or task scope that name no customer are sealed under
+// the conversation's key (keyIDFor; issue 29 §1), which a conversation erasure destroys;
+// object scopes without `subject` are stored in clear, and so is everything when
+// Service.Keys is nil. A conversation state stored in clear before is sealed at its next
+// write (lazily).
 
 // sealedBodyPrefix starts a sealed body: JSON never starts with a NUL byte.
 var sealedBodyPrefix = []byte("\x00s1")
@@ -38,12 +42,27 @@ const sealedTimesPrefix = "s1:"
 // keyed hash subjectHash (the same hash as subjects.Service.HandleHash).
 func SubjectKeyID(subjectHash string) string { return "sh_" + subjectHash }
 
-// seal returns body and field_times as stored for a row id of subjectHash.
-func (s *Service) seal(ctx context.Context, id, subjectHash string, body []byte, times string) ([]byte, string, error) {
-	if s.Keys == nil || subjectHash == "" {
+// keyIDFor names the key sealing a state (issue 29 §1): the customer's (SubjectKeyID) when
+// it names one; for a conversation or task scope naming none, the conversation's
+// (erasure.ConversationKeyID of the scope hash, which turns share), destroyed by a
+// conversation erasure; "" (stored in clear) for any other scope naming no customer.
+func keyIDFor(subjectHash, scopeKind, scopeHash string) string {
+	switch {
+	case subjectHash != "":
+		return SubjectKeyID(subjectHash)
+	case (scopeKind == "conversation" || scopeKind == "task") && scopeHash != "":
+		return erasure.ConversationKeyID(scopeHash)
+	}
+	return ""
+}
+
+// seal returns body and field_times as stored for a row id sealed under keyID (keyIDFor; ""
+// stores them in clear).
+func (s *Service) seal(ctx context.Context, id, keyID string, body []byte, times string) ([]byte, string, error) {
+	if s.Keys == nil || keyID == "" {
 		return body, times, nil
 	}
-	key, err := s.Keys.DataKey(ctx, SubjectKeyID(subjectHash), true)
+	key, err := s.Keys.DataKey(ctx, keyID, true)
 	if err != nil {
 		return nil, "", fmt.Errorf("state: data key: %w", err)
 	}
@@ -68,7 +87,11 @@ func (s *Service) Unseal(ctx context.Context, row *models.AgentState) (bool, err
 	if s.Keys == nil {
 		return false, nil
 	}
-	key, err := s.Keys.DataKey(ctx, SubjectKeyID(row.SubjectHash), false)
+	keyID := keyIDFor(row.SubjectHash, row.ScopeKind, row.ScopeHash)
+	if keyID == "" {
+		return false, nil // sealed, but under no key this row can name
+	}
+	key, err := s.Keys.DataKey(ctx, keyID, false)
 	if errors.Is(err, keystore.ErrNoKey) {
 		return false, nil
 	}
@@ -167,7 +190,7 @@ func (s *Service) SweepFields(ctx context.Context, idb bun.IDB, spaceID, after s
 			continue
 		}
 		canon := fields.Canonical()
-		body, timesJSON, err := s.seal(ctx, row.ID, subjectHash, canon, encodeTimes(times))
+		body, timesJSON, err := s.seal(ctx, row.ID, keyIDFor(subjectHash, row.ScopeKind, row.ScopeHash), canon, encodeTimes(times))
 		if err != nil {
 			return res, err
 		}

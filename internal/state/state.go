@@ -596,7 +596,7 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 	}
 	if row == nil {
 		id := auth.NewID("st")
-		sealed, sealedTimes, err := s.seal(ctx, id, t.subjectHash, canon, timesJSON)
+		sealed, sealedTimes, err := s.seal(ctx, id, keyIDFor(t.subjectHash, t.scopeKind, t.scopeHash), canon, timesJSON)
 		if err != nil {
 			return WriteResult{}, false, err
 		}
@@ -628,7 +628,7 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 	if t.subjectHash != "" {
 		subjectHash = t.subjectHash
 	}
-	sealed, sealedTimes, err := s.seal(ctx, row.ID, subjectHash, canon, timesJSON)
+	sealed, sealedTimes, err := s.seal(ctx, row.ID, keyIDFor(subjectHash, row.ScopeKind, row.ScopeHash), canon, timesJSON)
 	if err != nil {
 		return WriteResult{}, false, err
 	}
@@ -776,11 +776,11 @@ const stateByScope = `SELECT id, space_id, scope_hash, scope_kind, agent, subjec
 // stateForRead is Read's statement (prepared once per pool): stateByScope with only the
 // columns Read serves and openRow needs, so the driver converts fewer columns. Its times are
 // read as stored (db.ScanTime): stateForReadSQLite on SQLite.
-const stateForRead = `SELECT id, subject_hash, body, field_times, version, updated_at, expires_at FROM agent_states WHERE space_id = ? AND scope_hash = ? AND agent = ?` + atConfig
+const stateForRead = `SELECT id, scope_hash, scope_kind, subject_hash, body, field_times, version, updated_at, expires_at FROM agent_states WHERE space_id = ? AND scope_hash = ? AND agent = ?` + atConfig
 
 // stateForReadSQLite is stateForRead on SQLite, its times selected as their stored text
 // (`+col`: no declared type, see db.ScanTime).
-const stateForReadSQLite = `SELECT id, subject_hash, body, field_times, version, +updated_at AS updated_at, +expires_at AS expires_at FROM agent_states WHERE space_id = ? AND scope_hash = ? AND agent = ?` + atConfig
+const stateForReadSQLite = `SELECT id, scope_hash, scope_kind, subject_hash, body, field_times, version, +updated_at AS updated_at, +expires_at AS expires_at FROM agent_states WHERE space_id = ? AND scope_hash = ? AND agent = ?` + atConfig
 
 // scanForRead runs stateForRead (stateForReadSQLite on SQLite) for t at the assumed
 // configuration revision rev and scans its row into row with database/sql directly (no
@@ -794,7 +794,7 @@ func scanForRead(ctx context.Context, d *bun.DB, row *models.AgentState, t targe
 	if err != nil {
 		return err
 	}
-	return db.ScanFirst(rows, &row.ID, &row.SubjectHash, &row.Body, &row.FieldTimes, &row.Version,
+	return db.ScanFirst(rows, &row.ID, &row.ScopeHash, &row.ScopeKind, &row.SubjectHash, &row.Body, &row.FieldTimes, &row.Version,
 		db.ScanTime{T: &row.UpdatedAt}, db.ScanTime{T: &row.ExpiresAt})
 }
 
