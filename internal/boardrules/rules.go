@@ -196,12 +196,12 @@ func mergeByKey(then string, base, ours, theirs Value) (Value, error) {
 		bv, ov, tv := member(b, k), member(o, k), member(t, k)
 		var v Value
 		switch {
-		case Same(ov, tv):
-			v = ov
 		case Same(bv, tv):
 			v = ov // only ours changed it
 		case Same(bv, ov):
 			v = tv // only theirs changed it
+		case Same(ov, tv) && fallback.convergent():
+			v = ov // the same change on both sides
 		default:
 			if v, err = fallback.Settle(bv, ov, tv); err != nil {
 				return Value{}, err

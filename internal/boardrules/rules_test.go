@@ -142,3 +142,19 @@ func mustJSON(t *testing.T, m map[string]json.RawMessage) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// Two writers who both incremented a counter from the same base to the same value made two
+// increments: sum is asked (and a cel rule), not skipped as one change.
+func TestMergeEqualIncrementsAreTwo(t *testing.T) {
+	obj := func(s string) map[string]json.RawMessage {
+		var m map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(s), &m))
+		return m
+	}
+	rules := map[string]boardrules.Rule{"hits": mustRule(t, "sum", "", "", "integer"), "name": mustRule(t, "reject", "", "", "string"),
+		"byKey": mustRule(t, "merge_by_key", "sum", "", "object")}
+	next, out, err := boardrules.Merge(rules, obj(`{"hits":5,"name":"a","byKey":{"x":1}}`), obj(`{"hits":6,"name":"b","byKey":{"x":2}}`), obj(`{"hits":6,"name":"b","byKey":{"x":2}}`))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"hits":7,"name":"b","byKey":{"x":3}}`, mustJSON(t, next))
+	require.Equal(t, []boardrules.Outcome{{Field: "byKey", Rule: "merge_by_key"}, {Field: "hits", Rule: "sum"}}, out)
+}

@@ -59,7 +59,7 @@ func (s *Service) Lease(ctx context.Context, p auth.Principal, action string, re
 	ttl := time.Duration(req.TTLSeconds) * time.Second
 	proof := leases.Proof{ID: req.LeaseID, Token: req.Token}
 	var out leases.Lease
-	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = s.runTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := receipts.LockHead(ctx, tx, t.spaceID); err != nil {
 			return err
 		}

@@ -92,7 +92,7 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, req WriteRequest)
 	}
 	var res WriteResult
 	var refused error
-	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = s.runTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		res, refused, err = s.writeTx(ctx, tx, t, req, rules, ours)
 		return err
