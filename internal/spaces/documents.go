@@ -38,7 +38,7 @@ type Features struct {
 // for StateBytesPerSpace) from 1 to MaxQuota; an absent member takes its default
 // (internal/quotas.Defaults). Working-memory writes past a limit answer stored:false
 // over_quota (WM-8's rule); other writes 409 quota_exceeded naming the quota.
-// StatesPerScopeKind holds per scope kind (conversation, task, object, subject) its own limit.
+// StatesPerScopeKind holds per scope kind (conversation, task, object, subject, agent) its own limit.
 // TurnsPerConversation bounds each conversation's and each task's turns. Documents count while
 // pending or ready (a superseded, refused, failed or deleted one does not). Boards have no
 // limit yet: they do not exist; their quota joins this struct and the migration's counted
@@ -314,8 +314,9 @@ type AgentStateSpec struct {
 // FieldTypes are the declarable field types.
 var FieldTypes = []string{"string", "text", "enum", "integer", "number", "boolean", "object", "array", "date", "datetime", "json"}
 
-// ScopeKinds are the kinds of working-memory scope (WM-2).
-var ScopeKinds = []string{"conversation", "task", "object", "subject"}
+// ScopeKinds are the kinds of working-memory scope (WM-2). "agent" is one state for the agent
+// instance named by the scope's id, shared by all its runs (issue 31).
+var ScopeKinds = []string{"conversation", "task", "object", "subject", "agent"}
 
 // Working-memory limits (WM-2).
 const (
@@ -389,7 +390,7 @@ func ParseObjectTypes(data []byte) (ObjectTypes, error) {
 			}
 			s := t.AgentState
 			if !slices.Contains(ScopeKinds, s.Scope) {
-				return d, invalidMember(at+".agent_state.scope", "must be one of conversation, task, object, subject")
+				return d, invalidMember(at+".agent_state.scope", "must be one of conversation, task, object, subject, agent")
 			}
 			if s.MaxBytes < 0 || s.MaxBytes > MaxMaxBytes {
 				return d, invalidMember(at+".agent_state.max_bytes", "must be between 1 and 65536")

@@ -10,7 +10,7 @@
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [member: string]: JsonValue };
 
 /** The kinds of scope a state belongs to. */
-export type ScopeKind = "conversation" | "task" | "object" | "subject";
+export type ScopeKind = "conversation" | "task" | "object" | "subject" | "agent";
 
 /**
  * What one state belongs to (schema `Scope`). `id` is the conversation's or task's id, the
