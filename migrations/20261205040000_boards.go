@@ -23,7 +23,7 @@ import (
 //
 // leases holds one row per leased target (a board, or a working state of one agent and
 // scope): token is the last fencing token granted for it (it only grows: a release or an
-// expiry keeps the row), lease_id the current lease (” when released) and expires_at its end.
+// expiry keeps the row), lease_id the current lease (empty once released) and expires_at its end.
 func init() {
 	Migrations.MustRegister(func(ctx context.Context, db *bun.DB) error {
 		return execDDL(ctx, db, `
