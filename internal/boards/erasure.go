@@ -29,7 +29,7 @@ func (Eraser) Name() string { return "boards" }
 
 // Covers lists the board tables' columns that hold or link subject data.
 func (Eraser) Covers() []erasure.Column {
-	return []erasure.Column{{Table: "boards", Column: "body"}, {Table: "board_versions", Column: "body"},
+	return []erasure.Column{{Table: "boards", Column: "body"}, {Table: "boards", Column: "board_hash"}, {Table: "board_versions", Column: "body"},
 		{Table: "board_subjects", Column: "subject_hash"}}
 }
 
