@@ -381,6 +381,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			grant := c.do(201, "POST", "/v1/boards/findings/grants", admin, map[string]any{"agent": "scout", "access": "read_write", "boards": "inc-*"}).JSON(t)["grant"].(map[string]any)["id"].(string)
 			c.do(200, "GET", "/v1/boards/findings/grants", admin, nil)
 			c.do(403, "GET", "/v1/boards/findings/grants", scout, nil)
+			c.do(404, "GET", "/v1/boards/nope/grants", admin, nil)
 			board := map[string]any{"type": "findings", "id": "inc-1"}
 			c.do(403, "PUT", "/v1/boards", bot, map[string]any{"type": "findings", "id": "inc-1", "if_version": 0, "body": map[string]any{"title": "a"}})
 			c.do(200, "PUT", "/v1/boards", scout, map[string]any{"type": "findings", "id": "inc-1", "if_version": 0, "body": map[string]any{"title": "a", "hits": 1}})

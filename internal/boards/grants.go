@@ -74,10 +74,18 @@ func (s *Service) Revoke(ctx context.Context, p auth.Principal, typ, grantID str
 }
 
 // Grants lists the grants of board type typ for a person key (any role: who may read which
-// board is no secret to the space's people).
+// board is no secret to the space's people); a type the space does not declare is
+// fault.NotFound CodeTypeNotFound (as another space's type is).
 func (s *Service) Grants(ctx context.Context, p auth.Principal, typ string) ([]spaces.BoardGrant, error) {
 	if p.IsAgent() {
 		return nil, errPeopleOnly()
+	}
+	types, err := s.Docs.ObjectTypes(ctx, p.SpaceID)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := types.BoardType(typ); !ok {
+		return nil, fault.New(fault.NotFound, CodeTypeNotFound, "object-types declares no board type %q (ownership shared)", typ)
 	}
 	doc, err := s.Docs.BoardGrants(ctx, p.SpaceID)
 	if err != nil {
@@ -85,7 +93,7 @@ func (s *Service) Grants(ctx context.Context, p auth.Principal, typ string) ([]s
 	}
 	out := []spaces.BoardGrant{}
 	for _, g := range doc.Grants {
-		if typ == "" || g.Type == typ {
+		if g.Type == typ {
 			out = append(out, g)
 		}
 	}
