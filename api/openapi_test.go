@@ -372,6 +372,36 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(403, "DELETE", "/v1/knowledge/"+kb+"/documents/"+doc, reader, nil)
 			c.do(200, "DELETE", "/v1/knowledge/"+kb+"/documents/"+doc, admin, nil)
 
+			// Boards (issue 31).
+			withBoards := apitest.ShopBotTypes()
+			withBoards["types"] = append(withBoards["types"].([]any), findingsTypes()["types"].([]any)...)
+			c.do(200, "PUT", "/v1/documents/object-types", admin, withBoards)
+			scout := e.AgentKey("scout", "acme-ai")
+			c.do(404, "POST", "/v1/boards/nope/grants", admin, map[string]any{"agent": "scout", "access": "read_write"})
+			grant := c.do(201, "POST", "/v1/boards/findings/grants", admin, map[string]any{"agent": "scout", "access": "read_write", "boards": "inc-*"}).JSON(t)["grant"].(map[string]any)["id"].(string)
+			c.do(200, "GET", "/v1/boards/findings/grants", admin, nil)
+			c.do(403, "GET", "/v1/boards/findings/grants", scout, nil)
+			c.do(404, "GET", "/v1/boards/nope/grants", admin, nil)
+			board := map[string]any{"type": "findings", "id": "inc-1"}
+			c.do(403, "PUT", "/v1/boards", bot, map[string]any{"type": "findings", "id": "inc-1", "if_version": 0, "body": map[string]any{"title": "a"}})
+			c.do(200, "PUT", "/v1/boards", scout, map[string]any{"type": "findings", "id": "inc-1", "if_version": 0, "body": map[string]any{"title": "a", "hits": 1}})
+			c.do(200, "PUT", "/v1/boards", scout, map[string]any{"type": "findings", "id": "inc-1", "if_version": 0, "body": map[string]any{"hits": 1}})
+			c.do(412, "PUT", "/v1/boards", scout, map[string]any{"type": "findings", "id": "inc-1", "if_version": 0, "body": map[string]any{"title": "b"}})
+			c.do(200, "POST", "/v1/boards/read", scout, board)
+			c.do(403, "POST", "/v1/boards/read", bot, board)
+			c.do(200, "GET", "/v1/boards?type=findings", admin, nil)
+			c.do(403, "GET", "/v1/boards", scout, nil)
+			lease := c.do(200, "POST", "/v1/boards/lease", scout, map[string]any{"type": "findings", "id": "inc-1", "ttl_seconds": 30}).JSON(t)
+			c.do(409, "POST", "/v1/boards/lease", scout, map[string]any{"type": "findings", "id": "inc-1", "ttl_seconds": 30})
+			c.do(409, "PUT", "/v1/boards", scout, map[string]any{"type": "findings", "id": "inc-1", "if_version": 2, "body": map[string]any{"title": "c"}})
+			proof := map[string]any{"type": "findings", "id": "inc-1", "ttl_seconds": 30, "lease_id": lease["lease_id"], "token": lease["token"]}
+			c.do(200, "POST", "/v1/boards/lease/renew", scout, proof)
+			c.do(200, "POST", "/v1/boards/lease/release", scout, proof)
+			c.do(409, "POST", "/v1/boards/lease/renew", scout, proof)
+			c.do(409, "POST", "/v1/boards/lease/release", scout, proof)
+			c.do(404, "DELETE", "/v1/boards/findings/grants/bg_nope", admin, nil)
+			c.do(200, "DELETE", "/v1/boards/findings/grants/"+grant, admin, nil)
+
 			// Receipts and events.
 			page := c.do(200, "GET", "/v1/receipts?limit=5", admin, nil).JSON(t)
 			first := page["receipts"].([]any)[0].(map[string]any)["id"].(string)

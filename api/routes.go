@@ -6,6 +6,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentmemory/agentmemory/api/console"
+	"github.com/agentmemory/agentmemory/internal/boards"
 )
 
 // routes lists the whole API on one screen.
@@ -62,6 +63,17 @@ func (s *Server) routes() {
 	v1.PUT("/agent-state", s.writeState)
 	v1.POST("/agent-state/read", s.readState)
 	v1.POST("/agent-state/delete", s.deleteState) // issue 29 §3
+
+	// Boards (issue 31): shared memory by grant, conflicts settled by the space's rules, leases.
+	v1.GET("/boards", s.listBoards)
+	v1.PUT("/boards", s.writeBoard)
+	v1.POST("/boards/read", s.readBoard)
+	v1.POST("/boards/lease", s.boardLease(boards.ActionLease))
+	v1.POST("/boards/lease/renew", s.boardLease(boards.ActionRenew))
+	v1.POST("/boards/lease/release", s.boardLease(boards.ActionRelease))
+	v1.GET("/boards/:type/grants", s.listBoardGrants)
+	v1.POST("/boards/:type/grants", s.grantBoard)
+	v1.DELETE("/boards/:type/grants/:grant_id", s.revokeBoardGrant)
 
 	// Agent memory (AM).
 	v1.POST("/agent-memory/notes", s.createNote)

@@ -19,6 +19,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/boards"
 	"github.com/agentmemory/agentmemory/internal/changes"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/events"
@@ -66,6 +67,8 @@ type Deps struct {
 	Now          func() time.Time
 	// Compliance runs erasures, exports and sweeps.
 	Compliance *compliance.Service
+	// Boards is shared memory (issue 31, api/boards.go); nil answers 503 on its routes.
+	Boards *boards.Service
 	// Knowledge is the knowledge store (KN-1..KN-4); its ingests run as IngestWorkflow
 	// through Workflows.
 	Knowledge *knowledge.Service

@@ -30,6 +30,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/boards"
 	"github.com/agentmemory/agentmemory/internal/changes"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/config"
@@ -93,8 +94,10 @@ type App struct {
 	Changes  *changes.Service
 	Subjects *subjects.Service
 	State    *state.Service
-	Turns    *turns.Service
-	Notes    *notes.Service
+	// Boards is shared memory (issue 31): boards, their grants and leases.
+	Boards *boards.Service
+	Turns  *turns.Service
+	Notes  *notes.Service
 	// Runs keeps the budgets of runs (CTX-3), drawn on by every memory read of a run.
 	Runs *runs.Store
 	// Proposals owns the proposal lifecycle beside notes (AM-8, AM-9): agents' writes under
@@ -241,6 +244,7 @@ func (a *App) wire() {
 	a.Subjects = &subjects.Service{DB: d, Docs: a.Docs, Hasher: h, Keys: ks, Now: now}
 	a.Turns = &turns.Service{DB: d, Subjects: a.Subjects, Hasher: h, Keys: ks, Now: now}
 	a.State = &state.Service{DB: d, Docs: a.Docs, Hasher: h, Masker: a.Subjects, Now: now, Keys: ks}
+	a.Boards = &boards.Service{DB: d, Docs: a.Docs, Changes: a.Changes, Hasher: h, Masker: a.State, Receipts: a.Receipts, Now: now}
 	a.Compliance = &compliance.Service{DB: d, Docs: a.Docs, Hasher: h, Keys: ks, Subjects: a.Subjects, State: a.State, Now: now,
 		TurnSweeps: a.Turns}
 	if a.Signer != nil {
@@ -273,6 +277,7 @@ func (a *App) erasers() *erasure.Registry {
 	r := &erasure.Registry{}
 	for _, e := range []erasure.Eraser{
 		state.Eraser{S: a.State},                // agent_states (WM-13)
+		boards.Eraser{},                         // boards naming the subject (issue 31)
 		turns.Eraser{S: a.Turns},                // turns and identity links
 		compliance.ExportsEraser{},              // export_packages (GOV-3)
 		knowledge.Eraser{S: a.Knowledge},        // knowledge documents naming the subject (KN-3)
@@ -460,7 +465,7 @@ func (a *App) APIDeps(wf api.Workflows) api.Deps {
 		MaxBodyBytes: a.Config.MaxBodyBytes, Now: a.Now,
 		EventSigner: events.Signer{Hasher: &a.Hasher},
 		Metrics:     a.Metrics, MetricsOnOwnPort: a.Config.MetricsAddr != "", Ready: a.Ready,
-		Signer: a.Signer, Knowledge: a.Knowledge, KeyUsage: a.KeyUsage,
+		Signer: a.Signer, Knowledge: a.Knowledge, KeyUsage: a.KeyUsage, Boards: a.Boards,
 	}
 }
 

@@ -137,6 +137,10 @@ func (e *Error) Is(target error) bool {
 		return e.Status == http.StatusTooManyRequests
 	case ErrUnavailable:
 		return e.Status == http.StatusServiceUnavailable
+	case ErrLeaseLost:
+		return e.Status == http.StatusConflict && e.Code == "lease_lost"
+	case ErrLeaseHeld:
+		return e.Status == http.StatusConflict && e.Code == "lease_held"
 	}
 	return false
 }

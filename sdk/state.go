@@ -30,6 +30,10 @@ func Object(typ, namespace, id string) Scope {
 // Subject is the scope of one customer, named by a handle such as "email:ana@example.com".
 func Subject(handle string) Scope { return Scope{Kind: "subject", ID: handle} }
 
+// AgentInstance is the scope of one agent instance (issue 31): one state shared by all the
+// instance's runs, named by the instance's id.
+func AgentInstance(instance string) Scope { return Scope{Kind: "agent", ID: instance} }
+
 // Delete, as a field's value in a merge write, removes that field.
 var Delete = deleteMarker{}
 

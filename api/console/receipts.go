@@ -129,7 +129,7 @@ func (h *Console) receiptsPage(c *gin.Context) {
 func (h *Console) showReceipts(c *gin.Context, p auth.Principal, v *receipts.Verification) {
 	ctx := c.Request.Context()
 	d := receiptsData{Kind: c.Query("kind"), Actor: c.Query("actor"), Verify: v,
-		Kinds: []string{receipts.KindAdmin, receipts.KindAgentMemory, receipts.KindCompliance, receipts.KindKnowledge}}
+		Kinds: []string{receipts.KindAdmin, receipts.KindAgentMemory, receipts.KindCompliance, receipts.KindKnowledge, receipts.KindBoard}}
 	filter := url.Values{}
 	for k, val := range map[string]string{"kind": d.Kind, "actor": d.Actor} {
 		if val != "" {

@@ -318,6 +318,7 @@ func TestSubjectErasureEndToEnd(t *testing.T) {
 			}
 			require.Equal(t, map[string][2]int{
 				"state": {2, 0}, "turns": {ana.turns + 3, 0}, "exports": {1, 0}, "knowledge": {0, 0}, "subjects": {3, 0}, "notes": {0, 0}, "outbox": {0, 0}, "keys": {2, 0},
+				"boards": {0, 0}, // issue 31: her erasure reaches boards too; she is on none here
 			}, stores)
 			// Each store says how the entries are gone from backups (issue 29 §1).
 			reach := map[string]string{}
@@ -326,6 +327,7 @@ func TestSubjectErasureEndToEnd(t *testing.T) {
 			}
 			require.Equal(t, map[string]string{
 				"state": "shredded", "turns": "shredded", "exports": "shredded", "knowledge": "shredded", "subjects": "shredded", "notes": "shredded", "outbox": "holds_none", "keys": "shredded",
+				"boards": "not_sealed", // boards are stored unsealed (docs/boards.md)
 			}, reach)
 			require.NotEmpty(t, cert.WorkflowHistory)
 			require.Contains(t, cert.Items[len(cert.Items)-1].HashedIDs[0], "sha256:")

@@ -70,6 +70,7 @@ var AllowedTables = map[string]string{
 	"api_keys":          "key names (an operator's label), secret hashes and roles; a person key names staff, not customers",
 	"documents":         "a space's configuration documents (features, object types, policies), written by its operator",
 	"document_changes":  "the history of those configuration documents",
+	"leases":            "lease rows of boards and working states: a target named by type and keyed hash, a lease id, a key id, a fencing token; never content",
 	"knowledge_bases":   "knowledge base names and settings; documents naming a subject are the knowledge eraser's",
 	"knowledge_readers": "who may read which knowledge base (a kind and an agent or key name)",
 	"console_sessions":  "Console sign-in sessions of staff: a person key id, times and a one-shot notice",

@@ -18,6 +18,7 @@ const (
 	KindTurn          = "turn"              // turns: a masked turn
 	KindIdentityLink  = "identity_link"     // turns: an identity link
 	KindScopeKey      = "conversation_key"  // turns: a conversation's (or task's) data key
+	KindBoard         = "board"             // boards: a board with its history (issue 31)
 )
 
 // How a store's erased entries are gone from backups (issue 29 §1, ER-1): the value of a

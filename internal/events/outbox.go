@@ -28,7 +28,9 @@ const TypeNoteDeleted = "agent_memory.note_deleted"
 // title, body or tags. A change request's events (internal/changes) carry ChangeID, Document
 // (the document's name) and Version (the version proposed against, or the one applied),
 // never the document's text. A deleted working state's event (internal/state) carries StateID,
-// the state's agent as SourceID and its last Version, never its scope, subject or body.
+// the state's agent as SourceID and its last Version, never its scope, subject or body. A
+// board's event (internal/boards, board.updated) carries BoardID (bd_...), the board's type as
+// Kind, the writing agent as SourceID and the new Version, never its id or body.
 type Event struct {
 	ID         string    `json:"id"`
 	Type       string    `json:"type"`
@@ -40,6 +42,7 @@ type Event struct {
 	SourceID   string    `json:"source_id,omitempty"`
 	ChangeID   string    `json:"change_id,omitempty"`
 	StateID    string    `json:"state_id,omitempty"`
+	BoardID    string    `json:"board_id,omitempty"`
 	Document   string    `json:"document,omitempty"`
 	Version    int64     `json:"version,omitempty"`
 	OccurredAt time.Time `json:"occurred_at"`

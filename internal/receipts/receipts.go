@@ -52,6 +52,7 @@ const (
 	KindAgentMemory = "agent_memory"
 	KindCompliance  = "compliance"
 	KindKnowledge   = "knowledge"
+	KindBoard       = "board" // boards (issue 31): reads, writes and the rule that settled each field
 )
 
 // Genesis is the previous hash of a space's first receipt.

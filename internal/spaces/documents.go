@@ -38,7 +38,7 @@ type Features struct {
 // for StateBytesPerSpace) from 1 to MaxQuota; an absent member takes its default
 // (internal/quotas.Defaults). Working-memory writes past a limit answer stored:false
 // over_quota (WM-8's rule); other writes 409 quota_exceeded naming the quota.
-// StatesPerScopeKind holds per scope kind (conversation, task, object, subject) its own limit.
+// StatesPerScopeKind holds per scope kind (conversation, task, object, subject, agent) its own limit.
 // TurnsPerConversation bounds each conversation's and each task's turns. Documents count while
 // pending or ready (a superseded, refused, failed or deleted one does not). Boards have no
 // limit yet: they do not exist; their quota joins this struct and the migration's counted
@@ -270,12 +270,14 @@ type ObjectTypes struct {
 }
 
 // ObjectType declares a type's fields; with Ownership "agent" it is a working-memory schema
-// (WM-2) and AgentState is required.
+// (WM-2) and AgentState is required; with Ownership "shared" it is a board type (issue 31,
+// internal/boards) and Board may set its limits.
 type ObjectType struct {
 	Type        string            `json:"type"`
 	Ownership   string            `json:"ownership,omitempty"`
 	Fields      map[string]Field  `json:"fields"`
 	AgentState  *AgentStateSpec   `json:"agent_state,omitempty"`
+	Board       *BoardSpec        `json:"board,omitempty"`
 	Retention   map[string]string `json:"retention,omitempty"`
 	Description string            `json:"description,omitempty"`
 }
@@ -288,6 +290,14 @@ type Field struct {
 	Sensitivity string   `json:"sensitivity,omitempty"`
 	Values      []string `json:"values,omitempty"`
 	Description string   `json:"description,omitempty"`
+	// Subject marks a board field whose value names a customer (a handle such as
+	// email:..., or an array of them): erasing that customer erases the boards naming them
+	// (issue 31). Only a shared type's fields take it.
+	Subject bool `json:"subject,omitempty"`
+	// Conflict is a board field's conflict rule (issue 31): how a write made at an older
+	// version than the stored one settles this field when both changed it. Nil is "reject".
+	// Only a shared type's fields take it.
+	Conflict *ConflictRule `json:"conflict,omitempty"`
 }
 
 // AgentStateSpec is a schema's agent_state section (WM-2).
@@ -296,13 +306,17 @@ type AgentStateSpec struct {
 	MaxBytes int    `json:"max_bytes,omitempty"`
 	Write    string `json:"write,omitempty"`
 	OverCap  string `json:"over_cap,omitempty"`
+	// Lease is "required" (the default: while a lease on a state is held, writes without it
+	// are refused, 409 lease_held) or "advisory" (issue 31).
+	Lease string `json:"lease,omitempty"`
 }
 
 // FieldTypes are the declarable field types.
 var FieldTypes = []string{"string", "text", "enum", "integer", "number", "boolean", "object", "array", "date", "datetime", "json"}
 
-// ScopeKinds are the kinds of working-memory scope (WM-2).
-var ScopeKinds = []string{"conversation", "task", "object", "subject"}
+// ScopeKinds are the kinds of working-memory scope (WM-2). "agent" is one state for the agent
+// instance named by the scope's id, shared by all its runs (issue 31).
+var ScopeKinds = []string{"conversation", "task", "object", "subject", "agent"}
 
 // Working-memory limits (WM-2).
 const (
@@ -340,9 +354,12 @@ func ParseObjectTypes(data []byte) (ObjectTypes, error) {
 		}
 		seen[t.Type] = true
 		switch t.Ownership {
-		case "", "agent", "space", "integration":
+		case "", "agent", "space", "integration", OwnershipShared:
 		default:
-			return d, invalidMember(at+".ownership", `must be "agent", "space" or "integration"`)
+			return d, invalidMember(at+".ownership", `must be "agent", "space", "integration" or "shared"`)
+		}
+		if err := validateBoardType(*t, at); err != nil {
+			return d, err
 		}
 		names := make([]string, 0, len(t.Fields))
 		for name := range t.Fields {
@@ -373,7 +390,7 @@ func ParseObjectTypes(data []byte) (ObjectTypes, error) {
 			}
 			s := t.AgentState
 			if !slices.Contains(ScopeKinds, s.Scope) {
-				return d, invalidMember(at+".agent_state.scope", "must be one of conversation, task, object, subject")
+				return d, invalidMember(at+".agent_state.scope", "must be one of conversation, task, object, subject, agent")
 			}
 			if s.MaxBytes < 0 || s.MaxBytes > MaxMaxBytes {
 				return d, invalidMember(at+".agent_state.max_bytes", "must be between 1 and 65536")
@@ -385,6 +402,9 @@ func ParseObjectTypes(data []byte) (ObjectTypes, error) {
 			}
 			if s.OverCap != "" && s.OverCap != "keep_previous" {
 				return d, invalidMember(at+".agent_state.over_cap", `must be "keep_previous"`)
+			}
+			if s.Lease != "" && s.Lease != LeaseRequired && s.Lease != LeaseAdvisory {
+				return d, invalidMember(at+".agent_state.lease", `must be "required" or "advisory"`)
 			}
 		} else if t.AgentState != nil {
 			return d, invalidMember(at+".agent_state", "only a type with ownership agent takes an agent_state section")

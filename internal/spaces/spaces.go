@@ -333,6 +333,8 @@ func (d Documents) get(ctx context.Context, db bun.IDB, spaceID, name string) (s
 			return `{"types":[]}`, 0, nil
 		case DocViews:
 			return `{"views":[]}`, 0, nil
+		case DocBoardGrants:
+			return `{"grants":[]}`, 0, nil
 		}
 		return "", 0, errNoDocument()
 	case err != nil:
@@ -342,7 +344,7 @@ func (d Documents) get(ctx context.Context, db bun.IDB, spaceID, name string) (s
 }
 
 func errNoDocument() error {
-	return fault.New(fault.NotFound, "document_not_found", "the documents are features, object-types and views")
+	return fault.New(fault.NotFound, "document_not_found", "the documents are features, object-types, views and board-grants")
 }
 
 // DirectPut reports whether the space's documents may be written by a direct PUT: the
@@ -405,8 +407,8 @@ func (d Documents) raw(ctx context.Context, spaceID, name string) (string, error
 }
 
 // MayPut reports whether p may write the document name, before its body is read: features
-// needs role security, object-types admin or integration, views security or admin
-// (fault.Forbidden); another name is
+// needs role security, object-types admin or integration, views security or admin,
+// board-grants admin (fault.Forbidden); another name is
 // fault.NotFound "document_not_found".
 func (d Documents) MayPut(p auth.Principal, name string) error {
 	switch name {
@@ -416,6 +418,8 @@ func (d Documents) MayPut(p auth.Principal, name string) error {
 		return p.RequireRole(auth.RoleAdmin, auth.RoleIntegration)
 	case DocViews:
 		return p.RequireRole(auth.RoleSecurity, auth.RoleAdmin)
+	case DocBoardGrants:
+		return p.RequireRole(auth.RoleAdmin)
 	default:
 		return errNoDocument()
 	}
@@ -522,6 +526,15 @@ func (d Documents) normalize(name string, body []byte, direct bool) (string, err
 		return marshal(t), nil
 	case DocViews:
 		return normalizeViews(body)
+	case DocBoardGrants:
+		g, err := ParseBoardGrants(body)
+		if err != nil {
+			return "", err
+		}
+		if err := requireObject(body); err != nil {
+			return "", err
+		}
+		return marshal(g), nil
 	}
 	return "", errNoDocument()
 }

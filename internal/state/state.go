@@ -66,8 +66,10 @@ type Service struct {
 	writers writers  // this replica's writes of one state, one at a time
 }
 
-// Scope names what a state belongs to (WM-3): Kind is conversation, task, object or subject;
-// ID is the conversation/task id, "type:namespace:id" for an object, or a customer handle.
+// Scope names what a state belongs to (WM-3): Kind is conversation, task, object, subject or
+// agent; ID is the conversation/task id, "type:namespace:id" for an object, a customer handle,
+// or for agent the agent instance's id (one state for the instance, shared by all its runs,
+// issue 31).
 type Scope struct {
 	Kind string `json:"kind"`
 	ID   string `json:"id"`
@@ -465,7 +467,7 @@ func (s *Service) hashScope(spaceID string, features spaces.Features, scope *Sco
 		return "", "", "", invalid("scope", "scope is required")
 	}
 	if !slices.Contains(spaces.ScopeKinds, scope.Kind) {
-		return "", "", "", invalid("scope.kind", "scope.kind must be conversation, task, object or subject")
+		return "", "", "", invalid("scope.kind", "scope.kind must be conversation, task, object, subject or agent")
 	}
 	id := strings.TrimSpace(scope.ID)
 	if id == "" || len(id) > 512 {

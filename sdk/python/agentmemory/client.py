@@ -424,6 +424,11 @@ class Client:
         """The session of one customer, named by a handle such as ``email:ana@example.com``."""
         return Session(self, Scope("subject", handle), view=view)
 
+    def board(self, type: str, id: str) -> "Board":
+        """The board type:id (issue 31, docs/boards.md): get, put with if_version, lease."""
+        from .boards import Board
+        return Board(self._http, type, id)
+
     def agent_state(self, scope: Scope, *, subject: str = "") -> "AgentState":
         """The handle of the state of ``scope`` for this client's agent."""
         return AgentState(self, scope, subject=subject)

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { BoardHandle } from "./boards.js";
 import { AgentMemoryError, ConflictError, UnreachableError } from "./errors.js";
 import { Transport, type Answer, type FetchLike, type Logger, type RetryOptions } from "./http.js";
 import { fileQueue, memoryQueue, type QueueStore, type QueuedWrite } from "./queue.js";
@@ -605,6 +606,11 @@ export class AgentMemoryClient {
    */
   tools(opts: ToolKitOptions = {}): Promise<ToolKit> {
     return toolKit(this, opts, undefined);
+  }
+
+  /** The board `type`:`id` (issue 31, docs/boards.md): get, put with ifVersion, lease. */
+  board(type: string, id: string): BoardHandle {
+    return new BoardHandle(() => this.transport(), type, id);
   }
 
   /** @internal */

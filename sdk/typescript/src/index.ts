@@ -68,6 +68,7 @@ export {
   type ToolResult,
 } from "./tools.js";
 export type * from "./types.js";
+export { BoardHandle, BoardLease } from "./boards.js";
 
 import { AgentMemoryClient as Client, type ClientOptions as Options } from "./client.js";
 

@@ -10,7 +10,7 @@
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [member: string]: JsonValue };
 
 /** The kinds of scope a state belongs to. */
-export type ScopeKind = "conversation" | "task" | "object" | "subject";
+export type ScopeKind = "conversation" | "task" | "object" | "subject" | "agent";
 
 /**
  * What one state belongs to (schema `Scope`). `id` is the conversation's or task's id, the
@@ -287,4 +287,39 @@ export interface ContextAnswer {
   run?: RunReport;
   /** True when the run had too little left for any answer: the payload is empty. */
   budget_exhausted?: boolean;
+}
+
+/** How one field both this write and another since `if_version` changed was settled (schema `BoardOutcome`). */
+export interface BoardOutcome {
+  field: string;
+  rule: "reject" | "ours" | "theirs" | "merge_by_key" | "union" | "max" | "min" | "sum" | "cel";
+  rejected?: boolean;
+  reason?: string;
+}
+
+/** Answer 200 of `PUT /v1/boards` (schema `BoardWriteResult`). */
+export interface BoardWriteResult {
+  stored: boolean;
+  version: number;
+  settled: BoardOutcome[];
+  reason: "not_declared_field" | "over_cap" | null;
+  fields?: string[];
+  bytes?: number;
+  max_bytes?: number;
+}
+
+/** Answer 200 of `POST /v1/boards/read` (schema `Board`). */
+export interface BoardRead {
+  type: string;
+  id: string;
+  body: { [member: string]: JsonValue };
+  version: number;
+  updated_at: string | null;
+}
+
+/** A lease with its fencing token (schema `Lease`). */
+export interface LeaseInfo {
+  lease_id: string;
+  token: number;
+  expires_at: string;
 }

@@ -73,6 +73,10 @@ const PAIRS: [string, string, boolean?][] = [
   ["Run", "Run"],
   ["RunReport", "RunReport"],
   ["ErrorBody", "Error"],
+  ["BoardOutcome", "BoardOutcome"],
+  ["BoardWriteResult", "BoardWriteResult"],
+  ["BoardRead", "Board"],
+  ["LeaseInfo", "Lease"],
 ];
 
 function checks(): string {
