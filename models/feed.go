@@ -1,6 +1,10 @@
 package models
 
-import "github.com/uptrace/bun"
+import (
+	"time"
+
+	"github.com/uptrace/bun"
+)
 
 // FeedChange is one change of an exported row (issue 33, EXP-1), written by the capture
 // triggers in the transaction of the change: Tbl is the table's name in the feed, PK the row's
@@ -25,4 +29,19 @@ type FeedHead struct {
 
 	SpaceID  string `bun:"space_id,pk"`
 	Position int64  `bun:"position"`
+}
+
+// ExportSink is the delivery state of a space's configured export sink (issue 33): Cursor is
+// the last feed cursor it acknowledged, LastError its last failure (generic, no record),
+// DeliveredAt when it last delivered records.
+type ExportSink struct {
+	bun.BaseModel `bun:"table:export_sinks,alias:es"`
+
+	SpaceID     string     `bun:"space_id,pk"`
+	Name        string     `bun:"name,pk"`
+	Kind        string     `bun:"kind"`
+	Cursor      int64      `bun:"cursor"`
+	LastError   string     `bun:"last_error"`
+	DeliveredAt *time.Time `bun:"delivered_at"`
+	UpdatedAt   time.Time  `bun:"updated_at"`
 }
