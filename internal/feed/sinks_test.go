@@ -6,9 +6,12 @@ import (
 	"crypto/rand"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -204,5 +207,30 @@ func TestKafkaSinkDeliversEveryRecordOncePerKeyInOrder(t *testing.T) {
 			require.IsIncreasing(t, curs, "key %s in order", key)
 		}
 		require.Len(t, perKey["spc_a/st_1"], 4, "every version of the state")
+	})
+}
+
+// TestLagCollector: the lag gauge is the largest unacknowledged count over the sinks, without
+// a space label; sinks are counted ok or failing.
+func TestLagCollector(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
+		ctx := context.Background()
+		seedRows(t, d, "spc_a")
+		require.NoError(t, feed.RecordDelivery(ctx, d, "spc_a", "lake", feed.KindDirectory, 3, true, "", time.Now()))
+		require.NoError(t, feed.RecordDelivery(ctx, d, "spc_a", "stream", feed.KindKafka, 10, false, "delivery failed", time.Now()))
+		reg := prometheus.NewRegistry()
+		require.NoError(t, reg.Register(feed.LagCollector{DB: d}))
+		got, err := testutil.GatherAndCount(reg)
+		require.NoError(t, err)
+		require.Equal(t, 3, got)
+		require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP agentmemory_export_sink_lag_records Largest number of committed export feed records a sink has not acknowledged.
+# TYPE agentmemory_export_sink_lag_records gauge
+agentmemory_export_sink_lag_records 10
+# HELP agentmemory_export_sinks Export sinks by the outcome of their last delivery.
+# TYPE agentmemory_export_sinks gauge
+agentmemory_export_sinks{state="failing"} 1
+agentmemory_export_sinks{state="ok"} 1
+`)))
 	})
 }
