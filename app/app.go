@@ -244,7 +244,7 @@ func (a *App) wire() {
 	a.EventMetrics = events.NewMetrics()
 	a.Metrics.Registry().MustRegister(a.EventMetrics)
 	a.Metrics.Registry().MustRegister(feed.LagCollector{DB: d}) // export sinks' lag (issue 33)
-	a.Runs = &runs.Store{DB: d, Docs: a.Docs, Now: now} // the budgets of runs (CTX-3)
+	a.Runs = &runs.Store{DB: d, Docs: a.Docs, Now: now}         // the budgets of runs (CTX-3)
 	a.Notes = &notes.Service{DB: d, Docs: a.Docs, Subjects: a.Subjects, Hasher: h, Now: now, Receipts: a.Receipts, Runs: a.Runs}
 	a.Proposals = &proposals.Service{DB: d, Notes: a.Notes, Now: now}
 	a.Notes.Proposals = a.Proposals   // human_only writes become proposals (AM-8)
