@@ -416,6 +416,10 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(200, "GET", "/v1/events?after=0&limit=50", admin, nil)
 			c.do(400, "GET", "/v1/events?limit=0", admin, nil)
 			c.do(200, "GET", "/v1/events/webhook-secret", admin, nil)
+			c.do(200, "GET", "/v1/export/feed?after=0&limit=50", admin, nil)
+			c.do(200, "GET", "/v1/export/feed?tables=notes,agent_states&limit=5", admin, nil)
+			c.do(400, "GET", "/v1/export/feed?tables=turns", admin, nil)
+			c.do(403, "GET", "/v1/export/feed", bot, nil)
 			c.do(403, "GET", "/v1/events/webhook-secret", bot, nil)
 
 			// Every routed operation had a success and an error (the open ones: a success).

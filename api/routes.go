@@ -131,4 +131,5 @@ func (s *Server) routes() {
 	// Events (AM-13, GOV-4): the outbox and the webhook signing secret.
 	v1.GET("/events", s.listEvents)
 	v1.GET("/events/webhook-secret", s.webhookSecret)
+	v1.GET("/export/feed", s.exportFeed) // api/export_feed.go
 }

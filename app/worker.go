@@ -3,9 +3,11 @@ package app
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"sync"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/llm"
 	"github.com/agentmemory/agentmemory/internal/logs"
 	"github.com/agentmemory/agentmemory/worker"
+	"github.com/agentmemory/agentmemory/workflows"
 )
 
 // WorkerOptions adjust the worker NewWorker builds; the zero value is the binary's.
@@ -66,6 +69,7 @@ func (a *App) NewWorker(c client.Client, o WorkerOptions) (sdkworker.Worker, err
 	w := worker.New(c, tq, sdkworker.Options{WorkerStopTimeout: a.Config.ShutdownTimeout}, acts, ca)
 	worker.RegisterKnowledge(w, &activities.KnowledgeActivities{Knowledge: a.Knowledge,
 		EmbedderOutage: &logs.Outage{Log: a.Log.With("component", "knowledge"), Name: "embedder", Now: a.Now}})
+	worker.RegisterFeed(w, a.FeedActivities())
 	return w, nil
 }
 
@@ -100,8 +104,9 @@ func (a *App) StartWorker(c client.Client) (*Worker, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	a.Reconcile(ctx, starter)
 	cancel()
+	a.StartSinks(context.Background(), c)
 	loop := &worker.ReconcileLoop{Interval: a.Config.ReconcileInterval, Timeout: time.Minute,
-		Run: func(ctx context.Context) { a.Reconcile(ctx, starter) }}
+		Run: func(ctx context.Context) { a.Reconcile(ctx, starter); a.StartSinks(ctx, c) }}
 	loop.Start()
 	return &Worker{Worker: w, loop: loop}, nil
 }
@@ -180,5 +185,38 @@ func (a *App) StartSealer(ctx context.Context) (stop func()) {
 	return func() {
 		cancel()
 		wg.Wait()
+	}
+}
+
+// FeedActivities are the export feed's activities over a's database, documents, signer and
+// configuration (AGENTMEMORY_EXPORT_DIR, default export/ in the data dir; KAFKA_BROKERS).
+func (a *App) FeedActivities() *activities.FeedActivities {
+	dir := a.Config.ExportDir
+	if dir == "" {
+		dir = filepath.Join(a.Config.DataDir, "export")
+	}
+	return &activities.FeedActivities{DB: a.DB, Docs: a.Docs, Dir: dir, Brokers: a.Config.KafkaBrokers, Signer: a.Signer, Now: a.Now}
+}
+
+// StartSinks starts the SinkWorkflow of every configured export sink that has none running
+// (issue 33): at worker start and on every reconcile pass, so a sink added by a features
+// change starts within AGENTMEMORY_RECONCILE_INTERVAL. A running one is left alone (its id
+// is the sink's). A failure is logged, scrubbed; the next pass retries.
+func (a *App) StartSinks(ctx context.Context, c client.Client) {
+	refs, err := a.FeedActivities().ConfiguredSinks(ctx)
+	if err != nil {
+		code, cause := logs.Scrub(err)
+		a.Log.Warn("export sinks not listed; the next pass retries", "code", code, "cause", cause)
+		return
+	}
+	for _, r := range refs {
+		_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID: workflows.SinkWorkflowID(r.SpaceID, r.Sink), TaskQueue: a.Config.TaskQueue,
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		}, workflows.SinkWorkflow, workflows.SinkInput{SpaceID: r.SpaceID, Sink: r.Sink, Poll: a.Config.ExportPoll})
+		if err != nil {
+			code, cause := logs.Scrub(err)
+			a.Log.Warn("export sink workflow not started; the next pass retries", "space_id", r.SpaceID, "code", code, "cause", cause)
+		}
 	}
 }

@@ -23,6 +23,12 @@ func RegisterKnowledge(r sdkworker.Registry, ka *activities.KnowledgeActivities)
 	r.RegisterActivity(ka)
 }
 
+// RegisterFeed registers SinkWorkflow and the export feed's activities with r (issue 33).
+func RegisterFeed(r sdkworker.Registry, fa *activities.FeedActivities) {
+	r.RegisterWorkflow(workflows.SinkWorkflow)
+	r.RegisterActivity(fa)
+}
+
 // Register adds every workflow and activity to r (a worker, a replayer's registry or a test
 // environment).
 func Register(r sdkworker.Registry, a *activities.Activities) {

@@ -42,6 +42,9 @@ const (
 	// deletes documents (KN-1: separate permissions, reading does not imply writing).
 	ScopeKnowledgeRead  = "knowledge:read"
 	ScopeKnowledgeWrite = "knowledge:write"
+	// ScopeExport reads the space's continuous export feed (issue 33, EXP-1): every exported
+	// table, as role admin does; for the key of an export pipeline, which needs no person key.
+	ScopeExport = "export"
 )
 
 // Person roles.
@@ -55,7 +58,7 @@ const (
 
 // AllScopes and AllRoles list the valid values, in a stable order.
 var (
-	AllScopes = []string{ScopeAgentState, ScopeAgentMemory, ScopeAgentMemoryWrite, ScopeContext, ScopeKnowledgeRead, ScopeKnowledgeWrite}
+	AllScopes = []string{ScopeAgentState, ScopeAgentMemory, ScopeAgentMemoryWrite, ScopeContext, ScopeKnowledgeRead, ScopeKnowledgeWrite, ScopeExport}
 	AllRoles  = []string{RoleAdmin, RoleSecurity, RoleIntegration, RoleReviewer, RoleCompliance}
 )
 

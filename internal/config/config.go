@@ -50,6 +50,11 @@ type Config struct {
 	// KafkaBrokers lists host:port of Kafka brokers, comma-separated; empty leaves the outbox
 	// relay off (events stay in the outbox table).
 	KafkaBrokers []string `env:"KAFKA_BROKERS" envSeparator:","`
+	// ExportDir is the root of the export feed's directory sinks (issue 33): a sink named N
+	// of space S writes under ExportDir/S/N/. Empty means export/ in DataDir.
+	ExportDir string `env:"AGENTMEMORY_EXPORT_DIR"`
+	// ExportPoll is how long a sink's workflow waits when the feed had nothing new.
+	ExportPoll time.Duration `env:"AGENTMEMORY_EXPORT_POLL" envDefault:"5s"`
 	// KafkaTopic receives the events.
 	KafkaTopic string `env:"KAFKA_TOPIC" envDefault:"agentmemory.events"`
 	// OllamaHost is the base URL of the Ollama-API server that distils notes (and, with

@@ -98,6 +98,12 @@ var AllowedTables = map[string]string{
 	"event_heads":        "the outbox relay's position per space",
 	"relay_leases":       "which replica relays the outbox",
 	"webhook_deliveries": "delivery attempts of outbox events to webhooks (event ids, status codes)",
+	// The export feed (issue 33): which row of which table changed, never its content (the
+	// feed reads a row from its table when read, so an erased row reads as a tombstone).
+	"feed_changes": "the export feed's change records: a table name, a row's key (an id, a receipt's or a " +
+		"checkpoint's number, a configuration document's name), upsert or delete; never content",
+	"feed_heads":   "the export feed's last cursor per space",
+	"export_sinks": "each export sink's name, kind, acknowledged cursor and last generic error; never a record",
 	// The migration tool's own tables.
 	"bun_migrations":      "applied migration names",
 	"bun_migration_locks": "the migration lock",

@@ -32,6 +32,7 @@ type Features struct {
 	Knowledge   KnowledgeFeature   `json:"knowledge"`
 	Quotas      QuotaSettings      `json:"quotas,omitzero"`
 	Retention   RetentionSettings  `json:"retention,omitzero"`
+	Export      ExportSettings     `json:"export,omitzero"`
 }
 
 // QuotaSettings are the space's storage limits (issue 34 §1, QT-1, MS-3), each a count (bytes
@@ -226,6 +227,9 @@ func ParseFeatures(data []byte) (Features, error) {
 		if _, err := ParseRetention(r); err != nil {
 			return f, invalidMember("retention.notes", err.Error())
 		}
+	}
+	if err := validateExport(f.Export); err != nil {
+		return f, err
 	}
 	return f, nil
 }

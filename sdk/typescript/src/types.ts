@@ -323,3 +323,33 @@ export interface LeaseInfo {
   token: number;
   expires_at: string;
 }
+
+/** A table of the continuous export feed (schema `FeedRecord`'s `table`; docs/export.md). */
+export type FeedTable =
+  | "notes"
+  | "proposals"
+  | "decisions"
+  | "receipts"
+  | "receipt_checkpoints"
+  | "knowledge_bases"
+  | "knowledge_documents"
+  | "knowledge_chunks"
+  | "agent_states"
+  | "keys"
+  | "change_requests"
+  | "documents";
+
+/**
+ * One record of the continuous export feed, `GET /v1/export/feed` (schema `FeedRecord`,
+ * issue 33): `cursor` is 1, 2, 3... per space, never skipping or repeating a committed change;
+ * `key` the row's primary key; an `upsert` carries `row` as the API shows it, a `delete` (a
+ * tombstone) the key only. `changed_at` is RFC 3339 UTC.
+ */
+export interface FeedRecord {
+  cursor: number;
+  table: FeedTable;
+  key: string;
+  op: "upsert" | "delete";
+  row?: { [member: string]: JsonValue };
+  changed_at: string;
+}

@@ -72,6 +72,7 @@ const PAIRS: [string, string, boolean?][] = [
   ["ContextAnswer", "ContextAnswer"],
   ["Run", "Run"],
   ["RunReport", "RunReport"],
+  ["FeedRecord", "FeedRecord"],
   ["ErrorBody", "Error"],
   ["BoardOutcome", "BoardOutcome"],
   ["BoardWriteResult", "BoardWriteResult"],
