@@ -17,6 +17,7 @@ import (
 	_ "gocloud.dev/blob/s3blob"
 
 	"github.com/agentmemory/agentmemory/internal/feed"
+	"github.com/agentmemory/agentmemory/internal/keystore"
 	"github.com/agentmemory/agentmemory/internal/signing"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
@@ -29,6 +30,7 @@ import (
 // per delivery (0: 1000).
 type FeedActivities struct {
 	DB      *bun.DB
+	Keys    keystore.Store // opens the sealed rows the feed exports (notes, proposals, knowledge)
 	Docs    spaces.Documents
 	Dir     string
 	Brokers []string
@@ -108,7 +110,7 @@ func (a *FeedActivities) deliver(ctx context.Context, ref SinkRef, cfg spaces.Ex
 		}
 		k := feed.NewKafkaSink(a.Brokers, cfg.Topics())
 		defer func() { _ = k.Close() }() // WriteMessages returned: nothing is buffered
-		return feed.RunKafka(ctx, a.DB, ref.SpaceID, ref.Sink, k, limit, a.now())
+		return feed.RunKafka(ctx, a.DB, a.Keys, ref.SpaceID, ref.Sink, k, limit, a.now())
 	}
 	if a.Signer == nil {
 		return 0, 0, fmt.Errorf("signing %w", errNotConfigured)
@@ -118,7 +120,7 @@ func (a *FeedActivities) deliver(ctx context.Context, ref SinkRef, cfg spaces.Ex
 		return 0, 0, err
 	}
 	defer func() { _ = b.Close() }() // every write was closed (committed) or abandoned already
-	return feed.RunFile(ctx, a.DB, ref.SpaceID, feed.FileSink{Bucket: b, Signer: a.Signer}, limit, a.now())
+	return feed.RunFile(ctx, a.DB, a.Keys, ref.SpaceID, feed.FileSink{Bucket: b, Signer: a.Signer}, limit, a.now())
 }
 
 // openBucket opens a directory sink's directory (Dir/space/name, created) or a bucket

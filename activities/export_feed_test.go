@@ -56,7 +56,7 @@ func TestDeliverSinkDirectoryAndRemoval(t *testing.T) {
 			}
 			total += res.Delivered
 		}
-		want, err := feed.Read(ctx, d, "spc_a", feed.Query{Limit: 100})
+		want, err := feed.Read(ctx, d, nil, "spc_a", feed.Query{Limit: 100})
 		require.NoError(t, err)
 		require.Equal(t, len(want), total)
 		b, err := fileblob.OpenBucket(filepath.Join(a.Dir, "spc_a", "lake"), nil)

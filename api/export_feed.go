@@ -36,7 +36,7 @@ func (s *Server) exportFeed(c *gin.Context) {
 	if raw := c.Query("tables"); raw != "" {
 		tables = strings.Split(raw, ",")
 	}
-	recs, err := feed.Read(s.ctx(c), s.DB, p.SpaceID, feed.Query{After: after, Tables: tables, Limit: limit})
+	recs, err := feed.Read(s.ctx(c), s.DB, s.Notes.Keys, p.SpaceID, feed.Query{After: after, Tables: tables, Limit: limit})
 	if errors.Is(err, feed.ErrUnknownTable) {
 		err = fault.New(fault.Invalid, "invalid_query", "tables must be a comma-separated list of: %s",
 			strings.Join(slices.Sorted(slices.Values(feed.TableNames())), ", ")).With("member", "tables")

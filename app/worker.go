@@ -195,7 +195,7 @@ func (a *App) FeedActivities() *activities.FeedActivities {
 	if dir == "" {
 		dir = filepath.Join(a.Config.DataDir, "export")
 	}
-	return &activities.FeedActivities{DB: a.DB, Docs: a.Docs, Dir: dir, Brokers: a.Config.KafkaBrokers, Signer: a.Signer, Now: a.Now}
+	return &activities.FeedActivities{DB: a.DB, Keys: a.Keys, Docs: a.Docs, Dir: dir, Brokers: a.Config.KafkaBrokers, Signer: a.Signer, Now: a.Now}
 }
 
 // StartSinks starts the SinkWorkflow of every configured export sink that has none running

@@ -32,6 +32,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/keystore"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -156,8 +157,9 @@ var ErrUnknownTable = errors.New("feed: unknown table")
 
 // Read numbers what is pending (AdvanceAll) and returns the page q of spaceID's feed, in
 // cursor order, each record with its row as exported now (Tables); an upsert whose row is
-// gone reads as a delete. Errors: ErrUnknownTable (wrapped, with the name).
-func Read(ctx context.Context, d *bun.DB, spaceID string, q Query) ([]Record, error) {
+// gone, or whose sealed content no longer opens with the key store ks, reads as a delete.
+// Errors: ErrUnknownTable (wrapped, with the name); the database's and the key store's.
+func Read(ctx context.Context, d *bun.DB, ks keystore.Store, spaceID string, q Query) ([]Record, error) {
 	for _, t := range q.Tables {
 		if _, ok := tableByName[t]; !ok {
 			return nil, fmt.Errorf("%w: %q", ErrUnknownTable, t)
@@ -174,7 +176,7 @@ func Read(ctx context.Context, d *bun.DB, spaceID string, q Query) ([]Record, er
 	if err := sel.Where("position IS NOT NULL").Order("position ASC").Limit(int64(q.Limit)).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("feed: read: %w", err)
 	}
-	return render(ctx, d, spaceID, rows)
+	return render(ctx, d, ks, spaceID, rows)
 }
 
 // Head returns spaceID's last assigned cursor (0 before any) and how many committed changes

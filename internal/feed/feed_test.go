@@ -21,7 +21,7 @@ func readAll(t *testing.T, d *bun.DB, spaceID string, after int64, limit int, ta
 	t.Helper()
 	var out []feed.Record
 	for {
-		page, err := feed.Read(context.Background(), d, spaceID, feed.Query{After: after, Limit: limit, Tables: tables})
+		page, err := feed.Read(context.Background(), d, nil, spaceID, feed.Query{After: after, Limit: limit, Tables: tables})
 		require.NoError(t, err)
 		if len(page) == 0 {
 			return out
@@ -122,7 +122,7 @@ func TestFeedCarriesEveryTableWithoutContentItMustNotExport(t *testing.T) {
 
 		notes := readAll(t, d, "spc_a", 0, 100, "notes", "keys")
 		require.Len(t, notes, 2)
-		_, err := feed.Read(context.Background(), d, "spc_a", feed.Query{Tables: []string{"turns"}, Limit: 10})
+		_, err := feed.Read(context.Background(), d, nil, "spc_a", feed.Query{Tables: []string{"turns"}, Limit: 10})
 		require.ErrorIs(t, err, feed.ErrUnknownTable)
 	})
 }

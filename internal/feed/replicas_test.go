@@ -170,7 +170,7 @@ func follow(ctx context.Context, d *bun.DB, mu *sync.Mutex, seen *[]feed.Record,
 			return nil
 		default:
 		}
-		page, err := feed.Read(ctx, d, "spc_a", feed.Query{After: after, Limit: 17})
+		page, err := feed.Read(ctx, d, nil, "spc_a", feed.Query{After: after, Limit: 17})
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/agentmemory/agentmemory/internal/keystore"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -73,15 +74,15 @@ func RecordDelivery(ctx context.Context, idb bun.IDB, spaceID, name, kind string
 	return nil
 }
 
-// RunFile is one delivery of a file sink: the records after its manifest's cursor, at most
+// RunFile is one delivery of a file sink (ks opens the sealed rows, Read): the records after its manifest's cursor, at most
 // limit, become parts and a new manifest. It returns how many records went out and the
 // cursor acknowledged.
-func RunFile(ctx context.Context, d *bun.DB, spaceID string, f FileSink, limit int, now time.Time) (int, int64, error) {
+func RunFile(ctx context.Context, d *bun.DB, ks keystore.Store, spaceID string, f FileSink, limit int, now time.Time) (int, int64, error) {
 	m, err := ReadManifest(ctx, f.Bucket, nil)
 	if err != nil {
 		return 0, 0, err
 	}
-	recs, err := Read(ctx, d, spaceID, Query{After: m.Cursor, Limit: limit})
+	recs, err := Read(ctx, d, ks, spaceID, Query{After: m.Cursor, Limit: limit})
 	if err != nil {
 		return 0, m.Cursor, err
 	}
@@ -92,15 +93,15 @@ func RunFile(ctx context.Context, d *bun.DB, spaceID string, f FileSink, limit i
 	return len(recs), next.Cursor, nil
 }
 
-// RunKafka is one delivery of a Kafka sink named name: the records after its acknowledged
+// RunKafka is one delivery of a Kafka sink named name (ks opens the sealed rows, Read): the records after its acknowledged
 // cursor, at most limit, published; the cursor moves once the brokers acknowledged them. It
 // returns how many went out and the cursor acknowledged.
-func RunKafka(ctx context.Context, d *bun.DB, spaceID, name string, k *KafkaSink, limit int, now time.Time) (int, int64, error) {
+func RunKafka(ctx context.Context, d *bun.DB, ks keystore.Store, spaceID, name string, k *KafkaSink, limit int, now time.Time) (int, int64, error) {
 	after, err := SinkCursor(ctx, d, spaceID, name)
 	if err != nil {
 		return 0, 0, err
 	}
-	recs, err := Read(ctx, d, spaceID, Query{After: after, Limit: limit})
+	recs, err := Read(ctx, d, ks, spaceID, Query{After: after, Limit: limit})
 	if err != nil || len(recs) == 0 {
 		return 0, after, err
 	}

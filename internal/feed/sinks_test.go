@@ -46,7 +46,7 @@ func openDir(t *testing.T) *blob.Bucket {
 func drainFile(t *testing.T, d *bun.DB, f feed.FileSink, limit int) {
 	t.Helper()
 	for {
-		n, _, err := feed.RunFile(context.Background(), d, "spc_a", f, limit, time.Now())
+		n, _, err := feed.RunFile(context.Background(), d, nil, "spc_a", f, limit, time.Now())
 		require.NoError(t, err)
 		if n == 0 {
 			return
@@ -67,7 +67,7 @@ func TestFileSinkResumesAfterACrashWithoutHalfOrDuplicateParts(t *testing.T) {
 		seedRows(t, d, "spc_a")
 		b, signer := openDir(t), newSigner(t)
 		crashing := feed.FileSink{Bucket: b, Signer: signer, BeforeManifest: func() error { return errCrash }}
-		_, _, err := feed.RunFile(ctx, d, "spc_a", crashing, 4, time.Now())
+		_, _, err := feed.RunFile(ctx, d, nil, "spc_a", crashing, 4, time.Now())
 		require.ErrorIs(t, err, errCrash)
 		m, err := feed.ReadManifest(ctx, b, signer.Keys())
 		require.NoError(t, err)
@@ -170,7 +170,7 @@ func TestKafkaSinkDeliversEveryRecordOncePerKeyInOrder(t *testing.T) {
 		_, err = d.NewDelete().Model((*models.Note)(nil)).Where("id = 'note_1'").Exec(ctx)
 		require.NoError(t, err)
 		for {
-			n, _, err := feed.RunKafka(ctx, d, "spc_a", "stream", k, 3, time.Now())
+			n, _, err := feed.RunKafka(ctx, d, nil, "spc_a", "stream", k, 3, time.Now())
 			require.NoError(t, err)
 			if n == 0 {
 				break

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/changes"
+	"github.com/agentmemory/agentmemory/internal/keystore"
 	"github.com/agentmemory/agentmemory/internal/knowledge"
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/proposals"
@@ -19,28 +20,29 @@ import (
 )
 
 // Table is one exported table: Name is its name in the feed (and the `tables` filter), load
-// reads the rows of keys in a space as exported (by key; a key without a row is absent).
+// reads the rows of keys in a space as exported (by key; a key without a row, or whose sealed
+// content no longer opens with the key store ks, is absent).
 type Table struct {
 	Name string
-	load func(ctx context.Context, idb bun.IDB, spaceID string, keys []string) (map[string]any, error)
+	load func(ctx context.Context, idb bun.IDB, ks keystore.Store, spaceID string, keys []string) (map[string]any, error)
 }
 
 // Tables are the exported tables, in a stable order. Each is captured by the triggers of
 // migration 20261205050000 under the same name. Boards (SH-1) join here with their metadata
 // only, captured by their own migration, when they land.
 var Tables = []Table{
-	{"notes", loadBy(func(r models.Note) (string, any) { return r.ID, notes.FeedView(r) }, "id")},
-	{"proposals", loadBy(func(r models.NoteProposal) (string, any) { return r.ID, proposals.FeedView(r) }, "id")},
+	{"notes", loadOpened(notes.OpenRows, func(r models.Note) (string, any) { return r.ID, notes.FeedView(r) }, "id")},
+	{"proposals", loadOpened(notes.OpenProposalRows, func(r models.NoteProposal) (string, any) { return r.ID, proposals.FeedView(r) }, "id")},
 	{"decisions", loadBy(func(r models.ProposalDecision) (string, any) { return r.ID, decisionView(r) }, "id")},
 	{"receipts", loadBy(func(r models.Receipt) (string, any) { return r.ID, receiptView(r) }, "id")},
 	{"receipt_checkpoints", loadBy(func(r models.ReceiptBatch) (string, any) {
 		return strconv.FormatInt(r.Seq, 10), checkpointView(r)
 	}, "seq")},
 	{"knowledge_bases", loadBy(func(r models.KnowledgeBase) (string, any) { return r.ID, baseView(r) }, "id")},
-	{"knowledge_documents", loadBy(func(r models.KnowledgeDocument) (string, any) {
+	{"knowledge_documents", loadOpened(knowledge.OpenDocuments, func(r models.KnowledgeDocument) (string, any) {
 		return r.ID, knowledge.FeedDocument(r)
 	}, "id", "body")},
-	{"knowledge_chunks", loadBy(func(r models.KnowledgeChunk) (string, any) { return r.ID, chunkView(r) }, "id", "embedding")},
+	{"knowledge_chunks", loadOpened(knowledge.OpenChunks, func(r models.KnowledgeChunk) (string, any) { return r.ID, chunkView(r) }, "id", "embedding", "sealed_embedding")},
 	{"agent_states", loadBy(func(r models.AgentState) (string, any) { return r.ID, stateView(r) }, "id", "body", "field_times")},
 	{"keys", loadBy(func(r models.APIKey) (string, any) { return r.ID, auth.FeedView(r) }, "id", "hash")},
 	{"change_requests", loadBy(func(r models.DocumentChange) (string, any) { return r.ID, changes.FeedView(r) }, "id")},
@@ -67,14 +69,25 @@ func TableNames() []string {
 // loadBy loads rows of type T of a space whose keyCol is one of the keys, leaving out the
 // columns excluded (content the export never carries: a state's body, a key's hash), and
 // turns each into its key and exported view.
-func loadBy[T any](view func(T) (string, any), keyCol string, excluded ...string) func(context.Context, bun.IDB, string, []string) (map[string]any, error) {
-	return func(ctx context.Context, idb bun.IDB, spaceID string, keys []string) (map[string]any, error) {
+func loadBy[T any](view func(T) (string, any), keyCol string, excluded ...string) func(context.Context, bun.IDB, keystore.Store, string, []string) (map[string]any, error) {
+	return loadOpened(func(_ context.Context, _ keystore.Store, rows []T) ([]T, error) { return rows, nil }, view, keyCol, excluded...)
+}
+
+// loadOpened is loadBy for a table whose content is sealed (notes, proposals, knowledge:
+// issue 29 §1): open unseals the rows with the key store and leaves out those whose key is
+// gone (erased or deleted), which then read as deletes.
+func loadOpened[T any](open func(context.Context, keystore.Store, []T) ([]T, error), view func(T) (string, any), keyCol string, excluded ...string) func(context.Context, bun.IDB, keystore.Store, string, []string) (map[string]any, error) {
+	return func(ctx context.Context, idb bun.IDB, ks keystore.Store, spaceID string, keys []string) (map[string]any, error) {
 		var rows []T
 		q := idb.NewSelect().Model(&rows).Where("space_id = ?", spaceID).Where("? IN (?)", bun.Ident(keyCol), bun.In(keys))
 		if len(excluded) > 0 {
 			q = q.ExcludeColumn(excluded...)
 		}
 		if err := q.Scan(ctx); err != nil {
+			return nil, err
+		}
+		rows, err := open(ctx, ks, rows)
+		if err != nil {
 			return nil, err
 		}
 		out := make(map[string]any, len(rows))
@@ -88,7 +101,7 @@ func loadBy[T any](view func(T) (string, any), keyCol string, excluded ...string
 
 // render gives each change its row as exported now: the changes are grouped by table, each
 // table's rows loaded once, and a change whose row is gone becomes a delete.
-func render(ctx context.Context, idb bun.IDB, spaceID string, changes []models.FeedChange) ([]Record, error) {
+func render(ctx context.Context, idb bun.IDB, ks keystore.Store, spaceID string, changes []models.FeedChange) ([]Record, error) {
 	byTable := map[string][]string{}
 	for _, c := range changes {
 		if c.Op == OpUpsert {
@@ -106,7 +119,7 @@ func render(ctx context.Context, idb bun.IDB, spaceID string, changes []models.F
 		if !ok {
 			return nil, fmt.Errorf("feed: change of unknown table %q", name)
 		}
-		m, err := t.load(ctx, idb, spaceID, byTable[name])
+		m, err := t.load(ctx, idb, ks, spaceID, byTable[name])
 		if err != nil {
 			return nil, fmt.Errorf("feed: load %s: %w", name, err)
 		}

@@ -203,3 +203,39 @@ func (s *Service) destroyKeys(ctx context.Context, docIDs []string) ([]string, e
 	}
 	return out, nil
 }
+
+// OpenDocuments unseals documents' titles and bodies in place with keys and returns those that
+// open, in order (a document whose key is gone was deleted or erased and is left out), for
+// readers outside the service such as the export feed (issue 33).
+func OpenDocuments(ctx context.Context, keys keystore.Store, rows []models.KnowledgeDocument) ([]models.KnowledgeDocument, error) {
+	k := &keyring{keys: keys, got: map[string][]byte{}}
+	out := rows[:0]
+	for i := range rows {
+		ok, err := k.openDocument(ctx, &rows[i])
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, rows[i])
+		}
+	}
+	return out, nil
+}
+
+// OpenChunks unseals chunks' texts in place with keys and returns those that open, in order
+// (OpenDocuments).
+func OpenChunks(ctx context.Context, keys keystore.Store, rows []models.KnowledgeChunk) ([]models.KnowledgeChunk, error) {
+	k := &keyring{keys: keys, got: map[string][]byte{}}
+	out := rows[:0]
+	for i := range rows {
+		text, ok, err := k.openChunkText(ctx, rows[i].SealedKey, rows[i].ID, rows[i].SealedText, rows[i].Text)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			rows[i].Text = text
+			out = append(out, rows[i])
+		}
+	}
+	return out, nil
+}

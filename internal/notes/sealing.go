@@ -217,3 +217,15 @@ func (s *Service) openOne(ctx context.Context, r *models.Note) error {
 	}
 	return nil
 }
+
+// OpenRows unseals note versions in place with keys and returns those that open, in order (a
+// row whose key is gone is erased and left out), for readers outside the service such as the
+// export feed (issue 33), which exports what the API would show.
+func OpenRows(ctx context.Context, keys keystore.Store, rows []models.Note) ([]models.Note, error) {
+	return (&Service{Keys: keys}).openNotes(ctx, rows) // openNotes reads only the key store
+}
+
+// OpenProposalRows is OpenRows for proposals.
+func OpenProposalRows(ctx context.Context, keys keystore.Store, rows []models.NoteProposal) ([]models.NoteProposal, error) {
+	return (&Service{Keys: keys}).OpenProposals(ctx, rows) // OpenProposals reads only the key store
+}
