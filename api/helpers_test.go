@@ -243,6 +243,15 @@ func requireNotStored(t testing.TB, e *apitest.Env, needles ...string) {
 // by one is seen by the other. Only the subject key store is shared, as replicas share theirs
 // (the key service, AGENTMEMORY_KEYSTORE_URL).
 func newReplica(e *apitest.Env) *api.Server {
+	e.T.Helper()
+	srv, _ := newReplicaApp(e)
+	return srv
+}
+
+// newReplicaApp is newReplica with the replica's service graph too (for tests that drive a
+// worker's activity, such as a document's ingest, on that replica), and opts applied to its
+// Deps before its server is built.
+func newReplicaApp(e *apitest.Env, opts ...func(*api.Deps)) (*api.Server, *app.App) {
 	t := e.T
 	t.Helper()
 	d, err := db.Open(context.Background(), databaseURL(t, e), dbtest.Shipped())
@@ -259,7 +268,10 @@ func newReplica(e *apitest.Env) *api.Server {
 	require.NotSame(t, e.App.State, a.State)
 	deps := a.APIDeps(nil)
 	deps.MaxBodyBytes = e.Deps.MaxBodyBytes
-	return api.NewServer(deps)
+	for _, o := range opts {
+		o(&deps)
+	}
+	return api.NewServer(deps), a
 }
 
 // databaseURL is the URL of e's database: its SQLite file, or the PostgreSQL test server

@@ -18,6 +18,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/llm"
 	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
 	"github.com/agentmemory/agentmemory/internal/quotas"
+	"github.com/agentmemory/agentmemory/internal/receipts"
 )
 
 // quotaFeatures puts a features document with working memory and knowledge on and quotas q.
@@ -182,5 +183,196 @@ func documentQuota(t *testing.T, e *apitest.Env) {
 		require.NoError(t, err)
 		require.NotNil(t, doc.Reason)
 		require.Equal(t, "quota_exceeded:chunks_per_base", *doc.Reason)
+	}
+}
+
+// TestDocumentQuotasExactAcrossReplicas (issue 34 §1): two replicas (two servers, each with its
+// own pool and services, over one database) take documents and index chunks at once into one
+// base, and the counts stay exact: twelve submissions at once (eleven sources, one of them
+// sent to both replicas) under documents_per_base 4 store exactly four documents, the twin
+// answering the same document as a duplicate; then each stored document is ingested by both
+// replicas at once under chunks_per_base 2k+1 (k chunks a document): exactly two are indexed,
+// the other two fail with the quota as their reason, and each document has exactly one
+// terminal receipt whatever the interleaving. Every count equals its rows, and a recount
+// finds nothing to fix.
+func TestDocumentQuotasExactAcrossReplicas(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			stub := func(d *api.Deps) { d.Workflows = anyWorkflows{} }
+			e := apitest.New(t, engine, stub)
+			srv, ra := newReplicaApp(e, stub)
+			replica := &apitest.Env{T: t, Server: srv}
+			emb, err := llm.New(llm.Config{Host: llmtest.NewEmbed(t).URL, Model: "unused"})
+			require.NoError(t, err)
+			e.App.Knowledge.Embedder, ra.Knowledge.Embedder = emb, emb
+			body := "# Refunds\n\n" + strings.Repeat("Refunds go back to the card the customer paid with, within five days. ", 40)
+			chunks, err := knowledge.ChunkText("kd_x", "v1", body, 200, 40)
+			require.NoError(t, err)
+			k := len(chunks)
+			require.Greater(t, k, 1, "a document of several chunks")
+			quotaFeatures(e, map[string]any{"documents_per_base": 4, "chunks_per_base": 2*k + 1})
+			kb := e.MustDo(http.StatusCreated, "POST", "/v1/knowledge", e.AdminKey, map[string]any{"name": "handbook"}).JSON(t)["id"].(string)
+
+			ids := submitAtOnce(t, e, replica, kb, body)
+			require.Len(t, ids, 4, "exactly documents_per_base documents are stored")
+			requireCountsExact(t, e, kb, 4)
+
+			statuses := ingestAtOnce(t, ids, e.App.Knowledge, ra.Knowledge)
+			ready := 0
+			for _, id := range ids {
+				doc, err := e.App.Knowledge.GetDocument(context.Background(), adminPrincipal(t, e), kb, id)
+				require.NoError(t, err)
+				require.Equal(t, doc.Status, statuses[id][0], "both ingests of %s answer its final status", id)
+				require.Equal(t, doc.Status, statuses[id][1], "both ingests of %s answer its final status", id)
+				switch doc.Status {
+				case knowledge.StatusReady:
+					ready++
+				case knowledge.StatusFailed:
+					require.Equal(t, "quota_exceeded:"+quotas.ChunksPerBase, *doc.Reason)
+				default:
+					t.Fatalf("document %s: got status %s, want ready or failed", id, doc.Status)
+				}
+			}
+			require.Equal(t, 2, ready, "chunks_per_base 2k+1 takes exactly two documents of k chunks")
+			require.Equal(t, int64(2*k), usedOf(t, e, quotas.ChunksPerBase, kb))
+			requireCountsExact(t, e, kb, 2) // a failed document leaves documents_per_base
+			requireOneEnding(t, e, ids)
+		})
+	}
+}
+
+// adminPrincipal authenticates e's admin key.
+func adminPrincipal(t *testing.T, e *apitest.Env) auth.Principal {
+	t.Helper()
+	p, err := auth.Authenticate(context.Background(), e.DB, e.AdminKey)
+	require.NoError(t, err)
+	return p
+}
+
+// submitAtOnce posts twelve documents to base kb at once, alternating between a and b: eleven
+// sources, the first of them twice (once through each replica). It checks that each answer is
+// 202 or 409 quota_exceeded, that a duplicate names the document its twin stored, and returns
+// the ids of the documents stored.
+func submitAtOnce(t *testing.T, a, b *apitest.Env, kb, body string) []string {
+	t.Helper()
+	got := make([]apitest.Response, 40)
+	var wg sync.WaitGroup
+	for i := range got {
+		srv, src := a, i
+		if i%2 == 1 {
+			srv = b
+		}
+		if i == len(got)-1 {
+			src = 0 // the twin of submission 0, through the other replica
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i] = srv.Do("POST", "/v1/knowledge/"+kb+"/documents", a.AdminKey, map[string]any{
+				"text": body, "format": "markdown", "source_uri": fmt.Sprintf("kb://doc-%d", src), "title": "Refunds", "version": "v1"})
+		}()
+	}
+	wg.Wait()
+	stored := map[string]bool{}
+	var dupes []string
+	for i, r := range got {
+		if r.Status == http.StatusConflict {
+			requireQuotaExceeded(t, r, quotas.DocumentsPerBase, 4)
+			continue
+		}
+		require.Equal(t, http.StatusAccepted, r.Status, "submission %d: got %d, want 202 or 409: %s", i, r.Status, r.Body)
+		m := r.JSON(t)
+		if m["duplicate"] == true {
+			dupes = append(dupes, m["document_id"].(string))
+			continue
+		}
+		require.False(t, stored[m["document_id"].(string)])
+		stored[m["document_id"].(string)] = true
+	}
+	if s0, s11 := got[0].Status, got[len(got)-1].Status; s0 == http.StatusAccepted && s11 == http.StatusAccepted {
+		require.Len(t, dupes, 1, "of the twins one stores, the other answers it as a duplicate")
+	} else {
+		require.Empty(t, dupes)
+	}
+	for _, d := range dupes {
+		require.True(t, stored[d], "a duplicate answers the document its twin stored")
+	}
+	ids := make([]string, 0, len(stored))
+	for id := range stored {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// ingestAtOnce ingests each document of ids twice at once, once through each service (two
+// replicas' workers running the same activity), and returns the two statuses of each.
+func ingestAtOnce(t *testing.T, ids []string, a, b *knowledge.Service) map[string][2]string {
+	t.Helper()
+	type answer struct {
+		id, status string
+		i          int
+		err        error
+	}
+	out := make(chan answer, 2*len(ids))
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		for i, svc := range []*knowledge.Service{a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := svc.Ingest(context.Background(), id)
+				out <- answer{id: id, status: res.Status, i: i, err: err}
+			}()
+		}
+	}
+	wg.Wait()
+	close(out)
+	statuses := map[string][2]string{}
+	for r := range out {
+		require.NoError(t, r.err, "ingest of %s", r.id)
+		s := statuses[r.id]
+		s[r.i] = r.status
+		statuses[r.id] = s
+	}
+	return statuses
+}
+
+// requireCountsExact checks base kb's document and chunk counters against the rows (docs
+// documents pending or ready), and that a recount finds nothing to fix in e's space.
+func requireCountsExact(t *testing.T, e *apitest.Env, kb string, docs int64) {
+	t.Helper()
+	ctx := context.Background()
+	var rowsDocs, rowsChunks int64
+	require.NoError(t, e.DB.NewRaw(`SELECT count(*) FROM knowledge_documents WHERE kb_id = ? AND status IN ('pending', 'ready')`, kb).Scan(ctx, &rowsDocs))
+	require.NoError(t, e.DB.NewRaw(`SELECT count(*) FROM knowledge_chunks WHERE kb_id = ?`, kb).Scan(ctx, &rowsChunks))
+	require.Equal(t, docs, rowsDocs)
+	require.Equal(t, rowsDocs, usedOf(t, e, quotas.DocumentsPerBase, kb), "documents_per_base counts the rows")
+	require.Equal(t, rowsChunks, usedOf(t, e, quotas.ChunksPerBase, kb), "chunks_per_base counts the rows")
+	rep, err := quotas.Recount(ctx, e.DB)
+	require.NoError(t, err)
+	for _, f := range rep.Fixed {
+		require.NotEqual(t, e.SpaceID, f.SpaceID, "a recount fixed %+v: the counter had drifted", f)
+	}
+}
+
+// requireOneEnding checks that each document of ids has exactly one terminal receipt
+// (document.index naming it, or document.failed / document.refused), however many ingests ran.
+func requireOneEnding(t *testing.T, e *apitest.Env, ids []string) {
+	t.Helper()
+	rs, err := receipts.List(context.Background(), e.DB, e.SpaceID, 0, 10000)
+	require.NoError(t, err)
+	endings := map[string]int{}
+	for _, r := range rs {
+		switch r.Action {
+		case "document.index":
+			endings[fmt.Sprint(r.Detail["document_id"])]++
+		case "document.failed", "document.refused":
+			for _, id := range r.ObjectIDs {
+				endings[id]++
+			}
+		}
+	}
+	for _, id := range ids {
+		require.Equal(t, 1, endings[id], "document %s: got %d terminal receipts, want 1", id, endings[id])
 	}
 }

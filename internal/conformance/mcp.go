@@ -56,7 +56,25 @@ func (w *world) mcp(ctx context.Context, rep *Report) {
 	code, data, err := w.owner.mcpCall(ctx, "search_agent_memory", map[string]any{"query": w.marker})
 	rep.add("mcp", "the owner's search finds its note (control)", err == nil && code == http.StatusOK && strings.Contains(data, w.marker),
 		fmt.Sprintf("answered %d: %.200s %s", code, data, errOrNil(err)))
+	w.mcpRemember(ctx, rep)
 	code, data, err = w.b.mcpCall(ctx, "search_agent_memory", map[string]any{"query": w.marker})
 	rep.add("mcp", "a person key is refused", err == nil && (code == http.StatusForbidden || code == http.StatusUnauthorized) && errorShape([]byte(data)),
+		fmt.Sprintf("answered %d: %.200s %s", code, data, errOrNil(err)))
+}
+
+// mcpRemember: space B's agent stores a note through MCP remember with a marker of its own.
+// The call must store it (the control: the tool worked), and in space A nothing changes: its
+// admin lists as many notes as before and the owner's search does not find the marker.
+func (w *world) mcpRemember(ctx context.Context, rep *Report) {
+	marker := w.marker + "remembered"
+	code, data, err := w.other.mcpCall(ctx, "remember", map[string]any{"kind": "procedure",
+		"title": "Conformance " + marker, "body": "Check " + marker + " stays in space B.", "tags": []string{"conformance"}})
+	rep.add("mcp", "tools/call remember as space B agent stores in space B (control)", err == nil && code == http.StatusOK && strings.Contains(data, "stored") && strings.Contains(data, "note_id"),
+		fmt.Sprintf("answered %d: %.200s %s", code, data, errOrNil(err)))
+	n, err := w.countNotes(ctx)
+	rep.add("mcp", "space B's remember leaves space A's notes as they were", err == nil && n == w.notesBefore,
+		fmt.Sprintf("space A lists %d notes, %d before %s", n, w.notesBefore, errOrNil(err)))
+	code, data, err = w.owner.mcpCall(ctx, "search_agent_memory", map[string]any{"query": marker})
+	rep.add("mcp", "the owner's search does not find space B's remembered note", err == nil && code == http.StatusOK && !strings.Contains(data, marker),
 		fmt.Sprintf("answered %d: %.200s %s", code, data, errOrNil(err)))
 }

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -17,9 +18,79 @@ import (
 // database (SQLite compiles it, PostgreSQL parses it); the hot paths use QueryOne instead.
 var prepared sync.Map // *bun.DB -> *stmts
 
+// stmts is one pool's prepared statements. Its lock is never held while a statement is
+// prepared: preparing on the pool waits for a free connection, and a transaction that waited
+// for this lock meanwhile would hold its own connection (and, on SQLite, the write gate)
+// while the connections it waits for are held by writers queued behind it.
 type stmts struct {
-	mu sync.RWMutex
-	m  map[string]*sql.Stmt
+	mu      sync.RWMutex
+	m       map[string]*sql.Stmt
+	pending map[string]bool // being prepared on the pool in the background (stmtTx)
+	closed  bool            // Close ran: nothing more is kept
+}
+
+// stmtsOf returns d's statements, creating the empty set on first use.
+func stmtsOf(d *bun.DB) *stmts {
+	v, ok := prepared.Load(d)
+	if !ok {
+		v, _ = prepared.LoadOrStore(d, &stmts{m: map[string]*sql.Stmt{}, pending: map[string]bool{}})
+	}
+	return v.(*stmts)
+}
+
+// get is the pool statement of query, nil when none is kept yet.
+func (s *stmts) get(query string) *sql.Stmt {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.m[query]
+}
+
+// keep stores st as the statement of query and returns the one kept: st, or the one a
+// concurrent caller stored first (st is then closed). Errors: the pool was closed (st is
+// closed).
+func (s *stmts) keep(query string, st *sql.Stmt) (*sql.Stmt, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		_ = st.Close() // the pool is closed: the statement cannot run anyway
+		return nil, errors.New("db: prepare: the pool is closed")
+	}
+	if old, ok := s.m[query]; ok {
+		_ = st.Close() // a duplicate of old, never used
+		return old, nil
+	}
+	s.m[query] = st
+	return st, nil
+}
+
+// prepareLater prepares query on pool d in the background, once, and keeps it, so that the
+// transactions after the first one run it prepared (stmtTx). A failure is dropped: the next
+// transaction that needs the statement asks again.
+func (s *stmts) prepareLater(d *bun.DB, query string) {
+	s.mu.Lock()
+	if s.closed || s.pending[query] {
+		s.mu.Unlock()
+		return
+	}
+	s.pending[query] = true
+	s.mu.Unlock()
+	go func() {
+		st, err := d.DB.PrepareContext(context.Background(), sqlText(d, query))
+		s.mu.Lock()
+		delete(s.pending, query)
+		s.mu.Unlock()
+		if err == nil {
+			_, _ = s.keep(query, st) // kept, or closed when the pool closed meanwhile
+		}
+	}()
+}
+
+// sqlText is query as d's database reads it (? rewritten to $n on PostgreSQL).
+func sqlText(d *bun.DB, query string) string {
+	if IsSQLite(d) {
+		return query
+	}
+	return dollars(query)
 }
 
 // QueryOne runs query, written with ? placeholders (rewritten to $1, $2, ... on PostgreSQL),
@@ -50,32 +121,37 @@ func QueryOne(ctx context.Context, d *bun.DB, query string, dest []any, args ...
 	return rows.Err()
 }
 
+// stmt is query prepared on pool d, prepared on first use (outside any transaction: the
+// caller holds no connection) and kept for the pool's life.
 func stmt(ctx context.Context, d *bun.DB, query string) (*sql.Stmt, error) {
-	v, ok := prepared.Load(d)
-	if !ok {
-		v, _ = prepared.LoadOrStore(d, &stmts{m: map[string]*sql.Stmt{}})
-	}
-	s := v.(*stmts)
-	s.mu.RLock()
-	st, ok := s.m[query]
-	s.mu.RUnlock()
-	if ok {
+	s := stmtsOf(d)
+	if st := s.get(query); st != nil {
 		return st, nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if st, ok := s.m[query]; ok {
-		return st, nil
-	}
-	text := query
-	if !IsSQLite(d) {
-		text = dollars(query)
-	}
-	st, err := d.DB.PrepareContext(ctx, text)
+	st, err := d.DB.PrepareContext(ctx, sqlText(d, query))
 	if err != nil {
 		return nil, fmt.Errorf("db: prepare: %w", err)
 	}
-	s.m[query] = st
+	return s.keep(query, st)
+}
+
+// stmtTx is query as a statement of tx, a transaction begun on pool d: the pool's prepared
+// statement bound to tx's connection when d keeps one, else query prepared on tx's own
+// connection (closed when tx ends) while the pool's is prepared in the background. It never
+// takes a second connection of d while tx holds one: with every connection of the pool held
+// by writers queued behind tx (on SQLite, in the write gate; on PostgreSQL, on the row locks
+// tx holds), waiting for one would stall tx and them until the gate's or the statement's
+// timeout (issue 34: the two-replica document quota test, about 1 run in 20 at 40 writers).
+func stmtTx(ctx context.Context, d *bun.DB, tx bun.Tx, query string) (*sql.Stmt, error) {
+	s := stmtsOf(d)
+	if st := s.get(query); st != nil {
+		return tx.Tx.StmtContext(ctx, st), nil
+	}
+	s.prepareLater(d, query)
+	st, err := tx.Tx.PrepareContext(ctx, sqlText(d, query))
+	if err != nil {
+		return nil, fmt.Errorf("db: prepare: %w", err)
+	}
 	return st, nil
 }
 
@@ -125,11 +201,11 @@ func QueryRows(ctx context.Context, d *bun.DB, query string, args ...any) (*sql.
 // per pool of d, run on tx's connection (prepared there once, then reused); the caller scans
 // and closes the rows.
 func QueryRowsTx(ctx context.Context, d *bun.DB, tx bun.Tx, query string, args ...any) (*sql.Rows, error) {
-	st, err := stmt(ctx, d, query)
+	st, err := stmtTx(ctx, d, tx, query)
 	if err != nil {
 		return nil, err
 	}
-	return tx.Tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	return st.QueryContext(ctx, args...)
 }
 
 // Close closes the statements QueryOne and QueryRows prepared on d, forgets them, then closes
@@ -143,6 +219,7 @@ func Close(d *bun.DB) error {
 			_ = st.Close() // the pool's Close below releases what a failed statement close keeps
 		}
 		s.m = map[string]*sql.Stmt{}
+		s.closed = true // a background prepare that ends later closes its statement (keep)
 		s.mu.Unlock()
 	}
 	return d.Close()
@@ -153,11 +230,11 @@ func Close(d *bun.DB) error {
 // values bound, never interpolated (issue 16: the receipts' group commit writes through it
 // on SQLite, where bun's interpolated text is compiled again on every call).
 func ExecTx(ctx context.Context, d *bun.DB, tx bun.Tx, query string, args ...any) (sql.Result, error) {
-	st, err := stmt(ctx, d, query)
+	st, err := stmtTx(ctx, d, tx, query)
 	if err != nil {
 		return nil, err
 	}
-	return tx.Tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	return st.ExecContext(ctx, args...)
 }
 
 // Exec runs query (? placeholders) inside idb: inside a bun.Tx as ExecTx does (prepared once

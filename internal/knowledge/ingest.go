@@ -588,26 +588,58 @@ func (s *Service) Fail(ctx context.Context, id, reason string) error {
 	return err
 }
 
-// finish ends pending doc in status (refused or failed) with reason and kinds, clearing its body.
+// finish ends pending doc in status (refused or failed) with reason and kinds, clearing its
+// body, with a receipt "document.<status>". When doc is no longer pending (another ingest of it,
+// on this or another replica, ended it first) nothing is written, the receipt included, and
+// its current status is answered: a document has one ending and one receipt of it.
 func (s *Service) finish(ctx context.Context, doc models.KnowledgeDocument, status, reason string, kinds []string) (IngestResult, error) {
 	if kinds == nil {
 		kinds = []string{}
 	}
 	now := s.now()
+	cur := IngestResult{DocumentID: doc.ID}
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		// The receipt first: it takes the space's chain head lock, as Ingest's transaction does,
+		// so the two queue in one order and the status read below is current.
 		if _, err := receipts.Append(ctx, tx, doc.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "document." + status,
 			ObjectIDs: []string{doc.ID}, Detail: map[string]any{"reason": reason, "kinds": kinds}}, now); err != nil {
 			return err
 		}
-		_, err := tx.NewUpdate().Model((*models.KnowledgeDocument)(nil)).
+		res, err := tx.NewUpdate().Model((*models.KnowledgeDocument)(nil)).
 			Set("status = ?, reason = ?, kinds = ?, body = '', sealed_body = NULL, updated_at = ?", status, reason, mustJSON(kinds), now).
 			Where("id = ? AND status = ?", doc.ID, StatusPending).Exec(ctx)
-		return err
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		return currentResult(ctx, tx, doc.ID, &cur)
 	})
+	if errors.Is(err, errNotPending) {
+		return cur, nil // rolled back: the receipt of an ending that did not happen
+	}
 	if err != nil {
 		return IngestResult{}, err
 	}
 	return IngestResult{DocumentID: doc.ID, Status: status, Kinds: kinds}, nil
+}
+
+// currentResult fills res with document id's current status, chunks, model and dimensions
+// (StatusDeleted when the row is gone) and returns errNotPending, to roll back the caller's
+// transaction.
+func currentResult(ctx context.Context, tx bun.Tx, id string, res *IngestResult) error {
+	var row models.KnowledgeDocument
+	err := tx.NewSelect().Model(&row).Column("status", "chunks", "embed_model", "dims").Where("id = ?", id).Scan(ctx)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		res.Status = StatusDeleted
+	case err != nil:
+		return err
+	default:
+		res.Status, res.Chunks, res.Model, res.Dims = row.Status, row.Chunks, row.EmbedModel, row.Dims
+	}
+	return errNotPending
 }
 
 // embedChunks embeds "title\n\ntext" of each chunk, EmbedBatch per call: the vectors and
