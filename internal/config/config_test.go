@@ -125,7 +125,7 @@ func TestBadConfigurationNamesTheVariable(t *testing.T) {
 
 func TestVariablesListsEveryField(t *testing.T) {
 	vars := config.Variables()
-	require.Len(t, vars, 34)
+	require.Len(t, vars, 36)
 	names := map[string]string{}
 	for _, v := range vars {
 		names[v.Name] = v.Default
