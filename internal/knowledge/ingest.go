@@ -159,44 +159,11 @@ func ContentHash(kbID, sourceURI, body string) string {
 // with detail "classes", nothing stored (personal data is reported first). It leaves a
 // knowledge receipt "document.submit".
 func (s *Service) Submit(ctx context.Context, p auth.Principal, kbID string, req SubmitRequest) (Document, bool, error) {
-	if err := CanWrite(p); err != nil {
-		return Document{}, false, err
-	}
-	if err := s.enabled(ctx, p.SpaceID); err != nil {
-		return Document{}, false, err
-	}
-	if err := req.validate(); err != nil {
-		return Document{}, false, err
-	}
-	b, err := s.base(ctx, s.DB, p.SpaceID, kbID)
+	row, err := s.submission(ctx, p, kbID, req)
 	if err != nil {
 		return Document{}, false, err
 	}
-	subjectHash, err := s.subjectHash(ctx, p.SpaceID, b.Settings, req.Subject)
-	if err != nil {
-		return Document{}, false, err
-	}
-	// The source and version label are provenance every retrieval repeats: whatever the
-	// policy, they must hold no personal data (masking them would change the document's
-	// identity), so the gate refuses them with the kinds found.
-	if err := s.gate(ctx, p.SpaceID, redact.JoinForCheck(req.SourceURI, req.Version)); err != nil {
-		return Document{}, false, err
-	}
-	body, title, kinds, err := s.applyPolicy(ctx, p.SpaceID, b.Settings, req.Text, req.Title)
-	if err != nil {
-		return Document{}, false, err
-	}
-	if cs := instructionClasses(b.Settings, title, body); len(cs) > 0 {
-		return Document{}, false, instructionRefused(cs)
-	}
-	hash := ContentHash(b.ID, req.SourceURI, body)
-	now := s.now()
-	row := models.KnowledgeDocument{
-		ID: auth.NewID("kd"), SpaceID: p.SpaceID, KBID: b.ID, SourceURI: req.SourceURI, Title: title, VersionLabel: req.Version,
-		Format: req.Format, ContentHash: hash, Body: body, Status: StatusPending, Kinds: mustJSON(kinds), Masked: len(kinds) > 0,
-		SubjectHash: subjectHash, CreatedBy: p.KeyID, AgentVersion: p.AgentVersion, CreatedAt: now, UpdatedAt: now,
-	}
-	shown := toDocument(row)
+	shown, bytes := toDocument(row), len(row.Body)
 	kr := s.keyring()
 	key, err := kr.key(ctx, DocumentKeyID(row.ID), true)
 	if err != nil {
@@ -205,20 +172,86 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, kbID string, req
 	if err := s.sealDocument(&row, key); err != nil {
 		return Document{}, false, err
 	}
-	created := true
-	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	prev, err := s.insertUnlessDuplicate(ctx, p, row, bytes)
+	if err != nil {
+		// Nothing of the new row was stored: its key seals nothing. Dropping a failure to
+		// destroy it is safe (an unused key opens no stored byte).
+		_ = s.Keys.Destroy(ctx, DocumentKeyID(shown.ID))
+	}
+	if errors.Is(err, errDuplicate) {
+		// the receipt of a no-op is rolled back with it: nothing happened
+		if _, err := kr.openDocument(ctx, &prev); err != nil {
+			return Document{}, false, err
+		}
+		return toDocument(prev), false, nil
+	}
+	if err != nil {
+		// documents_per_base refused the insert: 409 quota_exceeded, nothing stored (issue 34 §1).
+		return Document{}, false, quotas.Refusal(ctx, s.DB, p.SpaceID, err)
+	}
+	return shown, true, nil
+}
+
+// submission runs Submit's checks (authorisation, the base, the subject, the gate over the
+// provenance, the base's policy and the instruction detector) and returns the pending row to
+// store, in clear, with a new id. Errors are Submit's refusals.
+func (s *Service) submission(ctx context.Context, p auth.Principal, kbID string, req SubmitRequest) (models.KnowledgeDocument, error) {
+	if err := CanWrite(p); err != nil {
+		return models.KnowledgeDocument{}, err
+	}
+	if err := s.enabled(ctx, p.SpaceID); err != nil {
+		return models.KnowledgeDocument{}, err
+	}
+	if err := req.validate(); err != nil {
+		return models.KnowledgeDocument{}, err
+	}
+	b, err := s.base(ctx, s.DB, p.SpaceID, kbID)
+	if err != nil {
+		return models.KnowledgeDocument{}, err
+	}
+	subjectHash, err := s.subjectHash(ctx, p.SpaceID, b.Settings, req.Subject)
+	if err != nil {
+		return models.KnowledgeDocument{}, err
+	}
+	// The source and version label are provenance every retrieval repeats: whatever the
+	// policy, they must hold no personal data (masking them would change the document's
+	// identity), so the gate refuses them with the kinds found.
+	if err := s.gate(ctx, p.SpaceID, redact.JoinForCheck(req.SourceURI, req.Version)); err != nil {
+		return models.KnowledgeDocument{}, err
+	}
+	body, title, kinds, err := s.applyPolicy(ctx, p.SpaceID, b.Settings, req.Text, req.Title)
+	if err != nil {
+		return models.KnowledgeDocument{}, err
+	}
+	if cs := instructionClasses(b.Settings, title, body); len(cs) > 0 {
+		return models.KnowledgeDocument{}, instructionRefused(cs)
+	}
+	now := s.now()
+	return models.KnowledgeDocument{
+		ID: auth.NewID("kd"), SpaceID: p.SpaceID, KBID: b.ID, SourceURI: req.SourceURI, Title: title, VersionLabel: req.Version,
+		Format: req.Format, ContentHash: ContentHash(b.ID, req.SourceURI, body), Body: body, Status: StatusPending, Kinds: mustJSON(kinds),
+		Masked: len(kinds) > 0, SubjectHash: subjectHash, CreatedBy: p.KeyID, AgentVersion: p.AgentVersion, CreatedAt: now, UpdatedAt: now,
+	}, nil
+}
+
+// insertUnlessDuplicate inserts the sealed row with its "document.submit" receipt (bytes: the
+// clear body's length) in one transaction, unless a pending or ready document of the same
+// base, source, content and subject exists: then nothing is written and it returns that
+// document (sealed, as stored) with errDuplicate. Other errors are the database's (a quota
+// refusal among them).
+func (s *Service) insertUnlessDuplicate(ctx context.Context, p auth.Principal, row models.KnowledgeDocument, bytes int) (models.KnowledgeDocument, error) {
+	var prev models.KnowledgeDocument
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		// The receipt comes first: it locks the space's chain head, serialising the space's
 		// writers, so two equal submissions cannot both insert.
 		if _, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "document.submit", ActorKey: p.KeyID,
-			ObjectIDs: []string{row.ID}, Detail: map[string]any{"kb_id": b.ID, "bytes": len(body), "masked": row.Masked, "names_subject": subjectHash != ""}}, now); err != nil {
+			ObjectIDs: []string{row.ID}, Detail: map[string]any{"kb_id": row.KBID, "bytes": bytes, "masked": row.Masked, "names_subject": row.SubjectHash != ""}}, row.CreatedAt); err != nil {
 			return err
 		}
-		var prev models.KnowledgeDocument
 		err := tx.NewSelect().Model(&prev).
-			Where("space_id = ? AND kb_id = ? AND source_uri = ? AND content_hash = ? AND subject_hash = ? AND status IN (?)", p.SpaceID, b.ID, req.SourceURI, hash, subjectHash, bun.In([]string{StatusPending, StatusReady})).
+			Where("space_id = ? AND kb_id = ? AND source_uri = ? AND content_hash = ? AND subject_hash = ? AND status IN (?)", p.SpaceID, row.KBID, row.SourceURI, row.ContentHash, row.SubjectHash, bun.In([]string{StatusPending, StatusReady})).
 			OrderExpr("id DESC").Limit(1).Scan(ctx)
 		if err == nil {
-			row, created = prev, false
 			return errDuplicate
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
@@ -227,23 +260,7 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, kbID string, req
 		_, err = tx.NewInsert().Model(&row).Exec(ctx)
 		return err
 	})
-	if err != nil {
-		// Nothing of the new row was stored: its key seals nothing. Dropping a failure to
-		// destroy it is safe (an unused key opens no stored byte).
-		_ = s.Keys.Destroy(ctx, DocumentKeyID(shown.ID))
-	}
-	if errors.Is(err, errDuplicate) {
-		// the receipt of a no-op is rolled back with it: nothing happened
-		if _, err := kr.openDocument(ctx, &row); err != nil {
-			return Document{}, false, err
-		}
-		return toDocument(row), false, nil
-	}
-	if err != nil {
-		// documents_per_base refused the insert: 409 quota_exceeded, nothing stored (issue 34 §1).
-		return Document{}, false, quotas.Refusal(ctx, s.DB, p.SpaceID, err)
-	}
-	return shown, created, nil
+	return prev, err
 }
 
 var errDuplicate = errors.New("knowledge: duplicate")
