@@ -13,14 +13,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/changes"
-	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/keyed"
 	"github.com/agentmemory/agentmemory/internal/receipts"
@@ -63,43 +61,13 @@ type Service struct {
 	Masker   Masker
 	Receipts *receipts.Log
 	Now      func() time.Time
-
-	turns turn // on SQLite, this process's board transactions one at a time (turn)
 }
 
-// turn lets one board transaction of this process at a time begin on SQLite. SQLite runs one
-// writer at a time anyway, and this process's writers queue on the file's gate inside BEGIN
-// while holding a pool connection: without the turn, a swarm of board writers filled the pool
-// while the writer holding the gate needed one more connection (a statement prepared once
-// per pool, internal/db) and waited for the gate's timeout. Waiting here holds no connection.
-// PostgreSQL writers queue on the space's receipt head instead.
-type turn struct {
-	once sync.Once
-	ch   chan struct{}
-}
-
-// take waits for the turn (or ctx's end) and returns its release; on PostgreSQL it returns
-// at once.
-func (s *Service) take(ctx context.Context) (func(), error) {
-	if !db.IsSQLite(s.DB) {
-		return func() {}, nil
-	}
-	s.turns.once.Do(func() { s.turns.ch = make(chan struct{}, 1) })
-	select {
-	case s.turns.ch <- struct{}{}:
-		return func() { <-s.turns.ch }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// runTx runs fn in a transaction in the process's turn (take).
+// runTx runs fn in a transaction. Board writers of one SQLite file queue on its write gate
+// and PostgreSQL's on the space's receipt head; a statement new to the pool is prepared on the
+// transaction's own connection (internal/db), so a swarm of writers cannot fill the pool while
+// the one holding the gate waits for another connection.
 func (s *Service) runTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
-	release, err := s.take(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
 	return s.DB.RunInTx(ctx, nil, fn)
 }
 
