@@ -16,6 +16,7 @@ type world struct {
 	owner, rival, other client // agents: A vendor a, A vendor b, B vendor a
 	minted              []minted
 	noteID, marker      string
+	rivalNoteID         string         // the note A's vendor-B agent stored through MCP remember
 	before              map[string]any // the owner's note as first read
 	notesBefore         int
 	subject             *subjectRun // the erasure check's subject, once its state is written
@@ -255,6 +256,10 @@ func (w *world) cleanup(ctx context.Context, rep *Report) {
 	if w.noteID != "" {
 		_, err := w.owner.must(ctx, http.StatusOK, "POST", "/v1/agent-memory/notes/"+w.noteID+"/retire", map[string]any{})
 		rep.add("cleanup", "retire the run's note", err == nil, errOrNil(err))
+	}
+	if w.rivalNoteID != "" {
+		_, err := w.rival.must(ctx, http.StatusOK, "POST", "/v1/agent-memory/notes/"+w.rivalNoteID+"/retire", map[string]any{})
+		rep.add("cleanup", "retire vendor B's remembered note", err == nil, errOrNil(err))
 	}
 	if s := w.subject; s != nil && !s.gone {
 		// The erasure did not end (no worker): delete the state naming the subject directly.
