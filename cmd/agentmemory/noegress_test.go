@@ -162,7 +162,7 @@ func brokerIn(t *testing.T, n netns, addr, topic string) *atomic.Int64 {
 	listen := func(network, _ string) (net.Listener, error) {
 		return inNetns(n, func() (net.Listener, error) { return net.Listen(network, addr) })
 	}
-	c, err := kfake.NewCluster(kfake.ListenFn(listen), kfake.SeedTopics(1, topic))
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ListenFn(listen), kfake.SeedTopics(1, topic))
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	var records atomic.Int64
@@ -287,6 +287,8 @@ func TestNoEgress(t *testing.T) {
 	require.GreaterOrEqual(t, records.Load(), int64(events), "every event the relay reports sent reached the broker in the namespace")
 	require.Positive(t, model.get("/api/chat"), "the distillation never called the model")
 	require.Positive(t, model.get("/api/embed"), "the ingest never called the embedder")
+	t.Logf("inside the namespace: %d chat and %d embed calls to the model, %d outbox events sent, %d records at the broker",
+		model.get("/api/chat"), model.get("/api/embed"), events, records.Load())
 	dev.stop(t)
 	require.Equal(t, before, n.sent(t), "the binary tried to reach an address off the machine (eg0 sent packets)")
 }
