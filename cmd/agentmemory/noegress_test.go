@@ -149,7 +149,7 @@ func fakeModelIn(t *testing.T, n netns, addr string) *modelCalls {
 		calls.mu.Unlock()
 		h.ServeHTTP(w, r)
 	})}
-	go func() { _ = srv.Serve(ln) }() // ends with ErrServerClosed at cleanup
+	go func() { _ = srv.Serve(ln) }()     // ends with ErrServerClosed at cleanup
 	t.Cleanup(func() { _ = srv.Close() }) // best effort: the namespace goes away with the test
 	return calls
 }

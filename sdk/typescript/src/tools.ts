@@ -10,7 +10,7 @@
 import { registerToolKit, type AgentMemoryClient, type AgentMemoryBlock, type SearchOptions } from "./client.js";
 import { AgentMemoryError } from "./errors.js";
 import { parseAnswer } from "./http.js";
-import type { AnthropicTool, JsonSchema, OpenAITool, ToolCall, ToolDefinition, ToolKit, ToolKitOptions, ToolResult } from "./tooltypes.js";
+import type { JsonSchema, ToolCall, ToolDefinition, ToolKit, ToolKitOptions, ToolResult } from "./tooltypes.js";
 import type { Evidence, NoteKind, Run } from "./types.js";
 
 export type { AnthropicTool, JsonSchema, OpenAITool, ToolCall, ToolDefinition, ToolKit, ToolKitOptions, ToolResult } from "./tooltypes.js";
