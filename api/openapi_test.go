@@ -23,6 +23,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -217,6 +218,14 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(200, "GET", "/v1/keys/self", bot, nil)
 			c.do(200, "GET", "/v1/keys/self", admin, nil)
 			c.do(401, "GET", "/v1/keys/self", "", nil)
+
+			// Spaces (issue 34 §3): only an operator key creates one.
+			_, op, mintErr := spaces.MintOperatorKey(context.Background(), e.DB, "openapi", time.Now())
+			require.NoError(t, mintErr)
+			c.do(201, "POST", "/v1/spaces", op, map[string]any{"name": "made-by-operator", "direct_put": true})
+			c.do(400, "POST", "/v1/spaces", op, map[string]any{"name": "x", "space_id": "sp_1"})
+			c.do(403, "POST", "/v1/spaces", admin, map[string]any{"name": "x"})
+			c.do(401, "POST", "/v1/spaces", "", map[string]any{"name": "x"})
 
 			// Change requests of the documents (issue 15): the admin key proposes, another
 			// security person decides.

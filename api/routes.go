@@ -25,6 +25,10 @@ func (s *Server) routes() {
 	// Signing keys (PR-3): public, so third parties verify certificates without a key.
 	r.GET("/v1/signing-keys", s.signingKeys)
 
+	// Spaces (issue 34 §3): created by a deployment operator's key, which no other route
+	// accepts, so it reads no space (api/spaces.go).
+	r.POST("/v1/spaces", s.createSpace)
+
 	// The Console (CON-1, CON-2): HTML pages for people, signed in by session, calling the
 	// same services (and, for keys, erasures and exports, the same Server methods) as below.
 	// Its routes are not in openapi.json: they are pages, not the API.

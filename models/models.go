@@ -43,6 +43,19 @@ type APIKey struct {
 	LastUsedAt *time.Time `bun:"last_used_at"`
 }
 
+// OperatorKey is a deployment operator's key (issue 34 §3): it belongs to no space and may
+// only create spaces (POST /v1/spaces). Only the SHA-256 of the secret is stored; Label is the
+// operator's name for it.
+type OperatorKey struct {
+	bun.BaseModel `bun:"table:operator_keys"`
+
+	ID        string     `bun:"id,pk"`
+	Hash      string     `bun:"hash"`
+	Label     string     `bun:"label"`
+	CreatedAt time.Time  `bun:"created_at"`
+	RevokedAt *time.Time `bun:"revoked_at"`
+}
+
 // Document is one of a space's configuration documents ("features", "object-types"), kept
 // as the JSON text that was accepted.
 type Document struct {

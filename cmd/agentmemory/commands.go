@@ -36,7 +36,7 @@ func newRootCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Com
 	load := func() (config.Config, error) { return config.Load(getenv) }
 	cl := config.LoadClient(getenv)
 	root.AddCommand(devCmd(load, stdout, stderr), serveCmd(load, stderr), workerCmd(load, stderr),
-		migrateCmd(load, stdout), spaceCmd(load, stdout), replayCmd(cl, stdout),
+		migrateCmd(load, stdout), spaceCmd(load, stdout), operatorKeyCmd(load, stdout), replayCmd(cl, stdout),
 		notesCmd(cl, stdout), healthcheckCmd(), keysCmd(load, stdout), restoreCmd(load, stdout),
 		// Signed proofs (PR-3): cmd/agentmemory/signing.go.
 		verifyCertificateCmd(cl, stdout), receiptsCmd(load, cl, stdout), signingKeyCmd(cl, stdout),

@@ -22,9 +22,10 @@ func conformanceCmd(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "conformance",
 		Short: "Check a live deployment: tenant isolation over every route, bad input, erasure certificate, receipts, Console headers",
-		Long: `Conformance points at a running deployment (--url) with the admin keys of two throwaway spaces
-created for it with --direct-put (agentmemory space create conformance-a --direct-put, and -b).
-It turns agent memory on in both, mints agent keys of two vendors, writes one note, then calls
+		Long: `Conformance points at a running deployment (--url) with a deployment operator key as --admin-key
+(agentmemory operator-key create NAME: the run creates two throwaway spaces with POST /v1/spaces),
+or with the admin keys of two throwaway spaces created for it with --direct-put (agentmemory
+space create conformance-a --direct-put, and -b) as --admin-key and --peer-admin-key. It turns agent memory on in both, mints agent keys of two vendors, writes one note, then calls
 every route of the deployment's /openapi.json across spaces and vendors (each answer must be
 the not-found/forbidden shape and the note unchanged), sends bad input to every route (no 5xx,
 nothing stored), erases a made-up subject in space A (a profile and a working state naming
@@ -55,8 +56,8 @@ any failure. See docs/conformance.md.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.URL, "url", "http://127.0.0.1:8080", "base URL of the deployment")
-	cmd.Flags().StringVar(&o.AdminKey, "admin-key", "", "admin key of throwaway space A (created with --direct-put)")
-	cmd.Flags().StringVar(&o.PeerAdminKey, "peer-admin-key", "", "admin key of throwaway space B (created with --direct-put)")
+	cmd.Flags().StringVar(&o.AdminKey, "admin-key", "", "an operator key (amop_...: the run creates both spaces), or the admin key of throwaway space A (created with --direct-put)")
+	cmd.Flags().StringVar(&o.PeerAdminKey, "peer-admin-key", "", "admin key of throwaway space B (created with --direct-put); leave out with an operator key")
 	cmd.Flags().StringVar(&jsonPath, "json", "", "write the JSON report to this file")
 	cmd.Flags().DurationVar(&o.ErasureWait, "erasure-wait", 2*time.Minute, "how long the erasure check waits for its erasure to end")
 	return cmd

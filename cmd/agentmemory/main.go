@@ -1,5 +1,6 @@
 // Command agentmemory is the service's one binary: dev (everything in one process on the
-// embedded default), serve (API), worker (Temporal worker), migrate, space create, and replay.
+// embedded default), serve (API), worker (Temporal worker), migrate, space create, operator-key
+// create (a key that only creates spaces over the API), and replay.
 package main
 
 import (

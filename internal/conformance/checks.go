@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 )
 
 // world is what setup made: the clients of both spaces and the owner's note.
@@ -15,7 +16,10 @@ type world struct {
 	a, b                client // admin keys of spaces A and B
 	owner, rival, other client // agents: A vendor a, A vendor b, B vendor a
 	minted              []minted
+	operator            *client // the operator key that created both spaces, when the run was given one
 	noteID, marker      string
+	spaceAdmins         []minted       // the admin keys of the spaces the run created (revoked last)
+	rivalNoteID         string         // the note A's vendor-B agent stored through MCP remember
 	before              map[string]any // the owner's note as first read
 	notesBefore         int
 	subject             *subjectRun // the erasure check's subject, once its state is written
@@ -61,8 +65,8 @@ func (w *world) mint(ctx context.Context, admin client, body map[string]any) (cl
 // another space or vendor may contain.
 func setup(ctx context.Context, o Options) (*world, error) {
 	w := &world{a: client{o.URL, o.AdminKey, o.HTTP}, b: client{o.URL, o.PeerAdminKey, o.HTTP}}
-	if o.AdminKey == "" || o.PeerAdminKey == "" || o.AdminKey == o.PeerAdminKey {
-		return w, fmt.Errorf("conformance needs the admin keys of two different spaces (--admin-key, --peer-admin-key)")
+	if err := w.spaces(ctx, o); err != nil {
+		return w, err
 	}
 	for _, admin := range []client{w.a, w.b} {
 		if _, err := admin.must(ctx, http.StatusOK, "PUT", "/v1/documents/features", map[string]any{"agent_memory": map[string]any{"enabled": true},
@@ -93,6 +97,44 @@ func setup(ctx context.Context, o Options) (*world, error) {
 	}
 	w.notesBefore, err = w.countNotes(ctx)
 	return w, err
+}
+
+// operatorPrefix starts a deployment operator's key (internal/spaces.OperatorPrefix).
+const operatorPrefix = "amop_"
+
+// spaces finds the run's two spaces: with an operator key as --admin-key it creates them
+// (POST /v1/spaces, direct PUT allowed) and cleanup later revokes their admin keys too;
+// otherwise --admin-key and --peer-admin-key are the admin keys of two existing spaces.
+func (w *world) spaces(ctx context.Context, o Options) error {
+	if !strings.HasPrefix(o.AdminKey, operatorPrefix) {
+		if o.AdminKey == "" || o.PeerAdminKey == "" || o.AdminKey == o.PeerAdminKey {
+			return fmt.Errorf("conformance needs a deployment operator key (agentmemory operator-key create) as --admin-key, " +
+				"or the admin keys of two different spaces (--admin-key, --peer-admin-key)")
+		}
+		return nil
+	}
+	if o.PeerAdminKey != "" {
+		return fmt.Errorf("--admin-key is an operator key: the run creates both spaces, leave --peer-admin-key out")
+	}
+	op := client{o.URL, o.AdminKey, o.HTTP}
+	w.operator = &op
+	run := time.Now().UTC().Format("20060102T150405")
+	for i, admin := range []*client{&w.a, &w.b} {
+		m, err := op.must(ctx, http.StatusCreated, "POST", "/v1/spaces", map[string]any{
+			"name": fmt.Sprintf("conformance-%c-%s", 'a'+i, run), "direct_put": true})
+		if err != nil {
+			return fmt.Errorf("create the run's spaces with the operator key: %w", err)
+		}
+		key, _ := m["admin_key"].(string)
+		*admin = client{o.URL, key, o.HTTP}
+		self, err := admin.must(ctx, http.StatusOK, "GET", "/v1/keys/self", nil)
+		if err != nil {
+			return err
+		}
+		id, _ := self["key_id"].(string)
+		w.spaceAdmins = append(w.spaceAdmins, minted{admin: *admin, id: id})
+	}
+	return nil
 }
 
 // lettersOnly maps the digits of id to the letters g-p, one to one: a marker holding a run of
@@ -154,6 +196,13 @@ func (w *world) isolation(ctx context.Context, rep *Report, routes []route) {
 		name string
 		c    client
 	}{{"space B admin", w.b}, {"space B agent", w.other}, {"vendor B agent", w.rival}}
+	if w.operator != nil { // the operator key reads no space
+		callers = append(callers, struct {
+			name string
+			c    client
+		}{"operator key", *w.operator})
+	}
+	w.spaceCreation(ctx, rep)
 	for _, r := range routes {
 		if !strings.HasPrefix(r.path, "/v1/") || (r.method != "GET" && !param.MatchString(r.path)) {
 			continue // a write without an id writes into the caller's own space
@@ -163,6 +212,19 @@ func (w *world) isolation(ctx context.Context, rep *Report, routes []route) {
 			rep.add("isolation", r.method+" "+r.path+" as "+who.name, err == nil && isolated(code, data, w.marker, param.MatchString(r.path)),
 				fmt.Sprintf("answered %d: %.200s %s", code, data, errOrNil(err)))
 		}
+	}
+}
+
+// spaceCreation: a space's keys (its admin's, its agent's) never create a space: POST
+// /v1/spaces answers them the not-found/forbidden shape, never 2xx or 5xx.
+func (w *world) spaceCreation(ctx context.Context, rep *Report) {
+	for _, who := range []struct {
+		name string
+		c    client
+	}{{"space A admin", w.a}, {"space B admin", w.b}, {"space A agent", w.owner}} {
+		code, data, _, err := who.c.do(ctx, "POST", "/v1/spaces", map[string]any{"name": "conformance-refused"})
+		rep.add("isolation", "POST /v1/spaces as "+who.name+" is refused", err == nil && isolated(code, data, w.marker, true),
+			fmt.Sprintf("answered %d: %.200s %s", code, data, errOrNil(err)))
 	}
 }
 
@@ -256,6 +318,10 @@ func (w *world) cleanup(ctx context.Context, rep *Report) {
 		_, err := w.owner.must(ctx, http.StatusOK, "POST", "/v1/agent-memory/notes/"+w.noteID+"/retire", map[string]any{})
 		rep.add("cleanup", "retire the run's note", err == nil, errOrNil(err))
 	}
+	if w.rivalNoteID != "" {
+		_, err := w.rival.must(ctx, http.StatusOK, "POST", "/v1/agent-memory/notes/"+w.rivalNoteID+"/retire", map[string]any{})
+		rep.add("cleanup", "retire vendor B's remembered note", err == nil, errOrNil(err))
+	}
 	if s := w.subject; s != nil && !s.gone {
 		// The erasure did not end (no worker): delete the state naming the subject directly.
 		_, err := s.agent.must(ctx, http.StatusOK, "POST", "/v1/agent-state/delete", map[string]any{"scope": s.scope})
@@ -264,5 +330,9 @@ func (w *world) cleanup(ctx context.Context, rep *Report) {
 	for _, m := range w.minted {
 		code, _, _, err := m.admin.do(ctx, "DELETE", "/v1/keys/"+m.id, nil)
 		rep.add("cleanup", "revoke a minted key", err == nil && code == http.StatusNoContent, fmt.Sprintf("%d %s", code, errOrNil(err)))
+	}
+	for _, m := range w.spaceAdmins { // each revokes itself: the run's spaces keep no live key
+		code, _, _, err := m.admin.do(ctx, "DELETE", "/v1/keys/"+m.id, nil)
+		rep.add("cleanup", "revoke a created space's admin key", err == nil && code == http.StatusNoContent, fmt.Sprintf("%d %s", code, errOrNil(err)))
 	}
 }

@@ -16,10 +16,12 @@ import (
 	"time"
 )
 
-// Options configure a run. URL is the deployment's base URL; AdminKey and PeerAdminKey are
-// admin keys of two throwaway spaces (A and B) whose documents allow a direct PUT (`agentmemory
-// space create NAME --direct-put`): the run turns agent memory on in both and mints its own
-// agent keys there. HTTP is the client (nil: one with a 30 s timeout).
+// Options configure a run. URL is the deployment's base URL. AdminKey is either a deployment
+// operator key (amop_..., `agentmemory operator-key create`; PeerAdminKey then empty): the run
+// creates its two throwaway spaces A and B with POST /v1/spaces; or, with PeerAdminKey, the
+// admin keys of two throwaway spaces whose documents allow a direct PUT (`agentmemory space
+// create NAME --direct-put`). The run turns agent memory on in both and mints its own agent
+// keys there. HTTP is the client (nil: one with a 30 s timeout).
 type Options struct {
 	URL          string
 	AdminKey     string

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 )
 
@@ -57,6 +58,7 @@ func (w *world) mcp(ctx context.Context, rep *Report) {
 	rep.add("mcp", "the owner's search finds its note (control)", err == nil && code == http.StatusOK && strings.Contains(data, w.marker),
 		fmt.Sprintf("answered %d: %.200s %s", code, data, errOrNil(err)))
 	w.mcpRemember(ctx, rep)
+	w.mcpRememberAcrossVendors(ctx, rep)
 	code, data, err = w.b.mcpCall(ctx, "search_agent_memory", map[string]any{"query": w.marker})
 	rep.add("mcp", "a person key is refused", err == nil && (code == http.StatusForbidden || code == http.StatusUnauthorized) && errorShape([]byte(data)),
 		fmt.Sprintf("answered %d: %.200s %s", code, data, errOrNil(err)))
@@ -77,4 +79,47 @@ func (w *world) mcpRemember(ctx context.Context, rep *Report) {
 	code, data, err = w.owner.mcpCall(ctx, "search_agent_memory", map[string]any{"query": marker})
 	rep.add("mcp", "the owner's search does not find space B's remembered note", err == nil && code == http.StatusOK && !strings.Contains(data, marker),
 		fmt.Sprintf("answered %d: %.200s %s", code, data, errOrNil(err)))
+}
+
+// noteIDIn finds the note_id of a remember answer (JSON or an event stream).
+var noteIDIn = regexp.MustCompile(`\\?"note_id\\?"\s*:\s*\\?"([A-Za-z0-9_]+)`)
+
+// mcpRememberAcrossVendors: space A's agent of the other vendor stores a note through MCP
+// remember. remember always writes visibility source (AM-1's default), so the right answer is
+// that the note is stored in space A, where the key belongs (A's admin lists one note more),
+// its writer finds it (the control), and nobody else does: neither space A's owner, an agent
+// of another vendor (AM-2: a source note never crosses vendors, nor even agents), nor space
+// B's agent; the owner's GET of its id is the not-found shape. Cleanup retires it.
+func (w *world) mcpRememberAcrossVendors(ctx context.Context, rep *Report) {
+	marker := w.marker + "rival"
+	code, data, err := w.rival.mcpCall(ctx, "remember", map[string]any{"kind": "pitfall",
+		"title": "Conformance " + marker, "body": "Check " + marker + " stays with its writer.", "tags": []string{"conformance"}})
+	m := noteIDIn.FindStringSubmatch(data)
+	stored := err == nil && code == http.StatusOK && strings.Contains(data, "stored") && m != nil
+	rep.add("mcp", "tools/call remember as vendor B agent stores in space A (control)", stored,
+		fmt.Sprintf("answered %d: %.200s %s", code, data, errOrNil(err)))
+	if !stored {
+		return
+	}
+	w.rivalNoteID = m[1]
+	n, err := w.countNotes(ctx)
+	rep.add("mcp", "vendor B's remembered note is space A's", err == nil && n == w.notesBefore+1,
+		fmt.Sprintf("space A lists %d notes, %d before %s", n, w.notesBefore, errOrNil(err)))
+	if err == nil {
+		w.notesBefore = n // bad_input's "nothing stored" counts from here
+	}
+	code, data, err = w.rival.mcpCall(ctx, "search_agent_memory", map[string]any{"query": marker})
+	rep.add("mcp", "vendor B's search finds its remembered note (control)", err == nil && code == http.StatusOK && strings.Contains(data, marker),
+		fmt.Sprintf("answered %d: %.200s %s", code, data, errOrNil(err)))
+	for _, who := range []struct {
+		name string
+		c    client
+	}{{"the owner (vendor a)", w.owner}, {"space B agent", w.other}} {
+		code, data, err = who.c.mcpCall(ctx, "search_agent_memory", map[string]any{"query": marker})
+		rep.add("mcp", who.name+"'s search does not find vendor B's remembered note", err == nil && code == http.StatusOK && !strings.Contains(data, marker),
+			fmt.Sprintf("answered %d: %.200s %s", code, data, errOrNil(err)))
+	}
+	code, body, _, err := w.owner.do(ctx, "GET", "/v1/agent-memory/notes/"+w.rivalNoteID, nil)
+	rep.add("mcp", "the owner's GET of vendor B's remembered note is refused", err == nil && isolated(code, body, marker, true),
+		fmt.Sprintf("answered %d: %.200s %s", code, body, errOrNil(err)))
 }

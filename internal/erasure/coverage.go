@@ -67,6 +67,7 @@ func sqliteText(declared string) bool {
 var AllowedTables = map[string]string{
 	// Configuration and access, written by operators, not about customers.
 	"spaces":            "a space's id and name, chosen by its operator",
+	"operator_keys":     "a deployment operator's key labels and secret hashes (issue 34 §3): belong to no space, never about customers",
 	"api_keys":          "key names (an operator's label), secret hashes and roles; a person key names staff, not customers",
 	"documents":         "a space's configuration documents (features, object types, policies), written by its operator",
 	"document_changes":  "the history of those configuration documents",

@@ -38,6 +38,10 @@ func Create(ctx context.Context, db *bun.DB, name string, now time.Time) (spaceI
 // document's documents.direct_put overrides it once written.
 type CreateOptions struct {
 	DirectPut bool
+	// Actor is who creates the space, named as the actor of its space.create and key.create
+	// receipts: "" (or "cli") for `agentmemory space create`, an operator key's id for
+	// POST /v1/spaces.
+	Actor string
 }
 
 // CreateWith is Create with opts. A name that is blank or over 120 characters is
@@ -47,18 +51,21 @@ func CreateWith(ctx context.Context, db *bun.DB, name string, now time.Time, opt
 	if name == "" || len(name) > 120 {
 		return "", "", fault.New(fault.Invalid, "invalid_member", "a space name is 1-120 characters").With("member", "name")
 	}
+	if opts.Actor == "" {
+		opts.Actor = "cli"
+	}
 	err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		sp := &models.Space{ID: auth.NewID("sp"), Name: name, DirectPut: opts.DirectPut, CreatedAt: now.UTC()}
 		if _, err := tx.NewInsert().Model(sp).Exec(ctx); err != nil {
 			return fmt.Errorf("spaces: insert: %w", err)
 		}
 		if _, err := receipts.Append(ctx, tx, sp.ID, receipts.Entry{
-			Kind: receipts.KindAdmin, Action: "space.create", ActorKey: "cli", ObjectIDs: []string{sp.ID},
+			Kind: receipts.KindAdmin, Action: "space.create", ActorKey: opts.Actor, ObjectIDs: []string{sp.ID},
 			Detail: map[string]any{"direct_put": opts.DirectPut},
 		}, now); err != nil {
 			return err
 		}
-		key, err := mintAdmin(ctx, tx, sp.ID, now)
+		key, err := mintAdmin(ctx, tx, sp.ID, opts.Actor, now)
 		spaceID, adminKey = sp.ID, key
 		return err
 	})
@@ -78,15 +85,15 @@ func AdminKey(ctx context.Context, db *bun.DB, spaceID string, now time.Time) (s
 		if !exists {
 			return fault.New(fault.NotFound, "space_not_found", "no space with that id")
 		}
-		key, err = mintAdmin(ctx, tx, spaceID, now)
+		key, err = mintAdmin(ctx, tx, spaceID, "cli", now)
 		return err
 	})
 	return key, err
 }
 
-// mintAdmin mints a person key with every role, with its receipt, inside tx.
-func mintAdmin(ctx context.Context, tx bun.Tx, spaceID string, now time.Time) (string, error) {
-	keyID, key, err := auth.Mint(ctx, tx, spaceID, "cli", auth.KeySpec{Kind: auth.KindPerson, Name: "admin", Roles: auth.AllRoles}, now)
+// mintAdmin mints a person key with every role, with its receipt naming actor, inside tx.
+func mintAdmin(ctx context.Context, tx bun.Tx, spaceID, actor string, now time.Time) (string, error) {
+	keyID, key, err := auth.Mint(ctx, tx, spaceID, actor, auth.KeySpec{Kind: auth.KindPerson, Name: "admin", Roles: auth.AllRoles}, now)
 	if err != nil {
 		return "", err
 	}
@@ -94,7 +101,7 @@ func mintAdmin(ctx context.Context, tx bun.Tx, spaceID string, now time.Time) (s
 		return "", err
 	}
 	_, err = receipts.Append(ctx, tx, spaceID, receipts.Entry{
-		Kind: receipts.KindAdmin, Action: "key.create", ActorKey: "cli", ObjectIDs: []string{keyID},
+		Kind: receipts.KindAdmin, Action: "key.create", ActorKey: actor, ObjectIDs: []string{keyID},
 		Detail: map[string]any{"kind": auth.KindPerson},
 	}, now)
 	return key, err

@@ -19,6 +19,19 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from ._http import Transport
 from .errors import AgentMemoryError, ConflictError, UnavailableError, UnreachableError
 
+#: Builds the tool kit for Client.tools: ``builder(client, agent_memory, write_agent_memory, *,
+#: knowledge, knowledge_bases, can_write, discover)``. The tool kit (agentmemory.tools) depends on
+#: this module and never the reverse: it registers its builder here when it is imported, and
+#: the package always imports it (agentmemory/__init__.py), so a client always has one.
+ToolkitBuilder = Callable[..., Any]
+_toolkit_builder: Optional[ToolkitBuilder] = None
+
+
+def register_toolkit(builder: ToolkitBuilder) -> None:
+    """Sets the builder Client.tools and Session.tools use (agentmemory.tools registers its own)."""
+    global _toolkit_builder
+    _toolkit_builder = builder
+
 log = logging.getLogger("agentmemory")
 
 __all__ = [
@@ -820,31 +833,21 @@ class Client:
 
     def tools(self, agent_memory: bool = True, write_agent_memory: bool = False, *, knowledge: bool = False,
               knowledge_bases: Optional[Sequence[str]] = None, can_write: Optional[bool] = None,
-              discover: bool = True) -> "Toolkit":
-        """The model tool kit: ``search_agent_memory`` (with agent_memory), ``remember`` (with
-        write_agent_memory, and only when the key holds ``agent_memory:write``) and
-        ``search_knowledge`` (with knowledge, and only where the key may read knowledge: scope
-        ``knowledge:read`` and knowledge on for the space). What the key may use is learned from
-        the service's MCP tool list (POST /mcp tools/list, which follows the key's scopes and
-        the space's features); ``can_write`` overrides that for remember, and
+              discover: bool = True) -> Any:
+        """The model tool kit (an :class:`agentmemory.tools.Toolkit`): ``search_agent_memory`` (with
+        agent_memory), ``remember`` (with write_agent_memory, and only when the key holds
+        ``agent_memory:write``) and ``search_knowledge`` (with knowledge, and only where the key
+        may read knowledge: scope ``knowledge:read`` and knowledge on for the space). What the key
+        may use is learned from the service's MCP tool list (POST /mcp tools/list, which follows
+        the key's scopes and the space's features); ``can_write`` overrides that for remember, and
         ``discover=False`` offers what is asked without asking the service.
         ``knowledge_bases`` are the base ids search_knowledge searches when the model names
         none (default: every base the key may read, at most 10). Raises AgentMemoryError when
-        discovery fails."""
-        from .tools import SEARCH_KNOWLEDGE, Toolkit, discover_tools
-        offered: Optional[List[str]] = None
-        if discover and not self.replay:
-            offered = discover_tools(self._http)
-        names: List[str] = []
-        if agent_memory and (offered is None or "search_agent_memory" in offered):
-            names.append("search_agent_memory")
-        if write_agent_memory:
-            allowed = can_write if can_write is not None else (offered is None or "remember" in offered)
-            if allowed:
-                names.append("remember")
-        if knowledge and (offered is None or SEARCH_KNOWLEDGE in offered):
-            names.append(SEARCH_KNOWLEDGE)
-        return Toolkit(self, names, knowledge_bases=knowledge_bases)
+        discovery fails. The kit is built by agentmemory.tools (see register_toolkit)."""
+        if _toolkit_builder is None:
+            raise RuntimeError("agentmemory: the tool kit is not loaded (import agentmemory or agentmemory.tools)")
+        return _toolkit_builder(self, agent_memory, write_agent_memory, knowledge=knowledge,
+                                knowledge_bases=knowledge_bases, can_write=can_write, discover=discover)
 
     @staticmethod
     def system_prompt(instructions: str, notes: Any = None, context: Any = None) -> str:
@@ -919,11 +922,9 @@ class Session:
         return self.client.remember(kind, title, body, tags, visibility=visibility, conversation_id=conv,
                                     task_id=task, idempotency_key=idempotency_key, valid_until=valid_until)
 
-    def tools(self, agent_memory: bool = True, write_agent_memory: bool = False, **kw: Any) -> "Toolkit":
+    def tools(self, agent_memory: bool = True, write_agent_memory: bool = False, **kw: Any) -> Any:
         """Client.tools whose remember sends this session's id as evidence."""
         kit = self.client.tools(agent_memory, write_agent_memory, **kw)
         kit.session = self
         return kit
 
-
-from .tools import Toolkit  # noqa: E402  (the tool kit refers back to Client)

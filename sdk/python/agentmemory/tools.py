@@ -10,13 +10,11 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ._http import Transport
+from .client import Client, Note, Session, register_toolkit
 from .errors import AgentMemoryError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .client import Client, Session
 
 SEARCH = "search_agent_memory"
 REMEMBER = "remember"
@@ -166,6 +164,26 @@ def discover_tools(http: Transport) -> List[str]:
     return [str(t.get("name")) for t in tools if isinstance(t, dict)]
 
 
+def build_toolkit(client: Client, agent_memory: bool = True, write_agent_memory: bool = False, *,
+                  knowledge: bool = False, knowledge_bases: Optional[Sequence[str]] = None,
+                  can_write: Optional[bool] = None, discover: bool = True) -> "Toolkit":
+    """The tool kit Client.tools answers (see there): the tools asked for that the key may use,
+    learned from the MCP tool list unless ``discover`` is False (or the client replays)."""
+    offered: Optional[List[str]] = None
+    if discover and not client.replay:
+        offered = discover_tools(client._http)
+    names: List[str] = []
+    if agent_memory and (offered is None or SEARCH in offered):
+        names.append(SEARCH)
+    if write_agent_memory:
+        allowed = can_write if can_write is not None else (offered is None or REMEMBER in offered)
+        if allowed:
+            names.append(REMEMBER)
+    if knowledge and (offered is None or SEARCH_KNOWLEDGE in offered):
+        names.append(SEARCH_KNOWLEDGE)
+    return Toolkit(client, names, knowledge_bases=knowledge_bases)
+
+
 def _error(code: str, message: str, **extra: Any) -> Dict[str, Any]:
     inner: Dict[str, Any] = {"code": code, "message": message}
     inner.update(extra)
@@ -241,7 +259,6 @@ class Toolkit:
             if name == SEARCH:
                 d = self.client._search_wire(arguments["query"], arguments.get("tags"), arguments.get("limit"),
                                              arguments.get("run"))
-                from .client import Note  # imported here: client imports this module
                 notes = [Note.from_wire(n) for n in d.get("notes") or []]
                 out: Dict[str, Any] = {"enabled": bool(d.get("enabled")), "notes": [
                     {"id": n.id, "kind": n.kind, "title": n.title, "body": n.body, "tags": n.tags,
@@ -368,3 +385,6 @@ def _check_value(name: str, spec: Mapping[str, Any], value: Any) -> str:
             spec.get("minimum", value) <= value <= spec.get("maximum", value)):
         return "out of range: " + name
     return ""
+
+
+register_toolkit(build_toolkit)

@@ -27,7 +27,26 @@ import type {
   StateWriteResult,
   WriteMode,
 } from "./types.js";
-import { toolKit, type ToolKit, type ToolKitOptions } from "./tools.js";
+import type { ToolKit, ToolKitOptions } from "./tooltypes.js";
+
+/** Builds a client's tool kit (tools.ts registers its own with {@link registerToolKit}). */
+type ToolKitBuilder = (client: AgentMemoryClient, opts: ToolKitOptions, evidence: Evidence | undefined) => Promise<ToolKit>;
+
+let toolKitBuilder: ToolKitBuilder | undefined;
+
+/**
+ * @internal Sets the builder `tools()` uses. The tool kit (tools.ts) depends on this module and
+ * never the reverse: it registers its builder when loaded, and the package's entry loads it.
+ */
+export function registerToolKit(builder: ToolKitBuilder): void {
+  toolKitBuilder = builder;
+}
+
+/** Builds the kit through the registered builder; rejects when tools.ts was never loaded. */
+function buildToolKit(client: AgentMemoryClient, opts: ToolKitOptions, evidence: Evidence | undefined): Promise<ToolKit> {
+  if (!toolKitBuilder) return Promise.reject(new Error("agentmemory: the tool kit is not loaded (import it from @agentmemory/sdk)"));
+  return toolKitBuilder(client, opts, evidence);
+}
 
 /** Options of {@link AgentMemoryClient}. */
 export interface ClientOptions {
@@ -605,7 +624,7 @@ export class AgentMemoryClient {
    * Anthropic tool definitions, plus a dispatcher. See {@link ToolKit}.
    */
   tools(opts: ToolKitOptions = {}): Promise<ToolKit> {
-    return toolKit(this, opts, undefined);
+    return buildToolKit(this, opts, undefined);
   }
 
   /** The board `type`:`id` (issue 31, docs/boards.md): get, put with ifVersion, lease. */
@@ -714,7 +733,7 @@ export class ScopeHandle {
 
   /** The tool kit whose `remember` sends this scope's evidence (see {@link AgentMemoryClient.tools}). */
   tools(opts: ToolKitOptions = {}): Promise<ToolKit> {
-    return toolKit(this.client, opts, this.evidence());
+    return buildToolKit(this.client, opts, this.evidence());
   }
 
   private evidence(): Evidence | undefined {
