@@ -24,6 +24,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/keystore"
 	"github.com/agentmemory/agentmemory/internal/knowledge"
 	"github.com/agentmemory/agentmemory/internal/logs"
 	"github.com/agentmemory/agentmemory/internal/metrics"
@@ -231,7 +232,9 @@ func (s *Server) requestID() gin.HandlerFunc {
 			id = newRequestID()
 		}
 		c.Set(requestIDKey, id)
-		c.Request = c.Request.WithContext(logs.WithRequestID(c.Request.Context(), id))
+		// One request: the key cache compares the key store's destroy generation once in it
+		// (keystore.ForRequest, issue 29 §2).
+		c.Request = c.Request.WithContext(keystore.ForRequest(logs.WithRequestID(c.Request.Context(), id)))
 		c.Header("X-Request-Id", id)
 		c.Next()
 	}

@@ -9,11 +9,13 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/agentmemory/agentmemory/activities"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/events"
+	"github.com/agentmemory/agentmemory/internal/keystore"
 	"github.com/agentmemory/agentmemory/internal/llm"
 	"github.com/agentmemory/agentmemory/internal/logs"
 	"github.com/agentmemory/agentmemory/worker"
@@ -66,11 +68,37 @@ func (a *App) NewWorker(c client.Client, o WorkerOptions) (sdkworker.Worker, err
 	if !o.NoReconcile {
 		ca.Workflows = a.Starter(c, tq)
 	}
-	w := worker.New(c, tq, sdkworker.Options{WorkerStopTimeout: a.Config.ShutdownTimeout}, acts, ca)
+	w := worker.New(c, tq, sdkworker.Options{WorkerStopTimeout: a.Config.ShutdownTimeout,
+		Interceptors: []interceptor.WorkerInterceptor{&keyCheckPerActivity{}}}, acts, ca)
 	worker.RegisterKnowledge(w, &activities.KnowledgeActivities{Knowledge: a.Knowledge,
 		EmbedderOutage: &logs.Outage{Log: a.Log.With("component", "knowledge"), Name: "embedder", Now: a.Now}})
 	worker.RegisterFeed(w, a.FeedActivities())
 	return w, nil
+}
+
+// keyCheckPerActivity makes each activity execution one request for the key cache
+// (keystore.ForRequest, issue 29 §2): the cache compares the key store's destroy generation
+// once per activity, at its first cached key read, instead of at every one (an erasure's
+// content probe or a distillation opens many notes).
+type keyCheckPerActivity struct {
+	interceptor.WorkerInterceptorBase
+}
+
+// InterceptActivity implements interceptor.WorkerInterceptor.
+func (*keyCheckPerActivity) InterceptActivity(_ context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	a := &keyCheckActivity{}
+	a.Next = next
+	return a
+}
+
+// keyCheckActivity marks the activity's context as one request.
+type keyCheckActivity struct {
+	interceptor.ActivityInboundInterceptorBase
+}
+
+// ExecuteActivity implements interceptor.ActivityInboundInterceptor.
+func (a *keyCheckActivity) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (interface{}, error) {
+	return a.Next.ExecuteActivity(keystore.ForRequest(ctx), in)
 }
 
 // Worker is a started worker with its reconcile loop.

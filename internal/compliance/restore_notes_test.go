@@ -46,25 +46,35 @@ func TestRestoredBackupForgetsErasedAgentNotes(t *testing.T) {
 			e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true}})
 			botA := e.AgentKey("bot-a", "acme", "agent_memory", "agent_memory:write")
 			botB := e.AgentKey("bot-b", "acme", "agent_memory", "agent_memory:write")
-			note := func(key, title, body string) string {
+			note := func(key, title, body string, headers ...string) string {
 				return e.MustDo(http.StatusCreated, "POST", "/v1/agent-memory/notes", key,
-					map[string]any{"kind": "procedure", "title": title, "body": body, "tags": []string{"refund"}}).JSON(t)["id"].(string)
+					map[string]any{"kind": "procedure", "title": title, "body": body, "tags": []string{"refund"}}, headers...).JSON(t)["id"].(string)
 			}
-			a1 := note(botA, "Zorblaxia refunds", "Check the zorblaxia ledger first.")
+			// Idempotent writes remember their answer (note_requests), which names the note or
+			// the proposal: restore must drop the answers naming what it drops.
+			a1 := note(botA, "Zorblaxia refunds", "Check the zorblaxia ledger first.", "Idempotency-Key", "k-a1")
 			e.MustDo(http.StatusCreated, "POST", "/v1/agent-memory/notes/"+a1+"/versions", botA,
 				map[string]any{"body": "Check the zorblaxia ledger, then refund."})
 			e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true, "writes": "human_only"}})
 			pa := e.MustDo(http.StatusAccepted, "POST", "/v1/agent-memory/notes", botA,
-				map[string]any{"kind": "pitfall", "title": "Plonkwise pitfall", "body": "Never skip the plonkwise check."}).JSON(t)["proposal_id"].(string)
+				map[string]any{"kind": "pitfall", "title": "Plonkwise pitfall", "body": "Never skip the plonkwise check."},
+				"Idempotency-Key", "k-pa").JSON(t)["proposal_id"].(string)
 			e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true}})
 			b1 := note(botB, "Quintessor returns", "Quintessor parcels go back by courier.")
 			b1v2 := e.MustDo(http.StatusCreated, "POST", "/v1/agent-memory/notes/"+b1+"/versions", botB,
 				map[string]any{"body": "Quintessor parcels go back by courier, tracked."}).JSON(t)["id"].(string)
-			kept := note(botB, "Mirthwell exchanges", "Mirthwell items are exchanged in store.")
+			kept := note(botB, "Mirthwell exchanges", "Mirthwell items are exchanged in store.", "Idempotency-Key", "k-kept")
+			for _, id := range []string{a1, pa, kept} {
+				require.Equal(t, 1, rememberedAnswers(t, e.DB, id), "the idempotent write of %s remembered its answer", id)
+			}
 			needles := []string{"zorblaxia", "plonkwise", "quintessor"}
 			require.Equal(t, 2, ftsHits(t, e.DB, "quintessor"), "the live index finds both versions before the delete")
 			for _, hit := range scanTables(t, e.DB, []string{"Check the zorblaxia ledger", "Never skip the plonkwise", "go back by courier"}) {
-				require.True(t, strings.HasPrefix(hit, "notes_fts"), "note text is sealed in the rows, only the derived full-text entries hold it: %s", hit)
+				// Known: an idempotent write's remembered answer (note_requests.response) holds the
+				// note as answered, in clear; the delete, the erasure and restore drop it with the
+				// note (checked below), but it is not sealed.
+				require.True(t, strings.HasPrefix(hit, "notes_fts") || strings.HasPrefix(hit, "note_requests.response"),
+					"note text is sealed in the rows, only the derived full-text entries (and remembered answers) hold it: %s", hit)
 			}
 
 			// The auditor's copies, before the erasure and the delete: the database and the key store.
@@ -95,6 +105,9 @@ func TestRestoredBackupForgetsErasedAgentNotes(t *testing.T) {
 			require.NoError(t, err)
 			defer db.Close(restored)
 			require.Equal(t, 2, ftsHits(t, restored, "quintessor"), "the copy holds the deleted note's index entry before the restore")
+			for _, id := range []string{a1, pa} {
+				require.Equal(t, 1, rememberedAnswers(t, restored, id), "the copy holds the remembered answer naming %s before the restore", id)
+			}
 			ra, err := app.Build(ctx, e.App.Config, app.Overrides{DB: restored, Keys: e.Keys})
 			require.NoError(t, err)
 			steps, err := ra.Restore(ctx)
@@ -102,6 +115,10 @@ func TestRestoredBackupForgetsErasedAgentNotes(t *testing.T) {
 			t.Logf("restore: %+v", steps)
 
 			require.Empty(t, scanTables(t, restored, needles), "a restored table still holds erased or deleted note text")
+			for _, id := range []string{a1, pa} {
+				require.Zero(t, rememberedAnswers(t, restored, id), "restore dropped the remembered answer naming %s (note_requests)", id)
+			}
+			require.Equal(t, 1, rememberedAnswers(t, restored, kept), "the answer naming the note not deleted is kept")
 			for _, w := range needles {
 				require.Zero(t, ftsHits(t, restored, w), "the restored full-text index still finds %q", w)
 			}
@@ -144,4 +161,13 @@ func TestRestoredBackupForgetsErasedAgentNotes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rememberedAnswers counts the idempotent writes' remembered answers (note_requests) that name
+// id (a note or a proposal id).
+func rememberedAnswers(t *testing.T, d *bun.DB, id string) int {
+	t.Helper()
+	n, err := d.NewSelect().Table("note_requests").Where("response LIKE ?", "%\""+id+"\"%").Count(context.Background())
+	require.NoError(t, err)
+	return int(n)
 }

@@ -164,16 +164,118 @@ func BenchmarkDataKey(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	// "cached-before" is the cache as it was before issue 29 §2 (the store's destroy
+	// generation hidden from it); "cached" compares the generation once per request of 40
+	// reads (a block of 40 notes); "cached-unmarked" compares it at every read.
+	hidden := struct{ Store }{f}
 	for _, s := range []struct {
-		name  string
-		store Store
-	}{{"file", f}, {"cached", Cached(f, 0, 0)}} {
+		name    string
+		store   Store
+		perCall int
+	}{{"file", f, 0}, {"cached-before", Cached(hidden, 0, 0), 40}, {"cached", Cached(f, 0, 0), 40}, {"cached-unmarked", Cached(f, 0, 0), 0}} {
 		b.Run(s.name, func(b *testing.B) {
+			rctx := ctx
 			for i := 0; b.Loop(); i++ {
-				if _, err := s.store.DataKey(ctx, ids[i%len(ids)], false); err != nil {
+				if s.perCall > 0 && i%s.perCall == 0 {
+					rctx = ForRequest(ctx)
+				}
+				if _, err := s.store.DataKey(rctx, ids[i%len(ids)], false); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
+}
+
+// twoReplicas opens the same key file twice, as two processes sharing one key store would,
+// each behind its own cache.
+func twoReplicas(t *testing.T) (a, b *Cache, fa *File) {
+	t.Helper()
+	kek := make([]byte, 32)
+	_, err := rand.Read(kek)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "keys.json")
+	fa, err = OpenFile(path, kek)
+	require.NoError(t, err)
+	fb, err := OpenFile(path, kek)
+	require.NoError(t, err)
+	return Cached(fa, 0, time.Hour), Cached(fb, 0, time.Hour), fa
+}
+
+// Issue 29 §2: A caches a key, B destroys it, and A's next request (and every read without a
+// request mark) no longer opens anything under it; A's other keys are read again and still
+// open.
+func TestCacheForgetsAKeyAnotherReplicaDestroyed(t *testing.T) {
+	ctx := context.Background()
+	a, b, _ := twoReplicas(t)
+	key, err := a.DataKey(ctx, "nl_gone", true)
+	require.NoError(t, err)
+	kept, err := a.DataKey(ctx, "nl_kept", true)
+	require.NoError(t, err)
+	sealed, err := Seal(key, []byte("restored from a backup"), []byte("row-1"))
+	require.NoError(t, err)
+
+	before := ForRequest(ctx)
+	k, err := a.DataKey(before, "nl_gone", false)
+	require.NoError(t, err)
+	require.Equal(t, key, k, "A holds the key in its cache")
+
+	require.NoError(t, b.Destroy(ctx, "nl_gone"))
+
+	for name, rctx := range map[string]context.Context{"next request": ForRequest(ctx), "unmarked read": ctx} {
+		_, err = a.DataKey(rctx, "nl_gone", false)
+		require.ErrorIs(t, err, ErrNoKey, name)
+	}
+	got, err := a.DataKey(ForRequest(ctx), "nl_kept", false)
+	require.NoError(t, err)
+	require.Equal(t, kept, got, "a key nobody destroyed still opens")
+	_, err = Open(key, sealed, []byte("row-1"))
+	require.NoError(t, err, "the control: the sealed row opened under the key before its destroy")
+}
+
+// countingGenerations counts the destroy-generation reads of a File, and can fail them.
+type countingGenerations struct {
+	*File
+	reads atomic.Int64
+	fail  atomic.Bool
+}
+
+func (c *countingGenerations) Generation(ctx context.Context) (uint64, error) {
+	c.reads.Add(1)
+	if c.fail.Load() {
+		return 0, errors.New("key store unavailable")
+	}
+	return c.File.Generation(ctx)
+}
+
+// A marked request compares the generation once, however many keys it reads; an unreadable
+// generation makes the cache ask the store rather than trust what it holds.
+func TestCacheComparesTheGenerationOncePerRequest(t *testing.T) {
+	ctx := context.Background()
+	_, _, f := twoReplicas(t)
+	g := &countingGenerations{File: f}
+	c := Cached(g, 0, time.Hour)
+	for i := range 4 {
+		_, err := c.DataKey(ctx, fmt.Sprintf("nl_%d", i), true)
+		require.NoError(t, err)
+	}
+	g.reads.Store(0)
+	req := ForRequest(ctx)
+	for range 10 {
+		for i := range 4 {
+			_, err := c.DataKey(req, fmt.Sprintf("nl_%d", i), false)
+			require.NoError(t, err)
+		}
+	}
+	require.EqualValues(t, 1, g.reads.Load(), "one comparison for the whole request")
+	for range 3 {
+		_, err := c.DataKey(ctx, "nl_0", false)
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, 4, g.reads.Load(), "an unmarked read compares every time")
+
+	g.fail.Store(true)
+	require.NoError(t, f.Destroy(ctx, "nl_1")) // behind the cache's back
+	_, err := c.DataKey(ForRequest(ctx), "nl_1", false)
+	require.ErrorIs(t, err, ErrNoKey, "without a readable generation the store is asked")
 }

@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -43,6 +45,7 @@ type File struct {
 	kek  cipher.AEAD
 	mu   sync.Mutex
 	keys map[string]string // subject id -> base64 of the wrapped key
+	gen  uint64            // the destroy generation keys was loaded at
 }
 
 // OpenFile opens (or creates) the key file at path; kek is the 32-byte key-encryption key
@@ -63,10 +66,14 @@ func OpenFile(path string, kek []byte) (*File, error) {
 }
 
 // DataKey implements Store.
-func (f *File) DataKey(_ context.Context, subjectID string, create bool) ([]byte, error) {
+func (f *File) DataKey(ctx context.Context, subjectID string, create bool) ([]byte, error) {
 	f.mu.Lock()
 	wrapped, ok := f.keys[subjectID]
+	loaded := f.gen
 	f.mu.Unlock()
+	if g, err := f.Generation(ctx); ok && (err != nil || g != loaded) {
+		ok = false // another process destroyed a key since the file was read: read it again
+	}
 	if !ok {
 		// Another process may have created it: re-read under the lock, and create if asked.
 		err := f.withLock(func() error {
@@ -117,15 +124,51 @@ func (f *File) Exists(_ context.Context, subjectID string) (bool, error) {
 	return found, err
 }
 
-// Destroy implements Store: the entry is removed from the file, which is rewritten and synced.
+// Destroy implements Store: the entry is removed from the file, which is rewritten and synced,
+// and the destroy generation (Generation) moves, before and after the rewrite: before, so that
+// a crash after the rewrite still leaves it moved; after, so that a replica that read the key
+// again between the two drops it again.
 func (f *File) Destroy(_ context.Context, subjectID string) error {
 	return f.withLock(func() error {
 		if _, ok := f.keys[subjectID]; !ok {
 			return nil
 		}
+		if err := f.bumpGeneration(); err != nil {
+			return err
+		}
 		delete(f.keys, subjectID)
-		return f.save()
+		if err := f.save(); err != nil {
+			return err
+		}
+		return f.bumpGeneration()
 	})
+}
+
+// Generation implements Generations: the count kept in the small file next to the key file
+// (<path>.destroyed, rewritten by every Destroy that removed a key; 0 while there is none),
+// read without the lock (it is replaced by a rename, so a reader sees one whole version).
+func (f *File) Generation(context.Context) (uint64, error) {
+	data, err := os.ReadFile(f.path + ".destroyed")
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("keystore: read destroy generation: %w", err)
+	}
+	g, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("keystore: parse destroy generation: %w", err)
+	}
+	return g, nil
+}
+
+// bumpGeneration adds 1 to the destroy generation; the caller holds the file lock.
+func (f *File) bumpGeneration() error {
+	g, err := f.Generation(context.Background())
+	if err != nil {
+		g = 0 // an unreadable count is replaced: any change is what readers look for
+	}
+	return writeSynced(f.path+".destroyed", []byte(strconv.FormatUint(g+1, 10)))
 }
 
 // withLock takes the file lock, reloads the file into memory, and runs fn.
@@ -154,6 +197,9 @@ func (f *File) withLock(fn func() error) error {
 		}
 		f.keys = keys
 	}
+	if g, err := f.Generation(context.Background()); err == nil {
+		f.gen = g
+	} // else DataKey, which compares the generation with an error, reloads the file every time
 	return fn()
 }
 
@@ -163,7 +209,12 @@ func (f *File) save() error {
 	if err != nil {
 		return err
 	}
-	tmp := f.path + ".tmp"
+	return writeSynced(f.path, data)
+}
+
+// writeSynced writes data to a temporary file next to path, syncs it and renames it over path.
+func writeSynced(path string, data []byte) error {
+	tmp := path + ".tmp"
 	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("keystore: write: %w", err)
@@ -179,7 +230,7 @@ func (f *File) save() error {
 	if err := out.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp, f.path)
+	return os.Rename(tmp, path)
 }
 
 // Seal encrypts plaintext under a 32-byte data key with AES-256-GCM; ad (e.g. the row id) is

@@ -31,6 +31,13 @@ const postgresSchema = `CREATE TABLE IF NOT EXISTS subject_keys (
 	created_at TIMESTAMPTZ NOT NULL DEFAULT now()
 )`
 
+// generationSchema is the key database's destroy generation (Generation): one row, bumped in
+// the transaction of every Destroy that deleted a key.
+const generationSchema = `CREATE TABLE IF NOT EXISTS subject_key_generation (
+	id         INTEGER PRIMARY KEY CHECK (id = 1),
+	generation BIGINT NOT NULL
+)`
+
 // kek is one key-encryption key and its public id.
 type kek struct {
 	id   string
@@ -125,8 +132,10 @@ func (p *Postgres) createSchema(ctx context.Context) error {
 	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('agentmemory.keystore.' || current_schema(), 0))"); err != nil {
 		return fmt.Errorf("keystore: create schema: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, postgresSchema); err != nil {
-		return fmt.Errorf("keystore: create schema: %w", err)
+	for _, stmt := range []string{postgresSchema, generationSchema} {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("keystore: create schema: %w", err)
+		}
 	}
 	if err := p.checkCanary(ctx, tx); err != nil {
 		return err
@@ -375,8 +384,16 @@ func (p *Postgres) Destroy(ctx context.Context, subjectID string) error {
 	if _, err := tx.ExecContext(ctx, "UPDATE subject_keys SET wrapped = $2, kek_id = '' WHERE subject_id = $1", subjectID, junk); err != nil {
 		return fmt.Errorf("keystore: destroy: overwrite: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, "DELETE FROM subject_keys WHERE subject_id = $1", subjectID); err != nil {
+	res, err := tx.ExecContext(ctx, "DELETE FROM subject_keys WHERE subject_id = $1", subjectID)
+	if err != nil {
 		return fmt.Errorf("keystore: destroy: delete: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		// a key was deleted (or the count is unknown): every replica's cache must see it
+		if _, err := tx.ExecContext(ctx, `INSERT INTO subject_key_generation (id, generation) VALUES (1, 1)
+ON CONFLICT (id) DO UPDATE SET generation = subject_key_generation.generation + 1`); err != nil {
+			return fmt.Errorf("keystore: destroy: generation: %w", err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("keystore: destroy: %w", err)
@@ -385,6 +402,20 @@ func (p *Postgres) Destroy(ctx context.Context, subjectID string) error {
 		return fmt.Errorf("keystore: destroy: vacuum: %w", err)
 	}
 	return nil
+}
+
+// Generation implements Generations: the key database's destroy generation, bumped in the
+// transaction of every Destroy that deleted a key (0 before the first). One primary-key row.
+func (p *Postgres) Generation(ctx context.Context) (uint64, error) {
+	var g int64
+	err := p.db.QueryRowContext(ctx, "SELECT generation FROM subject_key_generation WHERE id = 1").Scan(&g)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("keystore: destroy generation: %w", err)
+	}
+	return uint64(g), nil
 }
 
 // RewrapResult counts what Rewrap did to subject keys (the canary is rewrapped too, uncounted).

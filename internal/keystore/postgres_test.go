@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -368,16 +369,58 @@ func BenchmarkPostgresDataKey(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	// "cached-before" is the cache as it was before issue 29 §2 (the store's destroy
+	// generation hidden from it); "cached" compares the generation once per request of 40
+	// reads (a block of 40 notes); "cached-unmarked" compares it at every read.
+	hidden := struct{ keystore.Store }{pg}
 	for _, s := range []struct {
-		name  string
-		store keystore.Store
-	}{{"postgres", pg}, {"cached", keystore.Cached(pg, 0, 0)}} {
+		name    string
+		store   keystore.Store
+		perCall int
+	}{{"postgres", pg, 0}, {"cached-before", keystore.Cached(hidden, 0, 0), 40}, {"cached", keystore.Cached(pg, 0, 0), 40}, {"cached-unmarked", keystore.Cached(pg, 0, 0), 0}} {
 		b.Run(s.name, func(b *testing.B) {
+			rctx := ctx
 			for i := 0; b.Loop(); i++ {
-				if _, err := s.store.DataKey(ctx, ids[i%len(ids)], false); err != nil {
+				if s.perCall > 0 && i%s.perCall == 0 {
+					rctx = keystore.ForRequest(ctx)
+				}
+				if _, err := s.store.DataKey(rctx, ids[i%len(ids)], false); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
+}
+
+// Issue 29 §2 on the shared PostgreSQL key store: replica A caches a key, replica B (its own
+// connection pool and cache) destroys it, and A's next request no longer gets it; a key
+// nobody destroyed still opens, and a destroy of a missing key moves nothing.
+func TestPostgresCacheForgetsAKeyAnotherReplicaDestroyed(t *testing.T) {
+	ctx := context.Background()
+	url, kek := keyDB(t), newKEK(t)
+	pa, pb := openPG(t, url, kek), openPG(t, url, kek)
+	a, b := keystore.Cached(pa, 0, time.Hour), keystore.Cached(pb, 0, time.Hour)
+	key, err := a.DataKey(ctx, "nl_gone", true)
+	require.NoError(t, err)
+	kept, err := a.DataKey(ctx, "nl_kept", true)
+	require.NoError(t, err)
+	got, err := a.DataKey(keystore.ForRequest(ctx), "nl_gone", false)
+	require.NoError(t, err)
+	require.Equal(t, key, got, "A holds the key")
+
+	g0, err := pa.Generation(ctx)
+	require.NoError(t, err)
+	require.NoError(t, b.Destroy(ctx, "never-created"))
+	g1, err := pa.Generation(ctx)
+	require.NoError(t, err)
+	require.Equal(t, g0, g1, "destroying a missing key changes no replica's cache")
+
+	require.NoError(t, b.Destroy(ctx, "nl_gone"))
+	_, err = a.DataKey(keystore.ForRequest(ctx), "nl_gone", false)
+	require.ErrorIs(t, err, keystore.ErrNoKey, "A's next request")
+	_, err = a.DataKey(ctx, "nl_gone", false)
+	require.ErrorIs(t, err, keystore.ErrNoKey, "an unmarked read")
+	still, err := a.DataKey(keystore.ForRequest(ctx), "nl_kept", false)
+	require.NoError(t, err)
+	require.Equal(t, kept, still)
 }
