@@ -349,8 +349,17 @@ func (h *Console) receiptDetail(c *gin.Context) {
 	if f := backFilter(c.Query("back")); f != "" {
 		d.Back += "?" + f
 	}
+	if err := receipts.ResolveManifest(ctx, h.DB, &r); err != nil {
+		h.fail(c, err)
+		return
+	}
 	for _, id := range r.ObjectIDs {
 		d.Named = append(d.Named, classify(id))
+	}
+	if r.Manifest != nil { // what the read delivered (issue 32)
+		for _, id := range r.Manifest.IDs() {
+			d.Named = append(d.Named, classify(id))
+		}
 	}
 	d.Groups = groupNamed(d.Named)
 	if err := proof.Verify(); err != nil {
