@@ -48,7 +48,7 @@ func TestNoteReceiptsAndEvents(t *testing.T) {
 			item := m["items"].([]any)[0].(map[string]any)
 			require.Len(t, m["items"], 1)
 			require.Equal(t, v2, item["id"])
-			require.EqualValues(t, 2, item["version"])
+			require.Equal(t, "2", fmt.Sprint(item["version"]))
 			require.Equal(t, i == 1, r["detail"].(map[string]any)["not_modified"])
 		}
 		s := receiptsOf(e, "search")

@@ -71,10 +71,50 @@ func TestManifestStoredOnceAndResolved(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, hashes)
 
-		// A stored manifest changed after the fact no longer gives its hash: resolving it fails.
+		// A stored manifest changed after the fact no longer gives its hash: Manifests refuses
+		// it, the listing shows it as stored, and Verify and a Walker over the listing fail.
 		_, err = d.ExecContext(ctx, "UPDATE receipt_manifests SET body = REPLACE(body, 'note_a', 'note_x') WHERE space_id = ?", "sp_a")
 		require.NoError(t, err)
-		_, err = receipts.List(ctx, d, "sp_a", 0, 100)
+		_, err = receipts.Manifests(ctx, d, "sp_a", []string{m.Hash})
 		require.ErrorContains(t, err, "does not give its hash")
+		list, err = receipts.List(ctx, d, "sp_a", 0, 100)
+		require.NoError(t, err)
+		require.Equal(t, "note_x", list[0].Manifest.Items[1].ID)
+		v, err = receipts.Verify(ctx, d, "sp_a")
+		require.NoError(t, err)
+		require.False(t, v.OK)
+		require.Equal(t, receipts.ReasonManifestMismatch, v.Reason)
+		require.Equal(t, list[0].ID, v.Broken.ID)
+		batches, err := receipts.BatchesOf(ctx, d, "sp_a", list)
+		require.NoError(t, err)
+		w := &receipts.Walker{RequireManifests: true}
+		require.False(t, walkAll(w, batches, list), "the offline walk over the listing catches it too")
+		require.Equal(t, receipts.ReasonManifestMismatch, w.Result(0, "", false).Reason)
+
+		// A manifest removed: the receipts naming it no longer resolve, and Verify says so.
+		_, err = d.ExecContext(ctx, "DELETE FROM receipt_manifests WHERE space_id = ?", "sp_b")
+		require.NoError(t, err)
+		v, err = receipts.Verify(ctx, d, "sp_b")
+		require.NoError(t, err)
+		require.Equal(t, receipts.ReasonManifestMismatch, v.Reason)
+		v, err = receipts.Verify(ctx, d, "sp_c")
+		require.NoError(t, err)
+		require.True(t, v.OK, "a space without receipts verifies")
 	})
+}
+
+// walkAll walks batches with the listed receipts they hold, reporting whether all held.
+func walkAll(w *receipts.Walker, batches []receipts.Batch, list []receipts.Receipt) bool {
+	for _, b := range batches {
+		var mine []receipts.Receipt
+		for _, r := range list {
+			if r.Seq >= b.FirstSeq && r.Seq <= b.Seq {
+				mine = append(mine, r)
+			}
+		}
+		if !w.Next(b, mine) {
+			return false
+		}
+	}
+	return true
 }
