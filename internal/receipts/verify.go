@@ -170,8 +170,18 @@ func (w *Walker) manifestHolds(r Receipt) bool {
 	if r.Manifest == nil {
 		return !w.RequireManifests
 	}
-	m := r.Manifest
-	return r.Manifest.Hash == h && NewManifest(m.Kind, m.View, m.Tags, m.Budget, m.Items).Hash == h
+	return r.ManifestHolds()
+}
+
+// ManifestHolds reports whether r's Manifest, when it names one and carries it, gives the
+// hash r names (its content encoded again); true for a receipt that names none or carries
+// none (nothing to check).
+func (r Receipt) ManifestHolds() bool {
+	h, m := ManifestOf(r), r.Manifest
+	if h == "" || m == nil {
+		return true
+	}
+	return m.Hash == h && NewManifest(m.Kind, m.View, m.Tags, m.Budget, m.Items).Hash == h
 }
 
 // Result ends the walk against the chain's current head (seq and hash as stored, or as
