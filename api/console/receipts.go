@@ -392,4 +392,3 @@ func backFilter(back string) string {
 	}
 	return out.Encode()
 }
-
