@@ -110,21 +110,17 @@ func (s *Server) listReceipts(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	if err := receipts.SealPending(s.ctx(c), s.DB, p.SpaceID); err != nil {
-		s.writeError(c, err)
-		return
-	}
-	list, err := receipts.List(s.ctx(c), s.DB, p.SpaceID, after, limit)
+	var list []receipts.Receipt
+	var batches []receipts.Batch
+	err = receipts.Read(s.ctx(c), s.DB, p.SpaceID, func(ctx context.Context) error {
+		var err error
+		if list, err = receipts.List(ctx, s.DB, p.SpaceID, after, limit); err != nil {
+			return err
+		}
+		batches, err = receipts.BatchesOf(ctx, s.DB, p.SpaceID, list)
+		return err
+	})
 	if err != nil {
-		s.writeError(c, err)
-		return
-	}
-	batches, err := receipts.BatchesOf(s.ctx(c), s.DB, p.SpaceID, list)
-	if err != nil {
-		s.writeError(c, err)
-		return
-	}
-	if err := receipts.Flush(s.ctx(c), s.DB); err != nil { // nothing shown can be lost
 		s.writeError(c, err)
 		return
 	}
@@ -141,16 +137,13 @@ func (s *Server) verifyReceipts(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	if err := receipts.SealPending(s.ctx(c), s.DB, p.SpaceID); err != nil {
-		s.writeError(c, err)
-		return
-	}
-	v, err := receipts.Verify(s.ctx(c), s.DB, p.SpaceID)
+	var v receipts.Verification
+	err := receipts.Read(s.ctx(c), s.DB, p.SpaceID, func(ctx context.Context) error {
+		var err error
+		v, err = receipts.Verify(ctx, s.DB, p.SpaceID)
+		return err
+	})
 	if err != nil {
-		s.writeError(c, err)
-		return
-	}
-	if err := receipts.Flush(s.ctx(c), s.DB); err != nil { // nothing verified can be lost
 		s.writeError(c, err)
 		return
 	}
@@ -167,16 +160,13 @@ func (s *Server) receiptProof(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	if err := receipts.SealPending(s.ctx(c), s.DB, p.SpaceID); err != nil {
-		s.writeError(c, err)
-		return
-	}
-	proof, err := receipts.Prove(s.ctx(c), s.DB, p.SpaceID, c.Param("receipt_id"))
+	var proof receipts.Proof
+	err := receipts.Read(s.ctx(c), s.DB, p.SpaceID, func(ctx context.Context) error {
+		var err error
+		proof, err = receipts.Prove(ctx, s.DB, p.SpaceID, c.Param("receipt_id"))
+		return err
+	})
 	if err != nil {
-		s.writeError(c, err)
-		return
-	}
-	if err := receipts.Flush(s.ctx(c), s.DB); err != nil { // nothing proved can be lost
 		s.writeError(c, err)
 		return
 	}

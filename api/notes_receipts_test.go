@@ -42,7 +42,13 @@ func TestNoteReceiptsAndEvents(t *testing.T) {
 		require.Len(t, reads, 2, "a 304 is recorded too")
 		for i, r := range reads {
 			require.Equal(t, "agent_memory", r["kind"])
-			require.Equal(t, []string{v2}, strs(r["object_ids"]))
+			require.Empty(t, r["object_ids"], "a read names its notes through its manifest (issue 32)")
+			m := r["manifest"].(map[string]any)
+			require.Equal(t, r["detail"].(map[string]any)["manifest"], m["hash"])
+			item := m["items"].([]any)[0].(map[string]any)
+			require.Len(t, m["items"], 1)
+			require.Equal(t, v2, item["id"])
+			require.Equal(t, "2", fmt.Sprint(item["version"]))
 			require.Equal(t, i == 1, r["detail"].(map[string]any)["not_modified"])
 		}
 		s := receiptsOf(e, "search")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/internal/changes"
+	"github.com/agentmemory/agentmemory/internal/receipts"
 )
 
 func viewsDoc(views ...any) map[string]any {
@@ -123,11 +124,14 @@ func TestBlockOrderedByView(t *testing.T) {
 		var last map[string]any
 		for _, x := range rc {
 			if x.Action == "block.read" {
-				last = map[string]any{"ids": x.ObjectIDs}
+				require.Empty(t, x.ObjectIDs, "a read names its notes through its manifest (issue 32)")
+				require.NotNil(t, x.Manifest)
+				last = map[string]any{"ids": x.Manifest.IDs()}
 			}
 		}
 		require.NotNil(t, last)
 		require.ElementsMatch(t, []string{refund, both, billing, sched, plain}, last["ids"])
+		require.Equal(t, "voice", lastView(rc))
 	})
 }
 
@@ -197,4 +201,15 @@ func TestUnknownTags(t *testing.T) {
 		require.NotEmpty(t, prop["proposal_id"])
 		require.Equal(t, []any{"refunds"}, prop["unknown_tags"])
 	})
+}
+
+// lastView is the view named by the manifest of the last block.read receipt of rc.
+func lastView(rc []receipts.Receipt) string {
+	view := ""
+	for _, x := range rc {
+		if x.Action == "block.read" && x.Manifest != nil {
+			view = x.Manifest.View
+		}
+	}
+	return view
 }

@@ -137,17 +137,19 @@ func (h *Console) showReceipts(c *gin.Context, p auth.Principal, v *receipts.Ver
 		}
 	}
 	d.Filter = filter.Encode()
-	if err := receipts.SealPending(ctx, h.DB, p.SpaceID); err != nil { // every committed receipt shows
-		h.fail(c, err)
-		return
-	}
-	list, newer, older, err := h.receiptPage(c, p, d)
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	// Nothing shown (this page, v's verification read before it) can be lost.
-	keys, err := h.flushedActors(ctx, p.SpaceID)
+	// Every committed receipt shows; nothing shown (this page, v's verification read before
+	// it) can be lost.
+	var list []receipts.Receipt
+	var newer, older int64
+	var keys []auth.KeyInfo
+	err := receipts.Read(ctx, h.DB, p.SpaceID, func(ctx context.Context) error {
+		var err error
+		if list, newer, older, err = h.receiptPage(c, p, d); err != nil {
+			return err
+		}
+		keys, err = auth.List(ctx, h.DB, p.SpaceID) // the keys name the receipts' actors
+		return err
+	})
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -219,11 +221,12 @@ func (h *Console) verifyReceipts(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if err := receipts.SealPending(c.Request.Context(), h.DB, p.SpaceID); err != nil {
-		h.fail(c, err)
-		return
-	}
-	v, err := receipts.Verify(c.Request.Context(), h.DB, p.SpaceID)
+	var v receipts.Verification
+	err := receipts.Read(c.Request.Context(), h.DB, p.SpaceID, func(ctx context.Context) error {
+		var err error
+		v, err = receipts.Verify(ctx, h.DB, p.SpaceID)
+		return err
+	})
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -329,22 +332,27 @@ func (h *Console) receiptDetail(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	if err := receipts.SealPending(ctx, h.DB, p.SpaceID); err != nil {
-		h.fail(c, err)
-		return
-	}
-	proof, err := receipts.Prove(ctx, h.DB, p.SpaceID, c.Param("id"))
+	// What is shown (the receipt, its entry, its manifest) must not be lost by a crash
+	// after this page.
+	var proof receipts.Proof
+	var keys []auth.KeyInfo
+	var r receipts.Receipt
+	err := receipts.Read(ctx, h.DB, p.SpaceID, func(ctx context.Context) error {
+		var err error
+		if proof, err = receipts.Prove(ctx, h.DB, p.SpaceID, c.Param("id")); err != nil {
+			return err
+		}
+		r = proof.Receipt
+		if err := receipts.ResolveManifest(ctx, h.DB, &r); err != nil {
+			return err
+		}
+		keys, err = auth.List(ctx, h.DB, p.SpaceID)
+		return err
+	})
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
-	// What is shown (the receipt, its entry) must not be lost by a crash after this page.
-	keys, err := h.flushedActors(ctx, p.SpaceID)
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	r := proof.Receipt
 	d := receiptData{Row: rowOf(r, actorsOf(keys)), Details: detailRows(r.Detail), Proof: &proof, Back: "/console/receipts"}
 	if f := backFilter(c.Query("back")); f != "" {
 		d.Back += "?" + f
@@ -352,10 +360,17 @@ func (h *Console) receiptDetail(c *gin.Context) {
 	for _, id := range r.ObjectIDs {
 		d.Named = append(d.Named, classify(id))
 	}
+	if r.Manifest != nil { // what the read delivered (issue 32)
+		for _, id := range r.Manifest.IDs() {
+			d.Named = append(d.Named, classify(id))
+		}
+	}
 	d.Groups = groupNamed(d.Named)
 	if err := proof.Verify(); err != nil {
 		// Verify's own words name hashes as bytes: the page says what they mean.
 		d.ProofMsg = "this receipt's content no longer gives its chain entry's Merkle root and hash: it, or its entry, was changed after it was sealed"
+	} else if !r.ManifestHolds() || (receipts.ManifestOf(r) != "" && r.Manifest == nil) {
+		d.ProofMsg = "the notes this read delivered are no longer what its receipt names: its manifest was changed or removed after it was stored"
 	} else {
 		d.ProofOK = true
 	}
@@ -376,14 +391,4 @@ func backFilter(back string) string {
 		}
 	}
 	return out.Encode()
-}
-
-// flushedActors makes every receipt appended so far durable (receipts.Flush: a receipt page
-// shows nothing a crash could still lose), then lists the space's keys, which name the
-// receipts' actors.
-func (h *Console) flushedActors(ctx context.Context, spaceID string) ([]auth.KeyInfo, error) {
-	if err := receipts.Flush(ctx, h.DB); err != nil {
-		return nil, err
-	}
-	return auth.List(ctx, h.DB, spaceID)
 }

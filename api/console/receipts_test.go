@@ -150,3 +150,30 @@ func TestConsoleReceiptDetail(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, b.get("/console/receipts/"+foreign).Status)
 	})
 }
+
+// A block read's receipt names its notes through a manifest (issue 32): its page lists the
+// notes the read delivered, linked; a manifest changed behind the service makes the page
+// say so instead of showing a verified proof.
+func TestConsoleBlockReadShowsItsManifest(t *testing.T) {
+	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+		enableNotes(e, nil)
+		bot := e.AgentKey("shop-bot", "acme", "agent_memory", "agent_memory:write")
+		noteID := e.MustDo(http.StatusCreated, http.MethodPost, "/v1/agent-memory/notes", bot, map[string]any{
+			"kind": "procedure", "title": "Returns", "body": "Offer an exchange."}).JSON(t)["id"].(string)
+		e.MustDo(http.StatusOK, http.MethodGet, "/v1/agent-memory/block", bot, nil)
+		b := signIn(t, e, e.PersonKey("Cora", "compliance"))
+		var id string
+		require.NoError(t, e.DB.NewSelect().Table("receipts").Column("id").Where("action = ?", "block.read").Scan(t.Context(), &id))
+		d := b.get("/console/receipts/" + id)
+		require.Equal(t, http.StatusOK, d.Status, d.Body)
+		require.Contains(t, d.Body, `<a href="/console/notes/`+noteID+`"><code>`+noteID+`</code></a>`, "the note the read delivered")
+		require.Contains(t, d.Body, `<span class="badge ok">proof verifies</span>`)
+
+		_, err := e.DB.ExecContext(t.Context(), "UPDATE receipt_manifests SET body = REPLACE(body, ?, ?)", noteID, "note_forged")
+		require.NoError(t, err)
+		d = b.get("/console/receipts/" + id)
+		require.Equal(t, http.StatusOK, d.Status)
+		require.Contains(t, d.Body, "its manifest was changed or removed")
+		require.NotContains(t, d.Body, `<span class="badge ok">proof verifies</span>`)
+	})
+}

@@ -255,7 +255,8 @@ func readSignedHead(ctx context.Context, path, keysFrom, baseURL string, cl conf
 
 // verifyThroughAPI pages GET /v1/receipts (each page carries the chain entries of its
 // receipts) and recomputes the chain here, entry by entry, then compares its end with
-// GET /v1/receipts/head.
+// GET /v1/receipts/head. The listing resolves each receipt's manifest (issue 32): a receipt
+// naming one that is missing, or that no longer gives its hash, fails (manifest_mismatch).
 func verifyThroughAPI(ctx context.Context, hc *http.Client, baseURL, key string, since *receipts.Head) (receipts.Verification, error) {
 	base := strings.TrimRight(baseURL, "/")
 	var current struct {
@@ -267,7 +268,7 @@ func verifyThroughAPI(ctx context.Context, hc *http.Client, baseURL, key string,
 	if since != nil && since.SpaceID != current.Head.SpaceID {
 		return receipts.Verification{Reason: receipts.ReasonHeadOtherSpace}, nil
 	}
-	w := &receipts.Walker{Since: since}
+	w := &receipts.Walker{Since: since, RequireManifests: true}
 	var after int64
 	var entries []receipts.Batch // entries not walked yet, in chain order
 	var held []receipts.Receipt  // receipts of entries[0] read so far

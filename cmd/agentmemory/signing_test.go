@@ -223,3 +223,31 @@ func rewriteChain(t *testing.T, e *apitest.Env, seq int64) {
 	t.Helper()
 	require.NoError(t, receiptstest.Rewrite(context.Background(), e.DB, e.SpaceID, seq, map[string]any{"rewritten": true}))
 }
+
+// Issue 32: `receipts verify` (through the API and on the database) fails a chain whose read
+// receipt names a manifest that was changed afterwards: what the read delivered no longer
+// is what its receipt names (both DBs).
+func TestReceiptsVerifyCatchesChangedManifest(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		s := newSignedEnv(t, e)
+		m := receipts.NewManifest(receipts.ManifestBlock, "", nil, 800, []receipts.ManifestItem{{ID: "note_a", Version: 1}})
+		require.NoError(t, receipts.Record(t.Context(), nil, s.DB, s.SpaceID, receipts.Entry{Kind: receipts.KindAgentMemory,
+			Action: "block.read", ActorKey: "key_x", Manifest: m}, time.Now()))
+		head := s.save(t, "/v1/receipts/head", "head.json")
+		keysFile := s.save(t, "/v1/signing-keys", "keys.json")
+		viaAPI := []string{"receipts", "verify", "--url", s.srv.URL, "--key", s.AdminKey, "--keys", keysFile}
+		out, err := cli(t, nil, viaAPI...)
+		require.NoError(t, err)
+		require.Contains(t, out, "chain: ok")
+		dbEnv := map[string]string{"DATABASE_URL": dbURL(t, s)}
+		_, err = cli(t, dbEnv, "receipts", "verify", "--since-head", head, "--keys", keysFile)
+		require.NoError(t, err)
+
+		_, err = s.DB.ExecContext(t.Context(), "UPDATE receipt_manifests SET body = REPLACE(body, 'note_a', 'note_b')")
+		require.NoError(t, err)
+		_, err = cli(t, nil, viaAPI...)
+		require.ErrorContains(t, err, receipts.ReasonManifestMismatch)
+		_, err = cli(t, dbEnv, "receipts", "verify", "--since-head", head, "--keys", keysFile)
+		require.ErrorContains(t, err, receipts.ReasonManifestMismatch)
+	})
+}

@@ -383,11 +383,20 @@ func touchedReceipts(ctx context.Context, idb bun.IDB, spaceID string, ids []str
 	if len(ids) == 0 {
 		return out, nil
 	}
+	// A read names what it delivered through a manifest (issue 32): the receipts naming a
+	// manifest that names one of ids touched them too.
+	manifests, err := receipts.ManifestsNaming(ctx, idb, spaceID, ids)
+	if err != nil {
+		return nil, err
+	}
 	var rows []models.Receipt
 	q := idb.NewSelect().Model(&rows).Column("seq").Where("space_id = ?", spaceID)
 	q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
 		for _, id := range ids {
 			q = q.WhereOr("object_ids LIKE ?", "%"+mustJSON(id)+"%")
+		}
+		for _, h := range manifests {
+			q = q.WhereOr("detail LIKE ?", "%"+mustJSON(receipts.ManifestDetail)+":"+mustJSON(h)+"%")
 		}
 		return q
 	})

@@ -83,6 +83,8 @@ var AllowedTables = map[string]string{
 	"receipts":        "the receipt chain: ids, kinds, actors and counts, never a value (PR-1)",
 	"receipt_batches": "the receipt chain's sealed entries (hashes over receipts)",
 	"receipt_heads":   "the receipt chain's head per space",
+	"receipt_manifests": "what a read delivered, named by receipts (issue 32): note and chunk ids, note versions, " +
+		"the view, tags and token budget of the request; ids only, never content or a content hash",
 	"space_revisions": "revision counters per space (names and numbers)",
 	"note_source_counts": "the number of active notes per agent (an agent id and a count; AM-12: the note eraser " +
 		"adjusts it)",

@@ -181,7 +181,10 @@ func TestABCDProcedures(t *testing.T) {
 			last := lastReceipt(t, r)
 			require.Equal(t, "knowledge", last.Kind)
 			require.Equal(t, "retrieve", last.Action)
-			require.Equal(t, ids, last.ObjectIDs)
+			require.Empty(t, last.ObjectIDs, "the chunk set is named by its manifest (issue 32)")
+			require.NotNil(t, last.Manifest)
+			require.Equal(t, receipts.ManifestChunks, last.Manifest.Kind)
+			require.Equal(t, ids, last.Manifest.IDs())
 			require.NotContains(t, fmt.Sprint(last.Detail), "password", "a receipt never holds the query")
 		})
 	}

@@ -213,17 +213,19 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 		}
 	}
 	ids := make([]string, 0, len(out.Chunks))
+	items := make([]receipts.ManifestItem, 0, len(out.Chunks)) // the chunk set (issue 32)
 	inContext := 0
 	for _, c := range out.Chunks {
 		ids = append(ids, c.ChunkID)
+		items = append(items, receipts.ManifestItem{ID: c.ChunkID})
 		if c.InContext {
 			inContext++
 		}
 	}
 	detail := map[string]any{"kbs": order, "mode": out.Mode, "chunks": len(ids), "in_context": inContext, "context_tokens": out.ContextTokens}
 	d.Detail(detail, out.ContextTokens)
-	err = receipts.Record(ctx, s.Receipts, s.DB, p.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "retrieve", ActorKey: p.KeyID, ObjectIDs: ids,
-		Detail: detail}, now)
+	err = receipts.Record(ctx, s.Receipts, s.DB, p.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "retrieve", ActorKey: p.KeyID,
+		Manifest: receipts.NewManifest(receipts.ManifestChunks, "", nil, req.MaxTokens, items), Detail: detail}, now)
 	if err != nil {
 		d.Abandon(ctx)
 		return Retrieval{}, err

@@ -76,6 +76,31 @@ type Block struct {
 	BudgetExhausted bool         `json:"budget_exhausted,omitempty"`
 
 	body []byte // Body's bytes, encoded once when the block is built (withBody)
+
+	// versions are the versions of NoteIDs' notes, in their order, and budget the token
+	// budget the block was assembled within (assemble): what its manifest names.
+	versions []int
+	budget   int
+	// manifest is the block's receipt manifest (blockManifest), built once with the block
+	// and shared by every read of it; nil until then.
+	manifest *receipts.Manifest
+}
+
+// blockManifest is the receipt manifest of b answered to req (issue 32): the delivered notes'
+// ids and versions in block order, the view, the requested tags and the budget b was built
+// within. b's own when it has one.
+func blockManifest(b Block, req BlockRequest) *receipts.Manifest {
+	if b.manifest != nil {
+		return b.manifest
+	}
+	items := make([]receipts.ManifestItem, len(b.NoteIDs))
+	for i, id := range b.NoteIDs {
+		items[i] = receipts.ManifestItem{ID: id}
+		if i < len(b.versions) {
+			items[i].Version = b.versions[i]
+		}
+	}
+	return receipts.NewManifest(receipts.ManifestBlock, req.View, req.Tags, b.budget, items)
 }
 
 // Body is the block's JSON answer: {"text", "enabled", "note_ids", "tokens"} as
@@ -304,7 +329,7 @@ func (s *Service) deliverableIDs(ctx context.Context, v viewer, now time.Time) (
 func (s *Service) answerBlock(ctx context.Context, p auth.Principal, v viewer, req BlockRequest, b Block, now time.Time, expect []receipts.Expect) (Block, error) {
 	b.NotModified = matches(req.IfNoneMatch, b.ETag)
 	err := receipts.Record(ctx, s.Receipts, s.DB, p.SpaceID, receipts.Entry{
-		Kind: receipts.KindAgentMemory, Action: "block.read", ActorKey: p.KeyID, ObjectIDs: b.NoteIDs,
+		Kind: receipts.KindAgentMemory, Action: "block.read", ActorKey: p.KeyID, Manifest: blockManifest(b, req),
 		Detail: map[string]any{"tokens": b.Tokens, "not_modified": b.NotModified, "source_id": v.source},
 	}, now, expect...)
 	if errors.Is(err, receipts.ErrStale) {
@@ -348,6 +373,7 @@ func (s *Service) buildBlock(ctx context.Context, v viewer, req BlockRequest, no
 	b.Enabled = true
 	b.ETag = etag(b, req)
 	b = withBody(b)
+	b.manifest = blockManifest(b, req)
 	storeBlock(v.spaceID, erased, blockKey(ids, req), b)
 	return b, nil
 }
@@ -547,7 +573,7 @@ func oneLine(s string) string {
 // whole text is then counted exactly once (cached by its hash), dropping the last added note
 // in the rare case where the exact count of the joined text exceeds the budget.
 func assemble(rows []models.Note, max int) (Block, error) {
-	b := Block{NoteIDs: []string{}}
+	b := Block{NoteIDs: []string{}, budget: max}
 	head := BlockOpen + "\n" + BlockHeader + "\n"
 	base, err := cachedCount("", head+BlockClose)
 	if err != nil {
@@ -581,6 +607,7 @@ func assemble(rows []models.Note, max int) (Block, error) {
 		if exact <= max {
 			for _, r := range chosen {
 				b.NoteIDs = append(b.NoteIDs, r.ID)
+				b.versions = append(b.versions, r.Version)
 			}
 			b.Text, b.Tokens = text, exact
 			return b, nil

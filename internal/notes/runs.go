@@ -105,7 +105,7 @@ func (s *Service) settleBlock(ctx context.Context, p auth.Principal, v viewer, r
 		detail := map[string]any{"tokens": b.Tokens, "not_modified": b.NotModified, "source_id": v.source}
 		d.Detail(detail, drawn)
 		err := receipts.Record(ctx, s.Receipts, s.DB, p.SpaceID, receipts.Entry{
-			Kind: receipts.KindAgentMemory, Action: "block.read", ActorKey: p.KeyID, ObjectIDs: b.NoteIDs, Detail: detail,
+			Kind: receipts.KindAgentMemory, Action: "block.read", ActorKey: p.KeyID, Manifest: blockManifest(b, req), Detail: detail,
 		}, s.now())
 		if err != nil {
 			d.Abandon(ctx)

@@ -110,6 +110,11 @@ func NewLog(d *bun.DB, logger *slog.Logger, every time.Duration) *Log {
 // nothing is stored and the error is ErrStale. It returns an error when the receipt could not
 // be stored at all, or when ctx ended first (the receipt may still commit).
 func (l *Log) Record(ctx context.Context, spaceID string, e Entry, now time.Time, expect ...Expect) (Receipt, error) {
+	if e.Manifest != nil {
+		if err := storeManifest(ctx, l.db, spaceID, e.Manifest); err != nil {
+			return Receipt{}, err
+		}
+	}
 	rec, err := newRecord(l.db, spaceID, e, now)
 	if err != nil {
 		return Receipt{}, err

@@ -25,50 +25,77 @@ import (
 func BenchmarkLogRecord(b *testing.B) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		b.Run(engine, func(b *testing.B) {
-			d := dbtest.Open(b, engine)
-			ctx := context.Background()
-			l := NewLog(d, nil, 0)
-			if _, err := l.Record(ctx, "sp_a", readEntry(0), flushAt); err != nil {
-				b.Fatal(err)
-			}
-			const agents = 32
 			e := Entry{Kind: KindAgentMemory, Action: "block.read", ActorKey: "key_01jb2x7k3m9q4r5s6t7v8w9x0y",
 				Detail: map[string]any{"tokens": 812, "not_modified": true, "source_id": "bench-bot"}}
 			for i := range 20 {
 				e.ObjectIDs = append(e.ObjectIDs, fmt.Sprintf("note_01jb2x7k3m9q4r5s6t7v8w%04d", i))
 			}
-			entries := func() int64 {
-				n, err := d.NewSelect().Model((*models.ReceiptBatch)(nil)).Where("space_id = ?", "sp_a").Count(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				return int64(n)
-			}
-			before := entries()
-			next := make(chan int, agents)
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			start := cpuTime(b)
-			for range agents {
-				wg.Go(func() {
-					for i := range next {
-						if _, err := l.Record(ctx, "sp_a", e, flushAt.Add(time.Duration(i))); err != nil {
-							b.Error(err)
-						}
-					}
-				})
-			}
-			for i := range b.N {
-				next <- i
-			}
-			close(next)
-			wg.Wait()
-			b.ReportMetric(float64((cpuTime(b)-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/float64(entries()-before), "receipts/group")
-			verifyBench(b, d)
+			benchRecord(b, engine, e)
 		})
 	}
+}
+
+// BenchmarkLogRecordManifest is BenchmarkLogRecord for a block of 100 notes (issue 32), its
+// receipt carrying the note ids (ids_100, as before manifests) or its manifest's hash
+// (manifest_100, the manifest stored by the first read), one after the other per engine:
+//
+//	go test -run '^$' -bench 'LogRecordManifest' -benchtime 20000x ./internal/receipts
+func BenchmarkLogRecordManifest(b *testing.B) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		ids := Entry{Kind: KindAgentMemory, Action: "block.read", ActorKey: "key_01jb2x7k3m9q4r5s6t7v8w9x0y",
+			Detail: map[string]any{"tokens": 812, "not_modified": true, "source_id": "bench-bot"}}
+		items := make([]ManifestItem, 100)
+		for i := range items {
+			items[i] = ManifestItem{ID: fmt.Sprintf("note_01jb2x7k3m9q4r5s6t7v8w%04d", i), Version: 1}
+			ids.ObjectIDs = append(ids.ObjectIDs, items[i].ID)
+		}
+		manifest := ids
+		manifest.ObjectIDs, manifest.Manifest = nil, NewManifest(ManifestBlock, "", nil, 2000, items)
+		b.Run(engine+"/ids_100", func(b *testing.B) { benchRecord(b, engine, ids) })
+		b.Run(engine+"/manifest_100", func(b *testing.B) { benchRecord(b, engine, manifest) })
+	}
+}
+
+// benchRecord has 32 goroutines Record e in one space of a fresh database of engine, b.N in
+// all, and reports the CPU per receipt and the receipts per group.
+func benchRecord(b *testing.B, engine string, e Entry) {
+	d := dbtest.Open(b, engine)
+	ctx := context.Background()
+	l := NewLog(d, nil, 0)
+	if _, err := l.Record(ctx, "sp_a", readEntry(0), flushAt); err != nil {
+		b.Fatal(err)
+	}
+	const agents = 32
+	entries := func() int64 {
+		n, err := d.NewSelect().Model((*models.ReceiptBatch)(nil)).Where("space_id = ?", "sp_a").Count(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return int64(n)
+	}
+	before := entries()
+	next := make(chan int, agents)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := cpuTime(b)
+	for range agents {
+		wg.Go(func() {
+			for i := range next {
+				if _, err := l.Record(ctx, "sp_a", e, flushAt.Add(time.Duration(i))); err != nil {
+					b.Error(err)
+				}
+			}
+		})
+	}
+	for i := range b.N {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	b.ReportMetric(float64((cpuTime(b)-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/float64(entries()-before), "receipts/group")
+	verifyBench(b, d)
 }
 
 // verifyBench fails b unless the benchmark's chain verifies with nothing unsealed.

@@ -66,6 +66,10 @@ type Entry struct {
 	ActorKey  string
 	ObjectIDs []string
 	Detail    map[string]any
+	// Manifest, when set, names the objects instead of ObjectIDs (issue 32): it is stored
+	// once per space and content (receipt_manifests), and the receipt carries its hash
+	// (detail "manifest") and no object ids.
+	Manifest *Manifest
 }
 
 // Receipt is a stored receipt as the API shows it. Seq is its position in the space's chain
@@ -84,6 +88,10 @@ type Receipt struct {
 	At         time.Time      `json:"at"`
 	PrevHash   string         `json:"prev_hash"`
 	Hash       string         `json:"hash"`
+	// Manifest is the stored manifest the receipt names (detail "manifest"), resolved by
+	// List, ListFiltered and ResolveManifest: the exact objects delivered. Not hashed: the
+	// leaf covers its hash, and the hash its content.
+	Manifest *Manifest `json:"manifest,omitempty"`
 }
 
 // Append adds e to the space's chain inside tx (which must be a transaction: the receipt
@@ -135,6 +143,11 @@ func AppendGroup(ctx context.Context, tx bun.IDB, h LockedHead, entries []Entry,
 	var err error
 	recs := make([]record, len(entries))
 	for i, e := range entries {
+		if e.Manifest != nil {
+			if err := insertManifest(ctx, tx, h.h.SpaceID, e.Manifest); err != nil {
+				return nil, err
+			}
+		}
 		if recs[i], err = newRecord(nil, h.h.SpaceID, e, at[i]); err != nil {
 			return nil, err
 		}
@@ -166,6 +179,11 @@ func appendAlone(ctx context.Context, tx bun.IDB, spaceID string, e Entry, now t
 	if err != nil {
 		return Receipt{}, Batch{}, err
 	}
+	if e.Manifest != nil {
+		if err := insertManifest(ctx, tx, spaceID, e.Manifest); err != nil {
+			return Receipt{}, Batch{}, err
+		}
+	}
 	r, row, err := newReceipt(spaceID, e, now)
 	if err != nil {
 		return Receipt{}, Batch{}, err
@@ -195,6 +213,7 @@ func insertUnsealed(ctx context.Context, tx bun.IDB, spaceID string, e Entry, no
 // details and ids encodeDetail and encodeIDs handle, written and decoded directly: the same
 // bytes and values).
 func newReceipt(spaceID string, e Entry, now time.Time) (Receipt, *models.Receipt, error) {
+	e = withManifest(e)
 	if e.ObjectIDs == nil {
 		e.ObjectIDs = []string{}
 	}
@@ -311,7 +330,7 @@ func List(ctx context.Context, idb bun.IDB, spaceID string, after int64, limit i
 		Order("seq ASC").Limit(int64(limit)).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("receipts: list: %w", err)
 	}
-	return decodeRows(rows)
+	return decodeResolved(ctx, idb, spaceID, rows)
 }
 
 // Head is a space's chain head: the sequence number of its last sealed receipt, the hash of
@@ -377,7 +396,19 @@ func ListFiltered(ctx context.Context, idb bun.IDB, spaceID string, f Filter) ([
 	if f.Before > 0 {
 		slices.Reverse(rows)
 	}
-	return decodeRows(rows)
+	return decodeResolved(ctx, idb, spaceID, rows)
+}
+
+// decodeResolved decodes stored receipts of the space and resolves the manifests they name.
+func decodeResolved(ctx context.Context, idb bun.IDB, spaceID string, rows []models.Receipt) ([]Receipt, error) {
+	list, err := decodeRows(rows)
+	if err != nil {
+		return nil, err
+	}
+	if err := resolveManifests(ctx, idb, spaceID, list); err != nil {
+		return nil, err
+	}
+	return list, nil
 }
 
 // decodeRows decodes stored receipts.

@@ -436,3 +436,18 @@ func unsealedSpaces(ctx context.Context, idb bun.IDB, limit int) ([]string, erro
 	}
 	return spaces, nil
 }
+
+// Read is the one way to show the space's chain (issue 30 §3): it seals the space's pending
+// receipts (SealPending: every committed receipt is shown), runs read (List, ListFiltered,
+// BatchesOf, Verify, Prove, ...), and then makes everything read durable (Flush) before it
+// returns, so the caller shows nothing a crash could still lose. read's error is returned
+// as it is, and nothing is flushed after it.
+func Read(ctx context.Context, d *bun.DB, spaceID string, read func(ctx context.Context) error) error {
+	if err := SealPending(ctx, d, spaceID); err != nil {
+		return err
+	}
+	if err := read(ctx); err != nil {
+		return err
+	}
+	return Flush(ctx, d)
+}

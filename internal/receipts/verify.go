@@ -52,6 +52,10 @@ const (
 	ReasonHeadRolledBack = "head_rolled_back"
 	// ReasonHeadOtherSpace: the signed head belongs to another space.
 	ReasonHeadOtherSpace = "head_other_space"
+	// ReasonManifestMismatch: a receipt names a manifest (issue 32) that is not stored, or
+	// whose stored content does not give its hash: what the read delivered was changed or
+	// removed. Broken is that receipt.
+	ReasonManifestMismatch = "manifest_mismatch"
 )
 
 // Walker recomputes a chain one entry at a time, in sequence order, from the genesis: the
@@ -62,6 +66,10 @@ const (
 type Walker struct {
 	// Since, when set, is a head the chain must extend.
 	Since *Head
+	// RequireManifests, when set, fails a receipt that names a manifest without carrying it
+	// (Receipt.Manifest nil): the caller resolved every manifest it could. Either way a
+	// manifest carried must give the hash the receipt names.
+	RequireManifests bool
 
 	prev       string
 	after      int64
@@ -135,6 +143,11 @@ func (w *Walker) Next(b Batch, receipts []Receipt) bool {
 	default:
 		return fail(ReasonHashMismatch, nil)
 	}
+	for i := range receipts {
+		if !w.manifestHolds(receipts[i]) {
+			return fail(ReasonManifestMismatch, &receipts[i])
+		}
+	}
 	if w.Since != nil && w.Since.Seq >= b.FirstSeq && w.Since.Seq <= b.Seq {
 		if w.Since.Seq != b.Seq || w.Since.Hash != b.Hash {
 			return fail(ReasonHeadRewritten, nil)
@@ -145,6 +158,30 @@ func (w *Walker) Next(b Batch, receipts []Receipt) bool {
 	w.count += int64(len(receipts))
 	w.batches++
 	return true
+}
+
+// manifestHolds reports whether the manifest r names, if any, is the one it carries: its
+// content, encoded again, gives the named hash (or, carried none, RequireManifests is off).
+func (w *Walker) manifestHolds(r Receipt) bool {
+	h := ManifestOf(r)
+	if h == "" {
+		return true
+	}
+	if r.Manifest == nil {
+		return !w.RequireManifests
+	}
+	return r.ManifestHolds()
+}
+
+// ManifestHolds reports whether r's Manifest, when it names one and carries it, gives the
+// hash r names (its content encoded again); true for a receipt that names none or carries
+// none (nothing to check).
+func (r Receipt) ManifestHolds() bool {
+	h, m := ManifestOf(r), r.Manifest
+	if h == "" || m == nil {
+		return true
+	}
+	return m.Hash == h && NewManifest(m.Kind, m.View, m.Tags, m.Budget, m.Items).Hash == h
 }
 
 // Result ends the walk against the chain's current head (seq and hash as stored, or as
@@ -192,7 +229,7 @@ func VerifySince(ctx context.Context, idb bun.IDB, spaceID string, since *Head) 
 	if since != nil && since.SpaceID != spaceID {
 		return Verification{Reason: ReasonHeadOtherSpace}, nil
 	}
-	w := &Walker{Since: since}
+	w := &Walker{Since: since, RequireManifests: true}
 	var after int64
 	for {
 		page, err := ListBatches(ctx, idb, spaceID, after, verifyPage)
@@ -205,6 +242,9 @@ func VerifySince(ctx context.Context, idb bun.IDB, spaceID string, since *Head) 
 		// The receipts of the page's entries, in one range (a gap shows as a missing seq).
 		rs, err := listRange(ctx, idb, spaceID, page[0].FirstSeq, page[len(page)-1].Seq)
 		if err != nil {
+			return Verification{}, err
+		}
+		if err := storedManifestsOf(ctx, idb, spaceID, rs); err != nil {
 			return Verification{}, err
 		}
 		for _, b := range page {
