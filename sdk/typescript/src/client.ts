@@ -623,6 +623,9 @@ export class AgentMemoryClient {
   }
 }
 
+/** `Symbol.asyncDispose` where the runtime has it (for `await using`), else a registered symbol. */
+const stateAsyncDispose: symbol = (Symbol as unknown as { asyncDispose?: symbol }).asyncDispose ?? Symbol.for("Symbol.asyncDispose");
+
 /**
  * A lease on a working state (issue 31): `put` writes carrying it (409 `lease_lost` once it
  * expired, was released or a newer lease was granted); `renew`, `release`, and release at
@@ -673,9 +676,6 @@ export class StateLease {
     }
   }
 }
-
-/** `Symbol.asyncDispose` where the runtime has it (for `await using`), else a registered symbol. */
-const stateAsyncDispose: symbol = (Symbol as unknown as { asyncDispose?: symbol }).asyncDispose ?? Symbol.for("Symbol.asyncDispose");
 
 /** The working state of one scope and agent. */
 export class AgentStateHandle {
