@@ -2,7 +2,9 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -161,4 +163,80 @@ func TestStateLeaseAdvisoryAndBadInput(t *testing.T) {
 		require.Equal(t, jsonNumber("2"), r["body"].(map[string]any)["steps_done"], "a merge write under the lease keeps the other fields")
 		require.Equal(t, "without the lease", r["body"].(map[string]any)["plan"])
 	})
+}
+
+// TestStateLeaseHoldsUnderConcurrentWriters (issue 31): while a lease is held, 16 writers
+// without it on two replicas are all refused lease_held and the holder's 8 concurrent merge
+// writes (one field each) are all stored; the state holds exactly the holder's fields at
+// version 8. Then the lease expires, a new one is granted, and the old holder's writes are
+// all lease_lost.
+func TestStateLeaseHoldsUnderConcurrentWriters(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			clk := &leaseClock{at: time.Now().UTC()}
+			e := apitest.New(t, engine, func(d *api.Deps) { d.Now = clk.now })
+			e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
+			fields := map[string]any{}
+			for i := 0; i < 8; i++ {
+				fields[fmt.Sprintf("f%d", i)] = map[string]any{"type": "integer"}
+			}
+			e.PutDocument("object-types", map[string]any{"types": []any{map[string]any{"type": "worker", "ownership": "agent", "fields": fields, "agent_state": map[string]any{"scope": "task"}}}})
+			servers := []*api.Server{e.Server, newReplicaAt(e, clk.now)}
+			key := e.AgentKey("worker", "acme", "agent_state")
+			scope := map[string]any{"kind": "task", "id": "t-1"}
+			l := replicaCall(t, servers[0], "POST", "/v1/agent-state/lease", key, map[string]any{"scope": scope, "ttl_seconds": 60})
+			requireAnswer(t, l, http.StatusOK, "")
+			proof := map[string]any{"lease_id": l.body["lease_id"], "token": l.body["token"]}
+			run := func(n int, write func(i int) swarmAnswer) []swarmAnswer {
+				out := make([]swarmAnswer, n)
+				var wg sync.WaitGroup
+				for i := 0; i < n; i++ {
+					wg.Add(1)
+					go func(i int) { defer wg.Done(); out[i] = write(i) }(i)
+				}
+				wg.Wait()
+				return out
+			}
+			answers := run(24, func(i int) swarmAnswer {
+				req := map[string]any{"scope": scope, "body": map[string]any{fmt.Sprintf("f%d", i%8): i}}
+				if i < 8 {
+					req["lease"] = proof
+				}
+				a, err := swarmDo(servers[i%2], "PUT", "/v1/agent-state", key, req)
+				if err != nil {
+					a.status = -1
+				}
+				return a
+			})
+			for i, a := range answers {
+				if i < 8 {
+					requireAnswer(t, a, http.StatusOK, "")
+				} else {
+					requireAnswer(t, a, http.StatusConflict, "lease_held")
+				}
+			}
+			r := replicaCall(t, servers[1], "POST", "/v1/agent-state/read", key, map[string]any{"scope": scope})
+			require.Equal(t, jsonNumber("8"), r.body["version"])
+			body := r.body["body"].(map[string]any)
+			require.Len(t, body, 8)
+			for i := 0; i < 8; i++ {
+				require.Equal(t, jsonNumber(fmt.Sprint(i)), body[fmt.Sprintf("f%d", i)], "only the holder's writes are stored")
+			}
+
+			clk.advance(61 * time.Second)
+			requireAnswer(t, replicaCall(t, servers[1], "POST", "/v1/agent-state/lease", key, map[string]any{"scope": scope, "ttl_seconds": 60}), http.StatusOK, "")
+			late := run(8, func(i int) swarmAnswer {
+				a, err := swarmDo(servers[i%2], "PUT", "/v1/agent-state", key, map[string]any{"scope": scope, "body": map[string]any{"f0": 100 + i}, "lease": proof})
+				if err != nil {
+					a.status = -1
+				}
+				return a
+			})
+			for _, a := range late {
+				requireAnswer(t, a, http.StatusConflict, "lease_lost")
+			}
+			r = replicaCall(t, servers[0], "POST", "/v1/agent-state/read", key, map[string]any{"scope": scope})
+			require.Equal(t, jsonNumber("8"), r.body["version"], "the late writes changed nothing")
+		})
+	}
 }
