@@ -262,6 +262,17 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(400, "POST", "/v1/agent-state/delete", bot, map[string]any{"scope": scope, "subject": "email:ana@example.com"})
 			c.do(403, "POST", "/v1/agent-state/delete", bot, map[string]any{"subject": "email:ana@example.com"})
 			c.do(403, "GET", "/v1/profiles/"+pid+"/agent-state", bot, nil)
+			// Working-memory leases (issue 31).
+			stateLease := c.do(200, "POST", "/v1/agent-state/lease", bot, map[string]any{"scope": scope, "ttl_seconds": 30}).JSON(t)
+			c.do(409, "POST", "/v1/agent-state/lease", bot, map[string]any{"scope": scope, "ttl_seconds": 30})
+			c.do(400, "POST", "/v1/agent-state/lease", bot, map[string]any{"scope": scope, "ttl_seconds": 0})
+			c.do(409, "PUT", "/v1/agent-state", bot, map[string]any{"scope": scope, "body": map[string]any{"colour": "blue"}})
+			stateProof := map[string]any{"lease_id": stateLease["lease_id"], "token": stateLease["token"]}
+			c.do(200, "PUT", "/v1/agent-state", bot, map[string]any{"scope": scope, "body": map[string]any{"colour": "blue"}, "lease": stateProof})
+			c.do(200, "POST", "/v1/agent-state/lease/renew", bot, map[string]any{"scope": scope, "ttl_seconds": 30, "lease_id": stateLease["lease_id"], "token": stateLease["token"]})
+			c.do(200, "POST", "/v1/agent-state/lease/release", bot, map[string]any{"scope": scope, "lease_id": stateLease["lease_id"], "token": stateLease["token"]})
+			c.do(409, "POST", "/v1/agent-state/lease/renew", bot, map[string]any{"scope": scope, "ttl_seconds": 30, "lease_id": stateLease["lease_id"], "token": stateLease["token"]})
+			c.do(409, "POST", "/v1/agent-state/lease/release", bot, map[string]any{"scope": scope, "lease_id": stateLease["lease_id"], "token": stateLease["token"]})
 
 			// Notes.
 			n1 := c.do(201, "POST", "/v1/agent-memory/notes", bot, map[string]any{"kind": "tool_note", "title": "Stock API pagination", "body": "Follow next_cursor until empty.", "tags": []string{"stock"}}, "Idempotency-Key", "k-1")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/api/console"
 	"github.com/agentmemory/agentmemory/internal/boards"
+	"github.com/agentmemory/agentmemory/internal/state"
 )
 
 // routes lists the whole API on one screen.
@@ -66,7 +67,10 @@ func (s *Server) routes() {
 	// Working memory (WM).
 	v1.PUT("/agent-state", s.writeState)
 	v1.POST("/agent-state/read", s.readState)
-	v1.POST("/agent-state/delete", s.deleteState) // issue 29 §3
+	v1.POST("/agent-state/delete", s.deleteState)                  // issue 29 §3
+	v1.POST("/agent-state/lease", s.stateLease(state.ActionLease)) // issue 31
+	v1.POST("/agent-state/lease/renew", s.stateLease(state.ActionRenew))
+	v1.POST("/agent-state/lease/release", s.stateLease(state.ActionRelease))
 
 	// Boards (issue 31): shared memory by grant, conflicts settled by the space's rules, leases.
 	v1.GET("/boards", s.listBoards)

@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/leases"
 	"github.com/agentmemory/agentmemory/internal/state"
 	"github.com/agentmemory/agentmemory/internal/subjects"
 )
@@ -129,4 +130,28 @@ func (s *Server) profileAgentState(c *gin.Context) {
 		return
 	}
 	c.PureJSON(http.StatusOK, gin.H{"profile_id": c.Param("profile_id"), "states": list})
+}
+
+// stateLease: POST /v1/agent-state/lease, /lease/renew, /lease/release {"scope", "agent",
+// "ttl_seconds", "lease_id", "token"} (issue 31) -> 200 {lease_id, token, expires_at}; 409
+// lease_held when another lease is in force (acquire), 409 lease_lost when the lease named
+// is not (renew, release).
+func (s *Server) stateLease(action string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		var req state.LeaseRequest
+		if !s.bindOrFail(c, &req) {
+			return
+		}
+		var l leases.Lease
+		err := s.withConfig(c, func(ctx context.Context, p auth.Principal) error {
+			var err error
+			l, err = s.State.Lease(ctx, p, action, req)
+			return err
+		})
+		if err != nil {
+			s.writeError(c, err)
+			return
+		}
+		c.PureJSON(http.StatusOK, l)
+	}
 }

@@ -64,6 +64,13 @@ func encodeWrite(req writeRequest) encoded {
 		b = append(b, `,"subject":`...)
 		b = appendString(b, req.Subject)
 	}
+	if req.Lease != nil {
+		b = append(b, `,"lease":{"lease_id":`...)
+		b = appendString(b, req.Lease.ID)
+		b = append(b, `,"token":`...)
+		b = strconv.AppendInt(b, req.Lease.Token, 10)
+		b = append(b, '}')
+	}
 	return append(b, '}')
 }
 

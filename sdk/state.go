@@ -124,6 +124,7 @@ type writeRequest struct {
 	IfVersion *int64                     `json:"if_version,omitempty"`
 	Body      map[string]json.RawMessage `json:"body"`
 	Subject   string                     `json:"subject,omitempty"`
+	Lease     *leaseProof                `json:"lease,omitempty"`
 }
 
 type queuedWrite struct {
@@ -210,7 +211,7 @@ func (h *StateHandle) Put(ctx context.Context, body map[string]any, opts ...PutO
 	c.flushQuiet(ctx)
 	res, err := c.send(ctx, req, encodeWrite(req))
 	var unreachable errUnreachable
-	if errors.As(err, &unreachable) || isUnavailable(err) {
+	if (errors.As(err, &unreachable) || isUnavailable(err)) && req.Lease == nil { // a leased write is never queued
 		c.mu.Lock()
 		c.queue = append(c.queue, queuedWrite{Request: req})
 		saveErr := c.saveQueueLocked()

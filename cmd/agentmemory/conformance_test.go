@@ -124,11 +124,12 @@ func requireEveryGroup(t *testing.T, rep conformance.Report) {
 	for _, c := range rep.Checks {
 		count[c.Group]++
 	}
-	for _, g := range []string{"setup", "isolation", "bad_input", "erasure", "receipts", "console", "cleanup"} {
+	for _, g := range []string{"setup", "isolation", "bad_input", "boards", "erasure", "receipts", "console", "cleanup"} {
 		require.Positive(t, count[g], "group %s ran no check", g)
 	}
 	require.Greater(t, count["isolation"], 60, "isolation covers the routes of /openapi.json for three callers")
 	require.Greater(t, count["bad_input"], 40)
+	require.GreaterOrEqual(t, count["boards"], 14, "boards: conflicts, rules, grants across vendors and spaces, leases")
 	requireErasureChecked(t, rep)
 }
 

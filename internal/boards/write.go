@@ -16,6 +16,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/boardrules"
 	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/quotas"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/internal/strictjson"
@@ -66,7 +67,8 @@ const maxWriters = 16
 // version whose base is gone, or that the board never had, fault.Stale CodeConflict with
 // reason base_gone. Then the cap (stored:false over_cap). A stored write commits whole with
 // its board_versions row, its subjects, its receipt (naming the rule of each settled field)
-// and its TypeUpdated event; a refused conflict leaves only its receipt.
+// and its TypeUpdated event; a refused conflict leaves only its receipt. A write creating a
+// board past the space's boards_per_space is 409 quota_exceeded and stores nothing.
 func (s *Service) Write(ctx context.Context, p auth.Principal, req WriteRequest) (WriteResult, error) {
 	ours, err := parseWrite(req)
 	if err != nil {
@@ -98,7 +100,8 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, req WriteRequest)
 		return err
 	})
 	if err != nil {
-		return WriteResult{}, wrap("write", err)
+		// A new board past features.quotas.boards_per_space: 409 quota_exceeded, nothing stored.
+		return WriteResult{}, wrap("write", quotas.Refusal(ctx, s.DB, t.spaceID, err))
 	}
 	if refused != nil {
 		return WriteResult{}, refused

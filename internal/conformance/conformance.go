@@ -146,6 +146,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	w.mcp(ctx, rep)
 	w.badInput(ctx, rep, routes)
 	w.unchanged(ctx, rep)
+	w.boards(ctx, rep)
 	w.erasure(ctx, rep, o.ErasureWait)
 	w.receipts(ctx, rep)
 	w.console(ctx, rep)

@@ -152,3 +152,10 @@ func Check(ctx context.Context, tx bun.IDB, spaceID, target string, proof *Proof
 	}
 	return nil
 }
+
+// Exists reports whether target has a lease row (a lease was ever granted on it, in force
+// or not), read through idb without a lock: a cheap test of whether a write must take the
+// fencing check of Check inside a transaction.
+func Exists(ctx context.Context, idb bun.IDB, spaceID, target string) (bool, error) {
+	return idb.NewSelect().Model((*models.Lease)(nil)).Where("space_id = ? AND target = ?", spaceID, target).Exists(ctx)
+}

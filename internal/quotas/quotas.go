@@ -3,7 +3,8 @@
 // the recount of every counter from the rows.
 //
 // The counting itself lives in the database (migration 20261204140000): triggers on
-// agent_states, turns, knowledge_documents and knowledge_chunks move quota_usage inside the
+// agent_states, turns, knowledge_documents and knowledge_chunks (and boards, migration
+// 20261206040000) move quota_usage inside the
 // statement that changes a row, so a count is exact across replicas (it changes under the
 // row locks and in the transaction of the write, whichever path writes), and a statement
 // that takes a count past its limit fails whole with "quota_exceeded:<quota>" (Exceeded).
@@ -30,12 +31,11 @@ const (
 	TurnsPerConversation = "turns_per_conversation" // keyed by the conversation's or task's scope hash
 	DocumentsPerBase     = "documents_per_base"     // keyed by knowledge base id
 	ChunksPerBase        = "chunks_per_base"        // keyed by knowledge base id
+	BoardsPerSpace       = "boards_per_space"       // board instances (issue 31), migration 20261206040000
 )
 
-// Names lists every quota in the order the Console shows them. Boards have none yet (they do
-// not exist on this branch); theirs joins here, in spaces.QuotaSettings and in a migration's
-// triggers when they do.
-var Names = []string{StatesPerSpace, StatesPerScopeKind, StateBytesPerSpace, TurnsPerSpace, TurnsPerConversation, DocumentsPerBase, ChunksPerBase}
+// Names lists every quota in the order the Console shows them.
+var Names = []string{StatesPerSpace, StatesPerScopeKind, StateBytesPerSpace, TurnsPerSpace, TurnsPerConversation, DocumentsPerBase, ChunksPerBase, BoardsPerSpace}
 
 // Defaults are the limits of a space whose features document sets none: sized for one
 // embedded deployment (SQLite on one machine), generous for an agent fleet's working memory
@@ -49,6 +49,7 @@ var Defaults = map[string]int64{
 	TurnsPerConversation: 10000,
 	DocumentsPerBase:     10000,
 	ChunksPerBase:        500000,
+	BoardsPerSpace:       10000, // migration 20261206040000's
 }
 
 // Limit returns the space's limit of quota (for StatesPerScopeKind, of scope kind kind; kind is
@@ -58,7 +59,7 @@ func Limit(f spaces.Features, quota, kind string) int64 {
 	set := map[string]int64{
 		StatesPerSpace: q.StatesPerSpace, StatesPerScopeKind: q.StatesPerScopeKind[kind], StateBytesPerSpace: q.StateBytesPerSpace,
 		TurnsPerSpace: q.TurnsPerSpace, TurnsPerConversation: q.TurnsPerConversation,
-		DocumentsPerBase: q.DocumentsPerBase, ChunksPerBase: q.ChunksPerBase,
+		DocumentsPerBase: q.DocumentsPerBase, ChunksPerBase: q.ChunksPerBase, BoardsPerSpace: q.BoardsPerSpace,
 	}[quota]
 	if set > 0 {
 		return set

@@ -29,14 +29,16 @@ type Report struct {
 	Fixed   []Fix `json:"fixed"`
 }
 
-// truthSQL counts every quota from the rows, as the triggers of migration 20261204140000 do.
+// truthSQL counts every quota from the rows, as the triggers of migrations 20261204140000 and
+// 20261206040000 (boards) do.
 const truthSQL = `SELECT space_id, 'states_per_space' AS quota, '' AS scope_key, count(*) AS used FROM agent_states GROUP BY space_id
 UNION ALL SELECT space_id, 'states_per_scope_kind', scope_kind, count(*) FROM agent_states GROUP BY space_id, scope_kind
 UNION ALL SELECT space_id, 'state_bytes_per_space', '', CAST(SUM(bytes) AS BIGINT) FROM agent_states GROUP BY space_id
 UNION ALL SELECT space_id, 'turns_per_space', '', count(*) FROM turns GROUP BY space_id
 UNION ALL SELECT space_id, 'turns_per_conversation', scope_hash, count(*) FROM turns GROUP BY space_id, scope_hash
 UNION ALL SELECT space_id, 'documents_per_base', kb_id, count(*) FROM knowledge_documents WHERE status IN ('pending', 'ready') GROUP BY space_id, kb_id
-UNION ALL SELECT space_id, 'chunks_per_base', kb_id, count(*) FROM knowledge_chunks GROUP BY space_id, kb_id`
+UNION ALL SELECT space_id, 'chunks_per_base', kb_id, count(*) FROM knowledge_chunks GROUP BY space_id, kb_id
+UNION ALL SELECT space_id, 'boards_per_space', '', count(*) FROM boards GROUP BY space_id`
 
 // counter is one stored or counted value.
 type counter struct {
@@ -56,7 +58,7 @@ func Recount(ctx context.Context, d *bun.DB) (Report, error) {
 	err := d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		rep = Report{Fixed: []Fix{}}
 		if !db.IsSQLite(tx) {
-			if _, err := tx.ExecContext(ctx, `LOCK TABLE agent_states, turns, knowledge_documents, knowledge_chunks, notes, quota_usage, note_source_counts IN SHARE ROW EXCLUSIVE MODE`); err != nil {
+			if _, err := tx.ExecContext(ctx, `LOCK TABLE agent_states, turns, knowledge_documents, knowledge_chunks, boards, notes, quota_usage, note_source_counts IN SHARE ROW EXCLUSIVE MODE`); err != nil {
 				return fmt.Errorf("quotas: recount: lock: %w", err)
 			}
 		}

@@ -41,9 +41,9 @@ type Features struct {
 // over_quota (WM-8's rule); other writes 409 quota_exceeded naming the quota.
 // StatesPerScopeKind holds per scope kind (conversation, task, object, subject, agent) its own limit.
 // TurnsPerConversation bounds each conversation's and each task's turns. Documents count while
-// pending or ready (a superseded, refused, failed or deleted one does not). Boards have no
-// limit yet: they do not exist; their quota joins this struct and the migration's counted
-// tables when they do.
+// pending or ready (a superseded, refused, failed or deleted one does not). BoardsPerSpace
+// bounds the space's board instances (issue 31; a write creating one more is 409
+// quota_exceeded).
 type QuotaSettings struct {
 	StatesPerSpace       int64            `json:"states_per_space,omitempty"`
 	StatesPerScopeKind   map[string]int64 `json:"states_per_scope_kind,omitempty"`
@@ -52,6 +52,7 @@ type QuotaSettings struct {
 	TurnsPerSpace        int64            `json:"turns_per_space,omitempty"`
 	DocumentsPerBase     int64            `json:"documents_per_base,omitempty"`
 	ChunksPerBase        int64            `json:"chunks_per_base,omitempty"`
+	BoardsPerSpace       int64            `json:"boards_per_space,omitempty"`
 }
 
 // MaxQuota bounds every quota (2^40: a terabyte of state bytes, far more rows than one space
@@ -248,7 +249,7 @@ func validateQuotas(q QuotaSettings) error {
 		n      int64
 	}{{"states_per_space", q.StatesPerSpace}, {"state_bytes_per_space", q.StateBytesPerSpace},
 		{"turns_per_conversation", q.TurnsPerConversation}, {"turns_per_space", q.TurnsPerSpace},
-		{"documents_per_base", q.DocumentsPerBase}, {"chunks_per_base", q.ChunksPerBase}} {
+		{"documents_per_base", q.DocumentsPerBase}, {"chunks_per_base", q.ChunksPerBase}, {"boards_per_space", q.BoardsPerSpace}} {
 		if err := check(c.member, c.n); err != nil {
 			return err
 		}

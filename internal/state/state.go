@@ -76,6 +76,8 @@ type Scope struct {
 }
 
 // WriteRequest is the body of PUT /v1/agent-state (WM-4). IfVersion is required for cas.
+// Lease, when set, is the lease the writer holds on the state (issue 31, leases.go): the
+// write is refused 409 lease_lost unless it is the lease in force.
 type WriteRequest struct {
 	Scope     *Scope          `json:"scope"`
 	Agent     string          `json:"agent"`
@@ -83,6 +85,7 @@ type WriteRequest struct {
 	IfVersion *int64          `json:"if_version"`
 	Body      json.RawMessage `json:"body"`
 	Subject   string          `json:"subject"`
+	Lease     *LeaseProof     `json:"lease,omitempty"`
 }
 
 // WriteResult is the answer of a write (WM-7, WM-8). Reason is nil when stored. Fields lists
@@ -273,6 +276,12 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, agentVersion stri
 	}
 	if t.declared && !t.schema.AllowsMode(req.Mode) {
 		return WriteResult{}, invalid("mode", fmt.Sprintf("this agent's schema allows only %s writes", t.schema.AgentState.Write))
+	}
+	if fence, err := s.fenced(ctx, t, req.Lease); err != nil || fence {
+		if err != nil {
+			return WriteResult{}, fmt.Errorf("state: write: %w", err)
+		}
+		return s.writeFenced(ctx, p, agentVersion, t, req, body, deletes)
 	}
 	// PostgreSQL: after one lost race the write runs under the row's lock (SELECT ... FOR
 	// UPDATE in a transaction), so a hot state's writers queue on the row instead of

@@ -20,7 +20,8 @@ See docs/sdk/python.md for every behaviour, the cache and the framework integrat
 from .boards import Board, BoardPutResult, BoardState, Lease, Settled
 from .aio import AsyncAgentState, AsyncClient, AsyncSession, AsyncToolkit
 from .client import (DELETE, AgentState, Block, Client, Conflict, Context, ContextTokens, Note, Retrieval,
-                     RetrievedChunk, Saved, Scope, Session, State, WriteResult, max_age, system_prompt)
+                     RetrievedChunk, Saved, Scope, Session, State, StateLease, WriteResult, max_age,
+                     system_prompt)
 from .errors import (AgentMemoryError, AnswerError, ConflictError, PersonalDataError, RateLimitedError,
                      UnavailableError, UnreachableError)
 from .tools import DEFINITIONS, REMEMBER_SCHEMA, SEARCH_KNOWLEDGE_SCHEMA, SEARCH_SCHEMA, ToolDefinition, Toolkit
@@ -34,5 +35,5 @@ __all__ = [
     "ToolDefinition", "DEFINITIONS", "SEARCH_SCHEMA", "REMEMBER_SCHEMA", "SEARCH_KNOWLEDGE_SCHEMA",
     "AgentMemoryError", "ConflictError", "PersonalDataError", "RateLimitedError", "UnavailableError",
     "UnreachableError", "AnswerError",
-    "Board", "BoardState", "BoardPutResult", "Settled", "Lease",
+    "Board", "BoardState", "BoardPutResult", "Settled", "Lease", "StateLease",
 ]

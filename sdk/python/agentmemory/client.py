@@ -537,7 +537,7 @@ class Client:
             attempt += 1
 
     def _put(self, scope: Scope, subject: str, body: Mapping[str, Any], mode: str,
-             if_version: Optional[int]) -> WriteResult:
+             if_version: Optional[int], lease: Optional["StateLease"] = None) -> WriteResult:
         if mode not in ("merge_by_key", "cas"):
             raise ValueError("agentmemory: mode must be merge_by_key or cas")
         if not isinstance(body, Mapping):
@@ -551,9 +551,17 @@ class Client:
             req["if_version"] = int(if_version)
         if subject:
             req["subject"] = subject
+        if lease is not None:
+            req["lease"] = {"lease_id": lease.lease_id, "token": lease.token}
         if self.replay:
             return self._apply_local(self._key(scope, self.agent), req)
         self._flush_quiet()
+        if lease is not None:
+            # A write under a lease is never queued: resent later, its lease would be gone.
+            try:
+                return self._send(req)
+            except ConflictError as err:
+                return WriteResult(stored=False, version=int(err.version or 0), reason="conflict")
         try:
             return self._send(req)
         except ConflictError as err:
@@ -884,6 +892,60 @@ class AgentState:
         queued (``queued`` True) and resent later with the same if_version. Raises
         AgentMemoryError for other refusals (400 invalid_field_value, 401, 403)."""
         return self._client._put(self.scope, self._subject, body, mode, if_version)
+
+    def lease(self, ttl: int = 30) -> "StateLease":
+        """Acquires a lease on this state for ttl seconds (1..3600): one handler at a time, with
+        a fencing token that grows with every grant. While it is held, writes without it raise
+        AgentMemoryError lease_held (unless the schema's leases are advisory). Use it in a
+        ``with`` block, which releases it; AgentMemoryError lease_held while another handler
+        holds one."""
+        req: Dict[str, Any] = {"scope": self.scope.wire(), "ttl_seconds": int(ttl)}
+        if self._client.agent:
+            req["agent"] = self._client.agent
+        d = self._client._http.request("POST", "/v1/agent-state/lease", req).data or {}
+        return StateLease(self, d["lease_id"], int(d["token"]), d["expires_at"])
+
+
+class StateLease:
+    """A lease on a working state with its fencing token (issue 31); a context manager that
+    releases it on exit (a lease already lost is not an error on exit). ``put`` writes carrying
+    it: AgentMemoryError lease_lost once it expired, was released or a newer one was granted."""
+
+    def __init__(self, state: "AgentState", lease_id: str, token: int, expires_at: str) -> None:
+        self.state = state
+        self.lease_id = lease_id
+        self.token = token
+        self.expires_at = expires_at
+
+    def __enter__(self) -> "StateLease":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self.release()
+        except AgentMemoryError as e:
+            if e.code != "lease_lost":
+                raise
+
+    def _proof(self, **extra: Any) -> Dict[str, Any]:
+        req: Dict[str, Any] = {"scope": self.state.scope.wire(), "lease_id": self.lease_id, "token": self.token}
+        if self.state._client.agent:
+            req["agent"] = self.state._client.agent
+        req.update(extra)
+        return req
+
+    def put(self, body: Mapping[str, Any], mode: str = "merge_by_key", if_version: Optional[int] = None) -> WriteResult:
+        """AgentState.put carrying this lease (never queued when the service is unreachable)."""
+        return self.state._client._put(self.state.scope, self.state._subject, body, mode, if_version, self)
+
+    def renew(self, ttl: int = 30) -> None:
+        """Extends the lease to ttl seconds from now; AgentMemoryError lease_lost when it is no longer in force."""
+        d = self.state._client._http.request("POST", "/v1/agent-state/lease/renew", self._proof(ttl_seconds=int(ttl))).data or {}
+        self.expires_at = d.get("expires_at", self.expires_at)
+
+    def release(self) -> None:
+        """Ends the lease; AgentMemoryError lease_lost when it is no longer in force."""
+        self.state._client._http.request("POST", "/v1/agent-state/lease/release", self._proof())
 
     @property
     def conflicts(self) -> List[Conflict]:

@@ -48,6 +48,30 @@ class BoardsTest(unittest.TestCase):
         self.assertEqual(lost.exception.code, "lease_lost")
         self.assertTrue(b.put({"hits": 4}, if_version=3).stored, "released on leaving the with block")
 
+    def test_state_lease_fences_the_other_run(self) -> None:
+        self.server.put_document("features", {"agent_state": {"enabled": True}})
+        self.server.put_document("object-types", {"types": [
+            {"type": "findings", "ownership": "shared",
+             "fields": {"hits": {"type": "integer", "conflict": {"rule": "sum"}},
+                        "tags": {"type": "array", "conflict": {"rule": "union"}}}},
+            {"type": "planner", "ownership": "agent", "fields": {"plan": {"type": "string"}},
+             "agent_state": {"scope": "agent"}}]})
+        runs = [agentmemory.Client(self.server.url, self.server.mint_key(
+            {"kind": "agent", "agent": "planner", "vendor": "py", "scopes": ["agent_state"]})) for _ in range(2)]
+        one, two = (r.agent_state(agentmemory.Scope("agent", "planner-1")) for r in runs)
+        with one.lease(ttl=30) as lease:
+            self.assertEqual(lease.token, 1)
+            with self.assertRaises(agentmemory.AgentMemoryError) as held:
+                two.put({"plan": "two"})
+            self.assertEqual(held.exception.code, "lease_held")
+            self.assertTrue(lease.put({"plan": "one"}).stored)
+        with self.assertRaises(agentmemory.AgentMemoryError) as lost:
+            lease.put({"plan": "late"})
+        self.assertEqual(lost.exception.code, "lease_lost")
+        self.assertTrue(two.put({"plan": "two"}).stored, "released on leaving the with block")
+        self.assertEqual(two.get().body, {"plan": "two"})
+        self.assertEqual(two.lease(ttl=30).token, 2)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -14,6 +14,7 @@ import type {
   ContextRequest,
   Evidence,
   JsonValue,
+  LeaseInfo,
   Note,
   NoteInput,
   ProposalAccepted,
@@ -102,6 +103,8 @@ export interface WriteResult extends Omit<StateWriteResult, "reason"> {
 export interface PutOptions {
   mode?: WriteMode;
   ifVersion?: number;
+  /** The lease this write carries (see {@link AgentStateHandle.lease}): 409 `lease_lost` once it is no longer in force. */
+  lease?: { leaseId: string; token: number };
 }
 
 /**
@@ -639,6 +642,60 @@ export class AgentMemoryClient {
   }
 }
 
+/** `Symbol.asyncDispose` where the runtime has it (for `await using`), else a registered symbol. */
+const stateAsyncDispose: symbol = (Symbol as unknown as { asyncDispose?: symbol }).asyncDispose ?? Symbol.for("Symbol.asyncDispose");
+
+/**
+ * A lease on a working state (issue 31): `put` writes carrying it (409 `lease_lost` once it
+ * expired, was released or a newer lease was granted); `renew`, `release`, and release at
+ * the end of an `await using` block.
+ */
+export class StateLease {
+  readonly leaseId: string;
+  readonly token: number;
+  expiresAt: string;
+
+  constructor(
+    private readonly state: AgentStateHandle,
+    private readonly http: () => Transport,
+    private readonly target: { [m: string]: JsonValue },
+    l: LeaseInfo,
+  ) {
+    this.leaseId = l.lease_id;
+    this.token = l.token;
+    this.expiresAt = l.expires_at;
+  }
+
+  /** {@link AgentStateHandle.put} carrying this lease. */
+  put(body: { [field: string]: JsonValue | undefined }, opts: PutOptions = {}): Promise<WriteResult> {
+    return this.state.put(body, { ...opts, lease: this });
+  }
+
+  private proof(extra: { [m: string]: JsonValue } = {}): { [m: string]: JsonValue } {
+    const { ttl_seconds: _ttl, ...target } = this.target;
+    return { ...target, lease_id: this.leaseId, token: this.token, ...extra };
+  }
+
+  /** Extends the lease to `ttlSeconds` from now; 409 `lease_lost` when it is no longer in force. */
+  async renew(ttlSeconds = 30): Promise<void> {
+    this.expiresAt = (await this.http().request<LeaseInfo>("POST", "/v1/agent-state/lease/renew", { body: this.proof({ ttl_seconds: ttlSeconds }) })).data.expires_at;
+  }
+
+  /** Ends the lease; 409 `lease_lost` when it is no longer in force. */
+  async release(): Promise<void> {
+    await this.http().request<LeaseInfo>("POST", "/v1/agent-state/lease/release", { body: this.proof() });
+  }
+
+  /** Releases the lease at the end of an `await using` block; a lease already lost is no error. */
+  async [stateAsyncDispose](): Promise<void> {
+    try {
+      await this.release();
+    } catch (e) {
+      if ((e as { code?: string }).code !== "lease_lost") throw e;
+    }
+  }
+}
+
 /** The working state of one scope and agent. */
 export class AgentStateHandle {
   /** The scope this handle reads and writes. */
@@ -681,7 +738,23 @@ export class AgentStateHandle {
     if (this.agent) req.agent = this.agent;
     if (opts.ifVersion !== undefined) req.if_version = opts.ifVersion;
     if (this.subjectHandle) req.subject = this.subjectHandle;
+    if (opts.lease) req.lease = { lease_id: opts.lease.leaseId, token: opts.lease.token };
     return this.client.write(req);
+  }
+
+  /**
+   * Acquires a lease on this state for `ttlSeconds` (1..3600, `POST /v1/agent-state/lease`):
+   * one handler at a time, with a fencing token that grows with every grant. While it is
+   * held, writes without it are refused 409 `lease_held` (unless the schema's leases are
+   * advisory). `await using lease = await state.lease(30)` releases it when the block ends;
+   * or `try { ... } finally { await lease.release() }`. Throws 409 `lease_held` while another
+   * handler holds one.
+   */
+  async lease(ttlSeconds = 30): Promise<StateLease> {
+    const req: { [m: string]: JsonValue } = { scope: { ...this.scope }, ttl_seconds: ttlSeconds };
+    if (this.agent) req.agent = this.agent;
+    const l = (await this.client.transport().request<LeaseInfo>("POST", "/v1/agent-state/lease", { body: req })).data;
+    return new StateLease(this, () => this.client.transport(), req, l);
   }
 
   /** The client's queued writes of this scope and agent that conflicted when resent. */

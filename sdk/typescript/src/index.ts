@@ -69,6 +69,7 @@ export {
 } from "./tools.js";
 export type * from "./types.js";
 export { BoardHandle, BoardLease } from "./boards.js";
+export { StateLease } from "./client.js";
 
 import { AgentMemoryClient as Client, type ClientOptions as Options } from "./client.js";
 

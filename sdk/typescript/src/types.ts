@@ -32,6 +32,14 @@ export interface StateWrite {
   if_version?: number | null;
   body: { [field: string]: JsonValue };
   subject?: string;
+  /** The lease the writer holds on this state (schema `LeaseProof`): 409 `lease_lost` unless it is the lease in force. */
+  lease?: LeaseProof;
+}
+
+/** A lease a write carries: its id and fencing token (schema `LeaseProof`). */
+export interface LeaseProof {
+  lease_id: string;
+  token: number;
 }
 
 /** Answer 200 of `PUT /v1/agent-state` (schema `StateWriteResult`). */

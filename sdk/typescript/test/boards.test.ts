@@ -42,3 +42,27 @@ test("a stale put is merged by rule and a lease fences the other handler", async
   await assert.rejects(lease.renew(30), (e: unknown) => e instanceof AgentMemoryError && e.code === "lease_lost");
   assert.equal((await b.put({ hits: 4 }, 3)).stored, true);
 });
+
+test("a working-state lease fences the other run and is released by await using semantics", async () => {
+  await server.putDocument("features", { agent_state: { enabled: true } });
+  await server.putDocument("object-types", {
+    types: [
+      { type: "findings", ownership: "shared", fields: { hits: { type: "integer", conflict: { rule: "sum" } }, tags: { type: "array", conflict: { rule: "union" } } } },
+      { type: "planner", ownership: "agent", fields: { plan: { type: "string" } }, agent_state: { scope: "agent" } },
+    ],
+  });
+  const run = async () => new AgentMemoryClient({ baseUrl: server.url, key: await server.mintKey({ kind: "agent", agent: "planner", vendor: "ts", scopes: ["agent_state"] }) });
+  const one = (await run()).agentState({ kind: "agent", id: "planner-1" });
+  const two = (await run()).agentState({ kind: "agent", id: "planner-1" });
+  const lease = await one.lease(30);
+  assert.equal(lease.token, 1);
+  try {
+    await assert.rejects(two.put({ plan: "two" }), (e: unknown) => e instanceof AgentMemoryError && e.code === "lease_held");
+    assert.equal((await lease.put({ plan: "one" })).stored, true);
+  } finally {
+    await (lease as unknown as { [k: symbol]: () => Promise<void> })[(Symbol as any).asyncDispose ?? Symbol.for("Symbol.asyncDispose")]();
+  }
+  await assert.rejects(lease.put({ plan: "late" }), (e: unknown) => e instanceof AgentMemoryError && e.code === "lease_lost");
+  assert.equal((await two.put({ plan: "two" })).stored, true);
+  assert.equal((await two.lease(30)).token, 2);
+});

@@ -78,6 +78,7 @@ const PAIRS: [string, string, boolean?][] = [
   ["BoardWriteResult", "BoardWriteResult"],
   ["BoardRead", "Board"],
   ["LeaseInfo", "Lease"],
+  ["LeaseProof", "LeaseProof"],
 ];
 
 function checks(): string {
