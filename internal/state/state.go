@@ -210,6 +210,9 @@ type target struct {
 	schema      spaces.ObjectType
 	declared    bool
 	features    spaces.Features
+	// config is the configuration revision the request's Snapshot was read at, which every
+	// statement checks (atConfig), or -1 when it assumed none.
+	config int64
 }
 
 // errOverQuota rolls back a locked attempt (a PostgreSQL transaction the refused statement
@@ -244,11 +247,21 @@ func overQuota(err error, t target, effective int64, lock bool) (res WriteResult
 // context.DeadlineExceeded, wrapped); nothing of it is stored. After maxAttempts lost races it
 // is fault.Unavailable "agent_state_busy".
 func (s *Service) Write(ctx context.Context, p auth.Principal, agentVersion string, req WriteRequest) (WriteResult, error) {
+	return s.WriteAt(ctx, spaces.Snapshot{}, p, agentVersion, req)
+}
+
+// WriteAt is Write on snap, the request's key and documents as authenticated (issue 30 §1):
+// the space's features and object types are snap's, and every statement applies only while
+// the space's configuration revision is still snap's, else the answer is
+// spaces.ErrStaleConfig and nothing is stored (the caller reloads snap and writes again:
+// spaces.KeyCache.Run). The zero Snapshot reads the documents from the store and checks no
+// revision.
+func (s *Service) WriteAt(ctx context.Context, snap spaces.Snapshot, p auth.Principal, agentVersion string, req WriteRequest) (WriteResult, error) {
 	req, body, deletes, err := checkRequest(req)
 	if err != nil {
 		return WriteResult{}, err
 	}
-	t, err := s.resolve(ctx, p, req.Scope, req.Agent, req.Subject)
+	t, err := s.resolve(ctx, snap, p, req.Scope, req.Agent, req.Subject)
 	if err != nil {
 		return WriteResult{}, err
 	}
@@ -456,8 +469,10 @@ func checkNoDelete(v any, at string, top bool) error {
 	return nil
 }
 
-func (s *Service) resolve(ctx context.Context, p auth.Principal, scope *Scope, agent, subject string) (target, error) {
-	t := target{spaceID: p.SpaceID}
+// resolve checks who writes or reads and what (WM-3) on snap's documents, and returns the
+// target, at snap's configuration revision.
+func (s *Service) resolve(ctx context.Context, snap spaces.Snapshot, p auth.Principal, scope *Scope, agent, subject string) (target, error) {
+	t := target{spaceID: p.SpaceID, config: snap.ConfigArg(p.SpaceID)}
 	switch {
 	case p.IsAgent():
 		if !p.HasScope(auth.ScopeAgentState) {
@@ -476,7 +491,7 @@ func (s *Service) resolve(ctx context.Context, p auth.Principal, scope *Scope, a
 		}
 		t.agent = agent
 	}
-	features, types, err := s.Docs.Both(ctx, p.SpaceID)
+	features, types, err := snap.Documents(ctx, s.Docs, p.SpaceID)
 	if err != nil {
 		return t, err
 	}
@@ -807,7 +822,7 @@ type rowUpdate struct {
 // SQLite rewrites no index page.
 func (s *Service) applyUpdate(ctx context.Context, idb bun.IDB, w *pendingWrite, row *models.AgentState, next *nextState, u rowUpdate) (int64, error) {
 	reindex := u.subjectHash != row.SubjectHash || u.hour != row.ExpiresHour
-	rev := assumedConfig(ctx, w.t)
+	rev := w.t.config
 	var version int64
 	var err error
 	if d, ok := idb.(*bun.DB); ok {
@@ -861,7 +876,7 @@ func (s *Service) loadForRead(ctx context.Context, t target) (*models.AgentState
 func (s *Service) loadRow(ctx context.Context, idb bun.IDB, lock bool, t target, query string) (*models.AgentState, error) {
 	var row models.AgentState
 	var err error
-	rev := assumedConfig(ctx, t)
+	rev := t.config
 	if d, ok := idb.(*bun.DB); ok && !lock && query == stateForRead {
 		err = scanForRead(ctx, d, &row, t, rev)
 	} else if ok && !lock {
@@ -913,15 +928,6 @@ const atConfig = ` AND (? < 0 OR COALESCE((SELECT revision FROM space_revisions 
 
 // atConfigAlias is atConfig's condition in bun's query builder.
 const atConfigAlias = `? < 0 OR COALESCE((SELECT revision FROM space_revisions WHERE space_revisions.space_id = ?TableAlias.space_id AND space_revisions.name = 'config'), 0) = ?`
-
-// assumedConfig is the configuration revision t's request assumed (spaces.AssumedConfig), or
-// -1 when it assumed none (a caller outside the API's working-memory routes).
-func assumedConfig(ctx context.Context, t target) int64 {
-	if rev, ok := spaces.AssumedConfig(ctx, t.spaceID); ok {
-		return rev
-	}
-	return -1
-}
 
 // stateByScope is load's statement (prepared once per pool): every column of
 // models.AgentState, when the configuration is still the one assumed.
@@ -1056,7 +1062,13 @@ func liveOf(row *models.AgentState, all strictjson.Object, stamps map[string]tim
 // Read returns the state of scope and agent as p may see it (WM-9, WM-12): expired fields
 // are never served, and a never-written or expired state reads as version 0.
 func (s *Service) Read(ctx context.Context, p auth.Principal, req ReadRequest) (ReadResult, error) {
-	t, err := s.resolve(ctx, p, req.Scope, req.Agent, "")
+	return s.ReadAt(ctx, spaces.Snapshot{}, p, req)
+}
+
+// ReadAt is Read on snap, as WriteAt is Write: a state read at a configuration revision that
+// is no longer snap's answers spaces.ErrStaleConfig.
+func (s *Service) ReadAt(ctx context.Context, snap spaces.Snapshot, p auth.Principal, req ReadRequest) (ReadResult, error) {
+	t, err := s.resolve(ctx, snap, p, req.Scope, req.Agent, "")
 	if err != nil {
 		return ReadResult{}, err
 	}
