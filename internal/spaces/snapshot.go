@@ -8,8 +8,8 @@ import (
 
 // Snapshot is what one request's key was authenticated against, read at one instant (issue 30
 // §1): the key's space, the space's configuration revision (RevisionConfig) the key and the
-// documents were read at, the features and object-types documents parsed, and whether it came
-// from a KeyCache without reading the store. The hot paths take it as an argument
+// documents were read at, the features and object-types documents parsed (Documents), and
+// whether it came from a KeyCache without reading the store. The hot paths take it as an argument
 // (state.Service.WriteAt and ReadAt, notes.Service.BlockAt): their statements apply, and
 // their receipts commit, only while the space's revision is still Revision; otherwise they
 // answer ErrStaleConfig and KeyCache.Run reloads the key and runs them again.
@@ -20,23 +20,29 @@ type Snapshot struct {
 	SpaceID  string
 	Revision int64
 	Cached   bool
-	Features Features
-	Types    ObjectTypes
-	// parseErr is the error parsing the documents gave (Documents answers it).
-	parseErr error
-	docs     []models.Document
 	hash     string // the key's hash, to reload it
-	// pre is docs as WithDocuments's context value, boxed once per snapshot (a cached one
-	// serves many requests) instead of once per request.
-	pre any
+	// read is what was read with the key, shared by every copy of the snapshot (a cached
+	// one serves many requests), so a Snapshot is small to pass by value.
+	read *snapshotRead
+}
+
+// snapshotRead is a Snapshot's documents as read, their parsed features and object types
+// (or the error parsing them gave), and the documents as WithDocuments's context value,
+// boxed once.
+type snapshotRead struct {
+	docs     []models.Document
+	features Features
+	types    ObjectTypes
+	parseErr error
+	pre      any
 }
 
 // newSnapshot is the Snapshot of the key of hash in spaceID, with docs read at revision rev;
 // the documents are parsed once here (parseDocuments).
 func newSnapshot(spaceID, hash string, rev int64, docs []models.Document) Snapshot {
 	f, t, err := parseDocuments(docs)
-	return Snapshot{SpaceID: spaceID, Revision: rev, Features: f, Types: t, parseErr: err, docs: docs, hash: hash,
-		pre: prefetched{spaceID: spaceID, docs: docs}}
+	return Snapshot{SpaceID: spaceID, Revision: rev, hash: hash, read: &snapshotRead{
+		docs: docs, features: f, types: t, parseErr: err, pre: prefetched{spaceID: spaceID, docs: docs}}}
 }
 
 // Assumes reports whether s holds a revision for spaceID that the hot paths must check (false
@@ -60,10 +66,10 @@ func (s Snapshot) Documents(ctx context.Context, d Documents, spaceID string) (F
 	if !s.Assumes(spaceID) {
 		return d.Both(ctx, spaceID)
 	}
-	if s.parseErr != nil {
-		return Features{}, ObjectTypes{}, s.parseErr
+	if s.read.parseErr != nil {
+		return Features{}, ObjectTypes{}, s.read.parseErr
 	}
-	return s.Features, s.Types, nil
+	return s.read.features, s.read.types, nil
 }
 
 // WithDocuments returns ctx carrying s's documents, so that the readers deeper in the request
@@ -73,7 +79,7 @@ func (s Snapshot) WithDocuments(ctx context.Context) context.Context {
 	if s.hash == "" {
 		return ctx
 	}
-	return context.WithValue(ctx, prefetchKey{}, s.pre)
+	return context.WithValue(ctx, prefetchKey{}, s.read.pre)
 }
 
 // parseDocuments parses the features and object-types documents among docs (defaults when
