@@ -11,6 +11,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/proposals"
+	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/internal/strictjson"
 	"github.com/agentmemory/agentmemory/workflows"
 )
@@ -284,8 +285,8 @@ func (s *Server) noteBlock(c *gin.Context) {
 		SourceID: c.Query("source_id"), IfNoneMatch: c.GetHeader("If-None-Match"), Run: run,
 	}
 	var b notes.Block
-	err = s.withConfig(c, func(ctx context.Context, p auth.Principal) (err error) {
-		b, err = s.Notes.Block(ctx, p, req)
+	err = s.withConfig(c, func(ctx context.Context, p auth.Principal, snap spaces.Snapshot) (err error) {
+		b, err = s.Notes.BlockAt(ctx, snap, p, req)
 		return err
 	})
 	if err != nil {

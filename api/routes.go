@@ -10,9 +10,23 @@ import (
 	"github.com/agentmemory/agentmemory/internal/state"
 )
 
-// routes lists the whole API on one screen.
+// routes lists the whole API on one screen: each area's routes are in the function named
+// for it below, in this order.
 func (s *Server) routes() {
 	r := s.engine
+	s.publicRoutes(r)
+	s.consoleRoutes(r)
+	v1 := r.Group("/v1", s.authenticate())
+	s.keyRoutes(v1)
+	s.memoryRoutes(v1)
+	s.agentMemoryRoutes(v1)
+	s.complianceRoutes(v1)
+	s.knowledgeRoutes(v1)
+}
+
+// publicRoutes are the probes, metrics, the OpenAPI document, MCP (its own authentication)
+// the public signing keys and the operator's space creation.
+func (s *Server) publicRoutes(r *gin.Engine) {
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
 	if !s.MetricsOnOwnPort {
@@ -29,7 +43,10 @@ func (s *Server) routes() {
 	// Spaces (issue 34 §3): created by a deployment operator's key, which no other route
 	// accepts, so it reads no space (api/spaces.go).
 	r.POST("/v1/spaces", s.createSpace)
+}
 
+// consoleRoutes mounts the Console and the answers to unknown paths and methods.
+func (s *Server) consoleRoutes(r *gin.Engine) {
 	// The Console (CON-1, CON-2): HTML pages for people, signed in by session, calling the
 	// same services (and, for keys, erasures and exports, the same Server methods) as below.
 	// Its routes are not in openapi.json: they are pages, not the API.
@@ -43,9 +60,10 @@ func (s *Server) routes() {
 	// Unknown paths and methods: under /console the Console's page (with its headers), else JSON.
 	r.NoRoute(con.Unmatched(http.StatusNotFound), s.noRoute)
 	r.NoMethod(con.Unmatched(http.StatusMethodNotAllowed), s.noMethod)
+}
 
-	v1 := r.Group("/v1", s.authenticate())
-
+// keyRoutes are keys, space documents and their change requests, and subjects' profiles.
+func (s *Server) keyRoutes(v1 *gin.RouterGroup) {
 	// Keys and space documents.
 	v1.POST("/keys", s.createKey)
 	v1.GET("/keys", s.listKeys) // api/keys.go
@@ -63,7 +81,10 @@ func (s *Server) routes() {
 	v1.POST("/profiles", s.createProfile)
 	v1.GET("/profiles/:profile_id", s.getProfile)
 	v1.GET("/profiles/:profile_id/agent-state", s.profileAgentState)
+}
 
+// memoryRoutes are working memory and boards.
+func (s *Server) memoryRoutes(v1 *gin.RouterGroup) {
 	// Working memory (WM).
 	v1.PUT("/agent-state", s.writeState)
 	v1.POST("/agent-state/read", s.readState)
@@ -82,7 +103,11 @@ func (s *Server) routes() {
 	v1.GET("/boards/:type/grants", s.listBoardGrants)
 	v1.POST("/boards/:type/grants", s.grantBoard)
 	v1.DELETE("/boards/:type/grants/:grant_id", s.revokeBoardGrant)
+}
 
+// agentMemoryRoutes are agents' notes and proposals, the context call, turns and
+// distillation.
+func (s *Server) agentMemoryRoutes(v1 *gin.RouterGroup) {
 	// Agent memory (AM).
 	v1.POST("/agent-memory/notes", s.createNote)
 	v1.GET("/agent-memory/notes", s.listNotes)
@@ -108,7 +133,11 @@ func (s *Server) routes() {
 
 	// Distillation (AM-9); approve/reject live with the proposals.
 	v1.POST("/agent-memory/distill", s.distill)
+}
 
+// complianceRoutes are erasures, exports, the retention sweep, receipts, the events and the
+// export feed.
+func (s *Server) complianceRoutes(v1 *gin.RouterGroup) {
 	// Compliance (GOV-2, GOV-3, WM-12, WM-13): workflows started here. Agent-note erasure
 	// (AM-12) is DELETE /agent-memory/notes above (NoteErasureWorkflow).
 	v1.POST("/erasures", s.createErasure)
@@ -126,6 +155,14 @@ func (s *Server) routes() {
 	v1.GET("/receipts/head", s.receiptsHead) // signed (PR-3)
 	v1.GET("/receipts/:receipt_id/proof", s.receiptProof)
 
+	// Events (AM-13, GOV-4): the outbox and the webhook signing secret.
+	v1.GET("/events", s.listEvents)
+	v1.GET("/events/webhook-secret", s.webhookSecret)
+	v1.GET("/export/feed", s.exportFeed) // api/export_feed.go
+}
+
+// knowledgeRoutes are knowledge bases, their documents and retrieval.
+func (s *Server) knowledgeRoutes(v1 *gin.RouterGroup) {
 	// Knowledge (KN-1..KN-4): bases, documents (ingested by IngestWorkflow), retrieval.
 	v1.POST("/knowledge", s.createKnowledgeBase)
 	v1.GET("/knowledge", s.listKnowledgeBases)
@@ -135,9 +172,4 @@ func (s *Server) routes() {
 	v1.GET("/knowledge/:kb/documents", s.listKnowledgeDocuments)
 	v1.GET("/knowledge/:kb/documents/:id", s.getKnowledgeDocument)
 	v1.DELETE("/knowledge/:kb/documents/:id", s.deleteKnowledgeDocument)
-
-	// Events (AM-13, GOV-4): the outbox and the webhook signing secret.
-	v1.GET("/events", s.listEvents)
-	v1.GET("/events/webhook-secret", s.webhookSecret)
-	v1.GET("/export/feed", s.exportFeed) // api/export_feed.go
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -103,6 +102,9 @@ type Server struct {
 const (
 	principalKey = "principal"
 	requestIDKey = "request_id"
+	// snapshotKey holds the request's spaces.Snapshot on the routes that authenticate with
+	// the space documents (cachedKeys, prefetchDocuments); withConfig passes it on.
+	snapshotKey = "snapshot"
 )
 
 // NewServer builds the API with every route of routes.go.
@@ -298,21 +300,23 @@ func (s *Server) authenticate() gin.HandlerFunc {
 			return
 		}
 		var p auth.Principal
+		var snap spaces.Snapshot
 		var err error
 		if cachedKeys[c.FullPath()] {
 			// The key and the space documents from this replica's cache, checked against
 			// the space's configuration revision by the route's statements (withConfig).
-			var ctx context.Context
-			p, ctx, err = s.keys.Authenticate(c.Request.Context(), s.DB, strings.TrimSpace(key))
-			c.Request = c.Request.WithContext(ctx)
+			p, snap, err = s.keys.Authenticate(c.Request.Context(), s.DB, strings.TrimSpace(key))
 		} else if prefetchDocuments[c.FullPath()] {
 			// The key and the space documents in one statement (spaces.Documents.Both
 			// answers from them for the rest of this request).
-			var ctx context.Context
-			p, ctx, err = spaces.AuthenticateWithDocuments(c.Request.Context(), s.DB, strings.TrimSpace(key))
-			c.Request = c.Request.WithContext(ctx)
+			p, snap, err = spaces.AuthenticateWithDocuments(c.Request.Context(), s.DB, strings.TrimSpace(key))
 		} else {
 			p, err = auth.Authenticate(c.Request.Context(), s.DB, strings.TrimSpace(key))
+		}
+		if err == nil && (cachedKeys[c.FullPath()] || prefetchDocuments[c.FullPath()]) {
+			// The rest of the request reads the documents from the snapshot.
+			c.Request = c.Request.WithContext(snap.WithDocuments(c.Request.Context()))
+			c.Set(snapshotKey, snap)
 		}
 		if err != nil {
 			s.writeError(c, err)
@@ -336,40 +340,19 @@ var prefetchDocuments = map[string]bool{}
 // receipt commits only while it is current (notes.Service.Block).
 var cachedKeys = map[string]bool{"/v1/agent-state": true, "/v1/agent-state/read": true, "/v1/agent-memory/block": true}
 
-// withConfig runs fn with the request's context and principal. When fn finds that the space's
-// configuration changed since the key and documents were read (spaces.ErrStaleConfig), or
-// refuses the request on a cached key and documents that are no longer current, the key and
-// documents are read again (a revoked key is then refused) and fn runs again, at most three
-// times in all; nothing was written by a run that ended so.
-func (s *Server) withConfig(c *gin.Context, fn func(ctx context.Context, p auth.Principal) error) error {
-	ctx, p := s.ctx(c), principal(c)
-	for attempt := 1; ; attempt++ {
-		err := fn(ctx, p)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, spaces.ErrStaleConfig) {
-			// A refusal decided on cached documents stands only if they are still current.
-			rev, assumed := spaces.AssumedConfig(ctx, p.SpaceID)
-			if fault.As(err) == nil || !spaces.FromCache(ctx) || !assumed {
-				return err
-			}
-			current, cerr := spaces.Revision(ctx, s.DB, p.SpaceID, spaces.RevisionConfig)
-			if cerr != nil || current == rev {
-				return err
-			}
-		}
-		if attempt >= 3 {
-			busy := fault.New(fault.Unavailable, "configuration_busy", "the space's configuration keeps changing; retry")
-			busy.RetryAfter = time.Second
-			return busy
-		}
-		p, ctx, err = s.keys.ReloadFor(ctx, s.DB)
-		if err != nil {
-			return err
-		}
+// withConfig runs fn with the request's context, principal and snapshot (the key and space
+// documents as authenticated, spaces.Snapshot) through the key cache's Run: when fn finds
+// that the space's configuration changed since they were read (spaces.ErrStaleConfig), or
+// refuses the request on a cached snapshot that is no longer current, they are read again (a
+// revoked key is then refused) and fn runs again, at most three times in all; nothing was
+// written by a run that ended so.
+func (s *Server) withConfig(c *gin.Context, fn func(ctx context.Context, p auth.Principal, snap spaces.Snapshot) error) error {
+	snap, _ := c.Get(snapshotKey)
+	current, _ := snap.(spaces.Snapshot) // set by authenticate; the zero Snapshot assumes nothing
+	return s.keys.Run(s.ctx(c), s.DB, principal(c), current, func(ctx context.Context, p auth.Principal, snap spaces.Snapshot) error {
 		c.Set(principalKey, p)
-	}
+		return fn(ctx, p, snap)
+	})
 }
 
 func principal(c *gin.Context) auth.Principal {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/leases"
+	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/internal/state"
 	"github.com/agentmemory/agentmemory/internal/subjects"
 )
@@ -21,9 +22,9 @@ func (s *Server) writeState(c *gin.Context) {
 		return
 	}
 	var res state.WriteResult
-	err := s.withConfig(c, func(ctx context.Context, p auth.Principal) error {
+	err := s.withConfig(c, func(ctx context.Context, p auth.Principal, snap spaces.Snapshot) error {
 		var err error
-		res, err = s.State.Write(ctx, p, c.GetHeader("Agent-Version"), req)
+		res, err = s.State.WriteAt(ctx, snap, p, c.GetHeader("Agent-Version"), req)
 		return err
 	})
 	s.Metrics.StateWrite(stateWriteResult(res.Stored, res.Reason, err))
@@ -49,9 +50,9 @@ func (s *Server) readState(c *gin.Context) {
 		return
 	}
 	var res state.ReadResult
-	err := s.withConfig(c, func(ctx context.Context, p auth.Principal) error {
+	err := s.withConfig(c, func(ctx context.Context, p auth.Principal, snap spaces.Snapshot) error {
 		var err error
-		res, err = s.State.Read(ctx, p, req)
+		res, err = s.State.ReadAt(ctx, snap, p, req)
 		return err
 	})
 	if err != nil {
@@ -143,9 +144,9 @@ func (s *Server) stateLease(action string) gin.HandlerFunc {
 			return
 		}
 		var l leases.Lease
-		err := s.withConfig(c, func(ctx context.Context, p auth.Principal) error {
+		err := s.withConfig(c, func(ctx context.Context, p auth.Principal, snap spaces.Snapshot) error {
 			var err error
-			l, err = s.State.Lease(ctx, p, action, req)
+			l, err = s.State.Lease(ctx, snap, p, action, req)
 			return err
 		})
 		if err != nil {

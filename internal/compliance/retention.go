@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -121,85 +122,111 @@ func (s *Service) SweepBatch(ctx context.Context, spaceID, phase, cursor string,
 	now := s.now()
 	var out SweepOutcome
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		out = SweepOutcome{}
-		perSpace := map[string]int{}
-		switch phase {
-		case PhaseStates:
-			res, err := s.State.DeleteExpired(ctx, tx, spaceID, limit, now)
-			if err != nil {
-				return err
-			}
-			perSpace, out.Done = res.States, res.Done
-		case PhaseFields:
-			res, err := s.State.SweepFields(ctx, tx, spaceID, cursor, limit, now)
-			if err != nil {
-				return err
-			}
-			perSpace, out.Done, out.Cursor = res.Fields, res.Done, res.Last
-		case PhaseTurns:
-			if s.TurnSweeps == nil {
-				out.Done = true
-				return nil
-			}
-			counts, done, err := s.TurnSweeps.SweepTurns(ctx, tx, spaceID, now, limit)
-			if err != nil {
-				return err
-			}
-			perSpace, out.Done = counts, done
-		case PhaseNotes:
-			if s.NoteSweeps == nil {
-				out.Done = true
-				return nil
-			}
-			counts, done, err := s.NoteSweeps.SweepNotes(ctx, tx, spaceID, now, limit)
-			if err != nil {
-				return err
-			}
-			perSpace, out.Done = counts, done
-		case PhaseExports:
-			var rows []models.ExportPackage
-			q := tx.NewSelect().Model(&rows).Column("id", "space_id").Where("expires_at <= ?", now).Order("id ASC").Limit(int64(limit))
-			if spaceID != "" {
-				q = q.Where("space_id = ?", spaceID)
-			}
-			if err := q.Scan(ctx); err != nil {
-				return fmt.Errorf("compliance: sweep exports: %w", err)
-			}
-			out.Done = len(rows) < limit
-			if out.Done {
-				// The sweep's daily usage sample (issue 34 §1): the Console's 30-day chart.
-				if err := quotas.Sample(ctx, tx, spaceID, now); err != nil {
-					return err
-				}
-			}
-			for _, r := range rows {
-				if _, err := tx.NewDelete().Model((*models.ExportPackage)(nil)).Where("id = ?", r.ID).Exec(ctx); err != nil {
-					return fmt.Errorf("compliance: sweep exports: %w", err)
-				}
-				perSpace[r.SpaceID]++
-			}
-		default:
-			return fault.New(fault.Invalid, "invalid_phase", "unknown sweep phase %q", phase)
+		var perSpace map[string]int
+		var err error
+		perSpace, out, err = s.sweepPhase(ctx, tx, sweepArgs{spaceID: spaceID, phase: phase, cursor: cursor, limit: limit, now: now})
+		if err != nil {
+			return err
 		}
-		spaceIDs := make([]string, 0, len(perSpace))
-		for sp, n := range perSpace {
-			if n > 0 {
-				spaceIDs = append(spaceIDs, sp)
-			}
-		}
-		sort.Strings(spaceIDs)
-		for _, sp := range spaceIDs {
-			out.Removed += perSpace[sp]
-			if _, err := receipts.Append(ctx, tx, sp, receipts.Entry{
-				Kind: receipts.KindCompliance, Action: "retention.sweep", ActorKey: "system",
-				Detail: map[string]any{"phase": phase, "removed": perSpace[sp]},
-			}, now); err != nil {
-				return err
-			}
-		}
-		return nil
+		out.Removed, err = recordSweep(ctx, tx, phase, perSpace, now)
+		return err
 	})
 	return out, err
+}
+
+// sweepArgs is one SweepBatch call's batch: the space (every space when empty), the phase,
+// the cursor after which it continues, the most items it examines and the sweep's clock.
+type sweepArgs struct {
+	spaceID, phase, cursor string
+	limit                  int
+	now                    time.Time
+}
+
+// sweepPhase removes one batch of a's phase inside tx and returns how many items it removed
+// per space, and the outcome's cursor and done (Removed left to recordSweep). A phase whose
+// store is not wired (turns, notes) is done at once; an unknown phase is fault.Invalid.
+func (s *Service) sweepPhase(ctx context.Context, tx bun.Tx, a sweepArgs) (map[string]int, SweepOutcome, error) {
+	switch a.phase {
+	case PhaseStates:
+		res, err := s.State.DeleteExpired(ctx, tx, a.spaceID, a.limit, a.now)
+		return res.States, SweepOutcome{Done: res.Done}, err
+	case PhaseFields:
+		res, err := s.State.SweepFields(ctx, tx, a.spaceID, a.cursor, a.limit, a.now)
+		return res.Fields, SweepOutcome{Done: res.Done, Cursor: res.Last}, err
+	case PhaseTurns:
+		if s.TurnSweeps == nil {
+			return nil, SweepOutcome{Done: true}, nil
+		}
+		counts, done, err := s.TurnSweeps.SweepTurns(ctx, tx, a.spaceID, a.now, a.limit)
+		return counts, SweepOutcome{Done: done}, err
+	case PhaseNotes:
+		if s.NoteSweeps == nil {
+			return nil, SweepOutcome{Done: true}, nil
+		}
+		counts, done, err := s.NoteSweeps.SweepNotes(ctx, tx, a.spaceID, a.now, a.limit)
+		return counts, SweepOutcome{Done: done}, err
+	case PhaseExports:
+		return sweepExports(ctx, tx, a)
+	default:
+		return nil, SweepOutcome{}, fault.New(fault.Invalid, "invalid_phase", "unknown sweep phase %q", a.phase)
+	}
+}
+
+// sweepExports removes at most a.limit export packages expired at a.now; the batch that
+// finds fewer ends the phase and records the sweep's daily usage sample (issue 34 §1: the
+// Console's 30-day chart).
+func sweepExports(ctx context.Context, tx bun.Tx, a sweepArgs) (map[string]int, SweepOutcome, error) {
+	var rows []models.ExportPackage
+	q := tx.NewSelect().Model(&rows).Column("id", "space_id").Where("expires_at <= ?", a.now).Order("id ASC").Limit(int64(a.limit))
+	if a.spaceID != "" {
+		q = q.Where("space_id = ?", a.spaceID)
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, SweepOutcome{}, fmt.Errorf("compliance: sweep exports: %w", err)
+	}
+	out := SweepOutcome{Done: len(rows) < a.limit}
+	if out.Done {
+		if err := quotas.Sample(ctx, tx, a.spaceID, a.now); err != nil {
+			return nil, SweepOutcome{}, err
+		}
+	}
+	perSpace := map[string]int{}
+	for _, r := range rows {
+		if _, err := tx.NewDelete().Model((*models.ExportPackage)(nil)).Where("id = ?", r.ID).Exec(ctx); err != nil {
+			return nil, SweepOutcome{}, fmt.Errorf("compliance: sweep exports: %w", err)
+		}
+		perSpace[r.SpaceID]++
+	}
+	return perSpace, out, nil
+}
+
+// recordSweep leaves, inside tx, one "retention.sweep" compliance receipt (counts only) per
+// space of perSpace that phase removed something from, in space order, and returns the
+// total removed.
+func recordSweep(ctx context.Context, tx bun.Tx, phase string, perSpace map[string]int, now time.Time) (int, error) {
+	removed := 0
+	for _, sp := range sweptSpaces(perSpace) {
+		removed += perSpace[sp]
+		if _, err := receipts.Append(ctx, tx, sp, receipts.Entry{
+			Kind: receipts.KindCompliance, Action: "retention.sweep", ActorKey: "system",
+			Detail: map[string]any{"phase": phase, "removed": perSpace[sp]},
+		}, now); err != nil {
+			return 0, err
+		}
+	}
+	return removed, nil
+}
+
+// sweptSpaces returns the spaces of perSpace with at least one item removed, sorted.
+func sweptSpaces(perSpace map[string]int) []string {
+	spaceIDs := make([]string, 0, len(perSpace))
+	for sp, n := range perSpace {
+		if n > 0 {
+			spaceIDs = append(spaceIDs, sp)
+		}
+	}
+	sort.Strings(spaceIDs)
+	return spaceIDs
 }
 
 // EraseNotes erases every note (all versions) and proposal of source in the space through the

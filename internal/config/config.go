@@ -282,91 +282,126 @@ func shape(t reflect.Type) string {
 	}
 }
 
-// validate checks ranges and shapes; each error starts with the variable's name.
+// validate checks ranges and shapes; each error starts with the variable's name. The
+// checks go by area (validateServing, validateAddresses, validateWaits, validatePool,
+// validateRunning, validateKeystore) and every failing one is reported, joined.
 func (c Config) validate() error {
-	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	var p problems
+	c.validateServing(&p)
+	c.validateAddresses(&p)
+	c.validateWaits(&p)
+	c.validatePool(&p)
+	c.validateRunning(&p)
+	p = append(p, c.validateKeystore()...)
+	return errors.Join(p...)
+}
+
+// problems are the validation errors found so far, in the order checked.
+type problems []error
+
+// bad adds an error formatted as fmt.Errorf does.
+func (p *problems) bad(format string, a ...any) { *p = append(*p, fmt.Errorf(format, a...)) }
+
+// validateServing checks the log's shape and the request limits.
+func (c Config) validateServing(p *problems) {
 	if c.LogFormat != "json" && c.LogFormat != "text" {
-		bad("AGENTMEMORY_LOG_FORMAT must be json or text, got %q", c.LogFormat)
+		p.bad("AGENTMEMORY_LOG_FORMAT must be json or text, got %q", c.LogFormat)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
-		bad("AGENTMEMORY_LOG_LEVEL must be debug, info, warn or error, got %q", c.LogLevel)
+		p.bad("AGENTMEMORY_LOG_LEVEL must be debug, info, warn or error, got %q", c.LogLevel)
 	}
 	if c.MaxBodyBytes < 1024 {
-		bad("AGENTMEMORY_MAX_BODY_BYTES must be at least 1024, got %d", c.MaxBodyBytes)
+		p.bad("AGENTMEMORY_MAX_BODY_BYTES must be at least 1024, got %d", c.MaxBodyBytes)
 	}
 	if c.Secret != "" && len(c.Secret) < 32 {
-		bad("AGENTMEMORY_SECRET must be at least 32 characters")
+		p.bad("AGENTMEMORY_SECRET must be at least 32 characters")
 	}
+}
+
+// validateAddresses checks the addresses this process listens on or dials: the database, the
+// API and metrics listeners, Temporal, Kafka and Ollama.
+func (c Config) validateAddresses(p *problems) {
 	if c.DatabaseURL != "" && !IsPostgres(c.DatabaseURL) && !strings.HasPrefix(c.DatabaseURL, "sqlite://") && !strings.HasPrefix(c.DatabaseURL, "file:") {
-		bad("DATABASE_URL must start with postgres://, postgresql://, sqlite:// or file:")
+		p.bad("DATABASE_URL must start with postgres://, postgresql://, sqlite:// or file:")
 	}
 	if !hostPort(c.Addr) {
-		bad("AGENTMEMORY_ADDR must be host:port, got %q", c.Addr)
+		p.bad("AGENTMEMORY_ADDR must be host:port, got %q", c.Addr)
 	}
 	if c.MetricsAddr != "" && !hostPort(c.MetricsAddr) {
-		bad("AGENTMEMORY_METRICS_ADDR must be host:port, got %q", c.MetricsAddr)
+		p.bad("AGENTMEMORY_METRICS_ADDR must be host:port, got %q", c.MetricsAddr)
 	}
 	if c.MetricsAddr != "" && c.MetricsAddr == c.Addr {
-		bad("AGENTMEMORY_METRICS_ADDR must differ from AGENTMEMORY_ADDR (leave it empty to serve /metrics on the API port)")
+		p.bad("AGENTMEMORY_METRICS_ADDR must differ from AGENTMEMORY_ADDR (leave it empty to serve /metrics on the API port)")
 	}
 	if c.TemporalAddress != "" && !hostPort(c.TemporalAddress) {
-		bad("TEMPORAL_ADDRESS must be host:port, got %q", c.TemporalAddress)
+		p.bad("TEMPORAL_ADDRESS must be host:port, got %q", c.TemporalAddress)
 	}
 	for _, b := range c.KafkaBrokers {
 		if !hostPort(strings.TrimSpace(b)) {
-			bad("KAFKA_BROKERS must be a comma-separated list of host:port, got %q", b)
+			p.bad("KAFKA_BROKERS must be a comma-separated list of host:port, got %q", b)
 			break
 		}
 	}
 	if c.OllamaHost != "" {
 		if u, err := url.Parse(c.OllamaHost); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("OLLAMA_HOST must be an http(s) URL such as http://127.0.0.1:11434, got %q", c.OllamaHost)
+			p.bad("OLLAMA_HOST must be an http(s) URL such as http://127.0.0.1:11434, got %q", c.OllamaHost)
 		}
 	}
+}
+
+// validateWaits checks the deadlines and waits of decisions and queries, and the Temporal
+// namespace they run in.
+func (c Config) validateWaits(p *problems) {
 	if c.ApprovalDeadline < time.Minute {
-		bad("AGENTMEMORY_APPROVAL_DEADLINE must be at least 1m, got %s", c.ApprovalDeadline)
+		p.bad("AGENTMEMORY_APPROVAL_DEADLINE must be at least 1m, got %s", c.ApprovalDeadline)
 	}
 	if c.DecisionWait <= 0 || c.DecisionWait > 50*time.Second {
-		bad("AGENTMEMORY_DECISION_WAIT must be more than 0 and at most 50s, got %s", c.DecisionWait)
+		p.bad("AGENTMEMORY_DECISION_WAIT must be more than 0 and at most 50s, got %s", c.DecisionWait)
 	}
 	if c.KnowledgeQueryTimeout <= 0 || c.KnowledgeQueryTimeout > 50*time.Second {
-		bad("AGENTMEMORY_KNOWLEDGE_QUERY_TIMEOUT must be more than 0 and at most 50s, got %s", c.KnowledgeQueryTimeout)
+		p.bad("AGENTMEMORY_KNOWLEDGE_QUERY_TIMEOUT must be more than 0 and at most 50s, got %s", c.KnowledgeQueryTimeout)
 	}
 	if c.TemporalNamespace == "" {
-		bad("TEMPORAL_NAMESPACE must not be empty")
+		p.bad("TEMPORAL_NAMESPACE must not be empty")
 	}
+}
+
+// validatePool checks the database pool's sizes and lifetimes.
+func (c Config) validatePool(p *problems) {
 	if c.DBMaxOpenConns < 1 {
-		bad("AGENTMEMORY_DB_MAX_OPEN_CONNS must be at least 1, got %d", c.DBMaxOpenConns)
+		p.bad("AGENTMEMORY_DB_MAX_OPEN_CONNS must be at least 1, got %d", c.DBMaxOpenConns)
 	}
 	if c.DBMaxIdleConns < -1 || c.DBMaxIdleConns > c.DBMaxOpenConns {
-		bad("AGENTMEMORY_DB_MAX_IDLE_CONNS must be -1 (same as AGENTMEMORY_DB_MAX_OPEN_CONNS) or 0 to %d, got %d", c.DBMaxOpenConns, c.DBMaxIdleConns)
+		p.bad("AGENTMEMORY_DB_MAX_IDLE_CONNS must be -1 (same as AGENTMEMORY_DB_MAX_OPEN_CONNS) or 0 to %d, got %d", c.DBMaxOpenConns, c.DBMaxIdleConns)
 	}
 	if c.DBConnMaxLifetime < 0 {
-		bad("AGENTMEMORY_DB_CONN_MAX_LIFETIME must not be negative, got %s", c.DBConnMaxLifetime)
+		p.bad("AGENTMEMORY_DB_CONN_MAX_LIFETIME must not be negative, got %s", c.DBConnMaxLifetime)
 	}
 	if c.DBStatementTimeout < 0 || (c.DBStatementTimeout > 0 && c.DBStatementTimeout < time.Millisecond) {
-		bad("AGENTMEMORY_DB_STATEMENT_TIMEOUT must be 0 (no limit) or at least 1ms, got %s", c.DBStatementTimeout)
+		p.bad("AGENTMEMORY_DB_STATEMENT_TIMEOUT must be 0 (no limit) or at least 1ms, got %s", c.DBStatementTimeout)
 	}
+}
+
+// validateRunning checks what the running process uses: the reconcile interval, the signing
+// keys and the shutdown timeout.
+func (c Config) validateRunning(p *problems) {
 	if c.ReconcileInterval < time.Second {
-		bad("AGENTMEMORY_RECONCILE_INTERVAL must be at least 1s, got %s", c.ReconcileInterval)
+		p.bad("AGENTMEMORY_RECONCILE_INTERVAL must be at least 1s, got %s", c.ReconcileInterval)
 	}
 	if c.SigningKey != "" {
 		if _, err := signing.ParsePrivateKey(c.SigningKey); err != nil {
 			// The error never holds the key.
-			bad("AGENTMEMORY_SIGNING_KEY must be a base64 Ed25519 seed (32 bytes) or private key (64 bytes): %v", err)
+			p.bad("AGENTMEMORY_SIGNING_KEY must be a base64 Ed25519 seed (32 bytes) or private key (64 bytes): %v", err)
 		}
 	}
 	if _, err := signing.ParsePrevious(c.SigningKeysPrevious); err != nil {
-		bad("AGENTMEMORY_SIGNING_KEYS_PREVIOUS must be comma-separated base64 public keys, each optionally @RFC3339: %v", err)
+		p.bad("AGENTMEMORY_SIGNING_KEYS_PREVIOUS must be comma-separated base64 public keys, each optionally @RFC3339: %v", err)
 	}
 	if c.ShutdownTimeout <= 0 {
-		bad("AGENTMEMORY_SHUTDOWN_TIMEOUT must be positive, got %s", c.ShutdownTimeout)
+		p.bad("AGENTMEMORY_SHUTDOWN_TIMEOUT must be positive, got %s", c.ShutdownTimeout)
 	}
-	errs = append(errs, c.validateKeystore()...)
-	return errors.Join(errs...)
 }
 
 // resolve replaces the sentinel values of a validated Config by what they stand for, so that

@@ -185,16 +185,25 @@ func (r *BlockRequest) validate() error {
 // delivered note ids (detail not_modified true for a 304): the prompt the agent used is
 // answerable either way. Feature off: Enabled false, empty text, no receipt.
 //
-// Issue 16: when ctx carries the configuration revision its key and documents were read at
-// (spaces.AssumedConfig), the answer is kept in this replica's memory under the request, the
+// Issue 16: BlockAt, with the request's snapshot (the configuration revision its key and
+// documents were read at, spaces.Snapshot), keeps the answer is kept in this replica's memory under the request, the
 // viewer, that revision and the space's notes revision (spaces.RevisionNotes) until the
 // first valid_until of the notes it was decided on; a later identical request is answered
 // from it without a statement, and its receipt commits only if both revisions are still the
 // same in the receipt's transaction (receipts.Expect); an answer decided from the store is
 // given only if no note was removed since (spaces.RevisionNotesRemoved). Otherwise nothing is stored, the
 // space's answers are dropped and the error is spaces.ErrStaleConfig: the caller reloads the
-// key (a revoked key is then refused) and calls again, which decides from the store.
+// key (a revoked key is then refused) and calls again, which decides from the store
+// (spaces.KeyCache.Run). Block itself assumes no snapshot: it reads the documents from the
+// store and keeps no answer.
 func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest) (Block, error) {
+	return s.BlockAt(ctx, spaces.Snapshot{}, p, req)
+}
+
+// BlockAt is Block on snap, the request's key and documents as authenticated (issue 30 §1):
+// the features are snap's, and the answer is kept and given only at snap's configuration
+// revision (else spaces.ErrStaleConfig, nothing stored).
+func (s *Service) BlockAt(ctx context.Context, snap spaces.Snapshot, p auth.Principal, req BlockRequest) (Block, error) {
 	if err := req.validate(); err != nil {
 		return Block{}, err
 	}
@@ -205,26 +214,35 @@ func (s *Service) Block(ctx context.Context, p auth.Principal, req BlockRequest)
 	if err != nil {
 		return Block{}, err
 	}
-	f, err := s.Docs.Features(ctx, p.SpaceID)
+	f, err := s.snapFeatures(ctx, snap, p.SpaceID)
 	if err != nil {
 		return Block{}, err
 	}
 	var b Block
 	if req.Run != nil {
-		b, err = s.blockInRun(ctx, p, req, v, f)
+		b, err = s.blockInRun(ctx, snap, p, req, v, f)
 	} else {
-		b, err = s.blockOf(ctx, p, req, v, f)
+		b, err = s.blockOf(ctx, snap, p, req, v, f)
 	}
 	b.MaxAge = f.ContextMaxAge()
 	return b, err
 }
 
+// snapFeatures is the space's features document: snap's when it assumes spaceID, else read.
+func (s *Service) snapFeatures(ctx context.Context, snap spaces.Snapshot, spaceID string) (spaces.Features, error) {
+	if snap.Assumes(spaceID) {
+		f, _, err := snap.Documents(ctx, s.Docs, spaceID)
+		return f, err
+	}
+	return s.Docs.Features(ctx, spaceID)
+}
+
 // blockOf is Block's answer once the request, the view, the reader and the features are
 // known.
-func (s *Service) blockOf(ctx context.Context, p auth.Principal, req BlockRequest, v viewer, f spaces.Features) (Block, error) {
-	config, known := spaces.AssumedConfig(ctx, p.SpaceID)
+func (s *Service) blockOf(ctx context.Context, snap spaces.Snapshot, p auth.Principal, req BlockRequest, v viewer, f spaces.Features) (Block, error) {
+	config, known := snap.Revision, snap.Assumes(p.SpaceID)
 	if !f.AgentMemory.Enabled {
-		return s.disabledBlock(ctx, p, req, config)
+		return s.disabledBlock(ctx, snap, p, req)
 	}
 	now := s.now()
 	var expect []receipts.Expect
@@ -278,17 +296,11 @@ func (s *Service) blockOf(ctx context.Context, p auth.Principal, req BlockReques
 }
 
 // disabledBlock is the answer while agent memory is off: Enabled false, no notes, no receipt.
-// With no receipt to check the key's revision, a key and documents from a cache are
-// confirmed current here (config is the revision they were read at).
-func (s *Service) disabledBlock(ctx context.Context, p auth.Principal, req BlockRequest, config int64) (Block, error) {
-	if spaces.FromCache(ctx) {
-		current, err := spaces.Revision(ctx, s.DB, p.SpaceID, spaces.RevisionConfig)
-		if err != nil {
-			return Block{}, err
-		}
-		if current != config {
-			return Block{}, spaces.ErrStaleConfig
-		}
+// With no receipt to check the key's revision, a snap from a cache is confirmed current here
+// (confirmConfig).
+func (s *Service) disabledBlock(ctx context.Context, snap spaces.Snapshot, p auth.Principal, req BlockRequest) (Block, error) {
+	if err := s.confirmConfig(ctx, snap, p.SpaceID); err != nil {
+		return Block{}, err
 	}
 	b := Block{NoteIDs: []string{}}
 	b.ETag = etag(b, req)

@@ -178,98 +178,140 @@ func (s *Service) drain(spaceID string) {
 func (s *Service) commitBatch(batch []*queuedWrite) {
 	ctx, cancel := context.WithTimeout(context.Background(), noteBatchTimeout)
 	defer cancel()
+	defer answerOnPanic(batch)
 	var ran []*queuedWrite
-	defer func() {
-		// A panic in a write fails its batch (the transaction is rolled back) instead of the
-		// process: every write of it not answered yet gets an error.
-		if r := recover(); r != nil {
-			err := fmt.Errorf("notes: note batch: panic: %v", r)
-			for _, m := range batch {
-				if m.state.CompareAndSwap(memberQueued, memberTaken) || m.state.Load() == memberTaken {
-					m.res, m.err = WriteResult{}, err
-					close(m.done)
-				}
-			}
-		}
-	}()
-	spaceID := batch[0].w.a.p.SpaceID
 	txErr := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		ran = ran[:0]
-		var entries []receipts.Entry
-		var at []time.Time
-		var later noteRows  // the stored notes' rows, stored at the end (noteRows)
-		storedNote := false // whether a write stored a note
-		// The space's head first: it serialises the space's writers across replicas, so the
-		// checks below are exact.
-		h, err := receipts.LockHead(ctx, tx, spaceID)
-		if err != nil {
-			return err
-		}
-		for _, m := range batch {
-			if !m.state.CompareAndSwap(memberQueued, memberTaken) {
-				continue // its request ended: it answered itself
-			}
-			ran = append(ran, m)
-			if err := m.ctx.Err(); err != nil {
-				m.res, m.err = WriteResult{}, err
-				continue
-			}
-			if m.w.proposal() {
-				// A proposal enqueues its event itself: the notes' events before it come first.
-				if err := later.store(ctx, tx); err != nil {
-					return err
-				}
-			}
-			// Each write's savepoint stays until the commit (a RELEASE would be one more round
-			// trip per write); a later write's, of the same name, is the one it rolls back to.
-			if _, err := tx.ExecContext(ctx, "SAVEPOINT note_write"); err != nil {
-				return fmt.Errorf("notes: savepoint: %w", err)
-			}
-			var own noteRows
-			res, rcpt, err := s.writeIn(ctx, tx, m.w, &own)
-			switch {
-			case err == nil:
-				m.res, m.err = res, nil
-				storedNote = storedNote || res.Note != nil
-				entries, at = append(entries, rcpt), append(at, m.w.now)
-				later.merge(&own)
-				continue
-			case errors.Is(err, errReplayed), errors.Is(err, errDuplicate):
-				m.res, m.err = res, nil
-			default:
-				m.res, m.err = WriteResult{}, err
-			}
-			if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT note_write"); err != nil {
-				return fmt.Errorf("notes: rollback to savepoint: %w", err)
-			}
-		}
-		// The stored notes' tags, search rows and events, each kind in one statement.
-		if err := later.store(ctx, tx); err != nil {
-			return err
-		}
-		// Every replica's cached block answers of the space stop being given (issue 16),
-		// once for the batch's notes.
-		if storedNote {
-			if err := spaces.BumpRevision(ctx, tx, spaceID, spaces.RevisionNotes); err != nil {
-				return err
-			}
-		}
-		// The stored writes' receipts, one each, in one chain entry after the head locked
-		// first (no write of the batch appends receipts of its own, so it has not moved).
-		if _, err := receipts.AppendGroup(ctx, tx, h, entries, at); err != nil {
-			return err
-		}
-		if s.beforeBatchCommit != nil {
-			return s.beforeBatchCommit(len(ran))
-		}
-		return nil
+		var err error
+		ran, err = s.runBatch(ctx, tx, batch)
+		return err
 	})
+	answerBatch(batch, ran, txErr)
+}
+
+// answerOnPanic, deferred by commitBatch, turns a panic in a write into its batch's failure
+// (the transaction is rolled back) instead of the process's: every member not answered yet
+// gets an error.
+func answerOnPanic(batch []*queuedWrite) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	err := fmt.Errorf("notes: note batch: panic: %v", r)
+	for _, m := range batch {
+		if m.state.CompareAndSwap(memberQueued, memberTaken) || m.state.Load() == memberTaken {
+			m.res, m.err = WriteResult{}, err
+			close(m.done)
+		}
+	}
+}
+
+// batchRun is what one batch transaction gathers while its members run: the members it took
+// (ran), the stored writes' receipts and times, the stored notes' rows inserted at the end
+// (noteRows) and whether a write stored a note.
+type batchRun struct {
+	ran        []*queuedWrite
+	entries    []receipts.Entry
+	at         []time.Time
+	later      noteRows
+	storedNote bool
+}
+
+// runBatch is commitBatch's transaction: the space's receipt head locked first (it serialises
+// the space's writers across replicas, so each write's checks are exact), each member taken
+// and run in arrival order (runMember), then the batch closed (closeBatch). It returns the
+// members it took, answered or not, and the error that rolls the whole batch back.
+func (s *Service) runBatch(ctx context.Context, tx bun.Tx, batch []*queuedWrite) ([]*queuedWrite, error) {
+	spaceID := batch[0].w.a.p.SpaceID
+	h, err := receipts.LockHead(ctx, tx, spaceID)
+	if err != nil {
+		return nil, err
+	}
+	var b batchRun
+	for _, m := range batch {
+		if !m.state.CompareAndSwap(memberQueued, memberTaken) {
+			continue // its request ended: it answered itself
+		}
+		b.ran = append(b.ran, m)
+		if err := s.runMember(ctx, tx, m, &b); err != nil {
+			return b.ran, err
+		}
+	}
+	return b.ran, s.closeBatch(ctx, tx, spaceID, h, &b)
+}
+
+// runMember runs m's write inside its own savepoint: stored, it keeps its receipt and rows in
+// b; refused (limit, cap, duplicate, replay, a failed statement), only its own savepoint is
+// rolled back and m keeps its answer. A member whose request ended is answered ctx's error.
+// The error returned fails the batch.
+func (s *Service) runMember(ctx context.Context, tx bun.Tx, m *queuedWrite, b *batchRun) error {
+	if err := m.ctx.Err(); err != nil {
+		m.res, m.err = WriteResult{}, err
+		return nil
+	}
+	if m.w.proposal() {
+		// A proposal enqueues its event itself: the notes' events before it come first.
+		if err := b.later.store(ctx, tx); err != nil {
+			return err
+		}
+	}
+	// Each write's savepoint stays until the commit (a RELEASE would be one more round trip
+	// per write); a later write's, of the same name, is the one it rolls back to.
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT note_write"); err != nil {
+		return fmt.Errorf("notes: savepoint: %w", err)
+	}
+	var own noteRows
+	res, rcpt, err := s.writeIn(ctx, tx, m.w, &own)
+	switch {
+	case err == nil:
+		m.res, m.err = res, nil
+		b.storedNote = b.storedNote || res.Note != nil
+		b.entries, b.at = append(b.entries, rcpt), append(b.at, m.w.now)
+		b.later.merge(&own)
+		return nil
+	case errors.Is(err, errReplayed), errors.Is(err, errDuplicate):
+		m.res, m.err = res, nil
+	default:
+		m.res, m.err = WriteResult{}, err
+	}
+	if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT note_write"); err != nil {
+		return fmt.Errorf("notes: rollback to savepoint: %w", err)
+	}
+	return nil
+}
+
+// closeBatch ends b's transaction before its commit: the stored notes' tags, search rows and
+// events, each kind in one statement; the space's notes revision bumped once when a note was
+// stored (every replica's cached block answers of the space stop being given, issue 16); the
+// stored writes' receipts, one each, in one chain entry after h (no write of the batch
+// appends receipts of its own, so the head has not moved).
+func (s *Service) closeBatch(ctx context.Context, tx bun.Tx, spaceID string, h receipts.LockedHead, b *batchRun) error {
+	if err := b.later.store(ctx, tx); err != nil {
+		return err
+	}
+	if b.storedNote {
+		if err := spaces.BumpRevision(ctx, tx, spaceID, spaces.RevisionNotes); err != nil {
+			return err
+		}
+	}
+	if _, err := receipts.AppendGroup(ctx, tx, h, b.entries, b.at); err != nil {
+		return err
+	}
+	if s.beforeBatchCommit != nil {
+		return s.beforeBatchCommit(len(b.ran))
+	}
+	return nil
+}
+
+// answerBatch answers the members of batch after its transaction (ran: those it took; txErr:
+// its error). A member the transaction never reached (it failed to begin) is answered an
+// error too; when the transaction failed, every member it ran gets txErr and nothing of any
+// is stored.
+func answerBatch(batch, ran []*queuedWrite, txErr error) {
 	err := txErr
 	if err == nil {
 		err = errors.New("notes: note batch ended before this write")
 	}
 	for _, m := range batch {
-		// A write the transaction never reached (it failed to begin) is answered too.
 		if m.state.CompareAndSwap(memberQueued, memberTaken) {
 			ran = append(ran, m)
 			m.res, m.err = WriteResult{}, err

@@ -23,19 +23,19 @@ func (s *Service) beginRun(p auth.Principal, run *runs.Run) (*runs.Draw, error) 
 	return s.Runs.Begin(p, run)
 }
 
-// confirmConfig confirms that ctx's key and documents, when they came from a replica's cache,
-// are still current (a revoked key is refused after the caller reloads it): a read in a run
-// does not go through the kept answers that check it when their receipt commits.
-func (s *Service) confirmConfig(ctx context.Context, spaceID string) error {
-	if !spaces.FromCache(ctx) {
+// confirmConfig confirms that snap, when it came from a replica's cache, is still current
+// (else spaces.ErrStaleConfig: a revoked key is refused after the caller reloads it): a read
+// that records no receipt checking the revision (in a run, or while agent memory is off) is
+// confirmed here.
+func (s *Service) confirmConfig(ctx context.Context, snap spaces.Snapshot, spaceID string) error {
+	if !snap.Cached || !snap.Assumes(spaceID) {
 		return nil
 	}
-	config, _ := spaces.AssumedConfig(ctx, spaceID)
 	current, err := spaces.Revision(ctx, s.DB, spaceID, spaces.RevisionConfig)
 	if err != nil {
 		return err
 	}
-	if current != config {
+	if current != snap.Revision {
 		return spaces.ErrStaleConfig
 	}
 	return nil
@@ -47,8 +47,8 @@ func (s *Service) confirmConfig(ctx context.Context, spaceID string) error {
 // within what it got (whole notes only, in the block's order: cut). It reads the store, not
 // the replica's kept answers (issue 16): a run's answer depends on what the run has left.
 // Agent memory off: the empty block, nothing drawn, no run member.
-func (s *Service) blockInRun(ctx context.Context, p auth.Principal, req BlockRequest, v viewer, f spaces.Features) (Block, error) {
-	if err := s.confirmConfig(ctx, p.SpaceID); err != nil {
+func (s *Service) blockInRun(ctx context.Context, snap spaces.Snapshot, p auth.Principal, req BlockRequest, v viewer, f spaces.Features) (Block, error) {
+	if err := s.confirmConfig(ctx, snap, p.SpaceID); err != nil {
 		return Block{}, err
 	}
 	d, err := s.beginRun(p, req.Run)

@@ -150,25 +150,7 @@ func (d Documents) Both(ctx context.Context, spaceID string) (Features, ObjectTy
 	if err != nil {
 		return Features{}, ObjectTypes{}, fmt.Errorf("spaces: load documents: %w", err)
 	}
-	var f Features
-	var t ObjectTypes
-	for _, row := range rows {
-		switch row.Name {
-		case DocFeatures:
-			v, err := parseCached(DocFeatures, row.Body, func(b []byte) (any, error) { return ParseFeatures(b) })
-			if err != nil {
-				return Features{}, ObjectTypes{}, err
-			}
-			f = v.(Features)
-		case DocObjectTypes:
-			v, err := parseCached(DocObjectTypes, row.Body, func(b []byte) (any, error) { return ParseObjectTypes(b) })
-			if err != nil {
-				return Features{}, ObjectTypes{}, err
-			}
-			t = v.(ObjectTypes)
-		}
-	}
-	return f, t, nil
+	return parseDocuments(rows)
 }
 
 // both reads the features and object-types documents of spaceID (a prepared statement on a
@@ -199,7 +181,7 @@ func (d Documents) both(ctx context.Context, spaceID string) ([]models.Document,
 	return out, rows.Err()
 }
 
-// prefetchKey is the context key of the documents AuthenticateWithDocuments read.
+// prefetchKey is the context key of a Snapshot's documents (Snapshot.WithDocuments).
 type prefetchKey struct{}
 
 type prefetched struct {
@@ -218,20 +200,19 @@ const keyAndDocuments = `SELECT k.id, k.space_id, k.hash, k.kind, k.agent, k.ven
 
 // AuthenticateWithDocuments is auth.Authenticate that also reads, in the same statement
 // (one round trip instead of two), the features and object-types documents of the key's
-// space and its configuration revision, and returns ctx carrying them: Documents.Both,
-// Features and ObjectTypes answer from them for the rest of the request, and AssumedConfig
-// gives the revision. For requests that only read documents (the working-memory routes, the
-// prompt block): a request that writes a document must not use it.
-func AuthenticateWithDocuments(ctx context.Context, d *bun.DB, key string) (auth.Principal, context.Context, error) {
+// space and its configuration revision, and returns them as the request's Snapshot (its
+// WithDocuments lets the rest of the request read them). For requests that only read
+// documents: a request that writes a document must not use it.
+func AuthenticateWithDocuments(ctx context.Context, d *bun.DB, key string) (auth.Principal, Snapshot, error) {
 	hash, err := auth.CheckKeyFormat(key)
 	if err != nil {
-		return auth.Principal{}, ctx, err
+		return auth.Principal{}, Snapshot{}, err
 	}
 	p, docs, rev, err := keyAndDocumentsByHash(ctx, d, hash)
 	if err != nil {
-		return p, ctx, err
+		return p, Snapshot{}, err
 	}
-	return p, withKey(ctx, p.SpaceID, docs, assumed{spaceID: p.SpaceID, rev: rev, hash: hash}), nil
+	return p, newSnapshot(p.SpaceID, hash, rev, docs), nil
 }
 
 // keyAndDocumentsByHash runs keyAndDocuments: the Principal of the key of hash (auth.FromRow's

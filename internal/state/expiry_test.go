@@ -95,24 +95,24 @@ func TestStaleConfiguration(t *testing.T) {
 		ip, at, err := cache.Authenticate(ctx, d, key)
 		require.NoError(t, err)
 
-		_, err = s.Write(at, ip, "", write(`{"step": "a"}`))
+		_, err = s.WriteAt(ctx, at, ip, "", write(`{"step": "a"}`))
 		require.NoError(t, err, "at the current revision the write goes through")
 		require.NoError(t, spaces.BumpRevision(ctx, d, p.SpaceID, spaces.RevisionConfig))
 
-		_, err = s.Write(at, ip, "", write(`{"step": "b"}`))
+		_, err = s.WriteAt(ctx, at, ip, "", write(`{"step": "b"}`))
 		require.ErrorIs(t, err, spaces.ErrStaleConfig, "an existing state")
-		_, err = s.Read(at, ip, state.ReadRequest{Scope: &state.Scope{Kind: "conversation", ID: "c-1"}, Agent: "bot"})
+		_, err = s.ReadAt(ctx, at, ip, state.ReadRequest{Scope: &state.Scope{Kind: "conversation", ID: "c-1"}, Agent: "bot"})
 		require.ErrorIs(t, err, spaces.ErrStaleConfig)
 		other := state.WriteRequest{Scope: &state.Scope{Kind: "conversation", ID: "c-new"}, Agent: "bot", Body: []byte(`{"step": "x"}`)}
-		_, err = s.Write(at, ip, "", other)
+		_, err = s.WriteAt(ctx, at, ip, "", other)
 		require.ErrorIs(t, err, spaces.ErrStaleConfig, "a state not written yet")
-		_, err = s.Read(at, ip, state.ReadRequest{Scope: &state.Scope{Kind: "conversation", ID: "c-new"}, Agent: "bot"})
+		_, err = s.ReadAt(ctx, at, ip, state.ReadRequest{Scope: &state.Scope{Kind: "conversation", ID: "c-new"}, Agent: "bot"})
 		require.ErrorIs(t, err, spaces.ErrStaleConfig)
 
-		ip, at, err = cache.ReloadFor(at, d)
+		ip, at, err = cache.Reload(ctx, d, at)
 		require.NoError(t, err)
 		s.Masker = configBumper{db: d, spaceID: p.SpaceID}
-		_, err = s.Write(at, ip, "", write(`{"note": "mid-request"}`))
+		_, err = s.WriteAt(ctx, at, ip, "", write(`{"note": "mid-request"}`))
 		require.ErrorIs(t, err, spaces.ErrStaleConfig, "the revision moved between the read and the update")
 
 		got, err := s.Read(ctx, p, state.ReadRequest{Scope: &state.Scope{Kind: "conversation", ID: "c-1"}, Agent: "bot"})

@@ -50,7 +50,9 @@ func leaseTarget(t target) string { return "state:" + t.agent + ":" + t.scopeHas
 // fencing token grows with every grant of the state (leases.Acquire). Errors: as Write's
 // resolve (fault.Forbidden, fault.Invalid), leases.CheckTTL, 409 lease_held (acquire while
 // another lease is in force), 409 lease_lost (renew or release of a lease not in force).
-func (s *Service) Lease(ctx context.Context, p auth.Principal, action string, req LeaseRequest) (leases.Lease, error) {
+// The space's object types are snap's (issue 30 §1; the zero Snapshot reads them from the
+// store).
+func (s *Service) Lease(ctx context.Context, snap spaces.Snapshot, p auth.Principal, action string, req LeaseRequest) (leases.Lease, error) {
 	if action != ActionLease && action != ActionRenew && action != ActionRelease {
 		return leases.Lease{}, errors.New("state: unknown lease action " + action)
 	}
@@ -64,7 +66,7 @@ func (s *Service) Lease(ctx context.Context, p auth.Principal, action string, re
 	if action == ActionRenew && req.LeaseID == "" {
 		return leases.Lease{}, invalid("lease_id", "lease_id and token name the lease to renew")
 	}
-	t, err := s.resolve(ctx, p, req.Scope, req.Agent, "")
+	t, err := s.resolve(ctx, snap, p, req.Scope, req.Agent, "")
 	if err != nil {
 		return leases.Lease{}, err
 	}
@@ -142,22 +144,23 @@ func (s *Service) fenced(ctx context.Context, t target, proof *LeaseProof) (bool
 // write without the lease while one is held and leases are not advisory) and the write under
 // the state row's lock, so a lease granted after the check waits for the write to commit.
 // pii fields are masked before the transaction (premask), so no call out runs inside it.
-func (s *Service) writeFenced(ctx context.Context, p auth.Principal, agentVersion string, t target, req WriteRequest, body strictjson.Object, deletes []string) (WriteResult, error) {
-	t, body, err := s.premask(ctx, t, body)
+func (s *Service) writeFenced(ctx context.Context, w *pendingWrite) (WriteResult, error) {
+	t, body, err := s.premask(ctx, w.t, w.body)
 	if err != nil {
 		return WriteResult{}, err
 	}
+	w.t, w.body = t, body
 	// SQLite has no row locks (and no FOR UPDATE): its transactions run one at a time.
 	lock := !db.IsSQLite(s.DB)
 	for attempt := 0; ; attempt++ {
 		var res WriteResult
 		var retry bool
 		err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			if err := leases.Check(ctx, tx, t.spaceID, leaseTarget(t), req.Lease, t.schema.LeaseAdvisory(), s.Now().UTC()); err != nil {
+			if err := leases.Check(ctx, tx, t.spaceID, leaseTarget(t), w.req.Lease, t.schema.LeaseAdvisory(), s.Now().UTC()); err != nil {
 				return err
 			}
 			var err error
-			res, retry, err = s.tryWrite(ctx, tx, lock, p, agentVersion, t, req, body, deletes, nil)
+			res, retry, err = s.tryWrite(ctx, tx, lock, w, nil)
 			return err
 		})
 		s.seen.drop(t) // written inside a transaction: the next write reads the stored row

@@ -213,6 +213,9 @@ type target struct {
 	schema      spaces.ObjectType
 	declared    bool
 	features    spaces.Features
+	// config is the configuration revision the request's Snapshot was read at, which every
+	// statement checks (atConfig), or -1 when it assumed none.
+	config int64
 }
 
 // errOverQuota rolls back a locked attempt (a PostgreSQL transaction the refused statement
@@ -247,48 +250,34 @@ func overQuota(err error, t target, effective int64, lock bool) (res WriteResult
 // context.DeadlineExceeded, wrapped); nothing of it is stored. After maxAttempts lost races it
 // is fault.Unavailable "agent_state_busy".
 func (s *Service) Write(ctx context.Context, p auth.Principal, agentVersion string, req WriteRequest) (WriteResult, error) {
-	if req.Mode == "" {
-		req.Mode = ModeMerge
-	}
-	if req.Mode != ModeCAS && req.Mode != ModeMerge {
-		return WriteResult{}, invalid("mode", `mode must be "cas" or "merge_by_key"`)
-	}
-	if req.Mode == ModeCAS && req.IfVersion == nil {
-		return WriteResult{}, invalid("if_version", "a cas write needs if_version (0 when the state must not exist yet)")
-	}
-	if req.IfVersion != nil && *req.IfVersion < 0 {
-		return WriteResult{}, invalid("if_version", "if_version must be 0 or more")
-	}
-	if len(bytes.TrimSpace(req.Body)) == 0 || bytes.Equal(bytes.TrimSpace(req.Body), []byte("null")) {
-		return WriteResult{}, invalid("body", "body is required and must be a JSON object")
-	}
-	body, err := strictjson.ParseObject(req.Body)
-	if err != nil {
-		return WriteResult{}, invalid("body", "body must be a JSON object")
-	}
-	deletes, err := splitDeletes(body, req.Mode)
+	return s.WriteAt(ctx, spaces.Snapshot{}, p, agentVersion, req)
+}
+
+// WriteAt is Write on snap, the request's key and documents as authenticated (issue 30 §1):
+// the space's features and object types are snap's, and every statement applies only while
+// the space's configuration revision is still snap's, else the answer is
+// spaces.ErrStaleConfig and nothing is stored (the caller reloads snap and writes again:
+// spaces.KeyCache.Run). The zero Snapshot reads the documents from the store and checks no
+// revision.
+func (s *Service) WriteAt(ctx context.Context, snap spaces.Snapshot, p auth.Principal, agentVersion string, req WriteRequest) (WriteResult, error) {
+	req, body, deletes, err := checkRequest(req)
 	if err != nil {
 		return WriteResult{}, err
 	}
-	t, err := s.resolve(ctx, p, req.Scope, req.Agent, req.Subject)
+	t, err := s.resolve(ctx, snap, p, req.Scope, req.Agent, req.Subject)
 	if err != nil {
 		return WriteResult{}, err
 	}
 	if t.declared && !t.schema.AllowsMode(req.Mode) {
 		return WriteResult{}, invalid("mode", fmt.Sprintf("this agent's schema allows only %s writes", t.schema.AgentState.Write))
 	}
+	w := &pendingWrite{p: p, agentVersion: agentVersion, t: t, req: req, body: body, deletes: deletes}
 	if fence, err := s.fenced(ctx, t, req.Lease); err != nil || fence {
 		if err != nil {
 			return WriteResult{}, fmt.Errorf("state: write: %w", err)
 		}
-		return s.writeFenced(ctx, p, agentVersion, t, req, body, deletes)
+		return s.writeFenced(ctx, w)
 	}
-	// PostgreSQL: after one lost race the write runs under the row's lock (SELECT ... FOR
-	// UPDATE in a transaction), so a hot state's writers queue on the row instead of
-	// re-reading and losing again. A body with a pii field stays optimistic: its masking may
-	// call out (rules, a model) and must not run while the row is locked. SQLite serialises
-	// writers itself: it keeps retrying, with no transaction around the write.
-	lockable := !db.IsSQLite(s.DB) && !t.masks(body)
 	if !t.masks(body) {
 		// This replica's writers of one state take turns (writers), so a hot state's writes
 		// each start from the row the previous one stored instead of losing the race to it.
@@ -299,38 +288,72 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, agentVersion stri
 		}
 		defer release()
 	}
+	return s.attempts(ctx, w)
+}
+
+// pendingWrite is one Write once its request is checked and resolved: who writes (p, and the
+// agent's version), the target, the request (its mode defaulted), its body without the
+// deleted members, and the names of those (sorted).
+type pendingWrite struct {
+	p            auth.Principal
+	agentVersion string
+	t            target
+	req          WriteRequest
+	body         strictjson.Object
+	deletes      []string
+}
+
+// checkRequest is Write's first phase, on the request alone: the mode (merge_by_key when
+// empty), if_version, and the body parsed, its {"$delete": true} members split off
+// (splitDeletes). It returns the request with its mode set; a malformed one is fault.Invalid
+// naming the member.
+func checkRequest(req WriteRequest) (WriteRequest, strictjson.Object, []string, error) {
+	if req.Mode == "" {
+		req.Mode = ModeMerge
+	}
+	if req.Mode != ModeCAS && req.Mode != ModeMerge {
+		return req, nil, nil, invalid("mode", `mode must be "cas" or "merge_by_key"`)
+	}
+	if req.Mode == ModeCAS && req.IfVersion == nil {
+		return req, nil, nil, invalid("if_version", "a cas write needs if_version (0 when the state must not exist yet)")
+	}
+	if req.IfVersion != nil && *req.IfVersion < 0 {
+		return req, nil, nil, invalid("if_version", "if_version must be 0 or more")
+	}
+	if len(bytes.TrimSpace(req.Body)) == 0 || bytes.Equal(bytes.TrimSpace(req.Body), []byte("null")) {
+		return req, nil, nil, invalid("body", "body is required and must be a JSON object")
+	}
+	body, err := strictjson.ParseObject(req.Body)
+	if err != nil {
+		return req, nil, nil, invalid("body", "body must be a JSON object")
+	}
+	deletes, err := splitDeletes(body, req.Mode)
+	if err != nil {
+		return req, nil, nil, err
+	}
+	return req, body, deletes, nil
+}
+
+// attempts runs w's attempts until one is decided. PostgreSQL: after one lost race the write
+// runs under the row's lock (SELECT ... FOR UPDATE in a transaction), so a hot state's writers
+// queue on the row instead of re-reading and losing again. A body with a pii field stays
+// optimistic: its masking may call out (rules, a model) and must not run while the row is
+// locked. SQLite serialises writers itself: it keeps retrying, with no transaction around the
+// write. After maxAttempts lost races it is fault.Unavailable "agent_state_busy"; a ctx that
+// ends stops it at once with ctx's error, wrapped.
+func (s *Service) attempts(ctx context.Context, w *pendingWrite) (WriteResult, error) {
+	lockable := !db.IsSQLite(s.DB) && !w.t.masks(w.body)
 	locked := false
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return WriteResult{}, fmt.Errorf("state: write: %w", err)
 		}
-		var res WriteResult
-		var retry bool
-		var err error
 		if !locked {
-			if seen, ok := s.seen.get(t); ok {
-				// Computed on the row this replica saw last: only a stored update stands;
-				// anything else (a lost race, a 412, a refusal) is decided again on the
-				// stored row, without counting as an attempt.
-				res, retry, err = s.tryWrite(ctx, s.DB, false, p, agentVersion, t, req, body, deletes, seen)
-				if err == nil && !retry && res.Stored {
-					return res, nil
-				}
-				s.seen.drop(t)
-			}
-		}
-		if locked {
-			err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-				var err error
-				res, retry, err = s.tryWrite(ctx, tx, true, p, agentVersion, t, req, body, deletes, nil)
-				return err
-			})
-			if errors.Is(err, errOverQuota) {
+			if res, ok := s.tryRemembered(ctx, w); ok {
 				return res, nil
 			}
-		} else {
-			res, retry, err = s.tryWrite(ctx, s.DB, false, p, agentVersion, t, req, body, deletes, nil)
 		}
+		res, retry, err := s.attempt(ctx, w, locked)
 		if err != nil || !retry {
 			return res, err
 		}
@@ -346,6 +369,43 @@ func (s *Service) Write(ctx context.Context, p auth.Principal, agentVersion stri
 			}
 		}
 	}
+}
+
+// tryRemembered tries w on the row this replica saw last (lastSeen), without reading it: only
+// a stored update stands (ok). Anything else (a lost race, a 412, a refusal, an error) is
+// forgotten with the row and decided again on the stored row, without counting as an
+// attempt.
+func (s *Service) tryRemembered(ctx context.Context, w *pendingWrite) (WriteResult, bool) {
+	seen, ok := s.seen.get(w.t)
+	if !ok {
+		return WriteResult{}, false
+	}
+	res, retry, err := s.tryWrite(ctx, s.DB, false, w, seen)
+	if err == nil && !retry && res.Stored {
+		return res, true
+	}
+	s.seen.drop(w.t)
+	return WriteResult{}, false
+}
+
+// attempt is one attempt of w on the stored row: under its lock in a transaction when locked
+// (an over_quota answer there rolls the transaction back and is the answer), else through the
+// pool. retry is tryWrite's.
+func (s *Service) attempt(ctx context.Context, w *pendingWrite, locked bool) (WriteResult, bool, error) {
+	if !locked {
+		return s.tryWrite(ctx, s.DB, false, w, nil)
+	}
+	var res WriteResult
+	var retry bool
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		res, retry, err = s.tryWrite(ctx, tx, true, w, nil)
+		return err
+	})
+	if errors.Is(err, errOverQuota) {
+		return res, false, nil
+	}
+	return res, retry, err
 }
 
 // pause waits d, or less when ctx ends first (then it returns ctx's error).
@@ -418,8 +478,10 @@ func checkNoDelete(v any, at string, top bool) error {
 	return nil
 }
 
-func (s *Service) resolve(ctx context.Context, p auth.Principal, scope *Scope, agent, subject string) (target, error) {
-	t := target{spaceID: p.SpaceID}
+// resolve checks who writes or reads and what (WM-3) on snap's documents, and returns the
+// target, at snap's configuration revision.
+func (s *Service) resolve(ctx context.Context, snap spaces.Snapshot, p auth.Principal, scope *Scope, agent, subject string) (target, error) {
+	t := target{spaceID: p.SpaceID, config: snap.ConfigArg(p.SpaceID)}
 	switch {
 	case p.IsAgent():
 		if !p.HasScope(auth.ScopeAgentState) {
@@ -438,7 +500,7 @@ func (s *Service) resolve(ctx context.Context, p auth.Principal, scope *Scope, a
 		}
 		t.agent = agent
 	}
-	features, types, err := s.Docs.Both(ctx, p.SpaceID)
+	features, types, err := snap.Documents(ctx, s.Docs, p.SpaceID)
 	if err != nil {
 		return t, err
 	}
@@ -509,12 +571,53 @@ func (t target) masks(body strictjson.Object) bool {
 	return false
 }
 
-// tryWrite makes one attempt through idb; retry is true when another writer won the race and
-// the write should be recomputed on the new version. With lock (idb a transaction) the row is
-// read FOR UPDATE, so an existing row's update cannot lose. With seen (a row this replica
-// remembers, lastSeen) the row is not read: the conditional update checks it is still current.
-func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.Principal, agentVersion string, t target, req WriteRequest, body strictjson.Object, deletes []string, seen *seenRow) (WriteResult, bool, error) {
+// tryWrite makes one attempt of w through idb; retry is true when another writer won the race
+// and the write should be recomputed on the new version. With lock (idb a transaction) the
+// row is read FOR UPDATE, so an existing row's update cannot lose. With seen (a row this
+// replica remembers, lastSeen) the row is not read: the conditional update checks it is still
+// current. Phases: the current state (current), the checks and the next state (decide), then
+// the expired row replaced (replaceExpired), and an insert (insertState) or a conditional
+// update (updateRow).
+func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, w *pendingWrite, seen *seenRow) (WriteResult, bool, error) {
 	now := s.Now().UTC()
+	cur, err := s.current(ctx, idb, lock, w.t, seen, now)
+	if err != nil {
+		return WriteResult{}, false, err
+	}
+	if seen != nil && cur.effective == 0 {
+		return WriteResult{}, true, nil // an expired state is replaced only on the stored row
+	}
+	next, res, err := s.decide(ctx, w, cur, now)
+	if next == nil {
+		return res, false, err
+	}
+	row := cur.row
+	if row != nil && cur.effective == 0 {
+		gone, err := replaceExpired(ctx, idb, row)
+		if err != nil || !gone {
+			return WriteResult{}, err == nil, err
+		}
+		row = nil
+	}
+	if row == nil {
+		return s.insertState(ctx, idb, lock, w, cur.effective, next)
+	}
+	return s.updateRow(ctx, idb, lock, w, row, cur.effective, next)
+}
+
+// currentState is the state an attempt starts from: the stored (or remembered) row, nil when
+// there is none, its live fields and their last-write times, and the version callers see
+// (effective: 0 when there is no row or it expired).
+type currentState struct {
+	row       *models.AgentState
+	fields    strictjson.Object
+	times     map[string]time.Time
+	effective int64
+}
+
+// current returns t's current state at now: seen's row when there is one (parsed once), else
+// the row loaded through idb (FOR UPDATE with lock).
+func (s *Service) current(ctx context.Context, idb bun.IDB, lock bool, t target, seen *seenRow, now time.Time) (currentState, error) {
 	var row *models.AgentState
 	var all strictjson.Object
 	var stamps map[string]time.Time
@@ -523,53 +626,101 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 	} else {
 		loaded, err := s.load(ctx, idb, lock, t)
 		if err != nil && !errors.Is(err, errNoState) {
-			return WriteResult{}, false, err
+			return currentState{}, err
 		}
 		row = loaded
 	}
 	if all == nil && row != nil {
 		all, stamps = parseRow(row)
 	}
-	current, times, effective := liveOf(row, all, stamps, t.schema, now)
-	if seen != nil && effective == 0 {
-		return WriteResult{}, true, nil // an expired state is replaced only on the stored row
+	fields, times, effective := liveOf(row, all, stamps, t.schema, now)
+	return currentState{row: row, fields: fields, times: times, effective: effective}, nil
+}
+
+// nextState is what an attempt stores: the fields and their last-write times, the body
+// (canonical: next's Join) and the times encoded, the write's clock and the state's new expiry.
+type nextState struct {
+	fields  strictjson.Object
+	times   map[string]time.Time
+	canon   []byte
+	timesJS string
+	now     time.Time
+	expires time.Time
+}
+
+// decide checks w against cur in Write's order (version, declared fields, values, cap) and
+// returns the state to store; when next is nil, res and err are the attempt's answer
+// (a 412, stored:false not_declared_field or over_cap, a fault.Invalid value, a masking
+// error).
+func (s *Service) decide(ctx context.Context, w *pendingWrite, cur currentState, now time.Time) (*nextState, WriteResult, error) {
+	t := w.t
+	if w.req.IfVersion != nil && *w.req.IfVersion != cur.effective {
+		return nil, WriteResult{}, conflict(cur.effective)
 	}
-	if req.IfVersion != nil && *req.IfVersion != effective {
-		return WriteResult{}, false, conflict(effective)
+	if names, refused := undeclared(t, w.body, w.deletes); refused {
+		return nil, notDeclared(cur.effective, names), nil
 	}
+	written, err := s.written(ctx, t, w.body)
+	if err != nil {
+		return nil, WriteResult{}, err
+	}
+	fields, times := merged(w.req.Mode, cur.fields, cur.times, w.deletes, written, now)
+	canon := fields.Join() // every value is canonical: the stored ones and the written ones
+	if max := t.schema.MaxBytes(); len(canon) > max {
+		reason := ReasonOverCap
+		return nil, WriteResult{Stored: false, Version: cur.effective, Reason: &reason, Bytes: len(canon), MaxBytes: max}, nil
+	}
+	return &nextState{fields: fields, times: times, canon: canon, timesJS: encodeTimes(times),
+		now: now, expires: now.Add(t.schema.StateTTL())}, WriteResult{}, nil
+}
+
+// undeclared reports whether the write is refused stored:false not_declared_field, and the
+// fields it names, sorted: for an agent with no schema, always, naming every field of body
+// and deletes; else when body has a field t's schema does not declare, naming those.
+func undeclared(t target, body strictjson.Object, deletes []string) ([]string, bool) {
 	if !t.declared {
 		names := append(sortedKeys(body), deletes...)
 		sort.Strings(names)
-		return notDeclared(effective, names), false, nil
+		return names, true
 	}
-	var undeclared []string
+	var names []string
 	for name := range body {
 		if _, ok := t.schema.Fields[name]; !ok {
-			undeclared = append(undeclared, name)
+			names = append(names, name)
 		}
 	}
-	if len(undeclared) > 0 {
-		sort.Strings(undeclared)
-		return notDeclared(effective, undeclared), false, nil
-	}
-	written := strictjson.Object{}
+	sort.Strings(names)
+	return names, len(names) > 0
+}
+
+// written returns body's values as stored: each checked against its declared field
+// (fault.Invalid), a pii one masked, every one canonical.
+func (s *Service) written(ctx context.Context, t target, body strictjson.Object) (strictjson.Object, error) {
+	out := strictjson.Object{}
 	for name, raw := range body {
 		f := t.schema.Fields[name]
 		if err := checkValue(name, f, raw); err != nil {
-			return WriteResult{}, false, err
+			return nil, err
 		}
 		if f.PII {
 			masked, err := s.maskValue(ctx, t.spaceID, raw)
 			if err != nil {
-				return WriteResult{}, false, err
+				return nil, err
 			}
 			raw = masked
 		}
-		written[name] = strictjson.CanonicalValue(raw)
+		out[name] = strictjson.CanonicalValue(raw)
 	}
+	return out, nil
+}
+
+// merged is the next state's fields and last-write times: for merge_by_key the current ones
+// without deletes, then written's fields at now; for cas written's alone. It only reads its
+// arguments.
+func merged(mode string, current strictjson.Object, times map[string]time.Time, deletes []string, written strictjson.Object, now time.Time) (strictjson.Object, map[string]time.Time) {
 	next := strictjson.Object{}
 	nextTimes := map[string]time.Time{}
-	if req.Mode == ModeMerge {
+	if mode == ModeMerge {
 		for k, v := range current {
 			next[k] = v
 			nextTimes[k] = times[k]
@@ -583,110 +734,126 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, p auth.P
 		next[k] = v
 		nextTimes[k] = now
 	}
-	canon := next.Join() // every value is canonical: the stored ones and the written ones
-	if max := t.schema.MaxBytes(); len(canon) > max {
-		reason := ReasonOverCap
-		return WriteResult{Stored: false, Version: effective, Reason: &reason, Bytes: len(canon), MaxBytes: max}, false, nil
+	return next, nextTimes
+}
+
+// replaceExpired removes row, whose state expired (WM-12), if it is still unchanged; gone is
+// false when another writer changed it first. The state is gone for callers, so the write
+// starts a new state above the old one's version (floors.go: never at 1 again, so a CAS
+// holding an old version cannot match it), under a new id, so a writer holding the old row
+// can never apply its update to the new one.
+func replaceExpired(ctx context.Context, idb bun.IDB, row *models.AgentState) (gone bool, err error) {
+	removed, err := deleteStates(ctx, idb, "id = ? AND version = ?", row.ID, row.Version)
+	if err != nil {
+		return false, err
 	}
-	timesJSON := encodeTimes(nextTimes)
-	expires := now.Add(t.schema.StateTTL())
-	if row != nil && effective == 0 {
-		// The stored state expired (WM-12): it is gone for callers, so this write starts a
-		// new state above the old one's version (floors.go: never at 1 again, so a CAS
-		// holding an old version cannot match it). The old row is removed only if still
-		// unchanged, and under a new id, so a writer holding the old row can never apply its
-		// update to the new one.
-		gone, err := deleteStates(ctx, idb, "id = ? AND version = ?", row.ID, row.Version)
-		if err != nil {
-			return WriteResult{}, false, err
-		}
-		if len(gone) == 0 {
-			return WriteResult{}, true, nil
-		}
-		row = nil
-	}
-	if row == nil {
-		id := auth.NewID("st")
-		sealed, sealedTimes, err := s.seal(ctx, id, keyIDFor(t.subjectHash, t.scopeKind, t.scopeHash), canon, timesJSON)
-		if err != nil {
-			return WriteResult{}, false, err
-		}
-		fresh := &models.AgentState{
-			ID: id, SpaceID: t.spaceID, ScopeHash: t.scopeHash, ScopeKind: t.scopeKind,
-			Agent: t.agent, SubjectHash: t.subjectHash, Body: sealed, FieldTimes: sealedTimes, Version: 1,
-			Bytes: len(canon), KeyID: p.KeyID, AgentVersion: agentVersion,
-			CreatedAt: now, UpdatedAt: now, ExpiresAt: expires, ExpiresHour: ExpiresHour(expires),
-		}
-		// The first version is above every deleted incarnation's (floors.go).
-		var version []int64
-		err = idb.NewInsert().Model(fresh).Value("version", floorVersion, t.spaceID, t.agent).
-			On("CONFLICT (space_id, scope_hash, agent) DO NOTHING").Returning("version").Scan(ctx, &version)
-		if res, ok, qerr := overQuota(err, t, effective, lock); ok {
-			return res, false, qerr
-		}
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return WriteResult{}, false, fmt.Errorf("state: insert: %w", err)
-		}
-		if len(version) == 0 {
-			return WriteResult{}, true, nil // another writer created it first
-		}
-		opened := *fresh
-		opened.Body, opened.FieldTimes, opened.Version = []byte(canon), timesJSON, version[0]
-		s.remember(t, lock, opened, next, nextTimes)
-		return stored(version[0]), false, nil
-	}
-	subjectHash := row.SubjectHash
-	if t.subjectHash != "" {
-		subjectHash = t.subjectHash
-	}
-	sealed, sealedTimes, err := s.seal(ctx, row.ID, keyIDFor(subjectHash, row.ScopeKind, row.ScopeHash), canon, timesJSON)
+	return len(removed) > 0, nil
+}
+
+// insertState creates w's state as next, sealed, at the first version above every deleted
+// incarnation's (floors.go); retry when another writer created it first. effective is the
+// version an over_quota answer names.
+func (s *Service) insertState(ctx context.Context, idb bun.IDB, lock bool, w *pendingWrite, effective int64, next *nextState) (WriteResult, bool, error) {
+	t := w.t
+	id := auth.NewID("st")
+	sealed, sealedTimes, err := s.seal(ctx, id, keyIDFor(t.subjectHash, t.scopeKind, t.scopeHash), next.canon, next.timesJS)
 	if err != nil {
 		return WriteResult{}, false, err
 	}
-	// The indexed columns (subject_hash, expires_hour) are set only when they change, so a
-	// write within the same hour touches no index: PostgreSQL can update the row in place
-	// (HOT) and SQLite rewrites no index page.
-	hour := ExpiresHour(expires)
-	reindex := subjectHash != row.SubjectHash || hour != row.ExpiresHour
-	var version int64
-	if d, ok := idb.(*bun.DB); ok {
-		rev := assumedConfig(ctx, t)
-		if reindex {
-			err = db.QueryOne(ctx, d, updateStateReindex, []any{&version}, sealed, sealedTimes, len(canon), p.KeyID, agentVersion,
-				db.TimeArg(d, now), db.TimeArg(d, expires), subjectHash, hour, row.ID, row.Version, rev, rev)
-		} else {
-			err = db.QueryOne(ctx, d, updateState, []any{&version}, sealed, sealedTimes, len(canon), p.KeyID, agentVersion,
-				db.TimeArg(d, now), db.TimeArg(d, expires), row.ID, row.Version, rev, rev)
-		}
-	} else {
-		q := idb.NewUpdate().Model((*models.AgentState)(nil)).
-			Set("body = ?", sealed).Set("field_times = ?", sealedTimes).Set("version = version + 1").
-			Set("bytes = ?", len(canon)).Set("key_id = ?", p.KeyID).Set("agent_version = ?", agentVersion).
-			Set("updated_at = ?", now).Set("expires_at = ?", expires)
-		if reindex {
-			q = q.Set("subject_hash = ?", subjectHash).Set("expires_hour = ?", hour)
-		}
-		rev := assumedConfig(ctx, t)
-		err = q.Where("id = ? AND version = ?", row.ID, row.Version).Where(atConfigAlias, rev, rev).
-			Returning("version").Scan(ctx, &version)
+	fresh := &models.AgentState{
+		ID: id, SpaceID: t.spaceID, ScopeHash: t.scopeHash, ScopeKind: t.scopeKind,
+		Agent: t.agent, SubjectHash: t.subjectHash, Body: sealed, FieldTimes: sealedTimes, Version: 1,
+		Bytes: len(next.canon), KeyID: w.p.KeyID, AgentVersion: w.agentVersion,
+		CreatedAt: next.now, UpdatedAt: next.now, ExpiresAt: next.expires, ExpiresHour: ExpiresHour(next.expires),
 	}
+	var version []int64
+	err = idb.NewInsert().Model(fresh).Value("version", floorVersion, t.spaceID, t.agent).
+		On("CONFLICT (space_id, scope_hash, agent) DO NOTHING").Returning("version").Scan(ctx, &version)
 	if res, ok, qerr := overQuota(err, t, effective, lock); ok {
 		return res, false, qerr
 	}
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return WriteResult{}, false, fmt.Errorf("state: insert: %w", err)
+	}
+	if len(version) == 0 {
+		return WriteResult{}, true, nil // another writer created it first
+	}
+	opened := *fresh
+	opened.Body, opened.FieldTimes, opened.Version = next.canon, next.timesJS, version[0]
+	s.remember(t, lock, opened, next.fields, next.times)
+	return stored(version[0]), false, nil
+}
+
+// updateRow stores next over row, sealed, only if row is still at its version and the space's
+// configuration still the one assumed; retry when another writer won the race (a conditional
+// write then meets the version check and answers 412 with the current version).
+func (s *Service) updateRow(ctx context.Context, idb bun.IDB, lock bool, w *pendingWrite, row *models.AgentState, effective int64, next *nextState) (WriteResult, bool, error) {
+	subjectHash := row.SubjectHash
+	if w.t.subjectHash != "" {
+		subjectHash = w.t.subjectHash
+	}
+	sealed, sealedTimes, err := s.seal(ctx, row.ID, keyIDFor(subjectHash, row.ScopeKind, row.ScopeHash), next.canon, next.timesJS)
+	if err != nil {
+		return WriteResult{}, false, err
+	}
+	u := rowUpdate{sealed: sealed, sealedTimes: sealedTimes, subjectHash: subjectHash, hour: ExpiresHour(next.expires)}
+	version, err := s.applyUpdate(ctx, idb, w, row, next, u)
+	if res, ok, qerr := overQuota(err, w.t, effective, lock); ok {
+		return res, false, qerr
+	}
 	if errors.Is(err, sql.ErrNoRows) {
-		// Another writer won the race: recompute on its version (a conditional write then
-		// meets the version check and answers 412 with the current version).
-		return WriteResult{}, true, nil
+		return WriteResult{}, true, nil // another writer won the race: recompute on its version
 	}
 	if err != nil {
 		return WriteResult{}, false, fmt.Errorf("state: update: %w", err)
 	}
 	opened := *row
-	opened.SubjectHash, opened.Body, opened.FieldTimes, opened.Version = subjectHash, []byte(canon), timesJSON, version
-	opened.Bytes, opened.KeyID, opened.AgentVersion = len(canon), p.KeyID, agentVersion
-	opened.UpdatedAt, opened.ExpiresAt, opened.ExpiresHour = now, expires, hour
-	s.remember(t, lock, opened, next, nextTimes)
+	opened.SubjectHash, opened.Body, opened.FieldTimes, opened.Version = subjectHash, next.canon, next.timesJS, version
+	opened.Bytes, opened.KeyID, opened.AgentVersion = len(next.canon), w.p.KeyID, w.agentVersion
+	opened.UpdatedAt, opened.ExpiresAt, opened.ExpiresHour = next.now, next.expires, u.hour
+	s.remember(w.t, lock, opened, next.fields, next.times)
 	return stored(version), false, nil
+}
+
+// rowUpdate is what updateRow writes besides next: the sealed body and times, the subject
+// hash and the expiry hour.
+type rowUpdate struct {
+	sealed      []byte
+	sealedTimes string
+	subjectHash string
+	hour        int64
+}
+
+// applyUpdate runs the conditional update of row (prepared statements on a pool, bun's query
+// in a transaction) and returns the new version; sql.ErrNoRows when row is no longer current.
+// The indexed columns (subject_hash, expires_hour) are set only when they change, so a write
+// within the same hour touches no index: PostgreSQL can update the row in place (HOT) and
+// SQLite rewrites no index page.
+func (s *Service) applyUpdate(ctx context.Context, idb bun.IDB, w *pendingWrite, row *models.AgentState, next *nextState, u rowUpdate) (int64, error) {
+	reindex := u.subjectHash != row.SubjectHash || u.hour != row.ExpiresHour
+	rev := w.t.config
+	var version int64
+	var err error
+	if d, ok := idb.(*bun.DB); ok {
+		if reindex {
+			err = db.QueryOne(ctx, d, updateStateReindex, []any{&version}, u.sealed, u.sealedTimes, len(next.canon), w.p.KeyID, w.agentVersion,
+				db.TimeArg(d, next.now), db.TimeArg(d, next.expires), u.subjectHash, u.hour, row.ID, row.Version, rev, rev)
+		} else {
+			err = db.QueryOne(ctx, d, updateState, []any{&version}, u.sealed, u.sealedTimes, len(next.canon), w.p.KeyID, w.agentVersion,
+				db.TimeArg(d, next.now), db.TimeArg(d, next.expires), row.ID, row.Version, rev, rev)
+		}
+		return version, err
+	}
+	q := idb.NewUpdate().Model((*models.AgentState)(nil)).
+		Set("body = ?", u.sealed).Set("field_times = ?", u.sealedTimes).Set("version = version + 1").
+		Set("bytes = ?", len(next.canon)).Set("key_id = ?", w.p.KeyID).Set("agent_version = ?", w.agentVersion).
+		Set("updated_at = ?", next.now).Set("expires_at = ?", next.expires)
+	if reindex {
+		q = q.Set("subject_hash = ?", u.subjectHash).Set("expires_hour = ?", u.hour)
+	}
+	err = q.Where("id = ? AND version = ?", row.ID, row.Version).Where(atConfigAlias, rev, rev).
+		Returning("version").Scan(ctx, &version)
+	return version, err
 }
 
 // remember keeps row, just written, as t's last-seen state, unless it was written inside a
@@ -718,7 +885,7 @@ func (s *Service) loadForRead(ctx context.Context, t target) (*models.AgentState
 func (s *Service) loadRow(ctx context.Context, idb bun.IDB, lock bool, t target, query string) (*models.AgentState, error) {
 	var row models.AgentState
 	var err error
-	rev := assumedConfig(ctx, t)
+	rev := t.config
 	if d, ok := idb.(*bun.DB); ok && !lock && query == stateForRead {
 		err = scanForRead(ctx, d, &row, t, rev)
 	} else if ok && !lock {
@@ -770,15 +937,6 @@ const atConfig = ` AND (? < 0 OR COALESCE((SELECT revision FROM space_revisions 
 
 // atConfigAlias is atConfig's condition in bun's query builder.
 const atConfigAlias = `? < 0 OR COALESCE((SELECT revision FROM space_revisions WHERE space_revisions.space_id = ?TableAlias.space_id AND space_revisions.name = 'config'), 0) = ?`
-
-// assumedConfig is the configuration revision t's request assumed (spaces.AssumedConfig), or
-// -1 when it assumed none (a caller outside the API's working-memory routes).
-func assumedConfig(ctx context.Context, t target) int64 {
-	if rev, ok := spaces.AssumedConfig(ctx, t.spaceID); ok {
-		return rev
-	}
-	return -1
-}
 
 // stateByScope is load's statement (prepared once per pool): every column of
 // models.AgentState, when the configuration is still the one assumed.
@@ -913,7 +1071,13 @@ func liveOf(row *models.AgentState, all strictjson.Object, stamps map[string]tim
 // Read returns the state of scope and agent as p may see it (WM-9, WM-12): expired fields
 // are never served, and a never-written or expired state reads as version 0.
 func (s *Service) Read(ctx context.Context, p auth.Principal, req ReadRequest) (ReadResult, error) {
-	t, err := s.resolve(ctx, p, req.Scope, req.Agent, "")
+	return s.ReadAt(ctx, spaces.Snapshot{}, p, req)
+}
+
+// ReadAt is Read on snap, as WriteAt is Write: a state read at a configuration revision that
+// is no longer snap's answers spaces.ErrStaleConfig.
+func (s *Service) ReadAt(ctx context.Context, snap spaces.Snapshot, p auth.Principal, req ReadRequest) (ReadResult, error) {
+	t, err := s.resolve(ctx, snap, p, req.Scope, req.Agent, "")
 	if err != nil {
 		return ReadResult{}, err
 	}
