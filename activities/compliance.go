@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -182,6 +183,21 @@ func (a *ComplianceActivities) CertifyErasure(ctx context.Context, in ErasureRef
 		out.ReceiptID, out.Seq = c.Receipt.ReceiptID, c.Receipt.Seq
 	}
 	return out, nil
+}
+
+// AwaitErasureSinks holds a certified-to-be erasure until every export sink of its space has
+// acknowledged the feed cursor of its tombstones (issue 33; compliance.Service.AwaitSinks):
+// while one has not, the erasure shows pending_sinks and this fails with the retryable
+// "pending_sinks" (naming the sinks, never data), so the workflow's retries wait for them.
+func (a *ComplianceActivities) AwaitErasureSinks(ctx context.Context, in ErasureRef) error {
+	pending, err := a.Compliance.AwaitSinks(ctx, in.SpaceID, in.ErasureID)
+	if err != nil {
+		return classify(err)
+	}
+	if len(pending) > 0 {
+		return temporal.NewApplicationError("export sinks have not acknowledged the erasure's tombstones: "+strings.Join(pending, ", "), "pending_sinks")
+	}
+	return nil
 }
 
 // ProbeResult names the stores where the probe found residue of an erasure's target (empty:

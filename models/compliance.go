@@ -43,6 +43,12 @@ type Erasure struct {
 	// SealedNeedles is the subject's handles and names for the content probe (issue 29 §1b),
 	// sealed under the erasure's own key; nil for a conversation, and cleared when it ends.
 	SealedNeedles []byte `bun:"sealed_needles"`
+	// FeedCursor is the export feed's cursor when the erasure's steps had committed (every
+	// tombstone of the erasure is at or before it; issue 33); nil until then.
+	FeedCursor *int64 `bun:"feed_cursor"`
+	// Sinks is the JSON list of the configured export sinks and the cursors they had
+	// acknowledged when all had passed FeedCursor; '' until then.
+	Sinks string `bun:"sinks"`
 }
 
 // ErasureFinding is one item the content probe of an erasure found in a store (issue 29

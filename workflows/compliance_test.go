@@ -51,9 +51,32 @@ func mockErasureSteps(env *testsuite.TestWorkflowEnvironment, a *activities.Comp
 	env.OnActivity(a.DestroySubjectKeys, mock.Anything, mock.Anything).Return(1, nil)
 	env.OnActivity(a.PurgeSubjectCaches, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(a.CheckpointStore, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(a.AwaitErasureSinks, mock.Anything, mock.Anything).Return(nil).Maybe() // not reached when the erasure fails
 	if probe {
 		env.OnActivity(a.ProbeErasure, mock.Anything, mock.Anything).Return(activities.ProbeResult{}, nil)
 	}
+}
+
+// Before its certificate the erasure waits for its export sinks: AwaitErasureSinks failing
+// with the retryable "pending_sinks" (a sink behind) is retried until the sinks caught up,
+// and only then is the erasure certified; nothing fails it meanwhile.
+func TestErasureWorkflowWaitsForSinksBeforeTheCertificate(t *testing.T) {
+	env, a := erasureEnv(t)
+	ref := activities.ErasureRef{SpaceID: "sp_1", ErasureID: "er_1"}
+	env.OnActivity(a.AwaitErasureSinks, mock.Anything, ref).
+		Return(temporal.NewApplicationError("export sinks have not acknowledged the erasure's tombstones: lake", "pending_sinks")).Times(3)
+	mockErasureSteps(env, a, true, nil)
+	var order []string
+	env.SetOnActivityStartedListener(func(info *activity.Info, ctx context.Context, args converter.EncodedValues) {
+		if n := info.ActivityType.Name; n == "AwaitErasureSinks" || n == "CertifyErasure" {
+			order = append(order, n)
+		}
+	})
+	env.OnActivity(a.CertifyErasure, mock.Anything, ref).Return(activities.CertificateResult{ReceiptID: "rcpt_9", Seq: 9, Total: 6}, nil).Once()
+	env.ExecuteWorkflow(workflows.ErasureWorkflow, workflows.ErasureInput{SpaceID: "sp_1", ErasureID: "er_1"})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []string{"AwaitErasureSinks", "AwaitErasureSinks", "AwaitErasureSinks", "AwaitErasureSinks", "CertifyErasure"}, order)
 }
 
 // The erasure resolves its stores, erases each one in the recorded order, then keys,

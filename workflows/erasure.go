@@ -65,7 +65,9 @@ const erasureRegistry = "erasure-registry"
 // (Certify probes once more and never certifies residue). It waits on nothing but its
 // activities (2 min each, 10 attempts); it takes no signals. A step that still fails marks
 // the erasure failed with "step_failed:<step>" (what was erased stays erased; a new request
-// finishes the rest) and fails the workflow.
+// finishes the rest) and fails the workflow. Before the certificate (version
+// "erasure-sinks") it waits, at pending_sinks, until every export sink of the space has
+// acknowledged the erasure's tombstones (awaitSinks).
 func ErasureWorkflow(ctx workflow.Context, in ErasureInput) (ErasureResult, error) {
 	ctx = complianceActivityOptions(ctx)
 	if workflow.GetVersion(ctx, erasureRegistry, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
@@ -86,7 +88,34 @@ func ErasureWorkflow(ctx workflow.Context, in ErasureInput) (ErasureResult, erro
 	if err := erasureRounds(ctx, in, steps); err != nil {
 		return ErasureResult{}, err
 	}
+	if workflow.GetVersion(ctx, erasureSinks, workflow.DefaultVersion, 1) == 1 {
+		if err := awaitSinks(ctx, in); err != nil {
+			return ErasureResult{}, err
+		}
+	}
 	return certifyErasure(ctx, in)
+}
+
+// erasureSinks is the version marker of the export-sinks step (issue 33): after the probe,
+// the erasure waits (pending_sinks) until every export sink acknowledged its tombstones.
+// Registry-driven workflows started before it replay straight to the certificate.
+const erasureSinks = "erasure-sinks"
+
+// awaitSinks runs AwaitErasureSinks until the sinks caught up: retried from 1 s doubling to
+// 1 minute, without limit (a sink down for a day holds the erasure at pending_sinks for a
+// day; only the retries' last failure is in the history). A non-retryable failure fails the
+// erasure with "step_failed:sinks".
+func awaitSinks(ctx workflow.Context, in ErasureInput) error {
+	var a *activities.ComplianceActivities
+	sctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
+	})
+	ref := activities.ErasureRef{SpaceID: in.SpaceID, ErasureID: in.ErasureID}
+	if err := workflow.ExecuteActivity(sctx, a.AwaitErasureSinks, ref).Get(sctx, nil); err != nil {
+		return failErasure(ctx, in, "step_failed:sinks", err)
+	}
+	return nil
 }
 
 // erasureStep is one activity of an erasure round: its name (in failure reasons), the

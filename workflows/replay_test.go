@@ -51,9 +51,12 @@ func TestRetentionSweepReplay(t *testing.T) {
 // TestErasureRerunsWhenWrittenDuringTheFirstRound; erasure_knowledge.json,
 // erasure_registry.json: TestSubjectErasureReachesKnowledge); erasure_v0.json,
 // erasure_rerun.json and erasure_knowledge.json were recorded by earlier code and must
-// never be re-recorded. A change to ErasureWorkflow that breaks determinism fails here.
+// never be re-recorded. With the export-sinks step (version marker "erasure-sinks": held at
+// pending_sinks until a blocked directory sink caught up, then certified):
+// erasure_sinks.json, TestErasureHeldAtPendingSinks/sqlite (the test name with its engine).
+// A change to ErasureWorkflow that breaks determinism fails here.
 func TestErasureReplay(t *testing.T) {
-	for _, f := range []string{"erasure_v0.json", "erasure_rerun.json", "erasure_knowledge.json", "erasure_registry.json", "erasure_registry_rerun.json"} {
+	for _, f := range []string{"erasure_v0.json", "erasure_rerun.json", "erasure_knowledge.json", "erasure_registry.json", "erasure_registry_rerun.json", "erasure_sinks.json"} {
 		t.Run(f, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflow(workflows.ErasureWorkflow)

@@ -26,7 +26,8 @@ import (
 
 // Statuses of erasures and exports. An erasure moves only forward along one state machine
 // (issue 12 §1, GOV-2; see Transition): pending → running → completed | failed, and
-// pending → failed for a start the workflow engine definitely refused. Exports are created
+// pending → failed for a start the workflow engine definitely refused; running →
+// pending_sinks → completed | failed while export sinks catch up with its tombstones. Exports are created
 // running and end completed or failed.
 const (
 	StatusPending   = "pending"
@@ -47,8 +48,9 @@ func Completed(status string) bool {
 
 // transitions is the erasure state machine: from -> the statuses it may move to.
 var transitions = map[string][]string{
-	StatusPending: {StatusRunning, StatusFailed},
-	StatusRunning: {StatusCompleted, StatusCompletedWithResidue, StatusFailed},
+	StatusPending:      {StatusRunning, StatusFailed},
+	StatusRunning:      {StatusCompleted, StatusCompletedWithResidue, StatusFailed, StatusPendingSinks},
+	StatusPendingSinks: {StatusCompleted, StatusCompletedWithResidue, StatusFailed},
 }
 
 // Transition checks that an erasure may move from status from to status to: pending →

@@ -79,6 +79,12 @@ type Certificate struct {
 	// Residue is how many (listed for a person to decide, GET /v1/erasures/{id}).
 	Status  string `json:"status"`
 	Residue int    `json:"residue"`
+	// Sinks lists each export sink configured when the erasure completed, with the cursor it
+	// had acknowledged then (issue 33), at or past FeedCursor, the feed's cursor once the
+	// erasure's steps had committed: every tombstone of the erasure was delivered to each.
+	// Absent without sinks (and in certificates from before).
+	Sinks      []SinkDelivery `json:"sinks,omitempty"`
+	FeedCursor *int64         `json:"feed_cursor,omitempty"`
 	// WorkflowHistory says what Temporal holds of the subject (WorkflowHistoryNote).
 	WorkflowHistory string         `json:"workflow_history"`
 	Receipt         *ChainPosition `json:"receipt,omitempty"`
@@ -618,7 +624,7 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 		if Completed(row.Status) {
 			return decodeRecord(row.ID, "certificate", row.Certificate, &cert)
 		}
-		if row.Status != StatusRunning {
+		if row.Status != StatusRunning && row.Status != StatusPendingSinks {
 			return errNotRunning(row.Status)
 		}
 		items := itemSet{}
@@ -668,6 +674,9 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 			StartedAt: row.CreatedAt.UTC(), EndedAt: now, Items: []Item{}, NotCovered: []string{},
 			Stores: stores, Rounds: roundOf(row), WorkflowHistory: WorkflowHistoryNote, Status: status, Residue: residueN,
 		}
+		if err := certSinks(row, &cert); err != nil {
+			return err
+		}
 		for _, k := range kinds {
 			cert.Items = append(cert.Items, *items[k])
 			cert.Total += items[k].Count
@@ -709,6 +718,20 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 		return Certificate{}, fault.New(fault.Conflict, "residue", "the probe found data left in: %s", strings.Join(residue, ", "))
 	}
 	return cert, err
+}
+
+// certSinks puts the sinks AwaitSinks recorded on row into cert (none recorded: none listed).
+func certSinks(row *models.Erasure, cert *Certificate) error {
+	if row.Sinks == "" {
+		return nil
+	}
+	if err := decodeRecord(row.ID, "sinks", row.Sinks, &cert.Sinks); err != nil {
+		return err
+	}
+	if len(cert.Sinks) > 0 {
+		cert.FeedCursor = row.FeedCursor
+	}
+	return nil
 }
 
 // FailErasure marks a pending or running erasure failed with a short reason code (never

@@ -106,7 +106,7 @@ func (s *Service) Reconcile(ctx context.Context, starter WorkflowStarter, spaceI
 	before := now.Add(-minAge)
 	var erasures []models.Erasure
 	// "pending": a row whose request answered an ambiguous workflow-start error (issue 11 §3).
-	open := bun.In([]string{StatusPending, StatusRunning})
+	open := bun.In([]string{StatusPending, StatusRunning, StatusPendingSinks})
 	q := s.DB.NewSelect().Model(&erasures).Column("id", "space_id").
 		Where("status IN (?) AND created_at <= ?", open, before).Order("created_at ASC").Limit(reconcileBatch)
 	if err := scoped(q, spaceID).Scan(ctx); err != nil {
@@ -181,7 +181,7 @@ func (s *Service) failOrphan(ctx context.Context, o Orphan, reason string) (bool
 			}
 			return false, err
 		}
-		if row.Status != StatusPending && row.Status != StatusRunning {
+		if row.Status != StatusPending && row.Status != StatusRunning && row.Status != StatusPendingSinks {
 			return false, nil
 		}
 		if err := s.FailErasure(ctx, o.SpaceID, o.ID, reason); err != nil {
