@@ -11,11 +11,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/spaces"
 )
 
 // bodyRoute is one operation of api/openapi.json.
@@ -69,14 +71,19 @@ func TestDeepNestingIsRefusedOnEveryBodyRoute(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		setupWM(e)
 		agent := e.AgentKey("shop-bot", "acme-ai", "agent_state", "agent_memory", "agent_memory:write", "context")
+		_, operator, err := spaces.MintOperatorKey(context.Background(), e.DB, "json limits", time.Now())
+		require.NoError(t, err)
 		n := 0
 		for _, r := range specRoutes(t) {
 			if !r.HasBody {
 				continue
 			}
 			key := e.AdminKey
-			if r.Path == "/mcp" {
+			switch r.Path {
+			case "/mcp":
 				key = agent // MCP is for agent keys
+			case "/v1/spaces":
+				key = operator // spaces are created with an operator key only
 			}
 			for name, body := range bodies {
 				var before, after runtime.MemStats
