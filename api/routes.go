@@ -52,7 +52,7 @@ func (s *Server) consoleRoutes(r *gin.Engine) {
 	// Its routes are not in openapi.json: they are pages, not the API.
 	con := console.New(console.Deps{
 		DB: s.DB, Logger: s.log, Notes: s.Notes, Proposals: s.Proposals, Context: s.contextService(), Knowledge: s.Knowledge,
-		Docs: s.Docs, Changes: s.Changes,
+		Docs: s.Docs, Changes: s.Changes, Boards: s.Boards,
 		Compliance: s.Compliance, Subjects: s.Subjects, State: s.State, Turns: s.Turns,
 		Signer: s.Signer, Ops: s, Now: s.Now,
 	})
