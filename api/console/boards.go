@@ -23,6 +23,7 @@ type boardField struct {
 	Then      string
 	Expr      string
 	Retention string
+	Default   bool // no rule declared: reject
 }
 
 // boardType is one board type of the Boards screen: its settings, fields, grants and the
@@ -99,7 +100,7 @@ func (h *Console) boardTypeView(ctx context.Context, p auth.Principal, t spaces.
 		bt.Lease = spaces.LeaseAdvisory
 	}
 	for name, f := range t.Fields {
-		bf := boardField{Name: name, Type: f.Type, PII: f.PII, Subject: f.Subject, Rule: "reject", Retention: t.Retention[name]}
+		bf := boardField{Name: name, Type: f.Type, PII: f.PII, Subject: f.Subject, Rule: "reject", Default: f.Conflict == nil, Retention: t.Retention[name]}
 		if r := f.Conflict; r != nil {
 			bf.Rule, bf.Then, bf.Expr = r.Rule, r.Then, r.Expr
 		}
