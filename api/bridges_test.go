@@ -92,6 +92,13 @@ func TestBridgeNeedsBothSides(t *testing.T) {
 		requireError(t, e.Do("POST", "/v1/bridges", e.PersonKey("ivy", "admin"), be.terms("")), http.StatusForbidden, "role_required")
 		requireError(t, e.Do("POST", "/v1/bridges", be.secA1, map[string]any{"from": "sp_x", "to": "sp_y", "agents": []string{"triage"}, "boards": []any{map[string]any{"type": "findings"}}}), http.StatusBadRequest, "invalid_document")
 
+		// A proposal is listed, and in force nowhere, until a second person approves it.
+		pending := e.MustDo(http.StatusAccepted, "POST", "/v1/bridges", be.secA1, be.terms("", "triage")).JSON(t)
+		listed := e.MustDo(http.StatusOK, "GET", "/v1/bridges", be.secA2, nil).JSON(t)
+		require.Len(t, listed["proposals"], 1, "got %v, want the one pending proposal", listed["proposals"])
+		require.Empty(t, listed["bridges"], "got %v, want no bridge before the approval", listed["bridges"])
+		e.MustDo(http.StatusOK, "POST", "/v1/documents/bridges/changes/"+pending["change_id"].(string)+"/reject", be.secA2, map[string]any{"reason": "not yet"})
+
 		// A's side alone: no bridge.
 		id := approveBridge(t, e, be.secA1, be.secA2, be.terms("", "triage"))
 		require.Equal(t, "awaiting_peer", bridgeStatus(t, e, be.secA1, id))
@@ -106,6 +113,10 @@ func TestBridgeNeedsBothSides(t *testing.T) {
 		approveBridge(t, e, be.secB1, be.secB2, be.terms(id, "triage"))
 		require.Equal(t, "active", bridgeStatus(t, e, be.secA1, id))
 		require.Equal(t, "active", bridgeStatus(t, e, be.secB2, id))
+		requireBridgeView(t, e, be.secA1, id, "out")
+		requireBridgeView(t, e, be.secB2, id, "in")
+		requireError(t, e.Do("POST", "/v1/bridges", be.secA1, be.terms(id, "triage")), http.StatusConflict, "bridge_exists")
+		requireError(t, e.Do("GET", "/v1/bridges", be.triage, nil), http.StatusForbidden, "role_required")
 		r := bridgedRead(e, be.triage, be.a.id, "incident-42")
 		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
 		require.JSONEq(t, `{"title":"disk full","tags":["db"]}`, string(mustRaw(t, r.JSON(t)["body"])))
@@ -157,4 +168,16 @@ func requireBridgeReceipts(t *testing.T, e *apitest.Env, key, action, id string)
 	require.Equal(t, 1, reads, "got %d %s receipts naming the bridge, want 1", reads, action)
 	v := e.MustDo(http.StatusOK, "GET", "/v1/receipts/verify", key, nil).JSON(t)
 	require.Equal(t, true, v["ok"], "verify: %v", v)
+}
+
+// requireBridgeView checks GET /v1/bridges lists bridge id with direction.
+func requireBridgeView(t *testing.T, e *apitest.Env, key, id, direction string) {
+	t.Helper()
+	for _, b := range e.MustDo(http.StatusOK, "GET", "/v1/bridges", key, nil).JSON(t)["bridges"].([]any) {
+		if m := b.(map[string]any); m["id"] == id {
+			require.Equal(t, direction, m["direction"], "got direction %v, want %s", m["direction"], direction)
+			return
+		}
+	}
+	t.Fatalf("bridge %s is not listed", id)
 }

@@ -74,6 +74,19 @@ func TestConsoleBoardsScreen(t *testing.T) {
 		require.Contains(t, ada.get(r.Location).Body, "Grant revoked")
 		refused := e.Do("POST", "/v1/boards/read", alice, map[string]any{"type": "findings", "id": "incident-42"})
 		require.Equal(t, http.StatusForbidden, refused.Status, "got %d, want 403 after the revocation: %s", refused.Status, refused.Body)
+
+		// Where direct PUT is off, a grant from the screen is a change request of board-grants,
+		// which Settings lists for a second security person.
+		_, govAdmin := e.NewSpace("governed", false)
+		gov := signIn(t, e, spaceKey(t, e, govAdmin, "Gus", "admin", "security"))
+		val := spaceKey(t, e, govAdmin, "Val", "security")
+		prop := e.MustDo(http.StatusCreated, "POST", "/v1/documents/object-types/changes", govAdmin, consoleBoardTypes()).JSON(t)
+		e.MustDo(http.StatusOK, "POST", "/v1/documents/object-types/changes/"+prop["id"].(string)+"/approve", val, nil)
+		require.Contains(t, gov.get("/console/boards").Body, "Approved grants.")
+		r = gov.post("/console/boards/findings/grants", url.Values{"who": {"vendor"}, "name": {"acme"}, "access": {"read"}})
+		require.Equal(t, http.StatusSeeOther, r.Status, r.Body)
+		require.Contains(t, gov.get(r.Location).Body, "Proposed as a change request of board-grants")
+		require.Contains(t, gov.get("/console/settings").Body, `/console/settings/board-grants/changes/`)
 	})
 }
 
