@@ -155,7 +155,7 @@ func (s *Service) RevokeBridge(ctx context.Context, p auth.Principal, id string)
 // bridges document (any person key; agent keys are fault.Forbidden "role_required").
 func (s *Service) Bridges(ctx context.Context, p auth.Principal) (BridgeList, error) {
 	if p.IsAgent() {
-		return BridgeList{}, errPeopleOnly()
+		return BridgeList{}, errBridgesPeopleOnly()
 	}
 	doc, err := s.Docs.Bridges(ctx, p.SpaceID)
 	if err != nil {
@@ -195,9 +195,13 @@ func (s *Service) bridgesDoc(ctx context.Context, idb bun.IDB, spaceID string) (
 
 func requireSecurity(p auth.Principal) error {
 	if p.IsAgent() {
-		return errPeopleOnly()
+		return errBridgesPeopleOnly()
 	}
 	return p.RequireRole(auth.RoleSecurity)
+}
+
+func errBridgesPeopleOnly() error {
+	return fault.New(fault.Forbidden, "role_required", "bridges are managed by people (a person key; role security to propose or remove one)")
 }
 
 // errBoardNotFound is the one answer to a cross-space read that finds nothing it may serve.
