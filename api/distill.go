@@ -10,9 +10,9 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/logs"
+	"github.com/agentmemory/agentmemory/internal/proposals"
 	"github.com/agentmemory/agentmemory/internal/turns"
 	"github.com/agentmemory/agentmemory/workflows"
 )
@@ -45,12 +45,7 @@ type DistillRequest struct {
 // ended failed (workflow_unavailable) before the 503, so nothing runs it later on its own.
 func (s *Server) distill(c *gin.Context) {
 	p := principal(c)
-	if p.IsAgent() {
-		if !p.HasScope(auth.ScopeAgentMemoryWrite) {
-			s.writeError(c, fault.New(fault.Forbidden, "scope_required", "this key lacks scope agent_memory:write"))
-			return
-		}
-	} else if err := p.RequireRole(auth.RoleAdmin, auth.RoleIntegration); err != nil {
+	if err := proposals.AuthorizeDistill(p); err != nil { // the one check, before the body is read
 		s.writeError(c, err)
 		return
 	}
@@ -103,7 +98,7 @@ func (s *Server) distill(c *gin.Context) {
 	if replayed {
 		c.Header("Idempotent-Replayed", "true")
 	}
-	c.PureJSON(http.StatusAccepted, gin.H{"proposal_id": id, "status": workflows.StatusDrafting})
+	c.PureJSON(http.StatusAccepted, gin.H{"proposal_id": id, "status": proposals.StatusDrafting})
 }
 
 // workflowError maps a Temporal client error to a fault: an existing workflow is Conflict,

@@ -256,7 +256,7 @@ func (a *App) wire() {
 	a.Metrics.Registry().MustRegister(feed.LagCollector{DB: d}) // export sinks' lag (issue 33)
 	a.Runs = &runs.Store{DB: d, Docs: a.Docs, Now: now}         // the budgets of runs (CTX-3)
 	a.Notes = &notes.Service{DB: d, Docs: a.Docs, Subjects: a.Subjects, Hasher: h, Now: now, Receipts: a.Receipts, Runs: a.Runs, Keys: ks}
-	a.Proposals = &proposals.Service{DB: d, Notes: a.Notes, Now: now}
+	a.Proposals = &proposals.Service{DB: d, Docs: a.Docs, Hasher: h, Keys: ks, Notes: a.Notes, Now: now}
 	a.Notes.Proposals = a.Proposals   // human_only writes become proposals (AM-8)
 	a.Compliance.NoteSweeps = a.Notes // retention.notes (issue 34 §1)
 	a.Compliance.Notes = a.Proposals  // AM-12: agent-note erasure erases notes and proposals

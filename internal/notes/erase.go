@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/erasure"
+	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
@@ -78,7 +79,7 @@ func (s *Service) EraseSource(ctx context.Context, idb bun.IDB, spaceID, sourceI
 		}
 	}
 	if active > 0 {
-		if _, err := addActive(ctx, idb, spaceID, sourceID, -active); err != nil {
+		if _, err := noterows.AddActive(ctx, idb, spaceID, sourceID, -active); err != nil {
 			return out, err
 		}
 	}
@@ -140,7 +141,7 @@ func (s *Service) destroySourceKeys(ctx context.Context, idb bun.IDB, spaceID, s
 		keys = append(keys, NoteKeyID(l))
 	}
 	for _, p := range proposals {
-		keys = append(keys, ProposalKeyID(p))
+		keys = append(keys, noterows.ProposalKeyID(p))
 	}
 	return s.destroyKeys(ctx, keys)
 }
