@@ -40,14 +40,6 @@ func timeArg(idb bun.IDB, t time.Time) any {
 	return db.TimeArg(idb.NewSelect().DB(), t)
 }
 
-// nullTimeArg is timeArg of *t, or NULL for nil.
-func nullTimeArg(idb bun.IDB, t *time.Time) any {
-	if t == nil {
-		return nil
-	}
-	return timeArg(idb, *t)
-}
-
 // noteRows are the rows of stored notes besides each note's own: their tags, their search
 // rows (SQLite's FTS5 table; PostgreSQL's search column is generated from the note's row)
 // and their note_created events, in the notes' order. A note batch collects those of its

@@ -338,7 +338,34 @@ func lookupRequest(ctx context.Context, idb bun.IDB, w write) (WriteResult, bool
 // returns the write's receipt entry, which the caller appends with the batch's other stored
 // writes. On errReplayed, errDuplicate or any other error the caller rolls back w's savepoint.
 func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write, later *noteRows) (WriteResult, receipts.Entry, error) {
+	id, rcpt := w.plan()
+	if res, err := s.guard(ctx, tx, w); err != nil {
+		return res, rcpt, err
+	}
 	var res WriteResult
+	if w.proposal() {
+		if err := s.propose(ctx, tx, w, id); err != nil {
+			return WriteResult{}, rcpt, err
+		}
+		res.ProposalID = id
+		res.Review = w.review
+	} else {
+		n, err := s.insertNote(ctx, tx, w, id, w.a.origin(), "", later)
+		if err != nil {
+			return WriteResult{}, rcpt, err
+		}
+		res.Note = &n
+	}
+	if err := remember(ctx, tx, w, res); err != nil {
+		return WriteResult{}, rcpt, err
+	}
+	return res, rcpt, nil
+}
+
+// plan is writeIn's first phase: the id of what w stores (a note, or a proposal under
+// writes: human_only or a gate hit sent to review) and its receipt entry (the action, the
+// objects it names, kinds and origin; the gate's review kinds, never values).
+func (w write) plan() (string, receipts.Entry) {
 	id := auth.NewID("note")
 	action := "note.create"
 	objs := []string{id}
@@ -360,56 +387,54 @@ func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write, later *noteRo
 	if len(w.review) > 0 {
 		rcpt.Detail["gate_review"] = w.review // kinds only, never values
 	}
+	return id, rcpt
+}
+
+// guard is writeIn's checks inside the transaction, in order: the idempotency re-check
+// (errReplayed with the first answer), for a new note the duplicate check (errDuplicate with
+// the existing note), and an agent's hourly limit (fault.TooMany).
+func (s *Service) guard(ctx context.Context, tx bun.Tx, w write) (WriteResult, error) {
 	if w.idemKey != "" {
 		r, done, err := lookupRequest(ctx, tx, w)
 		if err != nil {
-			return WriteResult{}, rcpt, err
+			return WriteResult{}, err
 		}
 		if done {
-			return r, rcpt, errReplayed
+			return r, errReplayed
 		}
 	}
 	if w.prev == nil {
 		n, ok, err := s.findDuplicate(ctx, tx, w)
 		if err != nil {
-			return WriteResult{}, rcpt, err
+			return WriteResult{}, err
 		}
 		if ok {
-			return WriteResult{Note: &n, DuplicateOf: n.ID}, rcpt, errDuplicate
+			return WriteResult{Note: &n, DuplicateOf: n.ID}, errDuplicate
 		}
 	}
 	if w.a.p.IsAgent() {
 		if err := checkRate(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.now); err != nil {
-			return WriteResult{}, rcpt, err
+			return WriteResult{}, err
 		}
 	}
-	if w.proposal() {
-		if err := s.propose(ctx, tx, w, id); err != nil {
-			return WriteResult{}, rcpt, err
-		}
-		res.ProposalID = id
-		res.Review = w.review
-	} else {
-		n, err := s.insertNote(ctx, tx, w, id, w.a.origin(), "", later)
-		if err != nil {
-			return WriteResult{}, rcpt, err
-		}
-		res.Note = &n
+	return WriteResult{}, nil
+}
+
+// remember is writeIn's last phase: with an Idempotency-Key, the answer res (201 for a note,
+// 202 for a proposal) is recorded in tx for a retry to find (lookupRequest).
+func remember(ctx context.Context, tx bun.Tx, w write, res WriteResult) error {
+	if w.idemKey == "" {
+		return nil
 	}
-	if w.idemKey != "" {
-		body, _ := json.Marshal(res)
-		status := 201
-		if res.ProposalID != "" {
-			status = 202
-		}
-		if err := noterows.Remember(ctx, tx, models.NoteRequest{
-			SpaceID: w.a.p.SpaceID, KeyID: w.a.p.KeyID, IdemKey: w.idemKey, BodyHash: w.bodyHash,
-			Status: status, Response: string(body), CreatedAt: w.now,
-		}); err != nil {
-			return WriteResult{}, rcpt, err
-		}
+	body, _ := json.Marshal(res) // a WriteResult always marshals
+	status := 201
+	if res.ProposalID != "" {
+		status = 202
 	}
-	return res, rcpt, nil
+	return noterows.Remember(ctx, tx, models.NoteRequest{
+		SpaceID: w.a.p.SpaceID, KeyID: w.a.p.KeyID, IdemKey: w.idemKey, BodyHash: w.bodyHash,
+		Status: status, Response: string(body), CreatedAt: w.now,
+	})
 }
 
 func reused() error { return noterows.Reused() }
@@ -440,49 +465,12 @@ func (s *Service) propose(ctx context.Context, tx bun.IDB, w write, id string) e
 // itself and bumps the revision. Call inside a transaction that already appended the
 // receipt; on an error the caller rolls the transaction (or the write's savepoint) back.
 func (s *Service) insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID string, later *noteRows) (Note, error) {
-	ek, eid := noterows.EvidenceColumns(w.c.Evidence)
-	r := models.Note{
-		ID: id, SpaceID: w.a.p.SpaceID, LineageID: id, Version: 1, SourceID: w.a.sourceID, Vendor: w.a.vendor,
-		Kind: w.c.Kind, Title: w.c.Title, Body: w.c.Body, Tags: noterows.EncodeTags(w.c.Tags), TagsText: joinTags(w.c.Tags),
-		Visibility: w.c.Visibility, EvidenceKind: ek, EvidenceID: eid, Origin: origin, Status: StatusActive,
-		ValidUntil: w.c.ValidUntil, ContentHash: w.c.hash(), ProposalID: proposalID, ActorKeyID: w.a.p.KeyID, ActorKind: w.a.kind(),
-		AgentVersion: w.agentVersion, CreatedAt: w.now, UpdatedAt: w.now,
-	}
-	if w.prev != nil {
-		r.LineageID, r.Version, r.SupersedesNoteID = w.prev.LineageID, w.prev.Version+1, w.prev.ID
-	}
+	r := w.row(id, origin, proposalID)
 	if err := s.sealNote(ctx, &r); err != nil { // under the lineage's key (issue 29 §1)
 		return Note{}, err
 	}
-	switch {
-	case w.prev != nil:
-		if err := retireRow(ctx, tx, w.a.p.SpaceID, w.prev.ID, w.now); err != nil {
-			return Note{}, err
-		}
-		if w.prev.SourceID != w.a.sourceID { // an edit keeps its source's count unless it moves
-			if _, err := noterows.AddActive(ctx, tx, w.a.p.SpaceID, w.prev.SourceID, -1); err != nil {
-				return Note{}, err
-			}
-			if _, err := noterows.AddActive(ctx, tx, w.a.p.SpaceID, w.a.sourceID, 1); err != nil {
-				return Note{}, err
-			}
-		}
-		if err := noterows.InsertNote(ctx, tx, &r); err != nil {
-			return Note{}, fmt.Errorf("notes: insert: %w", err)
-		}
-	case db.IsSQLite(tx):
-		if err := noterows.CountActive(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.f.NotesCap(), w.now); err != nil {
-			return Note{}, err
-		}
-		if err := noterows.InsertNote(ctx, tx, &r); err != nil {
-			return Note{}, fmt.Errorf("notes: insert: %w", err)
-		}
-	default:
-		// PostgreSQL: the count and the note in one round trip while the count stays under
-		// the cap (countAndInsert).
-		if err := noterows.CountAndInsert(ctx, tx, &r, w.f.NotesCap(), w.now); err != nil {
-			return Note{}, err
-		}
+	if err := placeNote(ctx, tx, w, &r); err != nil {
+		return Note{}, err
 	}
 	own := later
 	if own == nil {
@@ -502,6 +490,56 @@ func (s *Service) insertNote(ctx context.Context, tx bun.IDB, w write, id, origi
 		}
 	}
 	return toNote(r), nil
+}
+
+// row is the note row write w stores as note id of origin (proposalID: the proposal an
+// approval turns into it, "" for none): version 1 of a new lineage, or the next version of
+// the lineage of the note an edit supersedes. Its text is still in clear (sealNote).
+func (w write) row(id, origin, proposalID string) models.Note {
+	ek, eid := noterows.EvidenceColumns(w.c.Evidence)
+	r := models.Note{
+		ID: id, SpaceID: w.a.p.SpaceID, LineageID: id, Version: 1, SourceID: w.a.sourceID, Vendor: w.a.vendor,
+		Kind: w.c.Kind, Title: w.c.Title, Body: w.c.Body, Tags: noterows.EncodeTags(w.c.Tags), TagsText: joinTags(w.c.Tags),
+		Visibility: w.c.Visibility, EvidenceKind: ek, EvidenceID: eid, Origin: origin, Status: StatusActive,
+		ValidUntil: w.c.ValidUntil, ContentHash: w.c.hash(), ProposalID: proposalID, ActorKeyID: w.a.p.KeyID, ActorKind: w.a.kind(),
+		AgentVersion: w.agentVersion, CreatedAt: w.now, UpdatedAt: w.now,
+	}
+	if w.prev != nil {
+		r.LineageID, r.Version, r.SupersedesNoteID = w.prev.LineageID, w.prev.Version+1, w.prev.ID
+	}
+	return r
+}
+
+// placeNote inserts note row r of write w inside tx with the sources' counts of active notes
+// kept: an edit retires the version it supersedes (compare-and-swap on its status; fault.Conflict
+// note_not_active) and moves a count only when the source changes; a new note is counted
+// against the cap first (noterows.CountActive; on PostgreSQL noterows.CountAndInsert, the
+// count and the insert in one round trip).
+func placeNote(ctx context.Context, tx bun.IDB, w write, r *models.Note) error {
+	switch {
+	case w.prev != nil:
+		if err := retireRow(ctx, tx, w.a.p.SpaceID, w.prev.ID, w.now); err != nil {
+			return err
+		}
+		if w.prev.SourceID != w.a.sourceID { // an edit keeps its source's count unless it moves
+			if _, err := noterows.AddActive(ctx, tx, w.a.p.SpaceID, w.prev.SourceID, -1); err != nil {
+				return err
+			}
+			if _, err := noterows.AddActive(ctx, tx, w.a.p.SpaceID, w.a.sourceID, 1); err != nil {
+				return err
+			}
+		}
+	case db.IsSQLite(tx):
+		if err := noterows.CountActive(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.f.NotesCap(), w.now); err != nil {
+			return err
+		}
+	default:
+		return noterows.CountAndInsert(ctx, tx, r, w.f.NotesCap(), w.now)
+	}
+	if err := noterows.InsertNote(ctx, tx, r); err != nil {
+		return fmt.Errorf("notes: insert: %w", err)
+	}
+	return nil
 }
 
 func joinTags(tags []string) string {
