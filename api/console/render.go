@@ -2,7 +2,6 @@ package console
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -17,8 +16,6 @@ import (
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/fault"
 )
-
-type ctxT = context.Context
 
 // view is what every page template gets.
 type view struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/keystore"
+	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/internal/notes"
 )
 
@@ -88,7 +89,7 @@ func TestRestoredBackupForgetsErasedAgentNotes(t *testing.T) {
 			waitWorkflow(t, r["workflow_id"].(string))
 			del := e.MustDo(http.StatusOK, "DELETE", "/v1/agent-memory/notes/"+b1v2, e.AdminKey, nil).JSON(t)
 			require.Len(t, del["note_ids"], 2)
-			for _, id := range []string{notes.NoteKeyID(a1), notes.ProposalKeyID(pa), notes.NoteKeyID(b1)} {
+			for _, id := range []string{notes.NoteKeyID(a1), noterows.ProposalKeyID(pa), notes.NoteKeyID(b1)} {
 				ok, err := e.Keys.Exists(ctx, id)
 				require.NoError(t, err)
 				require.False(t, ok, "key %s destroyed", id)
