@@ -338,10 +338,13 @@ func (s *Service) replay(ctx context.Context, w write) (WriteResult, bool, error
 	if w.idemKey == "" {
 		return WriteResult{}, false, nil
 	}
-	return lookupRequest(ctx, s.DB, w)
+	return s.lookupRequest(ctx, s.DB, w)
 }
 
-func lookupRequest(ctx context.Context, idb bun.IDB, w write) (WriteResult, bool, error) {
+// lookupRequest finds w's Idempotency-Key record through idb: (first answer, true) for the
+// same request, fault.Conflict idempotency_key_reused for a different one, decodeAnswer's
+// errors for an answer that does not open.
+func (s *Service) lookupRequest(ctx context.Context, idb bun.IDB, w write) (WriteResult, bool, error) {
 	var r models.NoteRequest
 	err := idb.NewSelect().Model(&r).
 		Where("space_id = ? AND key_id = ? AND idem_key = ?", w.a.p.SpaceID, w.a.p.KeyID, w.idemKey).Scan(ctx)
@@ -354,9 +357,9 @@ func lookupRequest(ctx context.Context, idb bun.IDB, w write) (WriteResult, bool
 	if r.BodyHash != w.bodyHash {
 		return WriteResult{}, true, reused()
 	}
-	var res WriteResult
-	if err := json.Unmarshal([]byte(r.Response), &res); err != nil {
-		return WriteResult{}, true, fmt.Errorf("notes: idempotency answer: %w", err)
+	res, err := s.decodeAnswer(ctx, r.Response)
+	if err != nil {
+		return WriteResult{}, true, err
 	}
 	res.Replayed = true
 	return res, true, nil
@@ -394,7 +397,7 @@ func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write, later *noteRo
 		rcpt.Detail["gate_review"] = w.review // kinds only, never values
 	}
 	if w.idemKey != "" {
-		r, done, err := lookupRequest(ctx, tx, w)
+		r, done, err := s.lookupRequest(ctx, tx, w)
 		if err != nil {
 			return WriteResult{}, rcpt, err
 		}
@@ -430,14 +433,21 @@ func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write, later *noteRo
 		res.Note = &n
 	}
 	if w.idemKey != "" {
-		body, _ := json.Marshal(res)
+		lineage := id
+		if w.prev != nil {
+			lineage = w.prev.LineageID
+		}
+		body, err := s.encodeAnswer(ctx, res, lineage) // a note's answer sealed under its lineage's key
+		if err != nil {
+			return WriteResult{}, rcpt, err
+		}
 		status := 201
 		if res.ProposalID != "" {
 			status = 202
 		}
 		if _, err := tx.NewInsert().Model(&models.NoteRequest{
 			SpaceID: w.a.p.SpaceID, KeyID: w.a.p.KeyID, IdemKey: w.idemKey, BodyHash: w.bodyHash,
-			Status: status, Response: string(body), CreatedAt: w.now,
+			Status: status, Response: body, CreatedAt: w.now,
 		}).Exec(ctx); err != nil {
 			return WriteResult{}, rcpt, fmt.Errorf("notes: idempotency record: %w", err)
 		}
