@@ -8,13 +8,15 @@ import (
 
 	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/keystore"
 	"github.com/agentmemory/agentmemory/internal/state"
 )
 
 // BenchmarkObjectScopeState measures the service's write (merge_by_key) and read of one object-scope
 // state naming no customer, one agent, in process (no HTTP), on SQLite and PostgreSQL, with
 // the app's key store behind its cache: the path per-state sealing (issue 29 §1) adds a data
-// key lookup and a seal or open to. Run it before and after a change, interleaved:
+// key lookup and a seal or open to. Each operation runs as one request (keystore.ForRequest),
+// as the API's do. Run it before and after a change, interleaved:
 //
 //	go test -run '^$' -bench ObjectScopeState -benchtime 2000x ./internal/state
 func BenchmarkObjectScopeState(b *testing.B) {
@@ -34,7 +36,8 @@ func BenchmarkObjectScopeState(b *testing.B) {
 			scope := &state.Scope{Kind: "object", ID: "order:shop:B3nch"}
 			write := func(i int) {
 				body := json.RawMessage(fmt.Sprintf(`{"count":%d,"step":"step %d"}`, i, i))
-				res, err := e.App.State.Write(ctx, p, "bench/1", state.WriteRequest{Scope: scope, Mode: "merge_by_key", Body: body})
+				// One operation is one request: its key-cache check is once per request (as the API's).
+				res, err := e.App.State.Write(keystore.ForRequest(ctx), p, "bench/1", state.WriteRequest{Scope: scope, Mode: "merge_by_key", Body: body})
 				if err != nil || !res.Stored {
 					b.Fatalf("write: %v %+v", err, res)
 				}
@@ -47,7 +50,7 @@ func BenchmarkObjectScopeState(b *testing.B) {
 			})
 			b.Run("read", func(b *testing.B) {
 				for range b.N {
-					res, err := e.App.State.Read(ctx, p, state.ReadRequest{Scope: scope})
+					res, err := e.App.State.Read(keystore.ForRequest(ctx), p, state.ReadRequest{Scope: scope})
 					if err != nil || res.Version == 0 {
 						b.Fatalf("read: %v %+v", err, res)
 					}
