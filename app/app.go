@@ -274,7 +274,7 @@ func (a *App) wire() {
 	a.Subjects = &subjects.Service{DB: d, Docs: a.Docs, Hasher: h, Keys: ks, Now: now}
 	a.Turns = &turns.Service{DB: d, Subjects: a.Subjects, Hasher: h, Keys: ks, Now: now}
 	a.State = &state.Service{DB: d, Docs: a.Docs, Hasher: h, Masker: a.Subjects, Now: now, Keys: ks}
-	a.Boards = &boards.Service{DB: d, Docs: a.Docs, Changes: a.Changes, Hasher: h, Masker: a.State, Receipts: a.Receipts, Now: now}
+	a.Boards = &boards.Service{DB: d, Docs: a.Docs, Changes: a.Changes, Hasher: h, Masker: a.State, Receipts: a.Receipts, Now: now, Keys: ks}
 	a.Compliance = &compliance.Service{DB: d, Docs: a.Docs, Hasher: h, Keys: ks, Subjects: a.Subjects, State: a.State, Now: now,
 		TurnSweeps: a.Turns}
 	if a.Signer != nil {
@@ -308,7 +308,7 @@ func (a *App) erasers() *erasure.Registry {
 	r := &erasure.Registry{}
 	for _, e := range []erasure.Eraser{
 		state.Eraser{S: a.State},                // agent_states (WM-13)
-		boards.Eraser{},                         // boards naming the subject (issue 31)
+		boards.Eraser{S: a.Boards},              // boards naming the subject (issue 31)
 		turns.Eraser{S: a.Turns},                // turns and identity links
 		compliance.ExportsEraser{},              // export_packages (GOV-3)
 		knowledge.Eraser{S: a.Knowledge},        // knowledge documents naming the subject (KN-3)

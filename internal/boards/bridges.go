@@ -233,7 +233,7 @@ func (s *Service) readBridged(ctx context.Context, p auth.Principal, req ReadReq
 		return ReadResult{}, errBoardNotFound()
 	}
 	t := target{spaceID: req.Space, typ: req.Type, hash: s.Hasher.Hash(req.Space, "board:"+req.Type, req.ID), schema: schema}
-	row, err := loadBoard(ctx, s.DB, t, false)
+	row, err := s.loadBoard(ctx, s.DB, t, false)
 	if err != nil {
 		return ReadResult{}, wrap("bridged read", err)
 	}

@@ -49,7 +49,7 @@ func (s *Service) Read(ctx context.Context, p auth.Principal, req ReadRequest) (
 	if err != nil {
 		return ReadResult{}, err
 	}
-	row, err := loadBoard(ctx, s.DB, t, false)
+	row, err := s.loadBoard(ctx, s.DB, t, false)
 	if err != nil {
 		return ReadResult{}, wrap("read", err)
 	}

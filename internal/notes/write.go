@@ -3,7 +3,6 @@ package notes
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -310,10 +309,13 @@ func (s *Service) replay(ctx context.Context, w write) (WriteResult, bool, error
 	if w.idemKey == "" {
 		return WriteResult{}, false, nil
 	}
-	return lookupRequest(ctx, s.DB, w)
+	return s.lookupRequest(ctx, s.DB, w)
 }
 
-func lookupRequest(ctx context.Context, idb bun.IDB, w write) (WriteResult, bool, error) {
+// lookupRequest finds w's Idempotency-Key record through idb: (first answer, true) for the
+// same request, fault.Conflict idempotency_key_reused for a different one, decodeAnswer's
+// errors for an answer that does not open.
+func (s *Service) lookupRequest(ctx context.Context, idb bun.IDB, w write) (WriteResult, bool, error) {
 	r, found, err := noterows.LookupRequest(ctx, idb, w.a.p.SpaceID, w.a.p.KeyID, w.idemKey)
 	if !found || err != nil {
 		return WriteResult{}, false, err
@@ -321,9 +323,9 @@ func lookupRequest(ctx context.Context, idb bun.IDB, w write) (WriteResult, bool
 	if r.BodyHash != w.bodyHash {
 		return WriteResult{}, true, reused()
 	}
-	var res WriteResult
-	if err := json.Unmarshal([]byte(r.Response), &res); err != nil {
-		return WriteResult{}, true, fmt.Errorf("notes: idempotency answer: %w", err)
+	res, err := s.decodeAnswer(ctx, r.Response)
+	if err != nil {
+		return WriteResult{}, true, err
 	}
 	res.Replayed = true
 	return res, true, nil
@@ -356,7 +358,7 @@ func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write, later *noteRo
 		}
 		res.Note = &n
 	}
-	if err := remember(ctx, tx, w, res); err != nil {
+	if err := s.remember(ctx, tx, w, id, res); err != nil {
 		return WriteResult{}, rcpt, err
 	}
 	return res, rcpt, nil
@@ -395,7 +397,7 @@ func (w write) plan() (string, receipts.Entry) {
 // the existing note), and an agent's hourly limit (fault.TooMany).
 func (s *Service) guard(ctx context.Context, tx bun.Tx, w write) (WriteResult, error) {
 	if w.idemKey != "" {
-		r, done, err := lookupRequest(ctx, tx, w)
+		r, done, err := s.lookupRequest(ctx, tx, w)
 		if err != nil {
 			return WriteResult{}, err
 		}
@@ -421,19 +423,27 @@ func (s *Service) guard(ctx context.Context, tx bun.Tx, w write) (WriteResult, e
 }
 
 // remember is writeIn's last phase: with an Idempotency-Key, the answer res (201 for a note,
-// 202 for a proposal) is recorded in tx for a retry to find (lookupRequest).
-func remember(ctx context.Context, tx bun.Tx, w write, res WriteResult) error {
+// 202 for a proposal) is recorded in tx for a retry to find (lookupRequest); a note's answer
+// is sealed under its lineage's key (encodeAnswer; issue 29 §1), id being what w stored.
+func (s *Service) remember(ctx context.Context, tx bun.Tx, w write, id string, res WriteResult) error {
 	if w.idemKey == "" {
 		return nil
 	}
-	body, _ := json.Marshal(res) // a WriteResult always marshals
+	lineage := id
+	if w.prev != nil {
+		lineage = w.prev.LineageID
+	}
+	body, err := s.encodeAnswer(ctx, res, lineage)
+	if err != nil {
+		return err
+	}
 	status := 201
 	if res.ProposalID != "" {
 		status = 202
 	}
 	return noterows.Remember(ctx, tx, models.NoteRequest{
 		SpaceID: w.a.p.SpaceID, KeyID: w.a.p.KeyID, IdemKey: w.idemKey, BodyHash: w.bodyHash,
-		Status: status, Response: string(body), CreatedAt: w.now,
+		Status: status, Response: body, CreatedAt: w.now,
 	})
 }
 
