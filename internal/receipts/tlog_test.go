@@ -339,3 +339,37 @@ func mustHash(t *testing.T, hexHash string) []byte {
 	require.NoError(t, err)
 	return h
 }
+
+// Log.Run appends what the group committer sealed and signs checkpoints on its own: a
+// receipt answered by Record is in a signed checkpoint within two intervals (here 200 ms),
+// and checkpoints are at least CheckpointEvery apart while the log grows.
+func TestRunAppendsAndSignsCheckpoints(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		signer, verifiers := logKeys(t)
+		l := receipts.NewLog(d, nil, 200*time.Millisecond)
+		l.SetCheckpointSigner(signer)
+		done := make(chan struct{})
+		go func() { l.Run(ctx); close(done) }()
+		for round := range 3 {
+			r, err := l.Record(ctx, "sp_a", receipts.Entry{Kind: receipts.KindAgentMemory, Action: "block.read", ActorKey: "key_1",
+				Detail: map[string]any{"round": round}}, time.Now())
+			require.NoError(t, err)
+			answered := time.Now()
+			require.Eventually(t, func() bool {
+				p, err := receipts.Prove(ctx, d, "sp_a", r.ID)
+				return err == nil && p.Log != nil && p.VerifyInLog(verifiers) == nil
+			}, 5*time.Second, 20*time.Millisecond)
+			require.Less(t, time.Since(answered), 3*time.Second, "a proof within about 1.5 s of the answer, plus a pass")
+		}
+		var ats []time.Time
+		require.NoError(t, d.NewRaw("SELECT at FROM receipt_checkpoints ORDER BY size").Scan(ctx, &ats))
+		require.Len(t, ats, 3)
+		for i := 1; i < len(ats); i++ {
+			require.GreaterOrEqual(t, ats[i].Sub(ats[i-1]), receipts.CheckpointEvery)
+		}
+		cancel()
+		<-done
+	})
+}
