@@ -56,15 +56,20 @@ func BenchmarkLogRecordManifest(b *testing.B) {
 	}
 }
 
-// BenchmarkLogRecordWithLog is BenchmarkLogRecord without (off) and with (on) the
+// BenchmarkLogRecordWithLog is BenchmarkLogRecordManifest's manifest_100 without (off) and with (on) the
 // deployment log's appender running beside the group committer as Log.Run runs it (a pass
 // every half second, a checkpoint at most once a second; issue 32): what the one log costs
 // the committer. cpu-ns/op includes the appender's CPU.
 //
 //	go test -run '^$' -bench 'LogRecordWithLog' -benchtime 20000x ./internal/receipts
 func BenchmarkLogRecordWithLog(b *testing.B) {
+	items := make([]ManifestItem, 100)
+	for i := range items {
+		items[i] = ManifestItem{ID: fmt.Sprintf("note_01jb2x7k3m9q4r5s6t7v8w%04d", i), Version: 1}
+	}
 	e := Entry{Kind: KindAgentMemory, Action: "block.read", ActorKey: "key_01jb2x7k3m9q4r5s6t7v8w9x0y",
-		Detail: map[string]any{"tokens": 812, "not_modified": true, "source_id": "bench-bot", "manifest": "3f1d2c9a8b7e6f5d4c3b2a19087f6e5d4c3b2a19087f6e5d4c3b2a19087f6e5d"}}
+		Detail:   map[string]any{"tokens": 812, "not_modified": true, "source_id": "bench-bot"},
+		Manifest: NewManifest(ManifestBlock, "", nil, 2000, items)}
 	for _, engine := range []string{"sqlite", "postgres"} {
 		b.Run(engine+"/off", func(b *testing.B) { benchRecord(b, engine, e, false) })
 		b.Run(engine+"/on", func(b *testing.B) { benchRecord(b, engine, e, true) })
