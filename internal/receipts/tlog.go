@@ -98,27 +98,72 @@ func checkpointFromRow(row checkpointRow) (Checkpoint, error) {
 // returns how many, so a caller catching up calls it again until it returns fewer), and,
 // when the log then holds more leaves than its latest checkpoint and that one is at least
 // CheckpointEvery older than now (or there is none), signs a checkpoint of its size with
-// signer (nil: unsigned). One transaction, serialised on the log's state row: appenders on
-// any number of processes never fork the log.
+// signer (nil: unsigned). The reads, the hashing, the signature and the statements' text are
+// prepared first, without a lock (prepareAppend); one transaction serialised on the log's
+// state row then writes them if the log is still the size they were prepared for, else
+// appends nothing (another appender got there first: the next pass goes on). Appenders on
+// any number of processes never fork the log, and on SQLite the database's write lock is
+// held only for the inserts.
 func AppendLog(ctx context.Context, d *bun.DB, signer note.Signer, now time.Time) (int, error) {
+	a, err := prepareAppend(ctx, d, signer, now)
+	if err != nil || a == nil {
+		return 0, err
+	}
 	n := 0
-	err := d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		size, err := lockLog(ctx, tx)
-		if err != nil {
+		if err != nil || size != a.size {
 			return err
 		}
-		leaves, err := pendingLeaves(ctx, tx, size, logPass)
-		if err != nil {
-			return err
+		for _, q := range a.statements {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("receipts: append log: %w", err)
+			}
 		}
-		store := newHashStore(ctx, tx)
-		if err := appendLeaves(ctx, tx, store, size, leaves); err != nil {
-			return err
+		if _, err := tx.ExecContext(ctx, "UPDATE receipt_log_state SET size = ? WHERE id = 1", a.size+int64(a.leaves)); err != nil {
+			return fmt.Errorf("receipts: log size: %w", err)
 		}
-		n = len(leaves)
-		return signCheckpoint(ctx, tx, store, size+int64(n), signer, now)
+		n = a.leaves
+		return insertCheckpoint(ctx, tx, a.checkpoint, now)
 	})
 	return n, err
+}
+
+// pendingAppend is what one AppendLog writes: after the log's size, leaves leaves and their
+// stored hashes (statements: complete insert texts), and the checkpoint due, if any.
+type pendingAppend struct {
+	size       int64
+	leaves     int
+	statements []string
+	checkpoint *checkpointRow
+}
+
+// prepareAppend reads the log's size and the leaves to append, computes their stored hashes
+// and, when due, signs the checkpoint of the new size, without a lock; nil when there is
+// nothing to write.
+func prepareAppend(ctx context.Context, d *bun.DB, signer note.Signer, now time.Time) (*pendingAppend, error) {
+	var size int64
+	if err := d.QueryRowContext(ctx, "SELECT size FROM receipt_log_state WHERE id = 1").Scan(&size); err != nil {
+		return nil, fmt.Errorf("receipts: log size: %w", err)
+	}
+	leaves, err := pendingLeaves(ctx, d, size, logPass)
+	if err != nil {
+		return nil, err
+	}
+	store := newHashStore(ctx, d)
+	hashes, err := storedHashes(store, size, leaves)
+	if err != nil {
+		return nil, err
+	}
+	a := &pendingAppend{size: size, leaves: len(leaves)}
+	a.statements = append(insertTexts(d, leaves), insertTexts(d, hashes)...)
+	if a.checkpoint, err = dueCheckpoint(ctx, d, store, size+int64(len(leaves)), signer, now); err != nil {
+		return nil, err
+	}
+	if len(leaves) == 0 && a.checkpoint == nil {
+		return nil, nil
+	}
+	return a, nil
 }
 
 // CatchUpLog runs AppendLog until the log holds every receipt sealed when it was called.
@@ -155,7 +200,7 @@ type spaceLag struct {
 
 // pendingLeaves returns up to limit leaves to append after size: the sealed receipts not in
 // the log yet, space by space (in id order), each space's in seq order, with their indexes.
-func pendingLeaves(ctx context.Context, tx bun.Tx, size int64, limit int) ([]logLeafRow, error) {
+func pendingLeaves(ctx context.Context, tx bun.IDB, size int64, limit int) ([]logLeafRow, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT h.space_id, h.seq,
 	COALESCE((SELECT MAX(l.seq) FROM receipt_log_leaves l WHERE l.space_id = h.space_id), 0)
 FROM receipt_heads h WHERE h.seq > 0 ORDER BY h.space_id`)
@@ -195,7 +240,7 @@ FROM receipt_heads h WHERE h.seq > 0 ORDER BY h.space_id`)
 
 // sealedHashes returns the hashes of up to limit of l's space's receipts past l.Logged, up to
 // its head, in seq order.
-func sealedHashes(ctx context.Context, tx bun.Tx, l spaceLag, limit int) ([]logLeafRow, error) {
+func sealedHashes(ctx context.Context, tx bun.IDB, l spaceLag, limit int) ([]logLeafRow, error) {
 	var rows []struct {
 		Seq  int64  `bun:"seq"`
 		Hash string `bun:"hash"`
@@ -217,18 +262,15 @@ func sealedHashes(ctx context.Context, tx bun.Tx, l spaceLag, limit int) ([]logL
 	return out, nil
 }
 
-// appendLeaves inserts leaves (indexes size, size+1, ...) and the tree's stored hashes they
-// add, and moves the log's size.
-func appendLeaves(ctx context.Context, tx bun.Tx, store *hashStore, size int64, leaves []logLeafRow) error {
-	if len(leaves) == 0 {
-		return nil
-	}
+// storedHashes returns the tree's stored hashes that leaves (indexes size, size+1, ...) add,
+// reading the ones before through store (which keeps the new ones too).
+func storedHashes(store *hashStore, size int64, leaves []logLeafRow) ([]logHashRow, error) {
 	var hashes []logHashRow
 	for i, l := range leaves {
 		n := size + int64(i)
 		hs, err := tlog.StoredHashesForRecordHash(n, tlog.Hash(l.Hash), store)
 		if err != nil {
-			return fmt.Errorf("receipts: log hashes: %w", err)
+			return nil, fmt.Errorf("receipts: log hashes: %w", err)
 		}
 		base := tlog.StoredHashIndex(0, n)
 		for j, h := range hs {
@@ -236,53 +278,60 @@ func appendLeaves(ctx context.Context, tx bun.Tx, store *hashStore, size int64, 
 			hashes = append(hashes, logHashRow{Idx: base + int64(j), Hash: h[:]})
 		}
 	}
-	if err := insertChunks(ctx, tx, leaves); err != nil {
-		return fmt.Errorf("receipts: log leaves: %w", err)
-	}
-	if err := insertChunks(ctx, tx, hashes); err != nil {
-		return fmt.Errorf("receipts: log hashes: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, "UPDATE receipt_log_state SET size = ? WHERE id = 1", size+int64(len(leaves))); err != nil {
-		return fmt.Errorf("receipts: log size: %w", err)
-	}
-	return nil
+	return hashes, nil
 }
 
-// insertChunks inserts rows in multi-row inserts of at most logInsertChunk rows.
-func insertChunks[T any](ctx context.Context, tx bun.Tx, rows []T) error {
+// insertTexts returns the complete texts (values interpolated by bun, through idb) of
+// multi-row inserts of rows, at most logInsertChunk rows each.
+func insertTexts[T any](idb bun.IDB, rows []T) []string {
+	var out []string
 	for len(rows) > 0 {
 		chunk := rows[:min(len(rows), logInsertChunk)]
-		if _, err := tx.NewInsert().Model(&chunk).Exec(ctx); err != nil {
-			return err
-		}
+		out = append(out, idb.NewInsert().Model(&chunk).String())
 		rows = rows[len(chunk):]
 	}
-	return nil
+	return out
 }
 
-// signCheckpoint signs and stores a checkpoint of the log at size when one is due (see
-// AppendLog).
-func signCheckpoint(ctx context.Context, tx bun.Tx, store *hashStore, size int64, signer note.Signer, now time.Time) error {
+// dueCheckpoint returns the checkpoint of the log at size, signed, when one is due (see
+// AppendLog), else nil.
+func dueCheckpoint(ctx context.Context, idb bun.IDB, store *hashStore, size int64, signer note.Signer, now time.Time) (*checkpointRow, error) {
 	if size == 0 {
+		return nil, nil
+	}
+	last, ok, err := LatestCheckpoint(ctx, idb)
+	if err != nil {
+		return nil, err
+	}
+	if ok && (last.Size >= size || now.Sub(last.At) < CheckpointEvery) {
+		return nil, nil
+	}
+	th, err := tlog.TreeHash(size, store)
+	if err != nil {
+		return nil, fmt.Errorf("receipts: checkpoint: %w", err)
+	}
+	msg, err := SignTree(tlog.Tree{N: size, Hash: th}, signer)
+	if err != nil {
+		return nil, err
+	}
+	return &checkpointRow{Size: size, Hash: th.String(), Note: string(msg), At: now.UTC().Truncate(time.Microsecond)}, nil
+}
+
+// insertCheckpoint stores c inside tx (the log's state row locked) unless it is nil or no
+// longer due: another appender signed one meanwhile (of its size or later, or less than
+// CheckpointEvery before now).
+func insertCheckpoint(ctx context.Context, tx bun.Tx, c *checkpointRow, now time.Time) error {
+	if c == nil {
 		return nil
 	}
 	last, ok, err := LatestCheckpoint(ctx, tx)
 	if err != nil {
 		return err
 	}
-	if ok && (last.Size >= size || now.Sub(last.At) < CheckpointEvery) {
+	if ok && (last.Size >= c.Size || now.Sub(last.At) < CheckpointEvery) {
 		return nil
 	}
-	th, err := tlog.TreeHash(size, store)
-	if err != nil {
-		return fmt.Errorf("receipts: checkpoint: %w", err)
-	}
-	msg, err := SignTree(tlog.Tree{N: size, Hash: th}, signer)
-	if err != nil {
-		return err
-	}
-	row := checkpointRow{Size: size, Hash: th.String(), Note: string(msg), At: now.UTC().Truncate(time.Microsecond)}
-	if _, err := tx.NewInsert().Model(&row).Exec(ctx); err != nil {
+	if _, err := tx.NewInsert().Model(c).Exec(ctx); err != nil {
 		return fmt.Errorf("receipts: checkpoint: %w", err)
 	}
 	return nil
