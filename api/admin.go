@@ -151,9 +151,11 @@ func (s *Server) verifyReceipts(c *gin.Context) {
 }
 
 // receiptProof: GET /v1/receipts/{receipt_id}/proof (admin or compliance) -> 200 {"receipt",
-// "leaf_index", "leaf_hash", "path", "batch"}: the receipt's inclusion proof in its chain
-// entry (receipts.Proof; `agentmemory receipts verify-proof` checks it offline). 404
-// receipt_not_found for an id not in the caller's space.
+// "leaf_index", "leaf_hash", "path", "batch", "log"}: the receipt's inclusion proof in its
+// chain entry and, once it is in a checkpoint (about a second and a half after it was
+// sealed), in the deployment's log against the latest signed checkpoint ("log": index,
+// checkpoint, hashes; receipts.Proof; `agentmemory receipts verify-proof` checks both
+// offline). 404 receipt_not_found for an id not in the caller's space.
 func (s *Server) receiptProof(c *gin.Context) {
 	p := principal(c)
 	if err := p.RequireRole(auth.RoleAdmin, auth.RoleCompliance); err != nil {
@@ -166,6 +168,64 @@ func (s *Server) receiptProof(c *gin.Context) {
 		proof, err = receipts.Prove(ctx, s.DB, p.SpaceID, c.Param("receipt_id"))
 		return err
 	})
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusOK, proof)
+}
+
+// receiptsCheckpoint: GET /v1/receipts/checkpoint (admin or compliance) -> 200 {"size",
+// "hash", "note", "at"}: the latest signed checkpoint of the deployment's receipt log (issue
+// 32; receipts.Checkpoint: a sumdb note of the tree's size and root, Ed25519 under
+// receipts.CheckpointName). Keep it: `agentmemory receipts verify-proof` checks later proofs
+// and consistency against it. 404 checkpoint_not_found while the log is empty; 503
+// signing_unavailable without a signing key.
+func (s *Server) receiptsCheckpoint(c *gin.Context) {
+	p := principal(c)
+	if err := p.RequireRole(auth.RoleAdmin, auth.RoleCompliance); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	if s.Signer == nil {
+		s.writeError(c, errSigningUnavailable())
+		return
+	}
+	cp, ok, err := receipts.LatestCheckpoint(s.ctx(c), s.DB)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	if !ok {
+		s.writeError(c, fault.New(fault.NotFound, "checkpoint_not_found", "the receipt log has no checkpoint yet: one is signed within a second of its first receipts"))
+		return
+	}
+	c.Header("Cache-Control", "no-store")
+	c.PureJSON(http.StatusOK, cp)
+}
+
+// receiptsConsistency: GET /v1/receipts/consistency?from=&to= (admin or compliance) -> 200
+// {"from": {size, hash}, "to": {size, hash}, "hashes", "checkpoint"}: the proof that the
+// receipt log's tree of size from is a prefix of its tree of size to (default: the latest
+// checkpoint's), receipts.Consistency. 400 invalid_tree_range unless 1 <= from <= to <= the
+// latest checkpoint's size.
+func (s *Server) receiptsConsistency(c *gin.Context) {
+	p := principal(c)
+	if err := p.RequireRole(auth.RoleAdmin, auth.RoleCompliance); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	from, err := queryInt(c, "from", 0, 1, 1<<62)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	to, err := queryInt(c, "to", 0, 1, 1<<62)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	proof, err := receipts.ProveConsistency(s.ctx(c), s.DB, from, to)
 	if err != nil {
 		s.writeError(c, err)
 		return

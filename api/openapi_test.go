@@ -23,6 +23,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -444,7 +445,18 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			// Receipts and events.
 			page := c.do(200, "GET", "/v1/receipts?limit=5", admin, nil).JSON(t)
 			first := page["receipts"].([]any)[0].(map[string]any)["id"].(string)
-			c.do(200, "GET", "/v1/receipts/"+first+"/proof", admin, nil)
+			c.do(404, "GET", "/v1/receipts/checkpoint", admin, nil)
+			c.do(200, "GET", "/v1/receipts/"+first+"/proof", admin, nil) // no log part yet
+			ns, err := e.Deps.Signer.NoteSigner(receipts.CheckpointName)
+			require.NoError(t, err)
+			_, err = receipts.CatchUpLog(t.Context(), e.DB, ns, time.Now()) // the log's pass (receipts.Log.Run)
+			require.NoError(t, err)
+			c.do(200, "GET", "/v1/receipts/"+first+"/proof", admin, nil) // with its log part
+			c.do(200, "GET", "/v1/receipts/checkpoint", admin, nil)
+			c.do(403, "GET", "/v1/receipts/checkpoint", bot, nil)
+			c.do(200, "GET", "/v1/receipts/consistency?from=1", admin, nil)
+			c.do(400, "GET", "/v1/receipts/consistency?from=0", admin, nil)
+			c.do(403, "GET", "/v1/receipts/consistency?from=1", bot, nil)
 			c.do(404, "GET", "/v1/receipts/rcpt_nope/proof", admin, nil)
 			c.do(403, "GET", "/v1/receipts/"+first+"/proof", bot, nil)
 			c.do(400, "GET", "/v1/receipts?limit=0", admin, nil)

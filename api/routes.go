@@ -159,6 +159,8 @@ func (s *Server) complianceRoutes(v1 *gin.RouterGroup) {
 	v1.GET("/receipts/verify", s.verifyReceipts)
 	v1.GET("/receipts/head", s.receiptsHead) // signed (PR-3)
 	v1.GET("/receipts/:receipt_id/proof", s.receiptProof)
+	v1.GET("/receipts/checkpoint", s.receiptsCheckpoint)   // signed (issue 32)
+	v1.GET("/receipts/consistency", s.receiptsConsistency) // issue 32
 
 	// Events (AM-13, GOV-4): the outbox and the webhook signing secret.
 	v1.GET("/events", s.listEvents)

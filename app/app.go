@@ -279,6 +279,11 @@ func (a *App) wire() {
 		TurnSweeps: a.Turns}
 	if a.Signer != nil {
 		a.Compliance.Signer = a.Signer // certificates are signed when issued (PR-3)
+		// The receipt log's checkpoints too (issue 32). NoteSigner fails only on a key name
+		// note refuses; CheckpointName is a valid one (TestCheckpointSigned).
+		if ns, err := a.Signer.NoteSigner(receipts.CheckpointName); err == nil {
+			a.Receipts.SetCheckpointSigner(ns)
+		}
 	}
 	a.EventMetrics = events.NewMetrics()
 	a.Metrics.Registry().MustRegister(a.EventMetrics)

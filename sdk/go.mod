@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.17.0
 	github.com/openai/openai-go/v3 v3.102.0
+	golang.org/x/mod v0.43.0
 )
 
 require (

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/agentmemory/agentmemory/api"
 	"github.com/agentmemory/agentmemory/app"
@@ -123,7 +124,8 @@ of the certificate, so any change of content fails; formatting does not matter.`
 // receiptsCmd: `agentmemory receipts verify [--since-head FILE]`.
 func receiptsCmd(load func() (config.Config, error), cl config.Client, stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{Use: "receipts", Short: "The receipt chain (GOV-1)"}
-	var sinceFile, baseURL, key, keysFrom, dataDir string
+	var sinceFile, baseURL, key, keysFrom, dataDir, checkpointFile string
+	var wholeLog bool
 	verify := &cobra.Command{
 		Use:   "verify",
 		Short: "Recompute the receipt chain and check it extends an older signed head",
@@ -135,7 +137,13 @@ a chain rewritten with recomputed hashes, truncated or rolled back to an older c
 The chain is read through the API with --url and --key (or $AGENTMEMORY_URL and
 $AGENTMEMORY_KEY; a key with role admin or compliance), else straight from the database of
 the configuration (DATABASE_URL, or the SQLite file in --data-dir), for the head's space.
-Exit status 1 when the chain does not verify.`,
+
+With --log (an operator's check, on the database): walk the deployment's whole receipt log
+(issue 32) instead: every leaf against its receipt recomputed from content, the indexes,
+each space's order, the tree's root at every stored checkpoint (signatures checked with
+--keys when given) and at --checkpoint FILE (one kept from GET /v1/receipts/checkpoint: a
+rewritten or forked log fails), and the stored tree hashes proofs come from.
+Exit status 1 when the chain (or the log) does not verify.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -144,6 +152,9 @@ Exit status 1 when the chain does not verify.`,
 			}
 			if key == "" {
 				key = cl.Key
+			}
+			if wholeLog {
+				return verifyLogCmd(ctx, stdout, load, dataDir, cmd.Flags().Changed("data-dir"), keysFrom, checkpointFile, cl)
 			}
 			var since *receipts.Head
 			if sinceFile != "" {
@@ -178,39 +189,139 @@ Exit status 1 when the chain does not verify.`,
 	verify.Flags().StringVar(&key, "key", "", "API key (admin or compliance); default $AGENTMEMORY_KEY")
 	verify.Flags().StringVar(&keysFrom, "keys", "", "public keys for the head's signature: a file or URL; default <url>/v1/signing-keys")
 	verify.Flags().StringVar(&dataDir, "data-dir", "./data", "data dir of the SQLite database (without --url and DATABASE_URL)")
-	cmd.AddCommand(verify, verifyProofCmd(stdout))
+	verify.Flags().BoolVar(&wholeLog, "log", false, "verify the deployment's whole receipt log in the database (issue 32)")
+	verify.Flags().StringVar(&checkpointFile, "checkpoint", "", "with --log: a checkpoint kept from GET /v1/receipts/checkpoint the log must still hold")
+	cmd.AddCommand(verify, verifyProofCmd(cl, stdout))
 	return cmd
 }
 
-// verifyProofCmd: `agentmemory receipts verify-proof FILE`.
-func verifyProofCmd(stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+// verifyProofCmd: `agentmemory receipts verify-proof FILE [--keys K] [--checkpoint OLD]`.
+func verifyProofCmd(cl config.Client, stdout io.Writer) *cobra.Command {
+	var keysFrom, oldFile string
+	cmd := &cobra.Command{
 		Use:   "verify-proof FILE",
-		Short: "Check a receipt's inclusion proof offline",
-		Long: `Check, on this machine, a receipt's inclusion proof as saved from
-GET /v1/receipts/{id}/proof: the receipt's content gives its leaf hash, the leaf and the
-RFC 6962 path give its chain entry's Merkle root, and the entry's fields give its hash.
-A changed receipt, path or entry fails (exit status 1). The entry's hash is what ties it to
-the chain: a signed head at that entry, or "receipts verify --since-head", vouches for it.`,
+		Short: "Check a receipt's inclusion proof, or a consistency proof of the receipt log, offline",
+		Long: `Check, on this machine, a proof saved from the API.
+
+A receipt's proof (GET /v1/receipts/{id}/proof): the receipt's content gives its leaf hash,
+the leaf and the RFC 6962 path give its chain entry's Merkle root, and the entry's fields
+give its hash; and, when the proof has its log part (the receipt is in a checkpoint), the
+checkpoint's note is signed by one of the deployment's keys (--keys) and the receipt's hash
+with the log hashes gives the checkpoint's root. With --checkpoint OLD (a checkpoint kept
+from GET /v1/receipts/checkpoint) of the same size, the two must be the same tree.
+
+A consistency proof (GET /v1/receipts/consistency?from=OLD_SIZE): with --checkpoint OLD,
+the log's newer signed checkpoint (in the answer) extends OLD: not rewritten, not forked.
+
+A changed receipt, path, entry, checkpoint or hash fails (exit status 1).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := os.ReadFile(args[0])
 			if err != nil {
 				return err
 			}
-			var p receipts.Proof
-			if err := json.Unmarshal(data, &p); err != nil {
+			var kind struct {
+				Receipt json.RawMessage `json:"receipt"`
+				From    json.RawMessage `json:"from"`
+			}
+			if err := json.Unmarshal(data, &kind); err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
-			if err := p.Verify(); err != nil {
-				return fmt.Errorf("proof does NOT verify: %w", err)
+			var old *receipts.Checkpoint
+			if oldFile != "" {
+				c, err := readCheckpoint(oldFile)
+				if err != nil {
+					return err
+				}
+				old = &c
 			}
-			fmt.Fprintf(stdout, "proof: valid; receipt %s (%s, %s) is leaf %d of %d in the chain entry ending at seq %d\n",
-				p.Receipt.ID, p.Receipt.Kind, p.Receipt.Action, p.LeafIndex, p.Batch.Count, p.Batch.Seq)
-			fmt.Fprintf(stdout, "entry hash %s (root %s, previous %s)\n", p.Batch.Hash, p.Batch.Root, p.Batch.PrevHash)
-			return nil
+			keys := func() (note.Verifiers, error) {
+				list, err := loadKeys(cmd.Context(), keysFrom, cl)
+				if err != nil {
+					return nil, err
+				}
+				return signing.NoteVerifiers(receipts.CheckpointName, list)
+			}
+			if kind.Receipt == nil && kind.From != nil {
+				return verifyConsistencyFile(stdout, args[0], data, old, keys)
+			}
+			return verifyProofFile(stdout, args[0], data, old, keysFrom != "" || cl.URL != "", keys)
 		},
 	}
+	cmd.Flags().StringVar(&keysFrom, "keys", "", "public keys for the checkpoint's signature: a file (GET /v1/signing-keys's JSON) or a URL; default $AGENTMEMORY_URL/v1/signing-keys")
+	cmd.Flags().StringVar(&oldFile, "checkpoint", "", "a checkpoint kept from GET /v1/receipts/checkpoint that the proof's must agree with or extend")
+	return cmd
+}
+
+// verifyProofFile checks a receipt's proof (data, read from name): the batch part always, the
+// log part when it has one and keys can be loaded (haveKeys), against old when given.
+func verifyProofFile(stdout io.Writer, name string, data []byte, old *receipts.Checkpoint, haveKeys bool, keys func() (note.Verifiers, error)) error {
+	var p receipts.Proof
+	if err := json.Unmarshal(data, &p); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if err := p.Verify(); err != nil {
+		return fmt.Errorf("proof does NOT verify: %w", err)
+	}
+	fmt.Fprintf(stdout, "proof: valid; receipt %s (%s, %s) is leaf %d of %d in the chain entry ending at seq %d\n",
+		p.Receipt.ID, p.Receipt.Kind, p.Receipt.Action, p.LeafIndex, p.Batch.Count, p.Batch.Seq)
+	fmt.Fprintf(stdout, "entry hash %s (root %s, previous %s)\n", p.Batch.Hash, p.Batch.Root, p.Batch.PrevHash)
+	switch {
+	case p.Log == nil:
+		fmt.Fprintln(stdout, "log: the receipt is not in a checkpoint yet (ask again in a few seconds)")
+		return nil
+	case !haveKeys:
+		fmt.Fprintln(stdout, "log: not checked: give --keys FILE|URL (the deployment's public keys) to check the checkpoint")
+		return nil
+	}
+	vs, err := keys()
+	if err != nil {
+		return err
+	}
+	if err := p.VerifyInLog(vs); err != nil {
+		return fmt.Errorf("proof does NOT verify in the log: %w", err)
+	}
+	cp := p.Log.Checkpoint
+	if old != nil && old.Size == cp.Size && old.Hash != cp.Hash {
+		return fmt.Errorf("proof does NOT verify: %w: the kept checkpoint of size %d has another root", receipts.ErrFork, old.Size)
+	}
+	fmt.Fprintf(stdout, "log: valid; leaf %d of the signed checkpoint of size %d (root %s, signed %s)\n",
+		p.Log.Index, cp.Size, cp.Hash, cp.At.Format(time.RFC3339))
+	return nil
+}
+
+// verifyConsistencyFile checks a consistency proof (data, read from name) against old, the
+// kept checkpoint: the answer's checkpoint must extend it.
+func verifyConsistencyFile(stdout io.Writer, name string, data []byte, old *receipts.Checkpoint, keys func() (note.Verifiers, error)) error {
+	var c receipts.Consistency
+	if err := json.Unmarshal(data, &c); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if old == nil || c.Checkpoint == nil {
+		return errors.New("verify-proof: a consistency proof is checked against --checkpoint OLD, and must carry the newer checkpoint (ask with to = a checkpoint's size, or none)")
+	}
+	vs, err := keys()
+	if err != nil {
+		return err
+	}
+	if err := receipts.VerifyConsistency(*old, *c.Checkpoint, c, vs); err != nil {
+		return fmt.Errorf("consistency does NOT verify: %w", err)
+	}
+	fmt.Fprintf(stdout, "consistency: valid; the signed checkpoint of size %d extends the kept one of size %d\n", c.Checkpoint.Size, old.Size)
+	return nil
+}
+
+// readCheckpoint reads a checkpoint file (GET /v1/receipts/checkpoint's JSON).
+func readCheckpoint(path string) (receipts.Checkpoint, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return receipts.Checkpoint{}, err
+	}
+	var c receipts.Checkpoint
+	if err := json.Unmarshal(data, &c); err != nil || c.Size == 0 || c.Note == "" {
+		return receipts.Checkpoint{}, fmt.Errorf("%s: not a receipt log checkpoint", path)
+	}
+	return c, nil
 }
 
 // readSignedHead reads a signed head file and checks its signature against the keys from
@@ -330,6 +441,61 @@ func verifyInDatabase(ctx context.Context, load func() (config.Config, error), d
 	}
 	defer func() { _ = d.Close() }() // a read-only verification: a failed close loses nothing
 	return receipts.VerifySince(ctx, d, since.SpaceID, since)
+}
+
+// verifyLogCmd opens the configured database (without migrating it), walks its whole receipt
+// log (receipts.VerifyLog) and prints the result; a log that does not verify is an error.
+func verifyLogCmd(ctx context.Context, stdout io.Writer, load func() (config.Config, error), dataDir string, dataDirSet bool, keysFrom, checkpointFile string, cl config.Client) error {
+	var since *receipts.Checkpoint
+	if checkpointFile != "" {
+		c, err := readCheckpoint(checkpointFile)
+		if err != nil {
+			return err
+		}
+		since = &c
+	}
+	var verifiers note.Verifiers
+	if keysFrom != "" || cl.URL != "" {
+		keys, err := loadKeys(ctx, keysFrom, cl)
+		if err != nil {
+			return err
+		}
+		if verifiers, err = signing.NoteVerifiers(receipts.CheckpointName, keys); err != nil {
+			return err
+		}
+	}
+	cfg, err := load()
+	if err != nil {
+		return err
+	}
+	if dataDirSet {
+		cfg.DataDir = dataDir
+	}
+	d, err := db.Open(ctx, app.DatabaseURL(cfg), db.PoolOptions(cfg))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = d.Close() }() // a read-only verification: a failed close loses nothing
+	v, err := receipts.VerifyLog(ctx, d, verifiers, since)
+	if err != nil {
+		return err
+	}
+	if !v.OK {
+		msg := fmt.Sprintf("log does NOT verify: %s after %d leaves", v.Reason, v.Size)
+		if v.Index != nil {
+			msg += fmt.Sprintf(" (at leaf %d)", *v.Index)
+		}
+		if v.CheckpointSize != nil {
+			msg += fmt.Sprintf(" (at the checkpoint of size %d)", *v.CheckpointSize)
+		}
+		return errors.New(msg)
+	}
+	fmt.Fprintf(stdout, "log: ok, %d leaves recomputed, %d checkpoints checked", v.Size, v.Checkpoints)
+	if verifiers == nil {
+		fmt.Fprint(stdout, " (signatures not checked: no --keys)")
+	}
+	fmt.Fprintln(stdout)
+	return nil
 }
 
 // reportVerification prints v; a chain that does not verify is an error (exit 1).

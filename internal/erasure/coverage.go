@@ -83,6 +83,10 @@ var AllowedTables = map[string]string{
 	"receipts":        "the receipt chain: ids, kinds, actors and counts, never a value (PR-1)",
 	"receipt_batches": "the receipt chain's sealed entries (hashes over receipts)",
 	"receipt_heads":   "the receipt chain's head per space",
+	"receipt_log_leaves": "the deployment's receipt log (issue 32): a leaf index, a space id, a receipt seq and " +
+		"its leaf hash",
+	"receipt_log_hashes":  "the receipt log's stored tree hashes (hashes of hashes)",
+	"receipt_checkpoints": "the receipt log's signed checkpoints: a tree size and root hash, signed",
 	"receipt_manifests": "what a read delivered, named by receipts (issue 32): note and chunk ids, note versions, " +
 		"the view, tags and token budget of the request; ids only, never content or a content hash",
 	"space_revisions": "revision counters per space (names and numbers)",

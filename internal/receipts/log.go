@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/gather"
@@ -45,6 +46,8 @@ type Log struct {
 	async   bool                            // PostgreSQL: groups commit asynchronously, then flush
 	flush   func(ctx context.Context) error // Flush of db
 	flushes chan struct{}                   // a token per group awaiting its flush
+
+	signer note.Signer // signs the log's checkpoints (SetCheckpointSigner); nil: unsigned
 
 	mu      sync.Mutex
 	queue   []*pending
@@ -151,9 +154,21 @@ func (l *Log) sealSoon(spaceIDs ...string) {
 	l.mu.Unlock()
 }
 
+// SetCheckpointSigner sets the signer of the log's checkpoints (signing.Signer.NoteSigner of
+// CheckpointName); call it before Run. Without one, checkpoints are stored unsigned.
+func (l *Log) SetCheckpointSigner(s note.Signer) {
+	l.signer = s
+}
+
 // Run seals every space holding unsealed receipts every interval until ctx ends: the safety
-// net behind the commit hook. One Run per process is enough; several are harmless.
+// net behind the commit hook. It also appends the receipts sealed since to the deployment's
+// log (AppendLog) every half interval, signing a checkpoint at most once per
+// CheckpointEvery while the log grows: a receipt is in a checkpoint about 1.5 intervals after
+// its request was answered. One Run per process is enough; several are harmless.
 func (l *Log) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { l.runAppender(ctx) })
 	t := time.NewTicker(l.every)
 	defer t.Stop()
 	for {
@@ -170,6 +185,23 @@ func (l *Log) Run(ctx context.Context) {
 			continue
 		}
 		l.sealSoon(spaces...)
+	}
+}
+
+// runAppender appends to the log every half interval until ctx ends (CatchUpLog: a backlog,
+// such as the receipts sealed before the log existed, goes in passes of logPass leaves).
+func (l *Log) runAppender(ctx context.Context) {
+	t := time.NewTicker(max(l.every/2, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := CatchUpLog(ctx, l.db, l.signer, time.Now()); err != nil && ctx.Err() == nil {
+			l.logger.Warn("receipts: appending to the receipt log failed; the next pass retries", "error", err)
+		}
 	}
 }
 

@@ -30,7 +30,7 @@ func BenchmarkLogRecord(b *testing.B) {
 			for i := range 20 {
 				e.ObjectIDs = append(e.ObjectIDs, fmt.Sprintf("note_01jb2x7k3m9q4r5s6t7v8w%04d", i))
 			}
-			benchRecord(b, engine, e)
+			benchRecord(b, engine, e, false)
 		})
 	}
 }
@@ -51,17 +51,44 @@ func BenchmarkLogRecordManifest(b *testing.B) {
 		}
 		manifest := ids
 		manifest.ObjectIDs, manifest.Manifest = nil, NewManifest(ManifestBlock, "", nil, 2000, items)
-		b.Run(engine+"/ids_100", func(b *testing.B) { benchRecord(b, engine, ids) })
-		b.Run(engine+"/manifest_100", func(b *testing.B) { benchRecord(b, engine, manifest) })
+		b.Run(engine+"/ids_100", func(b *testing.B) { benchRecord(b, engine, ids, false) })
+		b.Run(engine+"/manifest_100", func(b *testing.B) { benchRecord(b, engine, manifest, false) })
+	}
+}
+
+// BenchmarkLogRecordWithLog is BenchmarkLogRecordManifest's manifest_100 without (off) and with (on) the
+// deployment log's appender running beside the group committer as Log.Run runs it (a pass
+// every half second, a checkpoint at most once a second; issue 32): what the one log costs
+// the committer. cpu-ns/op includes the appender's CPU.
+//
+//	go test -run '^$' -bench 'LogRecordWithLog' -benchtime 20000x ./internal/receipts
+func BenchmarkLogRecordWithLog(b *testing.B) {
+	items := make([]ManifestItem, 100)
+	for i := range items {
+		items[i] = ManifestItem{ID: fmt.Sprintf("note_01jb2x7k3m9q4r5s6t7v8w%04d", i), Version: 1}
+	}
+	e := Entry{Kind: KindAgentMemory, Action: "block.read", ActorKey: "key_01jb2x7k3m9q4r5s6t7v8w9x0y",
+		Detail:   map[string]any{"tokens": 812, "not_modified": true, "source_id": "bench-bot"},
+		Manifest: NewManifest(ManifestBlock, "", nil, 2000, items)}
+	for _, engine := range []string{"sqlite", "postgres"} {
+		b.Run(engine+"/off", func(b *testing.B) { benchRecord(b, engine, e, false) })
+		b.Run(engine+"/on", func(b *testing.B) { benchRecord(b, engine, e, true) })
 	}
 }
 
 // benchRecord has 32 goroutines Record e in one space of a fresh database of engine, b.N in
-// all, and reports the CPU per receipt and the receipts per group.
-func benchRecord(b *testing.B, engine string, e Entry) {
+// all, and reports the CPU per receipt and the receipts per group; withLog runs the log's
+// appender beside them (Log.runAppender).
+func benchRecord(b *testing.B, engine string, e Entry, withLog bool) {
 	d := dbtest.Open(b, engine)
 	ctx := context.Background()
 	l := NewLog(d, nil, 0)
+	if withLog {
+		actx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { l.runAppender(actx); close(done) }()
+		defer func() { cancel(); <-done }()
+	}
 	if _, err := l.Record(ctx, "sp_a", readEntry(0), flushAt); err != nil {
 		b.Fatal(err)
 	}

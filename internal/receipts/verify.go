@@ -220,7 +220,8 @@ func Verify(ctx context.Context, idb bun.IDB, spaceID string) (Verification, err
 	return VerifySince(ctx, idb, spaceID, nil)
 }
 
-// VerifySince is Verify that also requires the chain to extend since, a head signed earlier
+// VerifySince is Verify (which also checks the space's leaves in the deployment's log:
+// ReasonLogMismatch) that also requires the chain to extend since, a head signed earlier
 // (GET /v1/receipts/head) and kept outside the database: a chain rewritten with recomputed
 // hashes fails with ReasonHeadRewritten, one truncated or rolled back to before since with
 // ReasonHeadRolledBack, a head of another space with ReasonHeadOtherSpace. since nil is Verify.
@@ -275,6 +276,16 @@ func VerifySince(ctx context.Context, idb bun.IDB, spaceID string, since *Head) 
 		}
 		if len(past) > 0 {
 			v = Verification{Count: v.Count, Batches: v.Batches, Broken: &past[0], Reason: ReasonTruncated}
+		}
+	}
+	if v.OK {
+		// The space's leaves in the deployment's log (issue 32) are its receipts, in order.
+		ok, err := verifySpaceLog(ctx, idb, spaceID)
+		if err != nil {
+			return Verification{}, err
+		}
+		if !ok {
+			v = Verification{Count: v.Count, Batches: v.Batches, Reason: ReasonLogMismatch}
 		}
 	}
 	return withUnsealed(ctx, idb, spaceID, v)
@@ -343,6 +354,10 @@ type Proof struct {
 	LeafHash  string   `json:"leaf_hash"`
 	Path      []string `json:"path"`
 	Batch     Batch    `json:"batch"`
+	// Log is the receipt's inclusion proof in the deployment's log against its latest signed
+	// checkpoint (issue 32); nil while the receipt is not in a checkpoint yet (about two
+	// seconds after it was sealed). VerifyInLog checks it.
+	Log *LogProof `json:"log,omitempty"`
 }
 
 // ErrNotFound: Prove found no receipt with that id in the space.
@@ -355,7 +370,8 @@ var ErrUnsealed = fault.New(fault.Conflict, "receipt_unsealed", "the receipt is 
 // changed behind the API; Verify says where).
 var ErrChainBroken = fault.New(fault.Conflict, "receipt_chain_broken", "the receipt's chain entry is missing or does not hold it; GET /v1/receipts/verify says where")
 
-// Prove returns the inclusion proof of the space's receipt id. Errors: ErrNotFound,
+// Prove returns the inclusion proof of the space's receipt id in its chain entry and, once
+// the receipt is in a checkpoint, in the deployment's log (Proof.Log). Errors: ErrNotFound,
 // ErrUnsealed.
 func Prove(ctx context.Context, idb bun.IDB, spaceID, id string) (Proof, error) {
 	var row models.Receipt
@@ -403,6 +419,9 @@ func Prove(ctx context.Context, idb bun.IDB, spaceID, id string) (Proof, error) 
 	p.LeafHash = encodeHashes(leaves[p.LeafIndex : p.LeafIndex+1])[0]
 	if b.Version == VersionMerkle {
 		p.Path = encodeHashes(merklePath(int(p.LeafIndex), leaves))
+	}
+	if p.Log, err = ProveInLog(ctx, idb, spaceID, row.Seq); err != nil {
+		return Proof{}, err
 	}
 	return p, nil
 }

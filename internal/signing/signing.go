@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/gowebpki/jcs"
+	"golang.org/x/mod/sumdb/note"
 )
 
 // Algorithm is the only signature algorithm: Ed25519 (RFC 8032) over the JCS bytes.
@@ -324,4 +325,59 @@ func uniqueMembers(data []byte) (map[string]json.RawMessage, error) {
 		return nil, notObject(errors.New("data after the object"))
 	}
 	return m, nil
+}
+
+// noteSigner signs sumdb notes (golang.org/x/mod/sumdb/note) with a Signer's current key.
+type noteSigner struct {
+	name string
+	hash uint32
+	priv ed25519.PrivateKey
+}
+
+func (n noteSigner) Name() string                    { return n.name }
+func (n noteSigner) KeyHash() uint32                 { return n.hash }
+func (n noteSigner) Sign(msg []byte) ([]byte, error) { return ed25519.Sign(n.priv, msg), nil }
+
+// NoteSigner returns a signer of sumdb notes (the checkpoint format of Go's checksum database,
+// golang.org/x/mod/sumdb/note) under the key name name with s's current key: Ed25519 over the
+// note's text, the key hash the one note.NewEd25519VerifierKey gives for name and the public
+// key. It fails on a name note does not accept (empty, with a space or a '+').
+func (s *Signer) NoteSigner(name string) (note.Signer, error) {
+	v, err := NoteVerifier(name, s.priv.Public().(ed25519.PublicKey))
+	if err != nil {
+		return nil, err
+	}
+	return noteSigner{name: name, hash: v.KeyHash(), priv: s.priv}, nil
+}
+
+// NoteVerifier returns the sumdb note verifier of the Ed25519 public key pub under the key
+// name name.
+func NoteVerifier(name string, pub ed25519.PublicKey) (note.Verifier, error) {
+	vkey, err := note.NewEd25519VerifierKey(name, pub)
+	if err != nil {
+		return nil, fmt.Errorf("signing: note key: %w", err)
+	}
+	v, err := note.NewVerifier(vkey)
+	if err != nil {
+		return nil, fmt.Errorf("signing: note key: %w", err)
+	}
+	return v, nil
+}
+
+// NoteVerifiers returns the sumdb note verifiers of keys (as GET /v1/signing-keys lists
+// them) under the key name name: a note signed by any of them, current or previous, opens.
+func NoteVerifiers(name string, keys []PublicKey) (note.Verifiers, error) {
+	list := make([]note.Verifier, 0, len(keys))
+	for _, k := range keys {
+		raw, err := base64.StdEncoding.DecodeString(k.PublicKey)
+		if err != nil || len(raw) != ed25519.PublicKeySize {
+			return nil, fmt.Errorf("signing: key %s: not a %d-byte Ed25519 public key in base64", k.KeyID, ed25519.PublicKeySize)
+		}
+		v, err := NoteVerifier(name, raw)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, v)
+	}
+	return note.VerifierList(list...), nil
 }
