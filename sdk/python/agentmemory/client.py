@@ -899,6 +899,12 @@ class AgentState:
         AgentMemoryError for other refusals (400 invalid_field_value, 401, 403)."""
         return self._client._put(self.scope, self._subject, body, mode, if_version)
 
+    @property
+    def conflicts(self) -> List[Conflict]:
+        """This state's queued conditional writes that conflicted when resent."""
+        k = self._client._key(self.scope, self._client.agent)
+        return [c for c in self._client.conflicts if (c.scope.kind, c.scope.id, c.agent) == k]
+
     def lease(self, ttl: int = 30) -> "StateLease":
         """Acquires a lease on this state for ttl seconds (1..3600): one handler at a time, with
         a fencing token that grows with every grant. While it is held, writes without it raise
@@ -952,12 +958,6 @@ class StateLease:
     def release(self) -> None:
         """Ends the lease; AgentMemoryError lease_lost when it is no longer in force."""
         self.state._client._http.request("POST", "/v1/agent-state/lease/release", self._proof())
-
-    @property
-    def conflicts(self) -> List[Conflict]:
-        """This state's queued conditional writes that conflicted when resent."""
-        k = self._client._key(self.scope, self._client.agent)
-        return [c for c in self._client.conflicts if (c.scope.kind, c.scope.id, c.agent) == k]
 
 
 class Session:
