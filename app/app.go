@@ -247,7 +247,7 @@ func (a *App) wire() {
 	a.State = &state.Service{DB: d, Docs: a.Docs, Hasher: h, Masker: a.Subjects, Now: now, Keys: ks}
 	a.Boards = &boards.Service{DB: d, Docs: a.Docs, Changes: a.Changes, Hasher: h, Masker: a.State, Receipts: a.Receipts, Now: now}
 	a.Compliance = &compliance.Service{DB: d, Docs: a.Docs, Hasher: h, Keys: ks, Subjects: a.Subjects, State: a.State, Now: now,
-		TurnSweeps: a.Turns}
+		TurnSweeps: a.Turns, FeedRetention: a.Config.ExportFeedRetention}
 	if a.Signer != nil {
 		a.Compliance.Signer = a.Signer // certificates are signed when issued (PR-3)
 	}

@@ -141,6 +141,10 @@ type Service struct {
 	Proposals ProposalFailer
 	// ExportTTL is how long packages live (DefaultExportTTL when zero).
 	ExportTTL time.Duration
+	// FeedRetention is how old an export feed change record must be before the exports
+	// phase of a sweep prunes it, once every configured sink acknowledged it (PruneFeeds);
+	// 0 prunes nothing.
+	FeedRetention time.Duration
 	Now       func() time.Time
 }
 

@@ -131,6 +131,9 @@ func (s *Service) SweepBatch(ctx context.Context, spaceID, phase, cursor string,
 		out.Removed, err = recordSweep(ctx, tx, phase, perSpace, now)
 		return err
 	})
+	if err == nil && phase == PhaseExports && out.Done {
+		err = s.PruneFeeds(ctx, spaceID, now)
+	}
 	return out, err
 }
 
