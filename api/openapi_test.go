@@ -320,6 +320,8 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(201, "POST", "/v1/turns", bot, map[string]any{"conversation_id": "c-1", "speaker": "customer", "text": "I am Ana, ana@example.com"})
 			c.do(201, "POST", "/v1/turns", bot, map[string]any{"turns": []any{map[string]any{"conversation_id": "c-1", "speaker": "agent", "text": "Hello"}}})
 			c.do(400, "POST", "/v1/turns", bot, map[string]any{"conversation_id": "c-1", "speaker": "robot", "text": "x"})
+			c.do(200, "POST", "/v1/turns/read", bot, map[string]any{"conversation_id": "c-1", "limit": 1})
+			c.do(400, "POST", "/v1/turns/read", bot, map[string]any{"conversation_id": "c-1", "after": "x"})
 			c.do(201, "POST", "/v1/identity-links", bot, map[string]any{"conversation_id": "c-1", "subject": "email:ana@example.com", "status": "confirmed"})
 			c.do(200, "POST", "/v1/identity-links", bot, map[string]any{"conversation_id": "c-1", "subject": "email:ana@example.com", "status": "unconfirmed"})
 			c.do(400, "POST", "/v1/identity-links", bot, map[string]any{"conversation_id": "c-1", "subject": "email:ana@example.com", "status": "maybe"})

@@ -129,6 +129,7 @@ func (s *Server) agentMemoryRoutes(v1 *gin.RouterGroup) {
 
 	// Turns and identity links (AM-9).
 	v1.POST("/turns", s.writeTurns)
+	v1.POST("/turns/read", s.readTurns)
 	v1.POST("/identity-links", s.linkIdentity)
 
 	// Distillation (AM-9); approve/reject live with the proposals.
