@@ -359,6 +359,16 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(400, "DELETE", "/v1/agent-memory/notes", admin, nil)
 			c.do(200, "GET", "/v1/agent-memory/export", admin, nil)
 			c.do(403, "GET", "/v1/agent-memory/export", bot, nil)
+			amx := id(c.do(202, "POST", "/v1/agent-memory/exports", admin, map[string]any{"source_id": "shop-bot"}), "export_id")
+			c.do(400, "POST", "/v1/agent-memory/exports", admin, map[string]any{})
+			c.do(403, "POST", "/v1/agent-memory/exports", bot, map[string]any{"source_id": "shop-bot"})
+			c.do(200, "GET", "/v1/agent-memory/exports/"+amx, admin, nil)
+			c.do(409, "GET", "/v1/agent-memory/exports/"+amx+"/file", admin, nil)
+			_, err = e.Deps.Proposals.BuildExportFile(context.Background(), e.SpaceID, amx)
+			require.NoError(t, err)
+			c.do(200, "GET", "/v1/agent-memory/exports/"+amx+"/file", admin, nil)
+			c.do(200, "GET", "/v1/agent-memory/exports/"+amx, admin, nil)
+			c.do(404, "GET", "/v1/agent-memory/exports/amx_nope", admin, nil)
 
 			// Knowledge (KN-1..KN-4): no embedder answers here, so the base is lexical_only.
 			c.do(403, "POST", "/v1/knowledge", admin, map[string]any{"name": "handbook"}) // feature off

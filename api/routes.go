@@ -123,6 +123,9 @@ func (s *Server) agentMemoryRoutes(v1 *gin.RouterGroup) {
 	v1.GET("/agent-memory/block", s.noteBlock)
 	v1.GET("/agent-memory/search", s.searchNotes)
 	v1.GET("/agent-memory/export", s.exportNotes)
+	v1.POST("/agent-memory/exports", s.createNotesExport)              // api/notes_export.go
+	v1.GET("/agent-memory/exports/:export_id", s.getNotesExport)       // the file's status
+	v1.GET("/agent-memory/exports/:export_id/file", s.notesExportFile) // the sealed file, opened
 
 	// The context call (CTX-2): the block, knowledge evidence and the task section in one budget.
 	v1.POST("/context", s.buildContext)
