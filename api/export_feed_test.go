@@ -96,7 +96,7 @@ func TestExportFeedRetention(t *testing.T) {
 				map[string]any{"scope": map[string]any{"kind": "conversation", "id": fmt.Sprintf("c-%d", i)}, "body": map[string]any{"step": i}})
 		}
 		require.NoError(t, feed.AdvanceAll(ctx, e.DB, e.SpaceID))
-		_, err := e.DB.NewUpdate().Model((*models.FeedChange)(nil)).Set("changed_us = changed_us - ?", (48 * time.Hour).Microseconds()).
+		_, err := e.DB.NewUpdate().Model((*models.FeedChange)(nil)).Set("changed_us = changed_us - ?", (48*time.Hour).Microseconds()).
 			Where("space_id = ?", e.SpaceID).Exec(ctx)
 		require.NoError(t, err)
 		all := getFeed(t, e, "?limit=1000", e.AdminKey)

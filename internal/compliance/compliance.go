@@ -145,7 +145,7 @@ type Service struct {
 	// phase of a sweep prunes it, once every configured sink acknowledged it (PruneFeeds);
 	// 0 prunes nothing.
 	FeedRetention time.Duration
-	Now       func() time.Time
+	Now           func() time.Time
 }
 
 func (s *Service) now() time.Time {
