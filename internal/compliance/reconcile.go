@@ -151,7 +151,7 @@ func (s *Service) orphans(ctx context.Context, spaceID string, before, now time.
 	var out []Orphan
 	for _, k := range []struct {
 		kind, table, where string
-		args             []any
+		args               []any
 	}{
 		{WorkflowErasure, "erasures", "status IN (?) AND created_at <= ?", []any{open, before}},
 		{WorkflowExport, "export_packages", "status IN (?) AND created_at <= ? AND expires_at > ?", []any{open, before, now}},
