@@ -91,15 +91,17 @@ type ReconcileResult struct {
 	Failed  int `json:"failed"`
 }
 
-// Reconcile finds erasures and exports of spaceID (every space when empty) still pending or running and
-// created at least minAge ago (unexpired, for exports), and distilled note proposals still
+// Reconcile finds erasures, exports and agent-memory export files of spaceID (every space
+// when empty) still pending or running and created at least minAge ago (unexpired, for
+// exports and files), and distilled note proposals still
 // drafting created at least minAge ago, and has starter start the workflow of
 // each one whose workflow does not exist: the request that made the row committed it, then
 // died before starting its workflow (a crash or kill between the two). A row whose workflow
 // exists and has ended (terminated, failed, timed out, canceled, or completed without
 // finishing the row) is moved to failed with reason ReasonWorkflowClosed (e.g.
 // "workflow_terminated"), never to completed: an erasure through FailErasure (state machine
-// pending|running → failed, "erasure.fail" receipt), an export through FailExport, a drafting
+// pending|running → failed, "erasure.fail" receipt), an export through FailExport, a file
+// by its row (running → failed), a drafting
 // proposal through s.Proposals (left alone when nil). A row that finished meanwhile is left
 // as it is; a row whose workflow still runs is not touched. At most 1,000 rows of each kind
 // are checked per call, oldest first. Errors of single rows do not stop the others; they are
