@@ -55,11 +55,12 @@ skips-reset:
 	@./scripts/skips.sh reset
 
 ## test-console: the Console in real Chromium (Debian's /usr/bin/chromium driven by
-## playwright-core from api/console/e2e, never a downloaded browser) against the real binary;
-## screenshots land in api/console/e2e/screenshots/.
+## playwright-core from api/console/e2e, never a downloaded browser) against the real binary
+## (console.e2e.mjs, and boards.e2e.mjs for Boards and Bridges); screenshots land in
+## api/console/e2e/screenshots/.
 test-console: temporal
 	@command -v chromium >/dev/null || { echo "test-console needs Debian's chromium: apt-get install -y chromium"; exit 1; }
-	cd api/console/e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund && node console.e2e.mjs
+	cd api/console/e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund && node console.e2e.mjs && node boards.e2e.mjs
 
 ## test-typescript: the TypeScript SDK (sdk/typescript): npm ci, the tsc build, then node --test
 ## against the real binary (./bin/agentmemory) and the Temporal CLI in ./bin.

@@ -33,15 +33,9 @@ const (
 	ReasonInstruction = "instruction"
 )
 
-// Proposal statuses and decisions as internal/proposals defines them (once): workflows
-// names them through these.
+// Decisions as internal/proposals defines them: workflows names them through these. Proposal
+// statuses are named as proposals.StatusDrafting etc. (one vocabulary, owned there).
 const (
-	StatusDrafting  = proposals.StatusDrafting
-	StatusPending   = proposals.StatusPending
-	StatusApproved  = proposals.StatusApproved
-	StatusRejected  = proposals.StatusRejected
-	StatusFailed    = proposals.StatusFailed
-	StatusExpired   = proposals.StatusExpired
 	DecisionApprove = proposals.DecisionApprove
 	DecisionReject  = proposals.DecisionReject
 )

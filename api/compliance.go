@@ -3,14 +3,10 @@ package api
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/gin-gonic/gin"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
@@ -18,77 +14,6 @@ import (
 	"github.com/agentmemory/agentmemory/internal/strictjson"
 	"github.com/agentmemory/agentmemory/workflows"
 )
-
-// start runs workflow with id on the worker's task queue; without a Temporal client it is
-// fault.Unavailable. Ids are derived from the request's row, so a workflow already started
-// under id (the worker's reconciler got there first: compliance.Service.Reconcile) counts as
-// started.
-func (s *Server) start(ctx context.Context, name, id string, workflow any, arg any) error {
-	if err := s.tryStart(ctx, name, id, workflow, arg); err != nil {
-		return errStartFailed
-	}
-	return nil
-}
-
-// errNoEngine is tryStart's answer without a Temporal client (a definite refusal).
-var errNoEngine = errors.New("no workflow engine")
-
-// errStartFailed is the API's answer to a start the engine did not accept.
-var errStartFailed = fault.New(fault.Unavailable, "workflows_unavailable", "the workflow engine did not accept the request; retry")
-
-// tryStart is start returning the engine's own error (errNoEngine without a client), so a
-// caller can tell a definite refusal from an ambiguous answer (definiteRefusal).
-func (s *Server) tryStart(ctx context.Context, name, id string, workflow any, arg any) error {
-	if s.Workflows == nil {
-		s.Metrics.WorkflowFailed(name)
-		return errNoEngine
-	}
-	_, err := s.Workflows.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: id, TaskQueue: s.TaskQueue, WorkflowExecutionErrorWhenAlreadyStarted: true,
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-	}, workflow, arg)
-	var already *serviceerror.WorkflowExecutionAlreadyStarted
-	if errors.As(err, &already) {
-		err = nil
-	}
-	if err != nil {
-		s.Metrics.WorkflowFailed(name)
-		s.logStartFailed(ctx, name, id, err)
-		return err
-	}
-	s.Metrics.WorkflowStarted(name)
-	return nil
-}
-
-// logStartFailed logs a workflow start the engine did not accept, at warn: the workflow's
-// name, its id (derived from an opaque row id: no scope id, key or personal data) and the
-// Temporal client's error, which names the gRPC failure (unavailable, deadline, namespace)
-// and never carries the workflow's arguments.
-func (s *Server) logStartFailed(ctx context.Context, name, id string, err error) {
-	s.log.WarnContext(ctx, "workflow start failed", "workflow", name, "workflow_id", id, "cause", err.Error())
-}
-
-// definiteRefusal reports whether a start error means the workflow was certainly not
-// started: no engine configured, or the server refused the request itself (invalid
-// argument, unknown namespace, permission denied, failed precondition, rate limited). Any
-// other error (a deadline, unavailable or canceled after the request was sent, a broken
-// connection) is ambiguous: the server may have accepted the start (issue 12 §1).
-func definiteRefusal(err error) bool {
-	if errors.Is(err, errNoEngine) {
-		return true
-	}
-	var (
-		invalid    *serviceerror.InvalidArgument
-		namespace  *serviceerror.NamespaceNotFound
-		denied     *serviceerror.PermissionDenied
-		failed     *serviceerror.FailedPrecondition
-		exhausted  *serviceerror.ResourceExhausted
-		notActive  *serviceerror.NamespaceNotActive
-		nsInactive *serviceerror.NamespaceInvalidState
-	)
-	return errors.As(err, &invalid) || errors.As(err, &namespace) || errors.As(err, &denied) ||
-		errors.As(err, &failed) || errors.As(err, &exhausted) || errors.As(err, &notActive) || errors.As(err, &nsInactive)
-}
 
 // createErasure: POST /v1/erasures (role compliance) {"subject"} | {"conversation_id"} ->
 // 202 {"erasure_id", "status": "pending"}; ErasureWorkflow does the rest (GOV-2, WM-13), its
@@ -117,34 +42,33 @@ func (s *Server) createErasure(c *gin.Context) {
 // StartErasure records erasure req for p (compliance.Service.RequestErasure) and starts its
 // ErasureWorkflow: POST /v1/erasures and the Console's Compliance screen. A definite refusal
 // of the start fails the erasure and is errStartFailed; an ambiguous answer leaves it pending
-// for the reconciler.
+// for the reconciler (startRow's policy, rule 3).
 func (s *Server) StartErasure(ctx context.Context, p auth.Principal, req compliance.ErasureRequest) (string, error) {
 	id, err := s.Compliance.RequestErasure(ctx, p, req)
 	if err != nil {
 		return "", err
 	}
-	err = s.tryStart(ctx, "Erasure", workflows.ErasureWorkflowID(id), workflows.ErasureWorkflow, workflows.ErasureInput{SpaceID: p.SpaceID, ErasureID: id})
-	if err != nil && definiteRefusal(err) {
-		if ferr := s.Compliance.FailErasure(context.WithoutCancel(ctx), p.SpaceID, id, "start_failed"); ferr != nil {
-			return "", ferr
-		}
-		return "", errStartFailed
+	if err := s.startRow(ctx, rowStart{name: "Erasure", id: workflows.ErasureWorkflowID(id), workflow: workflows.ErasureWorkflow,
+		arg: workflows.ErasureInput{SpaceID: p.SpaceID, ErasureID: id}, keepAmbiguous: true,
+		end: func(ctx context.Context) error { return s.Compliance.FailErasure(ctx, p.SpaceID, id, "start_failed") },
+	}); err != nil {
+		return "", err
 	}
 	return id, nil
 }
 
 // StartExport records export req for p (compliance.Service.RequestExport) and starts its
 // ExportWorkflow: POST /v1/exports and the Console's Compliance screen. A start the engine
-// does not accept fails the export.
+// does not accept fails the export (startRow's policy, rule 2).
 func (s *Server) StartExport(ctx context.Context, p auth.Principal, req compliance.ExportRequest) (string, error) {
 	id, err := s.Compliance.RequestExport(ctx, p, req)
 	if err != nil {
 		return "", err
 	}
-	if err := s.start(ctx, "Export", workflows.ExportWorkflowID(id), workflows.ExportWorkflow, workflows.ExportInput{SpaceID: p.SpaceID, ExportID: id}); err != nil {
-		if ferr := s.Compliance.FailExport(context.WithoutCancel(ctx), p.SpaceID, id, "start_failed"); ferr != nil {
-			return "", ferr
-		}
+	if err := s.startRow(ctx, rowStart{name: "Export", id: workflows.ExportWorkflowID(id), workflow: workflows.ExportWorkflow,
+		arg: workflows.ExportInput{SpaceID: p.SpaceID, ExportID: id},
+		end: func(ctx context.Context) error { return s.Compliance.FailExport(ctx, p.SpaceID, id, "start_failed") },
+	}); err != nil {
 		return "", err
 	}
 	return id, nil

@@ -2,17 +2,13 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/fault"
-	"github.com/agentmemory/agentmemory/internal/logs"
+	"github.com/agentmemory/agentmemory/internal/proposals"
 	"github.com/agentmemory/agentmemory/internal/turns"
 	"github.com/agentmemory/agentmemory/workflows"
 )
@@ -37,20 +33,16 @@ type DistillRequest struct {
 // workflow id derived from the proposal id. Role admin or integration, or an agent key with
 // agent_memory:write; the proposal store checks the rest.
 //
-// Retries (issue 11 §3): when the workflow service does not answer, the answer is 503
-// workflows_unavailable ("try again", Retry-After). With an Idempotency-Key the proposal stays
-// drafting and the retry with the same key returns the same proposal (202, header
-// Idempotent-Replayed: true), starting its workflow if it is still missing (the worker's
-// reconciler may start it first); never a second proposal. Without a key the proposal is
-// ended failed (workflow_unavailable) before the 503, so nothing runs it later on its own.
+// Retries (issue 11 §3; startRow's policy): when the workflow service does not answer, the
+// answer is 503 workflows_unavailable ("retry", Retry-After). With an Idempotency-Key the
+// proposal stays drafting and the retry with the same key returns the same proposal (202,
+// header Idempotent-Replayed: true), starting its workflow if it is still missing (the
+// worker's reconciler may start it first: already started counts as started); never a second
+// proposal. Without a key the proposal is ended failed (workflow_unavailable) before the 503,
+// so nothing runs it later on its own.
 func (s *Server) distill(c *gin.Context) {
 	p := principal(c)
-	if p.IsAgent() {
-		if !p.HasScope(auth.ScopeAgentMemoryWrite) {
-			s.writeError(c, fault.New(fault.Forbidden, "scope_required", "this key lacks scope agent_memory:write"))
-			return
-		}
-	} else if err := p.RequireRole(auth.RoleAdmin, auth.RoleIntegration); err != nil {
+	if err := proposals.AuthorizeDistill(p); err != nil { // the one check, before the body is read
 		s.writeError(c, err)
 		return
 	}
@@ -77,48 +69,17 @@ func (s *Server) distill(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	err = workflows.StartDistill(s.ctx(c), s.Workflows, s.TaskQueue, workflows.DistillStart(id, s.ApprovalDeadline))
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	switch {
-	case err == nil:
-		s.Metrics.WorkflowStarted("Distill")
-	case replayed && errors.As(err, &started):
-		// The first request (or the reconciler) started it: the retry's answer is the same.
-	default:
-		s.Metrics.WorkflowFailed("Distill")
-		if !errors.As(err, &started) {
-			s.logStartFailed(s.ctx(c), "Distill", workflows.DistillID(id), err)
-		}
-		if key == "" && !errors.As(err, &started) {
-			// No key to retry under: end the proposal so that nothing starts it later. If
-			// that fails too, the reconciler may still start it (logged, no ids).
-			if aerr := s.Proposals.AbandonDistillProposal(context.WithoutCancel(s.ctx(c)), id); aerr != nil {
-				code, cause := logs.Scrub(aerr)
-				s.log.WarnContext(s.ctx(c), "could not abandon a distillation whose workflow did not start", "code", code, "cause", cause)
-			}
-		}
-		s.writeError(c, workflowError(err))
+	st := rowStart{name: "Distill", id: workflows.DistillID(id), workflow: workflows.DistillWorkflow,
+		arg: workflows.DistillStart(id, s.ApprovalDeadline)}
+	if key == "" { // no key to retry under: the proposal is ended (startRow's rule 2)
+		st.end = func(ctx context.Context) error { return s.Proposals.AbandonDistillProposal(ctx, id) }
+	}
+	if err := s.startRow(s.ctx(c), st); err != nil {
+		s.writeError(c, err)
 		return
 	}
 	if replayed {
 		c.Header("Idempotent-Replayed", "true")
 	}
-	c.PureJSON(http.StatusAccepted, gin.H{"proposal_id": id, "status": workflows.StatusDrafting})
-}
-
-// workflowError maps a Temporal client error to a fault: an existing workflow is Conflict,
-// a missing one NotFound, anything else Unavailable (retry later).
-func workflowError(err error) error {
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	var missing *serviceerror.NotFound
-	switch {
-	case errors.As(err, &started):
-		return fault.New(fault.Conflict, "distillation_started", "this proposal's distillation was already started")
-	case errors.As(err, &missing):
-		return fault.New(fault.NotFound, "workflow_not_found", "no distillation runs for this proposal")
-	default:
-		fe := fault.New(fault.Unavailable, "workflows_unavailable", "the workflow service did not answer; try again")
-		fe.RetryAfter = 5 * time.Second
-		return fe
-	}
+	c.PureJSON(http.StatusAccepted, gin.H{"proposal_id": id, "status": proposals.StatusDrafting})
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -57,7 +58,7 @@ func (s *Server) setKnowledgeReaders(c *gin.Context) {
 // of the same source answer the existing document (duplicate true; its workflow restarted
 // if it is still pending). When the workflow engine does not accept the start the new
 // document is ended failed (workflow_unavailable) and the answer is 503
-// workflows_unavailable: retry.
+// workflows_unavailable: retry (startRow's policy).
 func (s *Server) submitKnowledgeDocument(c *gin.Context) {
 	var in knowledge.SubmitRequest
 	if err := bind(c, &in); err != nil {
@@ -71,11 +72,13 @@ func (s *Server) submitKnowledgeDocument(c *gin.Context) {
 		return
 	}
 	if doc.Status == knowledge.StatusPending {
-		if err := s.tryStart(ctx, "knowledge_ingest", workflows.IngestWorkflowID(doc.ID), workflows.IngestWorkflow, workflows.IngestInput{DocumentID: doc.ID}); err != nil {
-			if created {
-				_ = s.Knowledge.Fail(ctx, doc.ID, "workflow_unavailable") // the start error is the one answered; a document left pending is retried by the reconciler
-			}
-			s.writeError(c, errStartFailed)
+		st := rowStart{name: "knowledge_ingest", id: workflows.IngestWorkflowID(doc.ID), workflow: workflows.IngestWorkflow,
+			arg: workflows.IngestInput{DocumentID: doc.ID}}
+		if created { // a document that existed before this request is kept: its retry starts it (startRow's rule 3)
+			st.end = func(ctx context.Context) error { return s.Knowledge.Fail(ctx, doc.ID, "workflow_unavailable") }
+		}
+		if err := s.startRow(ctx, st); err != nil {
+			s.writeError(c, err)
 			return
 		}
 	}

@@ -434,6 +434,25 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(404, "DELETE", "/v1/boards/findings/grants/bg_nope", admin, nil)
 			c.do(200, "DELETE", "/v1/boards/findings/grants/"+grant, admin, nil)
 
+			// Bridges (issue 31, SH-3): this space's findings read by agent scout of space B.
+			bID, bAdmin := e.NewSpace("beta", false)
+			bSec := agentOrPerson(t, e, bAdmin, "person", "Rui")
+			bScout := agentOrPerson(t, e, bAdmin, "agent", "scout")
+			terms := map[string]any{"from": e.SpaceID, "to": bID, "agents": []string{"scout"}, "boards": []any{map[string]any{"type": "findings", "ids": "inc-*"}}}
+			c.do(400, "POST", "/v1/bridges", admin, map[string]any{"from": e.SpaceID, "to": e.SpaceID, "agents": []string{"scout"}, "boards": []any{}})
+			prop := c.do(202, "POST", "/v1/bridges", admin, terms).JSON(t)
+			bridge := prop["bridge"].(map[string]any)["id"].(string)
+			e.MustDo(200, "POST", "/v1/documents/bridges/changes/"+prop["change_id"].(string)+"/approve", sec, nil)
+			terms["id"] = bridge
+			peer := e.MustDo(202, "POST", "/v1/bridges", bAdmin, terms).JSON(t)
+			e.MustDo(200, "POST", "/v1/documents/bridges/changes/"+peer["change_id"].(string)+"/approve", bSec, nil)
+			c.do(200, "GET", "/v1/bridges", admin, nil)
+			c.do(403, "GET", "/v1/bridges", scout, nil)
+			c.do(200, "POST", "/v1/boards/read", bScout, map[string]any{"type": "findings", "id": "inc-1", "space": e.SpaceID})
+			c.do(404, "POST", "/v1/boards/read", bScout, map[string]any{"type": "findings", "id": "inc-2", "space": e.SpaceID})
+			c.do(404, "DELETE", "/v1/bridges/br_nope", admin, nil)
+			c.do(200, "DELETE", "/v1/bridges/"+bridge, admin, nil)
+
 			// Receipts and events.
 			page := c.do(200, "GET", "/v1/receipts?limit=5", admin, nil).JSON(t)
 			first := page["receipts"].([]any)[0].(map[string]any)["id"].(string)
@@ -489,4 +508,15 @@ func routed(e *apitest.Env, method, p string) bool {
 		}
 	}
 	return false
+}
+
+// agentOrPerson mints, with admin (a space's admin key), an agent key (kind "agent", no
+// scopes) or a person key holding role security (kind "person") named name.
+func agentOrPerson(t *testing.T, e *apitest.Env, admin, kind, name string) string {
+	t.Helper()
+	body := map[string]any{"kind": "person", "name": name, "roles": []string{"security"}}
+	if kind == "agent" {
+		body = map[string]any{"kind": "agent", "agent": name, "vendor": "acme", "scopes": []string{}}
+	}
+	return e.MustDo(http.StatusCreated, "POST", "/v1/keys", admin, body).JSON(t)["key"].(string)
 }

@@ -52,7 +52,7 @@ func (s *Server) consoleRoutes(r *gin.Engine) {
 	// Its routes are not in openapi.json: they are pages, not the API.
 	con := console.New(console.Deps{
 		DB: s.DB, Logger: s.log, Notes: s.Notes, Proposals: s.Proposals, Context: s.contextService(), Knowledge: s.Knowledge,
-		Docs: s.Docs, Changes: s.Changes,
+		Docs: s.Docs, Changes: s.Changes, Boards: s.Boards,
 		Compliance: s.Compliance, Subjects: s.Subjects, State: s.State, Turns: s.Turns,
 		Signer: s.Signer, Ops: s, Now: s.Now,
 	})
@@ -83,7 +83,7 @@ func (s *Server) keyRoutes(v1 *gin.RouterGroup) {
 	v1.GET("/profiles/:profile_id/agent-state", s.profileAgentState)
 }
 
-// memoryRoutes are working memory and boards.
+// memoryRoutes are working memory, boards and bridges.
 func (s *Server) memoryRoutes(v1 *gin.RouterGroup) {
 	// Working memory (WM).
 	v1.PUT("/agent-state", s.writeState)
@@ -103,6 +103,11 @@ func (s *Server) memoryRoutes(v1 *gin.RouterGroup) {
 	v1.GET("/boards/:type/grants", s.listBoardGrants)
 	v1.POST("/boards/:type/grants", s.grantBoard)
 	v1.DELETE("/boards/:type/grants/:grant_id", s.revokeBoardGrant)
+
+	// Bridges (issue 31, SH-3): another space's boards read through a bridge both approved.
+	v1.GET("/bridges", s.listBridges)
+	v1.POST("/bridges", s.proposeBridge)
+	v1.DELETE("/bridges/:bridge_id", s.revokeBridge)
 }
 
 // agentMemoryRoutes are agents' notes and proposals, the context call, turns and

@@ -465,13 +465,15 @@ func TestWMNoCleartextInDatabase(t *testing.T) {
 		mustStore(e, crm, map[string]any{"scope": map[string]any{"kind": "subject", "id": "phone:+55 11 98765-4321"}, "body": map[string]any{"step": "greet"}})
 		mustStore(e, order, map[string]any{"scope": map[string]any{"kind": "object", "id": "order:shop:Ob9Xq2Lp"}, "body": map[string]any{"step": "greet", "offer": "visible-offer-4711"}})
 
-		// The scan sees what is stored in clear (the control: a state of no customer), and none
-		// of the secrets (a customer's states are sealed under the customer's key).
+		// The scan sees what is stored in clear (the control: the agents' names), and none of
+		// the secrets (a customer's states are sealed under the customer's key) nor a state's
+		// content: a state of no customer is sealed too, under its conversation's key or, of an
+		// object scope, under its own (issue 29 §1).
 		text := dbText(t, e)
-		require.Contains(t, text, "visible-offer-4711")
 		require.Contains(t, text, "shop-bot")
+		require.Contains(t, text, "order-bot")
 		requireNotStored(t, e, "conv-Kq7Zt9Wm", "Ob9Xq2Lp", "zebulon.quixote", "5511987654321", "98765-4321",
-			"Zebulon", "Quixote")
+			"Zebulon", "Quixote", "visible-offer-4711")
 
 		// The masked values are what the agent reads back.
 		got := read(e, shop, conv("conv-Kq7Zt9Wm"), "")

@@ -139,12 +139,33 @@ type App struct {
 // or migrate, a signing key that does not parse, a key store that does not open or shares
 // the main database. Call Close when done.
 func Build(ctx context.Context, cfg config.Config, o Overrides) (_ *App, err error) {
-	a := &App{Config: cfg, Log: o.Logger, Now: o.Now, Metrics: o.Metrics}
+	a := newApp(cfg, o)
 	defer func() {
 		if err != nil {
 			a.Close() // what Build opened before the error
 		}
 	}()
+	secret, err := ensureSecret(cfg, o.GenerateSecret)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.openStores(ctx, o, secret); err != nil {
+		return nil, err
+	}
+	a.wire()
+	if err := a.wireModels(ctx); err != nil {
+		return nil, err
+	}
+	if err := warnAsyncCommit(ctx, a.DB, a.Log); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// newApp is Build's first phase: the App of cfg with o's logger, clock and metrics, or the
+// defaults (a discarding logger, time.Now, a new registry).
+func newApp(cfg config.Config, o Overrides) *App {
+	a := &App{Config: cfg, Log: o.Logger, Now: o.Now, Metrics: o.Metrics}
 	if a.Log == nil {
 		a.Log = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
@@ -154,31 +175,36 @@ func Build(ctx context.Context, cfg config.Config, o Overrides) (_ *App, err err
 	if a.Metrics == nil {
 		a.Metrics = metrics.New()
 	}
-	secret, err := ensureSecret(cfg, o.GenerateSecret)
-	if err != nil {
-		return nil, err
-	}
+	return a
+}
+
+// openStores is Build's second phase: the database (o.DB, or opened and migrated from cfg),
+// the signer, the hasher of secret and the key store (o.Keys, or opened from cfg and kept
+// apart from the main database), read through one bounded cache. What it opens is closed by
+// Close.
+func (a *App) openStores(ctx context.Context, o Overrides, secret string) (err error) {
+	cfg := a.Config
 	a.DB = o.DB
 	if a.DB == nil {
 		if a.DB, err = openDB(ctx, cfg); err != nil {
-			return nil, err
+			return err
 		}
 		d := a.DB
 		a.closers = append(a.closers, func() { _ = db.Close(d) }) // at shutdown: nothing is left to report a failed close to
 	}
 	if a.Signer, err = openSigner(cfg, o.GenerateSecret); err != nil {
-		return nil, err
+		return err
 	}
 	a.Hasher = keyed.New([]byte(secret))
 	a.Keys = o.Keys
 	if a.Keys == nil {
 		if a.Keys, err = openKeystore(ctx, cfg, a.Hasher); err != nil {
-			return nil, err
+			return err
 		}
 		if pg, ok := a.Keys.(*keystore.Postgres); ok {
 			a.closers = append(a.closers, func() { _ = pg.Close() }) // at shutdown: nothing is left to report a failed close to
 			if err := keystoreApart(ctx, a.DB); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
@@ -190,13 +216,19 @@ func Build(ctx context.Context, cfg config.Config, o Overrides) (_ *App, err err
 		// blocks and search unseal every note), and destroys through it, which evicts at once.
 		a.Keys = keystore.Cached(a.Keys, keystore.DefaultCacheSize, keystore.DefaultCacheTTL)
 	}
-	a.wire()
+	return nil
+}
+
+// wireModels is Build's phase after wire: the gate's model layer when configured, the
+// knowledge embedder, and the knowledge vector index (its path logged).
+func (a *App) wireModels(ctx context.Context) error {
+	cfg := a.Config
 	if cfg.DetectorModel != "" {
 		// The gate's model layer (AM-6): the detector model at OLLAMA_HOST, bounded by
 		// notes.DefaultDetectorTimeout per call.
 		det, err := llm.New(llm.Config{Host: cfg.OllamaHost, Model: cfg.OllamaModel, DetectorModel: cfg.DetectorModel})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		a.Notes.Detector = det
 	}
@@ -207,13 +239,10 @@ func Build(ctx context.Context, cfg config.Config, o Overrides) (_ *App, err err
 	// server has it) or the exact scan; the line names the path and why, nothing else.
 	vp, err := a.Knowledge.PrepareVectors(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.Log.Info("knowledge vector index", "path", vp.Name, "pgvector_version", vp.Version, "reason", vp.Reason)
-	if err := warnAsyncCommit(ctx, a.DB, a.Log); err != nil {
-		return nil, err
-	}
-	return a, nil
+	return nil
 }
 
 // warnAsyncCommit logs a warning when d is PostgreSQL with synchronous_commit off for the
@@ -245,7 +274,7 @@ func (a *App) wire() {
 	a.Subjects = &subjects.Service{DB: d, Docs: a.Docs, Hasher: h, Keys: ks, Now: now}
 	a.Turns = &turns.Service{DB: d, Subjects: a.Subjects, Hasher: h, Keys: ks, Receipts: a.Receipts, Now: now}
 	a.State = &state.Service{DB: d, Docs: a.Docs, Hasher: h, Masker: a.Subjects, Now: now, Keys: ks}
-	a.Boards = &boards.Service{DB: d, Docs: a.Docs, Changes: a.Changes, Hasher: h, Masker: a.State, Receipts: a.Receipts, Now: now}
+	a.Boards = &boards.Service{DB: d, Docs: a.Docs, Changes: a.Changes, Hasher: h, Masker: a.State, Receipts: a.Receipts, Now: now, Keys: ks}
 	a.Compliance = &compliance.Service{DB: d, Docs: a.Docs, Hasher: h, Keys: ks, Subjects: a.Subjects, State: a.State, Now: now,
 		TurnSweeps: a.Turns, FeedRetention: a.Config.ExportFeedRetention}
 	if a.Signer != nil {
@@ -256,7 +285,7 @@ func (a *App) wire() {
 	a.Metrics.Registry().MustRegister(feed.LagCollector{DB: d}) // export sinks' lag (issue 33)
 	a.Runs = &runs.Store{DB: d, Docs: a.Docs, Now: now}         // the budgets of runs (CTX-3)
 	a.Notes = &notes.Service{DB: d, Docs: a.Docs, Subjects: a.Subjects, Hasher: h, Now: now, Receipts: a.Receipts, Runs: a.Runs, Keys: ks}
-	a.Proposals = &proposals.Service{DB: d, Notes: a.Notes, Now: now}
+	a.Proposals = &proposals.Service{DB: d, Docs: a.Docs, Hasher: h, Keys: ks, Notes: a.Notes, Now: now}
 	a.Notes.Proposals = a.Proposals   // human_only writes become proposals (AM-8)
 	a.Compliance.NoteSweeps = a.Notes // retention.notes (issue 34 §1)
 	a.Compliance.Notes = a.Proposals  // AM-12: agent-note erasure erases notes and proposals
@@ -279,7 +308,7 @@ func (a *App) erasers() *erasure.Registry {
 	r := &erasure.Registry{}
 	for _, e := range []erasure.Eraser{
 		state.Eraser{S: a.State},                // agent_states (WM-13)
-		boards.Eraser{},                         // boards naming the subject (issue 31)
+		boards.Eraser{S: a.Boards},              // boards naming the subject (issue 31)
 		turns.Eraser{S: a.Turns},                // turns and identity links
 		compliance.ExportsEraser{},              // export_packages (GOV-3)
 		knowledge.Eraser{S: a.Knowledge},        // knowledge documents naming the subject (KN-3)

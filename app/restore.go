@@ -42,6 +42,7 @@ func (a *App) Restore(ctx context.Context) ([]RestoreStep, error) {
 		{"turns_unreadable_removed", a.inTx(a.Turns.DropUnreadable)},
 		{"states_unreadable_removed", a.inTx(a.State.DropUnreadable)},
 		{"profiles_unreadable_removed", a.inTx(a.Subjects.DropUnreadable)},
+		{"boards_unreadable_removed", a.inTx(a.Boards.DropUnreadable)},
 		{"notes_resealed", a.inTx(a.Notes.SealLegacy)},
 		{"notes_unreadable_removed", a.inTx(a.Notes.DropUnreadable)},
 		{"notes_fulltext_rebuilt", a.inTx(a.Notes.RebuildIndex)},

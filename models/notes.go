@@ -93,7 +93,7 @@ type NoteProposal struct {
 	// Kinds is a JSON array of the personal-data kinds (never values) that failed it.
 	Kinds string `bun:"kinds"`
 	// Sealed is the title and body sealed under the proposal's own key
-	// (notes.ProposalKeyID; issue 29 §1), the title and body columns then empty; nil for a
+	// (noterows.ProposalKeyID; issue 29 §1), the title and body columns then empty; nil for a
 	// row stored in clear. Readers unseal it into Title and Body.
 	Sealed []byte `bun:"sealed"`
 }

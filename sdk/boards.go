@@ -148,3 +148,32 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	return nil
 }
+
+// BridgedBoard is a board of another space read through a bridge (issue 31, docs/boards.md
+// "Bridges"): read only. Without a bridge both spaces approved that lists this agent and the
+// board, and for a board never written, Get is *Error 404 board_not_found, the same answer
+// as for a space that does not exist.
+type BridgedBoard struct {
+	c     *Client
+	Space string
+	Type  string
+	ID    string
+}
+
+// BridgedBoard returns the board typ:id of space (another space's id), read through a
+// bridge (no request is sent).
+func (c *Client) BridgedBoard(space, typ, id string) *BridgedBoard {
+	return &BridgedBoard{c: c, Space: space, Type: typ, ID: id}
+}
+
+// Get reads the board through the bridge (POST /v1/boards/read with space).
+func (b *BridgedBoard) Get(ctx context.Context) (BoardState, error) {
+	var out BoardState
+	if _, _, err := b.c.do(ctx, "POST", "/v1/boards/read", map[string]any{"type": b.Type, "id": b.ID, "space": b.Space}, &out); err != nil {
+		return BoardState{}, err
+	}
+	if out.Body == nil {
+		out.Body = map[string]json.RawMessage{}
+	}
+	return out, nil
+}

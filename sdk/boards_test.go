@@ -82,3 +82,49 @@ func TestBoardGetPutAndLease(t *testing.T) {
 		t.Fatalf("after the release a write without a lease passes: %v", err)
 	}
 }
+
+// TestBridgedBoardGet reads a board of another space through a bridge both spaces approved;
+// before it, and for a board it does not list, Get is 404 board_not_found, as for a space
+// that does not exist.
+func TestBridgedBoardGet(t *testing.T) {
+	srv := devserver.Shared(t)
+	ctx := context.Background()
+	typ := fmt.Sprintf("sdkbridge%d", time.Now().UnixNano())
+	from := srv.NewSpace(t, "bridge-from")
+	srv.MustDo(t, "PUT", "/v1/documents/object-types", from.Admin, map[string]any{"types": []any{map[string]any{
+		"type": typ, "ownership": "shared", "fields": map[string]any{"title": map[string]any{"type": "string"}},
+	}}}, nil)
+	srv.MustDo(t, "POST", "/v1/boards/"+typ+"/grants", from.Admin, map[string]any{"agent": "writer", "access": "read_write"}, nil)
+	var writerKey, readerKey struct {
+		Key string `json:"key"`
+	}
+	srv.MustDo(t, "POST", "/v1/keys", from.Admin, map[string]any{"kind": "agent", "agent": "writer", "vendor": "v", "scopes": []string{}}, &writerKey)
+	to := srv.SharedSpace(t)
+	srv.MustDo(t, "POST", "/v1/keys", to.Admin, map[string]any{"kind": "agent", "agent": "bridge-reader", "vendor": "v", "scopes": []string{}}, &readerKey)
+	newClient := func(key string) *sdk.Client {
+		c, err := sdk.New(sdk.Options{BaseURL: srv.URL, Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if _, err := newClient(writerKey.Key).Board(typ, "inc-1").Put(ctx, map[string]any{"title": "disk full"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	reader := newClient(readerKey.Key).BridgedBoard(from.ID, typ, "inc-1")
+	var apiErr *sdk.Error
+	if _, err := reader.Get(ctx); !errors.As(err, &apiErr) || apiErr.Status != 404 || apiErr.Code != "board_not_found" {
+		t.Fatalf("got %v before the bridge, want 404 board_not_found", err)
+	}
+	srv.OpenBridge(t, from, to, []string{"bridge-reader"}, []map[string]any{{"type": typ, "ids": "inc-*"}})
+	got, err := reader.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Body["title"]) != `"disk full"` || got.Version != 1 {
+		t.Fatalf("got %v at %d, want title disk full at version 1", got.Body, got.Version)
+	}
+	if _, err := newClient(readerKey.Key).BridgedBoard(from.ID, typ, "other-1").Get(ctx); !errors.As(err, &apiErr) || apiErr.Code != "board_not_found" {
+		t.Fatalf("got %v for a board the bridge does not list, want 404 board_not_found", err)
+	}
+}

@@ -292,12 +292,13 @@ type confRunner struct {
 	keys    map[string]string
 	clients map[string]*sdk.Client
 	saved   map[string]map[string]any
+	leases  map[string]*sdk.Lease
 	where   string
 }
 
 func newConfRunner(t *testing.T, srv *devServer, setup confSetup, c confCase) *confRunner {
 	r := &confRunner{t: t, srv: srv, c: c, dir: t.TempDir(), keys: map[string]string{}, clients: map[string]*sdk.Client{},
-		saved: map[string]map[string]any{}, keySpec: map[string]any{}}
+		saved: map[string]map[string]any{}, keySpec: map[string]any{}, leases: map[string]*sdk.Lease{}}
 	for k, v := range setup.AgentKey {
 		r.keySpec[k] = v
 	}
@@ -527,6 +528,8 @@ func (r *confRunner) do(c *sdk.Client, op string, s map[string]any) (map[string]
 		}
 		return map[string]any{"mode": res.Mode, "count": len(res.Chunks), "titles": titles, "sources": sources, "versions": versions,
 			"in_context": inContext, "context": res.Context}, nil
+	case "board.get", "board.put", "board.lease", "board.lease_release":
+		return r.board(ctx, c, op, s)
 	case "tools.list", "tools.call":
 		return r.tools(ctx, c, op, s)
 	}
@@ -635,4 +638,43 @@ func (r *confRunner) check(out, expect map[string]any) {
 			}
 		}
 	}
+}
+
+// board runs the board ops (issue 31): get, put (with a saved lease when the step names one),
+// lease (saved under the step's lease name) and lease_release.
+func (r *confRunner) board(ctx context.Context, c *sdk.Client, op string, s map[string]any) (map[string]any, error) {
+	ref, _ := s["board"].(map[string]any)
+	b := c.Board(str(ref["type"]), str(ref["id"]))
+	switch op {
+	case "board.get":
+		st, err := b.Get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"version": st.Version, "body": rawBody(st.Body)}, nil
+	case "board.lease":
+		ttl, _ := s["ttl_seconds"].(float64)
+		l, err := b.Lease(ctx, time.Duration(ttl)*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		r.leases[str(s["lease"])] = l
+		return map[string]any{"token": l.Token}, nil
+	case "board.lease_release":
+		return map[string]any{}, r.leases[str(s["lease"])].Release(ctx)
+	}
+	iv, _ := s["if_version"].(float64)
+	put := b.Put
+	if name := str(s["lease"]); name != "" {
+		put = r.leases[name].Put
+	}
+	res, err := put(ctx, s["body"], int64(iv))
+	if err != nil {
+		return nil, err
+	}
+	settled := []any{}
+	for _, o := range res.Settled {
+		settled = append(settled, map[string]any{"field": o.Field, "rule": o.Rule})
+	}
+	return map[string]any{"stored": res.Stored, "version": res.Version, "settled": settled}, nil
 }

@@ -219,7 +219,7 @@ func TestDistillABCDApproved(t *testing.T) {
 			st, done, err := workflows.AwaitOutcome(ctx, temporalClient, id, 60*time.Second)
 			require.NoError(t, err)
 			require.True(t, done)
-			require.Equal(t, workflows.StatusApproved, st.Status)
+			require.Equal(t, proposals.StatusApproved, st.Status)
 			require.NotEmpty(t, st.NoteID)
 			n, err := r.Deps.Notes.Stored(ctx, r.SpaceID, st.NoteID)
 			require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/agentmemory/agentmemory/app"
 	"github.com/agentmemory/agentmemory/internal/llm"
 	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
+	"github.com/agentmemory/agentmemory/internal/proposals"
 	"github.com/agentmemory/agentmemory/internal/turns/turnstest"
 	"github.com/agentmemory/agentmemory/workflows"
 )
@@ -114,7 +115,7 @@ func TestDistillThroughNotesAPI(t *testing.T) {
 			st, done, err := workflows.AwaitOutcome(context.Background(), temporalClient, id, 30*time.Second)
 			require.NoError(t, err)
 			require.True(t, done)
-			require.Equal(t, workflows.Status{Status: workflows.StatusApproved, NoteID: n["id"].(string)}, st)
+			require.Equal(t, workflows.Status{Status: proposals.StatusApproved, NoteID: n["id"].(string)}, st)
 
 			block := r.MustDo(http.StatusOK, "GET", "/v1/agent-memory/block?max_tokens=2000", r.bot, nil)
 			require.Contains(t, string(block.Body), edited)
@@ -160,7 +161,7 @@ func TestDistillRejectThroughNotesAPI(t *testing.T) {
 			st, done, err := workflows.AwaitOutcome(context.Background(), temporalClient, id, 30*time.Second)
 			require.NoError(t, err)
 			require.True(t, done)
-			require.Equal(t, workflows.StatusRejected, st.Status)
+			require.Equal(t, proposals.StatusRejected, st.Status)
 
 			resp = r.Do("POST", path+"/approve", reviewer, nil)
 			require.Equal(t, http.StatusConflict, resp.Status, "got %d: %s", resp.Status, resp.Body)
@@ -202,7 +203,7 @@ func TestDistillExpiresThroughNotesAPI(t *testing.T) {
 	st, done, err := workflows.AwaitOutcome(context.Background(), temporalClient, id, 30*time.Second)
 	require.NoError(t, err)
 	require.True(t, done)
-	require.Equal(t, workflows.StatusExpired, st.Status)
+	require.Equal(t, proposals.StatusExpired, st.Status)
 }
 
 // waitStatus polls GET /v1/agent-memory/proposals/{id} (bounded) until it shows want.

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/agentmemory/agentmemory/activities"
+	"github.com/agentmemory/agentmemory/internal/proposals"
 )
 
 const reuseRejectDuplicate = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
@@ -63,7 +64,7 @@ type DistillInput struct {
 //
 // It answers StatusQuery with its Status and returns the final Status.
 func DistillWorkflow(ctx workflow.Context, in DistillInput) (Status, error) {
-	d := distill{in: in, st: Status{Status: StatusDrafting}}
+	d := distill{in: in, st: Status{Status: proposals.StatusDrafting}}
 	if err := workflow.SetQueryHandler(ctx, StatusQuery, func() (Status, error) { return d.st, nil }); err != nil {
 		return d.st, err
 	}
@@ -122,7 +123,7 @@ func (d *distill) run(ctx workflow.Context) (Status, error) {
 	if draft.Outcome != activities.OutcomePending {
 		return d.fail(storeCtx, draft.Outcome, draft.Kinds)
 	}
-	d.st.Status = StatusPending
+	d.st.Status = proposals.StatusPending
 	return d.await(ctx, storeCtx)
 }
 
@@ -148,7 +149,7 @@ func (d *distill) await(ctx, storeCtx workflow.Context) (Status, error) {
 			if err := workflow.ExecuteActivity(storeCtx, a.Expire, activities.ProposalRef{ProposalID: d.in.ProposalID}).Get(ctx, nil); err != nil {
 				return d.st, err
 			}
-			d.st = Status{Status: StatusExpired}
+			d.st = Status{Status: proposals.StatusExpired}
 			return d.st, nil
 		}
 		in := activities.DecisionInput{ProposalID: d.in.ProposalID, EditsID: ap.EditsID, ByKeyID: ap.ByKeyID}
@@ -162,13 +163,13 @@ func (d *distill) await(ctx, storeCtx workflow.Context) (Status, error) {
 				logger.Info("approval refused; still pending", "code", out.RefusedCode, "kinds", out.RefusedKinds)
 				continue
 			}
-			d.st = Status{Status: StatusApproved, NoteID: out.NoteID}
+			d.st = Status{Status: proposals.StatusApproved, NoteID: out.NoteID}
 			return d.st, nil
 		case DecisionReject:
 			if err := workflow.ExecuteActivity(storeCtx, a.Reject, in).Get(ctx, nil); err != nil {
 				return d.st, err
 			}
-			d.st = Status{Status: StatusRejected}
+			d.st = Status{Status: proposals.StatusRejected}
 			return d.st, nil
 		default:
 			logger.Warn("ignored an approval signal with an unknown decision")
@@ -181,6 +182,6 @@ func (d *distill) fail(storeCtx workflow.Context, reason string, kinds []string)
 	if err := workflow.ExecuteActivity(storeCtx, a.Fail, in).Get(storeCtx, nil); err != nil {
 		return d.st, err
 	}
-	d.st = Status{Status: StatusFailed, Reason: reason}
+	d.st = Status{Status: proposals.StatusFailed, Reason: reason}
 	return d.st, nil
 }

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/agentmemory/agentmemory/activities"
+	"github.com/agentmemory/agentmemory/internal/proposals"
 	"github.com/agentmemory/agentmemory/workflows"
 )
 
@@ -65,7 +66,7 @@ func TestDistillStopsBeforeTheModel(t *testing.T) {
 			e.OnActivity(a.CheckTurns, mock.Anything, ref).Return(activities.CheckResult{Turns: 3, Reason: reason}, nil).Once()
 			e.OnActivity(a.Fail, mock.Anything, activities.FailInput{ProposalID: pid, Reason: reason}).Return(nil).Once()
 			st := e.result(t, workflows.DistillInput{ProposalID: pid})
-			require.Equal(t, workflows.Status{Status: workflows.StatusFailed, Reason: reason}, st)
+			require.Equal(t, workflows.Status{Status: proposals.StatusFailed, Reason: reason}, st)
 			e.AssertNotCalled(t, "Draft", mock.Anything, mock.Anything)
 		})
 	}
@@ -88,7 +89,7 @@ func TestDistillDraftFailures(t *testing.T) {
 			e.OnActivity(a.Draft, mock.Anything, ref).Return(tc.draft, nil).Once()
 			e.OnActivity(a.Fail, mock.Anything, activities.FailInput{ProposalID: pid, Reason: tc.name, Kinds: tc.kinds}).Return(nil).Once()
 			st := e.result(t, workflows.DistillInput{ProposalID: pid})
-			require.Equal(t, workflows.Status{Status: workflows.StatusFailed, Reason: tc.name}, st)
+			require.Equal(t, workflows.Status{Status: proposals.StatusFailed, Reason: tc.name}, st)
 		})
 	}
 }
@@ -101,7 +102,7 @@ func TestDistillModelErrorAfterRetries(t *testing.T) {
 	e.OnActivity(a.Draft, mock.Anything, ref).Return(activities.DraftResult{}, temporal.NewNonRetryableApplicationError("bad", activities.ErrTypeModelError, nil)).Once()
 	e.OnActivity(a.Fail, mock.Anything, activities.FailInput{ProposalID: pid, Reason: activities.ReasonModelError}).Return(nil).Once()
 	st := e.result(t, workflows.DistillInput{ProposalID: pid})
-	require.Equal(t, workflows.Status{Status: workflows.StatusFailed, Reason: activities.ReasonModelError}, st)
+	require.Equal(t, workflows.Status{Status: proposals.StatusFailed, Reason: activities.ReasonModelError}, st)
 }
 
 func TestDistillWaitsForTheModelServer(t *testing.T) {
@@ -113,7 +114,7 @@ func TestDistillWaitsForTheModelServer(t *testing.T) {
 	e.OnActivity(a.Reject, mock.Anything, activities.DecisionInput{ProposalID: pid, ByKeyID: "key_rev"}).Return(nil).Once()
 	e.signal(time.Hour, workflows.Approval{Decision: workflows.DecisionReject, ByKeyID: "key_rev"})
 	st := e.result(t, workflows.DistillInput{ProposalID: pid})
-	require.Equal(t, workflows.Status{Status: workflows.StatusRejected}, st)
+	require.Equal(t, workflows.Status{Status: proposals.StatusRejected}, st)
 }
 
 func TestDistillModelWaitRunsOut(t *testing.T) {
@@ -122,7 +123,7 @@ func TestDistillModelWaitRunsOut(t *testing.T) {
 	e.OnActivity(a.Draft, mock.Anything, ref).Return(activities.DraftResult{}, temporal.NewApplicationError("down", activities.ErrTypeModelUnavailable))
 	e.OnActivity(a.Fail, mock.Anything, activities.FailInput{ProposalID: pid, Reason: activities.ReasonModelError}).Return(nil).Once()
 	st := e.result(t, workflows.DistillInput{ProposalID: pid, ModelWait: 10 * time.Minute})
-	require.Equal(t, workflows.Status{Status: workflows.StatusFailed, Reason: activities.ReasonModelError}, st)
+	require.Equal(t, workflows.Status{Status: proposals.StatusFailed, Reason: activities.ReasonModelError}, st)
 }
 
 func TestDistillApproved(t *testing.T) {
@@ -135,11 +136,11 @@ func TestDistillApproved(t *testing.T) {
 		require.NoError(t, err)
 		var st workflows.Status
 		require.NoError(t, v.Get(&st))
-		require.Equal(t, workflows.Status{Status: workflows.StatusPending}, st)
+		require.Equal(t, workflows.Status{Status: proposals.StatusPending}, st)
 	}, time.Hour)
 	e.signal(2*time.Hour, approve("edit_1"))
 	st := e.result(t, workflows.DistillInput{ProposalID: pid})
-	require.Equal(t, workflows.Status{Status: workflows.StatusApproved, NoteID: "note_1"}, st)
+	require.Equal(t, workflows.Status{Status: proposals.StatusApproved, NoteID: "note_1"}, st)
 }
 
 func TestDistillSignalBeforeTheWait(t *testing.T) {
@@ -151,7 +152,7 @@ func TestDistillSignalBeforeTheWait(t *testing.T) {
 		Return(activities.ApproveOutcome{NoteID: "note_1"}, nil).Once()
 	e.signal(time.Minute, approve(""))
 	st := e.result(t, workflows.DistillInput{ProposalID: pid})
-	require.Equal(t, workflows.Status{Status: workflows.StatusApproved, NoteID: "note_1"}, st)
+	require.Equal(t, workflows.Status{Status: proposals.StatusApproved, NoteID: "note_1"}, st)
 }
 
 func TestDistillDuplicateApprove(t *testing.T) {
@@ -162,7 +163,7 @@ func TestDistillDuplicateApprove(t *testing.T) {
 	e.signal(time.Minute, approve(""))
 	e.signal(time.Minute, approve(""))
 	st := e.result(t, workflows.DistillInput{ProposalID: pid})
-	require.Equal(t, workflows.Status{Status: workflows.StatusApproved, NoteID: "note_1"}, st)
+	require.Equal(t, workflows.Status{Status: proposals.StatusApproved, NoteID: "note_1"}, st)
 }
 
 func TestDistillRefusedEditsStayPending(t *testing.T) {
@@ -178,11 +179,11 @@ func TestDistillRefusedEditsStayPending(t *testing.T) {
 		require.NoError(t, err)
 		var st workflows.Status
 		require.NoError(t, v.Get(&st))
-		require.Equal(t, workflows.StatusPending, st.Status, "refused edits keep the proposal pending")
+		require.Equal(t, proposals.StatusPending, st.Status, "refused edits keep the proposal pending")
 	}, 2*time.Minute)
 	e.signal(3*time.Minute, approve("edit_ok"))
 	st := e.result(t, workflows.DistillInput{ProposalID: pid})
-	require.Equal(t, workflows.Status{Status: workflows.StatusApproved, NoteID: "note_2"}, st)
+	require.Equal(t, workflows.Status{Status: proposals.StatusApproved, NoteID: "note_2"}, st)
 }
 
 func TestDistillRejected(t *testing.T) {
@@ -192,7 +193,7 @@ func TestDistillRejected(t *testing.T) {
 	e.signal(time.Minute, workflows.Approval{Decision: "maybe", ByKeyID: "key_rev"})
 	e.signal(2*time.Minute, workflows.Approval{Decision: workflows.DecisionReject, ByKeyID: "key_rev"})
 	st := e.result(t, workflows.DistillInput{ProposalID: pid})
-	require.Equal(t, workflows.Status{Status: workflows.StatusRejected}, st)
+	require.Equal(t, workflows.Status{Status: proposals.StatusRejected}, st)
 }
 
 func TestDistillExpires(t *testing.T) {
@@ -201,7 +202,7 @@ func TestDistillExpires(t *testing.T) {
 	e.OnActivity(a.Expire, mock.Anything, ref).Return(nil).Once()
 	start := e.Now()
 	st := e.result(t, workflows.DistillInput{ProposalID: pid})
-	require.Equal(t, workflows.Status{Status: workflows.StatusExpired}, st)
+	require.Equal(t, workflows.Status{Status: proposals.StatusExpired}, st)
 	require.GreaterOrEqual(t, e.Now().Sub(start), 14*24*time.Hour, "the default deadline is 14 days")
 	require.Less(t, e.Now().Sub(start), 15*24*time.Hour)
 }
@@ -212,7 +213,7 @@ func TestDistillCustomDeadline(t *testing.T) {
 	e.OnActivity(a.Expire, mock.Anything, ref).Return(nil).Once()
 	e.signal(2*time.Hour, approve("")) // after the deadline: too late
 	st := e.result(t, workflows.DistillInput{ProposalID: pid, ApprovalDeadline: time.Hour})
-	require.Equal(t, workflows.Status{Status: workflows.StatusExpired}, st)
+	require.Equal(t, workflows.Status{Status: proposals.StatusExpired}, st)
 }
 
 // Issue 11 §3: the model call runs with a heartbeat timeout (Draft heartbeats while it waits),
@@ -227,7 +228,7 @@ func TestDistillDraftHasAHeartbeatTimeout(t *testing.T) {
 	}).Once()
 	e.OnActivity(a.Fail, mock.Anything, mock.Anything).Return(nil).Once()
 	st := e.result(t, workflows.DistillInput{ProposalID: pid})
-	require.Equal(t, workflows.StatusFailed, st.Status)
+	require.Equal(t, proposals.StatusFailed, st.Status)
 	require.Equal(t, workflows.DraftHeartbeatTimeout, heartbeat)
 	require.Equal(t, 20*time.Second, heartbeat)
 }

@@ -93,17 +93,6 @@ type Approval struct {
 // StatusQuery is the name of the query answering DistillWorkflow's Status.
 const StatusQuery = "status"
 
-// Proposal statuses as DistillWorkflow reports them: internal/proposals' statuses (defined
-// there once), through activities.
-const (
-	StatusDrafting = activities.StatusDrafting
-	StatusPending  = activities.StatusPending
-	StatusApproved = activities.StatusApproved
-	StatusRejected = activities.StatusRejected
-	StatusFailed   = activities.StatusFailed
-	StatusExpired  = activities.StatusExpired
-)
-
 // Status is DistillWorkflow's result and the answer of StatusQuery: the proposal's status,
 // the reason (for failed) and the note's id (once approved).
 type Status struct {

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+
+	"github.com/agentmemory/agentmemory/internal/proposals"
 )
 
 // fakeTemporal answers signals and results for the workflow ids in running, NotFound for
@@ -59,7 +61,7 @@ func (r fakeRun) GetWithOptions(ctx context.Context, ptr any, _ client.WorkflowR
 // under "distill/" + id, and a proposal with neither answers NotFound after asking both.
 func TestDistillIDsFindLegacyWorkflows(t *testing.T) {
 	approve := Approval{Decision: DecisionApprove, ByKeyID: "key_1"}
-	done := Status{Status: StatusApproved, NoteID: "note_1"}
+	done := Status{Status: proposals.StatusApproved, NoteID: "note_1"}
 	cases := []struct {
 		name      string
 		running   map[string]Status

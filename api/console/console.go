@@ -26,6 +26,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/boards"
 	"github.com/agentmemory/agentmemory/internal/changes"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/knowledge"
@@ -69,7 +70,10 @@ type Deps struct {
 	Knowledge *knowledge.Service
 	Docs      spaces.Documents
 	// Changes are the documents' change requests (the Settings screen's approved diff).
-	Changes    *changes.Service
+	Changes *changes.Service
+	// Boards are the boards, their grants and the bridges (issue 31; nil: the Boards and
+	// Bridges screens answer 503).
+	Boards     *boards.Service
 	Compliance *compliance.Service
 	Subjects   *subjects.Service
 	State      *state.Service
@@ -147,6 +151,16 @@ func (h *Console) Mount(r gin.IRouter) {
 	a.POST("/settings/:name/changes/:id/approve", once, h.approveChange)
 	a.POST("/settings/:name/changes/:id/reject", once, h.rejectChange)
 
+	a.GET("/boards", h.boardsPage)
+	a.POST("/boards/:type/grants", once, h.grantBoard)
+	a.POST("/boards/:type/grants/:id/revoke", once, h.revokeBoardGrant)
+
+	a.GET("/bridges", h.bridgesPage)
+	a.POST("/bridges", once, h.proposeBridge)
+	a.POST("/bridges/changes/:id/approve", once, h.approveBridge)
+	a.POST("/bridges/changes/:id/reject", once, h.rejectBridge)
+	a.POST("/bridges/:id/revoke", once, h.revokeBridge)
+
 	a.GET("/compliance", h.compliancePage)
 	a.POST("/compliance/erasures/preview", h.previewErasure)
 	a.POST("/compliance/erasures", once, h.startErasure)
@@ -205,6 +219,8 @@ var screens = []screen{
 	{"Notes", "/console/notes", []string{auth.RoleIntegration, auth.RoleAdmin}},
 	{"Proposals", "/console/proposals", []string{auth.RoleReviewer, auth.RoleAdmin}},
 	{"Settings", "/console/settings", []string{auth.RoleSecurity, auth.RoleAdmin, auth.RoleIntegration}},
+	{"Boards", "/console/boards", []string{auth.RoleAdmin, auth.RoleSecurity, auth.RoleIntegration, auth.RoleCompliance}},
+	{"Bridges", "/console/bridges", []string{auth.RoleSecurity, auth.RoleAdmin}},
 	{"Compliance", "/console/compliance", []string{auth.RoleCompliance}},
 	{"Profiles", "/console/profiles", []string{auth.RoleIntegration, auth.RoleAdmin, auth.RoleCompliance, auth.RoleSecurity}},
 	{"Receipts", "/console/receipts", []string{auth.RoleAdmin, auth.RoleCompliance}},

@@ -64,21 +64,21 @@ func (h *Console) once() gin.HandlerFunc {
 			return
 		}
 		ctx := c.Request.Context()
-		use := &models.ConsoleFormUse{ID: tokenHash(tok), SessionID: tokenHash(sess), UsedAt: h.Now().UTC()}
-		res, err := h.DB.NewInsert().Model(use).On("CONFLICT (id) DO NOTHING").Exec(ctx)
+		use := models.ConsoleFormUse{ID: tokenHash(tok), SessionID: tokenHash(sess), UsedAt: h.Now().UTC()}
+		spent, err := h.sessions().SpendForm(ctx, use)
 		if err != nil {
 			h.fail(c, err)
 			c.Abort()
 			return
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if !spent {
 			redirect(c, backOf(c), "resubmitted")
 			c.Abort()
 			return
 		}
 		c.Next()
 		if c.Writer.Status() >= http.StatusBadRequest {
-			if _, err := h.DB.NewDelete().Model(use).WherePK().Exec(ctx); err != nil {
+			if err := h.sessions().GiveBackForm(ctx, use.ID); err != nil {
 				// The token stays spent: the person reloads the page for a fresh one.
 				h.Logger.WarnContext(ctx, "console: give back a form token", httpfault.Scrubbed(err)...)
 			}
@@ -133,9 +133,7 @@ func (h *Console) sealFlash(c *gin.Context, f flash) error {
 	nonce := make([]byte, aead.NonceSize())
 	_, _ = rand.Read(nonce) // never fails, see newFormToken
 	sealed := base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, plain, []byte(tokenHash(sess))))
-	_, err = h.DB.NewUpdate().Model((*models.ConsoleSession)(nil)).Set("flash = ?", sealed).
-		Where("id = ?", tokenHash(sess)).Exec(c.Request.Context())
-	return err
+	return h.sessions().SetFlash(c.Request.Context(), tokenHash(sess), sealed)
 }
 
 // takeFlash returns the session's pending flash for screen and empties it, or false when
@@ -144,8 +142,7 @@ func (h *Console) sealFlash(c *gin.Context, f flash) error {
 func (h *Console) takeFlash(c *gin.Context, screen string) (flash, bool) {
 	sess := c.GetString(sessionKey)
 	ctx := c.Request.Context()
-	var sealed string
-	err := h.DB.NewSelect().Model((*models.ConsoleSession)(nil)).Column("flash").Where("id = ?", tokenHash(sess)).Scan(ctx, &sealed)
+	sealed, err := h.sessions().Flash(ctx, tokenHash(sess))
 	if err != nil || sealed == "" {
 		return flash{}, false
 	}
@@ -154,12 +151,7 @@ func (h *Console) takeFlash(c *gin.Context, screen string) (flash, bool) {
 	if !stale && f.Screen != screen {
 		return flash{}, false // another screen's: left for it
 	}
-	res, err := h.DB.NewUpdate().Model((*models.ConsoleSession)(nil)).Set("flash = ''").
-		Where("id = ? AND flash = ?", tokenHash(sess), sealed).Exec(ctx)
-	if err != nil {
-		return flash{}, false
-	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 || stale {
+	if took, err := h.sessions().TakeFlash(ctx, tokenHash(sess), sealed); err != nil || !took || stale {
 		return flash{}, false
 	}
 	return f, true

@@ -2,7 +2,6 @@ package console
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -17,8 +16,6 @@ import (
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/fault"
 )
-
-type ctxT = context.Context
 
 // view is what every page template gets.
 type view struct {
@@ -69,6 +66,12 @@ var flashes = map[string]string{
 	"residue_decided": "Residue decided (receipted).",
 	"export_start":    "Export started.",
 	"duplicate":       "An identical note already exists: nothing was stored.",
+	"grant_added":     "Grant added: in force on the next request.",
+	"grant_revoked":   "Grant revoked: refused from the next request on.",
+	"grant_proposed":  "Proposed as a change request of board-grants: it applies when a second person holding security approves it (Settings).",
+	"bridge_proposed": "Bridge proposed: it needs a second person holding security here, and the same bridge approved by the other space.",
+	"bridge_approved": "Bridge approved on this side: it opens once the other space approves the same bridge.",
+	"bridge_removed":  "Bridge removed: no read crosses it from the next request on.",
 }
 
 var funcs = template.FuncMap{

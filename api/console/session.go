@@ -5,20 +5,17 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"database/sql"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/api/httpfault"
 	"github.com/agentmemory/agentmemory/internal/auth"
-	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/consolesessions"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -72,6 +69,9 @@ func setCookie(c *gin.Context, name, value string, maxAge int) {
 	})
 }
 
+// sessions is the store of the Console's sessions (internal/consolesessions).
+func (h *Console) sessions() consolesessions.Store { return consolesessions.Store{DB: h.DB} }
+
 func principalOf(c *gin.Context) auth.Principal { return c.MustGet(principalKey).(auth.Principal) }
 
 // loginPage shows the sign-in form, with a fresh CSRF token in a cookie and the form.
@@ -105,27 +105,11 @@ func (h *Console) login(c *gin.Context) {
 	}
 	tok := randomToken()
 	now := h.Now().UTC()
-	row := &models.ConsoleSession{ID: tokenHash(tok), SpaceID: p.SpaceID, PersonKey: p.KeyID,
+	row := models.ConsoleSession{ID: tokenHash(tok), SpaceID: p.SpaceID, PersonKey: p.KeyID,
 		CreatedAt: now, SeenAt: now, ExpiresAt: now.Add(h.MaxAge)}
-	err = h.DB.RunInTx(c.Request.Context(), nil, func(ctx ctxT, tx bun.Tx) error {
-		// Sessions past their expiry that nobody came back to are swept here.
-		if _, err := tx.NewDelete().Model((*models.ConsoleSession)(nil)).
-			Where("expires_at <= ? OR seen_at <= ?", now, now.Add(-h.IdleTimeout)).Exec(ctx); err != nil {
-			return err
-		}
-		// So are spent form tokens of sessions that cannot be alive any more.
-		if _, err := tx.NewDelete().Model((*models.ConsoleFormUse)(nil)).Where("used_at <= ?", now.Add(-h.MaxAge)).Exec(ctx); err != nil {
-			return err
-		}
-		if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
-			return err
-		}
-		_, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
-			Kind: receipts.KindAdmin, Action: "console.sign_in", ActorKey: p.KeyID,
-		}, now)
-		return err
-	})
-	if err != nil {
+	// Sessions past their expiry that nobody came back to, and spent form tokens of sessions
+	// that cannot be alive any more, are swept here (Store.Start).
+	if err := h.sessions().Start(c.Request.Context(), row, now, h.IdleTimeout, h.MaxAge); err != nil {
 		h.fail(c, err)
 		return
 	}
@@ -171,18 +155,17 @@ func (h *Console) load(c *gin.Context, tok string) (auth.Principal, bool) {
 	}
 	ctx := c.Request.Context()
 	id := tokenHash(tok)
-	var row models.ConsoleSession
-	err := h.DB.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return auth.Principal{}, false
-	}
+	row, found, err := h.sessions().Get(ctx, id)
 	if err != nil {
 		h.Logger.ErrorContext(ctx, "console: load session", httpfault.Scrubbed(err)...)
 		return auth.Principal{}, false
 	}
+	if !found {
+		return auth.Principal{}, false
+	}
 	now := h.Now().UTC()
 	end := func() (auth.Principal, bool) {
-		_, _ = h.DB.NewDelete().Model((*models.ConsoleSession)(nil)).Where("id = ?", id).Exec(ctx) // best effort: an undeleted session row fails this check again and ends at its expiry
+		_ = h.sessions().End(ctx, id) // best effort: an undeleted session row fails this check again and ends at its expiry
 		return auth.Principal{}, false
 	}
 	if !now.Before(row.ExpiresAt.UTC()) || now.Sub(row.SeenAt.UTC()) >= h.IdleTimeout {
@@ -193,7 +176,7 @@ func (h *Console) load(c *gin.Context, tok string) (auth.Principal, bool) {
 		return end()
 	}
 	if now.Sub(row.SeenAt.UTC()) > 10*time.Second {
-		_, _ = h.DB.NewUpdate().Model((*models.ConsoleSession)(nil)).Set("seen_at = ?", now).Where("id = ?", id).Exec(ctx) // best effort: a missed seen_at update only shortens the idle window by one interval
+		_ = h.sessions().Touch(ctx, id, now) // best effort: a missed seen_at update only shortens the idle window by one interval
 	}
 	return p, true
 }
@@ -201,9 +184,9 @@ func (h *Console) load(c *gin.Context, tok string) (auth.Principal, bool) {
 // logout ends the session.
 func (h *Console) logout(c *gin.Context) {
 	tok, _ := c.Cookie(SessionCookie)
-	// Best effort: an undeleted row is ended by its expiry all the same.
-	_, _ = h.DB.NewDelete().Model((*models.ConsoleSession)(nil)).Where("id = ?", tokenHash(tok)).Exec(c.Request.Context())
-	_, _ = h.DB.NewDelete().Model((*models.ConsoleFormUse)(nil)).Where("session_id = ?", tokenHash(tok)).Exec(c.Request.Context()) // best effort as above: form uses of an ended session match no session
+	// Best effort: an undeleted row is ended by its expiry all the same, and form uses of an
+	// ended session match no session.
+	_ = h.sessions().SignOut(c.Request.Context(), tokenHash(tok))
 	setCookie(c, SessionCookie, "", -1)
 	c.Redirect(http.StatusSeeOther, "/console/login?m=signed_out")
 }

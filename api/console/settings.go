@@ -11,10 +11,12 @@ import (
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/changes"
 	"github.com/agentmemory/agentmemory/internal/feed"
+	"github.com/agentmemory/agentmemory/internal/spaces"
 )
 
-// documents are the space documents the Settings screen edits, in order.
-var documents = []string{"features", "object-types", "views"}
+// documents are the space documents the Settings screen edits, in order (bridges have their
+// own screen: they change only by change requests, two sides).
+var documents = []string{"features", "object-types", "views", spaces.DocBoardGrants}
 
 // recentDecisions is how many decided change requests each document shows.
 const recentDecisions = 5

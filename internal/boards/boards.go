@@ -21,6 +21,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/changes"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/keyed"
+	"github.com/agentmemory/agentmemory/internal/keystore"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/internal/state"
@@ -61,6 +62,8 @@ type Service struct {
 	Masker   Masker
 	Receipts *receipts.Log
 	Now      func() time.Time
+	// Keys seals boards' bodies (sealing.go); nil stores them in clear.
+	Keys keystore.Store
 }
 
 // runTx runs fn in a transaction. Board writers of one SQLite file queue on its write gate

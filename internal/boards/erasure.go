@@ -20,9 +20,10 @@ const KindBoard = erasure.KindBoard
 // hashes), whole: its body, its history of versions and its links. A board is shared memory
 // of many agents; a board naming a customer is erased as working memory's states naming them
 // are (WM-13), not field by field, because its history holds the customer too. Boards belong
-// to no conversation: a conversation erasure reaches none. The content probe reads boards'
-// bodies and their history in clear.
-type Eraser struct{}
+// to no conversation: a conversation erasure reaches none. Every board it deletes has its
+// key destroyed first (sealing.go). The content probe reads boards' bodies and their history
+// unsealed. S is needed for its key store (nil S: boards in clear).
+type Eraser struct{ S *Service }
 
 // Name is "boards".
 func (Eraser) Name() string { return "boards" }
@@ -33,9 +34,17 @@ func (Eraser) Covers() []erasure.Column {
 		{Table: "board_subjects", Column: "subject_hash"}}
 }
 
-// Backups is erasure.NotSealed: boards are stored in clear, so a backup taken before the
-// erasure still holds them (a known gap the certificate states).
-func (Eraser) Backups(erasure.Target) string { return erasure.NotSealed }
+// Backups is erasure.Shredded: every version of a board is sealed under the board's key and
+// the keys of the customers it names (sealing.go); the erasure destroys the subject's keys
+// and the key of every board it deletes, so a backup taken before it holds only rows that no
+// longer open (and `agentmemory restore` drops them). Without a key store it is
+// erasure.NotSealed.
+func (e Eraser) Backups(erasure.Target) string {
+	if e.S == nil || e.S.Keys == nil {
+		return erasure.NotSealed
+	}
+	return erasure.Shredded
+}
 
 // find returns the ids of the boards linked to t's subject.
 func (Eraser) find(ctx context.Context, idb bun.IDB, t erasure.Target) ([]string, error) {
@@ -57,12 +66,12 @@ func (e Eraser) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Target) (
 	if err != nil || len(ids) == 0 {
 		return erasure.Reach{}, err
 	}
-	return deleteBoards(ctx, tx, t.SpaceID, ids)
+	return e.deleteBoards(ctx, tx, t.SpaceID, ids)
 }
 
-// deleteBoards deletes boards ids of spaceID with their history and links; it returns the
-// ids of those that existed.
-func deleteBoards(ctx context.Context, tx bun.Tx, spaceID string, ids []string) (erasure.Reach, error) {
+// deleteBoards deletes boards ids of spaceID with their history and links, destroying their
+// keys first; it returns the ids of those that existed.
+func (e Eraser) deleteBoards(ctx context.Context, tx bun.Tx, spaceID string, ids []string) (erasure.Reach, error) {
 	var gone []string
 	if err := tx.NewSelect().Model((*models.Board)(nil)).Column("id").Where("space_id = ? AND id IN (?)", spaceID, bun.In(ids)).
 		Order("id ASC").Scan(ctx, &gone); err != nil {
@@ -70,6 +79,9 @@ func deleteBoards(ctx context.Context, tx bun.Tx, spaceID string, ids []string) 
 	}
 	if len(gone) == 0 {
 		return erasure.Reach{}, nil
+	}
+	if err := e.S.destroyKeys(ctx, gone); err != nil {
+		return nil, err
 	}
 	for _, m := range []any{(*models.BoardVersion)(nil), (*models.BoardSubject)(nil)} {
 		if _, err := tx.NewDelete().Model(m).Where("board_id IN (?)", bun.In(gone)).Exec(ctx); err != nil {
@@ -117,6 +129,12 @@ func (e Eraser) Export(ctx context.Context, idb bun.IDB, t erasure.Target) (eras
 	out := make([]ExportedBoard, 0, len(rows))
 	touched := make([]string, 0, len(rows))
 	for _, r := range rows {
+		if ok, err := e.open(ctx, &r); err != nil || !ok {
+			if err != nil {
+				return erasure.Export{}, err
+			}
+			continue // its key is gone: erased
+		}
 		if !json.Valid([]byte(r.Body)) {
 			return erasure.Export{}, fmt.Errorf("boards: export: board %s: corrupt_record", r.ID)
 		}
@@ -127,7 +145,15 @@ func (e Eraser) Export(ctx context.Context, idb bun.IDB, t erasure.Target) (eras
 }
 
 // Searched names what the content probe reads.
-func (Eraser) Searched() string { return "boards.body and board_versions.body (in clear)" }
+func (Eraser) Searched() string { return "boards.body and board_versions.body (unsealed)" }
+
+// open unseals a board row in place with e's key store (ok false: its key is gone).
+func (e Eraser) open(ctx context.Context, r *models.Board) (bool, error) {
+	if e.S == nil {
+		return true, nil
+	}
+	return e.S.openBoard(ctx, r)
+}
 
 // probePage is how many rows the content probe reads at a time.
 const probePage = 500
@@ -135,7 +161,7 @@ const probePage = 500
 // ProbeContent finds the boards of t's space whose body, or a kept past version's body,
 // names t's subject (a board whose subject field does not name her can still mention her in
 // any field). One finding per board.
-func (Eraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.Target) ([]erasure.Finding, error) {
+func (e Eraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.Target) ([]erasure.Finding, error) {
 	if t.Content == nil {
 		return nil, nil
 	}
@@ -153,13 +179,17 @@ func (Eraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.Target) (
 	after := ""
 	for {
 		var rows []models.Board
-		if err := idb.NewSelect().Model(&rows).Column("id", "body").Where("space_id = ? AND id > ?", t.SpaceID, after).
+		if err := idb.NewSelect().Model(&rows).Column("id", "version", "body").Where("space_id = ? AND id > ?", t.SpaceID, after).
 			Order("id ASC").Limit(probePage).Scan(ctx); err != nil {
 			return nil, fmt.Errorf("boards: content probe: %w", err)
 		}
 		for _, r := range rows {
-			add(r.ID, "boards.body", r.Body)
-			if err := probeHistory(ctx, idb, r.ID, func(body string) { add(r.ID, "board_versions.body", body) }); err != nil {
+			if ok, err := e.open(ctx, &r); err != nil {
+				return nil, err
+			} else if ok {
+				add(r.ID, "boards.body", r.Body)
+			}
+			if err := e.probeHistory(ctx, idb, r.ID, func(body string) { add(r.ID, "board_versions.body", body) }); err != nil {
 				return nil, err
 			}
 		}
@@ -170,20 +200,27 @@ func (Eraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.Target) (
 	}
 }
 
-// probeHistory calls fn with each kept past body of board id.
-func probeHistory(ctx context.Context, idb bun.IDB, id string, fn func(string)) error {
-	var bodies []string
-	if err := idb.NewSelect().Model((*models.BoardVersion)(nil)).Column("body").Where("board_id = ?", id).Scan(ctx, &bodies); err != nil {
+// probeHistory calls fn with each kept past body of board id that still opens.
+func (e Eraser) probeHistory(ctx context.Context, idb bun.IDB, id string, fn func(string)) error {
+	var rows []models.BoardVersion
+	if err := idb.NewSelect().Model(&rows).Where("board_id = ?", id).Scan(ctx); err != nil {
 		return fmt.Errorf("boards: content probe: %w", err)
 	}
-	for _, b := range bodies {
-		fn(b)
+	for i := range rows {
+		if e.S != nil {
+			if ok, err := e.S.openVersion(ctx, &rows[i]); err != nil {
+				return err
+			} else if !ok {
+				continue
+			}
+		}
+		fn(rows[i].Body)
 	}
 	return nil
 }
 
 // EraseFound deletes the boards found (kind KindBoard) inside tx, with their history.
-func (Eraser) EraseFound(ctx context.Context, tx bun.Tx, spaceID string, found []erasure.Finding) (erasure.Reach, error) {
+func (e Eraser) EraseFound(ctx context.Context, tx bun.Tx, spaceID string, found []erasure.Finding) (erasure.Reach, error) {
 	ids := erasure.IDsOf(found, KindBoard)
 	if len(ids) != len(found) {
 		return nil, fmt.Errorf("boards: erase found: a finding of another store")
@@ -191,7 +228,7 @@ func (Eraser) EraseFound(ctx context.Context, tx bun.Tx, spaceID string, found [
 	if len(ids) == 0 {
 		return erasure.Reach{}, nil
 	}
-	return deleteBoards(ctx, tx, spaceID, ids)
+	return e.deleteBoards(ctx, tx, spaceID, ids)
 }
 
 // The boards' eraser is an erasure.Eraser, reporting how its entries leave backups.

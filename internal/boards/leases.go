@@ -33,6 +33,9 @@ const (
 	ActionRelease = "board.lease_release"
 )
 
+// leaseOps maps the lease actions to their operations (leases.Apply).
+var leaseOps = map[string]leases.Op{ActionLease: leases.OpAcquire, ActionRenew: leases.OpRenew, ActionRelease: leases.OpRelease}
+
 // boardTarget names t's board in the leases table (its type and keyed id hash).
 func boardTarget(t target) string { return "board:" + t.typ + ":" + t.hash }
 
@@ -63,16 +66,12 @@ func (s *Service) Lease(ctx context.Context, p auth.Principal, action string, re
 		if _, err := receipts.LockHead(ctx, tx, t.spaceID); err != nil {
 			return err
 		}
-		var err error
-		switch action {
-		case ActionLease:
-			out, err = leases.Acquire(ctx, tx, t.spaceID, boardTarget(t), p.KeyID, ttl, now)
-		case ActionRenew:
-			out, err = leases.Renew(ctx, tx, t.spaceID, boardTarget(t), proof, ttl, now)
-		default:
-			err = leases.Release(ctx, tx, t.spaceID, boardTarget(t), proof, now)
-			out = leases.Lease{ID: proof.ID, Token: proof.Token, ExpiresAt: now}
+		op, ok := leaseOps[action]
+		if !ok {
+			op = leases.OpRelease // as before: any other action releases
 		}
+		var err error
+		out, err = leases.Apply(ctx, tx, t.spaceID, boardTarget(t), p.KeyID, op, ttl, proof, now)
 		if err != nil {
 			return err
 		}

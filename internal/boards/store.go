@@ -37,8 +37,14 @@ func (s *Service) store(ctx context.Context, tx bun.Tx, t target, row *models.Bo
 		return nil, err
 	}
 	expires := now.Add(t.schema.StateTTL())
+	hashes := s.subjectHashes(t, next)
 	if row == nil {
-		row = &models.Board{ID: auth.NewID("bd"), SpaceID: t.spaceID, Type: t.typ, BoardHash: t.hash, Body: string(canon),
+		id := auth.NewID("bd")
+		body, err := s.seal(ctx, id, 1, hashes, canon)
+		if err != nil {
+			return nil, err
+		}
+		row = &models.Board{ID: id, SpaceID: t.spaceID, Type: t.typ, BoardHash: t.hash, Body: body,
 			FieldTimes: string(timesJSON), Version: 1, Bytes: len(canon), Writers: addWriter("", t.agent),
 			CreatedAt: now, UpdatedAt: now, ExpiresAt: expires}
 		if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
@@ -46,8 +52,12 @@ func (s *Service) store(ctx context.Context, tx bun.Tx, t target, row *models.Bo
 		}
 	} else {
 		prev := row.Version
+		body, err := s.seal(ctx, row.ID, prev+1, hashes, canon)
+		if err != nil {
+			return nil, err
+		}
 		next := *row
-		next.Body, next.FieldTimes, next.Version, next.Bytes = string(canon), string(timesJSON), prev+1, len(canon)
+		next.Body, next.FieldTimes, next.Version, next.Bytes = body, string(timesJSON), prev+1, len(canon)
 		next.Writers, next.UpdatedAt, next.ExpiresAt = addWriter(row.Writers, t.agent), now, expires
 		res, err := tx.NewUpdate().Model(&next).Column("body", "field_times", "version", "bytes", "writers", "updated_at", "expires_at").
 			Where("id = ? AND version = ?", row.ID, prev).Exec(ctx)
@@ -62,7 +72,7 @@ func (s *Service) store(ctx context.Context, tx bun.Tx, t target, row *models.Bo
 	if err := s.keepHistory(ctx, tx, t, row, now); err != nil {
 		return nil, err
 	}
-	return row, s.linkSubjects(ctx, tx, t, row.ID, next)
+	return row, linkSubjects(ctx, tx, t, row.ID, hashes)
 }
 
 // keepHistory stores row's body as its version's history row and deletes the rows older than
@@ -77,13 +87,12 @@ func (s *Service) keepHistory(ctx context.Context, tx bun.Tx, t target, row *mod
 	return err
 }
 
-// linkSubjects sets the board's subject links to the customers its subject fields name in
-// body (keyed hashes of canonical handles).
-func (s *Service) linkSubjects(ctx context.Context, tx bun.Tx, t target, boardID string, body strictjson.Object) error {
+// linkSubjects sets the board's subject links to hashes, the customers its subject fields
+// name (keyed hashes of canonical handles, subjectHashes).
+func linkSubjects(ctx context.Context, tx bun.Tx, t target, boardID string, hashes []string) error {
 	if _, err := tx.NewDelete().Model((*models.BoardSubject)(nil)).Where("board_id = ?", boardID).Exec(ctx); err != nil {
 		return err
 	}
-	hashes := s.subjectHashes(t, body)
 	if len(hashes) == 0 {
 		return nil
 	}

@@ -182,7 +182,7 @@ func (s *Service) writeTx(ctx context.Context, tx bun.Tx, t target, req WriteReq
 	if err != nil {
 		return WriteResult{}, nil, err
 	}
-	row, err := loadBoard(ctx, tx, t, true)
+	row, err := s.loadBoard(ctx, tx, t, true)
 	if err != nil {
 		return WriteResult{}, nil, err
 	}
@@ -239,7 +239,7 @@ func (s *Service) settle(ctx context.Context, tx bun.IDB, t target, row *models.
 		}
 		return settled{next: next, outcomes: []boardrules.Outcome{}}, nil
 	}
-	base, ok, err := baseAt(ctx, tx, row, ifVersion)
+	base, ok, err := s.baseAt(ctx, tx, row, ifVersion)
 	if err != nil {
 		return settled{}, err
 	}
@@ -273,8 +273,9 @@ func conflict(current int64, reason string, outcomes []boardrules.Outcome) error
 }
 
 // baseAt returns the body of row's version v from its history (v 0: the empty board before
-// its first write); ok is false when that version is no longer kept.
-func baseAt(ctx context.Context, idb bun.IDB, row *models.Board, v int64) (strictjson.Object, bool, error) {
+// its first write); ok is false when that version is no longer kept, or no longer opens (a
+// customer it named was erased).
+func (s *Service) baseAt(ctx context.Context, idb bun.IDB, row *models.Board, v int64) (strictjson.Object, bool, error) {
 	if v == 0 {
 		return strictjson.Object{}, true, nil
 	}
@@ -289,6 +290,9 @@ func baseAt(ctx context.Context, idb bun.IDB, row *models.Board, v int64) (stric
 	if err != nil {
 		return nil, false, err
 	}
+	if ok, err := s.openVersion(ctx, &bv); err != nil || !ok {
+		return nil, false, err
+	}
 	body, err := strictjson.ParseObject([]byte(bv.Body))
 	if err != nil {
 		return nil, false, fault.New(fault.Invalid, "corrupt_record", "a stored board version does not decode")
@@ -296,8 +300,11 @@ func baseAt(ctx context.Context, idb bun.IDB, row *models.Board, v int64) (stric
 	return body, true, nil
 }
 
-// loadBoard returns t's stored board (nil when none), FOR UPDATE on PostgreSQL with lock.
-func loadBoard(ctx context.Context, idb bun.IDB, t target, lock bool) (*models.Board, error) {
+// loadBoard returns t's stored board, its body unsealed (nil when none), FOR UPDATE on
+// PostgreSQL with lock. A board whose body no longer opens (its key was destroyed after this
+// copy of the row was taken: a restored backup not yet through `agentmemory restore`) is
+// never written: nil, and a write (lock) deletes it first, with its history and links.
+func (s *Service) loadBoard(ctx context.Context, idb bun.IDB, t target, lock bool) (*models.Board, error) {
 	var row models.Board
 	q := idb.NewSelect().Model(&row).Where("space_id = ? AND type = ? AND board_hash = ?", t.spaceID, t.typ, t.hash)
 	if lock && !isSQLite(idb) {
@@ -308,6 +315,16 @@ func loadBoard(ctx context.Context, idb bun.IDB, t target, lock bool) (*models.B
 		return nil, nil
 	}
 	if err != nil {
+		return nil, err
+	}
+	ok, err := s.openBoard(ctx, &row)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		if lock {
+			_, err = dropRows(ctx, idb, []string{row.ID})
+		}
 		return nil, err
 	}
 	return &row, nil

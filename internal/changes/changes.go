@@ -150,8 +150,8 @@ func mayRead(p auth.Principal) error {
 }
 
 func knownDocument(name string) error {
-	if name != spaces.DocFeatures && name != spaces.DocObjectTypes && name != spaces.DocViews && name != spaces.DocBoardGrants {
-		return fault.New(fault.NotFound, "document_not_found", "the documents are features, object-types, views and board-grants")
+	if name != spaces.DocFeatures && name != spaces.DocObjectTypes && name != spaces.DocViews && name != spaces.DocBoardGrants && name != spaces.DocBridges {
+		return fault.New(fault.NotFound, "document_not_found", "the documents are features, object-types, views, board-grants and bridges")
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package compliance_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/boards"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -63,4 +65,49 @@ func TestErasureReachesBoards(t *testing.T) {
 			require.Equal(t, 2, counted, "got %d boards in the certificate, want 2", counted)
 		})
 	}
+}
+
+// Issue 29 §1: a board whose key is gone (as on a restored copy before `agentmemory restore`)
+// reads as never written, and a write at version 0 replaces it whole (its old history and
+// links deleted first), on both databases.
+func TestBoardWithDestroyedKeyReadsAsNeverWritten(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		ctx := context.Background()
+		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
+		types := apitest.ShopBotTypes()
+		types["types"] = append(types["types"].([]any), map[string]any{
+			"type": "cases", "ownership": "shared",
+			"fields": map[string]any{
+				"customer": map[string]any{"type": "string", "subject": true},
+				"summary":  map[string]any{"type": "text", "conflict": map[string]any{"rule": "ours"}},
+			},
+		})
+		e.PutDocument("object-types", types)
+		e.MustDo(http.StatusCreated, "POST", "/v1/boards/cases/grants", e.AdminKey, map[string]any{"agent": "triage", "access": "read_write"})
+		triage := e.AgentKey("triage", "acme")
+		write := func(version int, body map[string]any) map[string]any {
+			return e.MustDo(http.StatusOK, "PUT", "/v1/boards", triage, map[string]any{"type": "cases", "id": "case-9", "if_version": version, "body": body}).JSON(t)
+		}
+		write(0, map[string]any{"customer": "email:zed@example.com", "summary": "first KX-1"})
+		write(1, map[string]any{"summary": "second KX-2"})
+		var row models.Board
+		require.NoError(t, e.DB.NewSelect().Model(&row).Scan(ctx))
+		require.NotContains(t, row.Body, "KX-2", "the body is sealed")
+		require.NoError(t, e.Keys.Destroy(ctx, boards.BoardKeyID(row.ID)))
+
+		r := e.MustDo(http.StatusOK, "POST", "/v1/boards/read", triage, map[string]any{"type": "cases", "id": "case-9"}).JSON(t)
+		require.Equal(t, map[string]any{}, r["body"])
+		require.Equal(t, "0", fmt.Sprint(r["version"]), "a board whose key is gone reads as never written")
+		got := write(0, map[string]any{"summary": "anew KX-3"})
+		require.Equal(t, true, got["stored"])
+		require.Equal(t, "1", fmt.Sprint(got["version"]))
+		n, err := e.DB.NewSelect().Model((*models.BoardVersion)(nil)).Count(ctx)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n, "the unreadable board's history went with it")
+		links, err := e.DB.NewSelect().Model((*models.BoardSubject)(nil)).Count(ctx)
+		require.NoError(t, err)
+		require.Zero(t, links)
+		r = e.MustDo(http.StatusOK, "POST", "/v1/boards/read", triage, map[string]any{"type": "cases", "id": "case-9"}).JSON(t)
+		require.Equal(t, map[string]any{"summary": "anew KX-3"}, r["body"])
+	})
 }

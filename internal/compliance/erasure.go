@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/signing"
@@ -617,98 +618,9 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 	var cert Certificate
 	var residue []string
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		row, err := s.loadErasure(ctx, tx, spaceID, id)
-		if err != nil {
-			return err
-		}
-		if Completed(row.Status) {
-			return decodeRecord(row.ID, "certificate", row.Certificate, &cert)
-		}
-		if row.Status != StatusRunning && row.Status != StatusPendingSinks {
-			return errNotRunning(row.Status)
-		}
-		items := itemSet{}
-		if err := decodeRecord(row.ID, "items", row.Items, &items); err != nil {
-			return err
-		}
-		stores, names, err := s.probe(ctx, tx, row, items)
-		if err != nil {
-			return err
-		}
-		for _, st := range stores {
-			if st.Probe != 0 {
-				residue = append(residue, st.Store)
-			}
-		}
-		if len(residue) > 0 {
-			// The steps left something: the erasure fails and says where (committed).
-			now := s.now()
-			reason := "residue:" + strings.Join(residue, ",")
-			if err := s.finish(ctx, tx, row, StatusFailed, func(q *bun.UpdateQuery) *bun.UpdateQuery {
-				return q.Set("failure = ?", reason).Set("ended_at = ?", now).Set("target_ref = ''").Set("sealed_needles = NULL")
-			}); err != nil {
-				return err
-			}
-			_, err := receipts.Append(ctx, tx, spaceID, receipts.Entry{
-				Kind: receipts.KindCompliance, Action: "erasure.fail", ActorKey: row.RequestedBy,
-				ObjectIDs: []string{row.ID}, Detail: map[string]any{"reason": reason},
-			}, now)
-			return err
-		}
-		kinds := make([]string, 0, len(items))
-		for k := range items {
-			kinds = append(kinds, k)
-		}
-		sort.Strings(kinds)
-		found, residueN, err := s.contentReports(ctx, tx, row, stores, names)
-		if err != nil {
-			return err
-		}
-		now := s.now()
-		status := StatusCompleted
-		if residueN > 0 {
-			status = StatusCompletedWithResidue
-		}
-		cert = Certificate{
-			Type: CertificateType, ErasureID: row.ID, SpaceID: spaceID, TargetKind: row.TargetKind, RequestedBy: row.RequestedBy,
-			StartedAt: row.CreatedAt.UTC(), EndedAt: now, Items: []Item{}, NotCovered: []string{},
-			Stores: stores, Rounds: roundOf(row), WorkflowHistory: WorkflowHistoryNote, Status: status, Residue: residueN,
-		}
-		if err := certSinks(row, &cert); err != nil {
-			return err
-		}
-		for _, k := range kinds {
-			cert.Items = append(cert.Items, *items[k])
-			cert.Total += items[k].Count
-		}
-		// Never "nothing found" while the content probe found anything (issue 29 §1b).
-		cert.NothingFound = cert.Total == 0 && found == 0
-		if s.Registry().Get(StoreTurns) == nil {
-			cert.NotCovered = append(cert.NotCovered, KindIdentityLink, KindTurn)
-		}
-		var detail map[string]any
-		if err := json.Unmarshal([]byte(mustJSON(cert)), &detail); err != nil {
-			return fmt.Errorf("compliance: certificate detail: %w", err)
-		}
-		// Sealed here, in its own chain entry, so that the certificate names its position.
-		rc, entry, err := receipts.AppendSealed(ctx, tx, spaceID, receipts.Entry{
-			Kind: receipts.KindCompliance, Action: "erasure.certificate", ActorKey: row.RequestedBy,
-			ObjectIDs: []string{row.ID}, Detail: detail,
-		}, now)
-		if err != nil {
-			return err
-		}
-		cert.Receipt = &ChainPosition{ReceiptID: rc.ID, Seq: rc.Seq, PrevHash: entry.PrevHash, Hash: entry.Hash, LeafHash: rc.Hash}
-		// Signed once, here, over the bytes stored: the route that serves it signs nothing, so
-		// an edit of the stored certificate fails verification (issue 12 §4).
-		stored, signature, err := s.signCertificate(cert)
-		if err != nil {
-			return err
-		}
-		return s.finish(ctx, tx, row, status, func(q *bun.UpdateQuery) *bun.UpdateQuery {
-			return q.Set("ended_at = ?", now).Set("certificate = ?", stored).
-				Set("certificate_signature = ?", signature).Set("target_ref = ''").Set("sealed_needles = NULL")
-		})
+		var err error
+		cert, residue, err = s.certifyIn(ctx, tx, spaceID, id)
+		return err
 	})
 	if err == nil {
 		// Ended (completed or failed): the needles' key goes, so no copy of the row opens them.
@@ -718,6 +630,131 @@ func (s *Service) Certify(ctx context.Context, spaceID, id string) (Certificate,
 		return Certificate{}, fault.New(fault.Conflict, "residue", "the probe found data left in: %s", strings.Join(residue, ", "))
 	}
 	return cert, err
+}
+
+// certifyIn is Certify's transaction tx: the erasure's state (a completed one answers its
+// stored certificate), the probe, then either the failure naming the stores with residue
+// (returned, committed) or the certificate, built and issued.
+func (s *Service) certifyIn(ctx context.Context, tx bun.Tx, spaceID, id string) (Certificate, []string, error) {
+	var cert Certificate
+	row, err := s.loadErasure(ctx, tx, spaceID, id)
+	if err != nil {
+		return cert, nil, err
+	}
+	if Completed(row.Status) {
+		return cert, nil, decodeRecord(row.ID, "certificate", row.Certificate, &cert)
+	}
+	if row.Status != StatusRunning && row.Status != StatusPendingSinks {
+		return cert, nil, errNotRunning(row.Status)
+	}
+	items := itemSet{}
+	if err := decodeRecord(row.ID, "items", row.Items, &items); err != nil {
+		return cert, nil, err
+	}
+	stores, names, err := s.probe(ctx, tx, row, items)
+	if err != nil {
+		return cert, nil, err
+	}
+	if residue := residueStores(stores); len(residue) > 0 {
+		return cert, residue, s.failResidue(ctx, tx, row, residue)
+	}
+	if cert, err = s.buildCertificate(ctx, tx, row, items, stores, names); err != nil {
+		return cert, nil, err
+	}
+	return cert, nil, s.issueCertificate(ctx, tx, row, &cert)
+}
+
+// residueStores names the stores whose probe found something, in stores' order.
+func residueStores(stores []StoreReport) []string {
+	var out []string
+	for _, st := range stores {
+		if st.Probe != 0 {
+			out = append(out, st.Store)
+		}
+	}
+	return out
+}
+
+// failResidue fails erasure row because the steps left something in the stores residue
+// (reason "residue:<stores>"), with its erasure.fail compliance receipt, inside tx.
+func (s *Service) failResidue(ctx context.Context, tx bun.Tx, row *models.Erasure, residue []string) error {
+	now := s.now()
+	reason := "residue:" + strings.Join(residue, ",")
+	if err := s.finish(ctx, tx, row, StatusFailed, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+		return q.Set("failure = ?", reason).Set("ended_at = ?", now).Set("target_ref = ''").Set("sealed_needles = NULL")
+	}); err != nil {
+		return err
+	}
+	_, err := receipts.Append(ctx, tx, row.SpaceID, receipts.Entry{
+		Kind: receipts.KindCompliance, Action: "erasure.fail", ActorKey: row.RequestedBy,
+		ObjectIDs: []string{row.ID}, Detail: map[string]any{"reason": reason},
+	}, now)
+	return err
+}
+
+// buildCertificate is the certificate of erasure row, ended now: its items in kind order and
+// their total, the stores' reports, the content probe's reports (completed, or
+// completed_with_residue with the count), the sinks, and what is not covered.
+func (s *Service) buildCertificate(ctx context.Context, tx bun.Tx, row *models.Erasure, items itemSet, stores []StoreReport, names map[string][]erasure.Finding) (Certificate, error) {
+	kinds := make([]string, 0, len(items))
+	for k := range items {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	found, residueN, err := s.contentReports(ctx, tx, row, stores, names)
+	if err != nil {
+		return Certificate{}, err
+	}
+	status := StatusCompleted
+	if residueN > 0 {
+		status = StatusCompletedWithResidue
+	}
+	cert := Certificate{
+		Type: CertificateType, ErasureID: row.ID, SpaceID: row.SpaceID, TargetKind: row.TargetKind, RequestedBy: row.RequestedBy,
+		StartedAt: row.CreatedAt.UTC(), EndedAt: s.now(), Items: []Item{}, NotCovered: []string{},
+		Stores: stores, Rounds: roundOf(row), WorkflowHistory: WorkflowHistoryNote, Status: status, Residue: residueN,
+	}
+	if err := certSinks(row, &cert); err != nil {
+		return Certificate{}, err
+	}
+	for _, k := range kinds {
+		cert.Items = append(cert.Items, *items[k])
+		cert.Total += items[k].Count
+	}
+	// Never "nothing found" while the content probe found anything (issue 29 §1b).
+	cert.NothingFound = cert.Total == 0 && found == 0
+	if s.Registry().Get(StoreTurns) == nil {
+		cert.NotCovered = append(cert.NotCovered, KindIdentityLink, KindTurn)
+	}
+	return cert, nil
+}
+
+// issueCertificate records cert inside tx: the erasure.certificate compliance receipt sealed
+// in its own chain entry (so the certificate names its position, set in cert), the signature
+// over the bytes stored, and erasure row's end in cert.Status.
+func (s *Service) issueCertificate(ctx context.Context, tx bun.Tx, row *models.Erasure, cert *Certificate) error {
+	var detail map[string]any
+	if err := json.Unmarshal([]byte(mustJSON(*cert)), &detail); err != nil {
+		return fmt.Errorf("compliance: certificate detail: %w", err)
+	}
+	rc, entry, err := receipts.AppendSealed(ctx, tx, row.SpaceID, receipts.Entry{
+		Kind: receipts.KindCompliance, Action: "erasure.certificate", ActorKey: row.RequestedBy,
+		ObjectIDs: []string{row.ID}, Detail: detail,
+	}, cert.EndedAt)
+	if err != nil {
+		return err
+	}
+	cert.Receipt = &ChainPosition{ReceiptID: rc.ID, Seq: rc.Seq, PrevHash: entry.PrevHash, Hash: entry.Hash, LeafHash: rc.Hash}
+	// Signed once, here, over the bytes stored: the route that serves it signs nothing, so
+	// an edit of the stored certificate fails verification (issue 12 §4).
+	stored, signature, err := s.signCertificate(*cert)
+	if err != nil {
+		return err
+	}
+	return s.finish(ctx, tx, row, cert.Status, func(q *bun.UpdateQuery) *bun.UpdateQuery {
+		return q.Set("ended_at = ?", cert.EndedAt).Set("certificate = ?", stored).
+			Set("certificate_signature = ?", signature).Set("target_ref = ''").Set("sealed_needles = NULL")
+	})
 }
 
 // certSinks puts the sinks AwaitSinks recorded on row into cert (none recorded: none listed).

@@ -114,6 +114,11 @@ func newWorker(t *testing.T, e *apitest.Env, o app.WorkerOptions) sdkworker.Work
 
 func seedSpace(e *apitest.Env) {
 	e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
+	e.PutDocument("object-types", spaceTypes())
+}
+
+// spaceTypes is the object-types of seedSpace: shop-bot's and crm-bot's (scope subject).
+func spaceTypes() map[string]any {
 	types := apitest.ShopBotTypes()
 	types["types"] = append(types["types"].([]any), map[string]any{
 		"type": "crm-bot", "ownership": "agent",
@@ -123,7 +128,7 @@ func seedSpace(e *apitest.Env) {
 		},
 		"agent_state": map[string]any{"scope": "subject"},
 	})
-	e.PutDocument("object-types", types)
+	return types
 }
 
 type subject struct {
@@ -327,7 +332,7 @@ func TestSubjectErasureEndToEnd(t *testing.T) {
 			}
 			require.Equal(t, map[string]string{
 				"state": "shredded", "turns": "shredded", "exports": "shredded", "knowledge": "shredded", "subjects": "shredded", "notes": "shredded", "outbox": "holds_none", "keys": "shredded",
-				"boards": "not_sealed", // boards are stored unsealed (docs/boards.md)
+				"boards": "shredded", // boards are sealed under their own and their customers' keys (issue 29 §1)
 			}, reach)
 			require.NotEmpty(t, cert.WorkflowHistory)
 			require.Contains(t, cert.Items[len(cert.Items)-1].HashedIDs[0], "sha256:")

@@ -16,6 +16,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/keystore"
+	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/internal/notes"
 )
 
@@ -67,14 +68,19 @@ func TestRestoredBackupForgetsErasedAgentNotes(t *testing.T) {
 			for _, id := range []string{a1, pa, kept} {
 				require.Equal(t, 1, rememberedAnswers(t, e.DB, id), "the idempotent write of %s remembered its answer", id)
 			}
+			// A sealed remembered answer replays as the first answer.
+			replay := e.MustDo(http.StatusCreated, "POST", "/v1/agent-memory/notes", botB, map[string]any{"kind": "procedure",
+				"title": "Mirthwell exchanges", "body": "Mirthwell items are exchanged in store.", "tags": []string{"refund"}}, "Idempotency-Key", "k-kept").JSON(t)
+			require.Equal(t, kept, replay["id"])
+			require.Equal(t, "Mirthwell items are exchanged in store.", replay["body"])
 			needles := []string{"zorblaxia", "plonkwise", "quintessor"}
 			require.Equal(t, 2, ftsHits(t, e.DB, "quintessor"), "the live index finds both versions before the delete")
 			for _, hit := range scanTables(t, e.DB, []string{"Check the zorblaxia ledger", "Never skip the plonkwise", "go back by courier"}) {
-				// Known: an idempotent write's remembered answer (note_requests.response) holds the
-				// note as answered, in clear; the delete, the erasure and restore drop it with the
-				// note (checked below), but it is not sealed.
-				require.True(t, strings.HasPrefix(hit, "notes_fts") || strings.HasPrefix(hit, "note_requests.response"),
-					"note text is sealed in the rows, only the derived full-text entries (and remembered answers) hold it: %s", hit)
+				// An idempotent write's remembered answer (note_requests.response) is sealed under
+				// the note's lineage key too (issue 29 §1): only the derived full-text entries hold
+				// the text in clear.
+				require.True(t, strings.HasPrefix(hit, "notes_fts"),
+					"note text is sealed in the rows and the remembered answers, only the derived full-text entries hold it: %s", hit)
 			}
 
 			// The auditor's copies, before the erasure and the delete: the database and the key store.
@@ -88,7 +94,7 @@ func TestRestoredBackupForgetsErasedAgentNotes(t *testing.T) {
 			waitWorkflow(t, r["workflow_id"].(string))
 			del := e.MustDo(http.StatusOK, "DELETE", "/v1/agent-memory/notes/"+b1v2, e.AdminKey, nil).JSON(t)
 			require.Len(t, del["note_ids"], 2)
-			for _, id := range []string{notes.NoteKeyID(a1), notes.ProposalKeyID(pa), notes.NoteKeyID(b1)} {
+			for _, id := range []string{notes.NoteKeyID(a1), noterows.ProposalKeyID(pa), notes.NoteKeyID(b1)} {
 				ok, err := e.Keys.Exists(ctx, id)
 				require.NoError(t, err)
 				require.False(t, ok, "key %s destroyed", id)
@@ -107,6 +113,9 @@ func TestRestoredBackupForgetsErasedAgentNotes(t *testing.T) {
 			require.Equal(t, 2, ftsHits(t, restored, "quintessor"), "the copy holds the deleted note's index entry before the restore")
 			for _, id := range []string{a1, pa} {
 				require.Equal(t, 1, rememberedAnswers(t, restored, id), "the copy holds the remembered answer naming %s before the restore", id)
+			}
+			for _, hit := range scanTables(t, restored, append(needles, "Check the zorblaxia ledger")) {
+				require.False(t, strings.HasPrefix(hit, "note_requests."), "the copy's remembered answer holds erased note text: %s", hit)
 			}
 			ra, err := app.Build(ctx, e.App.Config, app.Overrides{DB: restored, Keys: e.Keys})
 			require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/app"
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/boards"
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 	"github.com/agentmemory/agentmemory/internal/fault"
@@ -127,7 +128,8 @@ func TestRestoredBackupForgetsErasedSubjectsAndConversations(t *testing.T) {
 			anaTurns, err := e.Deps.Turns.Recent(ctx, e.SpaceID, "conversation", ana.conv, time.Now().Add(-turns.Window))
 			require.NoError(t, err)
 			require.NotEmpty(t, anaTurns)
-			needles := []string{ana.email, "98765-4321", "Ana Souza", "ZX-4471", "prefers e-mail", anaTurns[len(anaTurns)-1].Text}
+			triage := seedBoards(e, ana.email)
+			needles := []string{ana.email, "98765-4321", "Ana Souza", "ZX-4471", "prefers e-mail", anaTurns[len(anaTurns)-1].Text, "RB-5521", "RB-7730"}
 
 			backup := backupDB(t, e, engine)
 
@@ -139,7 +141,7 @@ func TestRestoredBackupForgetsErasedSubjectsAndConversations(t *testing.T) {
 				for _, st := range v["certificate"].(map[string]any)["stores"].([]any) {
 					s := st.(map[string]any)
 					switch s["store"] {
-					case "turns", "state", "notes", "subjects", "exports", "keys":
+					case "turns", "state", "notes", "subjects", "exports", "keys", "boards":
 						require.Equal(t, "shredded", s["backups"], "the %s store's reach on backups (%v)", s["store"], body)
 					case "outbox":
 						require.Equal(t, "holds_none", s["backups"])
@@ -155,9 +157,13 @@ func TestRestoredBackupForgetsErasedSubjectsAndConversations(t *testing.T) {
 			require.EqualValues(t, 1, orphanRows, "the copy was taken before the erasure: it holds the erased conversation's sealed turn")
 			ra, err := app.Build(ctx, e.App.Config, app.Overrides{DB: restored, Keys: e.Keys})
 			require.NoError(t, err)
+			pt, err := auth.Authenticate(ctx, restored, triage)
+			require.NoError(t, err)
+			readBoards(t, ra, pt, "before the restore procedure")
 			steps, err := ra.Restore(ctx)
 			require.NoError(t, err)
 			t.Logf("restore: %+v", steps)
+			readBoards(t, ra, pt, "after the restore procedure")
 
 			require.Empty(t, scanTables(t, restored, needles), "a restored table still holds erased data")
 			for _, c := range []struct{ kind, id string }{{"conversation", ana.conv}, {"task", ana.task}, {"conversation", "c-orphan"}} {
@@ -192,4 +198,47 @@ func TestRestoredBackupForgetsErasedSubjectsAndConversations(t *testing.T) {
 			}
 		})
 	}
+}
+
+// seedBoards declares the board type cases (a subject field, a free-text summary) and writes
+// three boards: case-1 naming the subject of email (twice, so its history holds two versions),
+// case-2 naming no one but mentioning her by name and e-mail (the content probe ties it to
+// her), case-3 naming someone else. It returns the writing agent's key.
+func seedBoards(e *apitest.Env, email string) string {
+	types := spaceTypes()
+	types["types"] = append(types["types"].([]any), map[string]any{
+		"type": "cases", "ownership": "shared",
+		"fields": map[string]any{
+			"customer": map[string]any{"type": "string", "subject": true},
+			"summary":  map[string]any{"type": "text", "conflict": map[string]any{"rule": "ours"}},
+		},
+	})
+	e.PutDocument("object-types", types)
+	e.MustDo(http.StatusCreated, "POST", "/v1/boards/cases/grants", e.AdminKey, map[string]any{"agent": "triage", "access": "read_write"})
+	triage := e.AgentKey("triage", "acme")
+	write := func(id string, version int, body map[string]any) {
+		e.MustDo(http.StatusOK, "PUT", "/v1/boards", triage, map[string]any{"type": "cases", "id": id, "if_version": version, "body": body})
+	}
+	write("case-1", 0, map[string]any{"customer": "email:" + email, "summary": "refund RB-5521 asked"})
+	write("case-1", 1, map[string]any{"summary": "refund RB-5521 approved"})
+	write("case-2", 0, map[string]any{"summary": "Ana Souza (" + email + ") called about RB-7730"})
+	write("case-3", 0, map[string]any{"customer": "email:bruno@example.com", "summary": "parcel QK-9902 delivered"})
+	return triage
+}
+
+// readBoards reads seedBoards' boards through ra as p: the two erased read as never written
+// (version 0, empty body), case-3 as written.
+func readBoards(t *testing.T, ra *app.App, p auth.Principal, when string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, id := range []string{"case-1", "case-2"} {
+		got, err := ra.Boards.Read(ctx, p, boards.ReadRequest{Type: "cases", ID: id})
+		require.NoError(t, err)
+		require.Equal(t, int64(0), got.Version, "%s: erased board %s reads as never written", when, id)
+		require.JSONEq(t, "{}", string(got.Body), "%s: erased board %s", when, id)
+	}
+	got, err := ra.Boards.Read(ctx, p, boards.ReadRequest{Type: "cases", ID: "case-3"})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), got.Version, "%s: a board not erased still reads", when)
+	require.Contains(t, string(got.Body), "QK-9902")
 }

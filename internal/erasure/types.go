@@ -2,6 +2,9 @@ package erasure
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -44,6 +47,24 @@ const (
 // memory share (WM-3). The "cv_" prefix keeps it apart from profile ids ("prof_...") and
 // subject keys ("sh_..."). Erasing the conversation, or a subject linked to it, destroys it.
 func ConversationKeyID(scopeHash string) string { return "cv_" + scopeHash }
+
+// StateKeyID is the key-store id of the data key sealing one working state that names no
+// customer and belongs to no conversation or task (an object or agent scope, issue 29 §1):
+// "ws_" and the hex SHA-256 of its scope kind, keyed scope hash (WM-3) and agent, each
+// length-prefixed, so the id is bounded and names no agent in clear. The single-state delete
+// (state.Service.Delete) and an erasure that deletes the state by its content destroy it, so
+// a backup taken before holds only a row that no longer opens. The "ws_" prefix keeps it
+// apart from the other key ids ("sh_", "cv_", "bk_", "nl_", "np_", "doc_", "prof_").
+func StateKeyID(scopeKind, scopeHash, agent string) string {
+	h := sha256.New()
+	for _, part := range [...]string{scopeKind, scopeHash, agent} {
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(part)))
+		h.Write(n[:])
+		h.Write([]byte(part))
+	}
+	return "ws_" + hex.EncodeToString(h.Sum(nil))
+}
 
 // Export is one store's part of a subject's data package (GOV-3): Members maps a package
 // member ("profiles", "states", "identity_links", "turns") to its entries, encoded to JSON as

@@ -376,144 +376,239 @@ type IngestResult struct {
 // this one superseded instead. It leaves a knowledge receipt "document.index" naming the
 // chunks (and the superseded documents in detail).
 func (s *Service) Ingest(ctx context.Context, id string) (IngestResult, error) {
-	var doc models.KnowledgeDocument
-	if err := s.DB.NewSelect().Model(&doc).Where("id = ?", id).Scan(ctx); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return IngestResult{}, fault.New(fault.NotFound, CodeDocumentNotFound, "no such document")
-		}
-		return IngestResult{}, fmt.Errorf("knowledge: load document: %w", err)
+	ix, done, err := s.loadIngest(ctx, id)
+	if err != nil || done != nil {
+		return deref(done), err
 	}
-	if doc.Status != StatusPending {
-		return IngestResult{DocumentID: doc.ID, Status: doc.Status, Chunks: doc.Chunks, Model: doc.EmbedModel, Dims: doc.Dims}, nil
+	if res, refused, err := s.screenIngest(ctx, ix); refused || err != nil {
+		return res, err
 	}
-	kr := s.keyring()
-	if ok, err := kr.openDocument(ctx, &doc); err != nil {
-		return IngestResult{}, err
-	} else if !ok {
-		// Its key is gone: the document was deleted or erased meanwhile (its rows follow).
-		return IngestResult{DocumentID: doc.ID, Status: StatusDeleted}, nil
-	}
-	b, err := s.base(ctx, s.DB, doc.SpaceID, doc.KBID)
-	if err != nil {
+	if err := s.prepareIngest(ctx, ix); err != nil {
 		return IngestResult{}, err
 	}
-	if b.Settings.PersonalData == PersonalDataRefuse {
-		if err := s.gate(ctx, doc.SpaceID, redact.JoinForCheck(doc.Title, doc.Body, doc.SourceURI, doc.VersionLabel)); err != nil {
-			fe := fault.As(err)
-			if fe == nil || fe.Code != CodePersonalData {
-				return IngestResult{}, err
-			}
-			kinds, _ := fe.Details["kinds"].([]string)
-			return s.finish(ctx, doc, StatusRefused, CodePersonalData, kinds)
-		}
-	}
-	if cs := instructionClasses(b.Settings, doc.Title, doc.Body); len(cs) > 0 {
-		return s.finish(ctx, doc, StatusRefused, CodeInstruction, cs)
-	}
-	chunks, err := ChunkText(doc.ID, doc.VersionLabel, doc.Body, b.Settings.ChunkTokens, b.Settings.ChunkOverlap)
-	if err != nil {
-		return IngestResult{}, err
-	}
-	vectors, dims, err := s.embedChunks(ctx, b.Settings.EmbeddingModel, doc.Title, chunks)
-	if err != nil {
-		return IngestResult{}, err
-	}
-	vp, err := s.indexPath(ctx)
-	if err != nil {
-		return IngestResult{}, err
-	}
-	now := s.now()
-	res := IngestResult{DocumentID: doc.ID, Status: StatusReady, Chunks: len(chunks), Model: b.Settings.EmbeddingModel, Dims: dims}
-	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		ids := make([]string, len(chunks))
-		for i, c := range chunks {
-			ids[i] = c.ID
-		}
-		_, err := receipts.Append(ctx, tx, doc.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "document.index", ObjectIDs: ids,
-			Detail: map[string]any{"document_id": doc.ID, "kb_id": doc.KBID, "chunks": len(chunks), "model": res.Model, "dims": dims}}, now)
-		if err != nil {
-			return err
-		}
-		var cur string
-		if err := tx.NewSelect().Model((*models.KnowledgeDocument)(nil)).Column("status").Where("id = ?", doc.ID).Scan(ctx, &cur); err != nil {
-			return err
-		}
-		if cur != StatusPending {
-			res.Status = cur
-			return errNotPending
-		}
-		var others []models.KnowledgeDocument
-		if err := tx.NewSelect().Model(&others).Column("id").
-			Where("space_id = ? AND kb_id = ? AND source_uri = ? AND status = ? AND id <> ?", doc.SpaceID, doc.KBID, doc.SourceURI, StatusReady, doc.ID).
-			Scan(ctx); err != nil {
-			return err
-		}
-		var older []string
-		newer := ""
-		for _, o := range others {
-			if o.ID > doc.ID { // ids are time-ordered (UUIDv7): a later submission
-				newer = o.ID
-			} else {
-				older = append(older, o.ID)
-			}
-		}
-		if newer != "" {
-			res.Status, res.Chunks = StatusSuperseded, 0
-			_, err := tx.NewUpdate().Model((*models.KnowledgeDocument)(nil)).
-				Set("status = ?, superseded_by = ?, body = '', sealed_body = NULL, updated_at = ?", StatusSuperseded, newer, now).Where("id = ?", doc.ID).Exec(ctx)
-			return err
-		}
-		for _, o := range older {
-			if err := deleteChunks(ctx, tx, o); err != nil {
-				return err
-			}
-			if _, err := tx.NewUpdate().Model((*models.KnowledgeDocument)(nil)).
-				Set("status = ?, superseded_by = ?, body = '', sealed_body = NULL, chunks = 0, updated_at = ?", StatusSuperseded, doc.ID, now).Where("id = ?", o).Exec(ctx); err != nil {
-				return err
-			}
-		}
-		if err := s.insertChunks(ctx, tx, vp, kr, doc, chunks, vectors, now); errors.Is(err, errNotPending) {
-			res = IngestResult{DocumentID: doc.ID, Status: StatusDeleted}
-			return err
-		} else if err != nil {
-			return err
-		}
-		// Only the row still pending: one deleted meanwhile (a subject's erasure takes no chain
-		// head lock) rolls everything back, so no chunk of a document that is gone is stored.
-		done, err := tx.NewUpdate().Model((*models.KnowledgeDocument)(nil)).
-			Set("status = ?, chunks = ?, embed_model = ?, dims = ?, indexed_at = ?, updated_at = ?", StatusReady, len(chunks), res.Model, dims, now, now).
-			Where("id = ? AND status = ?", doc.ID, StatusPending).Exec(ctx)
-		if err != nil {
-			return err
-		}
-		if n, err := done.RowsAffected(); err != nil {
-			return err
-		} else if n != 1 {
-			res = IngestResult{DocumentID: doc.ID, Status: StatusDeleted}
-			return errNotPending
-		}
-		if len(older) == 0 {
-			return nil
-		}
-		_, err = receipts.Append(ctx, tx, doc.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "document.supersede", ObjectIDs: older,
-			Detail: map[string]any{"superseded_by": doc.ID}}, now)
-		return err
-	})
+	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error { return s.indexIn(ctx, tx, ix) })
 	if errors.Is(err, errNotPending) {
-		return res, nil
+		return ix.res, nil
 	}
 	if q, ok := quotas.Exceeded(err); ok {
 		// chunks_per_base refused the chunks (issue 34 §1): none is stored and the document
 		// fails with the quota's name as its reason, instead of retrying a write that cannot fit.
-		return s.finish(ctx, doc, StatusFailed, quotas.CodeExceeded+":"+q, nil)
+		return s.finish(ctx, ix.doc, StatusFailed, quotas.CodeExceeded+":"+q, nil)
 	}
 	if err != nil {
 		return IngestResult{}, err
 	}
-	if vp.Name == PathPgvector {
+	if ix.vp.Name == PathPgvector {
 		refreshStats(ctx, s.DB)
 	}
-	return res, nil
+	return ix.res, nil
+}
+
+// ingest is one Ingest of a pending document: the document (its body opened), its base, the
+// keyring, then (prepareIngest) its chunks with their vectors, the vector path and the time,
+// and the result so far.
+type ingest struct {
+	doc     models.KnowledgeDocument
+	base    Base
+	kr      *keyring
+	chunks  []Chunk
+	vectors [][]float32
+	dims    int
+	vp      VectorPath
+	now     time.Time
+	res     IngestResult
+}
+
+func deref(r *IngestResult) IngestResult {
+	if r == nil {
+		return IngestResult{}
+	}
+	return *r
+}
+
+// loadIngest is Ingest's first phase: document id (fault.NotFound document_not_found) opened
+// with its base. A document no longer pending, or whose key is gone (deleted or erased
+// meanwhile), is answered as it is (done).
+func (s *Service) loadIngest(ctx context.Context, id string) (*ingest, *IngestResult, error) {
+	ix := &ingest{kr: s.keyring()}
+	doc := &ix.doc
+	if err := s.DB.NewSelect().Model(doc).Where("id = ?", id).Scan(ctx); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, nil, fault.New(fault.NotFound, CodeDocumentNotFound, "no such document")
+		}
+		return nil, nil, fmt.Errorf("knowledge: load document: %w", err)
+	}
+	if doc.Status != StatusPending {
+		return nil, &IngestResult{DocumentID: doc.ID, Status: doc.Status, Chunks: doc.Chunks, Model: doc.EmbedModel, Dims: doc.Dims}, nil
+	}
+	if ok, err := ix.kr.openDocument(ctx, doc); err != nil {
+		return nil, nil, err
+	} else if !ok {
+		// Its key is gone: the document was deleted or erased meanwhile (its rows follow).
+		return nil, &IngestResult{DocumentID: doc.ID, Status: StatusDeleted}, nil
+	}
+	b, err := s.base(ctx, s.DB, doc.SpaceID, doc.KBID)
+	if err != nil {
+		return nil, nil, err
+	}
+	ix.base = b
+	return ix, nil, nil
+}
+
+// screenIngest is Ingest's second phase: under refuse the gate again over the stored body, and
+// the instruction detector; a hit ends the document refused (refused true, its result).
+func (s *Service) screenIngest(ctx context.Context, ix *ingest) (IngestResult, bool, error) {
+	doc, set := ix.doc, ix.base.Settings
+	if set.PersonalData == PersonalDataRefuse {
+		if err := s.gate(ctx, doc.SpaceID, redact.JoinForCheck(doc.Title, doc.Body, doc.SourceURI, doc.VersionLabel)); err != nil {
+			fe := fault.As(err)
+			if fe == nil || fe.Code != CodePersonalData {
+				return IngestResult{}, false, err
+			}
+			kinds, _ := fe.Details["kinds"].([]string)
+			res, err := s.finish(ctx, doc, StatusRefused, CodePersonalData, kinds)
+			return res, true, err
+		}
+	}
+	if cs := instructionClasses(set, doc.Title, doc.Body); len(cs) > 0 {
+		res, err := s.finish(ctx, doc, StatusRefused, CodeInstruction, cs)
+		return res, true, err
+	}
+	return IngestResult{}, false, nil
+}
+
+// prepareIngest is Ingest's third phase, outside any transaction: the chunks (the base's size
+// and overlap), their vectors (fault.Unavailable embedder_unavailable), the vector path.
+func (s *Service) prepareIngest(ctx context.Context, ix *ingest) error {
+	set := ix.base.Settings
+	var err error
+	if ix.chunks, err = ChunkText(ix.doc.ID, ix.doc.VersionLabel, ix.doc.Body, set.ChunkTokens, set.ChunkOverlap); err != nil {
+		return err
+	}
+	if ix.vectors, ix.dims, err = s.embedChunks(ctx, set.EmbeddingModel, ix.doc.Title, ix.chunks); err != nil {
+		return err
+	}
+	if ix.vp, err = s.indexPath(ctx); err != nil {
+		return err
+	}
+	ix.now = s.now()
+	ix.res = IngestResult{DocumentID: ix.doc.ID, Status: StatusReady, Chunks: len(ix.chunks), Model: set.EmbeddingModel, Dims: ix.dims}
+	return nil
+}
+
+// indexIn is Ingest's transaction tx: the document.index receipt, the document still pending
+// (errNotPending otherwise, ix.res its status), superseded by a newer ready version of its
+// source or superseding the older ones, its chunks inserted and the row made ready, and a
+// document.supersede receipt naming the versions it replaced.
+func (s *Service) indexIn(ctx context.Context, tx bun.Tx, ix *ingest) error {
+	doc, now := ix.doc, ix.now
+	ids := make([]string, len(ix.chunks))
+	for i, c := range ix.chunks {
+		ids[i] = c.ID
+	}
+	if _, err := receipts.Append(ctx, tx, doc.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "document.index", ObjectIDs: ids,
+		Detail: map[string]any{"document_id": doc.ID, "kb_id": doc.KBID, "chunks": len(ix.chunks), "model": ix.res.Model, "dims": ix.dims}}, now); err != nil {
+		return err
+	}
+	var cur string
+	if err := tx.NewSelect().Model((*models.KnowledgeDocument)(nil)).Column("status").Where("id = ?", doc.ID).Scan(ctx, &cur); err != nil {
+		return err
+	}
+	if cur != StatusPending {
+		ix.res.Status = cur
+		return errNotPending
+	}
+	older, newer, err := sameSource(ctx, tx, doc)
+	if err != nil {
+		return err
+	}
+	if newer != "" {
+		ix.res.Status, ix.res.Chunks = StatusSuperseded, 0
+		_, err := tx.NewUpdate().Model((*models.KnowledgeDocument)(nil)).
+			Set("status = ?, superseded_by = ?, body = '', sealed_body = NULL, updated_at = ?", StatusSuperseded, newer, now).Where("id = ?", doc.ID).Exec(ctx)
+		return err
+	}
+	if err := supersede(ctx, tx, doc.ID, older, now); err != nil {
+		return err
+	}
+	if err := s.storeIndexed(ctx, tx, ix); err != nil {
+		return err
+	}
+	if len(older) == 0 {
+		return nil
+	}
+	_, err = receipts.Append(ctx, tx, doc.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "document.supersede", ObjectIDs: older,
+		Detail: map[string]any{"superseded_by": doc.ID}}, now)
+	return err
+}
+
+// sameSource returns the ready documents of doc's source other than doc, split by
+// splitVersions.
+func sameSource(ctx context.Context, tx bun.Tx, doc models.KnowledgeDocument) (older []string, newer string, err error) {
+	var others []models.KnowledgeDocument
+	if err := tx.NewSelect().Model(&others).Column("id").
+		Where("space_id = ? AND kb_id = ? AND source_uri = ? AND status = ? AND id <> ?", doc.SpaceID, doc.KBID, doc.SourceURI, StatusReady, doc.ID).
+		Scan(ctx); err != nil {
+		return nil, "", err
+	}
+	older, newer = splitVersions(doc.ID, others)
+	return older, newer, nil
+}
+
+// splitVersions splits the other ready versions of document id's source into the older ones
+// (in order) and a newer one ("" for none; the last when several): ids are time-ordered
+// (UUIDv7), so a greater id is a later submission.
+func splitVersions(id string, others []models.KnowledgeDocument) (older []string, newer string) {
+	for _, o := range others {
+		if o.ID > id {
+			newer = o.ID
+		} else {
+			older = append(older, o.ID)
+		}
+	}
+	return older, newer
+}
+
+// supersede ends the older versions of document id inside tx: their chunks, full-text rows
+// and vectors deleted, their body cleared, superseded by id.
+func supersede(ctx context.Context, tx bun.Tx, id string, older []string, now time.Time) error {
+	for _, o := range older {
+		if err := deleteChunks(ctx, tx, o); err != nil {
+			return err
+		}
+		if _, err := tx.NewUpdate().Model((*models.KnowledgeDocument)(nil)).
+			Set("status = ?, superseded_by = ?, body = '', sealed_body = NULL, chunks = 0, updated_at = ?", StatusSuperseded, id, now).Where("id = ?", o).Exec(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// storeIndexed inserts ix's chunks and makes the document ready, only while its row is still
+// pending: one deleted meanwhile (a subject's erasure takes no chain head lock) rolls
+// everything back (errNotPending, ix.res deleted), so no chunk of a document that is gone is
+// stored.
+func (s *Service) storeIndexed(ctx context.Context, tx bun.Tx, ix *ingest) error {
+	doc, now := ix.doc, ix.now
+	if err := s.insertChunks(ctx, tx, ix.vp, ix.kr, doc, ix.chunks, ix.vectors, now); errors.Is(err, errNotPending) {
+		ix.res = IngestResult{DocumentID: doc.ID, Status: StatusDeleted}
+		return err
+	} else if err != nil {
+		return err
+	}
+	done, err := tx.NewUpdate().Model((*models.KnowledgeDocument)(nil)).
+		Set("status = ?, chunks = ?, embed_model = ?, dims = ?, indexed_at = ?, updated_at = ?", StatusReady, len(ix.chunks), ix.res.Model, ix.dims, now, now).
+		Where("id = ? AND status = ?", doc.ID, StatusPending).Exec(ctx)
+	if err != nil {
+		return err
+	}
+	if n, err := done.RowsAffected(); err != nil {
+		return err
+	} else if n != 1 {
+		ix.res = IngestResult{DocumentID: doc.ID, Status: StatusDeleted}
+		return errNotPending
+	}
+	return nil
 }
 
 var errNotPending = errors.New("knowledge: not pending")

@@ -237,37 +237,102 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 }
 
 // retrieve is Retrieve without the read check and the receipt: it returns the retrieval, the
-// bases it read (deduplicated, in request order) and the time it ranked at.
+// bases it read (deduplicated, in request order) and the time it ranked at. Its phases: plan
+// (validate, bases, defaults), the query's vectors, the vector and lexical rankings, their
+// reciprocal rank fusion, then the ranked chunks loaded and assembled into the context.
 func (s *Service) retrieve(ctx context.Context, p auth.Principal, req RetrieveRequest) (Retrieval, []string, time.Time, error) {
+	pl, err := s.planRetrieval(ctx, p, req)
+	if err != nil {
+		return Retrieval{}, nil, time.Time{}, err
+	}
+	mode, queryVec, vecBases, err := s.queryVectors(ctx, pl)
+	if err != nil {
+		return Retrieval{}, nil, time.Time{}, err
+	}
+	vecList, cosine, err := s.vectorRanking(ctx, p, pl, queryVec, vecBases)
+	if err != nil {
+		return Retrieval{}, nil, time.Time{}, err
+	}
+	lexList, err := s.lexicalRanking(ctx, p, pl)
+	if err != nil {
+		return Retrieval{}, nil, time.Time{}, err
+	}
+	f := fuse(vecList, lexList, pl.req.TopK)
+	out := Retrieval{Mode: mode, Chunks: []RetrievedChunk{}}
+	if out.Chunks, err = s.loadFused(ctx, p, pl, f, cosine); err != nil {
+		return Retrieval{}, nil, time.Time{}, err
+	}
+	if out.Context, out.ContextTokens, err = assemble(out.Chunks, pl.req.MaxTokens); err != nil {
+		return Retrieval{}, nil, time.Time{}, err
+	}
+	return out, pl.order, pl.now, nil
+}
+
+// retrievalPlan is a validated retrieval: the request with its defaults, the bases it reads
+// (order: deduplicated, in request order) and the time it ranks at.
+type retrievalPlan struct {
+	req   RetrieveRequest
+	bases map[string]Base
+	order []string
+	now   time.Time
+}
+
+// fresh reports whether a chunk of base kb indexed at indexed is within the base's max_age.
+func (pl *retrievalPlan) fresh(kb string, indexed *time.Time) bool {
+	age := pl.bases[kb].Settings.maxAge()
+	return age == 0 || (indexed != nil && pl.now.Sub(*indexed) <= age)
+}
+
+// planRetrieval is retrieve's first phase: the feature on, the request's members valid
+// (validateRetrieval), every base readable by p, and top_k and max_tokens defaulted from the
+// first base then checked (withDefaults).
+func (s *Service) planRetrieval(ctx context.Context, p auth.Principal, req RetrieveRequest) (*retrievalPlan, error) {
 	if err := s.enabled(ctx, p.SpaceID); err != nil {
-		return Retrieval{}, nil, time.Time{}, err
+		return nil, err
 	}
-	if strings.TrimSpace(req.Query) == "" || len([]rune(req.Query)) > MaxQueryRunes {
-		return Retrieval{}, nil, time.Time{}, invalid("query", "query is 1-%d characters", MaxQueryRunes)
+	if err := validateRetrieval(req); err != nil {
+		return nil, err
 	}
-	if len(req.KBs) == 0 || len(req.KBs) > MaxBasesPerQuery {
-		return Retrieval{}, nil, time.Time{}, invalid("kbs", "kbs names 1-%d knowledge bases", MaxBasesPerQuery)
-	}
-	if req.MinScore < 0 || req.MinScore > 1 {
-		return Retrieval{}, nil, time.Time{}, invalid("min_score", "min_score is from 0 to 1")
-	}
-	if err := req.Filters.validate(); err != nil {
-		return Retrieval{}, nil, time.Time{}, err
-	}
-	bases := map[string]Base{}
-	var order []string
+	pl := &retrievalPlan{bases: map[string]Base{}}
 	for _, id := range req.KBs {
-		if _, ok := bases[id]; ok {
+		if _, ok := pl.bases[id]; ok {
 			continue
 		}
 		b, err := s.readableBase(ctx, p, id)
 		if err != nil {
-			return Retrieval{}, nil, time.Time{}, err
+			return nil, err
 		}
-		bases[id] = b
-		order = append(order, id)
+		pl.bases[id] = b
+		pl.order = append(pl.order, id)
 	}
-	first := bases[order[0]].Settings
+	var err error
+	if pl.req, err = withDefaults(req, pl.bases[pl.order[0]].Settings); err != nil {
+		return nil, err
+	}
+	pl.now = s.now()
+	return pl, nil
+}
+
+// validateRetrieval checks the members of req that need no base: the query (1 to
+// MaxQueryRunes characters, not blank), kbs (1 to MaxBasesPerQuery), min_score (0..1) and
+// the filters. Errors are fault.Invalid naming the member.
+func validateRetrieval(req RetrieveRequest) error {
+	if strings.TrimSpace(req.Query) == "" || len([]rune(req.Query)) > MaxQueryRunes {
+		return invalid("query", "query is 1-%d characters", MaxQueryRunes)
+	}
+	if len(req.KBs) == 0 || len(req.KBs) > MaxBasesPerQuery {
+		return invalid("kbs", "kbs names 1-%d knowledge bases", MaxBasesPerQuery)
+	}
+	if req.MinScore < 0 || req.MinScore > 1 {
+		return invalid("min_score", "min_score is from 0 to 1")
+	}
+	return req.Filters.validate()
+}
+
+// withDefaults is req with top_k and max_tokens taken from the first base's settings when
+// left out (0), then checked: top_k 1..MaxTopK, max_tokens MinContextTokens..MaxContextTokens
+// (fault.Invalid naming the member).
+func withDefaults(req RetrieveRequest, first Settings) (RetrieveRequest, error) {
 	if req.TopK == 0 {
 		req.TopK = first.TopK
 	}
@@ -275,171 +340,203 @@ func (s *Service) retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 		req.MaxTokens = first.MaxTokens
 	}
 	if req.TopK < 1 || req.TopK > MaxTopK {
-		return Retrieval{}, nil, time.Time{}, invalid("top_k", "top_k is from 1 to %d", MaxTopK)
+		return req, invalid("top_k", "top_k is from 1 to %d", MaxTopK)
 	}
 	if req.MaxTokens < MinContextTokens || req.MaxTokens > MaxContextTokens {
-		return Retrieval{}, nil, time.Time{}, invalid("max_tokens", "max_tokens is from %d to %d", MinContextTokens, MaxContextTokens)
+		return req, invalid("max_tokens", "max_tokens is from %d to %d", MinContextTokens, MaxContextTokens)
 	}
-	now := s.now()
-	fresh := func(kb string, indexed *time.Time) bool {
-		age := bases[kb].Settings.maxAge()
-		return age == 0 || (indexed != nil && now.Sub(*indexed) <= age)
-	}
+	return req, nil
+}
 
-	// The query's vector per embedding model; bases whose model did not answer lose their
-	// vector ranking (lexical_only) or fail the call.
-	mode := ModeHybrid
-	queryVec := map[string][]float32{}
-	for _, id := range order {
-		st := bases[id].Settings
+// queryVectors is retrieve's second phase: the query's vector per embedding model of the
+// bases. A base whose model did not answer loses its vector ranking (mode lexical_only) when
+// its embedder_down setting allows, else the call fails (fault.Unavailable
+// embedder_unavailable). vecBases are the bases ranked by vector, in order.
+func (s *Service) queryVectors(ctx context.Context, pl *retrievalPlan) (mode string, queryVec map[string][]float32, vecBases []string, err error) {
+	mode = ModeHybrid
+	queryVec = map[string][]float32{}
+	for _, id := range pl.order {
+		st := pl.bases[id].Settings
 		if _, done := queryVec[st.EmbeddingModel]; done {
 			continue
 		}
-		vs, err := s.embedQuery(ctx, st.EmbeddingModel, req.Query)
+		vs, err := s.embedQuery(ctx, st.EmbeddingModel, pl.req.Query)
 		if err != nil {
 			queryVec[st.EmbeddingModel] = nil
 			continue
 		}
 		queryVec[st.EmbeddingModel] = vs[0]
 	}
-	var vecBases []string
-	for _, id := range order {
-		st := bases[id].Settings
+	for _, id := range pl.order {
+		st := pl.bases[id].Settings
 		if queryVec[st.EmbeddingModel] != nil {
 			vecBases = append(vecBases, id)
 			continue
 		}
 		if st.EmbedderDown != EmbedderDownLexicalOnly {
-			return Retrieval{}, nil, time.Time{}, embedderDown()
+			return "", nil, nil, embedderDown()
 		}
 		mode = ModeLexicalOnly
 	}
+	return mode, queryVec, vecBases, nil
+}
 
-	var vecList []string
+// vectorRanking is retrieve's third phase: the chunks of vecBases nearest the query's
+// vectors (at most ListDepth, cosine at least min_score, fresh), best first, with their
+// cosines. Filters narrow the candidates before ranking, which a k-nearest search over a
+// base cannot do without starving the result: a filtered retrieval ranks the filtered chunks
+// by the exact scan.
+func (s *Service) vectorRanking(ctx context.Context, p auth.Principal, pl *retrievalPlan, queryVec map[string][]float32, vecBases []string) ([]string, map[string]float64, error) {
 	cosine := map[string]float64{}
-	if len(vecBases) > 0 {
-		vb := make([]vectorBase, 0, len(vecBases))
-		for _, id := range vecBases {
-			st := bases[id].Settings
-			b := vectorBase{ID: id, Query: queryVec[st.EmbeddingModel]}
-			if age := st.maxAge(); age > 0 {
-				b.Since = now.Add(-age)
-			}
-			vb = append(vb, b)
-		}
-		// Filters narrow the candidates before ranking, which a k-nearest search over a
-		// base cannot do without starving the result: a filtered retrieval ranks the
-		// filtered chunks by the exact scan.
-		scope := func(q *bun.SelectQuery, kbs []string) *bun.SelectQuery { return s.chunkScope(q, p, kbs, req.Filters) }
-		vp, err := s.vectorPath(ctx)
-		if err != nil {
-			return Retrieval{}, nil, time.Time{}, err
-		}
-		hits, err := nearestChunks(ctx, s.DB, vp, p.SpaceID, scope, vb, ListDepth, req.MinScore, req.Filters != nil)
-		if err != nil {
-			return Retrieval{}, nil, time.Time{}, err
-		}
-		for _, h := range hits {
-			cosine[h.ID] = h.Cosine
-			vecList = append(vecList, h.ID)
-		}
+	if len(vecBases) == 0 {
+		return nil, cosine, nil
 	}
+	vb := make([]vectorBase, 0, len(vecBases))
+	for _, id := range vecBases {
+		st := pl.bases[id].Settings
+		b := vectorBase{ID: id, Query: queryVec[st.EmbeddingModel]}
+		if age := st.maxAge(); age > 0 {
+			b.Since = pl.now.Add(-age)
+		}
+		vb = append(vb, b)
+	}
+	scope := func(q *bun.SelectQuery, kbs []string) *bun.SelectQuery {
+		return s.chunkScope(q, p, kbs, pl.req.Filters)
+	}
+	vp, err := s.vectorPath(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	hits, err := nearestChunks(ctx, s.DB, vp, p.SpaceID, scope, vb, ListDepth, pl.req.MinScore, pl.req.Filters != nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	var list []string
+	for _, h := range hits {
+		cosine[h.ID] = h.Cosine
+		list = append(list, h.ID)
+	}
+	return list, cosine, nil
+}
 
-	type cand struct {
+// lexicalRanking is retrieve's fourth phase: the chunks of the plan's bases matching a word
+// of the query by prefix in the full-text index (SQLite FTS5 bm25, PostgreSQL ts_rank), best
+// first, at most ListDepth of the fresh ones.
+func (s *Service) lexicalRanking(ctx context.Context, p auth.Principal, pl *retrievalPlan) ([]string, error) {
+	words := queryWords(pl.req.Query)
+	if len(words) == 0 {
+		return nil, nil
+	}
+	var rows []struct {
 		ID        string     `bun:"id"`
 		KBID      string     `bun:"kb_id"`
 		IndexedAt *time.Time `bun:"indexed_at"`
 	}
-	var lexList []string
-	if words := queryWords(req.Query); len(words) > 0 {
-		var rows []cand
-		sqlite := db.IsSQLite(s.DB)
-		q := s.DB.NewSelect()
-		if sqlite {
-			// CROSS JOIN makes the FTS5 match SQLite's outer loop, run once: with the chunks
-			// outside, the planner ran the whole prefix MATCH again for every candidate chunk
-			// (chunk_id is an UNINDEXED column), seconds per query at a thousand chunks.
-			q = q.TableExpr("knowledge_chunks_fts").Join("CROSS JOIN knowledge_chunks AS c ON c.id = knowledge_chunks_fts.chunk_id")
-		} else {
-			q = q.TableExpr("knowledge_chunks AS c")
-		}
-		q = q.Join("JOIN knowledge_documents AS d ON d.id = c.document_id").
-			ColumnExpr("c.id AS id, c.kb_id AS kb_id, d.indexed_at AS indexed_at")
-		q = s.chunkScope(q, p, order, req.Filters)
-		if sqlite {
-			quoted := make([]string, len(words))
-			for i, w := range words {
-				quoted[i] = `"` + w + `"*` // words hold only letters and digits; prefix match
-			}
-			match := strings.Join(quoted, " OR ")
-			q = q.Where("knowledge_chunks_fts MATCH ?", match).OrderExpr("bm25(knowledge_chunks_fts, 0.0, 2.0, 1.0) ASC, c.id ASC")
-		} else {
-			tsq := strings.Join(words, ":* | ") + ":*" // prefix match
-			q = q.Where("c.search @@ to_tsquery('simple', ?)", tsq).
-				OrderExpr("ts_rank(COALESCE(c.heading_search, ''::tsvector) || c.search, to_tsquery('simple', ?)) DESC, c.id ASC", tsq)
-		}
-		if err := q.Limit(ListDepth*2).Scan(ctx, &rows); err != nil {
-			return Retrieval{}, nil, time.Time{}, fmt.Errorf("knowledge: full-text candidates: %w", err)
-		}
-		for _, r := range rows {
-			if fresh(r.KBID, r.IndexedAt) && len(lexList) < ListDepth {
-				lexList = append(lexList, r.ID)
-			}
+	q := s.lexicalQuery(p, pl, words)
+	if err := q.Limit(ListDepth*2).Scan(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("knowledge: full-text candidates: %w", err)
+	}
+	var list []string
+	for _, r := range rows {
+		if pl.fresh(r.KBID, r.IndexedAt) && len(list) < ListDepth {
+			list = append(list, r.ID)
 		}
 	}
+	return list, nil
+}
 
-	// Reciprocal rank fusion.
-	score := map[string]float64{}
-	vrank, lrank := map[string]int{}, map[string]int{}
-	for i, id := range vecList {
-		vrank[id] = i + 1
-		score[id] += 1.0 / float64(RRFK+i+1)
+// lexicalQuery is the full-text candidates' query of words (letters and digits only) over
+// the plan's bases under chunkScope, ordered best first.
+func (s *Service) lexicalQuery(p auth.Principal, pl *retrievalPlan, words []string) *bun.SelectQuery {
+	sqlite := db.IsSQLite(s.DB)
+	q := s.DB.NewSelect()
+	if sqlite {
+		// CROSS JOIN makes the FTS5 match SQLite's outer loop, run once: with the chunks
+		// outside, the planner ran the whole prefix MATCH again for every candidate chunk
+		// (chunk_id is an UNINDEXED column), seconds per query at a thousand chunks.
+		q = q.TableExpr("knowledge_chunks_fts").Join("CROSS JOIN knowledge_chunks AS c ON c.id = knowledge_chunks_fts.chunk_id")
+	} else {
+		q = q.TableExpr("knowledge_chunks AS c")
 	}
-	for i, id := range lexList {
-		lrank[id] = i + 1
-		score[id] += 1.0 / float64(RRFK+i+1)
+	q = q.Join("JOIN knowledge_documents AS d ON d.id = c.document_id").
+		ColumnExpr("c.id AS id, c.kb_id AS kb_id, d.indexed_at AS indexed_at")
+	q = s.chunkScope(q, p, pl.order, pl.req.Filters)
+	if sqlite {
+		quoted := make([]string, len(words))
+		for i, w := range words {
+			quoted[i] = `"` + w + `"*` // words hold only letters and digits; prefix match
+		}
+		match := strings.Join(quoted, " OR ")
+		return q.Where("knowledge_chunks_fts MATCH ?", match).OrderExpr("bm25(knowledge_chunks_fts, 0.0, 2.0, 1.0) ASC, c.id ASC")
 	}
-	ranked := make([]string, 0, len(score))
-	for id := range score {
-		ranked = append(ranked, id)
+	tsq := strings.Join(words, ":* | ") + ":*" // prefix match
+	return q.Where("c.search @@ to_tsquery('simple', ?)", tsq).
+		OrderExpr("ts_rank(COALESCE(c.heading_search, ''::tsvector) || c.search, to_tsquery('simple', ?)) DESC, c.id ASC", tsq)
+}
+
+// fused is the reciprocal rank fusion of the rankings: the top chunks best first, each one's
+// fused score and 1-based rank in each ranking (absent: not in it).
+type fused struct {
+	ranked       []string
+	score        map[string]float64
+	vrank, lrank map[string]int
+}
+
+// fuse is retrieve's fifth phase, pure: reciprocal rank fusion (1/(RRFK+rank) summed over
+// the rankings vec and lex) of the chunks, ties by id, cut to topK.
+func fuse(vec, lex []string, topK int) fused {
+	f := fused{score: map[string]float64{}, vrank: map[string]int{}, lrank: map[string]int{}}
+	for i, id := range vec {
+		f.vrank[id] = i + 1
+		f.score[id] += 1.0 / float64(RRFK+i+1)
 	}
-	slices.SortFunc(ranked, func(a, b string) int {
-		if score[a] != score[b] {
-			if score[a] > score[b] {
+	for i, id := range lex {
+		f.lrank[id] = i + 1
+		f.score[id] += 1.0 / float64(RRFK+i+1)
+	}
+	f.ranked = make([]string, 0, len(f.score))
+	for id := range f.score {
+		f.ranked = append(f.ranked, id)
+	}
+	slices.SortFunc(f.ranked, func(a, b string) int {
+		if f.score[a] != f.score[b] {
+			if f.score[a] > f.score[b] {
 				return -1
 			}
 			return 1
 		}
 		return strings.Compare(a, b)
 	})
-	if len(ranked) > req.TopK {
-		ranked = ranked[:req.TopK]
+	if len(f.ranked) > topK {
+		f.ranked = f.ranked[:topK]
 	}
+	return f
+}
 
-	out := Retrieval{Mode: mode, Chunks: []RetrievedChunk{}}
-	if len(ranked) > 0 {
-		loaded, err := s.loadRanked(ctx, p, order, req.Filters, ranked)
-		if err != nil {
-			return Retrieval{}, nil, time.Time{}, err
-		}
-		for _, c := range loaded {
-			id := c.ChunkID
-			c.Score = round(score[id])
-			if v, ok := cosine[id]; ok && vrank[id] > 0 {
-				vs, rk := round(v), vrank[id]
-				c.VectorScore, c.VectorRank = &vs, &rk
-			}
-			if rk, ok := lrank[id]; ok {
-				c.LexicalRank = &rk
-			}
-			out.Chunks = append(out.Chunks, c)
-		}
+// loadFused is retrieve's last phase: the fused chunks loaded (loadRanked) with their fused
+// score, vector score and rank, and lexical rank.
+func (s *Service) loadFused(ctx context.Context, p auth.Principal, pl *retrievalPlan, f fused, cosine map[string]float64) ([]RetrievedChunk, error) {
+	out := []RetrievedChunk{}
+	if len(f.ranked) == 0 {
+		return out, nil
 	}
-	var err error
-	if out.Context, out.ContextTokens, err = assemble(out.Chunks, req.MaxTokens); err != nil {
-		return Retrieval{}, nil, time.Time{}, err
+	loaded, err := s.loadRanked(ctx, p, pl.order, pl.req.Filters, f.ranked)
+	if err != nil {
+		return nil, err
 	}
-	return out, order, now, nil
+	for _, c := range loaded {
+		id := c.ChunkID
+		c.Score = round(f.score[id])
+		if v, ok := cosine[id]; ok && f.vrank[id] > 0 {
+			vs, rk := round(v), f.vrank[id]
+			c.VectorScore, c.VectorRank = &vs, &rk
+		}
+		if rk, ok := f.lrank[id]; ok {
+			c.LexicalRank = &rk
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // loadRanked loads the chunks ranked (in that order) under chunkScope with their documents'

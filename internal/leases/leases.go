@@ -159,3 +159,31 @@ func Check(ctx context.Context, tx bun.IDB, spaceID, target string, proof *Proof
 func Exists(ctx context.Context, idb bun.IDB, spaceID, target string) (bool, error) {
 	return idb.NewSelect().Model((*models.Lease)(nil)).Where("space_id = ? AND target = ?", spaceID, target).Exists(ctx)
 }
+
+// Op is one of the three lease operations a lease route runs (Apply).
+type Op int
+
+// The lease operations.
+const (
+	OpAcquire Op = iota // a new lease (Acquire)
+	OpRenew             // a longer life for the lease in force (Renew)
+	OpRelease           // the end of the lease in force (Release)
+)
+
+// Apply runs op on target of spaceID inside tx: Acquire for holder with ttl, Renew of proof
+// with ttl, or Release of proof, which answers proof's lease ending at now. Errors are those
+// of the operation (409 CodeHeld, CodeLost), or an unknown op.
+func Apply(ctx context.Context, tx bun.IDB, spaceID, target, holder string, op Op, ttl time.Duration, proof Proof, now time.Time) (Lease, error) {
+	switch op {
+	case OpAcquire:
+		return Acquire(ctx, tx, spaceID, target, holder, ttl, now)
+	case OpRenew:
+		return Renew(ctx, tx, spaceID, target, proof, ttl, now)
+	case OpRelease:
+		if err := Release(ctx, tx, spaceID, target, proof, now); err != nil {
+			return Lease{}, err
+		}
+		return Lease{ID: proof.ID, Token: proof.Token, ExpiresAt: now}, nil
+	}
+	return Lease{}, errors.New("leases: unknown operation")
+}

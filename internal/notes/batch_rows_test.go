@@ -18,6 +18,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
@@ -483,7 +484,7 @@ func TestNoteWritesRacingReplicasKeepSideRows(t *testing.T) {
 		active := 0
 		for _, n := range all {
 			noteIDs = append(noteIDs, n.ID)
-			if tags := decodeTags(n.Tags); len(tags) > 0 {
+			if tags := noterows.DecodeTags(n.Tags); len(tags) > 0 {
 				slices.Sort(tags)
 				wantTags[n.ID] = tags
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/tiktoken-go/tokenizer"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/runs"
 	"github.com/agentmemory/agentmemory/internal/spaces"
@@ -374,7 +375,7 @@ func (s *Service) buildBlock(ctx context.Context, v viewer, req BlockRequest, no
 		}
 		rows, ids = make([]blockRow, len(notes)), make([]string, len(notes))
 		for i, n := range notes {
-			rows[i], ids[i] = blockRow{note: n, tags: decodeTags(n.Tags)}, n.ID
+			rows[i], ids[i] = blockRow{note: n, tags: noterows.DecodeTags(n.Tags)}, n.ID
 		}
 		slices.Sort(ids)
 	}

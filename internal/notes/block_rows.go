@@ -7,6 +7,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -45,7 +46,7 @@ func (s *Service) loadBlockRows(ctx context.Context, v viewer, ids []string, now
 		}
 		fresh := make([]blockRow, len(loaded))
 		for i, n := range loaded {
-			fresh[i] = blockRow{note: n, tags: decodeTags(n.Tags)}
+			fresh[i] = blockRow{note: n, tags: noterows.DecodeTags(n.Tags)}
 		}
 		storeRows(v.spaceID, erased, fresh)
 		rows = append(rows, fresh...)

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -110,7 +111,7 @@ func taskSection(rows []models.Note, tags []string, max int) (Block, error) {
 	}
 	var tagged []models.Note
 	for _, r := range rows {
-		if slices.ContainsFunc(decodeTags(r.Tags), func(t string) bool { return slices.Contains(tags, t) }) {
+		if slices.ContainsFunc(noterows.DecodeTags(r.Tags), func(t string) bool { return slices.Contains(tags, t) }) {
 			tagged = append(tagged, r)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
@@ -65,7 +66,7 @@ func (s *Service) DeleteLineage(ctx context.Context, idb bun.IDB, spaceID, id st
 		return Lineage{}, err
 	}
 	if active > 0 {
-		if _, err := addActive(ctx, idb, spaceID, out.SourceID, -active); err != nil {
+		if _, err := noterows.AddActive(ctx, idb, spaceID, out.SourceID, -active); err != nil {
 			return Lineage{}, err
 		}
 	}

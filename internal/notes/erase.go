@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/erasure"
+	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
@@ -41,6 +42,32 @@ func (s *Service) EraseSource(ctx context.Context, idb bun.IDB, spaceID, sourceI
 	if err := s.destroySourceKeys(ctx, idb, spaceID, sourceID); err != nil {
 		return erasure.NoteCounts{}, err
 	}
+	if err := eraseSourceRows(ctx, idb, spaceID, sourceID); err != nil {
+		return erasure.NoteCounts{}, err
+	}
+	n, err := deleteSourceNotes(ctx, idb, spaceID, sourceID)
+	out := erasure.NoteCounts{Notes: n}
+	if err != nil {
+		return out, err
+	}
+	if out.Notes > 0 {
+		// Every replica drops the space's cached blocks at its next block read (MS-4).
+		for _, rev := range []string{spaces.RevisionNotesErased, spaces.RevisionNotes, spaces.RevisionNotesRemoved} {
+			if err := spaces.BumpRevision(ctx, idb, spaceID, rev); err != nil {
+				return out, err
+			}
+		}
+	}
+	forgetCounts(noteIDs)
+	forgetBlocks()
+	s.answers.forget()
+	return out, nil
+}
+
+// eraseSourceRows deletes, inside idb, what refers to the notes of source sourceID before
+// the notes themselves: their search rows (SQLite's notes_fts), tags, and the remembered
+// idempotent answers carrying the id of one of its notes or proposals.
+func eraseSourceRows(ctx context.Context, idb bun.IDB, spaceID, sourceID string) error {
 	ofNotes := `SELECT n.id FROM notes AS n WHERE n.space_id = ? AND n.source_id = ?`
 	type stmt struct {
 		q    string
@@ -59,18 +86,21 @@ func (s *Service) EraseSource(ctx context.Context, idb bun.IDB, spaceID, sourceI
 	}
 	for _, st := range stmts {
 		if _, err := idb.ExecContext(ctx, st.q, st.args...); err != nil {
-			return erasure.NoteCounts{}, fmt.Errorf("notes: erase: %w", err)
+			return fmt.Errorf("notes: erase: %w", err)
 		}
 	}
-	var out erasure.NoteCounts
+	return nil
+}
+
+// deleteSourceNotes deletes, inside idb, every note version of source sourceID and returns
+// how many; the source's count of active notes loses those it had among them (a delta, so a
+// note another transaction stores at the same time stays counted).
+func deleteSourceNotes(ctx context.Context, idb bun.IDB, spaceID, sourceID string) (int, error) {
 	var statuses []string // of the deleted rows
 	if err := idb.NewRaw(`DELETE FROM notes WHERE space_id = ? AND source_id = ? RETURNING status`, spaceID, sourceID).
 		Scan(ctx, &statuses); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return out, fmt.Errorf("notes: erase notes: %w", err)
+		return 0, fmt.Errorf("notes: erase notes: %w", err)
 	}
-	out.Notes = len(statuses)
-	// The source's count of active notes loses those it had among them (cap.go): a delta,
-	// so a note another transaction stores at the same time stays counted.
 	var active int64
 	for _, st := range statuses {
 		if st == StatusActive {
@@ -78,22 +108,11 @@ func (s *Service) EraseSource(ctx context.Context, idb bun.IDB, spaceID, sourceI
 		}
 	}
 	if active > 0 {
-		if _, err := addActive(ctx, idb, spaceID, sourceID, -active); err != nil {
-			return out, err
+		if _, err := noterows.AddActive(ctx, idb, spaceID, sourceID, -active); err != nil {
+			return len(statuses), err
 		}
 	}
-	if out.Notes > 0 {
-		// Every replica drops the space's cached blocks at its next block read (MS-4).
-		for _, rev := range []string{spaces.RevisionNotesErased, spaces.RevisionNotes, spaces.RevisionNotesRemoved} {
-			if err := spaces.BumpRevision(ctx, idb, spaceID, rev); err != nil {
-				return out, err
-			}
-		}
-	}
-	forgetCounts(noteIDs)
-	forgetBlocks()
-	s.answers.forget()
-	return out, nil
+	return len(statuses), nil
 }
 
 // forgetCounts drops the cached token counts of notes ids.
@@ -140,7 +159,7 @@ func (s *Service) destroySourceKeys(ctx context.Context, idb bun.IDB, spaceID, s
 		keys = append(keys, NoteKeyID(l))
 	}
 	for _, p := range proposals {
-		keys = append(keys, ProposalKeyID(p))
+		keys = append(keys, noterows.ProposalKeyID(p))
 	}
 	keys = append(keys, AgentExportKeyID(spaceID, sourceID)) // its export files (issue 33 §4)
 	return s.destroyKeys(ctx, keys)

@@ -75,7 +75,7 @@ func (s *Service) gate(ctx context.Context, spaceID, text string, names bool, f 
 		ks = append(ks, string(k))
 	}
 	if len(ks) > 0 && !reviewable(ks, f) {
-		return nil, refused(ks)
+		return nil, Refused(ks)
 	}
 	if s.Detector != nil {
 		mk, err := s.detectWithModel(ctx, text)
@@ -88,7 +88,7 @@ func (s *Service) gate(ctx context.Context, spaceID, text string, names bool, f 
 	case len(ks) == 0:
 		return nil, nil
 	case !reviewable(ks, f):
-		return nil, refused(ks)
+		return nil, Refused(ks)
 	}
 	slices.Sort(ks)
 	return slices.Compact(ks), nil
@@ -107,7 +107,10 @@ func reviewable(ks []string, f *spaces.Features) bool {
 	return true
 }
 
-func refused(ks []string) error {
+// Refused is the gate's refusal with the kinds found ks (fault.Unprocessable
+// personal_data_in_agent_memory, kinds sorted and unique, never values); proposals also
+// rebuilds it from a refusal recorded on a staged decision and answered later.
+func Refused(ks []string) error {
 	slices.Sort(ks)
 	ks = slices.Compact(ks)
 	return fault.New(fault.Unprocessable, CodePersonalData,

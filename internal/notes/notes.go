@@ -7,13 +7,14 @@
 // delivered.
 //
 // The proposal lifecycle (AM-8, AM-9) is internal/proposals, which imports this package;
-// this one reaches it only through the Proposer interface it owns. The package never imports
-// gin, Temporal or internal/proposals; errors are *fault.Error.
+// this one reaches it only through the Proposer interface it owns. The row-level primitives
+// both share (codecs, sealing, the cap, idempotency records, the note insert) are
+// internal/noterows'. The package never imports gin, Temporal or internal/proposals; errors
+// are *fault.Error.
 package notes
 
 import (
 	"context"
-	"encoding/json"
 	"regexp"
 	"slices"
 	"strings"
@@ -23,9 +24,9 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
-	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/keyed"
 	"github.com/agentmemory/agentmemory/internal/keystore"
+	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/redact"
 	"github.com/agentmemory/agentmemory/internal/runs"
@@ -57,8 +58,8 @@ const (
 
 // Note statuses.
 const (
-	StatusActive  = "active"
-	StatusRetired = "retired"
+	StatusActive  = noterows.StatusActive
+	StatusRetired = noterows.StatusRetired
 )
 
 // Limits (AM-1, AM-7), in Unicode code points where they concern text.
@@ -68,8 +69,8 @@ const (
 	MaxTags        = 8
 	MaxTagLen      = 64
 	MaxEvidenceLen = 128
-	RateLimit      = 20
-	RateWindow     = time.Hour
+	RateLimit      = noterows.RateLimit
+	RateWindow     = noterows.RateWindow
 )
 
 var (
@@ -131,11 +132,8 @@ func (s *Service) now() time.Time {
 }
 
 // Evidence names where a note was learned: exactly one of a conversation or a task id (the
-// id only, never content).
-type Evidence struct {
-	ConversationID string `json:"conversation_id,omitempty"`
-	TaskID         string `json:"task_id,omitempty"`
-}
+// id only, never content). Its columns' codec is noterows' (EvidenceOf, EvidenceColumns).
+type Evidence = noterows.Evidence
 
 // Input is the body of POST /v1/agent-memory/notes. SourceID is named only by a person with
 // role integration (an agent writes as itself). Visibility defaults to "source".
@@ -202,7 +200,7 @@ type content struct {
 }
 
 func invalid(member, format string, args ...any) error {
-	return fault.New(fault.Invalid, "invalid_member", format, args...).With("member", member)
+	return noterows.Invalid(member, format, args...)
 }
 
 // validate checks c against AM-1's limits; errors are fault.Invalid naming the member. Text
@@ -368,44 +366,6 @@ func (c content) apply(p *Patch) content {
 	return c
 }
 
-func evidenceOf(kind, id string) *Evidence {
-	switch kind {
-	case "conversation":
-		return &Evidence{ConversationID: id}
-	case "task":
-		return &Evidence{TaskID: id}
-	}
-	return nil
-}
-
-func evidenceCols(e *Evidence) (kind, id string) {
-	switch {
-	case e == nil:
-		return "", ""
-	case e.ConversationID != "":
-		return "conversation", e.ConversationID
-	default:
-		return "task", e.TaskID
-	}
-}
-
-func decodeTags(s string) []string {
-	var tags []string
-	_ = json.Unmarshal([]byte(s), &tags) // written by this package as a JSON array; an unreadable one reads as no tags
-	if tags == nil {
-		tags = []string{}
-	}
-	return tags
-}
-
-func encodeTags(tags []string) string {
-	if tags == nil {
-		tags = []string{}
-	}
-	b, _ := json.Marshal(tags)
-	return string(b)
-}
-
 func strPtr(s string) *string {
 	if s == "" {
 		return nil
@@ -424,16 +384,16 @@ func utcPtr(t *time.Time) *time.Time {
 func toNote(r models.Note) Note {
 	return Note{
 		ID: r.ID, Version: r.Version, SupersedesNoteID: strPtr(r.SupersedesNoteID), SourceID: r.SourceID,
-		Vendor: r.Vendor, Kind: r.Kind, Title: r.Title, Body: r.Body, Tags: decodeTags(r.Tags),
-		Visibility: r.Visibility, Evidence: evidenceOf(r.EvidenceKind, r.EvidenceID), Origin: r.Origin,
+		Vendor: r.Vendor, Kind: r.Kind, Title: r.Title, Body: r.Body, Tags: noterows.DecodeTags(r.Tags),
+		Visibility: r.Visibility, Evidence: noterows.EvidenceOf(r.EvidenceKind, r.EvidenceID), Origin: r.Origin,
 		Status: r.Status, ValidUntil: utcPtr(r.ValidUntil), ProposalID: strPtr(r.ProposalID),
 		KeyID: r.ActorKeyID, AgentVersion: r.AgentVersion, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), RetiredAt: utcPtr(r.RetiredAt),
 	}
 }
 
 func noteContent(r models.Note) content {
-	return content{Kind: r.Kind, Title: r.Title, Body: r.Body, Tags: decodeTags(r.Tags),
-		Visibility: r.Visibility, Evidence: evidenceOf(r.EvidenceKind, r.EvidenceID), ValidUntil: utcPtr(r.ValidUntil)}
+	return content{Kind: r.Kind, Title: r.Title, Body: r.Body, Tags: noterows.DecodeTags(r.Tags),
+		Visibility: r.Visibility, Evidence: noterows.EvidenceOf(r.EvidenceKind, r.EvidenceID), ValidUntil: utcPtr(r.ValidUntil)}
 }
 
 // actor is who writes and for which source.

@@ -3,7 +3,6 @@ package notes
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -15,10 +14,13 @@ import (
 	"github.com/agentmemory/agentmemory/models"
 )
 
-// This file is what internal/proposals, which owns the proposal lifecycle (AM-8, AM-9),
-// needs from agent memory: the one shape of a proposed note, its validation, the
-// transactional insert of an approved note, and the hook an agent's write under
-// writes: human_only becomes a proposal through. proposals imports notes, never the reverse.
+// This file is the narrow API internal/proposals, which owns the proposal lifecycle (AM-8,
+// AM-9), has into agent memory: the one shape of a proposed note and its validation, the
+// approval's two calls (CheckApproval, then InsertApproved inside the approval's
+// transaction), the note an approval wrote (Stored), and the hook an agent's write under
+// writes: human_only becomes a proposal through (Proposer). The row-level primitives both
+// packages need (column codecs, sealing, the cap, idempotency records, the note insert) are
+// internal/noterows'. proposals imports notes, never the reverse.
 
 // ProposedNote is the one shape of a proposed note, whatever proposed it (an agent's write
 // under writes: human_only, a distillation's model, the console): kind, title, body, tags,
@@ -113,6 +115,36 @@ type Approved struct {
 	Now              time.Time
 }
 
+// CheckedApproval is what CheckApproval found: the note an approval is to write (the edits
+// applied, validated and normalised), its evidence, and the space's features it was gated
+// under (InsertApproved's cap).
+type CheckedApproval struct {
+	Note     ProposedNote
+	Evidence *Evidence
+	Features spaces.Features
+}
+
+// CheckApproval is the first of an approval's two calls into notes (issue 30 §2; the second
+// is InsertApproved): it applies edits to proposed note n with evidence ev (nil edits: as
+// proposed), validates the result at now (fault.Invalid invalid_member) and runs the gate on
+// the whole content under the space's features (CheckContent). A hit the space sends to
+// review does not stop the approval: the approver is the person review asks. Errors:
+// fault.Invalid, fault.Unprocessable personal_data_in_agent_memory or
+// instruction_in_agent_memory, fault.Unavailable detector_unavailable, the space documents'.
+func (s *Service) CheckApproval(ctx context.Context, spaceID string, n ProposedNote, ev *Evidence, edits *Patch, now time.Time) (CheckedApproval, error) {
+	n, ev = n.Edit(edits, ev)
+	n, err := n.Validate(ev, now)
+	out := CheckedApproval{Note: n, Evidence: ev}
+	if err != nil {
+		return out, err
+	}
+	if out.Features, err = s.Docs.Features(ctx, spaceID); err != nil {
+		return out, err
+	}
+	_, err = s.CheckContent(ctx, spaceID, n.Title, n.Body, n.Tags, ev, &out.Features)
+	return out, err
+}
+
 // InsertApproved writes approved proposal a's note with id noteID inside tx, the approval's
 // transaction (internal/proposals), which has appended its receipt: the content is
 // validated again (fault.Invalid), the cap checked for a new note (fault.Conflict
@@ -155,92 +187,3 @@ func (s *Service) Stored(ctx context.Context, spaceID, noteID string) (Note, err
 	}
 	return toNote(r), nil
 }
-
-// Features returns the space's features, or fault.Forbidden feature_disabled when agent
-// memory is off (AM-3).
-func (s *Service) Features(ctx context.Context, spaceID string) (spaces.Features, error) {
-	return s.features(ctx, spaceID)
-}
-
-// SourceVendor returns the vendor of agent sourceID of the space, from its newest key:
-// fault.Invalid invalid_member when sourceID is empty, fault.Invalid unknown_source when no
-// agent of the space has that name.
-func (s *Service) SourceVendor(ctx context.Context, spaceID, sourceID string) (string, error) {
-	return s.sourceVendor(ctx, spaceID, sourceID)
-}
-
-// IdempotencyHash is how an Idempotency-Key is stored and looked up: its keyed hash under
-// the server secret, per space ("" stays ""). The header's value is never stored.
-func (s *Service) IdempotencyHash(spaceID, key string) string { return s.idemHash(spaceID, key) }
-
-// HashRequest is the hash of request v of operation op an Idempotency-Key's record keeps, so
-// the same key with another request is told apart.
-func HashRequest(op string, v any) string { return hashOf(op, v) }
-
-// RecallProposal looks up the proposal an earlier request under Idempotency-Key hash
-// idemHash of key keyID answered (a distillation): (its id, true) for the same request
-// (bodyHash), fault.Conflict idempotency_key_reused for another, ("", false) when the key is
-// new. idb may be the caller's transaction.
-func RecallProposal(ctx context.Context, idb bun.IDB, spaceID, keyID, idemHash, bodyHash string) (string, bool, error) {
-	var r models.NoteRequest
-	err := idb.NewSelect().Model(&r).
-		Where("space_id = ? AND key_id = ? AND idem_key = ?", spaceID, keyID, idemHash).Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, fmt.Errorf("notes: idempotency: %w", err)
-	}
-	var res WriteResult
-	if r.BodyHash != bodyHash || json.Unmarshal([]byte(r.Response), &res) != nil || res.ProposalID == "" {
-		return "", true, reused()
-	}
-	return res.ProposalID, true, nil
-}
-
-// RememberProposal records, inside tx, that the request bodyHash under Idempotency-Key hash
-// idemHash of key keyID was answered 202 with proposal proposalID (RecallProposal finds it).
-func RememberProposal(ctx context.Context, tx bun.IDB, spaceID, keyID, idemHash, bodyHash, proposalID string, now time.Time) error {
-	body, _ := json.Marshal(WriteResult{ProposalID: proposalID})
-	if _, err := tx.NewInsert().Model(&models.NoteRequest{
-		SpaceID: spaceID, KeyID: keyID, IdemKey: idemHash, BodyHash: bodyHash,
-		Status: 202, Response: string(body), CreatedAt: now,
-	}).Exec(ctx); err != nil {
-		return fmt.Errorf("notes: idempotency record: %w", err)
-	}
-	return nil
-}
-
-// CheckCap refuses a new note of source sourceID when it already has max active, unexpired
-// notes at now: fault.Conflict note_cap_reached. idb may be a transaction.
-func CheckCap(ctx context.Context, idb bun.IDB, spaceID, sourceID string, max int, now time.Time) error {
-	return checkCap(ctx, idb, spaceID, sourceID, max, now)
-}
-
-// RateLimited is nil while times (the counted writes of the hour before now) are fewer than
-// RateLimit; else fault.TooMany note_rate_limited with RetryAfter (whole seconds, at least 1)
-// until enough of them leave the hour. format takes the limit and the seconds.
-func RateLimited(times []time.Time, now time.Time, format string) error {
-	return rateLimited(times, now, format)
-}
-
-// EvidenceOf is the evidence stored as kind ("conversation", "task" or "") and id; nil for none.
-func EvidenceOf(kind, id string) *Evidence { return evidenceOf(kind, id) }
-
-// EvidenceColumns is how evidence e is stored: its kind ("conversation", "task"; "" for nil)
-// and id.
-func EvidenceColumns(e *Evidence) (kind, id string) { return evidenceCols(e) }
-
-// Invalid is the fault.Invalid invalid_member error naming member, as the notes validation
-// answers.
-func Invalid(member, format string, args ...any) error { return invalid(member, format, args...) }
-
-// Refused is the gate's refusal with the kinds found (fault.Unprocessable
-// personal_data_in_agent_memory), for a refusal recorded earlier and answered later.
-func Refused(kinds []string) error { return refused(kinds) }
-
-// EncodeTags and DecodeTags are how tags and kinds lists are stored: a JSON array ("[]" for none).
-func EncodeTags(tags []string) string { return encodeTags(tags) }
-
-// DecodeTags reads a stored JSON array of tags or kinds ([] for none or a bad value).
-func DecodeTags(s string) []string { return decodeTags(s) }

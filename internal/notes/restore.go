@@ -7,6 +7,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -57,7 +58,7 @@ func (s *Service) sealLegacyProposals(ctx context.Context, idb bun.IDB) (int, er
 			return total, fmt.Errorf("notes: legacy proposals: %w", err)
 		}
 		for i := range rows {
-			if err := s.SealProposal(ctx, &rows[i]); err != nil {
+			if err := noterows.SealProposal(ctx, s.Keys, &rows[i]); err != nil {
 				return total, err
 			}
 			if _, err := idb.NewUpdate().Model((*models.NoteProposal)(nil)).Set("title = '', body = '', sealed = ?", rows[i].Sealed).
@@ -128,7 +129,7 @@ func dropLineage(ctx context.Context, idb bun.IDB, spaceID, lineage string) (int
 		return 0, err
 	}
 	for src, n := range active {
-		if _, err := addActive(ctx, idb, spaceID, src, -n); err != nil {
+		if _, err := noterows.AddActive(ctx, idb, spaceID, src, -n); err != nil {
 			return 0, err
 		}
 	}
@@ -145,7 +146,7 @@ func (s *Service) dropUnreadableProposals(ctx context.Context, idb bun.IDB) (int
 	}
 	var gone []string
 	for _, id := range ids {
-		ok, err := s.Keys.Exists(ctx, ProposalKeyID(id))
+		ok, err := s.Keys.Exists(ctx, noterows.ProposalKeyID(id))
 		if err != nil {
 			return 0, fmt.Errorf("notes: restore: %w", err)
 		}
@@ -218,7 +219,7 @@ func (s *Service) reindex(ctx context.Context, idb bun.IDB, sqlite bool, rows []
 		return len(open), nil
 	}
 	for i := range open {
-		if _, err := idb.ExecContext(ctx, "UPDATE notes SET search = to_tsvector('simple', ?) WHERE id = ?", searchText(&open[i]), open[i].ID); err != nil {
+		if _, err := idb.ExecContext(ctx, "UPDATE notes SET search = to_tsvector('simple', ?) WHERE id = ?", noterows.SearchText(&open[i]), open[i].ID); err != nil {
 			return 0, fmt.Errorf("notes: rebuild index: %w", err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
@@ -75,7 +76,7 @@ func retireForRetention(ctx context.Context, idb bun.IDB, n models.Note, now tim
 	if err := retireRow(ctx, idb, n.SpaceID, n.ID, now); err != nil {
 		return err
 	}
-	if _, err := addActive(ctx, idb, n.SpaceID, n.SourceID, -1); err != nil {
+	if _, err := noterows.AddActive(ctx, idb, n.SpaceID, n.SourceID, -1); err != nil {
 		return err
 	}
 	return spaces.BumpRevision(ctx, idb, n.SpaceID, spaces.RevisionNotes)

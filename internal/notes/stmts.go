@@ -40,42 +40,6 @@ func timeArg(idb bun.IDB, t time.Time) any {
 	return db.TimeArg(idb.NewSelect().DB(), t)
 }
 
-// nullTimeArg is timeArg of *t, or NULL for nil.
-func nullTimeArg(idb bun.IDB, t *time.Time) any {
-	if t == nil {
-		return nil
-	}
-	return timeArg(idb, *t)
-}
-
-const insertNoteCols = `INSERT INTO notes (id, space_id, lineage_id, version, supersedes_note_id, source_id, vendor, kind,
-title, body, tags, tags_text, visibility, evidence_kind, evidence_id, origin, status, valid_until, content_hash,
-proposal_id, actor_key_id, actor_kind, agent_version, created_at, updated_at, retired_at, sealed`
-
-// insertNoteSQL inserts a note on SQLite; insertNotePGSQL on PostgreSQL, also setting the
-// search column from the clear text (its last value): it is not generated from the row since
-// the title and body are sealed (migration 20261205010000).
-const (
-	insertNoteSQL = insertNoteCols + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	insertNotePGSQL = insertNoteCols + `, search)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, to_tsvector('simple', ?))`
-)
-
-// insertNoteRow inserts note row r inside idb: its title and body in clear or, when r.Sealed
-// is set, the sealed bytes and empty columns (storedText).
-func insertNoteRow(ctx context.Context, idb bun.IDB, r *models.Note) error {
-	title, body := storedText(r)
-	args := []any{r.ID, r.SpaceID, r.LineageID, r.Version, r.SupersedesNoteID, r.SourceID, r.Vendor,
-		r.Kind, title, body, r.Tags, r.TagsText, r.Visibility, r.EvidenceKind, r.EvidenceID, r.Origin, r.Status,
-		nullTimeArg(idb, r.ValidUntil), r.ContentHash, r.ProposalID, r.ActorKeyID, r.ActorKind, r.AgentVersion,
-		timeArg(idb, r.CreatedAt), timeArg(idb, r.UpdatedAt), nullTimeArg(idb, r.RetiredAt), r.Sealed}
-	if db.IsSQLite(idb) {
-		return execStmt(ctx, idb, insertNoteSQL, args...)
-	}
-	return execStmt(ctx, idb, insertNotePGSQL, append(args, searchText(r))...)
-}
-
 // noteRows are the rows of stored notes besides each note's own: their tags, their search
 // rows (SQLite's FTS5 table; PostgreSQL's search column is generated from the note's row)
 // and their note_created events, in the notes' order. A note batch collects those of its

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -55,7 +56,7 @@ func sortForBlock(rows []models.Note, req BlockRequest) {
 	}
 	keys := make(map[string]key, len(rows))
 	for _, r := range rows {
-		tags := decodeTags(r.Tags)
+		tags := noterows.DecodeTags(r.Tags)
 		k := key{rank: len(req.viewTags)}
 		for i, vt := range req.viewTags {
 			if slices.Contains(tags, vt) {

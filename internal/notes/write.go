@@ -2,13 +2,9 @@ package notes
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -17,6 +13,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
@@ -24,15 +21,15 @@ import (
 
 // Error codes of writes (besides the gate's and fault.Invalid "invalid_member").
 const (
-	CodeFeatureDisabled  = "feature_disabled"
+	CodeFeatureDisabled  = noterows.CodeFeatureDisabled
 	CodeScopeRequired    = "scope_required"
-	CodeRateLimited      = "note_rate_limited"
-	CodeCapReached       = "note_cap_reached"
-	CodeIdempotencyReuse = "idempotency_key_reused"
+	CodeRateLimited      = noterows.CodeRateLimited
+	CodeCapReached       = noterows.CodeCapReached
+	CodeIdempotencyReuse = noterows.CodeIdempotencyReuse
 	CodeNotActive        = "note_not_active"
 	CodeNotOwner         = "not_note_owner"
 	CodeNoteNotFound     = "note_not_found"
-	CodeUnknownSource    = "unknown_source"
+	CodeUnknownSource    = noterows.CodeUnknownSource
 	CodeSourceMismatch   = "source_mismatch"
 )
 
@@ -58,10 +55,7 @@ func CheckIdempotencyKey(k string) error {
 // server secret, per space (the header may carry anything, an e-mail address included, so
 // it is never stored in clear). "" stays "" (no key).
 func (s *Service) idemHash(spaceID, key string) string {
-	if key == "" {
-		return ""
-	}
-	return s.Hasher.Hash(spaceID, "idempotency-key", key)
+	return noterows.IdemHash(s.Hasher, spaceID, key)
 }
 
 // WriteResult is the answer of a note write: Note when a note was stored (201), ProposalID
@@ -191,7 +185,7 @@ func (s *Service) Retire(ctx context.Context, p auth.Principal, noteID string) (
 		if err := retireRow(ctx, tx, p.SpaceID, noteID, now); err != nil {
 			return err
 		}
-		if _, err := addActive(ctx, tx, p.SpaceID, prev.SourceID, -1); err != nil {
+		if _, err := noterows.AddActive(ctx, tx, p.SpaceID, prev.SourceID, -1); err != nil {
 			return err
 		}
 		if err := spaces.BumpRevision(ctx, tx, p.SpaceID, spaces.RevisionNotes); err != nil {
@@ -211,14 +205,7 @@ func (s *Service) Retire(ctx context.Context, p auth.Principal, noteID string) (
 // features returns the space's features, or fault.Forbidden feature_disabled when agent
 // memory is off (AM-3).
 func (s *Service) features(ctx context.Context, spaceID string) (spaces.Features, error) {
-	f, err := s.Docs.Features(ctx, spaceID)
-	if err != nil {
-		return f, err
-	}
-	if !f.AgentMemory.Enabled {
-		return f, fault.New(fault.Forbidden, CodeFeatureDisabled, "agent memory is off for this space (features.agent_memory.enabled)")
-	}
-	return f, nil
+	return noterows.Features(ctx, s.Docs, spaceID)
 }
 
 // requireWrite: an agent needs scope agent_memory:write; a person role integration (AM-10).
@@ -255,19 +242,7 @@ func (s *Service) writer(ctx context.Context, p auth.Principal, sourceID string)
 // sourceVendor returns the vendor of agent sourceID, from its newest key in the space (a
 // statement prepared once per pool: db.QueryOne).
 func (s *Service) sourceVendor(ctx context.Context, spaceID, sourceID string) (string, error) {
-	if sourceID == "" {
-		return "", invalid("source_id", "a person names the agent the note belongs to in source_id")
-	}
-	var vendor string
-	err := db.QueryOne(ctx, s.DB, "SELECT vendor FROM api_keys WHERE space_id = ? AND kind = ? AND agent = ? ORDER BY created_at DESC LIMIT 1",
-		[]any{&vendor}, spaceID, auth.KindAgent, sourceID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", fault.New(fault.Invalid, CodeUnknownSource, "source_id names no agent of this space").With("member", "source_id")
-	}
-	if err != nil {
-		return "", fmt.Errorf("notes: source vendor: %w", err)
-	}
-	return vendor, nil
+	return noterows.SourceVendor(ctx, s.DB, spaceID, sourceID)
 }
 
 // ownNote loads a note p may change: any note of the space for a person, only its own for an
@@ -324,11 +299,7 @@ type write struct {
 // writes: human_only, or with a gate hit the space sends to review (GATE-2).
 func (w write) proposal() bool { return w.a.p.IsAgent() && (w.f.HumanOnly() || len(w.review) > 0) }
 
-func hashOf(op string, v any) string {
-	b, _ := json.Marshal(v)
-	h := sha256.Sum256(append([]byte(op+"\n"), b...))
-	return hex.EncodeToString(h[:])
-}
+func hashOf(op string, v any) string { return noterows.HashRequest(op, v) }
 
 var errReplayed = errors.New("notes: replayed")
 
@@ -338,25 +309,23 @@ func (s *Service) replay(ctx context.Context, w write) (WriteResult, bool, error
 	if w.idemKey == "" {
 		return WriteResult{}, false, nil
 	}
-	return lookupRequest(ctx, s.DB, w)
+	return s.lookupRequest(ctx, s.DB, w)
 }
 
-func lookupRequest(ctx context.Context, idb bun.IDB, w write) (WriteResult, bool, error) {
-	var r models.NoteRequest
-	err := idb.NewSelect().Model(&r).
-		Where("space_id = ? AND key_id = ? AND idem_key = ?", w.a.p.SpaceID, w.a.p.KeyID, w.idemKey).Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return WriteResult{}, false, nil
-	}
-	if err != nil {
-		return WriteResult{}, false, fmt.Errorf("notes: idempotency: %w", err)
+// lookupRequest finds w's Idempotency-Key record through idb: (first answer, true) for the
+// same request, fault.Conflict idempotency_key_reused for a different one, decodeAnswer's
+// errors for an answer that does not open.
+func (s *Service) lookupRequest(ctx context.Context, idb bun.IDB, w write) (WriteResult, bool, error) {
+	r, found, err := noterows.LookupRequest(ctx, idb, w.a.p.SpaceID, w.a.p.KeyID, w.idemKey)
+	if !found || err != nil {
+		return WriteResult{}, false, err
 	}
 	if r.BodyHash != w.bodyHash {
 		return WriteResult{}, true, reused()
 	}
-	var res WriteResult
-	if err := json.Unmarshal([]byte(r.Response), &res); err != nil {
-		return WriteResult{}, true, fmt.Errorf("notes: idempotency answer: %w", err)
+	res, err := s.decodeAnswer(ctx, r.Response)
+	if err != nil {
+		return WriteResult{}, true, err
 	}
 	res.Replayed = true
 	return res, true, nil
@@ -371,7 +340,34 @@ func lookupRequest(ctx context.Context, idb bun.IDB, w write) (WriteResult, bool
 // returns the write's receipt entry, which the caller appends with the batch's other stored
 // writes. On errReplayed, errDuplicate or any other error the caller rolls back w's savepoint.
 func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write, later *noteRows) (WriteResult, receipts.Entry, error) {
+	id, rcpt := w.plan()
+	if res, err := s.guard(ctx, tx, w); err != nil {
+		return res, rcpt, err
+	}
 	var res WriteResult
+	if w.proposal() {
+		if err := s.propose(ctx, tx, w, id); err != nil {
+			return WriteResult{}, rcpt, err
+		}
+		res.ProposalID = id
+		res.Review = w.review
+	} else {
+		n, err := s.insertNote(ctx, tx, w, id, w.a.origin(), "", later)
+		if err != nil {
+			return WriteResult{}, rcpt, err
+		}
+		res.Note = &n
+	}
+	if err := s.remember(ctx, tx, w, id, res); err != nil {
+		return WriteResult{}, rcpt, err
+	}
+	return res, rcpt, nil
+}
+
+// plan is writeIn's first phase: the id of what w stores (a note, or a proposal under
+// writes: human_only or a gate hit sent to review) and its receipt entry (the action, the
+// objects it names, kinds and origin; the gate's review kinds, never values).
+func (w write) plan() (string, receipts.Entry) {
 	id := auth.NewID("note")
 	action := "note.create"
 	objs := []string{id}
@@ -393,61 +389,65 @@ func (s *Service) writeIn(ctx context.Context, tx bun.Tx, w write, later *noteRo
 	if len(w.review) > 0 {
 		rcpt.Detail["gate_review"] = w.review // kinds only, never values
 	}
+	return id, rcpt
+}
+
+// guard is writeIn's checks inside the transaction, in order: the idempotency re-check
+// (errReplayed with the first answer), for a new note the duplicate check (errDuplicate with
+// the existing note), and an agent's hourly limit (fault.TooMany).
+func (s *Service) guard(ctx context.Context, tx bun.Tx, w write) (WriteResult, error) {
 	if w.idemKey != "" {
-		r, done, err := lookupRequest(ctx, tx, w)
+		r, done, err := s.lookupRequest(ctx, tx, w)
 		if err != nil {
-			return WriteResult{}, rcpt, err
+			return WriteResult{}, err
 		}
 		if done {
-			return r, rcpt, errReplayed
+			return r, errReplayed
 		}
 	}
 	if w.prev == nil {
 		n, ok, err := s.findDuplicate(ctx, tx, w)
 		if err != nil {
-			return WriteResult{}, rcpt, err
+			return WriteResult{}, err
 		}
 		if ok {
-			return WriteResult{Note: &n, DuplicateOf: n.ID}, rcpt, errDuplicate
+			return WriteResult{Note: &n, DuplicateOf: n.ID}, errDuplicate
 		}
 	}
 	if w.a.p.IsAgent() {
 		if err := checkRate(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.now); err != nil {
-			return WriteResult{}, rcpt, err
+			return WriteResult{}, err
 		}
 	}
-	if w.proposal() {
-		if err := s.propose(ctx, tx, w, id); err != nil {
-			return WriteResult{}, rcpt, err
-		}
-		res.ProposalID = id
-		res.Review = w.review
-	} else {
-		n, err := s.insertNote(ctx, tx, w, id, w.a.origin(), "", later)
-		if err != nil {
-			return WriteResult{}, rcpt, err
-		}
-		res.Note = &n
-	}
-	if w.idemKey != "" {
-		body, _ := json.Marshal(res)
-		status := 201
-		if res.ProposalID != "" {
-			status = 202
-		}
-		if _, err := tx.NewInsert().Model(&models.NoteRequest{
-			SpaceID: w.a.p.SpaceID, KeyID: w.a.p.KeyID, IdemKey: w.idemKey, BodyHash: w.bodyHash,
-			Status: status, Response: string(body), CreatedAt: w.now,
-		}).Exec(ctx); err != nil {
-			return WriteResult{}, rcpt, fmt.Errorf("notes: idempotency record: %w", err)
-		}
-	}
-	return res, rcpt, nil
+	return WriteResult{}, nil
 }
 
-func reused() error {
-	return fault.New(fault.Conflict, CodeIdempotencyReuse, "this Idempotency-Key was used for a different request")
+// remember is writeIn's last phase: with an Idempotency-Key, the answer res (201 for a note,
+// 202 for a proposal) is recorded in tx for a retry to find (lookupRequest); a note's answer
+// is sealed under its lineage's key (encodeAnswer; issue 29 §1), id being what w stored.
+func (s *Service) remember(ctx context.Context, tx bun.Tx, w write, id string, res WriteResult) error {
+	if w.idemKey == "" {
+		return nil
+	}
+	lineage := id
+	if w.prev != nil {
+		lineage = w.prev.LineageID
+	}
+	body, err := s.encodeAnswer(ctx, res, lineage)
+	if err != nil {
+		return err
+	}
+	status := 201
+	if res.ProposalID != "" {
+		status = 202
+	}
+	return noterows.Remember(ctx, tx, models.NoteRequest{
+		SpaceID: w.a.p.SpaceID, KeyID: w.a.p.KeyID, IdemKey: w.idemKey, BodyHash: w.bodyHash,
+		Status: status, Response: body, CreatedAt: w.now,
+	})
 }
+
+func reused() error { return noterows.Reused() }
 
 // propose hands agent write w to the Proposer as proposal id (AM-8), inside the write's
 // transaction tx.
@@ -475,49 +475,12 @@ func (s *Service) propose(ctx context.Context, tx bun.IDB, w write, id string) e
 // itself and bumps the revision. Call inside a transaction that already appended the
 // receipt; on an error the caller rolls the transaction (or the write's savepoint) back.
 func (s *Service) insertNote(ctx context.Context, tx bun.IDB, w write, id, origin, proposalID string, later *noteRows) (Note, error) {
-	ek, eid := evidenceCols(w.c.Evidence)
-	r := models.Note{
-		ID: id, SpaceID: w.a.p.SpaceID, LineageID: id, Version: 1, SourceID: w.a.sourceID, Vendor: w.a.vendor,
-		Kind: w.c.Kind, Title: w.c.Title, Body: w.c.Body, Tags: encodeTags(w.c.Tags), TagsText: joinTags(w.c.Tags),
-		Visibility: w.c.Visibility, EvidenceKind: ek, EvidenceID: eid, Origin: origin, Status: StatusActive,
-		ValidUntil: w.c.ValidUntil, ContentHash: w.c.hash(), ProposalID: proposalID, ActorKeyID: w.a.p.KeyID, ActorKind: w.a.kind(),
-		AgentVersion: w.agentVersion, CreatedAt: w.now, UpdatedAt: w.now,
-	}
-	if w.prev != nil {
-		r.LineageID, r.Version, r.SupersedesNoteID = w.prev.LineageID, w.prev.Version+1, w.prev.ID
-	}
+	r := w.row(id, origin, proposalID)
 	if err := s.sealNote(ctx, &r); err != nil { // under the lineage's key (issue 29 §1)
 		return Note{}, err
 	}
-	switch {
-	case w.prev != nil:
-		if err := retireRow(ctx, tx, w.a.p.SpaceID, w.prev.ID, w.now); err != nil {
-			return Note{}, err
-		}
-		if w.prev.SourceID != w.a.sourceID { // an edit keeps its source's count unless it moves
-			if _, err := addActive(ctx, tx, w.a.p.SpaceID, w.prev.SourceID, -1); err != nil {
-				return Note{}, err
-			}
-			if _, err := addActive(ctx, tx, w.a.p.SpaceID, w.a.sourceID, 1); err != nil {
-				return Note{}, err
-			}
-		}
-		if err := insertNoteRow(ctx, tx, &r); err != nil {
-			return Note{}, fmt.Errorf("notes: insert: %w", err)
-		}
-	case db.IsSQLite(tx):
-		if err := countActive(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.f.NotesCap(), w.now); err != nil {
-			return Note{}, err
-		}
-		if err := insertNoteRow(ctx, tx, &r); err != nil {
-			return Note{}, fmt.Errorf("notes: insert: %w", err)
-		}
-	default:
-		// PostgreSQL: the count and the note in one round trip while the count stays under
-		// the cap (countAndInsert).
-		if err := countAndInsert(ctx, tx, &r, w.f.NotesCap(), w.now); err != nil {
-			return Note{}, err
-		}
+	if err := placeNote(ctx, tx, w, &r); err != nil {
+		return Note{}, err
 	}
 	own := later
 	if own == nil {
@@ -537,6 +500,56 @@ func (s *Service) insertNote(ctx context.Context, tx bun.IDB, w write, id, origi
 		}
 	}
 	return toNote(r), nil
+}
+
+// row is the note row write w stores as note id of origin (proposalID: the proposal an
+// approval turns into it, "" for none): version 1 of a new lineage, or the next version of
+// the lineage of the note an edit supersedes. Its text is still in clear (sealNote).
+func (w write) row(id, origin, proposalID string) models.Note {
+	ek, eid := noterows.EvidenceColumns(w.c.Evidence)
+	r := models.Note{
+		ID: id, SpaceID: w.a.p.SpaceID, LineageID: id, Version: 1, SourceID: w.a.sourceID, Vendor: w.a.vendor,
+		Kind: w.c.Kind, Title: w.c.Title, Body: w.c.Body, Tags: noterows.EncodeTags(w.c.Tags), TagsText: joinTags(w.c.Tags),
+		Visibility: w.c.Visibility, EvidenceKind: ek, EvidenceID: eid, Origin: origin, Status: StatusActive,
+		ValidUntil: w.c.ValidUntil, ContentHash: w.c.hash(), ProposalID: proposalID, ActorKeyID: w.a.p.KeyID, ActorKind: w.a.kind(),
+		AgentVersion: w.agentVersion, CreatedAt: w.now, UpdatedAt: w.now,
+	}
+	if w.prev != nil {
+		r.LineageID, r.Version, r.SupersedesNoteID = w.prev.LineageID, w.prev.Version+1, w.prev.ID
+	}
+	return r
+}
+
+// placeNote inserts note row r of write w inside tx with the sources' counts of active notes
+// kept: an edit retires the version it supersedes (compare-and-swap on its status; fault.Conflict
+// note_not_active) and moves a count only when the source changes; a new note is counted
+// against the cap first (noterows.CountActive; on PostgreSQL noterows.CountAndInsert, the
+// count and the insert in one round trip).
+func placeNote(ctx context.Context, tx bun.IDB, w write, r *models.Note) error {
+	switch {
+	case w.prev != nil:
+		if err := retireRow(ctx, tx, w.a.p.SpaceID, w.prev.ID, w.now); err != nil {
+			return err
+		}
+		if w.prev.SourceID != w.a.sourceID { // an edit keeps its source's count unless it moves
+			if _, err := noterows.AddActive(ctx, tx, w.a.p.SpaceID, w.prev.SourceID, -1); err != nil {
+				return err
+			}
+			if _, err := noterows.AddActive(ctx, tx, w.a.p.SpaceID, w.a.sourceID, 1); err != nil {
+				return err
+			}
+		}
+	case db.IsSQLite(tx):
+		if err := noterows.CountActive(ctx, tx, w.a.p.SpaceID, w.a.sourceID, w.f.NotesCap(), w.now); err != nil {
+			return err
+		}
+	default:
+		return noterows.CountAndInsert(ctx, tx, r, w.f.NotesCap(), w.now)
+	}
+	if err := noterows.InsertNote(ctx, tx, r); err != nil {
+		return fmt.Errorf("notes: insert: %w", err)
+	}
+	return nil
 }
 
 func joinTags(tags []string) string {
@@ -581,25 +594,5 @@ func checkRate(ctx context.Context, tx bun.IDB, spaceID, sourceID string, now ti
 		}
 		times = append(times, ts...)
 	}
-	return rateLimited(times, now, "an agent writes at most %d notes per hour; retry after %d s")
-}
-
-// rateLimited is nil while times (the counted rows of the hour before now) are fewer than
-// RateLimit; else fault.TooMany rate_limited with RetryAfter (whole seconds, at least 1)
-// until enough of them leave the hour. format takes the limit and the seconds.
-func rateLimited(times []time.Time, now time.Time, format string) error {
-	if len(times) < RateLimit {
-		return nil
-	}
-	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
-	// The write is allowed again once len(times)-RateLimit+1 of them have left the hour.
-	leaves := times[len(times)-RateLimit].UTC().Add(RateWindow)
-	wait := leaves.Sub(now)
-	secs := int64((wait + time.Second - 1) / time.Second)
-	if secs < 1 {
-		secs = 1
-	}
-	e := fault.New(fault.TooMany, CodeRateLimited, format, RateLimit, secs).With("retry_after", secs)
-	e.RetryAfter = time.Duration(secs) * time.Second
-	return e
+	return noterows.RateLimited(times, now, "an agent writes at most %d notes per hour; retry after %d s")
 }

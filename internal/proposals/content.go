@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -85,7 +86,7 @@ func (e ContentEraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.
 			last = rows[len(rows)-1].ID
 		}
 		n := len(rows)
-		rows, err := e.S.Notes.OpenNotes(ctx, rows) // the sealed text (a row whose key is gone holds nothing readable)
+		rows, err := noterows.OpenNotes(ctx, e.S.Keys, rows) // the sealed text (a row whose key is gone holds nothing readable)
 		if err != nil {
 			return nil, err
 		}
@@ -110,7 +111,7 @@ func (e ContentEraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.
 			last = rows[len(rows)-1].ID
 		}
 		n := len(rows)
-		rows, err := e.S.Notes.OpenProposals(ctx, rows)
+		rows, err := noterows.OpenProposals(ctx, e.S.Keys, rows)
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/models"
@@ -98,7 +99,7 @@ func (s *Service) Decide(ctx context.Context, p auth.Principal, id string, d Dec
 		return Result{}, err
 	}
 	if d.Kind != DecisionApprove && d.Kind != DecisionReject {
-		return Result{}, notes.Invalid("decision", "decision must be approve or reject")
+		return Result{}, noterows.Invalid("decision", "decision must be approve or reject")
 	}
 	if pr.Origin != notes.OriginDistilled || s.Workflow == nil {
 		return s.decideDirectly(ctx, p, id, d)
@@ -175,11 +176,11 @@ func (s *Service) approveDirectly(ctx context.Context, p auth.Principal, id stri
 	if pr.Status != StatusPending {
 		return notes.Note{}, false, notPending(pr.Status)
 	}
-	n, ev, err := s.approvalContent(ctx, pr, edits)
+	c, err := s.approvalContent(ctx, pr, edits)
 	if err != nil {
 		return notes.Note{}, false, err
 	}
-	out, err := s.approve(ctx, pr, n, ev, p.KeyID, edits != nil, "")
+	out, err := s.approve(ctx, pr, c, p.KeyID, edits != nil, "")
 	if err != nil {
 		return notes.Note{}, false, err
 	}
@@ -195,38 +196,27 @@ func (s *Service) reject(ctx context.Context, p auth.Principal, id, reason strin
 		from: StatusPending, to: StatusRejected, reason: reason, decided: true})
 }
 
-// approvalContent is proposal pr's note and evidence with edits applied, validated and gated.
-// A hit the space sends to review (agent_memory.gate, GATE-2: a name under names "review")
-// does not stop the approval: the approver is the person review asks, and sees the note
-// (with the edits they wrote). Under "refuse" (also when the setting changed after the
-// proposal was made) it is refused as every other hit.
-func (s *Service) approvalContent(ctx context.Context, pr models.NoteProposal, edits *notes.Patch) (notes.ProposedNote, *notes.Evidence, error) {
-	n, ev := proposedOf(pr).Edit(edits, evidence(pr))
-	n, err := n.Validate(ev, s.now())
-	if err != nil {
-		return n, ev, err
-	}
-	f, err := s.Notes.Docs.Features(ctx, pr.SpaceID)
-	if err != nil {
-		return n, ev, err
-	}
-	_, err = s.Notes.CheckContent(ctx, pr.SpaceID, n.Title, n.Body, n.Tags, ev, &f)
-	return n, ev, err
+// approvalContent is proposal pr's note and evidence with edits applied, validated and gated
+// under the space's features: the first of an approval's two calls into notes
+// (notes.Service.CheckApproval; the second is approve's InsertApproved). A hit the space sends
+// to review (agent_memory.gate, GATE-2: a name under names "review") does not stop the
+// approval: the approver is the person review asks, and sees the note (with the edits they
+// wrote). Under "refuse" (also when the setting changed after the proposal was made) it is
+// refused as every other hit.
+func (s *Service) approvalContent(ctx context.Context, pr models.NoteProposal, edits *notes.Patch) (notes.CheckedApproval, error) {
+	return s.Notes.CheckApproval(ctx, pr.SpaceID, proposedOf(pr), evidence(pr), edits, s.now())
 }
 
-// approve writes pending proposal pr's note n (validated and gated) in one transaction: the
-// admin receipt, the proposal's compare-and-swap to approved, the note through
-// notes.Service.InsertApproved (cap checked; an edit retires its predecessor; tags, search
-// row and event), and, when decisionID is set, that decision's outcome.
-func (s *Service) approve(ctx context.Context, pr models.NoteProposal, n notes.ProposedNote, ev *notes.Evidence, byKey string, edited bool, decisionID string) (notes.Note, error) {
-	f, err := s.Notes.Docs.Features(ctx, pr.SpaceID)
-	if err != nil {
-		return notes.Note{}, err
-	}
+// approve writes pending proposal pr's note c (checked by approvalContent) in one
+// transaction: the admin receipt, the proposal's compare-and-swap to approved, the note
+// through notes.Service.InsertApproved (the approval's second and last call into notes: cap
+// checked under c.Features; an edit retires its predecessor; tags, search row and event),
+// and, when decisionID is set, that decision's outcome.
+func (s *Service) approve(ctx context.Context, pr models.NoteProposal, c notes.CheckedApproval, byKey string, edited bool, decisionID string) (notes.Note, error) {
 	now := s.now()
 	noteID := auth.NewID("note")
 	var out notes.Note
-	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		objs := []string{pr.ID, noteID}
 		if pr.SupersedesNoteID != "" {
 			objs = append(objs, pr.SupersedesNoteID)
@@ -249,7 +239,7 @@ func (s *Service) approve(ctx context.Context, pr models.NoteProposal, n notes.P
 		out, err = s.Notes.InsertApproved(ctx, tx, noteID, notes.Approved{
 			ProposalID: pr.ID, SpaceID: pr.SpaceID, SourceID: pr.SourceID, Vendor: pr.Vendor, Origin: pr.Origin,
 			SupersedesNoteID: pr.SupersedesNoteID, AgentVersion: pr.AgentVersion, ByKeyID: byKey,
-			Note: n, Evidence: ev, Features: f, Now: now,
+			Note: c.Note, Evidence: c.Evidence, Features: c.Features, Now: now,
 		})
 		if err != nil {
 			return err
@@ -294,15 +284,12 @@ func (s *Service) stage(ctx context.Context, p auth.Principal, id string, dec De
 		ByKeyID: p.KeyID, RefusedKinds: "[]"}
 	switch dec.Kind {
 	case DecisionApprove:
-		if _, _, err := s.approvalContent(ctx, pr, dec.Edits); err != nil {
+		c, err := s.approvalContent(ctx, pr, dec.Edits)
+		if err != nil {
 			return stagedDecision{}, err
 		}
 		if pr.SupersedesNoteID == "" {
-			f, err := s.Notes.Docs.Features(ctx, p.SpaceID)
-			if err != nil {
-				return stagedDecision{}, err
-			}
-			if err := notes.CheckCap(ctx, s.DB, p.SpaceID, pr.SourceID, f.NotesCap(), s.now()); err != nil {
+			if err := noterows.CheckCap(ctx, s.DB, p.SpaceID, pr.SourceID, c.Features.NotesCap(), s.now()); err != nil {
 				return stagedDecision{}, err
 			}
 		}
@@ -329,7 +316,7 @@ func (s *Service) stage(ctx context.Context, p auth.Principal, id string, dec De
 // checkReason validates and gates a rejection's reason.
 func (s *Service) checkReason(ctx context.Context, spaceID, reason string) error {
 	if len([]rune(reason)) > MaxReason {
-		return notes.Invalid("reason", "reason is at most %d characters", MaxReason)
+		return noterows.Invalid("reason", "reason is at most %d characters", MaxReason)
 	}
 	if reason == "" {
 		return nil
@@ -364,7 +351,7 @@ func setOutcome(ctx context.Context, idb bun.IDB, decisionID, outcome string, re
 	q := idb.NewUpdate().Model((*models.ProposalDecision)(nil)).Set("outcome = ?, updated_at = ?", outcome, now)
 	if refusal != nil {
 		kinds := refusedKinds(refusal)
-		q = q.Set("refused_code = ?, refused_kinds = ?", refusal.Code, notes.EncodeTags(kinds))
+		q = q.Set("refused_code = ?, refused_kinds = ?", refusal.Code, noterows.EncodeTags(kinds))
 	}
 	if _, err := q.Where("id = ?", decisionID).Exec(ctx); err != nil {
 		return fmt.Errorf("proposals: decision outcome: %w", err)
@@ -395,10 +382,10 @@ func (s *Service) decided(ctx context.Context, p auth.Principal, id, decisionID 
 		}
 		if d.Outcome == outcomeRefused {
 			if d.RefusedCode == notes.CodePersonalData {
-				return Proposal{}, nil, notes.Refused(notes.DecodeTags(d.RefusedKinds))
+				return Proposal{}, nil, notes.Refused(noterows.DecodeTags(d.RefusedKinds))
 			}
 			if d.RefusedCode == notes.CodeInstruction {
-				return Proposal{}, nil, notes.InstructionRefused(notes.DecodeTags(d.RefusedKinds))
+				return Proposal{}, nil, notes.InstructionRefused(noterows.DecodeTags(d.RefusedKinds))
 			}
 			return Proposal{}, nil, fault.New(fault.Conflict, d.RefusedCode, "the approval was refused (%s); the proposal stays pending", d.RefusedCode)
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/events"
-	"github.com/agentmemory/agentmemory/internal/notes"
+	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 )
 
@@ -97,9 +97,9 @@ func (s *Service) deleteProposals(ctx context.Context, idb bun.IDB, spaceID stri
 	pids = present
 	keys := make([]string, 0, len(pids))
 	for _, id := range pids {
-		keys = append(keys, notes.ProposalKeyID(id))
+		keys = append(keys, noterows.ProposalKeyID(id))
 	}
-	if err := s.Notes.DestroyKeys(ctx, keys); err != nil { // before the rows (issue 29 §1)
+	if err := noterows.DestroyKeys(ctx, s.Keys, keys); err != nil { // before the rows (issue 29 §1)
 		return nil, err
 	}
 	stmts := []struct {

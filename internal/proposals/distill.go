@@ -12,6 +12,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/turns"
@@ -50,7 +51,7 @@ var errReplayed = errors.New("proposals: replayed")
 //
 // Errors: fault.Forbidden feature_disabled / scope_required / role_required /
 // source_mismatch, fault.Invalid (source_id, evidence ids), fault.TooMany note_rate_limited
-// with RetryAfter when the source agent already had notes.RateLimit (20) distillations in
+// with RetryAfter when the source agent already had noterows.RateLimit (20) distillations in
 // the hour.
 func (s *Service) CreateDistillProposal(ctx context.Context, p auth.Principal, scope turns.Scope, sourceID string) (string, error) {
 	id, _, err := s.CreateDistillProposalOnce(ctx, p, scope, sourceID, "")
@@ -68,47 +69,65 @@ func (s *Service) CreateDistillProposalOnce(ctx context.Context, p auth.Principa
 	if err := notes.CheckIdempotencyKey(idemKey); err != nil {
 		return "", false, err
 	}
-	if _, err := s.Notes.Features(ctx, p.SpaceID); err != nil {
+	if _, err := noterows.Features(ctx, s.Docs, p.SpaceID); err != nil {
 		return "", false, err
 	}
-	var vendor string
-	if p.IsAgent() {
-		if !p.HasScope(auth.ScopeAgentMemoryWrite) {
-			return "", false, fault.New(fault.Forbidden, notes.CodeScopeRequired, "this key lacks scope agent_memory:write")
-		}
-		if sourceID != "" && sourceID != p.Agent {
-			return "", false, fault.New(fault.Forbidden, notes.CodeSourceMismatch, "an agent distils notes for itself; leave source_id out").With("member", "source_id")
-		}
-		sourceID, vendor = p.Agent, p.Vendor
-	} else {
-		if err := p.RequireRole(auth.RoleAdmin, auth.RoleIntegration); err != nil {
-			return "", false, err
-		}
-		v, err := s.Notes.SourceVendor(ctx, p.SpaceID, sourceID)
-		if err != nil {
-			return "", false, err
-		}
-		vendor = v
+	sourceID, vendor, err := s.distillSource(ctx, p, sourceID)
+	if err != nil {
+		return "", false, err
 	}
 	d := DraftRequest{SpaceID: p.SpaceID, SourceID: sourceID, Vendor: vendor, ActorKey: p.KeyID, AgentVersion: p.AgentVersion,
 		Evidence: notes.Evidence{ConversationID: scope.ConversationID, TaskID: scope.TaskID}}
 	if idemKey != "" {
-		d.IdemKey = s.Notes.IdempotencyHash(p.SpaceID, idemKey)
-		d.BodyHash = notes.HashRequest("distill", struct {
+		d.IdemKey = noterows.IdemHash(s.Hasher, p.SpaceID, idemKey)
+		d.BodyHash = noterows.HashRequest("distill", struct {
 			Scope    turns.Scope `json:"scope"`
 			SourceID string      `json:"source_id"`
 		}{scope, sourceID})
 		// A retry answered from the record without taking the space's write lock.
-		if id, found, err := notes.RecallProposal(ctx, s.DB, d.SpaceID, d.ActorKey, d.IdemKey, d.BodyHash); found || err != nil {
+		if id, found, err := noterows.RecallProposal(ctx, s.DB, d.SpaceID, d.ActorKey, d.IdemKey, d.BodyHash); found || err != nil {
 			return id, found && err == nil, err
 		}
 	}
 	return s.draft(ctx, d)
 }
 
+// AuthorizeDistill is the one authorisation of a distillation request (AM-9, AM-10), which
+// the API's route also runs before it reads the body: an agent key needs scope
+// agent_memory:write (fault.Forbidden scope_required), a person role admin or integration
+// (fault.Forbidden role_required).
+func AuthorizeDistill(p auth.Principal) error {
+	if p.IsAgent() {
+		if !p.HasScope(auth.ScopeAgentMemoryWrite) {
+			return fault.New(fault.Forbidden, notes.CodeScopeRequired, "this key lacks scope agent_memory:write")
+		}
+		return nil
+	}
+	return p.RequireRole(auth.RoleAdmin, auth.RoleIntegration)
+}
+
+// distillSource authorises p (AuthorizeDistill) and resolves whose notes the distillation
+// makes: an agent distils for itself (naming another source_id is fault.Forbidden
+// source_mismatch); a person names source_id, an agent of the space, whose vendor comes from
+// that agent's key (fault.Invalid invalid_member or unknown_source). It returns the source
+// and its vendor.
+func (s *Service) distillSource(ctx context.Context, p auth.Principal, sourceID string) (string, string, error) {
+	if err := AuthorizeDistill(p); err != nil {
+		return "", "", err
+	}
+	if p.IsAgent() {
+		if sourceID != "" && sourceID != p.Agent {
+			return "", "", fault.New(fault.Forbidden, notes.CodeSourceMismatch, "an agent distils notes for itself; leave source_id out").With("member", "source_id")
+		}
+		return p.Agent, p.Vendor, nil
+	}
+	vendor, err := noterows.SourceVendor(ctx, s.DB, p.SpaceID, sourceID)
+	return sourceID, vendor, err
+}
+
 // Draft stores a proposal in status drafting with origin "distilled", its admin receipt and
 // its note_created event (AM-13), and returns its id. The distillation workflow fills it with
-// MarkPending or ends it with MarkFailed. At most notes.RateLimit distillations per source
+// MarkPending or ends it with MarkFailed. At most noterows.RateLimit distillations per source
 // agent per hour (fault.TooMany note_rate_limited with RetryAfter, counted from stored
 // proposals); fault.Invalid for bad evidence ids.
 func (s *Service) Draft(ctx context.Context, d DraftRequest) (string, error) {
@@ -126,7 +145,7 @@ func (s *Service) draft(ctx context.Context, d DraftRequest) (string, bool, erro
 	}
 	now := s.now()
 	id := auth.NewID("prop")
-	ek, eid := notes.EvidenceColumns(&ev)
+	ek, eid := noterows.EvidenceColumns(&ev)
 	var replayedID string
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		// The receipt first: its chain head row serialises the space's writers, so the
@@ -138,7 +157,7 @@ func (s *Service) draft(ctx context.Context, d DraftRequest) (string, bool, erro
 			return err
 		}
 		if d.IdemKey != "" {
-			prev, found, err := notes.RecallProposal(ctx, tx, d.SpaceID, d.ActorKey, d.IdemKey, d.BodyHash)
+			prev, found, err := noterows.RecallProposal(ctx, tx, d.SpaceID, d.ActorKey, d.IdemKey, d.BodyHash)
 			if err != nil {
 				return err
 			}
@@ -164,7 +183,7 @@ func (s *Service) draft(ctx context.Context, d DraftRequest) (string, bool, erro
 			return err
 		}
 		if d.IdemKey != "" {
-			return notes.RememberProposal(ctx, tx, d.SpaceID, d.ActorKey, d.IdemKey, d.BodyHash, id, now)
+			return noterows.RememberProposal(ctx, tx, d.SpaceID, d.ActorKey, d.IdemKey, d.BodyHash, id, now)
 		}
 		return nil
 	})
@@ -177,17 +196,17 @@ func (s *Service) draft(ctx context.Context, d DraftRequest) (string, bool, erro
 	return id, false, nil
 }
 
-// checkDistillRate refuses a distillation when the source agent already has notes.RateLimit
+// checkDistillRate refuses a distillation when the source agent already has noterows.RateLimit
 // distilled proposals created in the hour before now (counted from stored proposals, so it
 // holds across replicas): fault.TooMany note_rate_limited with RetryAfter.
 func checkDistillRate(ctx context.Context, tx bun.IDB, spaceID, sourceID string, now time.Time) error {
 	var times []time.Time
 	if err := tx.NewSelect().Model((*models.NoteProposal)(nil)).Column("created_at").
-		Where("space_id = ? AND source_id = ? AND origin = ? AND created_at > ?", spaceID, sourceID, notes.OriginDistilled, now.Add(-notes.RateWindow)).
+		Where("space_id = ? AND source_id = ? AND origin = ? AND created_at > ?", spaceID, sourceID, notes.OriginDistilled, now.Add(-noterows.RateWindow)).
 		Scan(ctx, &times); err != nil {
 		return fmt.Errorf("proposals: distill rate: %w", err)
 	}
-	return notes.RateLimited(times, now, "an agent is distilled at most %d times per hour; retry after %d s")
+	return noterows.RateLimited(times, now, "an agent is distilled at most %d times per hour; retry after %d s")
 }
 
 // AbandonDistillProposal ends drafting proposal id failed with reason workflow_unavailable
@@ -268,7 +287,7 @@ func (s *Service) pend(ctx context.Context, pr models.NoteProposal, n notes.Prop
 		}
 		res, err := tx.NewUpdate().Model((*models.NoteProposal)(nil)).
 			Set("status = ?, kind = ?, title = ?, body = ?, sealed = ?, tags = ?, visibility = ?, updated_at = ?, last_error = ''",
-				StatusPending, n.Kind, sealed.Title, sealed.Body, sealed.Sealed, notes.EncodeTags(n.Tags), n.Visibility, now).
+				StatusPending, n.Kind, sealed.Title, sealed.Body, sealed.Sealed, noterows.EncodeTags(n.Tags), n.Visibility, now).
 			Where("id = ? AND space_id = ? AND status = ?", pr.ID, pr.SpaceID, StatusDrafting).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("proposals: propose: %w", err)
@@ -340,10 +359,10 @@ func (s *Service) ApplyApproval(ctx context.Context, id, decisionID, byKey strin
 			}
 		}
 	}
-	n, ev, err := s.approvalContent(ctx, pr, edits)
+	c, err := s.approvalContent(ctx, pr, edits)
 	if err == nil {
 		var out notes.Note
-		out, err = s.approve(ctx, pr, n, ev, byKey, edits != nil, decisionID)
+		out, err = s.approve(ctx, pr, c, byKey, edits != nil, decisionID)
 		if err == nil {
 			return ApprovalOutcome{NoteID: out.ID}, nil
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/keystore"
+	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/models"
@@ -206,7 +207,7 @@ func (s *Service) gatherExportFile(ctx context.Context, row *models.AgentMemoryE
 		Order("created_at", "id").Scan(ctx); err != nil {
 		return ExportFile{}, fmt.Errorf("proposals: export file: %w", err)
 	}
-	if props, err = s.Notes.OpenProposals(ctx, props); err != nil {
+	if props, err = noterows.OpenProposals(ctx, s.Keys, props); err != nil {
 		return ExportFile{}, err
 	}
 	f := ExportFile{ExportID: row.ID, SourceID: row.SourceID, ExpiresAt: row.ExpiresAt.UTC(),

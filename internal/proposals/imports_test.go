@@ -8,8 +8,8 @@ import (
 
 const module = "github.com/agentmemory/agentmemory"
 
-// The README's import rules for this path (issue 13 §1): internal/proposals imports
-// internal/notes, never the reverse, and neither reaches gin, Temporal, api, workflows or
+// The README's import rules for this path (issue 13 §1, issue 30 §2): internal/proposals
+// imports internal/notes, never the reverse, internal/noterows imports neither, and none reaches gin, Temporal, api, workflows or
 // activities, directly or through another package of the module.
 func TestImportRules(t *testing.T) {
 	forbidden := []string{"github.com/gin-gonic/", "go.temporal.io/", module + "/api", module + "/workflows", module + "/activities"}
@@ -19,6 +19,8 @@ func TestImportRules(t *testing.T) {
 	}{
 		{module + "/internal/proposals", nil},
 		{module + "/internal/notes", []string{module + "/internal/proposals"}},
+		// The row-level primitives both share sit below both (issue 30 §2).
+		{module + "/internal/noterows", []string{module + "/internal/proposals", module + "/internal/notes"}},
 	} {
 		seen := map[string]bool{}
 		var walk func(path, via string)

@@ -9,8 +9,10 @@
 // outbox event.
 //
 // proposals imports internal/notes, never the reverse: notes reaches it only through the
-// notes.Proposer interface (agents' writes under human_only). The package never imports gin
-// or Temporal; errors are *fault.Error.
+// notes.Proposer interface (agents' writes under human_only). The row-level primitives both
+// need (column codecs, sealing, the cap, idempotency records) are internal/noterows'. An
+// approval crosses into notes twice (CheckApproval, then InsertApproved; TestApprovalSeam).
+// The package never imports gin or Temporal; errors are *fault.Error.
 package proposals
 
 import (
@@ -28,8 +30,12 @@ import (
 	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/keyed"
+	"github.com/agentmemory/agentmemory/internal/keystore"
+	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -59,12 +65,18 @@ const (
 	CodeDecisionNotFound = "decision_not_found"
 )
 
-// Service is the proposal lifecycle. DB and Notes are required (Notes gives the gate, the
-// validation, the space documents and the note insert). Workflow hands decisions on
-// distilled proposals to their workflows (nil: every proposal is decided directly). Now is
-// the clock (nil: Notes.Now, else time.Now).
+// Service is the proposal lifecycle. DB, Docs, Hasher and Notes are required: Docs gives the
+// space documents (features, AM-10's reviewers), Hasher keys the stored hashes of
+// Idempotency-Key values, and Notes is agent memory's narrow API for proposals (the approval's
+// CheckApproval and InsertApproved, Stored, the reason's gate, notes' side of deletes,
+// exports and erasures). Keys seals proposals' title and body (issue 29 §1; nil: stored in
+// clear, package tests). Workflow hands decisions on distilled proposals to their workflows
+// (nil: every proposal is decided directly). Now is the clock (nil: Notes.Now, else time.Now).
 type Service struct {
 	DB       *bun.DB
+	Docs     spaces.Documents
+	Hasher   keyed.Hasher
+	Keys     keystore.Store
 	Notes    *notes.Service
 	Workflow Workflow
 	// ExportTTL is how long an agent-memory export file lives (DefaultExportTTL when zero).
@@ -133,7 +145,7 @@ func toProposal(r models.NoteProposal) Proposal {
 		SupersedesNoteID: strPtr(r.SupersedesNoteID), NoteID: strPtr(r.NoteID), DecidedBy: strPtr(r.DecidedBy),
 		DecidedAt: utcPtr(r.DecidedAt), KeyID: r.ActorKeyID, AgentVersion: r.AgentVersion, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
-	if ks := notes.DecodeTags(r.Kinds); len(ks) > 0 {
+	if ks := noterows.DecodeTags(r.Kinds); len(ks) > 0 {
 		p.Kinds = ks
 	}
 	if r.Status != StatusDrafting && r.Status != StatusFailed && r.Title != "" {
@@ -145,12 +157,12 @@ func toProposal(r models.NoteProposal) Proposal {
 
 // proposedOf is the note stored in proposal r.
 func proposedOf(r models.NoteProposal) notes.ProposedNote {
-	return notes.ProposedNote{Kind: r.Kind, Title: r.Title, Body: r.Body, Tags: notes.DecodeTags(r.Tags),
+	return notes.ProposedNote{Kind: r.Kind, Title: r.Title, Body: r.Body, Tags: noterows.DecodeTags(r.Tags),
 		Visibility: r.Visibility, ValidUntil: utcPtr(r.ValidUntil)}
 }
 
 func evidence(r models.NoteProposal) *notes.Evidence {
-	return notes.EvidenceOf(r.EvidenceKind, r.EvidenceID)
+	return noterows.EvidenceOf(r.EvidenceKind, r.EvidenceID)
 }
 
 func strPtr(s string) *string {
@@ -172,10 +184,10 @@ func utcPtr(t *time.Time) *time.Time {
 // inside tx, the write's transaction (which holds its receipt, limits and idempotency
 // record), with the proposal's note_created event (AM-13).
 func (s *Service) InsertAgentProposal(ctx context.Context, tx bun.IDB, p notes.AgentProposal) error {
-	ek, eid := notes.EvidenceColumns(p.Evidence)
+	ek, eid := noterows.EvidenceColumns(p.Evidence)
 	r := models.NoteProposal{
 		ID: p.ID, SpaceID: p.SpaceID, SourceID: p.SourceID, Vendor: p.Vendor, Origin: p.Origin,
-		Status: StatusPending, Kind: p.Note.Kind, Title: p.Note.Title, Body: p.Note.Body, Tags: notes.EncodeTags(p.Note.Tags),
+		Status: StatusPending, Kind: p.Note.Kind, Title: p.Note.Title, Body: p.Note.Body, Tags: noterows.EncodeTags(p.Note.Tags),
 		Visibility: p.Note.Visibility, EvidenceKind: ek, EvidenceID: eid, ValidUntil: p.Note.ValidUntil,
 		SupersedesNoteID: p.SupersedesNoteID, ActorKeyID: p.ActorKeyID, ActorKind: p.ActorKind, AgentVersion: p.AgentVersion,
 		CreatedAt: p.Now, UpdatedAt: p.Now, Kinds: "[]",
@@ -193,21 +205,15 @@ func (s *Service) InsertAgentProposal(ctx context.Context, tx bun.IDB, p notes.A
 	return err
 }
 
-// seal seals r's title and body under its own key (notes.ProposalKeyID; issue 29 §1) and
+// seal seals r's title and body under its own key (noterows.ProposalKeyID; issue 29 §1) and
 // empties the columns' values in r: what an insert then stores.
 func (s *Service) seal(ctx context.Context, r *models.NoteProposal) error {
-	if err := s.Notes.SealProposal(ctx, r); err != nil {
-		return err
-	}
-	if r.Sealed != nil {
-		r.Title, r.Body = "", ""
-	}
-	return nil
+	return noterows.SealProposal(ctx, s.Keys, r)
 }
 
 // mayDecide: role admin, or reviewer when the space lets reviewers approve (AM-10).
 func (s *Service) mayDecide(ctx context.Context, p auth.Principal) error {
-	f, err := s.Notes.Docs.Features(ctx, p.SpaceID)
+	f, err := s.Docs.Features(ctx, p.SpaceID)
 	if err != nil {
 		return err
 	}
@@ -223,7 +229,7 @@ func (s *Service) mayDecide(ctx context.Context, p auth.Principal) error {
 // open unseals r's title and body in place; a proposal whose key is gone (erased or deleted
 // with its note) is fault.NotFound proposal_not_found.
 func (s *Service) open(ctx context.Context, r *models.NoteProposal) error {
-	ok, err := s.Notes.OpenProposal(ctx, r)
+	ok, err := noterows.OpenProposal(ctx, s.Keys, r)
 	if err != nil {
 		return err
 	}
@@ -268,7 +274,7 @@ func (s *Service) List(ctx context.Context, p auth.Principal, status string, lim
 		return nil, err
 	}
 	if status != "" && !slices.Contains(Statuses, status) {
-		return nil, notes.Invalid("status", "status must be one of %s", strings.Join(Statuses, ", "))
+		return nil, noterows.Invalid("status", "status must be one of %s", strings.Join(Statuses, ", "))
 	}
 	var rows []models.NoteProposal
 	q := s.DB.NewSelect().Model(&rows).Where("space_id = ?", p.SpaceID)
@@ -278,7 +284,7 @@ func (s *Service) List(ctx context.Context, p auth.Principal, status string, lim
 	if err := q.Order("created_at DESC", "id DESC").Limit(int64(limit)).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("proposals: list: %w", err)
 	}
-	rows, err := s.Notes.OpenProposals(ctx, rows)
+	rows, err := noterows.OpenProposals(ctx, s.Keys, rows)
 	if err != nil {
 		return nil, err
 	}
@@ -332,7 +338,7 @@ func (s *Service) transition(ctx context.Context, m move) (Proposal, error) {
 		q := tx.NewUpdate().Model((*models.NoteProposal)(nil)).
 			Set("status = ?, reason = ?, updated_at = ?, last_error = ''", m.to, m.reason, now)
 		if m.kinds != nil {
-			q = q.Set("kinds = ?", notes.EncodeTags(m.kinds))
+			q = q.Set("kinds = ?", noterows.EncodeTags(m.kinds))
 		}
 		if m.decided {
 			q = q.Set("decided_by = ?, decided_at = ?", m.actorKey, now)
@@ -398,7 +404,7 @@ func (s *Service) Export(ctx context.Context, p auth.Principal) (Export, error) 
 			Order("created_at", "id").Scan(ctx); err != nil {
 			return fmt.Errorf("proposals: export: %w", err)
 		}
-		if props, err = s.Notes.OpenProposals(ctx, props); err != nil {
+		if props, err = noterows.OpenProposals(ctx, s.Keys, props); err != nil {
 			return err
 		}
 		out.Notes = append(out.Notes, ns...)

@@ -349,92 +349,125 @@ func ParseObjectTypes(data []byte) (ObjectTypes, error) {
 	}
 	seen := map[string]bool{}
 	for i := range d.Types {
-		t := &d.Types[i]
-		at := fmt.Sprintf("types[%d]", i)
-		if !typeNamePattern.MatchString(t.Type) {
-			return d, invalidMember(at+".type", "must be 1-64 characters of a-z, 0-9, _ . - starting with a letter")
-		}
-		if seen[t.Type] {
-			return d, invalidMember(at+".type", fmt.Sprintf("type %q is declared twice", t.Type))
-		}
-		seen[t.Type] = true
-		switch t.Ownership {
-		case "", "agent", "space", "integration", OwnershipShared:
-		default:
-			return d, invalidMember(at+".ownership", `must be "agent", "space", "integration" or "shared"`)
-		}
-		if err := validateBoardType(*t, at); err != nil {
+		if err := validateObjectType(d.Types[i], fmt.Sprintf("types[%d]", i), seen); err != nil {
 			return d, err
-		}
-		names := make([]string, 0, len(t.Fields))
-		for name := range t.Fields {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			f := t.Fields[name]
-			fat := at + ".fields." + name
-			if !fieldNamePattern.MatchString(name) {
-				return d, invalidMember(fat, "field names are 1-64 characters of letters, digits and _")
-			}
-			if !slices.Contains(FieldTypes, f.Type) {
-				return d, invalidMember(fat+".type", fmt.Sprintf("unknown field type %q (known: %s)", f.Type, strings.Join(FieldTypes, ", ")))
-			}
-			switch f.Sensitivity {
-			case "", "low", "medium", "high":
-			default:
-				return d, invalidMember(fat+".sensitivity", `must be "low", "medium" or "high"`)
-			}
-			if len(f.Values) > 0 && f.Type != "enum" {
-				return d, invalidMember(fat+".values", "only an enum takes values")
-			}
-		}
-		if t.Ownership == "agent" {
-			if t.AgentState == nil {
-				return d, invalidMember(at+".agent_state", "a type with ownership agent needs an agent_state section")
-			}
-			s := t.AgentState
-			if !slices.Contains(ScopeKinds, s.Scope) {
-				return d, invalidMember(at+".agent_state.scope", "must be one of conversation, task, object, subject, agent")
-			}
-			if s.MaxBytes < 0 || s.MaxBytes > MaxMaxBytes {
-				return d, invalidMember(at+".agent_state.max_bytes", "must be between 1 and 65536")
-			}
-			switch s.Write {
-			case "", "both", "cas", "merge_by_key":
-			default:
-				return d, invalidMember(at+".agent_state.write", `must be "cas", "merge_by_key" or "both"`)
-			}
-			if s.OverCap != "" && s.OverCap != "keep_previous" {
-				return d, invalidMember(at+".agent_state.over_cap", `must be "keep_previous"`)
-			}
-			if s.Lease != "" && s.Lease != LeaseRequired && s.Lease != LeaseAdvisory {
-				return d, invalidMember(at+".agent_state.lease", `must be "required" or "advisory"`)
-			}
-		} else if t.AgentState != nil {
-			return d, invalidMember(at+".agent_state", "only a type with ownership agent takes an agent_state section")
-		}
-		for key, val := range t.Retention {
-			rat := at + ".retention." + key
-			dur, err := ParseRetention(val)
-			if err != nil {
-				return d, invalidMember(rat, err.Error())
-			}
-			if key == "state" {
-				if dur < MinStateRetention || dur > MaxStateRetention {
-					return d, invalidMember(rat, "must be between 1d and 180d")
-				}
-				continue
-			}
-			if _, ok := t.Fields[key]; !ok {
-				return d, invalidMember(rat, fmt.Sprintf("names no declared field %q", key))
-			}
-			if dur < time.Hour || dur > MaxStateRetention {
-				return d, invalidMember(rat, "must be between 1h and 180d")
-			}
 		}
 	}
 	return d, nil
+}
+
+// validateObjectType checks type t at member path at (its name unique among seen, which it
+// extends; ownership; board settings; fields; agent_state; retention).
+func validateObjectType(t ObjectType, at string, seen map[string]bool) error {
+	if !typeNamePattern.MatchString(t.Type) {
+		return invalidMember(at+".type", "must be 1-64 characters of a-z, 0-9, _ . - starting with a letter")
+	}
+	if seen[t.Type] {
+		return invalidMember(at+".type", fmt.Sprintf("type %q is declared twice", t.Type))
+	}
+	seen[t.Type] = true
+	switch t.Ownership {
+	case "", "agent", "space", "integration", OwnershipShared:
+	default:
+		return invalidMember(at+".ownership", `must be "agent", "space", "integration" or "shared"`)
+	}
+	if err := validateBoardType(t, at); err != nil {
+		return err
+	}
+	if err := validateFields(t, at); err != nil {
+		return err
+	}
+	if err := validateAgentState(t, at); err != nil {
+		return err
+	}
+	return validateRetention(t, at)
+}
+
+// validateFields checks t's fields in name order: names, known types, sensitivity, and values
+// only on an enum.
+func validateFields(t ObjectType, at string) error {
+	names := make([]string, 0, len(t.Fields))
+	for name := range t.Fields {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		f := t.Fields[name]
+		fat := at + ".fields." + name
+		if !fieldNamePattern.MatchString(name) {
+			return invalidMember(fat, "field names are 1-64 characters of letters, digits and _")
+		}
+		if !slices.Contains(FieldTypes, f.Type) {
+			return invalidMember(fat+".type", fmt.Sprintf("unknown field type %q (known: %s)", f.Type, strings.Join(FieldTypes, ", ")))
+		}
+		switch f.Sensitivity {
+		case "", "low", "medium", "high":
+		default:
+			return invalidMember(fat+".sensitivity", `must be "low", "medium" or "high"`)
+		}
+		if len(f.Values) > 0 && f.Type != "enum" {
+			return invalidMember(fat+".values", "only an enum takes values")
+		}
+	}
+	return nil
+}
+
+// validateAgentState checks t's agent_state section: required with ownership agent (scope,
+// max_bytes, write, over_cap, lease), refused otherwise.
+func validateAgentState(t ObjectType, at string) error {
+	if t.Ownership != "agent" {
+		if t.AgentState != nil {
+			return invalidMember(at+".agent_state", "only a type with ownership agent takes an agent_state section")
+		}
+		return nil
+	}
+	if t.AgentState == nil {
+		return invalidMember(at+".agent_state", "a type with ownership agent needs an agent_state section")
+	}
+	s := t.AgentState
+	if !slices.Contains(ScopeKinds, s.Scope) {
+		return invalidMember(at+".agent_state.scope", "must be one of conversation, task, object, subject, agent")
+	}
+	if s.MaxBytes < 0 || s.MaxBytes > MaxMaxBytes {
+		return invalidMember(at+".agent_state.max_bytes", "must be between 1 and 65536")
+	}
+	switch s.Write {
+	case "", "both", "cas", "merge_by_key":
+	default:
+		return invalidMember(at+".agent_state.write", `must be "cas", "merge_by_key" or "both"`)
+	}
+	if s.OverCap != "" && s.OverCap != "keep_previous" {
+		return invalidMember(at+".agent_state.over_cap", `must be "keep_previous"`)
+	}
+	if s.Lease != "" && s.Lease != LeaseRequired && s.Lease != LeaseAdvisory {
+		return invalidMember(at+".agent_state.lease", `must be "required" or "advisory"`)
+	}
+	return nil
+}
+
+// validateRetention checks t's retention: "state" within 1d..180d, a field's within 1h..180d,
+// and only declared fields named.
+func validateRetention(t ObjectType, at string) error {
+	for key, val := range t.Retention {
+		rat := at + ".retention." + key
+		dur, err := ParseRetention(val)
+		if err != nil {
+			return invalidMember(rat, err.Error())
+		}
+		if key == "state" {
+			if dur < MinStateRetention || dur > MaxStateRetention {
+				return invalidMember(rat, "must be between 1d and 180d")
+			}
+			continue
+		}
+		if _, ok := t.Fields[key]; !ok {
+			return invalidMember(rat, fmt.Sprintf("names no declared field %q", key))
+		}
+		if dur < time.Hour || dur > MaxStateRetention {
+			return invalidMember(rat, "must be between 1h and 180d")
+		}
+	}
+	return nil
 }
 
 // ParseRetention reads a retention such as "30d" or "12h": a positive count of days or hours,

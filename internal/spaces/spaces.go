@@ -323,6 +323,8 @@ func (d Documents) get(ctx context.Context, db bun.IDB, spaceID, name string) (s
 			return `{"views":[]}`, 0, nil
 		case DocBoardGrants:
 			return `{"grants":[]}`, 0, nil
+		case DocBridges:
+			return `{"bridges":[]}`, 0, nil
 		}
 		return "", 0, errNoDocument()
 	case err != nil:
@@ -332,7 +334,7 @@ func (d Documents) get(ctx context.Context, db bun.IDB, spaceID, name string) (s
 }
 
 func errNoDocument() error {
-	return fault.New(fault.NotFound, "document_not_found", "the documents are features, object-types, views and board-grants")
+	return fault.New(fault.NotFound, "document_not_found", "the documents are features, object-types, views, board-grants and bridges")
 }
 
 // DirectPut reports whether the space's documents may be written by a direct PUT: the
@@ -396,7 +398,7 @@ func (d Documents) raw(ctx context.Context, spaceID, name string) (string, error
 
 // MayPut reports whether p may write the document name, before its body is read: features
 // needs role security, object-types admin or integration, views security or admin,
-// board-grants admin (fault.Forbidden); another name is
+// board-grants admin, bridges security (fault.Forbidden); another name is
 // fault.NotFound "document_not_found".
 func (d Documents) MayPut(p auth.Principal, name string) error {
 	switch name {
@@ -408,6 +410,8 @@ func (d Documents) MayPut(p auth.Principal, name string) error {
 		return p.RequireRole(auth.RoleSecurity, auth.RoleAdmin)
 	case DocBoardGrants:
 		return p.RequireRole(auth.RoleAdmin)
+	case DocBridges:
+		return p.RequireRole(auth.RoleSecurity)
 	default:
 		return errNoDocument()
 	}
@@ -420,10 +424,16 @@ func (d Documents) MayPut(p auth.Principal, name string) error {
 // fault.Conflict "direct_put_disabled". Invalid documents are fault.Invalid naming the member;
 // a write that lost a race with another is fault.Conflict "document_conflict". In every error
 // nothing changes. Pending change requests of the document become stale (their base version
-// is no longer the document's).
+// is no longer the document's). The bridges document is never written by a direct PUT, in
+// any space (fault.Conflict "bridge_change_request_required"): a bridge needs a second
+// person's approval on each side (SH-3).
 func (d Documents) Put(ctx context.Context, db *bun.DB, p auth.Principal, name string, body []byte, now time.Time) (string, int64, error) {
 	if err := d.MayPut(p, name); err != nil {
 		return "", 0, err
+	}
+	if name == DocBridges {
+		return "", 0, fault.New(fault.Conflict, "bridge_change_request_required",
+			"bridges change only through change requests (POST /v1/bridges) approved by a second person holding role security")
 	}
 	var text string
 	var version int64
@@ -451,8 +461,22 @@ func (d Documents) Put(ctx context.Context, db *bun.DB, p auth.Principal, name s
 
 // Normalize validates a proposed document of the space as a direct PUT does and returns the
 // text it would be stored as (see normalize), reading the space's direct-PUT setting through
-// idb (a transaction's reads see its own writes).
+// idb (a transaction's reads see its own writes). A bridges document's bridges each have
+// spaceID as one side (checkBridgesOf).
 func (d Documents) Normalize(ctx context.Context, idb bun.IDB, spaceID, name string, body []byte) (string, error) {
+	if name == DocBridges {
+		b, err := ParseBridges(body)
+		if err != nil {
+			return "", err
+		}
+		if err := requireObject(body); err != nil {
+			return "", err
+		}
+		if err := checkBridgesOf(b, spaceID); err != nil {
+			return "", err
+		}
+		return marshal(b), nil
+	}
 	direct, err := directPut(ctx, idb, spaceID)
 	if err != nil {
 		return "", err

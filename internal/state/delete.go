@@ -46,7 +46,9 @@ type deleteTarget struct {
 	form  string  // "scope" or "subject", the receipt's detail
 }
 
-// Delete removes the states req names (issue 29 §3), whole: the rows go (their versions stay
+// Delete removes the states req names (issue 29 §3), whole: the rows go, and the own key of
+// each one sealed under one (an object or agent scope naming no customer,
+// erasure.StateKeyID) is destroyed, so no backup opens it again (their versions stay
 // as their agents' version floors, floors.go, so a state written again never restarts at a
 // version an old compare-and-swap holds), with a compliance receipt ActionDelete naming the
 // state ids and one outbox event TypeStateDeleted per state, in one transaction. Reads go to
@@ -68,6 +70,9 @@ func (s *Service) Delete(ctx context.Context, p auth.Principal, req DeleteReques
 	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		rows, err := deleteStates(ctx, tx, dt.where, dt.args...)
 		if err != nil || len(rows) == 0 {
+			return err
+		}
+		if err := s.destroyOwnKeys(ctx, rows); err != nil {
 			return err
 		}
 		ids := idsOf(rows)

@@ -36,7 +36,9 @@ func (Eraser) Covers() []erasure.Column {
 
 // Backups is erasure.Shredded: a subject's states are sealed under the subject's handle keys,
 // a conversation's states that name no subject under the conversation's key
-// (erasure.ConversationKeyID), and the erasure destroys them (issue 29 §1).
+// (erasure.ConversationKeyID), the other states that name no subject under their own key
+// (erasure.StateKeyID), and the erasure destroys them: the subject's or conversation's keys,
+// and the own key of every state its content probe deletes (issue 29 §1).
 func (Eraser) Backups(erasure.Target) string { return erasure.Shredded }
 
 func (Eraser) find(ctx context.Context, idb bun.IDB, t erasure.Target) ([]string, error) {
@@ -197,8 +199,8 @@ const contentPage = 500
 // ProbeContent finds the states of t's space stored in clear whose body names t's subject
 // (issue 29 §1b): a state without `subject` is not linked to anyone, so only its text can
 // tie it to her. Every field is read, declared pii or not (a name that masking did not know
-// at write time survives in a pii field). Sealed bodies are skipped: they belong to a subject
-// whose key the erasure of that subject destroys.
+// at write time survives in a pii field). Sealed bodies are read unsealed (a conversation's
+// key, a state's own key, another subject's); one whose key is gone holds nothing readable.
 func (e Eraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.Target) ([]erasure.Finding, error) {
 	if t.Content == nil {
 		return nil, nil
@@ -207,7 +209,7 @@ func (e Eraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.Target)
 	after := ""
 	for {
 		var rows []models.AgentState
-		if err := idb.NewSelect().Model(&rows).Column("id", "scope_hash", "scope_kind", "subject_hash", "body", "field_times").Where("space_id = ? AND id > ?", t.SpaceID, after).
+		if err := idb.NewSelect().Model(&rows).Column("id", "scope_hash", "scope_kind", "agent", "subject_hash", "body", "field_times").Where("space_id = ? AND id > ?", t.SpaceID, after).
 			Order("id ASC").Limit(contentPage).Scan(ctx); err != nil {
 			return nil, fmt.Errorf("state: content probe: %w", err)
 		}
@@ -232,9 +234,10 @@ func (e Eraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.Target)
 	}
 }
 
-// EraseFound deletes the states found (kind KindAgentState) inside tx; their versions stay as
-// their agents' floors, as for any erased state.
-func (Eraser) EraseFound(ctx context.Context, tx bun.Tx, spaceID string, found []erasure.Finding) (erasure.Reach, error) {
+// EraseFound deletes the states found (kind KindAgentState) inside tx, and destroys the own
+// keys (erasure.StateKeyID) of those sealed under one; their versions stay as their agents'
+// floors, as for any erased state.
+func (e Eraser) EraseFound(ctx context.Context, tx bun.Tx, spaceID string, found []erasure.Finding) (erasure.Reach, error) {
 	ids := erasure.IDsOf(found, KindAgentState)
 	if len(ids) != len(found) {
 		return nil, fmt.Errorf("state: erase found: a finding of another store")
@@ -245,6 +248,11 @@ func (Eraser) EraseFound(ctx context.Context, tx bun.Tx, spaceID string, found [
 	gone, err := deleteStates(ctx, tx, "space_id = ? AND id IN (?)", spaceID, bun.In(ids))
 	if err != nil {
 		return nil, err
+	}
+	if e.S != nil {
+		if err := e.S.destroyOwnKeys(ctx, gone); err != nil {
+			return nil, err
+		}
 	}
 	return erasure.Reach{KindAgentState: idsOf(gone)}, nil
 }

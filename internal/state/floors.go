@@ -43,9 +43,12 @@ ON CONFLICT (space_id, agent) DO UPDATE SET version = CASE WHEN excluded.version
 
 // removed is a state row deleteStates deleted: its id, agent and last version.
 type removed struct {
-	ID      string `bun:"id"`
-	Agent   string `bun:"agent"`
-	Version int64  `bun:"version"`
+	ID          string `bun:"id"`
+	Agent       string `bun:"agent"`
+	Version     int64  `bun:"version"`
+	ScopeKind   string `bun:"scope_kind"`
+	ScopeHash   string `bun:"scope_hash"`
+	SubjectHash string `bun:"subject_hash"`
 }
 
 // deleteStates raises the floors of the rows where selects (raiseFloors), then deletes them,
@@ -55,7 +58,7 @@ func deleteStates(ctx context.Context, idb bun.IDB, where string, args ...any) (
 		return nil, err
 	}
 	var rows []removed
-	err := idb.NewRaw(`DELETE FROM agent_states WHERE `+where+` RETURNING id, agent, version`, args...).Scan(ctx, &rows)
+	err := idb.NewRaw(`DELETE FROM agent_states WHERE `+where+` RETURNING id, agent, version, scope_kind, scope_hash, subject_hash`, args...).Scan(ctx, &rows)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) { // no rows: nothing was there to delete
 		return nil, fmt.Errorf("state: delete states: %w", err)
 	}

@@ -94,21 +94,13 @@ func (s *Service) Lease(ctx context.Context, snap spaces.Snapshot, p auth.Princi
 	return out, nil
 }
 
-// leaseStep is Lease's change of the lease row inside tx.
+// leaseOps maps the lease actions to their operations (leases.Apply).
+var leaseOps = map[string]leases.Op{ActionLease: leases.OpAcquire, ActionRenew: leases.OpRenew, ActionRelease: leases.OpRelease}
+
+// leaseStep is Lease's change of the lease row inside tx (leases.Apply).
 func leaseStep(ctx context.Context, tx bun.Tx, t target, holder, action string, req LeaseRequest, now time.Time) (leases.Lease, error) {
-	ttl := time.Duration(req.TTLSeconds) * time.Second
-	proof := leases.Proof{ID: req.LeaseID, Token: req.Token}
-	switch action {
-	case ActionLease:
-		return leases.Acquire(ctx, tx, t.spaceID, leaseTarget(t), holder, ttl, now)
-	case ActionRenew:
-		return leases.Renew(ctx, tx, t.spaceID, leaseTarget(t), proof, ttl, now)
-	default:
-		if err := leases.Release(ctx, tx, t.spaceID, leaseTarget(t), proof, now); err != nil {
-			return leases.Lease{}, err
-		}
-		return leases.Lease{ID: proof.ID, Token: proof.Token, ExpiresAt: now}, nil
-	}
+	return leases.Apply(ctx, tx, t.spaceID, leaseTarget(t), holder, leaseOps[action], time.Duration(req.TTLSeconds)*time.Second,
+		leases.Proof{ID: req.LeaseID, Token: req.Token}, now)
 }
 
 // wrapLease keeps a fault as it is (the API answers it) and names any other error.

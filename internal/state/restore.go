@@ -47,15 +47,16 @@ func (s *Service) DropUnreadable(ctx context.Context, idb bun.IDB) (int, error) 
 	return n + c, err
 }
 
-// dropUnreadableConversations deletes, inside idb, the sealed states of conversation and task
-// scopes naming no subject whose conversation key is gone (the conversation, or a subject
-// linked to it, was erased): DropUnreadable's second half. States of those scopes still in
-// clear (written before they were sealed) are kept.
+// dropUnreadableConversations deletes, inside idb, the sealed states naming no subject whose
+// key is gone: of a conversation or task scope, the conversation key (the conversation, or a
+// subject linked to it, was erased); of any other scope, the state's own key (it was deleted,
+// or erased by its content). DropUnreadable's second half. States still in clear (written
+// before they were sealed) are kept.
 func (s *Service) dropUnreadableConversations(ctx context.Context, idb bun.IDB) (int, error) {
 	var rows []models.AgentState
-	if err := idb.NewSelect().Model(&rows).Column("id", "scope_hash", "scope_kind", "body").
-		Where("subject_hash = '' AND scope_kind IN (?)", bun.In([]string{"conversation", "task"})).Scan(ctx); err != nil {
-		return 0, fmt.Errorf("state: list conversation states: %w", err)
+	if err := idb.NewSelect().Model(&rows).Column("id", "scope_hash", "scope_kind", "agent", "body").
+		Where("subject_hash = ''").Scan(ctx); err != nil {
+		return 0, fmt.Errorf("state: list unlinked states: %w", err)
 	}
 	gone := map[string]bool{}
 	var ids []string
@@ -63,12 +64,12 @@ func (s *Service) dropUnreadableConversations(ctx context.Context, idb bun.IDB) 
 		if !bytes.HasPrefix(r.Body, sealedBodyPrefix) {
 			continue
 		}
-		keyID := keyIDFor("", r.ScopeKind, r.ScopeHash)
+		keyID := keyIDFor("", r.ScopeKind, r.ScopeHash, r.Agent)
 		missing, seen := gone[keyID]
 		if !seen {
 			ok, err := s.Keys.Exists(ctx, keyID)
 			if err != nil {
-				return 0, fmt.Errorf("state: conversation key: %w", err)
+				return 0, fmt.Errorf("state: data key: %w", err)
 			}
 			missing, gone[keyID] = !ok, !ok
 		}

@@ -28,9 +28,13 @@ import (
 // the customer (and the profile's own key). A state whose key is gone reads as never written
 // (version 0). States of a conversation or task scope that name no customer are sealed under
 // the conversation's key (keyIDFor; issue 29 §1), which a conversation erasure destroys;
-// object scopes without `subject` are stored in clear, and so is everything when
-// Service.Keys is nil. A conversation state stored in clear before is sealed at its next
-// write (lazily).
+// states of any other scope (object, agent) that name no customer under their own key
+// (erasure.StateKeyID of scope kind, scope hash and agent), which the state's delete and an
+// erasure deleting it by its content destroy. Everything is stored in clear when
+// Service.Keys is nil. A state stored in clear before is sealed at its next write (lazily).
+// The key costs a cached read no extra lookup: keystore.Cache keeps it, and compares the
+// store's destroy generation once per request (keystore.ForRequest), shared by every key the
+// request opens.
 
 // sealedBodyPrefix starts a sealed body: JSON never starts with a NUL byte.
 var sealedBodyPrefix = []byte("\x00s1")
@@ -42,18 +46,47 @@ const sealedTimesPrefix = "s1:"
 // keyed hash subjectHash (the same hash as subjects.Service.HandleHash).
 func SubjectKeyID(subjectHash string) string { return "sh_" + subjectHash }
 
-// keyIDFor names the key sealing a state (issue 29 §1): the customer's (SubjectKeyID) when
-// it names one; for a conversation or task scope naming none, the conversation's
-// (erasure.ConversationKeyID of the scope hash, which turns share), destroyed by a
-// conversation erasure; "" (stored in clear) for any other scope naming no customer.
-func keyIDFor(subjectHash, scopeKind, scopeHash string) string {
+// keyIDFor names the key sealing a state of agent (issue 29 §1): the customer's
+// (SubjectKeyID) when it names one; for a conversation or task scope naming none, the
+// conversation's (erasure.ConversationKeyID of the scope hash, which turns share), destroyed
+// by a conversation erasure; for any other scope (object, agent) naming none, the state's own
+// (erasure.StateKeyID), destroyed by its delete; "" (stored in clear) only without a scope.
+func keyIDFor(subjectHash, scopeKind, scopeHash, agent string) string {
 	switch {
 	case subjectHash != "":
 		return SubjectKeyID(subjectHash)
-	case (scopeKind == "conversation" || scopeKind == "task") && scopeHash != "":
+	case scopeHash == "":
+		return ""
+	case scopeKind == "conversation" || scopeKind == "task":
 		return erasure.ConversationKeyID(scopeHash)
 	}
+	return erasure.StateKeyID(scopeKind, scopeHash, agent)
+}
+
+// ownKey is the state's own key (erasure.StateKeyID) when it is the one sealing a state of
+// agent (keyIDFor), "" otherwise: the key a delete of that state destroys.
+func ownKey(subjectHash, scopeKind, scopeHash, agent string) string {
+	if k := keyIDFor(subjectHash, scopeKind, scopeHash, agent); strings.HasPrefix(k, "ws_") {
+		return k
+	}
 	return ""
+}
+
+// destroyOwnKeys destroys the own keys (ownKey) of the deleted states rows. Deletes and
+// erasures call it inside their transaction, after the rows' delete: a rollback leaves rows
+// that no longer open (read as never written), never a deleted row whose key survived.
+func (s *Service) destroyOwnKeys(ctx context.Context, rows []removed) error {
+	if s.Keys == nil {
+		return nil
+	}
+	for _, r := range rows {
+		if k := ownKey(r.SubjectHash, r.ScopeKind, r.ScopeHash, r.Agent); k != "" {
+			if err := s.Keys.Destroy(ctx, k); err != nil {
+				return fmt.Errorf("state: destroy key: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // seal returns body and field_times as stored for a row id sealed under keyID (keyIDFor; ""
@@ -87,7 +120,7 @@ func (s *Service) Unseal(ctx context.Context, row *models.AgentState) (bool, err
 	if s.Keys == nil {
 		return false, nil
 	}
-	keyID := keyIDFor(row.SubjectHash, row.ScopeKind, row.ScopeHash)
+	keyID := keyIDFor(row.SubjectHash, row.ScopeKind, row.ScopeHash, row.Agent)
 	if keyID == "" {
 		return false, nil // sealed, but under no key this row can name
 	}
@@ -190,7 +223,7 @@ func (s *Service) SweepFields(ctx context.Context, idb bun.IDB, spaceID, after s
 			continue
 		}
 		canon := fields.Canonical()
-		body, timesJSON, err := s.seal(ctx, row.ID, keyIDFor(subjectHash, row.ScopeKind, row.ScopeHash), canon, encodeTimes(times))
+		body, timesJSON, err := s.seal(ctx, row.ID, keyIDFor(subjectHash, row.ScopeKind, row.ScopeHash, row.Agent), canon, encodeTimes(times))
 		if err != nil {
 			return res, err
 		}

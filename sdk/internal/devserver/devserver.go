@@ -31,6 +31,7 @@ type Server struct {
 	Admin string
 	Space string
 	cmd   *exec.Cmd
+	bin   string
 	dir   string
 	log   string
 }
@@ -94,7 +95,7 @@ func start() (*Server, string, string) {
 	if err != nil {
 		return nil, "", err.Error()
 	}
-	s := &Server{dir: dir, log: filepath.Join(dir, "dev.log"), Space: "sdk"}
+	s := &Server{dir: dir, bin: bin, log: filepath.Join(dir, "dev.log"), Space: "sdk"}
 	if err := s.run(bin, cli); err != nil {
 		return nil, "", err.Error()
 	}
@@ -391,4 +392,61 @@ func SkipCapability(t testing.TB, format string, args ...any) {
 		}
 	}
 	t.Skip(reason)
+}
+
+// SpaceRef is a space of the server: its id and an admin key (every person role).
+type SpaceRef struct{ ID, Admin string }
+
+// NewSpace creates another space named name (direct PUT on) with `agentmemory space create`.
+func (s *Server) NewSpace(t testing.TB, name string) SpaceRef {
+	t.Helper()
+	out, err := exec.Command(s.bin, "space", "create", name, "--direct-put", "--data-dir", s.dir).Output()
+	if err != nil {
+		t.Fatalf("space create: %v", err)
+	}
+	var sp struct {
+		SpaceID  string `json:"space_id"`
+		AdminKey string `json:"admin_key"`
+	}
+	if err := json.Unmarshal(out, &sp); err != nil {
+		t.Fatalf("space create printed %q: %v", out, err)
+	}
+	return SpaceRef{ID: sp.SpaceID, Admin: sp.AdminKey}
+}
+
+// SharedSpace is the shared space (Space) as a SpaceRef.
+func (s *Server) SharedSpace(t testing.TB) SpaceRef {
+	t.Helper()
+	var self struct {
+		SpaceID string `json:"space_id"`
+	}
+	s.MustDo(t, "GET", "/v1/keys/self", s.Admin, nil, &self)
+	return SpaceRef{ID: self.SpaceID, Admin: s.Admin}
+}
+
+// OpenBridge opens a bridge from space from to space to (docs/boards.md "Bridges"): on each
+// side a security person proposes it (POST /v1/bridges) and a second one approves the change;
+// agents of to read the boards listed ({"type", "ids"}). It returns the bridge's id.
+func (s *Server) OpenBridge(t testing.TB, from, to SpaceRef, agents []string, boards []map[string]any) string {
+	t.Helper()
+	terms := map[string]any{"from": from.ID, "to": to.ID, "agents": agents, "boards": boards}
+	for _, side := range []SpaceRef{from, to} {
+		var keys [2]string
+		for i := range keys {
+			var out struct {
+				Key string `json:"key"`
+			}
+			name := fmt.Sprintf("security-%d", unique.Add(1))
+			s.MustDo(t, "POST", "/v1/keys", side.Admin, map[string]any{"kind": "person", "name": name, "roles": []string{"security"}}, &out)
+			keys[i] = out.Key
+		}
+		var prop struct {
+			Bridge   struct{ ID string } `json:"bridge"`
+			ChangeID string              `json:"change_id"`
+		}
+		s.MustDo(t, "POST", "/v1/bridges", keys[0], terms, &prop)
+		s.MustDo(t, "POST", "/v1/documents/bridges/changes/"+prop.ChangeID+"/approve", keys[1], nil, nil)
+		terms["id"] = prop.Bridge.ID
+	}
+	return terms["id"].(string)
 }

@@ -17,7 +17,7 @@ See docs/sdk/python.md for every behaviour, the cache and the framework integrat
 (agentmemory.integrations.openai_agents, agentmemory.integrations.langchain).
 """
 
-from .boards import Board, BoardPutResult, BoardState, Lease, Settled
+from .boards import Board, BoardPutResult, BoardState, BridgedBoard, Lease, Settled
 from .aio import AsyncAgentState, AsyncClient, AsyncSession, AsyncToolkit
 from .client import (DELETE, AgentState, Block, Client, Conflict, Context, ContextTokens, Note, Retrieval,
                      RetrievedChunk, Saved, Scope, Session, State, StateLease, Turn, TurnsPage, WriteResult, max_age,
@@ -35,5 +35,5 @@ __all__ = [
     "ToolDefinition", "DEFINITIONS", "SEARCH_SCHEMA", "REMEMBER_SCHEMA", "SEARCH_KNOWLEDGE_SCHEMA",
     "AgentMemoryError", "ConflictError", "PersonalDataError", "RateLimitedError", "UnavailableError",
     "UnreachableError", "AnswerError",
-    "Board", "BoardState", "BoardPutResult", "Settled", "Lease", "StateLease",
+    "Board", "BoardState", "BridgedBoard", "BoardPutResult", "Settled", "Lease", "StateLease",
 ]

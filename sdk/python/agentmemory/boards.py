@@ -7,6 +7,9 @@ one handler at a time, as a context manager::
 
     with client.board("findings", "incident-42").lease(ttl=30) as lease:
         lease.put({"hits": 3}, if_version=version)
+
+``client.bridged_board(space, type, id).get()`` reads a board of another space through a
+bridge both spaces approved (read only).
 """
 
 from __future__ import annotations
@@ -82,6 +85,26 @@ class Board:
         """Acquires a lease for ttl seconds (1..3600); use it in a ``with`` block, which releases it."""
         d = self._http.request("POST", "/v1/boards/lease", {"type": self.type, "id": self.id, "ttl_seconds": int(ttl)}).data or {}
         return Lease(self, d["lease_id"], int(d["token"]), d["expires_at"])
+
+
+class BridgedBoard:
+    """A board of another space read through a bridge (docs/boards.md "Bridges"): read only.
+    Without a bridge both spaces approved that lists this agent and the board, and for a board
+    never written, ``get()`` raises :class:`agentmemory.AgentMemoryError` 404 ``board_not_found``,
+    the same answer as for a space that does not exist."""
+
+    def __init__(self, http: Transport, space: str, type: str, id: str) -> None:
+        self._http = http
+        self.space = space
+        self.type = type
+        self.id = id
+
+    def __repr__(self) -> str:
+        return "BridgedBoard(%r, %r, %r)" % (self.space, self.type, self.id)
+
+    def get(self) -> BoardState:
+        d = self._http.request("POST", "/v1/boards/read", {"type": self.type, "id": self.id, "space": self.space}).data or {}
+        return BoardState(body=dict(d.get("body") or {}), version=int(d.get("version") or 0), updated_at=d.get("updated_at"))
 
 
 class Lease:

@@ -474,6 +474,12 @@ class Client:
         from .boards import Board
         return Board(self._http, type, id)
 
+    def bridged_board(self, space: str, type: str, id: str) -> "BridgedBoard":
+        """The board type:id of another space (its id), read through a bridge (issue 31,
+        docs/boards.md "Bridges"): get only."""
+        from .boards import BridgedBoard
+        return BridgedBoard(self._http, space, type, id)
+
     def agent_state(self, scope: Scope, *, subject: str = "") -> "AgentState":
         """The handle of the state of ``scope`` for this client's agent."""
         return AgentState(self, scope, subject=subject)

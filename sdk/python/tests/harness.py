@@ -133,6 +133,25 @@ class DevServer:
         self.admin_key = json.loads(out.strip().splitlines()[-1])["admin_key"]
         return self.admin_key
 
+    def new_space(self, name: str) -> Dict[str, str]:
+        """Creates another space (direct PUT on) without changing admin_key; returns its
+        space_id and admin_key."""
+        out = subprocess.run([binary(), "space", "create", name, "--direct-put", "--data-dir", self.dir],
+                             env=self._env(), check=True, capture_output=True, text=True).stdout
+        return json.loads(out.strip().splitlines()[-1])
+
+    def open_bridge(self, source: Dict[str, str], reader: Dict[str, str], agents: List[str], boards: List[Dict[str, str]]) -> str:
+        """Opens a bridge from space source to space reader (docs/boards.md "Bridges"): on each
+        side a security person proposes it and a second one approves; returns its id."""
+        terms: Dict[str, Any] = {"from": source["space_id"], "to": reader["space_id"], "agents": agents, "boards": boards}
+        for n, side in enumerate((source, reader)):
+            keys = [http_json("POST", self.url + "/v1/keys", side["admin_key"],
+                              {"kind": "person", "name": "security-%d-%d" % (n, i), "roles": ["security"]})["key"] for i in range(2)]
+            prop = http_json("POST", self.url + "/v1/bridges", keys[0], terms)
+            http_json("POST", self.url + "/v1/documents/bridges/changes/" + prop["change_id"] + "/approve", keys[1])
+            terms["id"] = prop["bridge"]["id"]
+        return terms["id"]
+
     def put_document(self, name: str, body: Any) -> None:
         http_json("PUT", self.url + "/v1/documents/" + name, self.admin_key, body)
 

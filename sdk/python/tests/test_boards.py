@@ -73,5 +73,24 @@ class BoardsTest(unittest.TestCase):
         self.assertEqual(two.lease(ttl=30).token, 2)
 
 
+    def test_bridged_board_reads_only_through_an_approved_bridge(self) -> None:
+        source = self.server.new_space("bridge-source")
+        harness.http_json("PUT", self.server.url + "/v1/documents/object-types", source["admin_key"], {"types": [{
+            "type": "findings", "ownership": "shared", "fields": {"title": {"type": "string"}}}]})
+        harness.http_json("POST", self.server.url + "/v1/boards/findings/grants", source["admin_key"], {"agent": "w", "access": "read_write"})
+        writer = harness.http_json("POST", self.server.url + "/v1/keys", source["admin_key"],
+                                   {"kind": "agent", "agent": "w", "vendor": "py", "scopes": []})["key"]
+        agentmemory.Client(self.server.url, writer).board("findings", "inc-7").put({"title": "disk full"}, if_version=0)
+        reader = agentmemory.Client(self.server.url, self.server.mint_key({"kind": "agent", "agent": "reader", "vendor": "py", "scopes": []}))
+        mine = harness.http_json("GET", self.server.url + "/v1/keys/self", self.server.admin_key)
+        board = reader.bridged_board(source["space_id"], "findings", "inc-7")
+        with self.assertRaises(agentmemory.AgentMemoryError) as before:
+            board.get()
+        self.assertEqual((before.exception.status, before.exception.code), (404, "board_not_found"))
+        self.server.open_bridge(source, {"space_id": mine["space_id"], "admin_key": self.server.admin_key}, ["reader"], [{"type": "findings", "ids": "inc-*"}])
+        got = board.get()
+        self.assertEqual((got.body, got.version), ({"title": "disk full"}, 1))
+
+
 if __name__ == "__main__":
     unittest.main()

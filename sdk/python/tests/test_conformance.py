@@ -40,6 +40,7 @@ class Runner:
         for name in self.specs:
             self.clients[name] = self._client(name)
         self.saved: Dict[str, Any] = {}
+        self.leases: Dict[str, Any] = {}
 
     def _client(self, name: str) -> agentmemory.Client:
         spec = self.specs[name]
@@ -106,6 +107,8 @@ class Runner:
             return {"mode": r.mode, "count": len(r.chunks), "titles": [x.title for x in r.chunks],
                     "sources": [x.source_uri for x in r.chunks], "versions": [x.version for x in r.chunks],
                     "in_context": sum(1 for x in r.chunks if x.in_context), "context": r.context}
+        if op.startswith("board."):
+            return self.board(c, op, s)
         if op == "tools.list":
             return {"names": c.tools(agent_memory=True, write_agent_memory=True).names}
         if op == "tools.call":
@@ -116,6 +119,26 @@ class Runner:
             if "notes" in res:
                 out.update(count=len(res["notes"]), titles=[n["title"] for n in res["notes"]])
             return out
+        raise AssertionError("unknown op " + op)
+
+    def board(self, c: agentmemory.Client, op: str, s: Dict[str, Any]) -> Dict[str, Any]:
+        """The board ops (issue 31): get, put (with a saved lease when the step names one),
+        lease (saved under the step's lease name) and lease_release."""
+        b = c.board(s["board"]["type"], s["board"]["id"]) if "board" in s else None
+        if op == "board.get":
+            st = b.get()
+            return {"version": st.version, "body": st.body}
+        if op == "board.lease":
+            lease = b.lease(ttl=s["ttl_seconds"])
+            self.leases[s["lease"]] = lease
+            return {"token": lease.token}
+        if op == "board.lease_release":
+            self.leases[s["lease"]].release()
+            return {}
+        if op == "board.put":
+            target = self.leases[s["lease"]] if "lease" in s else b
+            r = target.put(s["body"], if_version=s["if_version"])
+            return {"stored": r.stored, "version": r.version, "settled": [{"field": x.field, "rule": x.rule} for x in r.settled]}
         raise AssertionError("unknown op " + op)
 
     def check(self, out: Dict[str, Any], expect: Dict[str, Any]) -> None:

@@ -85,3 +85,22 @@ export class BoardLease {
     }
   }
 }
+
+/**
+ * A board of another space read through a bridge (docs/boards.md "Bridges"): read only.
+ * Without a bridge both spaces approved that lists this agent and the board, and for a board
+ * never written, `get()` rejects with an AgentMemoryError 404 `board_not_found`, the same
+ * answer as for a space that does not exist.
+ */
+export class BridgedBoardHandle {
+  constructor(
+    private readonly http: () => Transport,
+    readonly space: string,
+    readonly type: string,
+    readonly id: string,
+  ) {}
+
+  async get(): Promise<BoardRead> {
+    return (await this.http().request<BoardRead>("POST", "/v1/boards/read", { body: { type: this.type, id: this.id, space: this.space } })).data;
+  }
+}

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { BoardHandle } from "./boards.js";
+import { BoardHandle, BridgedBoardHandle } from "./boards.js";
 import { AgentMemoryError, ConflictError, UnreachableError } from "./errors.js";
 import { Transport, type Answer, type FetchLike, type Logger, type RetryOptions } from "./http.js";
 import { fileQueue, memoryQueue, type QueueStore, type QueuedWrite } from "./queue.js";
@@ -649,6 +649,11 @@ export class AgentMemoryClient {
   /** The board `type`:`id` (issue 31, docs/boards.md): get, put with ifVersion, lease. */
   board(type: string, id: string): BoardHandle {
     return new BoardHandle(() => this.transport(), type, id);
+  }
+
+  /** The board `type`:`id` of another space (its id), read through a bridge both spaces approved (docs/boards.md "Bridges"): get only. */
+  bridgedBoard(space: string, type: string, id: string): BridgedBoardHandle {
+    return new BridgedBoardHandle(() => this.transport(), space, type, id);
   }
 
   /** @internal */

@@ -68,7 +68,7 @@ export {
   type ToolResult,
 } from "./tools.js";
 export type * from "./types.js";
-export { BoardHandle, BoardLease } from "./boards.js";
+export { BoardHandle, BoardLease, BridgedBoardHandle } from "./boards.js";
 export { StateLease } from "./client.js";
 
 import { AgentMemoryClient as Client, type ClientOptions as Options } from "./client.js";

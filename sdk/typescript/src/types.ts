@@ -320,6 +320,8 @@ export interface BoardWriteResult {
 export interface BoardRead {
   type: string;
   id: string;
+  /** Set on a bridged read: the space whose board it is. */
+  space?: string;
   body: { [member: string]: JsonValue };
   version: number;
   updated_at: string | null;

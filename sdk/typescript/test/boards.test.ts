@@ -66,3 +66,17 @@ test("a working-state lease fences the other run and is released by await using 
   assert.equal((await two.put({ plan: "two" })).stored, true);
   assert.equal((await two.lease(30)).token, 2);
 });
+
+test("a bridged board reads only through a bridge both spaces approved", async () => {
+  const source = await server.newSpace("bridge-source");
+  await server.call(source.adminKey, "PUT", "/v1/documents/object-types", { types: [{ type: "findings", ownership: "shared", fields: { title: { type: "string" } } }] }, 200);
+  await server.call(source.adminKey, "POST", "/v1/boards/findings/grants", { agent: "w", access: "read_write" }, 201);
+  const writer = (await server.call(source.adminKey, "POST", "/v1/keys", { kind: "agent", agent: "w", vendor: "ts", scopes: [] }, 201)).key as string;
+  await new AgentMemoryClient({ baseUrl: server.url, key: writer }).board("findings", "inc-7").put({ title: "disk full" }, 0);
+  const reader = new AgentMemoryClient({ baseUrl: server.url, key: await server.mintKey({ kind: "agent", agent: "reader", vendor: "ts", scopes: [] }) });
+  const board = reader.bridgedBoard(source.spaceId, "findings", "inc-7");
+  await assert.rejects(board.get(), (e: unknown) => e instanceof AgentMemoryError && e.status === 404 && e.code === "board_not_found");
+  await server.openBridge(source, { spaceId: server.spaceId, adminKey: server.adminKey }, ["reader"], [{ type: "findings", ids: "inc-*" }]);
+  const got = await board.get();
+  assert.deepEqual([got.body, got.version, got.space], [{ title: "disk full" }, 1, source.spaceId]);
+});

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { appendFileSync, readFileSync, readdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { AgentMemoryClient, AgentMemoryError, DELETE, type ClientOptions, type JsonValue, type RetrieveOptions, type Scope } from "../src/index.js";
+import { AgentMemoryClient, AgentMemoryError, DELETE, type BoardLease, type ClientOptions, type JsonValue, type RetrieveOptions, type Scope } from "../src/index.js";
 import { Server, repoRoot } from "./harness.js";
 
 const dir = join(repoRoot, "sdk", "conformance");
@@ -77,6 +77,7 @@ for (const c of cases) {
       clients[name] = new AgentMemoryClient(o);
     }
     const saved: { [name: string]: Outcome } = {};
+    const leases: { [name: string]: BoardLease } = {};
     try {
       for (const [i, step] of (c.steps as any[]).entries()) {
         const who: string = step.client ?? "a";
@@ -153,6 +154,32 @@ for (const c of cases) {
                 in_context: r.chunks.filter((x) => x.in_context).length,
                 context: r.context,
               };
+            });
+            break;
+          case "board.get":
+            out = await outcomeOf(async () => {
+              const b = await cl.board(step.board.type, step.board.id).get();
+              return { version: b.version, body: b.body };
+            });
+            break;
+          case "board.put":
+            out = await outcomeOf(async () => {
+              const target = step.lease ? leases[step.lease]! : cl.board(step.board.type, step.board.id);
+              const r = await target.put(step.body, step.if_version);
+              return { stored: r.stored, version: r.version, settled: r.settled.map((x) => ({ field: x.field, rule: x.rule })) };
+            });
+            break;
+          case "board.lease":
+            out = await outcomeOf(async () => {
+              const l = await cl.board(step.board.type, step.board.id).lease(step.ttl_seconds);
+              leases[step.lease] = l;
+              return { token: l.token };
+            });
+            break;
+          case "board.lease_release":
+            out = await outcomeOf(async () => {
+              await leases[step.lease]!.release();
+              return {};
             });
             break;
           case "server.stop":

@@ -181,11 +181,46 @@ export class Server {
     return kb;
   }
 
+  /** `agentmemory space create NAME` for another space: the shared one's admin key is kept. */
+  async newSpace(name: string): Promise<SpaceRef> {
+    const { stdout } = await run(this.bin, ["space", "create", name, "--direct-put", "--data-dir", this.dataDir]);
+    const j = JSON.parse(stdout.trim().split("\n").pop()!) as { admin_key: string; space_id: string };
+    return { spaceId: j.space_id, adminKey: j.admin_key };
+  }
+
+  /** A request with key; throws unless the answer's status is want. */
+  async call(key: string, method: string, path: string, body: unknown, want: number): Promise<any> {
+    const r = await fetch(this.url + path, { method, headers: { Authorization: "Bearer " + key, "Content-Type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const json = await r.json();
+    if (r.status !== want) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(json)}, want ${want}`);
+    return json;
+  }
+
+  /** Opens a bridge from source to reader (docs/boards.md "Bridges"): on each side a security person proposes it and a second approves; returns its id. */
+  async openBridge(source: SpaceRef, reader: SpaceRef, agents: string[], boards: { type: string; ids?: string }[]): Promise<string> {
+    const terms: { [k: string]: unknown } = { from: source.spaceId, to: reader.spaceId, agents, boards };
+    let n = 0;
+    for (const side of [source, reader]) {
+      const keys: string[] = [];
+      for (let i = 0; i < 2; i++) keys.push((await this.call(side.adminKey, "POST", "/v1/keys", { kind: "person", name: `security-${n++}`, roles: ["security"] }, 201)).key);
+      const prop = await this.call(keys[0], "POST", "/v1/bridges", terms, 202);
+      await this.call(keys[1], "POST", `/v1/documents/bridges/changes/${prop.change_id}/approve`, undefined, 200);
+      terms.id = prop.bridge.id;
+    }
+    return terms.id as string;
+  }
+
   async mintKey(spec: KeySpec): Promise<string> {
     const r = await this.admin("POST", "/v1/keys", spec);
     if (r.status !== 201) throw new Error(`POST /v1/keys: ${r.status} ${JSON.stringify(r.json)}`);
     return r.json.key as string;
   }
+}
+
+/** A space of the server: its id and admin key. */
+export interface SpaceRef {
+  spaceId: string;
+  adminKey: string;
 }
 
 /** The README's walk-through space: working memory and agent memory on, the shopping assistant's type. */
