@@ -17,7 +17,8 @@ import (
 // scope export) -> {"records": [...], "next_after"}: the caller's space's continuous export
 // feed (issue 33, EXP-1), oldest first after cursor `after` (default 0), at most `limit`
 // (1..1000, default 100), of the comma-separated `tables` (default every table; an unknown
-// name is 400 invalid_query naming tables). next_after is the last cursor returned (or
+// name is 400 invalid_query naming tables; an `after` below the range retention pruned is 410
+// cursor_expired with error.oldest_cursor, the cursor to read after instead). next_after is the last cursor returned (or
 // `after` when none), for the next page; a cursor never skips or repeats a committed change.
 func (s *Server) exportFeed(c *gin.Context) {
 	p := principal(c)
@@ -37,6 +38,11 @@ func (s *Server) exportFeed(c *gin.Context) {
 		tables = strings.Split(raw, ",")
 	}
 	recs, err := feed.Read(s.ctx(c), s.DB, s.Notes.Keys, p.SpaceID, feed.Query{After: after, Tables: tables, Limit: limit})
+	var expired *feed.ExpiredError
+	if errors.As(err, &expired) {
+		err = fault.New(fault.Gone, "cursor_expired", "the feed was pruned past cursor %d: read again after the oldest available cursor",
+			expired.After).With("oldest_cursor", expired.Oldest)
+	}
 	if errors.Is(err, feed.ErrUnknownTable) {
 		err = fault.New(fault.Invalid, "invalid_query", "tables must be a comma-separated list of: %s",
 			strings.Join(slices.Sorted(slices.Values(feed.TableNames())), ", ")).With("member", "tables")

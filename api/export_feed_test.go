@@ -1,14 +1,20 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/feed"
+	"github.com/agentmemory/agentmemory/models"
 )
 
 type feedPage struct {
@@ -71,5 +77,46 @@ func TestExportFeedAPI(t *testing.T) {
 		bad := e.MustDo(http.StatusBadRequest, "GET", "/v1/export/feed?tables=notes,turns", e.AdminKey, nil)
 		require.Equal(t, "invalid_query", bad.ErrorCode(t))
 		e.MustDo(http.StatusBadRequest, "GET", "/v1/export/feed?limit=0", e.AdminKey, nil)
+	})
+}
+
+// TestExportFeedRetention: the retention sweep prunes feed records past
+// AGENTMEMORY_EXPORT_FEED_RETENTION only once every configured sink acknowledged them (a
+// sink that never delivered holds them all); a reader whose `after` is below the pruned
+// range gets 410 cursor_expired naming the oldest cursor, and reads on from it without a
+// gap.
+func TestExportFeedRetention(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		ctx := context.Background()
+		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true},
+			"export": map[string]any{"sinks": []map[string]any{{"name": "lake", "kind": "directory"}}}})
+		bot := e.AgentKey("shop-bot", "acme-ai", "agent_state")
+		for i := range 3 {
+			e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", bot,
+				map[string]any{"scope": map[string]any{"kind": "conversation", "id": fmt.Sprintf("c-%d", i)}, "body": map[string]any{"step": i}})
+		}
+		require.NoError(t, feed.AdvanceAll(ctx, e.DB, e.SpaceID))
+		_, err := e.DB.NewUpdate().Model((*models.FeedChange)(nil)).Set("changed_us = changed_us - ?", (48*time.Hour).Microseconds()).
+			Where("space_id = ?", e.SpaceID).Exec(ctx)
+		require.NoError(t, err)
+		all := getFeed(t, e, "?limit=1000", e.AdminKey)
+		head := all.NextAfter
+		e.App.Compliance.FeedRetention = 24 * time.Hour
+		sweep := func() {
+			_, err := e.App.Compliance.SweepBatch(ctx, e.SpaceID, compliance.PhaseExports, "", 500)
+			require.NoError(t, err)
+		}
+
+		sweep()
+		require.Equal(t, all.Records, getFeed(t, e, "?limit=1000", e.AdminKey).Records, "the sink acknowledged nothing: nothing pruned")
+
+		require.NoError(t, feed.RecordDelivery(ctx, e.DB, e.SpaceID, "lake", feed.KindDirectory, head-2, true, "", time.Now()))
+		sweep()
+		gone := e.MustDo(http.StatusGone, "GET", "/v1/export/feed?after=0", e.AdminKey, nil)
+		require.Equal(t, "cursor_expired", gone.ErrorCode(t))
+		require.Equal(t, json.Number(strconv.FormatInt(head-2, 10)), gone.JSON(t)["error"].(map[string]any)["oldest_cursor"], "%s", gone.Body)
+		e.MustDo(http.StatusGone, "GET", fmt.Sprintf("/v1/export/feed?after=%d", head-3), e.AdminKey, nil)
+		rest := getFeed(t, e, fmt.Sprintf("?limit=1000&after=%d", head-2), e.AdminKey)
+		require.Equal(t, all.Records[len(all.Records)-2:], rest.Records, "the unacknowledged records stay, in order")
 	})
 }

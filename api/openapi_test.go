@@ -321,6 +321,8 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(201, "POST", "/v1/turns", bot, map[string]any{"conversation_id": "c-1", "speaker": "customer", "text": "I am Ana, ana@example.com"})
 			c.do(201, "POST", "/v1/turns", bot, map[string]any{"turns": []any{map[string]any{"conversation_id": "c-1", "speaker": "agent", "text": "Hello"}}})
 			c.do(400, "POST", "/v1/turns", bot, map[string]any{"conversation_id": "c-1", "speaker": "robot", "text": "x"})
+			c.do(200, "POST", "/v1/turns/read", bot, map[string]any{"conversation_id": "c-1", "limit": 1})
+			c.do(400, "POST", "/v1/turns/read", bot, map[string]any{"conversation_id": "c-1", "after": "x"})
 			c.do(201, "POST", "/v1/identity-links", bot, map[string]any{"conversation_id": "c-1", "subject": "email:ana@example.com", "status": "confirmed"})
 			c.do(200, "POST", "/v1/identity-links", bot, map[string]any{"conversation_id": "c-1", "subject": "email:ana@example.com", "status": "unconfirmed"})
 			c.do(400, "POST", "/v1/identity-links", bot, map[string]any{"conversation_id": "c-1", "subject": "email:ana@example.com", "status": "maybe"})
@@ -358,6 +360,16 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(400, "DELETE", "/v1/agent-memory/notes", admin, nil)
 			c.do(200, "GET", "/v1/agent-memory/export", admin, nil)
 			c.do(403, "GET", "/v1/agent-memory/export", bot, nil)
+			amx := id(c.do(202, "POST", "/v1/agent-memory/exports", admin, map[string]any{"source_id": "shop-bot"}), "export_id")
+			c.do(400, "POST", "/v1/agent-memory/exports", admin, map[string]any{})
+			c.do(403, "POST", "/v1/agent-memory/exports", bot, map[string]any{"source_id": "shop-bot"})
+			c.do(200, "GET", "/v1/agent-memory/exports/"+amx, admin, nil)
+			c.do(409, "GET", "/v1/agent-memory/exports/"+amx+"/file", admin, nil)
+			_, err = e.Deps.Proposals.BuildExportFile(context.Background(), e.SpaceID, amx)
+			require.NoError(t, err)
+			c.do(200, "GET", "/v1/agent-memory/exports/"+amx+"/file", admin, nil)
+			c.do(200, "GET", "/v1/agent-memory/exports/"+amx, admin, nil)
+			c.do(404, "GET", "/v1/agent-memory/exports/amx_nope", admin, nil)
 
 			// Knowledge (KN-1..KN-4): no embedder answers here, so the base is lexical_only.
 			c.do(403, "POST", "/v1/knowledge", admin, map[string]any{"name": "handbook"}) // feature off

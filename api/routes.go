@@ -128,12 +128,16 @@ func (s *Server) agentMemoryRoutes(v1 *gin.RouterGroup) {
 	v1.GET("/agent-memory/block", s.noteBlock)
 	v1.GET("/agent-memory/search", s.searchNotes)
 	v1.GET("/agent-memory/export", s.exportNotes)
+	v1.POST("/agent-memory/exports", s.createNotesExport)              // api/notes_export.go
+	v1.GET("/agent-memory/exports/:export_id", s.getNotesExport)       // the file's status
+	v1.GET("/agent-memory/exports/:export_id/file", s.notesExportFile) // the sealed file, opened
 
 	// The context call (CTX-2): the block, knowledge evidence and the task section in one budget.
 	v1.POST("/context", s.buildContext)
 
 	// Turns and identity links (AM-9).
 	v1.POST("/turns", s.writeTurns)
+	v1.POST("/turns/read", s.readTurns)
 	v1.POST("/identity-links", s.linkIdentity)
 
 	// Distillation (AM-9); approve/reject live with the proposals.

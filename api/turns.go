@@ -77,3 +77,22 @@ func (s *Server) linkIdentity(c *gin.Context) {
 	}
 	c.PureJSON(status, res)
 }
+
+// readTurns: POST /v1/turns/read (scope context or role integration)
+// {"conversation_id"|"task_id", "after"?, "limit"?} -> 200 {"turns": [...], "next_after"}: a
+// page of the conversation's masked turns, oldest first, receipted (turns.read, naming the
+// conversation by its keyed hash). An erased conversation answers as one that never
+// existed (no turns). A bad body is 400.
+func (s *Server) readTurns(c *gin.Context) {
+	var req turns.ReadRequest
+	if err := bind(c, &req); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	page, err := s.Turns.Read(s.ctx(c), principal(c), req)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.PureJSON(http.StatusOK, page)
+}

@@ -272,11 +272,11 @@ func (a *App) wire() {
 	a.Changes = &changes.Service{DB: d, Docs: a.Docs}
 	a.Metrics.WatchOutbox(metrics.OutboxBacklog(d))
 	a.Subjects = &subjects.Service{DB: d, Docs: a.Docs, Hasher: h, Keys: ks, Now: now}
-	a.Turns = &turns.Service{DB: d, Subjects: a.Subjects, Hasher: h, Keys: ks, Now: now}
+	a.Turns = &turns.Service{DB: d, Subjects: a.Subjects, Hasher: h, Keys: ks, Receipts: a.Receipts, Now: now}
 	a.State = &state.Service{DB: d, Docs: a.Docs, Hasher: h, Masker: a.Subjects, Now: now, Keys: ks}
 	a.Boards = &boards.Service{DB: d, Docs: a.Docs, Changes: a.Changes, Hasher: h, Masker: a.State, Receipts: a.Receipts, Now: now, Keys: ks}
 	a.Compliance = &compliance.Service{DB: d, Docs: a.Docs, Hasher: h, Keys: ks, Subjects: a.Subjects, State: a.State, Now: now,
-		TurnSweeps: a.Turns}
+		TurnSweeps: a.Turns, FeedRetention: a.Config.ExportFeedRetention}
 	if a.Signer != nil {
 		a.Compliance.Signer = a.Signer // certificates are signed when issued (PR-3)
 		// The receipt log's checkpoints too (issue 32). NoteSigner fails only on a key name

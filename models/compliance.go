@@ -91,3 +91,22 @@ type ExportPackage struct {
 	CompletedAt *time.Time `bun:"completed_at"`
 	ExpiresAt   time.Time  `bun:"expires_at"`
 }
+
+// AgentMemoryExport is an agent-memory export file (issue 33 §4): one agent's (SourceID)
+// notes and proposals, built by a workflow into Package, sealed under the agent's export
+// key; Counts is {"notes", "proposals"}. Status running, completed or failed (Failure).
+type AgentMemoryExport struct {
+	bun.BaseModel `bun:"table:agent_memory_exports"`
+
+	ID          string     `bun:"id,pk"`
+	SpaceID     string     `bun:"space_id"`
+	SourceID    string     `bun:"source_id"`
+	Status      string     `bun:"status"`
+	RequestedBy string     `bun:"requested_by"`
+	Package     []byte     `bun:"package"`
+	Counts      string     `bun:"counts"`
+	Failure     string     `bun:"failure"`
+	CreatedAt   time.Time  `bun:"created_at"`
+	CompletedAt *time.Time `bun:"completed_at"`
+	ExpiresAt   time.Time  `bun:"expires_at"`
+}

@@ -23,12 +23,14 @@ type FeedChange struct {
 	Position  *int64 `bun:"position"`
 }
 
-// FeedHead is a space's last assigned feed cursor; its row is the sequencer's lock.
+// FeedHead is a space's last assigned feed cursor; its row is the sequencer's lock. Pruned
+// is the last cursor whose change records retention removed (0: none).
 type FeedHead struct {
 	bun.BaseModel `bun:"table:feed_heads"`
 
 	SpaceID  string `bun:"space_id,pk"`
 	Position int64  `bun:"position"`
+	Pruned   int64  `bun:"pruned"`
 }
 
 // ExportSink is the delivery state of a space's configured export sink (issue 33): Cursor is

@@ -15,7 +15,7 @@ import (
 )
 
 // Starter implements compliance.WorkflowStarter with Temporal: it starts the ErasureWorkflow,
-// ExportWorkflow or DistillWorkflow (with the API's inputs: workflows.DistillStart and
+// ExportWorkflow, AgentMemoryExportWorkflow or DistillWorkflow (with the API's inputs: workflows.DistillStart and
 // ApprovalDeadline) of an orphaned row on TaskQueue, under
 // the row's deterministic workflow id (workflows.ErasureWorkflowID, workflows.ExportWorkflowID,
 // workflows.DistillID), only when
@@ -47,6 +47,8 @@ func (s Starter) StartMissing(ctx context.Context, o compliance.Orphan) (complia
 		id, wf, arg = workflows.ExportWorkflowID(o.ID), workflows.ExportWorkflow, workflows.ExportInput{SpaceID: o.SpaceID, ExportID: o.ID}
 	case compliance.WorkflowDistill:
 		id, wf, arg = workflows.DistillID(o.ID), workflows.DistillWorkflow, workflows.DistillStart(o.ID, s.ApprovalDeadline)
+	case compliance.WorkflowAgentMemoryExport:
+		id, wf, arg = workflows.AgentMemoryExportWorkflowID(o.ID), workflows.AgentMemoryExportWorkflow, workflows.AgentMemoryExportInput{SpaceID: o.SpaceID, ExportID: o.ID}
 	default:
 		return compliance.StartResult{}, fmt.Errorf("worker: unknown workflow kind %q", o.Kind)
 	}

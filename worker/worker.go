@@ -33,5 +33,6 @@ func RegisterFeed(r sdkworker.Registry, fa *activities.FeedActivities) {
 // environment).
 func Register(r sdkworker.Registry, a *activities.Activities) {
 	r.RegisterWorkflow(workflows.DistillWorkflow)
+	r.RegisterWorkflow(workflows.AgentMemoryExportWorkflow) // issue 33 §4: its activities are a's
 	r.RegisterActivity(a)
 }

@@ -85,3 +85,15 @@ func TestNoteErasureReplay(t *testing.T) {
 	r.RegisterWorkflow(workflows.NoteErasureWorkflow)
 	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", "note_erasure_checkpoint.json")))
 }
+
+// TestSinkReplay replays a SinkWorkflow history recorded on a real Temporal dev server: a
+// directory sink delivered a batch, found nothing new and slept its poll, then ended when
+// the sink left features export.sinks (re-record with AGENTMEMORY_RECORD_SINK=sink_removed.json
+// go test ./internal/compliance -run TestSinkWorkflowEndsWhenItsSinkIsRemoved/sqlite). A
+// change to SinkWorkflow that breaks determinism fails here: guard such changes with
+// workflow.GetVersion.
+func TestSinkReplay(t *testing.T) {
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflow(workflows.SinkWorkflow)
+	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", "sink_removed.json")))
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/changes"
+	"github.com/agentmemory/agentmemory/internal/feed"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 )
 
@@ -40,6 +41,11 @@ type settingsData struct {
 	ListErr     string
 	ChangeID    string
 	ChangeError string
+	// Sinks are the export sinks features export.sinks configures, with their acknowledged
+	// cursor and lag (issue 33); FeedHead is the feed's head; SinksErr a failure reading them.
+	Sinks    []feed.SinkLag
+	FeedHead int64
+	SinksErr string
 }
 
 // changeView is a change request as the screen shows it: people by name, the diff by line.
@@ -102,6 +108,7 @@ func (h *Console) showSettings(c *gin.Context, p auth.Principal, status int, err
 		return
 	}
 	d.DirectPut, d.CanApprove = direct, p.HasRole(auth.RoleSecurity)
+	h.loadSinks(c, p, &d)
 	names := map[string]string{}
 	if keys, err := auth.List(ctx, h.DB, p.SpaceID); err == nil {
 		for _, k := range keys {
@@ -239,4 +246,22 @@ func (h *Console) rejectChange(c *gin.Context) {
 func (h *Console) refusedChange(c *gin.Context, p auth.Principal, name, id string, err error) {
 	msg := h.message(c, err)
 	h.showSettings(c, p, statusOf(err), name+": "+msg, settingsData{ChangeID: id, ChangeError: msg})
+}
+
+// loadSinks fills d's export sinks (features export.sinks, in order) with their cursor and
+// lag; a failure shows as d.SinksErr, the rest of the screen still renders.
+func (h *Console) loadSinks(c *gin.Context, p auth.Principal, d *settingsData) {
+	ctx := c.Request.Context()
+	f, err := h.Docs.Features(ctx, p.SpaceID)
+	if err != nil {
+		d.SinksErr = h.message(c, err)
+		return
+	}
+	configured := make([]feed.SinkState, len(f.Export.Sinks))
+	for i, sk := range f.Export.Sinks {
+		configured[i] = feed.SinkState{Name: sk.Name, Kind: sk.Kind}
+	}
+	if d.Sinks, d.FeedHead, err = feed.Lags(ctx, h.DB, p.SpaceID, configured); err != nil {
+		d.SinksErr = h.message(c, err)
+	}
 }

@@ -30,6 +30,7 @@ var statusOf = map[fault.Kind]int{
 	fault.TooMany:       http.StatusTooManyRequests,
 	fault.Unavailable:   http.StatusServiceUnavailable,
 	fault.Canceled:      StatusClientClosedRequest,
+	fault.Gone:          http.StatusGone,
 }
 
 // Status is the HTTP status of a fault kind; 500 for a kind the table does not know.

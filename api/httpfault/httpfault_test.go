@@ -24,6 +24,7 @@ func TestStatusOf(t *testing.T) {
 		{"stale", fault.New(fault.Stale, "x", "m"), http.StatusPreconditionFailed},
 		{"wrapped unprocessable", fmt.Errorf("notes: write: %w", fault.New(fault.Unprocessable, "x", "m")), http.StatusUnprocessableEntity},
 		{"canceled", fault.New(fault.Canceled, "x", "m"), StatusClientClosedRequest},
+		{"gone", fault.New(fault.Gone, "x", "m"), http.StatusGone},
 		{"unknown kind", fault.New(fault.Kind(99), "x", "m"), http.StatusInternalServerError},
 		{"not a fault", errors.New("boom"), http.StatusInternalServerError},
 	}

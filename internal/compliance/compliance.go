@@ -141,7 +141,11 @@ type Service struct {
 	Proposals ProposalFailer
 	// ExportTTL is how long packages live (DefaultExportTTL when zero).
 	ExportTTL time.Duration
-	Now       func() time.Time
+	// FeedRetention is how old an export feed change record must be before the exports
+	// phase of a sweep prunes it, once every configured sink acknowledged it (PruneFeeds);
+	// 0 prunes nothing.
+	FeedRetention time.Duration
+	Now           func() time.Time
 }
 
 func (s *Service) now() time.Time {

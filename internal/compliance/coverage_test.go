@@ -93,7 +93,7 @@ func TestSweepVacuumPhaseBatches(t *testing.T) {
 		// deletes rows of, each once.
 		require.ElementsMatch(t, []string{"agent_states", "turns", "identity_links", "export_packages", "knowledge_documents",
 			"knowledge_chunks", "knowledge_chunks_fts", "profiles", "profile_handles", "notes", "note_tags", "notes_fts",
-			"note_requests", "note_proposals", "proposal_decisions", "boards", "board_versions", "board_subjects"}, e.Deps.Compliance.VacuumTables())
+			"note_requests", "note_proposals", "proposal_decisions", "agent_memory_exports", "boards", "board_versions", "board_subjects"}, e.Deps.Compliance.VacuumTables())
 		batches, cursor := 0, ""
 		for {
 			out, err := e.Deps.Compliance.SweepBatch(context.Background(), "", compliance.PhaseVacuum, cursor, 10)

@@ -20,6 +20,9 @@ const (
 	// WorkflowDistill: a distilled note proposal still drafting (AM-9); its workflow is
 	// workflows.DistillWorkflow under workflows.DistillID.
 	WorkflowDistill = "distill"
+	// WorkflowAgentMemoryExport: an agent-memory export file still running (issue 33 §4); its
+	// workflow is workflows.AgentMemoryExportWorkflow under workflows.AgentMemoryExportWorkflowID.
+	WorkflowAgentMemoryExport = "agent_memory_export"
 )
 
 // DefaultReconcileMinAge is how old a running erasure or export must be before a reconciler
@@ -88,54 +91,26 @@ type ReconcileResult struct {
 	Failed  int `json:"failed"`
 }
 
-// Reconcile finds erasures and exports of spaceID (every space when empty) still pending or running and
-// created at least minAge ago (unexpired, for exports), and distilled note proposals still
+// Reconcile finds erasures, exports and agent-memory export files of spaceID (every space
+// when empty) still pending or running and created at least minAge ago (unexpired, for
+// exports and files), and distilled note proposals still
 // drafting created at least minAge ago, and has starter start the workflow of
 // each one whose workflow does not exist: the request that made the row committed it, then
 // died before starting its workflow (a crash or kill between the two). A row whose workflow
 // exists and has ended (terminated, failed, timed out, canceled, or completed without
 // finishing the row) is moved to failed with reason ReasonWorkflowClosed (e.g.
 // "workflow_terminated"), never to completed: an erasure through FailErasure (state machine
-// pending|running → failed, "erasure.fail" receipt), an export through FailExport, a drafting
+// pending|running → failed, "erasure.fail" receipt), an export through FailExport, a file
+// by its row (running → failed), a drafting
 // proposal through s.Proposals (left alone when nil). A row that finished meanwhile is left
 // as it is; a row whose workflow still runs is not touched. At most 1,000 rows of each kind
 // are checked per call, oldest first. Errors of single rows do not stop the others; they are
 // returned joined, after the counts.
 func (s *Service) Reconcile(ctx context.Context, starter WorkflowStarter, spaceID string, minAge time.Duration) (ReconcileResult, error) {
 	now := s.now()
-	before := now.Add(-minAge)
-	var erasures []models.Erasure
-	// "pending": a row whose request answered an ambiguous workflow-start error (issue 11 §3).
-	open := bun.In([]string{StatusPending, StatusRunning, StatusPendingSinks})
-	q := s.DB.NewSelect().Model(&erasures).Column("id", "space_id").
-		Where("status IN (?) AND created_at <= ?", open, before).Order("created_at ASC").Limit(reconcileBatch)
-	if err := scoped(q, spaceID).Scan(ctx); err != nil {
-		return ReconcileResult{}, fmt.Errorf("compliance: reconcile erasures: %w", err)
-	}
-	var exports []models.ExportPackage
-	q = s.DB.NewSelect().Model(&exports).Column("id", "space_id").
-		Where("status IN (?) AND created_at <= ? AND expires_at > ?", open, before, now).Order("created_at ASC").Limit(reconcileBatch)
-	if err := scoped(q, spaceID).Scan(ctx); err != nil {
-		return ReconcileResult{}, fmt.Errorf("compliance: reconcile exports: %w", err)
-	}
-	// Distilled proposals still drafting: the request committed the proposal and died before
-	// starting its DistillWorkflow ("drafting" and "distilled" are internal/proposals'
-	// StatusDrafting and internal/notes' OriginDistilled; both import this package).
-	var drafting []models.NoteProposal
-	q = s.DB.NewSelect().Model(&drafting).Column("id", "space_id").
-		Where("status = ? AND origin = ? AND created_at <= ?", "drafting", "distilled", before).Order("created_at ASC").Limit(reconcileBatch)
-	if err := scoped(q, spaceID).Scan(ctx); err != nil {
-		return ReconcileResult{}, fmt.Errorf("compliance: reconcile distillations: %w", err)
-	}
-	orphans := make([]Orphan, 0, len(erasures)+len(exports)+len(drafting))
-	for _, r := range erasures {
-		orphans = append(orphans, Orphan{Kind: WorkflowErasure, SpaceID: r.SpaceID, ID: r.ID})
-	}
-	for _, r := range exports {
-		orphans = append(orphans, Orphan{Kind: WorkflowExport, SpaceID: r.SpaceID, ID: r.ID})
-	}
-	for _, r := range drafting {
-		orphans = append(orphans, Orphan{Kind: WorkflowDistill, SpaceID: r.SpaceID, ID: r.ID})
+	orphans, err := s.orphans(ctx, spaceID, now.Add(-minAge), now)
+	if err != nil {
+		return ReconcileResult{}, err
 	}
 	var res ReconcileResult
 	var errs []error
@@ -168,6 +143,42 @@ func (s *Service) Reconcile(ctx context.Context, starter WorkflowStarter, spaceI
 	return res, errors.Join(errs...)
 }
 
+// orphans lists the unfinished rows of spaceID (every space when empty) created at or
+// before before: erasures pending or running, exports and agent-memory export files running
+// and unexpired at now, distilled proposals drafting; at most reconcileBatch of each kind,
+// oldest first.
+func (s *Service) orphans(ctx context.Context, spaceID string, before, now time.Time) ([]Orphan, error) {
+	// "pending": a row whose request answered an ambiguous workflow-start error (issue 11 §3).
+	open := bun.In([]string{StatusPending, StatusRunning, StatusPendingSinks})
+	var out []Orphan
+	for _, k := range []struct {
+		kind, table, where string
+		args               []any
+	}{
+		{WorkflowErasure, "erasures", "status IN (?) AND created_at <= ?", []any{open, before}},
+		{WorkflowExport, "export_packages", "status IN (?) AND created_at <= ? AND expires_at > ?", []any{open, before, now}},
+		// Agent-memory export files (issue 33 §4; "running" is internal/proposals' ExportRunning).
+		{WorkflowAgentMemoryExport, "agent_memory_exports", "status = 'running' AND created_at <= ? AND expires_at > ?", []any{before, now}},
+		// Distilled proposals still drafting: the request committed the proposal and died before
+		// starting its DistillWorkflow ("drafting" and "distilled" are internal/proposals'
+		// StatusDrafting and internal/notes' OriginDistilled; both import this package).
+		{WorkflowDistill, "note_proposals", "status = 'drafting' AND origin = 'distilled' AND created_at <= ?", []any{before}},
+	} {
+		var rows []struct {
+			ID      string `bun:"id"`
+			SpaceID string `bun:"space_id"`
+		}
+		q := s.DB.NewSelect().Table(k.table).Column("id", "space_id").Where(k.where, k.args...).Order("created_at ASC").Limit(reconcileBatch)
+		if err := scoped(q, spaceID).Scan(ctx, &rows); err != nil {
+			return nil, fmt.Errorf("compliance: reconcile %s: %w", k.table, err)
+		}
+		for _, r := range rows {
+			out = append(out, Orphan{Kind: k.kind, SpaceID: r.SpaceID, ID: r.ID})
+		}
+	}
+	return out, nil
+}
+
 // failOrphan moves orphan o, whose workflow has ended, to failed with reason; it reports
 // whether it moved the row. A row that finished meanwhile (completed, or failed by its own
 // workflow) is left as it is.
@@ -193,6 +204,14 @@ func (s *Service) failOrphan(ctx context.Context, o Orphan, reason string) (bool
 		return true, nil
 	case WorkflowExport:
 		return s.failExportIfRunning(ctx, o.SpaceID, o.ID, reason)
+	case WorkflowAgentMemoryExport:
+		res, err := s.DB.NewUpdate().Model((*models.AgentMemoryExport)(nil)).Set("status = 'failed'").Set("failure = ?", reason).
+			Set("package = NULL").Where("id = ? AND space_id = ? AND status = 'running'", o.ID, o.SpaceID).Exec(ctx)
+		if err != nil {
+			return false, fmt.Errorf("compliance: fail export file: %w", err)
+		}
+		n, err := res.RowsAffected()
+		return n == 1, err
 	case WorkflowDistill:
 		if s.Proposals == nil {
 			return false, nil

@@ -311,3 +311,37 @@ func requireFailReceipt(t *testing.T, e *apitest.Env, id, reason string) {
 	require.Len(t, rows, 1, "one erasure.fail receipt for %s", id)
 	require.Contains(t, rows[0].Detail, reason)
 }
+
+// Issue 33 §4: an agent-memory export file whose request committed but never started its
+// workflow gets it from the reconciler and completes; a file that reads running although
+// its workflow finished is failed (workflow_completed), never re-run.
+func TestReconcileStartsOrphanedAgentMemoryExports(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			e, starter := reconcileEnv(t, engine)
+			ctx := context.Background()
+			admin := auth.Principal{SpaceID: e.SpaceID, KeyID: "key_admin", Kind: auth.KindPerson, Roles: []string{auth.RoleAdmin}}
+			id, err := e.Deps.Proposals.RequestExportFile(ctx, admin, proposals.ExportFileRequest{SourceID: "bot-orphan"})
+			require.NoError(t, err)
+
+			res, err := e.Deps.Compliance.Reconcile(ctx, starter, e.SpaceID, 0)
+			require.NoError(t, err)
+			require.Equal(t, compliance.ReconcileResult{Checked: 1, Started: 1}, res)
+			waitWorkflow(t, workflows.AgentMemoryExportWorkflowID(id))
+			v, err := e.Deps.Proposals.GetExportFile(ctx, admin, id)
+			require.NoError(t, err)
+			require.Equal(t, proposals.ExportCompleted, v.Status)
+
+			run := runID(t, workflows.AgentMemoryExportWorkflowID(id))
+			_, err = e.DB.NewUpdate().Model((*models.AgentMemoryExport)(nil)).Set("status = ?", proposals.ExportRunning).Where("id = ?", id).Exec(ctx)
+			require.NoError(t, err)
+			res, err = e.Deps.Compliance.Reconcile(ctx, starter, e.SpaceID, 0)
+			require.NoError(t, err)
+			require.Equal(t, compliance.ReconcileResult{Checked: 1, Failed: 1}, res)
+			require.Equal(t, run, runID(t, workflows.AgentMemoryExportWorkflowID(id)), "the finished workflow was not re-run")
+			var row models.AgentMemoryExport
+			require.NoError(t, e.DB.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx))
+			require.Equal(t, [2]string{proposals.ExportFailed, "workflow_completed"}, [2]string{row.Status, row.Failure})
+		})
+	}
+}

@@ -131,6 +131,9 @@ func (s *Service) SweepBatch(ctx context.Context, spaceID, phase, cursor string,
 		out.Removed, err = recordSweep(ctx, tx, phase, perSpace, now)
 		return err
 	})
+	if err == nil && phase == PhaseExports && out.Done {
+		err = s.PruneFeeds(ctx, spaceID, now)
+	}
 	return out, err
 }
 
@@ -173,7 +176,7 @@ func (s *Service) sweepPhase(ctx context.Context, tx bun.Tx, a sweepArgs) (map[s
 }
 
 // sweepExports removes at most a.limit export packages expired at a.now; the batch that
-// finds fewer ends the phase and records the sweep's daily usage sample (issue 34 §1: the
+// finds fewer ends the phase, removes the expired agent-memory export files and records the sweep's daily usage sample (issue 34 §1: the
 // Console's 30-day chart).
 func sweepExports(ctx context.Context, tx bun.Tx, a sweepArgs) (map[string]int, SweepOutcome, error) {
 	var rows []models.ExportPackage
@@ -197,7 +200,32 @@ func sweepExports(ctx context.Context, tx bun.Tx, a sweepArgs) (map[string]int, 
 		}
 		perSpace[r.SpaceID]++
 	}
+	if out.Done {
+		if err := sweepExportFiles(ctx, tx, a, perSpace); err != nil {
+			return nil, SweepOutcome{}, err
+		}
+	}
 	return perSpace, out, nil
+}
+
+// sweepExportFiles removes, inside tx, the agent-memory export files (issue 33 §4) expired
+// at a.now, counting them into perSpace.
+func sweepExportFiles(ctx context.Context, tx bun.Tx, a sweepArgs, perSpace map[string]int) error {
+	var rows []models.AgentMemoryExport
+	q := tx.NewSelect().Model(&rows).Column("id", "space_id").Where("expires_at <= ?", a.now)
+	if a.spaceID != "" {
+		q = q.Where("space_id = ?", a.spaceID)
+	}
+	if err := q.Scan(ctx); err != nil {
+		return fmt.Errorf("compliance: sweep export files: %w", err)
+	}
+	for _, r := range rows {
+		if _, err := tx.NewDelete().Model((*models.AgentMemoryExport)(nil)).Where("id = ?", r.ID).Exec(ctx); err != nil {
+			return fmt.Errorf("compliance: sweep export files: %w", err)
+		}
+		perSpace[r.SpaceID]++
+	}
+	return nil
 }
 
 // recordSweep leaves, inside tx, one "retention.sweep" compliance receipt (counts only) per

@@ -149,3 +149,35 @@ func (s *Service) recordSinks(ctx context.Context, row *models.Erasure, sinks []
 	}
 	return nil
 }
+
+// PruneFeeds prunes the export feed of spaceID (every space with a feed when empty) as of
+// now: the change records older than FeedRetention that every sink configured in the
+// space's features acknowledged (feed.Prune), one space per transaction. With FeedRetention
+// 0 it does nothing. The last batch of a sweep's exports phase runs it.
+func (s *Service) PruneFeeds(ctx context.Context, spaceID string, now time.Time) error {
+	if s.FeedRetention <= 0 {
+		return nil
+	}
+	spaceIDs := []string{spaceID}
+	if spaceID == "" {
+		spaceIDs = nil
+		if err := s.DB.NewSelect().Model((*models.FeedHead)(nil)).Column("space_id").Order("space_id ASC").
+			Scan(ctx, &spaceIDs); err != nil {
+			return fmt.Errorf("compliance: prune feeds: %w", err)
+		}
+	}
+	for _, sp := range spaceIDs {
+		f, err := s.Docs.Features(ctx, sp)
+		if err != nil {
+			return fmt.Errorf("compliance: prune feeds: features: %w", err)
+		}
+		names := make([]string, len(f.Export.Sinks))
+		for i, sk := range f.Export.Sinks {
+			names[i] = sk.Name
+		}
+		if _, err := feed.Prune(ctx, s.DB, sp, names, now.Add(-s.FeedRetention)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

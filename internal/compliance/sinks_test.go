@@ -229,3 +229,47 @@ func kafkaHeader(m kafka.Message, key string) string {
 	}
 	return ""
 }
+
+// TestSinkWorkflowEndsWhenItsSinkIsRemoved: a directory sink's workflow delivers what is
+// written (its acknowledged cursor reaches the feed's head, the manifest lists the records),
+// sleeps when nothing is new, and completes once the sink leaves features export.sinks.
+// Re-record the replay fixture with AGENTMEMORY_RECORD_SINK=sink_removed.json go test
+// ./internal/compliance -run TestSinkWorkflowEndsWhenItsSinkIsRemoved/sqlite.
+func TestSinkWorkflowEndsWhenItsSinkIsRemoved(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			e := sinkEnv(t, engine, dir, nil, []map[string]any{{"name": "lake", "kind": "directory"}})
+			crm := e.AgentKey("crm-bot", "acme", auth.ScopeAgentState)
+			e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", crm, map[string]any{
+				"scope": map[string]any{"kind": "subject", "id": "email:carla@example.com"}, "body": map[string]any{"tier": "gold"},
+			})
+			require.NoError(t, feed.AdvanceAll(ctx, e.DB, e.SpaceID))
+			head, _, err := feed.Head(ctx, e.DB, e.SpaceID)
+			require.NoError(t, err)
+			require.Eventually(t, func() bool {
+				c, err := feed.SinkCursor(ctx, e.DB, e.SpaceID, "lake")
+				return err == nil && c >= head
+			}, time.Minute, 50*time.Millisecond, "the sink acknowledged the feed's head %d", head)
+			b, err := fileblob.OpenBucket(filepath.Join(dir, e.SpaceID, "lake"), nil)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = b.Close() }) // read only
+			m, err := feed.ReadManifest(ctx, b, e.App.Signer.Keys())
+			require.NoError(t, err)
+			recs, err := feed.VerifyParts(ctx, b, m)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, int64(len(recs)), head, "every record up to the head is in the parts")
+			time.Sleep(300 * time.Millisecond) // a few empty rounds: the workflow sleeps its poll
+
+			e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
+			id := workflows.SinkWorkflowID(e.SpaceID, "lake")
+			wctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			require.NoError(t, temporalClient.GetWorkflow(wctx, id, "").Get(wctx, nil), "the workflow completes once its sink is removed")
+			if name := os.Getenv("AGENTMEMORY_RECORD_SINK"); name != "" && engine == "sqlite" {
+				recordHistory(t, id, filepath.Join("..", "..", "workflows", "testdata", name))
+			}
+		})
+	}
+}

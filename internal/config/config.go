@@ -55,6 +55,11 @@ type Config struct {
 	ExportDir string `env:"AGENTMEMORY_EXPORT_DIR"`
 	// ExportPoll is how long a sink's workflow waits when the feed had nothing new.
 	ExportPoll time.Duration `env:"AGENTMEMORY_EXPORT_POLL" envDefault:"5s"`
+	// ExportFeedRetention is how long the export feed keeps a change record once every
+	// configured sink of its space acknowledged it (with no sinks: from its change); the
+	// retention sweep prunes older ones and a reader below the pruned range gets 410
+	// cursor_expired. 0 keeps every record.
+	ExportFeedRetention time.Duration `env:"AGENTMEMORY_EXPORT_FEED_RETENTION" envDefault:"0s"`
 	// KafkaTopic receives the events.
 	KafkaTopic string `env:"KAFKA_TOPIC" envDefault:"agentmemory.events"`
 	// OllamaHost is the base URL of the Ollama-API server that distils notes (and, with
@@ -365,6 +370,9 @@ func (c Config) validateWaits(p *problems) {
 	}
 	if c.TemporalNamespace == "" {
 		p.bad("TEMPORAL_NAMESPACE must not be empty")
+	}
+	if c.ExportFeedRetention < 0 {
+		p.bad("AGENTMEMORY_EXPORT_FEED_RETENTION must not be negative (0 keeps every record), got %s", c.ExportFeedRetention)
 	}
 }
 

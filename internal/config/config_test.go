@@ -113,6 +113,7 @@ func TestBadConfigurationNamesTheVariable(t *testing.T) {
 		{"AGENTMEMORY_DECISION_WAIT", "2m"},
 		{"AGENTMEMORY_KNOWLEDGE_QUERY_TIMEOUT", "0s"},
 		{"AGENTMEMORY_KNOWLEDGE_QUERY_TIMEOUT", "1m"},
+		{"AGENTMEMORY_EXPORT_FEED_RETENTION", "-1h"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
@@ -125,7 +126,7 @@ func TestBadConfigurationNamesTheVariable(t *testing.T) {
 
 func TestVariablesListsEveryField(t *testing.T) {
 	vars := config.Variables()
-	require.Len(t, vars, 36)
+	require.Len(t, vars, 37)
 	names := map[string]string{}
 	for _, v := range vars {
 		names[v.Name] = v.Default

@@ -25,6 +25,7 @@ const (
 	TooMany                       // 429: rate limit; RetryAfter set
 	Unavailable                   // 503: a dependency did not answer; RetryAfter set
 	Canceled                      // 499: the caller gave up (its request's context ended) before the answer
+	Gone                          // 410: what was asked for existed and is gone for good (a pruned feed cursor)
 )
 
 // Error is a domain error a caller can act on. Code is stable (e.g. "agent_state_conflict");

@@ -158,7 +158,8 @@ var ErrUnknownTable = errors.New("feed: unknown table")
 // Read numbers what is pending (AdvanceAll) and returns the page q of spaceID's feed, in
 // cursor order, each record with its row as exported now (Tables); an upsert whose row is
 // gone, or whose sealed content no longer opens with the key store ks, reads as a delete.
-// Errors: ErrUnknownTable (wrapped, with the name); the database's and the key store's.
+// Errors: ErrUnknownTable (wrapped, with the name); *ExpiredError when q.After is below the
+// pruned range (Prune); the database's and the key store's.
 func Read(ctx context.Context, d *bun.DB, ks keystore.Store, spaceID string, q Query) ([]Record, error) {
 	for _, t := range q.Tables {
 		if _, ok := tableByName[t]; !ok {
@@ -175,6 +176,9 @@ func Read(ctx context.Context, d *bun.DB, ks keystore.Store, spaceID string, q Q
 	}
 	if err := sel.Where("position IS NOT NULL").Order("position ASC").Limit(int64(q.Limit)).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("feed: read: %w", err)
+	}
+	if err := checkExpired(ctx, d, spaceID, q.After); err != nil {
+		return nil, err
 	}
 	return render(ctx, d, ks, spaceID, rows)
 }

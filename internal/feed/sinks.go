@@ -114,3 +114,40 @@ func RunKafka(ctx context.Context, d *bun.DB, ks keystore.Store, spaceID, name s
 	}
 	return len(recs), last, nil
 }
+
+// SinkLag is a configured sink's delivery state (Cursor, LastError, DeliveredAt: zero before
+// its first delivery) and Lag, how many committed feed records it has not acknowledged (the
+// figure agentmemory_export_sink_lag_records takes the largest of).
+type SinkLag struct {
+	SinkState
+	Lag int64 `json:"lag"`
+}
+
+// Lags returns the state and lag of each sink of spaceID in configured (name and kind, as
+// features export.sinks lists them, in that order) and the feed's head: its last cursor
+// plus the committed changes still waiting for one.
+func Lags(ctx context.Context, idb bun.IDB, spaceID string, configured []SinkState) ([]SinkLag, int64, error) {
+	states, err := Sinks(ctx, idb, spaceID)
+	if err != nil {
+		return nil, 0, err
+	}
+	last, pending, err := Head(ctx, idb, spaceID)
+	if err != nil {
+		return nil, 0, err
+	}
+	byName := make(map[string]SinkState, len(states))
+	for _, st := range states {
+		byName[st.Name] = st
+	}
+	head := last + pending
+	out := make([]SinkLag, 0, len(configured))
+	for _, c := range configured {
+		st, ok := byName[c.Name]
+		if !ok {
+			st = SinkState{Name: c.Name}
+		}
+		st.Kind = c.Kind
+		out = append(out, SinkLag{SinkState: st, Lag: max(head-st.Cursor, 0)})
+	}
+	return out, head, nil
+}

@@ -161,5 +161,29 @@ func (s *Service) destroySourceKeys(ctx context.Context, idb bun.IDB, spaceID, s
 	for _, p := range proposals {
 		keys = append(keys, noterows.ProposalKeyID(p))
 	}
+	keys = append(keys, AgentExportKeyID(spaceID, sourceID)) // its export files (issue 33 §4)
 	return s.destroyKeys(ctx, keys)
+}
+
+// AgentExportKeyID is the key-store id of the key agent sourceID's export files of space
+// spaceID are sealed under (issue 33 §4); a source erasure destroys it with the notes' keys.
+func AgentExportKeyID(spaceID, sourceID string) string { return "amx_" + spaceID + "_" + sourceID }
+
+// ExportSourceNotes is ExportNotes of agent sourceID's notes only: every version, by lineage
+// and version, opened.
+func (s *Service) ExportSourceNotes(ctx context.Context, idb bun.IDB, spaceID, sourceID string) ([]Note, error) {
+	var rows []models.Note
+	if err := idb.NewSelect().Model(&rows).Where("space_id = ? AND source_id = ?", spaceID, sourceID).
+		Order("lineage_id", "version").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("notes: export notes: %w", err)
+	}
+	rows, err := s.openNotes(ctx, rows)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Note, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, toNote(r))
+	}
+	return out, nil
 }

@@ -79,7 +79,9 @@ type Service struct {
 	Keys     keystore.Store
 	Notes    *notes.Service
 	Workflow Workflow
-	Now      func() time.Time
+	// ExportTTL is how long an agent-memory export file lives (DefaultExportTTL when zero).
+	ExportTTL time.Duration
+	Now       func() time.Time
 }
 
 var (
@@ -428,7 +430,7 @@ func (s *Service) Covers() []erasure.Column {
 	return []erasure.Column{
 		{Table: "notes", Column: "source_id"}, {Table: "note_tags", Column: "note_id"}, {Table: "notes_fts", Column: "note_id"},
 		{Table: "note_requests", Column: "response"}, {Table: "note_proposals", Column: "source_id"},
-		{Table: "proposal_decisions", Column: "proposal_id"},
+		{Table: "proposal_decisions", Column: "proposal_id"}, {Table: "agent_memory_exports", Column: "source_id"},
 	}
 }
 
@@ -453,5 +455,9 @@ func (s *Service) EraseSource(ctx context.Context, idb bun.IDB, spaceID, sourceI
 	}
 	n, _ := res.RowsAffected()
 	out.Proposals = int(n)
+	// The agent's export files go too (their key is destroyed with the notes' keys).
+	if _, err := idb.NewDelete().Model((*models.AgentMemoryExport)(nil)).Where("space_id = ? AND source_id = ?", spaceID, sourceID).Exec(ctx); err != nil {
+		return out, fmt.Errorf("proposals: erase export files: %w", err)
+	}
 	return out, nil
 }

@@ -69,6 +69,9 @@ type Service struct {
 	Subjects Subjects
 	Hasher   keyed.Hasher
 	Keys     keystore.Store
+	// Receipts commits the receipts of reads (Read) in groups; nil: each in a transaction
+	// of its own.
+	Receipts *receipts.Log
 	Now      func() time.Time
 }
 

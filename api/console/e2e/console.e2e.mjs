@@ -8,6 +8,7 @@
 // Issue 27: a reload after minting a key mints nothing more; a notes search with "All agents";
 // an approved proposal's approved text and diff; receipts newest first with a receipt's detail
 // and proof; the certificate page and its signed download; the favicon; the 404 page's headers.
+// Issue 33: Settings shows the export sinks with their cursor and lag.
 // Issue 28: the block preview with a view, the task section and knowledge (the context call's
 // texts and token counts), a refused budget, and a note's unknown tag.
 import { chromium } from "playwright-core";
@@ -327,6 +328,22 @@ try {
   assert.deepEqual(missing, [], "no page met a 404 (favicon included)");
   await nav("Settings").click();
   await shot("settings");
+  // Export sinks (issue 33): a directory sink added to features shows on Settings with its
+  // acknowledged cursor and lag once its workflow (started on the next reconcile pass) delivered.
+  assert.ok(await page.getByText("No export sinks").isVisible(), "no sinks yet");
+  await api("PUT", "/v1/documents/features", { agent_memory: { enabled: true }, agent_state: { enabled: true }, knowledge: { enabled: true },
+    export: { sinks: [{ name: "lake", kind: "directory" }] } });
+  const sinkRow = page.locator("#export-sinks table.sinks tbody tr", { has: page.locator("code", { hasText: "lake" }) });
+  await until("the sink's first delivery on Settings", async () => {
+    await page.reload();
+    return (await sinkRow.count()) === 1 && (await sinkRow.locator(".badge.ok").count()) === 1;
+  });
+  const [cursor, lag] = (await sinkRow.locator("td.num").allTextContents()).map(Number);
+  assert.ok(cursor > 0, `the sink acknowledged a cursor (${cursor})`);
+  assert.ok(lag >= 0 && Number.isInteger(lag), `the sink's lag is shown (${lag})`);
+  assert.match(await page.locator("#export-sinks h2").textContent(), /feed head \d+/);
+  await page.locator("#export-sinks").scrollIntoViewIfNeeded();
+  await shot("settings-sinks");
   await page.getByRole("button", { name: "Sign out" }).click();
   await page.getByText("You are signed out.").waitFor();
 

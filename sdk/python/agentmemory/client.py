@@ -290,6 +290,38 @@ class RetrievedChunk:
                    vector_rank=d.get("vector_rank"), lexical_rank=d.get("lexical_rank"))
 
 
+@dataclass(frozen=True)
+class Turn:
+    """A stored turn of a conversation (or task): ``text`` is masked (personal data replaced by
+    typed placeholders such as ``<email>``); ``key_id`` and ``agent_version`` are its
+    provenance; ``at`` is RFC 3339 in UTC."""
+
+    id: str
+    speaker: str
+    text: str = field(repr=False)
+    at: str = ""
+    conversation_id: str = ""
+    task_id: str = ""
+    key_id: str = ""
+    agent_version: str = ""
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> "Turn":
+        return cls(id=str(d.get("id", "")), speaker=str(d.get("speaker", "")), text=str(d.get("text", "")),
+                   at=str(d.get("at", "")), conversation_id=str(d.get("conversation_id") or ""),
+                   task_id=str(d.get("task_id") or ""), key_id=str(d.get("key_id") or ""),
+                   agent_version=str(d.get("agent_version") or ""))
+
+
+@dataclass(frozen=True)
+class TurnsPage:
+    """A page of ``read_turns``, oldest first; ``next_after`` is the ``after`` of the next page
+    (empty when this page is the last)."""
+
+    turns: List[Turn] = field(default_factory=list)
+    next_after: str = ""
+
+
 @dataclass
 class Retrieval:
     """The answer of ``retrieve``: ``mode`` is ``hybrid`` (vector and full-text rankings fused)
@@ -834,6 +866,29 @@ class Client:
         return Retrieval(mode=str(d.get("mode", "")), chunks=[RetrievedChunk.from_wire(c) for c in d.get("chunks") or []],
                          context=str(d.get("context") or ""), context_tokens=int(d.get("context_tokens") or 0),
                          run=d.get("run"), budget_exhausted=bool(d.get("budget_exhausted")))
+
+    def read_turns(self, conversation_id: str = "", *, task_id: str = "", after: str = "",
+                   limit: Optional[int] = None) -> TurnsPage:
+        """Reads a page of a conversation's (or, with ``task_id``, a task's) masked turns,
+        oldest first (POST /v1/turns/read; the key needs scope ``context``, a person key role
+        ``integration``). ``after`` is the previous page's ``next_after``; ``limit`` 1..500
+        (default 100). The service leaves a receipt naming the conversation by its keyed hash.
+        An erased conversation answers as one that never existed: no turns.
+
+        Raises AgentMemoryError: 400 ``invalid_member`` (conversation_id, after, limit), 403
+        ``scope_required`` or ``role_required``, UnreachableError."""
+        payload: Dict[str, Any] = {}
+        if conversation_id:
+            payload["conversation_id"] = conversation_id
+        if task_id:
+            payload["task_id"] = task_id
+        if after:
+            payload["after"] = after
+        if limit is not None:
+            payload["limit"] = int(limit)
+        d = self._http.request("POST", "/v1/turns/read", payload).data or {}
+        return TurnsPage(turns=[Turn.from_wire(t) for t in d.get("turns") or [] if isinstance(t, dict)],
+                         next_after=str(d.get("next_after") or ""))
 
     def knowledge_base_ids(self, limit: int = 10) -> List[str]:
         """The ids of the knowledge bases this key may read, by name, at most ``limit`` (GET

@@ -26,6 +26,8 @@ import type {
   StateReadResult,
   StateWrite,
   StateWriteResult,
+  TurnsPage,
+  TurnsReadRequest,
   WriteMode,
 } from "./types.js";
 import type { ToolKit, ToolKitOptions } from "./tooltypes.js";
@@ -599,6 +601,20 @@ export class AgentMemoryClient {
       if (opts.run.budget_tokens !== undefined) headers["Agent-Run-Budget"] = String(opts.run.budget_tokens);
     }
     return (await this.transport().request<SearchResult>("GET", "/v1/agent-memory/search?" + q.toString(), { headers })).data;
+  }
+
+  /**
+   * Reads a page of a conversation's (or task's) masked turns, oldest first
+   * (`POST /v1/turns/read`; the key needs scope `context`, a person key role `integration`):
+   * `req.after` is the previous page's `next_after`, `req.limit` 1..500 (default 100). The
+   * service leaves a receipt naming the conversation by its keyed hash; an erased
+   * conversation answers as one that never existed (no turns). Throws
+   * {@link AgentMemoryError}: 400 `invalid_member`, 403 `scope_required` or `role_required`;
+   * or {@link UnreachableError}.
+   */
+  async readTurns(req: TurnsReadRequest): Promise<TurnsPage> {
+    const body: TurnsReadRequest = { ...req };
+    return (await this.transport().request<TurnsPage>("POST", "/v1/turns/read", { body })).data;
   }
 
   /**

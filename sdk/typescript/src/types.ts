@@ -334,6 +334,39 @@ export interface LeaseInfo {
   expires_at: string;
 }
 
+/**
+ * A stored turn of a conversation or task (schema `Turn`): `text` is masked (personal data
+ * replaced by typed placeholders such as `<email>`); `key_id` and `agent_version` are its
+ * provenance; `at` is RFC 3339 UTC.
+ */
+export interface Turn {
+  id: string;
+  conversation_id?: string;
+  task_id?: string;
+  speaker: string;
+  text: string;
+  at: string;
+  key_id: string;
+  agent_version: string;
+}
+
+/**
+ * The body of `POST /v1/turns/read` (schema `TurnsReadRequest`): `conversation_id` or
+ * `task_id` (exactly one), `after` (the previous page's `next_after`), `limit` 1..500.
+ */
+export interface TurnsReadRequest {
+  conversation_id?: string;
+  task_id?: string;
+  after?: string;
+  limit?: number;
+}
+
+/** A page of a conversation's masked turns, oldest first (schema `TurnsPage`); `next_after` is "" on the last page. */
+export interface TurnsPage {
+  turns: Turn[];
+  next_after: string;
+}
+
 /** A table of the continuous export feed (schema `FeedRecord`'s `table`; docs/export.md). */
 export type FeedTable =
   | "notes"
