@@ -47,6 +47,9 @@ func TestSinkWorkflowDeliversSleepsRetriesAndEnds(t *testing.T) {
 func TestSinkWorkflowContinuesAsNew(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	// The run executes its whole history of activities before continuing as new: more than
+	// the environment's default 3 s of wall clock on a loaded 2-core machine.
+	env.SetTestTimeout(2 * time.Minute)
 	var fa *activities.FeedActivities
 	env.RegisterActivity(fa)
 	env.OnActivity(fa.DeliverSink, mock.Anything, mock.Anything).Return(activities.SinkResult{Delivered: 1}, nil)
