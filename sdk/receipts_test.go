@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentmemory/agentmemory/sdk"
 	"github.com/agentmemory/agentmemory/sdk/internal/devserver"
+	"github.com/agentmemory/agentmemory/sdk/receiptlog"
 )
 
 // waitCheckpoint polls the receipt log's checkpoint until it is larger than after (the dev
@@ -48,7 +49,7 @@ func TestVerifyReceiptInLog(t *testing.T) {
 	for _, k := range keys.Keys {
 		pubs = append(pubs, k.PublicKey)
 	}
-	verifiers, err := sdk.CheckpointVerifiers(pubs...)
+	verifiers, err := receiptlog.Verifiers(pubs...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,12 +63,12 @@ func TestVerifyReceiptInLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sdk.VerifyReceiptInLog(p, verifiers); err != nil {
+	if err := receiptlog.VerifyReceipt(p, verifiers); err != nil {
 		t.Fatal(err)
 	}
 	forged := p
 	forged.LeafHash = "00" + p.LeafHash[2:]
-	if sdk.VerifyReceiptInLog(forged, verifiers) == nil {
+	if receiptlog.VerifyReceipt(forged, verifiers) == nil {
 		t.Fatal("a changed leaf hash verified")
 	}
 
@@ -77,12 +78,12 @@ func TestVerifyReceiptInLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sdk.VerifyReceiptConsistency(old, newer, cons, verifiers); err != nil {
+	if err := receiptlog.VerifyConsistency(old, newer, cons, verifiers); err != nil {
 		t.Fatal(err)
 	}
 	bent := newer
 	bent.Hash = old.Hash
-	if sdk.VerifyReceiptConsistency(old, bent, cons, verifiers) == nil {
+	if receiptlog.VerifyConsistency(old, bent, cons, verifiers) == nil {
 		t.Fatal("a checkpoint whose root was changed verified")
 	}
 }

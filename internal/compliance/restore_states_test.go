@@ -1,7 +1,9 @@
 package compliance_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"net/http"
 	"testing"
 
@@ -11,6 +13,8 @@ import (
 	"github.com/agentmemory/agentmemory/app"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/db"
+	"github.com/agentmemory/agentmemory/internal/erasure"
+	"github.com/agentmemory/agentmemory/internal/keystore"
 	"github.com/agentmemory/agentmemory/internal/state"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -30,6 +34,7 @@ func TestRestoredBackupForgetsDeletedStates(t *testing.T) {
 		e.PutDocument("object-types", map[string]any{"types": []any{
 			map[string]any{"type": "order-bot", "ownership": "agent", "fields": step, "agent_state": map[string]any{"scope": "object"}},
 			map[string]any{"type": "helper-bot", "ownership": "agent", "fields": step, "agent_state": map[string]any{"scope": "agent"}},
+			map[string]any{"type": "chat-bot", "ownership": "agent", "fields": step, "agent_state": map[string]any{"scope": "conversation"}},
 		}})
 		order := e.AgentKey("order-bot", "acme", auth.ScopeAgentState)
 		helper := e.AgentKey("helper-bot", "acme", auth.ScopeAgentState)
@@ -43,10 +48,19 @@ func TestRestoredBackupForgetsDeletedStates(t *testing.T) {
 		put(order, gone, "refund RB-8841 approved")
 		put(order, kept, "parcel QK-5510 kept")
 		put(helper, inst, "instance memo AX-3390")
-		require.Empty(t, scanTables(t, e.DB, []string{"RB-8841", "QK-5510", "AX-3390"}), "states naming no customer are sealed")
+		// A conversation's state and a customer's: sealed under the conversation's (or the
+		// customer's) key and their own, so their deletes reach the backups too (issue 29 §3).
+		chat := e.AgentKey("chat-bot", "acme", auth.ScopeAgentState)
+		convGone := map[string]any{"kind": "conversation", "id": "c-del"}
+		e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", chat, map[string]any{"scope": convGone, "body": map[string]any{"step": "coupon CV-2207"}})
+		e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", chat, map[string]any{"scope": map[string]any{"kind": "conversation", "id": "c-ana"},
+			"subject": "email:ana@example.com", "body": map[string]any{"step": "sizes SJ-6610"}})
+		require.Empty(t, scanTables(t, e.DB, []string{"RB-8841", "QK-5510", "AX-3390", "CV-2207", "SJ-6610"}), "every state is sealed")
 
 		backup := backupDB(t, e, e.Engine)
 		e.MustDo(http.StatusOK, "POST", "/v1/agent-state/delete", order, map[string]any{"scope": gone})
+		e.MustDo(http.StatusOK, "POST", "/v1/agent-state/delete", chat, map[string]any{"scope": convGone})
+		e.MustDo(http.StatusOK, "POST", "/v1/agent-state/delete", e.PersonKey("dpo", auth.RoleCompliance), map[string]any{"subject": "email:ana@example.com"})
 
 		restored, err := db.Open(ctx, backup, db.Options{})
 		require.NoError(t, err)
@@ -60,7 +74,14 @@ func TestRestoredBackupForgetsDeletedStates(t *testing.T) {
 		require.NoError(t, err)
 		ph, err := auth.Authenticate(ctx, restored, helper)
 		require.NoError(t, err)
+		pc, err := auth.Authenticate(ctx, restored, chat)
+		require.NoError(t, err)
 		check := func(when string) {
+			for _, id := range []string{"c-del", "c-ana"} {
+				res, err := ra.State.Read(ctx, pc, state.ReadRequest{Scope: &state.Scope{Kind: "conversation", ID: id}})
+				require.NoError(t, err)
+				require.Zero(t, res.Version, "%s: the deleted state of %s reads as never written", when, id)
+			}
 			res, err := ra.State.Read(ctx, po, state.ReadRequest{Scope: &state.Scope{Kind: "object", ID: "order:shop:Del1"}})
 			require.NoError(t, err)
 			require.Zero(t, res.Version, "%s: the deleted state reads as never written", when)
@@ -79,7 +100,10 @@ func TestRestoredBackupForgetsDeletedStates(t *testing.T) {
 		n, err = restored.NewSelect().Model((*models.AgentState)(nil)).Where("agent = 'order-bot'").Count(ctx)
 		require.NoError(t, err)
 		require.EqualValues(t, 1, n, "the restore procedure drops the state whose key the delete destroyed")
-		require.Empty(t, scanTables(t, restored, []string{"RB-8841", "locker 17"}))
+		n, err = restored.NewSelect().Model((*models.AgentState)(nil)).Where("agent = 'chat-bot'").Count(ctx)
+		require.NoError(t, err)
+		require.Zero(t, n, "the restore procedure drops the conversation's and the customer's deleted states")
+		require.Empty(t, scanTables(t, restored, []string{"RB-8841", "locker 17", "CV-2207", "SJ-6610"}))
 
 		// A state stored in clear before these keys: it reads, and its next write seals it.
 		_, err = e.DB.NewUpdate().Model((*models.AgentState)(nil)).Set("body = ?", []byte(`{"step":"legacy ZQ-1204"}`)).
@@ -90,5 +114,26 @@ func TestRestoredBackupForgetsDeletedStates(t *testing.T) {
 		require.Equal(t, "legacy ZQ-1204", got["body"].(map[string]any)["step"])
 		e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", helper, map[string]any{"scope": inst, "mode": "merge_by_key", "body": map[string]any{"step": "legacy ZQ-1204 seen"}})
 		require.Empty(t, scanTables(t, e.DB, []string{"ZQ-1204"}), "the next write sealed the legacy clear state")
+
+		// A conversation state sealed under the conversation's key alone (by a version before
+		// the states' own keys): it reads, and its next write seals it under both keys.
+		legacy := map[string]any{"kind": "conversation", "id": "c-legacy"}
+		e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", chat, map[string]any{"scope": legacy, "body": map[string]any{"step": "first"}})
+		var row models.AgentState
+		require.NoError(t, e.DB.NewSelect().Model(&row).Where("agent = 'chat-bot'").Scan(ctx))
+		key, err := e.Keys.DataKey(ctx, erasure.ConversationKeyID(row.ScopeHash), false)
+		require.NoError(t, err)
+		body, err := keystore.Seal(key, []byte(`{"step":"legacy LG-5150"}`), []byte("state-body:"+row.ID))
+		require.NoError(t, err)
+		times, err := keystore.Seal(key, []byte("{}"), []byte("state-times:"+row.ID))
+		require.NoError(t, err)
+		_, err = e.DB.NewUpdate().Model((*models.AgentState)(nil)).Set("body = ?", append([]byte("\x00s1"), body...)).
+			Set("field_times = ?", "s1:"+base64.StdEncoding.EncodeToString(times)).Where("id = ?", row.ID).Exec(ctx)
+		require.NoError(t, err)
+		got = e.MustDo(http.StatusOK, "POST", "/v1/agent-state/read", chat, map[string]any{"scope": legacy}).JSON(t)
+		require.Equal(t, "legacy LG-5150", got["body"].(map[string]any)["step"], "a state sealed under one key still reads")
+		e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", chat, map[string]any{"scope": legacy, "body": map[string]any{"step": "resealed"}})
+		require.NoError(t, e.DB.NewSelect().Model(&row).Where("id = ?", row.ID).Scan(ctx))
+		require.True(t, bytes.HasPrefix(row.Body, []byte("\x00s2")), "its next write sealed it under both keys")
 	})
 }

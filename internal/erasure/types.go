@@ -48,13 +48,15 @@ const (
 // subject keys ("sh_..."). Erasing the conversation, or a subject linked to it, destroys it.
 func ConversationKeyID(scopeHash string) string { return "cv_" + scopeHash }
 
-// StateKeyID is the key-store id of the data key sealing one working state that names no
-// customer and belongs to no conversation or task (an object or agent scope, issue 29 §1):
+// StateKeyID is the key-store id of a working state's own data key (issue 29 §1 and §3):
 // "ws_" and the hex SHA-256 of its scope kind, keyed scope hash (WM-3) and agent, each
-// length-prefixed, so the id is bounded and names no agent in clear. The single-state delete
-// (state.Service.Delete) and an erasure that deletes the state by its content destroy it, so
-// a backup taken before holds only a row that no longer opens. The "ws_" prefix keeps it
-// apart from the other key ids ("sh_", "cv_", "bk_", "nl_", "np_", "doc_", "prof_").
+// length-prefixed, so the id is bounded and names no agent in clear. A state naming no
+// customer of an object or agent scope is sealed under it alone, every other state under a
+// key derived from it and its customer's or conversation's key (state.sealingFor). The
+// single-state delete (state.Service.Delete, by scope or by subject) and an erasure that
+// deletes the state by its content destroy it, so a backup taken before holds only a row
+// that no longer opens. The "ws_" prefix keeps it apart from the other key ids ("sh_",
+// "cv_", "bk_", "nl_", "np_", "doc_", "prof_").
 func StateKeyID(scopeKind, scopeHash, agent string) string {
 	h := sha256.New()
 	for _, part := range [...]string{scopeKind, scopeHash, agent} {

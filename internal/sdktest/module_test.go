@@ -18,11 +18,15 @@ const sdkModule = "github.com/agentmemory/agentmemory/sdk"
 
 // providerSDKs are the only modules sdk/go.mod may require directly: the official OpenAI and
 // Anthropic Go SDKs, imported by sdk/tools/openaitools and sdk/tools/anthropictools alone
-// (issue 28).
-var providerSDKs = map[string]bool{"github.com/openai/openai-go/v3": true, "github.com/anthropics/anthropic-sdk-go/v2": true}
+// (issue 28), and the Go team's golang.org/x/mod, whose sumdb/note and sumdb/tlog the
+// receipt log signs and proves in, imported by sdk/receiptlog alone (issue 32).
+var providerSDKs = map[string]bool{
+	"github.com/openai/openai-go/v3": true, "github.com/anthropics/anthropic-sdk-go/v2": true,
+	"golang.org/x/mod": true,
+}
 
 // The Go SDK is importable on its own: sdk/go.mod is its own module, requires directly only
-// the two provider SDKs and replaces nothing, and the client (package sdk) and the tool kit
+// the two provider SDKs and golang.org/x/mod (providerSDKs) and replaces nothing, and the client (package sdk) and the tool kit
 // (sdk/tools) import the standard library and the SDK's own packages only, so an agent's
 // dependency graph holds no gin, Temporal, bun or Kafka (issue 13), and a program that does
 // not import an adapter never downloads its provider's SDK (pruned module graphs).

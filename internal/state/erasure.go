@@ -1,7 +1,6 @@
 package state
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -214,7 +213,7 @@ func (e Eraser) ProbeContent(ctx context.Context, idb bun.IDB, t erasure.Target)
 			return nil, fmt.Errorf("state: content probe: %w", err)
 		}
 		for _, r := range rows {
-			if bytes.HasPrefix(r.Body, sealedBodyPrefix) {
+			if isSealed(r.Body) {
 				// Sealed under a conversation's key (issue 29 §1) or a subject's: read unsealed.
 				if ok, err := e.S.Unseal(ctx, &r); err != nil || !ok {
 					if err != nil {

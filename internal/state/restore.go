@@ -47,33 +47,25 @@ func (s *Service) DropUnreadable(ctx context.Context, idb bun.IDB) (int, error) 
 	return n + c, err
 }
 
-// dropUnreadableConversations deletes, inside idb, the sealed states naming no subject whose
-// key is gone: of a conversation or task scope, the conversation key (the conversation, or a
-// subject linked to it, was erased); of any other scope, the state's own key (it was deleted,
-// or erased by its content). DropUnreadable's second half. States still in clear (written
-// before they were sealed) are kept.
+// dropUnreadableConversations deletes, inside idb, the sealed states whose keys (keysOf) the
+// key store no longer holds: of a conversation or task scope naming no subject, the
+// conversation key (the conversation, or a subject linked to it, was erased); of any state
+// with a scope, its own key (it was deleted, or erased by its content). DropUnreadable's
+// second half. States still in clear (written before they were sealed) are kept.
 func (s *Service) dropUnreadableConversations(ctx context.Context, idb bun.IDB) (int, error) {
 	var rows []models.AgentState
-	if err := idb.NewSelect().Model(&rows).Column("id", "scope_hash", "scope_kind", "agent", "body").
-		Where("subject_hash = ''").Scan(ctx); err != nil {
-		return 0, fmt.Errorf("state: list unlinked states: %w", err)
+	if err := idb.NewSelect().Model(&rows).Column("id", "scope_hash", "scope_kind", "agent", "subject_hash", "body").
+		Scan(ctx); err != nil {
+		return 0, fmt.Errorf("state: list sealed states: %w", err)
 	}
-	gone := map[string]bool{}
+	exists := map[string]bool{}
 	var ids []string
 	for _, r := range rows {
-		if !bytes.HasPrefix(r.Body, sealedBodyPrefix) {
-			continue
+		readable, err := s.keysExist(ctx, keysOf(&r), exists)
+		if err != nil {
+			return 0, err
 		}
-		keyID := keyIDFor("", r.ScopeKind, r.ScopeHash, r.Agent)
-		missing, seen := gone[keyID]
-		if !seen {
-			ok, err := s.Keys.Exists(ctx, keyID)
-			if err != nil {
-				return 0, fmt.Errorf("state: data key: %w", err)
-			}
-			missing, gone[keyID] = !ok, !ok
-		}
-		if missing {
+		if !readable {
 			ids = append(ids, r.ID)
 		}
 	}
@@ -84,4 +76,36 @@ func (s *Service) dropUnreadableConversations(ctx context.Context, idb bun.IDB) 
 		return 0, fmt.Errorf("state: drop unreadable: %w", err)
 	}
 	return len(ids), nil
+}
+
+// keysOf names the keys a stored row needs to open: none in clear, keyIDFor's one under
+// "\x00s1", both of sealingFor's under "\x00s2".
+func keysOf(r *models.AgentState) []string {
+	switch {
+	case bytes.HasPrefix(r.Body, sealedBothPrefix):
+		sk := sealingFor(r.SubjectHash, r.ScopeKind, r.ScopeHash, r.Agent)
+		return []string{sk.outer, sk.own}
+	case bytes.HasPrefix(r.Body, sealedBodyPrefix):
+		return []string{keyIDFor(r.SubjectHash, r.ScopeKind, r.ScopeHash, r.Agent)}
+	}
+	return nil
+}
+
+// keysExist reports whether the key store holds every key of ids, remembering each answer
+// in exists (existence only: a key is never opened); an empty id is a key that cannot exist.
+func (s *Service) keysExist(ctx context.Context, ids []string, exists map[string]bool) (bool, error) {
+	for _, id := range ids {
+		ok, seen := exists[id]
+		if !seen && id != "" {
+			var err error
+			if ok, err = s.Keys.Exists(ctx, id); err != nil {
+				return false, fmt.Errorf("state: data key: %w", err)
+			}
+			exists[id] = ok
+		}
+		if !ok {
+			return false, nil
+		}
+	}
+	return true, nil
 }

@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -27,30 +28,46 @@ import (
 // profile's handles may change. Erasing a customer destroys the key of every handle hash of
 // the customer (and the profile's own key). A state whose key is gone reads as never written
 // (version 0). States of a conversation or task scope that name no customer are sealed under
-// the conversation's key (keyIDFor; issue 29 §1), which a conversation erasure destroys;
-// states of any other scope (object, agent) that name no customer under their own key
-// (erasure.StateKeyID of scope kind, scope hash and agent), which the state's delete and an
-// erasure deleting it by its content destroy. Everything is stored in clear when
-// Service.Keys is nil. A state stored in clear before is sealed at its next write (lazily).
-// The key costs a cached read no extra lookup: keystore.Cache keeps it, and compares the
+// the conversation's key (keyIDFor; issue 29 §1), which a conversation erasure destroys.
+//
+// Every state with a scope also has its own key (erasure.StateKeyID of scope kind, scope
+// hash and agent), which the state's delete (by scope or by subject, issue 29 §3) and an
+// erasure deleting it by its content destroy. A state of an object or agent scope naming no
+// customer is sealed under its own key alone ("\x00s1"); a customer's or a conversation's
+// state under a key derived from both ("\x00s2", bothKey), so destroying either one (the
+// erasure's, or the delete's) makes every copy unreadable. Everything is stored in clear
+// when Service.Keys is nil. A state stored in clear, or sealed under one key by a version
+// before the own keys, is sealed as it is written today at its next write (lazily).
+// The keys cost a cached read no extra lookup: keystore.Cache keeps them, and compares the
 // store's destroy generation once per request (keystore.ForRequest), shared by every key the
 // request opens.
 
-// sealedBodyPrefix starts a sealed body: JSON never starts with a NUL byte.
+// sealedBodyPrefix starts a body sealed under one key (keyIDFor): JSON never starts with a
+// NUL byte.
 var sealedBodyPrefix = []byte("\x00s1")
+
+// sealedBothPrefix starts a body sealed under the key derived from a customer's or a
+// conversation's key and the state's own (bothKey).
+var sealedBothPrefix = []byte("\x00s2")
 
 // sealedTimesPrefix starts sealed field_times (base64 of the sealed bytes).
 const sealedTimesPrefix = "s1:"
+
+// isSealed reports whether a stored body is sealed (under one key or under two).
+func isSealed(body []byte) bool {
+	return bytes.HasPrefix(body, sealedBodyPrefix) || bytes.HasPrefix(body, sealedBothPrefix)
+}
 
 // SubjectKeyID names the data key sealing the states of the customer whose handle has the
 // keyed hash subjectHash (the same hash as subjects.Service.HandleHash).
 func SubjectKeyID(subjectHash string) string { return "sh_" + subjectHash }
 
-// keyIDFor names the key sealing a state of agent (issue 29 §1): the customer's
-// (SubjectKeyID) when it names one; for a conversation or task scope naming none, the
-// conversation's (erasure.ConversationKeyID of the scope hash, which turns share), destroyed
-// by a conversation erasure; for any other scope (object, agent) naming none, the state's own
-// (erasure.StateKeyID), destroyed by its delete; "" (stored in clear) only without a scope.
+// keyIDFor names the key sealing a state of agent under one key, as states sealed under
+// "\x00s1" name it (issue 29 §1): the customer's (SubjectKeyID) when it names one; for a
+// conversation or task scope naming none, the conversation's (erasure.ConversationKeyID of
+// the scope hash, which turns share), destroyed by a conversation erasure; for any other
+// scope (object, agent) naming none, the state's own (erasure.StateKeyID), destroyed by its
+// delete; "" (stored in clear) only without a scope.
 func keyIDFor(subjectHash, scopeKind, scopeHash, agent string) string {
 	switch {
 	case subjectHash != "":
@@ -63,13 +80,39 @@ func keyIDFor(subjectHash, scopeKind, scopeHash, agent string) string {
 	return erasure.StateKeyID(scopeKind, scopeHash, agent)
 }
 
-// ownKey is the state's own key (erasure.StateKeyID) when it is the one sealing a state of
-// agent (keyIDFor), "" otherwise: the key a delete of that state destroys.
-func ownKey(subjectHash, scopeKind, scopeHash, agent string) string {
-	if k := keyIDFor(subjectHash, scopeKind, scopeHash, agent); strings.HasPrefix(k, "ws_") {
-		return k
+// sealing names the keys a state is sealed under when it is written: outer, the customer's or
+// the conversation's key ("" for an object or agent scope naming no customer), and own, the
+// state's own key ("" without a scope). Both set: sealed under bothKey ("\x00s2"); one set:
+// under that one ("\x00s1"); none: in clear.
+type sealing struct{ outer, own string }
+
+// sealingFor is how a state of agent is sealed when written today (sealing).
+func sealingFor(subjectHash, scopeKind, scopeHash, agent string) sealing {
+	one := keyIDFor(subjectHash, scopeKind, scopeHash, agent)
+	if scopeHash == "" {
+		return sealing{outer: one}
 	}
-	return ""
+	own := erasure.StateKeyID(scopeKind, scopeHash, agent)
+	if one == own {
+		return sealing{own: own}
+	}
+	return sealing{outer: one, own: own}
+}
+
+// ownKey is the state's own key (erasure.StateKeyID; "" without a scope): the key a delete of
+// that state destroys.
+func ownKey(subjectHash, scopeKind, scopeHash, agent string) string {
+	return sealingFor(subjectHash, scopeKind, scopeHash, agent).own
+}
+
+// bothKey derives the key sealing a state under two keys: SHA-256 of a label and both keys
+// (each 32 bytes), so opening needs both and destroying either loses it.
+func bothKey(outer, own []byte) []byte {
+	h := sha256.New()
+	h.Write([]byte("agentmemory state key v2\x00"))
+	h.Write(outer)
+	h.Write(own)
+	return h.Sum(nil)
 }
 
 // destroyOwnKeys destroys the own keys (ownKey) of the deleted states rows. Deletes and
@@ -89,15 +132,39 @@ func (s *Service) destroyOwnKeys(ctx context.Context, rows []removed) error {
 	return nil
 }
 
-// seal returns body and field_times as stored for a row id sealed under keyID (keyIDFor; ""
-// stores them in clear).
-func (s *Service) seal(ctx context.Context, id, keyID string, body []byte, times string) ([]byte, string, error) {
-	if s.Keys == nil || keyID == "" {
-		return body, times, nil
+// sealKey returns the key and body prefix sealing under sk (create: make missing keys, as a
+// write does); a nil key with nil error means in clear. keystore.ErrNoKey when a key is gone
+// and create is false.
+func (s *Service) sealKey(ctx context.Context, sk sealing, create bool) ([]byte, []byte, error) {
+	if s.Keys == nil || (sk.outer == "" && sk.own == "") {
+		return nil, nil, nil
 	}
-	key, err := s.Keys.DataKey(ctx, keyID, true)
+	var keys [][]byte
+	for _, id := range [...]string{sk.outer, sk.own} {
+		if id == "" {
+			continue
+		}
+		k, err := s.Keys.DataKey(ctx, id, create)
+		if err != nil {
+			return nil, nil, err
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 2 {
+		return bothKey(keys[0], keys[1]), sealedBothPrefix, nil
+	}
+	return keys[0], sealedBodyPrefix, nil
+}
+
+// seal returns body and field_times as stored for a row id sealed under sk (sealingFor; no
+// key stores them in clear).
+func (s *Service) seal(ctx context.Context, id string, sk sealing, body []byte, times string) ([]byte, string, error) {
+	key, prefix, err := s.sealKey(ctx, sk, true)
 	if err != nil {
 		return nil, "", fmt.Errorf("state: data key: %w", err)
+	}
+	if key == nil {
+		return body, times, nil
 	}
 	sb, err := keystore.Seal(key, body, []byte("state-body:"+id))
 	if err != nil {
@@ -107,31 +174,47 @@ func (s *Service) seal(ctx context.Context, id, keyID string, body []byte, times
 	if err != nil {
 		return nil, "", fmt.Errorf("state: seal: %w", err)
 	}
-	return append(append([]byte{}, sealedBodyPrefix...), sb...), sealedTimesPrefix + base64.StdEncoding.EncodeToString(st), nil
+	return append(append([]byte{}, prefix...), sb...), sealedTimesPrefix + base64.StdEncoding.EncodeToString(st), nil
+}
+
+// openKey returns the key a sealed row opens with: under "\x00s2" the one derived from both
+// of its keys (sealingFor), under "\x00s1" the one keyIDFor names. keystore.ErrNoKey when a
+// key is gone.
+func (s *Service) openKey(ctx context.Context, row *models.AgentState) ([]byte, int, error) {
+	sk := sealingFor(row.SubjectHash, row.ScopeKind, row.ScopeHash, row.Agent)
+	if bytes.HasPrefix(row.Body, sealedBothPrefix) {
+		if sk.outer == "" || sk.own == "" {
+			return nil, 0, keystore.ErrNoKey // sealed under two keys this row no longer names
+		}
+		key, _, err := s.sealKey(ctx, sk, false)
+		return key, len(sealedBothPrefix), err
+	}
+	keyID := keyIDFor(row.SubjectHash, row.ScopeKind, row.ScopeHash, row.Agent)
+	if keyID == "" {
+		return nil, 0, keystore.ErrNoKey // sealed, but under no key this row can name
+	}
+	key, _, err := s.sealKey(ctx, sealing{own: keyID}, false)
+	return key, len(sealedBodyPrefix), err
 }
 
 // Unseal opens row's body and field_times in place. It reports false when the row is sealed
-// under a key that no longer exists (erased) or no longer opens it: the caller treats such a
-// row as never written. Clear rows are left as they are.
+// under a key that no longer exists (erased, or deleted) or no longer opens it: the caller
+// treats such a row as never written. Clear rows are left as they are.
 func (s *Service) Unseal(ctx context.Context, row *models.AgentState) (bool, error) {
-	if !bytes.HasPrefix(row.Body, sealedBodyPrefix) {
+	if !isSealed(row.Body) {
 		return true, nil
 	}
 	if s.Keys == nil {
 		return false, nil
 	}
-	keyID := keyIDFor(row.SubjectHash, row.ScopeKind, row.ScopeHash, row.Agent)
-	if keyID == "" {
-		return false, nil // sealed, but under no key this row can name
-	}
-	key, err := s.Keys.DataKey(ctx, keyID, false)
+	key, skip, err := s.openKey(ctx, row)
 	if errors.Is(err, keystore.ErrNoKey) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("state: data key: %w", err)
 	}
-	body, err := keystore.Open(key, row.Body[len(sealedBodyPrefix):], []byte("state-body:"+row.ID))
+	body, err := keystore.Open(key, row.Body[skip:], []byte("state-body:"+row.ID))
 	if err != nil {
 		return false, nil // sealed under an older, destroyed key of the same name
 	}
@@ -223,7 +306,7 @@ func (s *Service) SweepFields(ctx context.Context, idb bun.IDB, spaceID, after s
 			continue
 		}
 		canon := fields.Canonical()
-		body, timesJSON, err := s.seal(ctx, row.ID, keyIDFor(subjectHash, row.ScopeKind, row.ScopeHash, row.Agent), canon, encodeTimes(times))
+		body, timesJSON, err := s.seal(ctx, row.ID, sealingFor(subjectHash, row.ScopeKind, row.ScopeHash, row.Agent), canon, encodeTimes(times))
 		if err != nil {
 			return res, err
 		}

@@ -756,7 +756,7 @@ func replaceExpired(ctx context.Context, idb bun.IDB, row *models.AgentState) (g
 func (s *Service) insertState(ctx context.Context, idb bun.IDB, lock bool, w *pendingWrite, effective int64, next *nextState) (WriteResult, bool, error) {
 	t := w.t
 	id := auth.NewID("st")
-	sealed, sealedTimes, err := s.seal(ctx, id, keyIDFor(t.subjectHash, t.scopeKind, t.scopeHash, t.agent), next.canon, next.timesJS)
+	sealed, sealedTimes, err := s.seal(ctx, id, sealingFor(t.subjectHash, t.scopeKind, t.scopeHash, t.agent), next.canon, next.timesJS)
 	if err != nil {
 		return WriteResult{}, false, err
 	}
@@ -792,7 +792,7 @@ func (s *Service) updateRow(ctx context.Context, idb bun.IDB, lock bool, w *pend
 	if w.t.subjectHash != "" {
 		subjectHash = w.t.subjectHash
 	}
-	sealed, sealedTimes, err := s.seal(ctx, row.ID, keyIDFor(subjectHash, row.ScopeKind, row.ScopeHash, w.t.agent), next.canon, next.timesJS)
+	sealed, sealedTimes, err := s.seal(ctx, row.ID, sealingFor(subjectHash, row.ScopeKind, row.ScopeHash, w.t.agent), next.canon, next.timesJS)
 	if err != nil {
 		return WriteResult{}, false, err
 	}
