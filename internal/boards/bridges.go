@@ -40,13 +40,14 @@ const (
 // BridgeRequest is the body of POST /v1/bridges: the bridge as this space's side proposes it.
 // ID is empty for the side that proposes first (a br_... id is made) and the first side's id
 // for the other; From and To are the space ids (one is this space), Agents the agent names of
-// To that may read, Boards what may cross.
+// To that may read, Boards and KnowledgeBases (base names of From) what may cross.
 type BridgeRequest struct {
-	ID     string                `json:"id"`
-	From   string                `json:"from"`
-	To     string                `json:"to"`
-	Agents []string              `json:"agents"`
-	Boards []spaces.BridgeBoards `json:"boards"`
+	ID             string                `json:"id"`
+	From           string                `json:"from"`
+	To             string                `json:"to"`
+	Agents         []string              `json:"agents"`
+	Boards         []spaces.BridgeBoards `json:"boards"`
+	KnowledgeBases []string              `json:"knowledge_bases,omitempty"`
 }
 
 // BridgeProposal is the answer of POST /v1/bridges: the bridge in canonical form and the
@@ -82,7 +83,7 @@ func (s *Service) ProposeBridge(ctx context.Context, p auth.Principal, req Bridg
 	if err := requireSecurity(p); err != nil {
 		return BridgeProposal{}, err
 	}
-	b := spaces.Bridge{ID: req.ID, From: req.From, To: req.To, Agents: req.Agents, Boards: req.Boards}
+	b := spaces.Bridge{ID: req.ID, From: req.From, To: req.To, Agents: req.Agents, Boards: req.Boards, KnowledgeBases: req.KnowledgeBases}
 	if b.ID == "" {
 		b.ID = auth.NewID("br")
 	}

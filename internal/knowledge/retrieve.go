@@ -70,6 +70,10 @@ type RetrieveRequest struct {
 	// Run names the run the retrieval belongs to (CTX-3; nil: none): the answer holds the
 	// chunks of a context fenced within what the run has left (inRun).
 	Run *runs.Run `json:"run,omitempty"`
+	// Space, when another space's id, makes this a retrieval through a bridge (issue 31,
+	// SH-3; retrieveBridged): KBs then names that space's bases by name, as the bridge lists
+	// them. Empty or the key's own space: a retrieval of its own bases.
+	Space string `json:"space,omitempty"`
 }
 
 // Filters narrow a retrieval to some documents (KN-4); every member set must hold (AND).
@@ -190,10 +194,14 @@ type Retrieval struct {
 // says so). Context fences the first chunks that fit MaxTokens whole (cl100k), each with its
 // source, title, version, document, chunk and byte range, under ContextHeader. Every
 // retrieval leaves a knowledge receipt "retrieve" naming the chunks delivered (never the
-// query).
+// query). A request whose Space names another space is a retrieval through a bridge
+// (retrieveBridged, issue 31).
 func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRequest) (Retrieval, error) {
 	if err := CanRead(p); err != nil {
 		return Retrieval{}, err
+	}
+	if req.bridged(p) {
+		return s.retrieveBridged(ctx, p, req)
 	}
 	if err := req.Run.Validate(); err != nil {
 		return Retrieval{}, err

@@ -12,8 +12,8 @@ import (
 	"github.com/agentmemory/agentmemory/internal/strictjson"
 )
 
-// DocBridges is the document of a space's bridges (issue 31, SH-3): which boards of one space
-// the named agents of another may read. A bridge is in force only while both spaces'
+// DocBridges is the document of a space's bridges (issue 31, SH-3): which boards and
+// knowledge bases of one space the named agents of another may read. A bridge is in force only while both spaces'
 // bridges documents hold it with the same terms, and each side's document changes only by a
 // change request a second person holding role security approves (never a direct PUT), so
 // a bridge needs both sides' security people; removing it from either side ends it.
@@ -25,16 +25,20 @@ type Bridges struct {
 }
 
 // Bridge lets the agents named in Agents, agent keys of space To, read (never write) the
-// boards of space From that Boards lists. ID ("br_...") is the same on both sides: the
+// boards of space From that Boards lists and retrieve from (never ingest into or delete
+// from) its knowledge bases that KnowledgeBases names by base name. A bridge lists at least
+// one board set or base. ID ("br_...") is the same on both sides: the
 // security people of the two spaces agree on it and on the terms out of band, and each side
 // proposes the same bridge in its own document. A bridge's terms are compared in their
-// canonical form (agents and boards sorted), so both sides may list them in any order.
+// canonical form (agents, boards and bases sorted, absent lists empty), so both sides may
+// list them in any order.
 type Bridge struct {
-	ID     string         `json:"id"`
-	From   string         `json:"from"`
-	To     string         `json:"to"`
-	Agents []string       `json:"agents"`
-	Boards []BridgeBoards `json:"boards"`
+	ID             string         `json:"id"`
+	From           string         `json:"from"`
+	To             string         `json:"to"`
+	Agents         []string       `json:"agents"`
+	Boards         []BridgeBoards `json:"boards"`
+	KnowledgeBases []string       `json:"knowledge_bases"`
 }
 
 // BridgeBoards names boards that cross a bridge: those of board type Type whose id matches
@@ -50,18 +54,22 @@ const (
 	MaxBridges        = 100
 	MaxBridgeAgents   = 50
 	MaxBridgeBoardSet = 50
+	MaxBridgeBases    = 10
 )
 
 var (
 	bridgeIDPattern = regexp.MustCompile(`^br_[A-Za-z0-9_-]{1,64}$`)
 	spaceIDPattern  = regexp.MustCompile(`^sp_[A-Za-z0-9_-]{1,64}$`)
+	// baseNamePattern is a knowledge base's name (as internal/knowledge checks it).
+	baseNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 )
 
 // ParseBridges parses and validates a bridges document, returning it in canonical form (each
 // bridge's agents and boards sorted and without repeats): unknown members, more than
 // MaxBridges bridges, a malformed or repeated id, from or to not a space id or both the same,
-// no agents or boards (or more than MaxBridgeAgents / MaxBridgeBoardSet), a malformed agent
-// name, type or pattern are fault.Invalid naming the member.
+// no agents, neither boards nor knowledge bases (or more than MaxBridgeAgents /
+// MaxBridgeBoardSet / MaxBridgeBases), a malformed agent name, type, pattern or base name are
+// fault.Invalid naming the member.
 func ParseBridges(data []byte) (Bridges, error) {
 	var d Bridges
 	if err := strictjson.DecodeDepth(data, &d, strictjson.MaxPlainDepth); err != nil {
@@ -104,8 +112,14 @@ func checkBridge(b Bridge, at string) error {
 			return invalidMember(fmt.Sprintf("%s.agents[%d]", at, j), "an agent name is 1-128 characters of letters, digits and _ . : @ -")
 		}
 	}
-	if len(b.Boards) == 0 || len(b.Boards) > MaxBridgeBoardSet {
-		return invalidMember(at+".boards", fmt.Sprintf("list 1-%d board types (and id patterns) that may cross", MaxBridgeBoardSet))
+	if len(b.Boards) == 0 && len(b.KnowledgeBases) == 0 {
+		return invalidMember(at+".boards", "list the boards (or knowledge_bases) that may cross")
+	}
+	if len(b.Boards) > MaxBridgeBoardSet {
+		return invalidMember(at+".boards", fmt.Sprintf("list at most %d board types (and id patterns) that may cross", MaxBridgeBoardSet))
+	}
+	if err := checkBridgeBases(b.KnowledgeBases, at); err != nil {
+		return err
 	}
 	for j, bb := range b.Boards {
 		bat := fmt.Sprintf("%s.boards[%d]", at, j)
@@ -119,9 +133,30 @@ func checkBridge(b Bridge, at string) error {
 	return nil
 }
 
-// canonical sorts b's agents and boards and drops repeats, so two sides' terms compare equal
-// however each listed them.
+// checkBridgeBases validates a bridge's knowledge base names at "at".
+func checkBridgeBases(names []string, at string) error {
+	if len(names) > MaxBridgeBases {
+		return invalidMember(at+".knowledge_bases", fmt.Sprintf("list at most %d knowledge bases that may cross", MaxBridgeBases))
+	}
+	for j, n := range names {
+		if !baseNamePattern.MatchString(n) {
+			return invalidMember(fmt.Sprintf("%s.knowledge_bases[%d]", at, j), "must name a knowledge base (1-64 characters of a-z, 0-9, _ . -)")
+		}
+	}
+	return nil
+}
+
+// canonical sorts b's agents, boards and bases and drops repeats, so two sides' terms compare
+// equal however each listed them (an absent list is empty).
 func canonical(b *Bridge) {
+	if b.Boards == nil {
+		b.Boards = []BridgeBoards{}
+	}
+	if b.KnowledgeBases == nil {
+		b.KnowledgeBases = []string{}
+	}
+	sort.Strings(b.KnowledgeBases)
+	b.KnowledgeBases = slices.Compact(b.KnowledgeBases)
 	sort.Strings(b.Agents)
 	b.Agents = slices.Compact(b.Agents)
 	sort.Slice(b.Boards, func(i, j int) bool {
@@ -172,6 +207,12 @@ func (b Bridge) Allows(typ, id, agent string) bool {
 	return false
 }
 
+// AllowsBase reports whether b lets agent (an agent key's agent name of space b.To) retrieve
+// from the knowledge base named base of space b.From.
+func (b Bridge) AllowsBase(base, agent string) bool {
+	return slices.Contains(b.Agents, agent) && slices.Contains(b.KnowledgeBases, base)
+}
+
 // Find returns the bridge of d named id; ok is false when d holds none.
 func (d Bridges) Find(id string) (Bridge, bool) {
 	for _, b := range d.Bridges {
@@ -205,12 +246,25 @@ func (d Documents) Bridges(ctx context.Context, spaceID string) (Bridges, error)
 // otherwise (no such space, no such bridge, one side only, terms that differ, an agent or
 // board it does not list).
 func (d Documents) ActiveBridge(ctx context.Context, from, to, typ, id, agent string) (Bridge, bool, error) {
+	return d.activeBridge(ctx, from, to, func(b Bridge) bool { return b.Allows(typ, id, agent) })
+}
+
+// ActiveKnowledgeBridge returns the bridge from space from to space to that lets agent
+// retrieve from the knowledge base named base, when both spaces' bridges documents hold it
+// with the same terms; ok is false otherwise, as for ActiveBridge.
+func (d Documents) ActiveKnowledgeBridge(ctx context.Context, from, to, base, agent string) (Bridge, bool, error) {
+	return d.activeBridge(ctx, from, to, func(b Bridge) bool { return b.AllowsBase(base, agent) })
+}
+
+// activeBridge is the first bridge of to's document from from to to that allows accepts and
+// that from's document holds with the same terms (both read from the store on every call).
+func (d Documents) activeBridge(ctx context.Context, from, to string, allows func(Bridge) bool) (Bridge, bool, error) {
 	mine, err := d.Bridges(ctx, to)
 	if err != nil {
 		return Bridge{}, false, err
 	}
 	for _, b := range mine.Bridges {
-		if b.From != from || b.To != to || !b.Allows(typ, id, agent) {
+		if b.From != from || b.To != to || !allows(b) {
 			continue
 		}
 		theirs, err := d.Bridges(ctx, from)

@@ -23,6 +23,9 @@ func TestParseBridges(t *testing.T) {
 		{"no agents", `{"bridges":[{"id":"br_1","from":"sp_a","to":"sp_b","agents":[],"boards":[{"type":"findings"}]}]}`, "bridges[0].agents"},
 		{"bad agent", `{"bridges":[{"id":"br_1","from":"sp_a","to":"sp_b","agents":["a b"],"boards":[{"type":"findings"}]}]}`, "bridges[0].agents[0]"},
 		{"no boards", `{"bridges":[{"id":"br_1","from":"sp_a","to":"sp_b","agents":["x"],"boards":[]}]}`, "bridges[0].boards"},
+		{"no boards nor bases", `{"bridges":[{"id":"br_1","from":"sp_a","to":"sp_b","agents":["x"],"knowledge_bases":[]}]}`, "bridges[0].boards"},
+		{"bad base name", `{"bridges":[{"id":"br_1","from":"sp_a","to":"sp_b","agents":["x"],"knowledge_bases":["Handbook"]}]}`, "bridges[0].knowledge_bases[0]"},
+		{"too many bases", `{"bridges":[{"id":"br_1","from":"sp_a","to":"sp_b","agents":["x"],"knowledge_bases":["a","b","c","d","e","f","g","h","i","j","k"]}]}`, "bridges[0].knowledge_bases"},
 		{"bad type", `{"bridges":[{"id":"br_1","from":"sp_a","to":"sp_b","agents":["x"],"boards":[{"type":"Findings"}]}]}`, "bridges[0].boards[0].type"},
 		{"bad pattern", `{"bridges":[{"id":"br_1","from":"sp_a","to":"sp_b","agents":["x"],"boards":[{"type":"findings","ids":"["}]}]}`, "bridges[0].boards[0].ids"},
 	}
@@ -52,4 +55,20 @@ func TestParseBridges(t *testing.T) {
 	require.False(t, b.Allows("audit", "inc-7", "amy"), "a type it does not list")
 	require.Error(t, checkBridgesOf(one, "sp_c"), "a space that is neither side")
 	require.NoError(t, checkBridgesOf(one, "sp_b"))
+	require.Equal(t, []string{}, b.KnowledgeBases, "an absent list is empty in canonical form")
+	require.False(t, b.AllowsBase("handbook", "amy"), "a bridge of boards only lets no base cross")
+
+	// Knowledge bases (by name) alone, in any order and with repeats: the same terms.
+	kb1, err := ParseBridges([]byte(`{"bridges":[{"id":"br_2","from":"sp_a","to":"sp_b","agents":["amy"],"knowledge_bases":["runbooks","handbook","runbooks"]}]}`))
+	require.NoError(t, err)
+	kb2, err := ParseBridges([]byte(`{"bridges":[{"id":"br_2","from":"sp_a","to":"sp_b","agents":["amy"],"boards":[],"knowledge_bases":["handbook","runbooks"]}]}`))
+	require.NoError(t, err)
+	k := kb1.Bridges[0]
+	require.Equal(t, []string{"handbook", "runbooks"}, k.KnowledgeBases)
+	require.True(t, k.SameTerms(kb2.Bridges[0]), "got %+v and %+v, want the same terms", k, kb2.Bridges[0])
+	require.True(t, k.AllowsBase("handbook", "amy"))
+	require.False(t, k.AllowsBase("handbook", "zed"), "an agent it does not name")
+	require.False(t, k.AllowsBase("secrets", "amy"), "a base it does not list")
+	require.False(t, k.Allows("findings", "inc-7", "amy"), "a bridge of bases only lets no board cross")
+	require.False(t, k.SameTerms(one.Bridges[0]))
 }

@@ -187,6 +187,8 @@ export interface RetrieveRequest {
   filters?: { [member: string]: JsonValue };
   /** The run this retrieval draws on (CTX-3). */
   run?: Run;
+  /** Another space's id: a retrieval through a bridge, kbs naming its bases by name (issue 31). */
+  space?: string;
 }
 
 /**
