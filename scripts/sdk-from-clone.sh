@@ -5,8 +5,8 @@
 # directive (and, separately, with go work use), and builds the README's quick start program,
 # extracted verbatim from between the sdk-quickstart markers. It needs no network: package sdk
 # imports only the standard library (the provider SDKs the module requires are imported only by
-# sdk/tools/openaitools and sdk/tools/anthropictools, and pruned module graphs never download
-# them for a program that does not import those). Exit status non-zero on any failure.
+# sdk/tools/openaitools and sdk/tools/anthropictools, golang.org/x/mod only by sdk/receiptlog,
+# and pruned module graphs never download them for a program that does not import those). Exit status non-zero on any failure.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
