@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/agentmemory/agentmemory/activities"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/llm"
 	"github.com/agentmemory/agentmemory/internal/proposals"
@@ -46,7 +46,7 @@ func (oneTurn) LinkStatus(context.Context, string, string, string) (turns.Links,
 // distilled proposal; it returns the store and the proposal's id.
 func drafting(t *testing.T) (*proposals.Service, string) {
 	t.Helper()
-	e := apitest.New(t, "sqlite")
+	e := apptest.New(t, "sqlite")
 	e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true}})
 	e.AgentKey("support-bot", "acme", "agent_memory")
 	admin, err := auth.Authenticate(context.Background(), e.DB, e.AdminKey)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
@@ -20,7 +20,7 @@ import (
 // POST /v1/keys: role admin; the spec is validated naming the member; the key is shown once
 // and stored only as its hash; DELETE revokes it from the next request on.
 func TestKeys(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		bad := []struct {
 			name, member, code string
 			body               any
@@ -93,13 +93,13 @@ func TestKeys(t *testing.T) {
 
 // A key of one space never reaches another space's data (MS-1): the space comes from the key.
 func TestKeysSpaceIsolation(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setupWM(e)
 		mustStore(e, key, map[string]any{"scope": conv("c-shared-id"), "body": map[string]any{"step": "greet"}})
 		// A second space in the same database, served by the same API.
 		_, otherAdmin, err := spaces.CreateWith(context.Background(), e.DB, "other", time.Now(), spaces.CreateOptions{DirectPut: true})
 		require.NoError(t, err)
-		e2 := &apitest.Env{T: t, Server: e.Server, DB: e.DB, AdminKey: otherAdmin}
+		e2 := &apptest.Env{T: t, Server: e.Server, DB: e.DB, AdminKey: otherAdmin}
 		enableWM(e2, typesDoc(wmType("shop-bot", "conversation", 0, nil)))
 		key2 := e2.AgentKey("shop-bot", "acme-ai", "agent_state")
 		require.Equal(t, int64(0), read(e2, key2, conv("c-shared-id"), "").Version)
@@ -115,7 +115,7 @@ func TestKeysSpaceIsolation(t *testing.T) {
 // GET|PUT /v1/documents: features needs role security, object-types admin or integration;
 // invalid documents are 400 naming the member and change nothing.
 func TestDocuments(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		features := map[string]any{"agent_state": map[string]any{"enabled": true},
 			"agent_memory": map[string]any{"enabled": true, "writes": "agents", "max_notes_per_source": 500}}
 		admin := e.PersonKey("Ada", "admin")
@@ -129,7 +129,7 @@ func TestDocuments(t *testing.T) {
 		r := e.MustDo(http.StatusOK, http.MethodPut, "/v1/documents/features", security, features)
 		require.Equal(t, "1", r.Header.Get("X-Document-Version"))
 
-		types := apitest.ShopBotTypes()
+		types := apptest.ShopBotTypes()
 		requireError(t, e.Do(http.MethodPut, "/v1/documents/object-types", security, types), http.StatusForbidden, "role_required")
 		requireError(t, e.Do(http.MethodPut, "/v1/documents/object-types", agent, types), http.StatusForbidden, "role_required")
 		e.MustDo(http.StatusOK, http.MethodPut, "/v1/documents/object-types", admin, types)
@@ -141,7 +141,7 @@ func TestDocuments(t *testing.T) {
 		requireError(t, e.Do(http.MethodPut, "/v1/documents/nope", admin, map[string]any{}), http.StatusNotFound, "document_not_found")
 
 		withType := func(mut func(t map[string]any)) map[string]any {
-			d := apitest.ShopBotTypes()
+			d := apptest.ShopBotTypes()
 			mut(d["types"].([]any)[0].(map[string]any))
 			return d
 		}
@@ -221,7 +221,7 @@ func TestDocuments(t *testing.T) {
 // phone); a handle held by another profile is 409 handle_taken; name and handles never in
 // the database in clear.
 func TestProfiles(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		integ := e.PersonKey("Ivo", "integration")
 		body := map[string]any{"name": "Marisol Fenwick", "handles": []string{"email:Marisol.Fenwick@Example.COM", "phone:+55 (11) 97531-8642", "username:MFenwick"}}
 		requireError(t, e.Do(http.MethodPost, "/v1/profiles", e.PersonKey("Rita", "reviewer", "admin"), body), http.StatusForbidden, "role_required")

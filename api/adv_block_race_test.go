@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/receipts"
@@ -43,12 +43,12 @@ const blockRowsQuery = `"n"."body"`
 func TestBlockNeverGivesANoteRetiredBeforeItsReceipt(t *testing.T) {
 	for _, change := range []string{"retire", "erase"} {
 		t.Run(change, func(t *testing.T) {
-			apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+			apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 				enableNotes(e, nil)
 				bot := writer(e, "shop-bot", "acme")
 				keep := create(e, bot, note("Keep", "Keep this one."))
 				gone := create(e, bot, note("Gone", "Retire this one."))
-				replica := &apitest.Env{T: t, Server: newReplica(e)}
+				replica := &apptest.Env{T: t, Server: newReplica(e)}
 				hook := &afterQuery{marker: blockRowsQuery, fn: func() {
 					if change == "retire" {
 						replica.MustDo(http.StatusOK, "POST", notesPath+"/"+gone+"/retire", bot, nil)
@@ -76,11 +76,11 @@ func TestBlockNeverGivesANoteRetiredBeforeItsReceipt(t *testing.T) {
 // already chosen its notes is on its way to its receipt: the read is refused (the key was
 // revoked before the answer), not answered.
 func TestBlockRefusedWhenItsKeyIsRevokedMidRead(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		create(e, bot, note("Keep", "Keep this one."))
-		replica := &apitest.Env{T: t, Server: newReplica(e)}
+		replica := &apptest.Env{T: t, Server: newReplica(e)}
 		var keyID string
 		require.NoError(t, e.DB.NewRaw("SELECT id FROM api_keys WHERE hash = ?", auth.HashKey(bot)).Scan(context.Background(), &keyID))
 		hook := &afterQuery{marker: blockRowsQuery, fn: func() {
@@ -99,7 +99,7 @@ func TestBlockRefusedWhenItsKeyIsRevokedMidRead(t *testing.T) {
 // committed it must see the new revision and refuse the answer (the reader reads again),
 // never give the retired note after its retirement committed.
 func TestBlockReceiptChecksRevisionsUnderTheHead(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		if db.IsSQLite(e.DB) {
 			t.Skip("SQLite's write gate runs whole write transactions one at a time")
 		}
@@ -121,7 +121,7 @@ func TestBlockReceiptChecksRevisionsUnderTheHead(t *testing.T) {
 			require.NoError(t, spaces.BumpRevision(ctx, tx, e.SpaceID, rev))
 		}
 
-		answer := make(chan apitest.Response, 1)
+		answer := make(chan apptest.Response, 1)
 		go func() { answer <- e.Do("GET", blockPath, bot, nil) }()
 		// Wait until the read's receipt waits for the head, then commit the retirement.
 		deadline := time.Now().Add(20 * time.Second)

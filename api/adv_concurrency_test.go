@@ -8,14 +8,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // TestAdvMergeAcrossReplicasUnderConfigChurn (adversarial): merge writers on two replicas
 // (each remembering rows and caching keys and documents), some with pii fields (the
 // optimistic path), while documents are rewritten through the first: no merge is lost.
 func TestAdvMergeAcrossReplicasUnderConfigChurn(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		typ := wmType("shop-bot", "conversation", 0, nil)
 		fields := typ["fields"].(map[string]any)
 		const writers = 6
@@ -27,7 +27,7 @@ func TestAdvMergeAcrossReplicasUnderConfigChurn(t *testing.T) {
 		}
 		enableWM(e, typesDoc(typ))
 		key := e.AgentKey("shop-bot", "acme-ai", "agent_state")
-		replica := &apitest.Env{T: t, Server: newReplica(e)}
+		replica := &apptest.Env{T: t, Server: newReplica(e)}
 		c := conv("c-churn")
 		mustStore(e, key, map[string]any{"scope": c, "body": map[string]any{"offer": "x"}})
 		mustStore(replica, key, map[string]any{"scope": c, "body": map[string]any{"offer": "y"}})
@@ -40,7 +40,7 @@ func TestAdvMergeAcrossReplicasUnderConfigChurn(t *testing.T) {
 				srv = replica
 			}
 			wg.Add(1)
-			go func(w int, srv *apitest.Env) {
+			go func(w int, srv *apptest.Env) {
 				defer wg.Done()
 				for i := 0; i < each; i++ {
 					for {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // TestAdvSchemaChangeExactAcrossReplicas (adversarial): object-types changes made through one
@@ -14,9 +14,9 @@ import (
 // and the state's row in memory: a pii flag added masks, a field removed is refused, a lower
 // max_bytes refuses, a raised one accepts, and a field re-added is accepted again.
 func TestAdvSchemaChangeExactAcrossReplicas(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setupWM(e)
-		replica := &apitest.Env{T: t, Server: newReplica(e)}
+		replica := &apptest.Env{T: t, Server: newReplica(e)}
 		c := conv("c-schema")
 		// The replica caches the key, the documents and the row.
 		mustStore(replica, key, map[string]any{"scope": c, "body": map[string]any{"offer": "first"}})

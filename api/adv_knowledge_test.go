@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/knowledge"
 	"github.com/agentmemory/agentmemory/internal/llm"
@@ -18,7 +18,7 @@ import (
 // TestAdvKnowledgeBadInput (adversarial): malformed retrieval requests are a clear 4xx, never
 // a 500.
 func TestAdvKnowledgeBadInput(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		emb, err := llm.New(llm.Config{Host: llmtest.NewEmbed(t).URL, Model: "unused"})
 		require.NoError(t, err)
 		e.App.Knowledge.Embedder = emb

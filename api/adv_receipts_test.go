@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 )
 
@@ -17,7 +17,7 @@ import (
 // caught by GET /v1/receipts/verify, and the proof route never answers a proof that verifies
 // for a changed receipt, nor a 500.
 func TestAdvReceiptTampering(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		for i := 0; i < 5; i++ {
 			e.PersonKey(fmt.Sprintf("p%d", i), "integration") // key.mint receipts

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/app"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/config"
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
@@ -20,7 +20,7 @@ import (
 // replica keeps serving: every restart sees what was stored before it (working memory and
 // notes, the block included) and writes at once.
 func TestRestartOnTheSameDatabase(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableWM(e, typesDoc(wmType("shop-bot", "conversation", 0, nil)))
 		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}, "agent_memory": map[string]any{"enabled": true}})
 		stateKey := e.AgentKey("shop-bot", "acme", "agent_state")
@@ -31,12 +31,12 @@ func TestRestartOnTheSameDatabase(t *testing.T) {
 			require.NoError(t, err)
 			cfg, err := config.Load(func(string) string { return "" })
 			require.NoError(t, err)
-			cfg.Secret, cfg.DataDir = apitest.Secret, t.TempDir()
+			cfg.Secret, cfg.DataDir = apptest.Secret, t.TempDir()
 			a, err := app.Build(context.Background(), cfg, app.Overrides{DB: d, Keys: e.Keys})
 			require.NoError(t, err)
 			deps := a.APIDeps(nil)
 			deps.MaxBodyBytes = e.Deps.MaxBodyBytes
-			r := &apitest.Env{T: t, Server: api.NewServer(deps)}
+			r := &apptest.Env{T: t, Server: api.NewServer(deps)}
 
 			got := r.MustDo(http.StatusOK, http.MethodPost, "/v1/agent-state/read", stateKey, map[string]any{"scope": conv("c-restart")}).JSON(t)
 			require.Equal(t, int64(2*i), num(t, got["version"]), "restart %d sees every write before it", i)

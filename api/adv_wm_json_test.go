@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // keyStart is the first letter of a member name (or of a string in an array after a comma).
@@ -98,7 +98,7 @@ func TestWMFastPathAnswersAsTheExactPath(t *testing.T) {
 		`{"scope":@SC,"body":{"count":tru}}`,
 	}
 	require.Equal(t, `{"\u0061b":1, "\u0063d":[1,"\u0078"]}`, escapeNames(`{"ab":1, "cd":[1,"x"]}`))
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setupWM(e)
 		statuses := map[any]int{}
 		for i, tc := range cases {

@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
-// leaseClock is a test leaseClock every service of an Env reads (apitest's deps.Now).
+// leaseClock is a test leaseClock every service of an Env reads (apptest's deps.Now).
 type leaseClock struct {
 	mu sync.Mutex
 	at time.Time
@@ -44,14 +44,14 @@ func TestBoardLeaseFencesAPausedHolder(t *testing.T) {
 func leasePausedHolder(t *testing.T, engine string) {
 	{
 		clk := &leaseClock{at: time.Now().UTC()}
-		e := apitest.New(t, engine, func(d *api.Deps) { d.Now = clk.now })
+		e := apptest.New(t, engine, func(d *api.Deps) { d.Now = clk.now })
 		b := newBoardEnv(t, e)
 		b.grant(t, map[string]any{"vendor": "acme", "access": "read_write"})
 		board := map[string]any{"type": "findings", "id": "inc-7"}
 		lease := func(key string) map[string]any {
 			return e.MustDo(http.StatusOK, "POST", "/v1/boards/lease", key, map[string]any{"type": "findings", "id": "inc-7", "ttl_seconds": 10}).JSON(t)
 		}
-		write := func(key string, l map[string]any, ifVersion int64, body map[string]any) apitest.Response {
+		write := func(key string, l map[string]any, ifVersion int64, body map[string]any) apptest.Response {
 			req := map[string]any{"type": "findings", "id": "inc-7", "if_version": ifVersion, "body": body}
 			if l != nil {
 				req["lease"] = map[string]any{"lease_id": l["lease_id"], "token": l["token"]}

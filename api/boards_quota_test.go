@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/quotas"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 )
@@ -17,7 +17,7 @@ import (
 // quota_exceeded naming the quota and its limit and stores nothing (no board, no version, no
 // event); writes to the boards that exist still pass; the recount finds the counter right.
 func TestBoardsQuotaPerSpace(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		b := newBoardEnv(t, e)
 		quotaFeatures(e, map[string]any{"boards_per_space": 2})
 		b.grant(t, map[string]any{"vendor": "acme", "access": "read_write"})
@@ -49,7 +49,7 @@ func TestBoardsQuotaPerSpace(t *testing.T) {
 }
 
 // countEvents counts the outbox events of e's space.
-func countEvents(t *testing.T, e *apitest.Env) int {
+func countEvents(t *testing.T, e *apptest.Env) int {
 	t.Helper()
 	n, err := e.DB.NewSelect().Table("outbox").Where("space_id = ?", e.SpaceID).Count(context.Background())
 	require.NoError(t, err)

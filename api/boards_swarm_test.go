@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -187,7 +187,7 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // refusals are the reject field's, and every stored write has one board.updated event with
 // ids only.
 func TestBoardSwarmNothingLost(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		const agents, rounds = 32, 3
 		e.PutDocument("object-types", findingsTypes())
 		e.MustDo(http.StatusCreated, "POST", "/v1/boards/findings/grants", e.AdminKey, map[string]any{"vendor": "swarm", "access": "read_write", "boards": "incident-*"})
@@ -273,7 +273,7 @@ func TestBoardSwarmNothingLost(t *testing.T) {
 }
 
 // requireSwarmRecords checks the receipts and events of the swarm's stored writes.
-func requireSwarmRecords(t *testing.T, e *apitest.Env, stored [][]any) {
+func requireSwarmRecords(t *testing.T, e *apptest.Env, stored [][]any) {
 	ctx := context.Background()
 	var rows []models.Receipt
 	require.NoError(t, e.DB.NewSelect().Model(&rows).Where("action = ?", "board.write").Scan(ctx))

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // findingsTypes declares the board type "findings" with a rule of every kind (issue 31).
@@ -34,11 +34,11 @@ func findingsTypes() map[string]any {
 // boardEnv is a space with the findings type and agent keys: alice and bob of vendor acme,
 // carol of vendor other.
 type boardEnv struct {
-	e                 *apitest.Env
+	e                 *apptest.Env
 	alice, bob, carol string
 }
 
-func newBoardEnv(t *testing.T, e *apitest.Env) boardEnv {
+func newBoardEnv(t *testing.T, e *apptest.Env) boardEnv {
 	e.PutDocument("object-types", findingsTypes())
 	return boardEnv{e: e, alice: e.AgentKey("alice", "acme"), bob: e.AgentKey("bob", "acme"), carol: e.AgentKey("carol", "other")}
 }
@@ -49,16 +49,16 @@ func (b boardEnv) grant(t *testing.T, body map[string]any) string {
 	return g["id"].(string)
 }
 
-func boardWrite(e *apitest.Env, key, id string, ifVersion int64, body any) apitest.Response {
+func boardWrite(e *apptest.Env, key, id string, ifVersion int64, body any) apptest.Response {
 	return e.Do("PUT", "/v1/boards", key, map[string]any{"type": "findings", "id": id, "if_version": ifVersion, "body": body})
 }
 
-func boardRead(e *apitest.Env, key, id string) apitest.Response {
+func boardRead(e *apptest.Env, key, id string) apptest.Response {
 	return e.Do("POST", "/v1/boards/read", key, map[string]any{"type": "findings", "id": id})
 }
 
 func TestBoardNoGrantNoAccess(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		b := newBoardEnv(t, e)
 		// Nothing granted: nobody reads or writes, whatever vendor they share.
 		requireError(t, boardWrite(e, b.alice, "incident-1", 0, map[string]any{"title": "x"}), http.StatusForbidden, "board_grant_required")
@@ -81,7 +81,7 @@ func TestBoardNoGrantNoAccess(t *testing.T) {
 		requireError(t, boardRead(e, e.AdminKey, "incident-1"), http.StatusForbidden, "role_required")
 
 		// Revoked: refused on the next request, on this replica and on another.
-		replica := &apitest.Env{T: t, Server: newReplica(e)}
+		replica := &apptest.Env{T: t, Server: newReplica(e)}
 		require.Equal(t, http.StatusOK, boardRead(replica, b.alice, "incident-1").Status)
 		e.MustDo(http.StatusOK, "DELETE", "/v1/boards/findings/grants/"+aliceGrant, e.AdminKey, nil)
 		requireError(t, boardRead(e, b.alice, "incident-1"), http.StatusForbidden, "board_grant_required")
@@ -111,7 +111,7 @@ func TestBoardNoGrantNoAccess(t *testing.T) {
 }
 
 func TestBoardGrantChangeRequested(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		g := newGovSpace(e)
 		sec1, sec2 := g.person("Sol", "security", "admin"), g.person("Ana", "security")
 		typesDoc, err := json.Marshal(findingsTypes())
@@ -133,7 +133,7 @@ func TestBoardGrantChangeRequested(t *testing.T) {
 }
 
 // agentKeyIn mints an agent key in the space of admin.
-func agentKeyIn(t *testing.T, e *apitest.Env, admin, agent, vendor string) string {
+func agentKeyIn(t *testing.T, e *apptest.Env, admin, agent, vendor string) string {
 	r := e.MustDo(http.StatusCreated, "POST", "/v1/keys", admin, map[string]any{"kind": "agent", "agent": agent, "vendor": vendor, "scopes": []string{}})
 	return r.JSON(t)["key"].(string)
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/knowledge"
 	"github.com/agentmemory/agentmemory/internal/llm"
@@ -25,7 +25,7 @@ type kbBridgeEnv struct {
 	handbook, secrets        string // A's base ids
 }
 
-func newKBBridgeEnv(t *testing.T, e *apitest.Env) kbBridgeEnv {
+func newKBBridgeEnv(t *testing.T, e *apptest.Env) kbBridgeEnv {
 	emb, err := llm.New(llm.Config{Host: llmtest.NewEmbed(t).URL, Model: "unused"})
 	require.NoError(t, err)
 	e.App.Knowledge.Embedder = emb
@@ -66,7 +66,7 @@ func (k kbBridgeEnv) terms(id string, agents ...string) map[string]any {
 	return map[string]any{"id": id, "from": k.a.id, "to": k.b.id, "agents": agents, "knowledge_bases": []string{"handbook"}}
 }
 
-func bridgedRetrieve(e *apitest.Env, key, space string, kbs ...string) apitest.Response {
+func bridgedRetrieve(e *apptest.Env, key, space string, kbs ...string) apptest.Response {
 	return e.Do("POST", "/v1/knowledge/retrieve", key, map[string]any{"query": "refunds", "kbs": kbs, "space": space})
 }
 
@@ -76,7 +76,7 @@ func bridgedRetrieve(e *apitest.Env, key, space string, kbs ...string) apitest.R
 // It is read only, receipted in both chains, and ends on the next request on every replica
 // when either side removes it.
 func TestBridgeKnowledgeRetrieval(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		k := newKBBridgeEnv(t, e)
 		absent := e.Do("POST", "/v1/knowledge/retrieve", k.triage, map[string]any{"query": "refunds", "kbs": []string{"kb_nosuchbase"}})
 		requireError(t, absent, http.StatusNotFound, "knowledge_base_not_found")
@@ -126,7 +126,7 @@ func TestBridgeKnowledgeRetrieval(t *testing.T) {
 		requireKBBridgeReceipts(t, e, k.b.admin, "retrieve", id)
 
 		// Revoked from B's side on one replica: refused on the next request on both.
-		replica := &apitest.Env{T: t, Server: newReplica(e)}
+		replica := &apptest.Env{T: t, Server: newReplica(e)}
 		require.Equal(t, http.StatusOK, bridgedRetrieve(replica, k.triage, k.a.id, "handbook").Status)
 		replica.MustDo(http.StatusOK, "DELETE", "/v1/bridges/"+id, k.secB2, nil)
 		requireAbsent(t, absent, bridgedRetrieve(e, k.triage, k.a.id, "handbook"))
@@ -143,7 +143,7 @@ func TestBridgeKnowledgeRetrieval(t *testing.T) {
 
 // requireKBBridgeReceipts checks the chain key reads has a knowledge receipt of action
 // naming bridge id, and verifies.
-func requireKBBridgeReceipts(t *testing.T, e *apitest.Env, key, action, id string) {
+func requireKBBridgeReceipts(t *testing.T, e *apptest.Env, key, action, id string) {
 	t.Helper()
 	n := 0
 	for _, rc := range spaceReceipts(t, e, key) {

@@ -6,14 +6,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // bridgeEnv is two spaces of one database: A (e's space, direct PUT on) holds the findings
 // board incident-42 written by its agent alice; B (direct PUT off) has the agents triage and
 // other. Each space has two security people.
 type bridgeEnv struct {
-	e                  *apitest.Env
+	e                  *apptest.Env
 	a, b               govSpace
 	secA1, secA2       string
 	secB1, secB2       string
@@ -21,7 +21,7 @@ type bridgeEnv struct {
 	alice              string // A's agent, granted read_write on findings
 }
 
-func newBridgeEnv(t *testing.T, e *apitest.Env) bridgeEnv {
+func newBridgeEnv(t *testing.T, e *apptest.Env) bridgeEnv {
 	be := newBoardEnv(t, e)
 	be.grant(t, map[string]any{"agent": "alice", "access": "read_write"})
 	e.MustDo(http.StatusOK, "PUT", "/v1/boards", be.alice, map[string]any{"type": "findings", "id": "incident-42", "if_version": 0, "body": map[string]any{"title": "disk full", "tags": []string{"db"}}})
@@ -44,7 +44,7 @@ func (be bridgeEnv) terms(id string, agents ...string) map[string]any {
 
 // approveBridge proposes terms with proposer and approves them with approver; it returns the
 // bridge's id.
-func approveBridge(t *testing.T, e *apitest.Env, proposer, approver string, terms map[string]any) string {
+func approveBridge(t *testing.T, e *apptest.Env, proposer, approver string, terms map[string]any) string {
 	t.Helper()
 	m := e.MustDo(http.StatusAccepted, "POST", "/v1/bridges", proposer, terms).JSON(t)
 	changeID := m["change_id"].(string)
@@ -53,18 +53,18 @@ func approveBridge(t *testing.T, e *apitest.Env, proposer, approver string, term
 	return m["bridge"].(map[string]any)["id"].(string)
 }
 
-func bridgedRead(e *apitest.Env, key, space, id string) apitest.Response {
+func bridgedRead(e *apptest.Env, key, space, id string) apptest.Response {
 	return e.Do("POST", "/v1/boards/read", key, map[string]any{"type": "findings", "id": id, "space": space})
 }
 
 // requireAbsent checks r is exactly the answer to a board that does not exist (want).
-func requireAbsent(t *testing.T, want, r apitest.Response) {
+func requireAbsent(t *testing.T, want, r apptest.Response) {
 	t.Helper()
 	require.Equal(t, want.Status, r.Status, "got %d, want %d: %s", r.Status, want.Status, r.Body)
 	require.Equal(t, string(want.Body), string(r.Body), "got %s, want %s", r.Body, want.Body)
 }
 
-func bridgeStatus(t *testing.T, e *apitest.Env, key, id string) string {
+func bridgeStatus(t *testing.T, e *apptest.Env, key, id string) string {
 	t.Helper()
 	r := e.MustDo(http.StatusOK, "GET", "/v1/bridges", key, nil)
 	for _, b := range r.JSON(t)["bridges"].([]any) {
@@ -81,7 +81,7 @@ func bridgeStatus(t *testing.T, e *apitest.Env, key, id string) string {
 // that does not exist. The bridge is never written through, is receipted in both chains,
 // and ends on the next request on every replica when either side removes it.
 func TestBridgeNeedsBothSides(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		be := newBridgeEnv(t, e)
 		absent := bridgedRead(e, be.triage, "sp_nosuchspace", "incident-42")
 		requireError(t, absent, http.StatusNotFound, "board_not_found")
@@ -134,7 +134,7 @@ func TestBridgeNeedsBothSides(t *testing.T) {
 		requireBridgeReceipts(t, e, be.b.admin, "board.read", id)
 
 		// Revoked from B's side on one replica: refused on the next request on both.
-		replica := &apitest.Env{T: t, Server: newReplica(e)}
+		replica := &apptest.Env{T: t, Server: newReplica(e)}
 		require.Equal(t, http.StatusOK, bridgedRead(replica, be.triage, be.a.id, "incident-42").Status)
 		e.MustDo(http.StatusOK, "DELETE", "/v1/bridges/"+id, be.secB2, nil)
 		requireAbsent(t, absent, bridgedRead(e, be.triage, be.a.id, "incident-42"))
@@ -153,7 +153,7 @@ func TestBridgeNeedsBothSides(t *testing.T) {
 
 // requireBridgeReceipts checks the chain key reads has the approval of bridge id (a
 // document.put of bridges naming a change) and a read of action through it, and verifies.
-func requireBridgeReceipts(t *testing.T, e *apitest.Env, key, action, id string) {
+func requireBridgeReceipts(t *testing.T, e *apptest.Env, key, action, id string) {
 	t.Helper()
 	var approvals, reads int
 	for _, rc := range spaceReceipts(t, e, key) {
@@ -171,7 +171,7 @@ func requireBridgeReceipts(t *testing.T, e *apitest.Env, key, action, id string)
 }
 
 // requireBridgeView checks GET /v1/bridges lists bridge id with direction.
-func requireBridgeView(t *testing.T, e *apitest.Env, key, id, direction string) {
+func requireBridgeView(t *testing.T, e *apptest.Env, key, id, direction string) {
 	t.Helper()
 	for _, b := range e.MustDo(http.StatusOK, "GET", "/v1/bridges", key, nil).JSON(t)["bridges"].([]any) {
 		if m := b.(map[string]any); m["id"] == id {

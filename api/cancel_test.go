@@ -14,7 +14,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/logs"
 	"github.com/agentmemory/agentmemory/internal/logs/logstest"
 	"github.com/agentmemory/agentmemory/internal/metrics"
@@ -43,9 +43,9 @@ func (m *losingMasker) MaskText(_ context.Context, _, text string) (string, erro
 // TestCancelledWriteIsAnsweredAsSuch (issue 13 §5): a caller that goes away while its write
 // retries gets 499 request_canceled, not 500, and the log holds no internal error.
 func TestCancelledWriteIsAnsweredAsSuch(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		sink := &logstest.Buffer{}
-		e = apitest.New(t, e.Engine, func(d *api.Deps) { d.Logger = logs.New("json", "debug", sink); d.Metrics = metrics.New() })
+		e = apptest.New(t, e.Engine, func(d *api.Deps) { d.Logger = logs.New("json", "debug", sink); d.Metrics = metrics.New() })
 		key := stateSetup(e)
 		e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", key, stateWriteBody("c-1", nil, map[string]any{"step": "cart"}))
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -43,7 +43,7 @@ var lookAlikeNames = []struct {
 // written directly, as an old database holds it); a look-alike that is not mintable is refused
 // at mint with 400 invalid_member naming "name" and no key; another person approves.
 func TestChangeLookAlikeNamesAreTheProposer(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		g := newGovSpace(e)
 		alice := g.person("Alice", "security")
 		other := g.person("Rui", "security")
@@ -76,7 +76,7 @@ func TestChangeLookAlikeNamesAreTheProposer(t *testing.T) {
 
 // storedPersonKey writes a security person key named name into space as a database from before
 // the name rules holds it (no validation), a second before now so it predates the change.
-func storedPersonKey(t *testing.T, e *apitest.Env, spaceID, name string) string {
+func storedPersonKey(t *testing.T, e *apptest.Env, spaceID, name string) string {
 	t.Helper()
 	key, hash := auth.NewKey()
 	row := &models.APIKey{

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/changes"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 )
@@ -16,12 +16,12 @@ import (
 // govSpace is a space created with the default (direct PUT off) in e's database: its admin
 // key and a helper minting person keys in it.
 type govSpace struct {
-	e     *apitest.Env
+	e     *apptest.Env
 	id    string
 	admin string
 }
 
-func newGovSpace(e *apitest.Env) govSpace {
+func newGovSpace(e *apptest.Env) govSpace {
 	id, admin := e.NewSpace("governed", false)
 	return govSpace{e: e, id: id, admin: admin}
 }
@@ -32,14 +32,14 @@ func (g govSpace) person(name string, roles ...string) string {
 }
 
 // change decodes a change request answer.
-func change(t *testing.T, r apitest.Response) changes.Change {
+func change(t *testing.T, r apptest.Response) changes.Change {
 	t.Helper()
 	var c changes.Change
 	require.NoError(t, json.Unmarshal(r.Body, &c), "%s", r.Body)
 	return c
 }
 
-func listChanges(t *testing.T, e *apitest.Env, key, name, query string) []changes.Change {
+func listChanges(t *testing.T, e *apptest.Env, key, name, query string) []changes.Change {
 	t.Helper()
 	r := e.MustDo(http.StatusOK, "GET", "/v1/documents/"+name+"/changes"+query, key, nil)
 	var page struct {
@@ -49,7 +49,7 @@ func listChanges(t *testing.T, e *apitest.Env, key, name, query string) []change
 	return page.Changes
 }
 
-func spaceReceipts(t *testing.T, e *apitest.Env, key string) []receipts.Receipt {
+func spaceReceipts(t *testing.T, e *apptest.Env, key string) []receipts.Receipt {
 	t.Helper()
 	r := e.MustDo(http.StatusOK, "GET", "/v1/receipts?limit=1000", key, nil)
 	var page struct {
@@ -59,7 +59,7 @@ func spaceReceipts(t *testing.T, e *apitest.Env, key string) []receipts.Receipt 
 	return page.Receipts
 }
 
-func docVersion(t *testing.T, e *apitest.Env, key, name string) (string, map[string]any) {
+func docVersion(t *testing.T, e *apptest.Env, key, name string) (string, map[string]any) {
 	t.Helper()
 	r := e.MustDo(http.StatusOK, "GET", "/v1/documents/"+name, key, nil)
 	return r.Header.Get("X-Document-Version"), r.JSON(t)
@@ -71,7 +71,7 @@ func docVersion(t *testing.T, e *apitest.Env, key, name string) (string, map[str
 // role security, and applied by a second security person: the document, a document.put
 // receipt naming the change and a space.document_change_applied event.
 func TestChangeRequestApprovedBySecondPerson(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		g := newGovSpace(e)
 		sec1 := g.person("Sol", "security")
 		sec1again := g.person("sol", "security", "admin")
@@ -83,7 +83,7 @@ func TestChangeRequestApprovedBySecondPerson(t *testing.T) {
 		require.Equal(t, map[string]any{"direct_put": false}, features["documents"], "the default states the setting")
 		doc := map[string]any{"agent_state": map[string]any{"enabled": true}}
 		requireError(t, e.Do("PUT", "/v1/documents/features", g.admin, doc), http.StatusConflict, "direct_put_disabled")
-		requireError(t, e.Do("PUT", "/v1/documents/object-types", g.admin, apitest.ShopBotTypes()), http.StatusConflict, "direct_put_disabled")
+		requireError(t, e.Do("PUT", "/v1/documents/object-types", g.admin, apptest.ShopBotTypes()), http.StatusConflict, "direct_put_disabled")
 		v, _ = docVersion(t, e, g.admin, "features")
 		require.Equal(t, "0", v, "a refused PUT changes nothing")
 
@@ -164,10 +164,10 @@ func TestChangeRequestApprovedBySecondPerson(t *testing.T) {
 // Issue 15: a change proposed against a version the document no longer has is stale: it
 // lists as stale, its approval is 409 change_stale and applies nothing.
 func TestChangeRequestStale(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		g := newGovSpace(e)
 		ada, ivo, sec := g.person("Ada", "admin"), g.person("Ivo", "integration"), g.person("Sol", "security")
-		a := change(t, e.MustDo(http.StatusCreated, "POST", "/v1/documents/object-types/changes", ada, apitest.ShopBotTypes()))
+		a := change(t, e.MustDo(http.StatusCreated, "POST", "/v1/documents/object-types/changes", ada, apptest.ShopBotTypes()))
 		b := change(t, e.MustDo(http.StatusCreated, "POST", "/v1/documents/object-types/changes", ivo, map[string]any{"types": []any{
 			map[string]any{"type": "other", "fields": map[string]any{"n": map[string]any{"type": "integer"}}}}}))
 		pending := listChanges(t, e, sec, "object-types", "?status=pending")
@@ -201,10 +201,10 @@ func TestChangeRequestStale(t *testing.T) {
 // Issue 15: a rejection needs a reason (400 member reason), is done by a security person or
 // the proposer withdrawing, keeps the reason and never touches the document.
 func TestChangeRequestRejected(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		g := newGovSpace(e)
 		ada, ivo, sec := g.person("Ada", "admin"), g.person("Ivo", "integration"), g.person("Sol", "security")
-		a := change(t, e.MustDo(http.StatusCreated, "POST", "/v1/documents/object-types/changes", ada, apitest.ShopBotTypes()))
+		a := change(t, e.MustDo(http.StatusCreated, "POST", "/v1/documents/object-types/changes", ada, apptest.ShopBotTypes()))
 		reject := "/v1/documents/object-types/changes/" + a.ID + "/reject"
 		require.Equal(t, "reason", errMember(t, e.MustDo(http.StatusBadRequest, "POST", reject, sec, map[string]any{"reason": "  "})))
 		requireError(t, e.Do("POST", reject, sec, nil), http.StatusBadRequest, "invalid_json")
@@ -217,7 +217,7 @@ func TestChangeRequestRejected(t *testing.T) {
 		require.Equal(t, "0", v)
 
 		// The proposer withdraws their own change without role security.
-		b := change(t, e.MustDo(http.StatusCreated, "POST", "/v1/documents/object-types/changes", ivo, apitest.ShopBotTypes()))
+		b := change(t, e.MustDo(http.StatusCreated, "POST", "/v1/documents/object-types/changes", ivo, apptest.ShopBotTypes()))
 		e.MustDo(http.StatusOK, "POST", "/v1/documents/object-types/changes/"+b.ID+"/reject", ivo, map[string]any{"reason": "withdrawn"})
 		require.Len(t, listChanges(t, e, sec, "object-types", "?status=rejected"), 2)
 		var rejects int
@@ -234,13 +234,13 @@ func TestChangeRequestRejected(t *testing.T) {
 // Issue 15: an invalid proposed document is 400 naming the member and stores nothing; the
 // proposer needs the role PUT needs; agents read no changes; unknown names and statuses.
 func TestChangeRequestValidationAndRoles(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		g := newGovSpace(e)
 		ada, sec := g.person("Ada", "admin"), g.person("Sol", "security")
 		before := len(spaceReceipts(t, e, g.admin))
 		r := e.MustDo(http.StatusBadRequest, "POST", "/v1/documents/features/changes", sec, map[string]any{"agent_memory": map[string]any{"writes": "everyone"}})
 		require.Equal(t, "agent_memory.writes", errMember(t, r))
-		bad := apitest.ShopBotTypes()
+		bad := apptest.ShopBotTypes()
 		bad["types"].([]any)[0].(map[string]any)["agent_state"].(map[string]any)["max_bytes"] = 65537
 		r = e.MustDo(http.StatusBadRequest, "POST", "/v1/documents/object-types/changes", ada, bad)
 		require.Equal(t, "types[0].agent_state.max_bytes", errMember(t, r))
@@ -253,7 +253,7 @@ func TestChangeRequestValidationAndRoles(t *testing.T) {
 
 		features := map[string]any{"agent_state": map[string]any{"enabled": true}}
 		requireError(t, e.Do("POST", "/v1/documents/features/changes", ada, features), http.StatusForbidden, "role_required")
-		requireError(t, e.Do("POST", "/v1/documents/object-types/changes", sec, apitest.ShopBotTypes()), http.StatusForbidden, "role_required")
+		requireError(t, e.Do("POST", "/v1/documents/object-types/changes", sec, apptest.ShopBotTypes()), http.StatusForbidden, "role_required")
 		agent := e.MustDo(http.StatusCreated, "POST", "/v1/keys", g.admin, map[string]any{"kind": "agent", "agent": "bot", "vendor": "v", "scopes": []string{"agent_state"}}).JSON(t)["key"].(string)
 		requireError(t, e.Do("POST", "/v1/documents/features/changes", agent, features), http.StatusForbidden, "role_required")
 		requireError(t, e.Do("GET", "/v1/documents/features/changes", agent, nil), http.StatusForbidden, "role_required")
@@ -264,17 +264,17 @@ func TestChangeRequestValidationAndRoles(t *testing.T) {
 	})
 }
 
-// Issue 15: a space created with direct PUT (apitest's, `space create --direct-put`) keeps
+// Issue 15: a space created with direct PUT (apptest's, `space create --direct-put`) keeps
 // it while features does not turn it off; a PUT that omits the setting stores it stated;
 // turned off, PUT is 409 and nothing changes, and only an approved change turns it on again.
 func TestDirectPutSetting(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		r := e.MustDo(http.StatusOK, "PUT", "/v1/documents/features", e.AdminKey, map[string]any{"agent_state": map[string]any{"enabled": true}})
 		require.Equal(t, map[string]any{"direct_put": true}, r.JSON(t)["documents"], "the stored document states the setting")
 		e.MustDo(http.StatusOK, "PUT", "/v1/documents/features", e.AdminKey, map[string]any{"agent_state": map[string]any{"enabled": true}, "documents": map[string]any{"direct_put": false}})
 		off := map[string]any{"agent_state": map[string]any{"enabled": false}}
 		requireError(t, e.Do("PUT", "/v1/documents/features", e.AdminKey, off), http.StatusConflict, "direct_put_disabled")
-		requireError(t, e.Do("PUT", "/v1/documents/object-types", e.AdminKey, apitest.ShopBotTypes()), http.StatusConflict, "direct_put_disabled")
+		requireError(t, e.Do("PUT", "/v1/documents/object-types", e.AdminKey, apptest.ShopBotTypes()), http.StatusConflict, "direct_put_disabled")
 		v, features := docVersion(t, e, e.AdminKey, "features")
 		require.Equal(t, "2", v)
 		require.Equal(t, true, features["agent_state"].(map[string]any)["enabled"])
@@ -290,11 +290,11 @@ func TestDirectPutSetting(t *testing.T) {
 		require.Contains(t, on.Diff, "-    \"direct_put\": false\n+    \"direct_put\": true\n")
 		requireError(t, e.Do("POST", "/v1/documents/features/changes/"+on.ID+"/approve", e.AdminKey, nil), http.StatusForbidden, "change_own_proposal")
 		e.MustDo(http.StatusOK, "POST", "/v1/documents/features/changes/"+on.ID+"/approve", rui, nil)
-		e.PutDocument("object-types", apitest.ShopBotTypes())
+		e.PutDocument("object-types", apptest.ShopBotTypes())
 
 		// A direct PUT makes the pending changes of its document stale.
 		p := change(t, e.MustDo(http.StatusCreated, "POST", "/v1/documents/object-types/changes", e.AdminKey, map[string]any{"types": []any{}}))
-		e.PutDocument("object-types", apitest.ShopBotTypes())
+		e.PutDocument("object-types", apptest.ShopBotTypes())
 		requireError(t, e.Do("POST", "/v1/documents/object-types/changes/"+p.ID+"/approve", rui, nil), http.StatusConflict, "change_stale")
 	})
 }
@@ -316,7 +316,7 @@ func mustJSON(t *testing.T, v any) string {
 // A document body of null (or any non-object) is refused, on a direct PUT and in a change
 // request alike: null would otherwise decode as an empty document and reset every setting.
 func TestDocumentNullBodyRefused(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		e.MustDo(http.StatusOK, "PUT", "/v1/documents/features", e.AdminKey, map[string]any{"agent_state": map[string]any{"enabled": true}})
 		v, _ := docVersion(t, e, e.AdminKey, "features")
 		for _, path := range []string{"/v1/documents/features", "/v1/documents/object-types"} {

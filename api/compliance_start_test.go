@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/models"
 	"github.com/agentmemory/agentmemory/workflows"
@@ -42,7 +42,7 @@ func TestComplianceStartAlreadyStarted(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			wf := &startsWorkflows{err: serviceerror.NewWorkflowExecutionAlreadyStarted("started", "", "")}
-			e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = wf })
+			e := apptest.New(t, engine, func(d *api.Deps) { d.Workflows = wf })
 			officer := e.PersonKey("officer", "compliance")
 			ex := e.MustDo(http.StatusAccepted, "POST", "/v1/exports", officer, map[string]any{"subject": "email:ana@example.com"}).JSON(t)
 			exportID := ex["export_id"].(string)
@@ -69,7 +69,7 @@ func TestComplianceStartAlreadyStarted(t *testing.T) {
 
 // runErasureSteps runs the erasure's steps as ErasureWorkflow does, one by one, stopping at
 // the first error; it returns the certificate (when Certify ran) and that error.
-func runErasureSteps(t *testing.T, e *apitest.Env, id string) (compliance.Certificate, error) {
+func runErasureSteps(t *testing.T, e *apptest.Env, id string) (compliance.Certificate, error) {
 	t.Helper()
 	ctx := context.Background()
 	c := e.Deps.Compliance
@@ -93,9 +93,9 @@ func TestErasureAmbiguousStartNoFalseCertificate(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			wf := &startsWorkflows{err: context.DeadlineExceeded}
-			e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = wf })
+			e := apptest.New(t, engine, func(d *api.Deps) { d.Workflows = wf })
 			e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
-			e.PutDocument("object-types", apitest.ShopBotTypes())
+			e.PutDocument("object-types", apptest.ShopBotTypes())
 			shop := e.AgentKey("shop-bot", "acme", "agent_state")
 			officer := e.PersonKey("officer", "compliance")
 			e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", shop, map[string]any{
@@ -129,7 +129,7 @@ func TestErasureRefusedStartFailsAndStepsRefuse(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			wf := &startsWorkflows{err: serviceerror.NewInvalidArgument("bad")}
-			e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = wf })
+			e := apptest.New(t, engine, func(d *api.Deps) { d.Workflows = wf })
 			officer := e.PersonKey("officer", "compliance")
 			r := e.Do("POST", "/v1/erasures", officer, map[string]any{"subject": "email:ana@example.com"})
 			require.Equal(t, http.StatusServiceUnavailable, r.Status, "%s", r.Body)

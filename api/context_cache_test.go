@@ -6,14 +6,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // TestContextFreshness: block and context answers carry the space's freshness period as
 // Cache-Control max-age (CTX-4): 60 s by default, agent_memory.cache_seconds when set, 0 as
 // no-cache; a 304 carries it too; a period out of 0..3600 is refused naming the member.
 func TestContextFreshness(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		c := newContextEnv(t, e)
 		ctxReq := map[string]any{"task": map[string]any{"object_types": []string{"order"}}}
 		check := func(want string) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/knowledge"
 	"github.com/agentmemory/agentmemory/internal/llm"
@@ -24,7 +24,7 @@ const contextPath = "/v1/context"
 // contextEnv is a space with agent memory and knowledge on, a views document, notes of
 // shop-bot (vendor acme-ai) and a base granted to the vendor holding ingested documents.
 type contextEnv struct {
-	e                        *apitest.Env
+	e                        *apptest.Env
 	kb                       string
 	refund, order, plain     string
 	bot                      string // shop-bot's key with scope context
@@ -32,7 +32,7 @@ type contextEnv struct {
 	refundDoc, unrelatedDocs []string
 }
 
-func newContextEnv(t *testing.T, e *apitest.Env) contextEnv {
+func newContextEnv(t *testing.T, e *apptest.Env) contextEnv {
 	emb, err := llm.New(llm.Config{Host: llmtest.NewEmbed(t).URL, Model: "unused"})
 	require.NoError(t, err)
 	e.App.Knowledge.Embedder = emb
@@ -65,7 +65,7 @@ func newContextEnv(t *testing.T, e *apitest.Env) contextEnv {
 }
 
 // contextReceipts returns the space's context.read receipts.
-func contextReceipts(t *testing.T, e *apitest.Env) []receipts.Receipt {
+func contextReceipts(t *testing.T, e *apptest.Env) []receipts.Receipt {
 	var out []receipts.Receipt
 	for _, r := range spaceReceipts(t, e, e.AdminKey) {
 		if r.Action == "context.read" {
@@ -75,7 +75,7 @@ func contextReceipts(t *testing.T, e *apitest.Env) []receipts.Receipt {
 	return out
 }
 
-func countActions(t *testing.T, e *apitest.Env, action string) int {
+func countActions(t *testing.T, e *apptest.Env, action string) int {
 	n := 0
 	for _, r := range spaceReceipts(t, e, e.AdminKey) {
 		if r.Action == action {
@@ -92,7 +92,7 @@ func countActions(t *testing.T, e *apitest.Env, action string) int {
 // separate block or retrieval receipt); the same call gives the same bytes and ETag, and
 // If-None-Match answers 304 with a receipt saying so.
 func TestContextCall(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		c := newContextEnv(t, e)
 		req := map[string]any{"view": "voice", "task": map[string]any{"id": "task-77", "object_types": []string{"order"}},
 			"max_tokens": 1500, "include_agent_memory": true, "knowledge": map[string]any{"kbs": []string{c.kb}, "query": "refund card payments"}}
@@ -171,7 +171,7 @@ func TestContextCall(t *testing.T) {
 // delivered) stays within it, the block first, then the task section, then the evidence in
 // what is left; the task section never passes 200 tokens.
 func TestContextOneBudget(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		c := newContextEnv(t, e)
 		for i := range 8 {
 			create(e, c.writerKey, note(fmt.Sprintf("Order rule %d", i), strings.Repeat(fmt.Sprintf("Check the order's state and history before promising anything (rule %d). ", i), 3), "tags", []string{"order"}))
@@ -213,7 +213,7 @@ func TestContextOneBudget(t *testing.T) {
 // reads the notes but not knowledge; knowledge:read alone is refused; agent_memory plus
 // knowledge:read reads all. Bad input is 400 naming the member and leaves no receipt.
 func TestContextScopesAndInput(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		c := newContextEnv(t, e)
 		withKnowledge := map[string]any{"knowledge": map[string]any{"kbs": []string{c.kb}, "query": "refund"}}
 		notesOnly := e.AgentKey("shop-bot", "acme-ai", "agent_memory")

@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/proposals"
@@ -42,16 +42,16 @@ func (f *fakeWorkflows) GetWorkflow(context.Context, string, string) client.Work
 
 // distillEnv is an Env on the real proposal store with fake workflows: agent memory on and
 // an agent support-bot to distil for.
-func distillEnv(t *testing.T, wf *fakeWorkflows, taskQueue string) *apitest.Env {
+func distillEnv(t *testing.T, wf *fakeWorkflows, taskQueue string) *apptest.Env {
 	t.Helper()
-	e := apitest.New(t, "sqlite", func(d *api.Deps) { d.Workflows, d.TaskQueue = wf, taskQueue })
+	e := apptest.New(t, "sqlite", func(d *api.Deps) { d.Workflows, d.TaskQueue = wf, taskQueue })
 	e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true}})
 	e.AgentKey("support-bot", "acme", "agent_memory")
 	return e
 }
 
 // storedProposals reads every proposal row of e's database.
-func storedProposals(t *testing.T, e *apitest.Env) []models.NoteProposal {
+func storedProposals(t *testing.T, e *apptest.Env) []models.NoteProposal {
 	t.Helper()
 	var rows []models.NoteProposal
 	require.NoError(t, e.DB.NewSelect().Model(&rows).Order("created_at", "id").Scan(context.Background()))
@@ -118,7 +118,7 @@ func TestDistillRefused(t *testing.T) {
 	require.Empty(t, storedProposals(t, e), "a refused request creates no proposal")
 	require.Empty(t, wf.starts, "a refused request starts no workflow")
 
-	bare := apitest.New(t, "sqlite")
+	bare := apptest.New(t, "sqlite")
 	r := bare.Do("POST", "/v1/agent-memory/distill", bare.AdminKey, map[string]any{"conversation_id": "c"})
 	require.Equal(t, http.StatusServiceUnavailable, r.Status)
 	require.Equal(t, "distillation_unavailable", r.ErrorCode(t))
@@ -131,7 +131,7 @@ func TestDistillRateLimited(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			wf := &fakeWorkflows{}
-			e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = wf })
+			e := apptest.New(t, engine, func(d *api.Deps) { d.Workflows = wf })
 			e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true}})
 			e.AgentKey("support-bot", "acme", "agent_memory")
 			e.AgentKey("other-bot", "acme", "agent_memory")
@@ -171,7 +171,7 @@ func TestDistillRetryAfter503(t *testing.T) {
 		t.Run(engine, func(t *testing.T) {
 			ctx := context.Background()
 			wf := &fakeWorkflows{err: errors.New("connection refused")}
-			e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = wf })
+			e := apptest.New(t, engine, func(d *api.Deps) { d.Workflows = wf })
 			e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true}})
 			e.AgentKey("support-bot", "acme", "agent_memory")
 			body := map[string]any{"conversation_id": "c-retry", "source_id": "support-bot"}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/knowledge"
 	"github.com/agentmemory/agentmemory/internal/llm"
@@ -21,7 +21,7 @@ import (
 // embedder_unavailable with nothing in the log). No base, or an embedder that answers: no
 // line. The line names the models and the count, never a space or base id.
 func TestStartWarnsWhenBasesHaveNoEmbedder(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		srv := llmtest.NewEmbed(t)
 		emb, err := llm.New(llm.Config{Host: srv.URL, Model: "unused"})

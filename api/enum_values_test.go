@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -25,7 +25,7 @@ func enumType(step any) map[string]any {
 // types[0].fields.step.values and nothing changes; declared, a value outside them is 400
 // invalid_field_value and nothing is written.
 func TestEnumDeclaresValues(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
 		good := enumType(map[string]any{"type": "enum", "values": []string{"greet", "sizes"}})
 		e.PutDocument("object-types", good)
@@ -73,7 +73,7 @@ func TestEnumDeclaresValues(t *testing.T) {
 // A proposed change of object-types is validated as a PUT: an enum without values is refused
 // when proposed, and nothing is stored.
 func TestEnumValuesInChangeRequests(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		_, admin := e.NewSpace("governed", false)
 		r := e.Do(http.MethodPost, "/v1/documents/object-types/changes", admin, enumType(map[string]any{"type": "enum"}))
 		requireError(t, r, http.StatusBadRequest, "invalid_document")
@@ -89,7 +89,7 @@ func TestEnumValuesInChangeRequests(t *testing.T) {
 // A document stored before the rule (an enum without values) is still read as it is: its enum
 // accepts any string, until the document is written again, when the rule applies.
 func TestEnumWithoutValuesStoredBeforeTheRule(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
 		legacy := `{"types":[{"type":"shop-bot","ownership":"agent","fields":{"step":{"type":"enum"}},"agent_state":{"scope":"conversation"}}]}`
 		_, err := e.DB.NewInsert().Model(&models.Document{SpaceID: e.SpaceID, Name: "object-types", Body: legacy,

@@ -12,13 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/internal/keyed"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 )
 
-func enqueueEvent(t *testing.T, e *apitest.Env, space, noteID string) events.Event {
+func enqueueEvent(t *testing.T, e *apptest.Env, space, noteID string) events.Event {
 	t.Helper()
 	var ev events.Event
 	require.NoError(t, e.DB.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
@@ -38,7 +38,7 @@ type eventsPage struct {
 	NextAfter int64 `json:"next_after"`
 }
 
-func getEvents(t *testing.T, e *apitest.Env, query, key string) eventsPage {
+func getEvents(t *testing.T, e *apptest.Env, query, key string) eventsPage {
 	t.Helper()
 	r := e.MustDo(http.StatusOK, "GET", "/v1/events"+query, key, nil)
 	var page eventsPage
@@ -47,7 +47,7 @@ func getEvents(t *testing.T, e *apitest.Env, query, key string) eventsPage {
 }
 
 func TestListEvents(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		other, _, err := spaces.Create(context.Background(), e.DB, "other", time.Now())
 		require.NoError(t, err)
 		first := enqueueEvent(t, e, e.SpaceID, "note_1")
@@ -85,8 +85,8 @@ func TestListEvents(t *testing.T) {
 }
 
 func TestWebhookSecret(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		hasher := keyed.New([]byte(apitest.Secret))
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		hasher := keyed.New([]byte(apptest.Secret))
 		want, err := events.Signer{Hasher: &hasher}.Secret(e.SpaceID)
 		require.NoError(t, err)
 		r := e.MustDo(http.StatusOK, "GET", "/v1/events/webhook-secret", e.AdminKey, nil)
@@ -101,9 +101,9 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // TestStateWritesEmitNoEvents: working-memory writes (stored or over the cap) are not events
 // (AM-13 names notes and proposals only), so the outbox stays empty.
 func TestStateWritesEmitNoEvents(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
-		e.PutDocument("object-types", apitest.ShopBotTypes())
+		e.PutDocument("object-types", apptest.ShopBotTypes())
 		agent := e.AgentKey("shop-bot", "acme", "agent_state")
 		write := func(offer string) map[string]any {
 			return e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", agent, map[string]any{
@@ -122,7 +122,7 @@ func TestStateWritesEmitNoEvents(t *testing.T) {
 // TestFeaturesRefusePrivateWebhookURL: PUT /v1/documents/features refuses a webhook URL
 // aimed at the server's own network (SSRF) with 400 naming the member, without the URL.
 func TestFeaturesRefusePrivateWebhookURL(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		for _, u := range []string{"http://127.0.0.1:5432/", "http://169.254.169.254/latest/meta-data/", "https://a:b@hooks.example.com/"} {
 			body := map[string]any{"agent_memory": map[string]any{"enabled": true, "webhook_url": u}}
 			r := e.MustDo(http.StatusBadRequest, "PUT", "/v1/documents/features", e.AdminKey, body)

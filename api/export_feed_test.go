@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/feed"
 	"github.com/agentmemory/agentmemory/models"
@@ -22,7 +22,7 @@ type feedPage struct {
 	NextAfter int64         `json:"next_after"`
 }
 
-func getFeed(t *testing.T, e *apitest.Env, query, key string) feedPage {
+func getFeed(t *testing.T, e *apptest.Env, query, key string) feedPage {
 	t.Helper()
 	r := e.MustDo(http.StatusOK, "GET", "/v1/export/feed"+query, key, nil)
 	var p feedPage
@@ -34,9 +34,9 @@ func getFeed(t *testing.T, e *apitest.Env, query, key string) feedPage {
 // a state's metadata but never its body), pages by cursor, filters by table, and answers
 // only role admin or scope export.
 func TestExportFeedAPI(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}, "agent_memory": map[string]any{"enabled": true}})
-		e.PutDocument("object-types", apitest.ShopBotTypes())
+		e.PutDocument("object-types", apptest.ShopBotTypes())
 		bot := e.AgentKey("shop-bot", "acme-ai", "agent_state", "agent_memory", "agent_memory:write")
 		e.MustDo(http.StatusCreated, "POST", "/v1/agent-memory/notes", bot,
 			map[string]any{"kind": "tool_note", "title": "Stock API pagination", "body": "Follow next_cursor until empty."})
@@ -86,7 +86,7 @@ func TestExportFeedAPI(t *testing.T) {
 // range gets 410 cursor_expired naming the oldest cursor, and reads on from it without a
 // gap.
 func TestExportFeedRetention(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true},
 			"export": map[string]any{"sinks": []map[string]any{{"name": "lake", "kind": "directory"}}}})

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/llm"
 	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
 )
@@ -26,7 +26,7 @@ func TestNoteGateModelLayerNames(t *testing.T) {
 	const orgsAndPlaces = "Ship Acme Logistics orders from São Paulo to Lisbon by sea."
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
-			off := apitest.New(t, engine)
+			off := apptest.New(t, engine)
 			r := off.MustDo(http.StatusOK, "GET", "/readyz", "", nil)
 			require.Equal(t, map[string]any{"local_layer": "on", "model_layer": "off"}, r.JSON(t)["gate"])
 			enableNotes(off, nil)
@@ -36,7 +36,7 @@ func TestNoteGateModelLayerNames(t *testing.T) {
 			model := llmtest.New(t, llmtest.Answer{Content: `{"kinds": ["name"]}`})
 			det, err := llm.New(llm.Config{Host: model.URL, Model: "distiller", DetectorModel: "detector"})
 			require.NoError(t, err)
-			e := apitest.New(t, engine, func(d *api.Deps) {
+			e := apptest.New(t, engine, func(d *api.Deps) {
 				d.Notes.Detector = det
 				d.Notes.DetectorTimeout = 2 * time.Second
 			})

@@ -8,13 +8,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // Requests whose path or query carry NUL bytes or invalid UTF-8 are refused before any
 // handler runs, with a message that repeats nothing of the request.
 func TestBadPathsAndQueriesAre400(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		for _, path := range []string{
 			"/v1/documents/ana.souza%40example.com%00",
 			"/v1/profiles/prof_%00/agent-state",
@@ -32,9 +32,9 @@ func TestBadPathsAndQueriesAre400(t *testing.T) {
 
 // MS-5: Agent-Version is a short version token; anything else is 400 and nothing is written.
 func TestAgentVersionHeaderIsBounded(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
-		e.PutDocument("object-types", apitest.ShopBotTypes())
+		e.PutDocument("object-types", apptest.ShopBotTypes())
 		key := e.AgentKey("shop-bot", "acme-ai", "agent_state")
 		body := map[string]any{"scope": map[string]any{"kind": "conversation", "id": "c-1"}, "body": map[string]any{"step": "a"}}
 		for _, v := range []string{strings.Repeat("v", 129), "ana.souza@example.com", "shop bot 1.0", "v1\u202e"} {
@@ -50,7 +50,7 @@ func TestAgentVersionHeaderIsBounded(t *testing.T) {
 
 // The Authorization scheme is case-insensitive (RFC 9110); the key itself is not.
 func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		for _, scheme := range []string{"Bearer", "bearer", "BEARER"} {
 			r := e.Do(http.MethodGet, "/v1/receipts/verify", "", nil, "Authorization", scheme+" "+e.AdminKey)
 			require.Equal(t, http.StatusOK, r.Status, "scheme %q: %s", scheme, r.Body)
@@ -64,7 +64,7 @@ func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
 
 // An agent name belongs to one vendor in a space: its state and notes are found by that name.
 func TestAgentNameKeepsItsVendor(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		e.AgentKey("shop-bot", "acme-ai", "agent_state")
 		e.AgentKey("shop-bot", "acme-ai", "agent_memory") // a second key of the same agent
 		r := e.Do(http.MethodPost, "/v1/keys", e.AdminKey, map[string]any{"kind": "agent", "agent": "shop-bot", "vendor": "rival-ai", "scopes": []string{"agent_state"}})
@@ -76,9 +76,9 @@ func TestAgentNameKeepsItsVendor(t *testing.T) {
 // Member names match exactly: a case variant of if_version must never turn a CAS into a
 // merge (security baseline).
 func TestCaseVariantMembersAreRefused(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
-		e.PutDocument("object-types", apitest.ShopBotTypes())
+		e.PutDocument("object-types", apptest.ShopBotTypes())
 		key := e.AgentKey("shop-bot", "acme-ai", "agent_state")
 		scope := `{"kind":"conversation","id":"c-1"}`
 		e.MustDo(http.StatusOK, http.MethodPut, "/v1/agent-state", key, `{"scope":`+scope+`,"body":{"step":"a"}}`)

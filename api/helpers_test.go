@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/app"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/config"
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
@@ -63,7 +63,7 @@ func typesDoc(types ...map[string]any) map[string]any {
 
 // enableWM turns the agent_state feature on and, when types is not nil, stores it as the
 // object-types document.
-func enableWM(e *apitest.Env, types map[string]any) {
+func enableWM(e *apptest.Env, types map[string]any) {
 	e.T.Helper()
 	e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
 	if types != nil {
@@ -73,7 +73,7 @@ func enableWM(e *apitest.Env, types map[string]any) {
 
 // setupWM enables working memory with the shop-bot type scoped by conversation and returns a
 // shop-bot agent key with scope agent_state.
-func setupWM(e *apitest.Env) string {
+func setupWM(e *apptest.Env) string {
 	e.T.Helper()
 	enableWM(e, typesDoc(wmType("shop-bot", "conversation", 0, nil)))
 	return e.AgentKey("shop-bot", "acme-ai", "agent_state")
@@ -82,13 +82,13 @@ func setupWM(e *apitest.Env) string {
 func conv(id string) map[string]any { return map[string]any{"kind": "conversation", "id": id} }
 
 // write sends PUT /v1/agent-state.
-func write(e *apitest.Env, key string, req map[string]any, headers ...string) apitest.Response {
+func write(e *apptest.Env, key string, req map[string]any, headers ...string) apptest.Response {
 	e.T.Helper()
 	return e.Do(http.MethodPut, "/v1/agent-state", key, req, headers...)
 }
 
 // mustStore writes and requires 200 stored:true, returning the version.
-func mustStore(e *apitest.Env, key string, req map[string]any) int64 {
+func mustStore(e *apptest.Env, key string, req map[string]any) int64 {
 	e.T.Helper()
 	r := e.MustDo(http.StatusOK, http.MethodPut, "/v1/agent-state", key, req)
 	m := r.JSON(e.T)
@@ -106,7 +106,7 @@ type state struct {
 }
 
 // read sends POST /v1/agent-state/read and requires 200.
-func read(e *apitest.Env, key string, scope map[string]any, agent string) state {
+func read(e *apptest.Env, key string, scope map[string]any, agent string) state {
 	e.T.Helper()
 	req := map[string]any{"scope": scope}
 	if agent != "" {
@@ -136,7 +136,7 @@ func num(t testing.TB, v any) int64 {
 }
 
 // errMember returns error.member of an error answer.
-func errMember(t testing.TB, r apitest.Response) string {
+func errMember(t testing.TB, r apptest.Response) string {
 	t.Helper()
 	e, _ := r.JSON(t)["error"].(map[string]any)
 	m, _ := e["member"].(string)
@@ -144,7 +144,7 @@ func errMember(t testing.TB, r apitest.Response) string {
 }
 
 // requireError requires status and error code and returns the error object.
-func requireError(t testing.TB, r apitest.Response, status int, code string) map[string]any {
+func requireError(t testing.TB, r apptest.Response, status int, code string) map[string]any {
 	t.Helper()
 	require.Equal(t, status, r.Status, "got %d, want %d: %s", r.Status, status, r.Body)
 	m, _ := r.JSON(t)["error"].(map[string]any)
@@ -154,7 +154,7 @@ func requireError(t testing.TB, r apitest.Response, status int, code string) map
 
 // dbText returns every value of every row of every table of the Env's database, as text
 // (byte columns as their raw bytes), one line per row, prefixed with the table name.
-func dbText(t testing.TB, e *apitest.Env) string {
+func dbText(t testing.TB, e *apptest.Env) string {
 	t.Helper()
 	ctx := context.Background()
 	var tables []string
@@ -197,7 +197,7 @@ func dbText(t testing.TB, e *apitest.Env) string {
 }
 
 // sqliteFiles returns the bytes of the SQLite database file and its WAL (empty on PostgreSQL).
-func sqliteFiles(t testing.TB, e *apitest.Env) []byte {
+func sqliteFiles(t testing.TB, e *apptest.Env) []byte {
 	t.Helper()
 	if !db.IsSQLite(e.DB) {
 		return nil
@@ -226,7 +226,7 @@ func sqliteFiles(t testing.TB, e *apitest.Env) []byte {
 
 // requireNotStored requires that none of needles appears (case-insensitively) in any row of
 // any table, nor (on SQLite) anywhere in the database file or its WAL.
-func requireNotStored(t testing.TB, e *apitest.Env, needles ...string) {
+func requireNotStored(t testing.TB, e *apptest.Env, needles ...string) {
 	t.Helper()
 	text := strings.ToLower(dbText(t, e))
 	files := bytes.ToLower(sqliteFiles(t, e))
@@ -242,7 +242,7 @@ func requireNotStored(t testing.TB, e *apitest.Env, needles ...string) {
 // services (state, subjects, documents, turns, notes, compliance), so nothing held in memory
 // by one is seen by the other. Only the subject key store is shared, as replicas share theirs
 // (the key service, AGENTMEMORY_KEYSTORE_URL).
-func newReplica(e *apitest.Env) *api.Server {
+func newReplica(e *apptest.Env) *api.Server {
 	e.T.Helper()
 	srv, _ := newReplicaApp(e)
 	return srv
@@ -251,7 +251,7 @@ func newReplica(e *apitest.Env) *api.Server {
 // newReplicaApp is newReplica with the replica's service graph too (for tests that drive a
 // worker's activity, such as a document's ingest, on that replica), and opts applied to its
 // Deps before its server is built.
-func newReplicaApp(e *apitest.Env, opts ...func(*api.Deps)) (*api.Server, *app.App) {
+func newReplicaApp(e *apptest.Env, opts ...func(*api.Deps)) (*api.Server, *app.App) {
 	t := e.T
 	t.Helper()
 	d, err := db.Open(context.Background(), databaseURL(t, e), dbtest.Shipped())
@@ -260,7 +260,7 @@ func newReplicaApp(e *apitest.Env, opts ...func(*api.Deps)) (*api.Server, *app.A
 	require.NotSame(t, e.DB, d)
 	cfg, err := config.Load(func(string) string { return "" })
 	require.NoError(t, err)
-	cfg.Secret, cfg.DataDir = apitest.Secret, t.TempDir()
+	cfg.Secret, cfg.DataDir = apptest.Secret, t.TempDir()
 	// The binary's composition root over the replica's own pool; only the key store is e's.
 	a, err := app.Build(context.Background(), cfg, app.Overrides{DB: d, Keys: e.Keys})
 	require.NoError(t, err)
@@ -276,7 +276,7 @@ func newReplicaApp(e *apitest.Env, opts ...func(*api.Deps)) (*api.Server, *app.A
 
 // databaseURL is the URL of e's database: its SQLite file, or the PostgreSQL test server
 // with e's schema as search_path.
-func databaseURL(t testing.TB, e *apitest.Env) string {
+func databaseURL(t testing.TB, e *apptest.Env) string {
 	t.Helper()
 	ctx := context.Background()
 	if db.IsSQLite(e.DB) {

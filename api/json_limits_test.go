@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 )
 
@@ -68,7 +68,7 @@ func TestDeepNestingIsRefusedOnEveryBodyRoute(t *testing.T) {
 		"arrays":  bytes.Repeat([]byte("["), 1<<20-64),
 		"objects": bytes.Repeat([]byte(`{"a":`), (1<<20-64)/5),
 	}
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		setupWM(e)
 		agent := e.AgentKey("shop-bot", "acme-ai", "agent_state", "agent_memory", "agent_memory:write", "context")
 		_, operator, err := spaces.MintOperatorKey(context.Background(), e.DB, "json limits", time.Now())
@@ -106,7 +106,7 @@ func TestDeepNestingIsRefusedOnEveryBodyRoute(t *testing.T) {
 // TestBodyIsReadAfterAuthorisation: a key that may not use a route gets 401/403 for a deep
 // body, not a parse of it.
 func TestBodyIsReadAfterAuthorisation(t *testing.T) {
-	e := apitest.New(t, "sqlite")
+	e := apptest.New(t, "sqlite")
 	deep := bytes.Repeat([]byte("["), 1<<20-64)
 	reader := e.PersonKey("ana", "reviewer")
 	for _, path := range []string{"/v1/documents/object-types", "/v1/documents/features"} {
@@ -128,7 +128,7 @@ func TestBodyIsReadAfterAuthorisation(t *testing.T) {
 // reaches the log.
 func TestRequestIDIsABoundedToken(t *testing.T) {
 	var logged bytes.Buffer
-	e := apitest.New(t, "sqlite", func(d *api.Deps) {
+	e := apptest.New(t, "sqlite", func(d *api.Deps) {
 		d.Logger = slog.New(slog.NewJSONHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
 	for _, bad := range []string{"ana.souza@example.com", "ana souza", strings.Repeat("a", 65), "a/b", "é"} {
@@ -154,7 +154,7 @@ func TestRequestIDIsABoundedToken(t *testing.T) {
 // with short digit runs are adopted.
 func TestRequestIDRefusesPhoneNumbers(t *testing.T) {
 	var logged bytes.Buffer
-	e := apitest.New(t, "sqlite", func(d *api.Deps) {
+	e := apptest.New(t, "sqlite", func(d *api.Deps) {
 		d.Logger = slog.New(slog.NewJSONHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
 	cases := []struct {
@@ -200,7 +200,7 @@ func TestRequestIDRefusesPhoneNumbers(t *testing.T) {
 // invalid UTF-8 is (400 invalid_json), as a body value and in a scope id, and changes nothing:
 // "\ud800lone" no longer opens the state of "\ufffdlone".
 func TestLoneSurrogateEscapesAreRefused(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setupWM(e)
 		c := conv("c-sur")
 		mustStore(e, key, map[string]any{"scope": c, "body": map[string]any{"offer": "a"}})
@@ -228,7 +228,7 @@ func TestLoneSurrogateEscapesAreRefused(t *testing.T) {
 // TestNumbersOutsideFloat64AreRefused (issue 11 §4): a number field given 1e400 or 1e-400
 // (non-zero digits that underflow to 0) is 400 invalid_number and changes nothing.
 func TestNumbersOutsideFloat64AreRefused(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setupWM(e)
 		c := conv("c-num")
 		mustStore(e, key, map[string]any{"scope": c, "body": map[string]any{"price": 1.5}})
@@ -250,7 +250,7 @@ func TestNumbersOutsideFloat64AreRefused(t *testing.T) {
 // \u-escaped is stored as the same bytes and counted the same: at a cap the raw form fits
 // exactly, the escaped form (three times longer on the wire) is accepted too.
 func TestWMCapCountsCanonicalBytes(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		const n = 20
 		text := strings.Repeat("😀", n)
 		capBytes := len(`{"offer":""}`) + len(text)
@@ -283,7 +283,7 @@ func TestWMCapCountsCanonicalBytes(t *testing.T) {
 // a body sent as text, XML or a form is 415 unsupported_media_type; JSON types (with a UTF-8
 // charset) are read. A body on a route without a requestBody is 400 unexpected_body.
 func TestContentTypeIsChecked(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setupWM(e)
 		body := `{"scope":{"kind":"conversation","id":"c-ct"},"body":{"offer":"a"}}`
 		for _, ct := range []string{"text/plain", "application/xml", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/json; charset=latin1", "", "json", "application/+json"} {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -36,7 +36,7 @@ type keyPage struct {
 	NextAfter *string     `json:"next_after"`
 }
 
-func listKeys(t *testing.T, e *apitest.Env, key, query string) keyPage {
+func listKeys(t *testing.T, e *apptest.Env, key, query string) keyPage {
 	t.Helper()
 	r := e.MustDo(http.StatusOK, http.MethodGet, "/v1/keys"+query, key, nil)
 	var p keyPage
@@ -56,7 +56,7 @@ func byID(keys []listedKey) map[string]listedKey {
 // vendor, scopes, roles, created, revoked and last used; never a key or its hash; only this
 // space's keys; to admin and security only.
 func TestListKeys(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		mint := func(spec map[string]any) (id, key string) {
 			m := e.MustDo(http.StatusCreated, http.MethodPost, "/v1/keys", e.AdminKey, spec).JSON(t)
 			return m["key_id"].(string), m["key"].(string)
@@ -124,7 +124,7 @@ func TestListKeys(t *testing.T) {
 // GET /v1/keys pages by key id: limit keys, next_after the last one's id while more follow;
 // a malformed limit or after is 400 invalid_query naming it.
 func TestListKeysPages(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		for i := range 4 {
 			e.MustDo(http.StatusCreated, http.MethodPost, "/v1/keys", e.AdminKey,
 				map[string]any{"kind": "person", "name": "p" + strings.Repeat("x", i), "roles": []string{"reviewer"}})
@@ -163,7 +163,7 @@ func TestListKeysPages(t *testing.T) {
 // statement until Flush, one UPDATE per key then, never moving a stored time backwards; a
 // key noted again within the minute is not written again.
 func TestKeyUsageRecordsAtMostOncePerMinute(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		var admin models.APIKey
 		require.NoError(t, e.DB.NewSelect().Model(&admin).Where("space_id = ?", e.SpaceID).Scan(ctx))
@@ -199,7 +199,7 @@ func TestKeyUsageRecordsAtMostOncePerMinute(t *testing.T) {
 // TestKeySelf: GET /v1/keys/self tells any key its own space, id, kind, agent and vendor or
 // name, scopes, roles and purposes (QT-2), never a secret; without a key it is 401.
 func TestKeySelf(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		bot := e.AgentKey("shop-bot", "acme-ai", "agent_memory", "context")
 		var self map[string]any
 		r := e.MustDo(http.StatusOK, http.MethodGet, "/v1/keys/self", bot, nil)
@@ -236,7 +236,7 @@ func TestKeySelf(t *testing.T) {
 // key itself and named in the key.create receipt (QT-2); bad purposes are 400 naming the
 // member and mint nothing.
 func TestKeyPurposes(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		r := e.MustDo(http.StatusCreated, http.MethodPost, "/v1/keys", e.AdminKey, map[string]any{"kind": "agent", "agent": "shop-bot",
 			"vendor": "acme-ai", "scopes": []string{"agent_memory"}, "purposes": []string{"customer-support", "refunds"}})
 		minted := r.JSON(t)

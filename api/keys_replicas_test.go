@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/app"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/config"
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
@@ -23,14 +23,14 @@ import (
 
 // keyReplica builds one API replica over e's database (its own pool) with its own key store
 // opened by the binary's code from cfg's key-store settings (its own key cache too).
-func keyReplica(t *testing.T, e *apitest.Env, set func(*config.Config)) (*api.Server, *app.App) {
+func keyReplica(t *testing.T, e *apptest.Env, set func(*config.Config)) (*api.Server, *app.App) {
 	t.Helper()
 	d, err := db.Open(context.Background(), databaseURL(t, e), dbtest.Shipped())
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close(d) })
 	cfg, err := config.Load(func(string) string { return "" })
 	require.NoError(t, err)
-	cfg.Secret, cfg.DataDir = apitest.Secret, t.TempDir()
+	cfg.Secret, cfg.DataDir = apptest.Secret, t.TempDir()
 	set(&cfg)
 	a, err := app.Build(context.Background(), cfg, app.Overrides{DB: d})
 	require.NoError(t, err)
@@ -55,7 +55,7 @@ func TestReplicaForgetsAKeyAnotherReplicaDestroyed(t *testing.T) {
 	kek := make([]byte, 32)
 	_, err := rand.Read(kek)
 	require.NoError(t, err)
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		for name, set := range map[string]func(t *testing.T) func(*config.Config){
 			"file": func(t *testing.T) func(*config.Config) {
 				path := filepath.Join(t.TempDir(), "keys.json")
@@ -73,7 +73,7 @@ func TestReplicaForgetsAKeyAnotherReplicaDestroyed(t *testing.T) {
 				srvA, a := keyReplica(t, e, store)
 				srvB, _ := keyReplica(t, e, store)
 				bot := writer(e, "shop-bot-"+name, "acme")
-				id := create(&apitest.Env{T: t, Server: srvA}, bot, note("Refund "+name, "Validate the purchase first."))
+				id := create(&apptest.Env{T: t, Server: srvA}, bot, note("Refund "+name, "Validate the purchase first."))
 				require.Equal(t, http.StatusOK, call(srvA, "GET", notesPath+"/"+id, e.AdminKey), "A opens the note and caches its key")
 
 				var saved []models.Note

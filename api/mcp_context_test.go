@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // CTX-2 over MCP: get_context is listed where the key may make the context call and answers
@@ -16,7 +16,7 @@ import (
 // tools take a run and draw on it; a bad run is a tool error naming the member, drawing
 // nothing.
 func TestMCPGetContextAndRuns(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		c := newContextEnv(t, e)
 		url := serveAPI(t, e)
 		all := e.AgentKey("shop-bot", "acme-ai", "context", "agent_memory", "knowledge:read")

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/knowledge"
 	"github.com/agentmemory/agentmemory/internal/llm"
@@ -17,7 +17,7 @@ import (
 // search_knowledge is listed only with the feature on and scope knowledge:read, answers
 // ranked chunks with a fenced context, and cannot reach another space's base.
 func TestMCPSearchKnowledge(t *testing.T) {
-	e := apitest.New(t, "sqlite")
+	e := apptest.New(t, "sqlite")
 	url := serveAPI(t, e)
 	emb, err := llm.New(llm.Config{Host: llmtest.NewEmbed(t).URL, Model: "unused"})
 	require.NoError(t, err)

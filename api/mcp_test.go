@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // bearer adds an Authorization header to every request of the MCP client.
@@ -46,7 +46,7 @@ func mcpSession(t *testing.T, url, key string) *mcp.ClientSession {
 }
 
 // serveAPI runs e's API on a loopback httptest server.
-func serveAPI(t *testing.T, e *apitest.Env) string {
+func serveAPI(t *testing.T, e *apptest.Env) string {
 	t.Helper()
 	srv := httptest.NewServer(e.Server)
 	t.Cleanup(srv.Close)
@@ -79,9 +79,9 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 }
 
 func TestMCPToolsFollowKeyAndFeature(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		url := serveAPI(t, e)
-		e.PutDocument("object-types", apitest.ShopBotTypes())
+		e.PutDocument("object-types", apptest.ShopBotTypes())
 		everything := e.AgentKey("shop-bot", "acme-ai", "agent_state", "agent_memory", "agent_memory:write", "context")
 		reader := e.AgentKey("reader", "acme-ai", "agent_memory")
 		stateOnly := e.AgentKey("stateful", "acme-ai", "agent_state")
@@ -115,7 +115,7 @@ func TestMCPToolsFollowKeyAndFeature(t *testing.T) {
 }
 
 func TestMCPRememberAndSearch(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		url := serveAPI(t, e)
 		enableNotes(e, nil)
 		key := writer(e, "shop-bot", "acme-ai")
@@ -169,7 +169,7 @@ func TestMCPRememberAndSearch(t *testing.T) {
 }
 
 func TestMCPRefusesPersonalData(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		url := serveAPI(t, e)
 		enableNotes(e, nil)
 		key := writer(e, "shop-bot", "acme-ai")
@@ -197,7 +197,7 @@ func TestMCPRefusesPersonalData(t *testing.T) {
 }
 
 func TestMCPRateLimitAndProposals(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		url := serveAPI(t, e)
 		enableNotes(e, nil)
 		cs := mcpSession(t, url, writer(e, "shop-bot", "acme-ai"))
@@ -248,7 +248,7 @@ func rawMCP(t *testing.T, url, key, host string) (int, string) {
 }
 
 func TestMCPRefusesPeopleBadKeysAndRebinding(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		url := serveAPI(t, e)
 		enableNotes(e, nil)
 		key := writer(e, "shop-bot", "acme-ai")
@@ -304,7 +304,7 @@ func postMCP(t *testing.T, url, key, body string, headers ...string) (int, strin
 // shape {"error":{"code","message"}}, naming the member but never repeating the caller's
 // values; duplicate keys and NUL characters in arguments are refused; nothing is stored.
 func TestMCPArgumentErrorsNeverEchoInput(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		url := serveAPI(t, e)
 		enableNotes(e, nil)
 		key := writer(e, "shop-bot", "acme-ai")
@@ -355,7 +355,7 @@ func TestMCPArgumentErrorsNeverEchoInput(t *testing.T) {
 // TestMCPRefusesBatchesAndBadIdempotencyKey: a JSON-RPC batch is 400 batch_not_supported
 // before the MCP handler; an over-long Idempotency-Key is 400 invalid_header as on REST.
 func TestMCPRefusesBatchesAndBadIdempotencyKey(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		url := serveAPI(t, e)
 		enableNotes(e, nil)
 		key := writer(e, "shop-bot", "acme-ai")

@@ -11,7 +11,7 @@ import (
 	"github.com/gin-gonic/gin/render"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/notes"
 )
@@ -22,13 +22,13 @@ import (
 // read shows a retire, a new note, an approved proposal and an erasure, and refuses a key
 // revoked on the first.
 func TestBlockExactAcrossReplicas(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		keep := create(e, bot, note("Keep", "Keep this one."))
 		gone := create(e, bot, note("Gone", "Retire this one."))
-		replica := &apitest.Env{T: t, Server: newReplica(e)}
-		both := []*apitest.Env{e, replica}
+		replica := &apptest.Env{T: t, Server: newReplica(e)}
+		both := []*apptest.Env{e, replica}
 
 		// held reads the block on both replicas twice (the second from memory, a 304) and
 		// returns its ETag and note ids, the same on both.
@@ -50,7 +50,7 @@ func TestBlockExactAcrossReplicas(t *testing.T) {
 		// with a new ETag and exactly want.
 		changed := func(etag string, want []string) {
 			t.Helper()
-			for _, srv := range []*apitest.Env{replica, e} {
+			for _, srv := range []*apptest.Env{replica, e} {
 				r := srv.Do("GET", blockPath, bot, nil, "If-None-Match", etag)
 				require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
 				require.NotEqual(t, etag, r.Header.Get("ETag"))
@@ -86,7 +86,7 @@ func TestBlockExactAcrossReplicas(t *testing.T) {
 		var keyID string
 		require.NoError(t, e.DB.NewRaw("SELECT id FROM api_keys WHERE hash = ?", auth.HashKey(bot)).Scan(context.Background(), &keyID))
 		e.MustDo(http.StatusNoContent, http.MethodDelete, "/v1/keys/"+keyID, e.AdminKey, nil)
-		for _, srv := range []*apitest.Env{replica, e} {
+		for _, srv := range []*apptest.Env{replica, e} {
 			requireError(t, srv.Do("GET", blockPath, bot, nil, "If-None-Match", etag), http.StatusUnauthorized, "invalid_key")
 		}
 	})
@@ -95,7 +95,7 @@ func TestBlockExactAcrossReplicas(t *testing.T) {
 // Issue 16: an answer kept in memory ends at the first valid_until of the notes it was
 // decided on: with nothing written, the next read after that instant leaves the note out.
 func TestBlockAnswerEndsWithValidUntil(t *testing.T) {
-	eachClocked(t, func(t *testing.T, e *apitest.Env, clk *clock) {
+	eachClocked(t, func(t *testing.T, e *apptest.Env, clk *clock) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		keep := create(e, bot, note("Keep", "Keep this one."))
@@ -118,15 +118,15 @@ func TestBlockAnswerEndsWithValidUntil(t *testing.T) {
 // reads answered from memory, and on another replica; when a note changes the body changes
 // with the ETag, and is again PureJSON's.
 func TestBlockBodyIsPureJSON(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		create(e, bot, note("Terms & <conditions>", "Quote \"this\" & that: a < b > c, then\u2028go on; café 日本."))
 		gone := create(e, bot, note("Gone", "Retire this one."))
-		replica := &apitest.Env{T: t, Server: newReplica(e)}
+		replica := &apptest.Env{T: t, Server: newReplica(e)}
 
 		// pure is what PureJSON writes for the block answered in r.
-		pure := func(r apitest.Response) (string, []byte) {
+		pure := func(r apptest.Response) (string, []byte) {
 			t.Helper()
 			var b notes.Block
 			require.NoError(t, json.Unmarshal(r.Body, &b))
@@ -134,8 +134,8 @@ func TestBlockBodyIsPureJSON(t *testing.T) {
 			require.NoError(t, render.PureJSON{Data: b}.Render(w))
 			return w.Header().Get("Content-Type"), w.Body.Bytes()
 		}
-		var first apitest.Response
-		for _, srv := range []*apitest.Env{e, e, replica, replica} {
+		var first apptest.Response
+		for _, srv := range []*apptest.Env{e, e, replica, replica} {
 			r := srv.MustDo(http.StatusOK, "GET", blockPath, bot, nil)
 			contentType, body := pure(r)
 			require.Equal(t, string(body), string(r.Body))
@@ -149,7 +149,7 @@ func TestBlockBodyIsPureJSON(t *testing.T) {
 		}
 
 		e.MustDo(http.StatusOK, "POST", notesPath+"/"+gone+"/retire", bot, nil)
-		for _, srv := range []*apitest.Env{replica, e} {
+		for _, srv := range []*apptest.Env{replica, e} {
 			r := srv.MustDo(http.StatusOK, "GET", blockPath, bot, nil)
 			_, body := pure(r)
 			require.Equal(t, string(body), string(r.Body))

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/notes"
 )
 
@@ -19,7 +19,7 @@ const blockPath = "/v1/agent-memory/block"
 // ETags across calls and restarts, 304 on If-None-Match, a new ETag on any change, no
 // retired, superseded or expired note.
 func TestNoteBlock(t *testing.T) {
-	eachClocked(t, func(t *testing.T, e *apitest.Env, clk *clock) {
+	eachClocked(t, func(t *testing.T, e *apptest.Env, clk *clock) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		for _, q := range []string{"?max_tokens=49", "?max_tokens=2001", "?max_tokens=abc", "?tags=Bad", "?view=a%20b"} {
@@ -40,7 +40,7 @@ func TestNoteBlock(t *testing.T) {
 		e.MustDo(http.StatusOK, "POST", notesPath+"/"+retired+"/retire", bot, nil)
 		expiring := create(e, bot, note("Expiring", "Soon gone.", "valid_until", clk.Now().Add(time.Hour).Format(time.RFC3339)))
 
-		get := func(q string, headers ...string) apitest.Response {
+		get := func(q string, headers ...string) apptest.Response {
 			return e.Do("GET", blockPath+q, bot, nil, headers...)
 		}
 		r := get("?max_tokens=2000&tags=refund&view=voice")
@@ -105,7 +105,7 @@ func mustInt(t testing.TB, v any) int {
 // AM-4: the block is the same for every customer: it does not depend on who asks beyond the
 // agent, and a budget no note fits gives an empty text.
 func TestNoteBlockEmpty(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		r := e.MustDo(http.StatusOK, "GET", blockPath, bot, nil)
@@ -119,7 +119,7 @@ func TestNoteBlockEmpty(t *testing.T) {
 // AM-14: search by words and tags on each engine's full-text search, with the block's
 // visibility and status rules.
 func TestNoteSearch(t *testing.T) {
-	eachClocked(t, func(t *testing.T, e *apitest.Env, clk *clock) {
+	eachClocked(t, func(t *testing.T, e *apptest.Env, clk *clock) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		refund := create(e, bot, note("Refund by gift card", "Ask how the customer wants the refund.", "tags", []string{"refund", "orders"}))
@@ -158,7 +158,7 @@ func TestNoteSearch(t *testing.T) {
 // decided without loading notes; a retire (the only in-place change of a note) still
 // changes the bytes and the ETag at once, on this server and on a second one.
 func TestNoteBlockCacheFollowsRetire(t *testing.T) {
-	eachClocked(t, func(t *testing.T, e *apitest.Env, clk *clock) {
+	eachClocked(t, func(t *testing.T, e *apptest.Env, clk *clock) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		keep := create(e, bot, note("Keep", "Keep this one."))
@@ -170,7 +170,7 @@ func TestNoteBlockCacheFollowsRetire(t *testing.T) {
 		e.MustDo(http.StatusOK, "POST", notesPath+"/"+gone+"/retire", bot, nil)
 		e2 := *e
 		e2.Server = api.NewServer(e.Deps)
-		for _, env := range []*apitest.Env{e, &e2} {
+		for _, env := range []*apptest.Env{e, &e2} {
 			r := env.Do("GET", blockPath, bot, nil, "If-None-Match", etag)
 			require.Equal(t, http.StatusOK, r.Status, "a retire changes the block")
 			require.NotEqual(t, etag, r.Header.Get("ETag"))

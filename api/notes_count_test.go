@@ -10,15 +10,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/notes"
 )
 
 // postConcurrently posts bodies[i] with headers[i] (nil for none) at once through e, so the
 // note queue commits them in one batch, each member in a savepoint of its own, and returns
 // the answers in the order of bodies.
-func postConcurrently(e *apitest.Env, key string, bodies []map[string]any, headers [][]string) []apitest.Response {
-	got := make([]apitest.Response, len(bodies))
+func postConcurrently(e *apptest.Env, key string, bodies []map[string]any, headers [][]string) []apptest.Response {
+	got := make([]apptest.Response, len(bodies))
 	var wg sync.WaitGroup
 	for i, body := range bodies {
 		wg.Add(1)
@@ -32,7 +32,7 @@ func postConcurrently(e *apitest.Env, key string, bodies []map[string]any, heade
 }
 
 // statusCounts counts answers by status.
-func statusCounts(answers []apitest.Response) map[int]int {
+func statusCounts(answers []apptest.Response) map[int]int {
 	out := map[int]int{}
 	for _, r := range answers {
 		out[r.Status]++
@@ -47,7 +47,7 @@ func statusCounts(answers []apitest.Response) map[int]int {
 // the count passes the cap while the notes under it do not), through an approval the cap
 // refuses, and through an approved edit.
 func TestNoteActiveCountThroughRefusalsExpiryAndApprovals(t *testing.T) {
-	eachClocked(t, func(t *testing.T, e *apitest.Env, clk *clock) {
+	eachClocked(t, func(t *testing.T, e *apptest.Env, clk *clock) {
 		enableNotes(e, map[string]any{"max_notes_per_source": 3})
 		bot := writer(e, "tally-bot", "acme")
 		exact := func(want int) {
@@ -121,9 +121,9 @@ func TestNoteActiveCountThroughRefusalsExpiryAndApprovals(t *testing.T) {
 // source's active notes (none once the erasure has run after them), and new notes after it
 // are counted from there.
 func TestNoteActiveCountEditsRetiresRacingErasure(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
-		replica := &apitest.Env{T: t, Server: newReplica(e)}
+		replica := &apptest.Env{T: t, Server: newReplica(e)}
 		bot := writer(e, "erased-bot", "acme")
 		var ids []string
 		for i := range 8 {
@@ -142,7 +142,7 @@ func TestNoteActiveCountEditsRetiresRacingErasure(t *testing.T) {
 		})
 		for i, id := range ids {
 			wg.Go(func() {
-				var r apitest.Response
+				var r apptest.Response
 				if i%2 == 0 {
 					r = replica.Do("POST", notesPath+"/"+id+"/versions", bot, map[string]any{"title": fmt.Sprintf("Edited %d", i)})
 				} else {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/internal/proposals"
 )
@@ -17,7 +17,7 @@ import (
 // read), with the proposals that held its text, receipted and evented by id; the other notes
 // stay; the store keeps none of its text (SQLite's full-text tables included).
 func TestNoteHardDelete(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, map[string]any{"writes": "human_only"})
 		bot := writer(e, "shop-bot", "acme")
 		integ := e.PersonKey("loader", "integration")
@@ -31,9 +31,9 @@ func TestNoteHardDelete(t *testing.T) {
 		v2 := e.MustDo(http.StatusCreated, "POST", proposalsPath+"/"+eid+"/approve", e.AdminKey, nil).JSON(t)["id"].(string)
 		pending := e.MustDo(http.StatusAccepted, "POST", notesPath+"/"+v2+"/versions", bot, map[string]any{"body": "Quokkaberry refunds: order id, reason, photo."}).JSON(t)["proposal_id"].(string)
 
-		replica := &apitest.Env{T: t, Server: newReplica(e)}
+		replica := &apptest.Env{T: t, Server: newReplica(e)}
 		var etags []string
-		for _, srv := range []*apitest.Env{e, replica} {
+		for _, srv := range []*apptest.Env{e, replica} {
 			b := srv.MustDo(http.StatusOK, "GET", blockPath+"?tags=refund", bot, nil)
 			require.ElementsMatch(t, []string{keep, v2}, strs(b.JSON(t)["note_ids"]))
 			require.Equal(t, http.StatusNotModified, srv.Do("GET", blockPath+"?tags=refund", bot, nil, "If-None-Match", b.Header.Get("ETag")).Status, "held in memory")
@@ -60,7 +60,7 @@ func TestNoteHardDelete(t *testing.T) {
 		require.Equal(t, []string{keep}, listIDs(e, bot, ""))
 		require.Empty(t, listIDs(e, bot, "?status=retired"), "the retired version went too")
 		require.Empty(t, ids(e.MustDo(http.StatusOK, "GET", "/v1/agent-memory/search?q=quokkaberry", bot, nil).JSON(t)["notes"]))
-		for i, srv := range []*apitest.Env{e, replica} {
+		for i, srv := range []*apptest.Env{e, replica} {
 			b := srv.Do("GET", blockPath+"?tags=refund", bot, nil, "If-None-Match", etags[i])
 			require.Equal(t, http.StatusOK, b.Status, "a replica answered 304 for a block holding a deleted note")
 			require.Equal(t, []string{keep}, strs(b.JSON(t)["note_ids"]))

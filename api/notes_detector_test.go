@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/llm"
 	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
 )
@@ -24,7 +24,7 @@ func TestNoteGateOllamaDetector(t *testing.T) {
 			model := llmtest.New(t, llmtest.Answer{Content: `{"kinds": []}`})
 			det, err := llm.New(llm.Config{Host: model.URL, Model: "distiller", DetectorModel: "detector"})
 			require.NoError(t, err)
-			e := apitest.New(t, engine, func(d *api.Deps) {
+			e := apptest.New(t, engine, func(d *api.Deps) {
 				d.Notes.Detector = det
 				d.Notes.DetectorTimeout = 300 * time.Millisecond
 			})

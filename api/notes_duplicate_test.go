@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // tableCount counts the rows of table in e's database.
-func tableCount(t *testing.T, e *apitest.Env, table string) int {
+func tableCount(t *testing.T, e *apptest.Env, table string) int {
 	t.Helper()
 	n, err := e.DB.NewSelect().Table(table).Count(context.Background())
 	require.NoError(t, err)
@@ -23,7 +23,7 @@ func tableCount(t *testing.T, e *apitest.Env, table string) int {
 }
 
 // writeCounts is what a stored write adds to: notes, receipts and outbox events.
-func writeCounts(t *testing.T, e *apitest.Env) [3]int {
+func writeCounts(t *testing.T, e *apptest.Env) [3]int {
 	t.Helper()
 	return [3]int{tableCount(t, e, "notes"), tableCount(t, e, "receipts"), tableCount(t, e, "outbox")}
 }
@@ -32,7 +32,7 @@ func writeCounts(t *testing.T, e *apitest.Env) [3]int {
 // existing note and duplicate_of, and stores nothing (no note, receipt or outbox event);
 // another case, another visibility or a retired original make a new note.
 func TestNoteDuplicateAnswersExistingNote(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		first := e.MustDo(http.StatusCreated, "POST", notesPath, bot,
@@ -71,7 +71,7 @@ func TestNoteDuplicateAnswersExistingNote(t *testing.T) {
 // At the hourly limit (AM-7) and at the cap a duplicate still answers 200 duplicate_of (it
 // stores nothing, so it does not count), while a new note is refused.
 func TestNoteDuplicateAtRateLimitAndCap(t *testing.T) {
-	eachClocked(t, func(t *testing.T, e *apitest.Env, clk *clock) {
+	eachClocked(t, func(t *testing.T, e *apptest.Env, clk *clock) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		var first string
@@ -102,7 +102,7 @@ func TestNoteDuplicateAtRateLimitAndCap(t *testing.T) {
 // on a duplicate answers 200 duplicate_of and is not remembered, so its retry is checked
 // again.
 func TestNoteDuplicateAndIdempotencyKey(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		body := note("Stock", "Follow next_cursor.")
@@ -125,12 +125,12 @@ func TestNoteDuplicateAndIdempotencyKey(t *testing.T) {
 // Two (several) identical writes at once store one note: one 201, the others 200
 // duplicate_of that note.
 func TestNoteDuplicateConcurrentWritesStoreOne(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		const n = 4
 		var wg sync.WaitGroup
-		got := make([]apitest.Response, n)
+		got := make([]apptest.Response, n)
 		for i := range n {
 			wg.Add(1)
 			go func() {
@@ -164,7 +164,7 @@ func TestNoteDuplicateConcurrentWritesStoreOne(t *testing.T) {
 
 // Under writes: human_only a duplicate of an active note answers that note; no proposal.
 func TestNoteDuplicateUnderHumanOnly(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		id := create(e, bot, note("Sizes", "Sizes run small."))
@@ -179,7 +179,7 @@ func TestNoteDuplicateUnderHumanOnly(t *testing.T) {
 // MCP remember: the same note again answers status duplicate with the existing note's id
 // (note_id and duplicate_of), stores nothing, and still answers at the hourly limit.
 func TestMCPRememberDuplicate(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		url := serveAPI(t, e)
 		enableNotes(e, nil)
 		cs := mcpSession(t, url, writer(e, "shop-bot", "acme-ai"))

@@ -7,13 +7,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // AM-12: GET /v1/agent-memory/export (admin) returns every note version (retired ones too)
 // and every proposal of the space, with a notes.export receipt; other roles and agents 403.
 func TestNoteExport(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		v1 := create(e, bot, note("Refunds", "Ask for the order id first."))

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // listedTagPairs are the tag pairs of issue 26 §1, refused as e-mail addresses before: a
@@ -29,7 +29,7 @@ var splitTagAddresses = [][]string{
 // edits; an address split across tags is refused with kind email and nothing is stored;
 // an id given as an example ("e.g.") is not a phone.
 func TestNoteGateTags(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		var stored []string
@@ -64,7 +64,7 @@ func TestNoteGateTags(t *testing.T) {
 // AM-6, GATE-1 (issue 26 §1): the same on MCP: remember stores every listed tag pair and
 // refuses an address split across tags.
 func TestMCPRememberTags(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		url := serveAPI(t, e)
 		enableNotes(e, nil)
 		key := writer(e, "shop-bot", "acme-ai")

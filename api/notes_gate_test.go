@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // AM-6: the gate on every write path, by kind: accepted inputs are stored, refused ones are
@@ -48,7 +48,7 @@ func TestNoteGate(t *testing.T) {
 		{"zero-width inside e-mail", "ana\u200b@exa\u200bmple.com", []string{"email"}},
 		{"e-mail and phone", "ana@example.com or +44 20 7123 4567", []string{"email", "phone"}},
 	}
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		integ := e.PersonKey("loader", "integration")
 		writer(e, "shop-bot", "acme")
@@ -72,7 +72,7 @@ func TestNoteGate(t *testing.T) {
 // AM-6: a known subject of the space (a profile's name or handle) is refused, on new notes,
 // edits and approval edits alike.
 func TestNoteGateKnownSubjects(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		integ := e.PersonKey("loader", "integration")
 		bot := writer(e, "shop-bot", "acme")
@@ -92,7 +92,7 @@ func TestNoteGateKnownSubjects(t *testing.T) {
 // concatenated without separator (redact.JoinForCheck), on new notes and on edits. Format
 // characters and other scripts' digits do not hide a value either.
 func TestNoteGateSplitAcrossFields(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		m := requireError(t, e.Do("POST", notesPath, bot, note("Customer ana@", "example.com is the right mailbox")), 422, "personal_data_in_agent_memory")
@@ -155,7 +155,7 @@ func TestNoteGateModelLayer(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			det := &detector{}
-			e := apitest.New(t, engine, func(d *api.Deps) {
+			e := apptest.New(t, engine, func(d *api.Deps) {
 				d.Notes.Detector = det
 				d.Notes.DetectorTimeout = 50 * time.Millisecond
 			})

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/proposals"
 )
@@ -28,19 +28,19 @@ func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unloc
 func (c *clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 // eachClocked runs fn on a fresh Env per engine whose clock is clk's.
-func eachClocked(t *testing.T, fn func(t *testing.T, e *apitest.Env, clk *clock)) {
+func eachClocked(t *testing.T, fn func(t *testing.T, e *apptest.Env, clk *clock)) {
 	t.Helper()
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			clk := newClock()
-			e := apitest.New(t, engine, func(d *api.Deps) { d.Now = clk.Now })
+			e := apptest.New(t, engine, func(d *api.Deps) { d.Now = clk.Now })
 			fn(t, e, clk)
 		})
 	}
 }
 
 // enableNotes turns agent memory on with extra settings merged in.
-func enableNotes(e *apitest.Env, extra map[string]any) {
+func enableNotes(e *apptest.Env, extra map[string]any) {
 	am := map[string]any{"enabled": true}
 	for k, v := range extra {
 		am[k] = v
@@ -60,12 +60,12 @@ func note(title, body string, more ...any) map[string]any {
 const notesPath = "/v1/agent-memory/notes"
 
 // writer mints an agent key that reads and writes notes.
-func writer(e *apitest.Env, agent, vendor string) string {
+func writer(e *apptest.Env, agent, vendor string) string {
 	return e.AgentKey(agent, vendor, "agent_memory", "agent_memory:write")
 }
 
 // create posts a note that must be stored and returns its id.
-func create(e *apitest.Env, key string, body map[string]any) string {
+func create(e *apptest.Env, key string, body map[string]any) string {
 	e.T.Helper()
 	r := e.MustDo(http.StatusCreated, "POST", notesPath, key, body)
 	return r.JSON(e.T)["id"].(string)
@@ -81,14 +81,14 @@ func ids(list any) []string {
 }
 
 // listIDs lists the notes key sees (query appended) and returns their ids.
-func listIDs(e *apitest.Env, key, query string) []string {
+func listIDs(e *apptest.Env, key, query string) []string {
 	e.T.Helper()
 	r := e.MustDo(http.StatusOK, "GET", notesPath+query, key, nil)
 	return ids(r.JSON(e.T)["notes"])
 }
 
 // receiptsOf returns the space's receipts with action.
-func receiptsOf(e *apitest.Env, action string) []map[string]any {
+func receiptsOf(e *apptest.Env, action string) []map[string]any {
 	e.T.Helper()
 	r := e.MustDo(http.StatusOK, "GET", "/v1/receipts?limit=1000", e.AdminKey, nil)
 	var out []map[string]any
@@ -109,7 +109,7 @@ func strs(v any) []string {
 	return out
 }
 
-func notesDraft(e *apitest.Env) proposals.DraftRequest {
+func notesDraft(e *apptest.Env) proposals.DraftRequest {
 	return proposals.DraftRequest{SpaceID: e.SpaceID, SourceID: "shop-bot", Vendor: "acme", ActorKey: "key_test", Evidence: notes.Evidence{ConversationID: "conv-9"}}
 }
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -23,7 +23,7 @@ var fences = regexp.MustCompile(`(?i)<\s*/?\s*agent_notes\b`)
 // fence tags in a title or body are refused at write (400 invalid_member naming it), on
 // create and on edit, and nothing is stored.
 func TestNoteInjectionRefused(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		cases := []struct {
@@ -77,7 +77,7 @@ func TestNoteInjectionRefused(t *testing.T) {
 // neutralised when the block is rendered: the block holds exactly one opening and one closing
 // fence, and a multi-line title renders on one line (no forged heading).
 func TestNoteBlockEscapesStoredFences(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		id := create(e, bot, note("Refunds", "Check the order first."))

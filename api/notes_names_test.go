@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // GATE-2: in the embedded default (no model layer) the local name layer refuses a note naming
@@ -33,7 +33,7 @@ func TestNoteGateNames(t *testing.T) {
 		{"procedure words", "Verifique o Pix. Depois gere a etiqueta no Zendesk e marque a fila Financeiro."},
 		{"weekdays and months", "Grace period is 30 days; in May the billing run moves to Friday."},
 	}
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		integ := e.PersonKey("loader", "integration")
@@ -68,7 +68,7 @@ func TestNoteGateNames(t *testing.T) {
 // an approval passes the name hit while the setting is review, and is refused once the space
 // went back to refuse.
 func TestNoteGateNamesReview(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, map[string]any{"gate": map[string]any{"names": "review"}})
 		bot := writer(e, "shop-bot", "acme")
 		reviewer := e.PersonKey("rita", "reviewer")
@@ -125,7 +125,7 @@ func TestNoteGateNamesReview(t *testing.T) {
 // GATE-2: agent_memory.gate members are "refuse" or "review"; anything else is a 400 naming
 // the member, and the features document is unchanged.
 func TestFeaturesGateSettingValidated(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		for _, tc := range []struct {
 			gate   any
@@ -152,7 +152,7 @@ func TestFeaturesGateSettingValidated(t *testing.T) {
 
 // GATE-2 on MCP: remember refuses a name with kind name, and under review answers "proposed".
 func TestMCPRememberNames(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		url := serveAPI(t, e)
 		enableNotes(e, nil)
 		key := writer(e, "shop-bot", "acme-ai")

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/notes"
 )
@@ -17,7 +17,7 @@ const proposalsPath = "/v1/agent-memory/proposals"
 // proposal (202 {"proposal_id"}); admin or reviewer approve (edits pass the gate again) or
 // reject; people's integration writes stay direct.
 func TestNoteProposals(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, map[string]any{"writes": "human_only"})
 		bot := writer(e, "shop-bot", "acme")
 		reviewer := e.PersonKey("rita", "reviewer")
@@ -87,7 +87,7 @@ func TestNoteProposals(t *testing.T) {
 // AM-8, AM-9: the store a distillation workflow drives: a drafting proposal is filled
 // (pending) or failed with a reason; personal data fails it with reason personal_data.
 func TestNoteProposalLifecycle(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		writer(e, "shop-bot", "acme")
 		svc := e.Deps.Proposals

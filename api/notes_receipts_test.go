@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -20,7 +20,7 @@ import (
 // outbox event (ids, kind, origin; never text), in the same transaction; block reads (a 304
 // too) and searches leave agent_memory receipts naming the notes delivered.
 func TestNoteReceiptsAndEvents(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		id := create(e, bot, note("Secret title words", "Secret body words."))
@@ -93,7 +93,7 @@ func TestNoteReceiptsAndEvents(t *testing.T) {
 // GOV-1: parallel writers and readers of one space never fork the chain: every entry is
 // there once, in one line, and verify walks it whole.
 func TestNoteReceiptChainParallel(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		const agents, each = 8, 6
 		keys := make([]string, agents)
@@ -133,7 +133,7 @@ func TestNoteReceiptChainParallel(t *testing.T) {
 // many concurrent reads returns, its receipt is already in the database with its chain
 // position (read straight from the table, with nothing sealing in between).
 func TestBlockReadReceiptDurableOnAnswer(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		create(e, bot, note("t", "b", "visibility", "space"))
@@ -164,7 +164,7 @@ func TestBlockReadReceiptDurableOnAnswer(t *testing.T) {
 
 // GOV-1: a receipt changed directly in the database makes verify fail at that entry.
 func TestNoteReceiptTamper(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		id := create(e, bot, note("t", "b"))
@@ -198,7 +198,7 @@ func TestNoteABCDTurns(t *testing.T) {
 		Original [][2]string `json:"original"`
 	}
 	require.NoError(t, json.Unmarshal(data, &convos))
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		writer(e, "shop-bot", "acme")
 		integ := e.PersonKey("loader", "integration")

@@ -11,15 +11,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/notes"
 )
 
 // postAll sends every body at once, alternately through e and replica (two API servers with
 // their own pools on one database), and returns how many answered each status.
-func postAll(t *testing.T, e, replica *apitest.Env, key string, bodies []map[string]any) map[int]int {
+func postAll(t *testing.T, e, replica *apptest.Env, key string, bodies []map[string]any) map[int]int {
 	t.Helper()
-	got := make([]apitest.Response, len(bodies))
+	got := make([]apptest.Response, len(bodies))
 	var wg sync.WaitGroup
 	for i, body := range bodies {
 		srv := e
@@ -45,9 +45,9 @@ func postAll(t *testing.T, e, replica *apitest.Env, key string, bodies []map[str
 // of an agent store exactly RateLimit; 12 distinct notes under a cap of 5 store exactly 5;
 // 6 identical notes store one.
 func TestNoteLimitsExactAcrossReplicas(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
-		replica := &apitest.Env{T: t, Server: newReplica(e)}
+		replica := &apptest.Env{T: t, Server: newReplica(e)}
 
 		bot := writer(e, "shop-bot", "acme")
 		var bodies []map[string]any
@@ -82,7 +82,7 @@ func TestNoteLimitsExactAcrossReplicas(t *testing.T) {
 
 // activeCounts returns source's count of active notes in e's space as the cap's bound keeps it
 // (note_source_counts; 0 without a row) and as the notes are (status active).
-func activeCounts(t *testing.T, e *apitest.Env, source string) (kept, stored int) {
+func activeCounts(t *testing.T, e *apptest.Env, source string) (kept, stored int) {
 	t.Helper()
 	ctx := context.Background()
 	err := e.DB.NewRaw("SELECT active FROM note_source_counts WHERE space_id = ? AND source_id = ?", e.SpaceID, source).Scan(ctx, &kept)
@@ -100,9 +100,9 @@ func activeCounts(t *testing.T, e *apitest.Env, source string) (kept, stored int
 // approved proposal and an erasure racing writes of the source; and the cap stays exact once
 // the count reaches it (exactly the free places are stored).
 func TestNoteActiveCountExactAcrossReplicas(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
-		replica := &apitest.Env{T: t, Server: newReplica(e)}
+		replica := &apptest.Env{T: t, Server: newReplica(e)}
 		bot := writer(e, "count-bot", "acme")
 		loader := e.PersonKey("loader", "integration")
 		exact := func(want int) {

@@ -11,14 +11,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/models"
 )
 
 // AM-1: a note is stored with id, version 1, origin and source; a person with integration
 // writes for an agent naming source_id.
 func TestNoteCreate(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		r := e.MustDo(http.StatusCreated, "POST", notesPath, bot, note("Refund steps", "Pull up the account, then validate the purchase.",
@@ -53,7 +53,7 @@ func TestNoteCreate(t *testing.T) {
 // AM-1: limits in code points, tags, kind, visibility, evidence, valid_until: 400 naming the
 // member, nothing stored, never truncated.
 func TestNoteLimits(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		tags9 := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}
@@ -94,7 +94,7 @@ func TestNoteLimits(t *testing.T) {
 // AM-1, AM-7: an edit is a new version that supersedes and retires the old one (still
 // readable); only the owner edits or retires; a person with integration may.
 func TestNoteVersionsAndRetire(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		peer := writer(e, "help-bot", "acme")
@@ -131,7 +131,7 @@ func TestNoteVersionsAndRetire(t *testing.T) {
 // AM-2: source notes reach only their owner, vendor notes only the same vendor, space notes
 // every agent; another vendor never sees a source or vendor note (list, get, block, search).
 func TestNoteVisibility(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		owner := writer(e, "shop-bot", "acme")
 		sameVendor := writer(e, "help-bot", "acme")
@@ -169,7 +169,7 @@ func TestNoteVisibility(t *testing.T) {
 
 // AM-3: off by default: writes and reads are refused, the block is empty with enabled false.
 func TestNotesFeatureOff(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		bot := writer(e, "shop-bot", "acme")
 		requireError(t, e.Do("POST", notesPath, bot, note("t", "b")), 403, "feature_disabled")
 		requireError(t, e.Do("GET", notesPath, bot, nil), 403, "feature_disabled")
@@ -189,7 +189,7 @@ func TestNotesFeatureOff(t *testing.T) {
 
 // AM-10: scopes and roles.
 func TestNoteScopes(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		create(e, bot, note("t", "b"))
@@ -218,7 +218,7 @@ func TestNoteScopes(t *testing.T) {
 // until the oldest counted write leaves the hour; refused writes (400, 422) do not count;
 // people's writes do not count against an agent.
 func TestNoteRateLimit(t *testing.T) {
-	eachClocked(t, func(t *testing.T, e *apitest.Env, clk *clock) {
+	eachClocked(t, func(t *testing.T, e *apptest.Env, clk *clock) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		integ := e.PersonKey("loader", "integration")
@@ -253,7 +253,7 @@ func TestNoteRateLimit(t *testing.T) {
 // AM-7: the cap of active notes per source: 409 note_cap_reached; retiring frees a place;
 // edits do not add.
 func TestNoteCap(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, map[string]any{"max_notes_per_source": 3})
 		bot := writer(e, "shop-bot", "acme")
 		first := create(e, bot, note("1", "b"))
@@ -271,7 +271,7 @@ func TestNoteCap(t *testing.T) {
 // AM-7: Idempotency-Key: the same key and body returns the first answer and writes nothing;
 // the same key with another body is 409.
 func TestNoteIdempotency(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		first := e.MustDo(http.StatusCreated, "POST", notesPath, bot, note("t", "b"), "Idempotency-Key", "k-1")
@@ -298,7 +298,7 @@ func TestNoteIdempotency(t *testing.T) {
 // with another body: 409), and a key over 200 characters or outside printable ASCII is 400
 // naming the header, with nothing stored.
 func TestNoteIdempotencyKeyStoredHashed(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		const key = "maria.silva@example.com"

@@ -22,7 +22,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
@@ -54,7 +54,7 @@ var ginParam = regexp.MustCompile(`:([A-Za-z_]+)`)
 // document, and every documented operation is routed (but the pending ones), so the two
 // cannot drift apart.
 func TestOpenAPICoversEveryRoute(t *testing.T) {
-	e := apitest.New(t, "sqlite")
+	e := apptest.New(t, "sqlite")
 	ops := docOperations(t)
 	routed := map[string]bool{}
 	for _, r := range e.Server.Routes() {
@@ -75,7 +75,7 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 }
 
 func TestOpenAPIServed(t *testing.T) {
-	e := apitest.New(t, "sqlite")
+	e := apptest.New(t, "sqlite")
 	r := e.MustDo(http.StatusOK, "GET", "/openapi.json", "", nil)
 	require.Equal(t, api.OpenAPIDocument, r.Body)
 	require.Equal(t, "3.1.0", r.JSON(t)["openapi"])
@@ -85,7 +85,7 @@ func TestOpenAPIServed(t *testing.T) {
 // operations answered with a success and with an error are recorded.
 type checked struct {
 	t       *testing.T
-	e       *apitest.Env
+	e       *apptest.Env
 	v       validator.Validator
 	ops     []string
 	pattern map[string]*regexp.Regexp
@@ -93,7 +93,7 @@ type checked struct {
 	failure map[string]bool
 }
 
-func newChecked(t *testing.T, e *apitest.Env) *checked {
+func newChecked(t *testing.T, e *apptest.Env) *checked {
 	doc, err := libopenapi.NewDocument(api.OpenAPIDocument)
 	require.NoError(t, err)
 	v, errs := validator.NewValidator(doc, config.WithoutSecurityValidation())
@@ -132,7 +132,7 @@ func (c *checked) operation(method, path string) string {
 
 // do sends the request, requires status, and validates the request (unless the test sends a
 // deliberately malformed one, answered 400) and the answer against the document.
-func (c *checked) do(status int, method, path, key string, body any, headers ...string) apitest.Response {
+func (c *checked) do(status int, method, path, key string, body any, headers ...string) apptest.Response {
 	c.t.Helper()
 	r := c.e.MustDo(status, method, path, key, body, headers...)
 	var data []byte
@@ -188,13 +188,13 @@ func describe(errs []*verrors.ValidationError) string {
 func TestOpenAPIMatchesTheServer(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
-			e := apitest.New(t, engine, func(d *api.Deps) {
+			e := apptest.New(t, engine, func(d *api.Deps) {
 				d.Workflows = anyWorkflows{}
 				d.Signer = newTestSigner(t) // signed routes (api/signing.go)
 			})
 			c := newChecked(t, e)
 			admin := e.AdminKey
-			id := func(r apitest.Response, member string) string { return r.JSON(t)[member].(string) }
+			id := func(r apptest.Response, member string) string { return r.JSON(t)[member].(string) }
 
 			c.do(200, "GET", "/healthz", "", nil)
 			c.do(200, "GET", "/openapi.json", "", nil)
@@ -212,7 +212,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(400, "GET", "/v1/keys?after=nope", admin, nil)
 			c.do(400, "PUT", "/v1/documents/features", admin, map[string]any{"agent_memory": map[string]any{"enabled": "yes"}})
 			c.do(200, "PUT", "/v1/documents/features", admin, map[string]any{"agent_state": map[string]any{"enabled": true}, "agent_memory": map[string]any{"enabled": true}})
-			c.do(200, "PUT", "/v1/documents/object-types", admin, apitest.ShopBotTypes())
+			c.do(200, "PUT", "/v1/documents/object-types", admin, apptest.ShopBotTypes())
 			c.do(200, "GET", "/v1/documents/features", admin, nil)
 			bot := e.AgentKey("shop-bot", "acme-ai", "agent_state", "agent_memory", "agent_memory:write", "context")
 			c.do(403, "GET", "/v1/documents/features", bot, nil)
@@ -406,7 +406,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			c.do(200, "DELETE", "/v1/knowledge/"+kb+"/documents/"+doc, admin, nil)
 
 			// Boards (issue 31).
-			withBoards := apitest.ShopBotTypes()
+			withBoards := apptest.ShopBotTypes()
 			withBoards["types"] = append(withBoards["types"].([]any), findingsTypes()["types"].([]any)...)
 			c.do(200, "PUT", "/v1/documents/object-types", admin, withBoards)
 			scout := e.AgentKey("scout", "acme-ai")
@@ -513,7 +513,7 @@ func (anyWorkflows) SignalWorkflow(context.Context, string, string, string, any)
 func (anyWorkflows) GetWorkflow(context.Context, string, string) client.WorkflowRun { return nil }
 
 // routed reports whether the engine has method and the document path p.
-func routed(e *apitest.Env, method, p string) bool {
+func routed(e *apptest.Env, method, p string) bool {
 	for _, r := range e.Server.Routes() {
 		if r.Method == method && ginParam.ReplaceAllString(r.Path, "{$1}") == p {
 			return true
@@ -524,7 +524,7 @@ func routed(e *apitest.Env, method, p string) bool {
 
 // agentOrPerson mints, with admin (a space's admin key), an agent key (kind "agent", no
 // scopes) or a person key holding role security (kind "person") named name.
-func agentOrPerson(t *testing.T, e *apitest.Env, admin, kind, name string) string {
+func agentOrPerson(t *testing.T, e *apptest.Env, admin, kind, name string) string {
 	t.Helper()
 	body := map[string]any{"kind": "person", "name": name, "roles": []string{"security"}}
 	if kind == "agent" {

@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/logs"
 	"github.com/agentmemory/agentmemory/internal/logs/logstest"
 	"github.com/agentmemory/agentmemory/internal/metrics"
@@ -62,7 +62,7 @@ func TestHealthAndReadiness(t *testing.T) {
 		t.Run(engine, func(t *testing.T) {
 			broker := listener(t)
 			temporal := &fakeTemporal{}
-			e := apitest.New(t, engine, func(d *api.Deps) {
+			e := apptest.New(t, engine, func(d *api.Deps) {
 				d.Ready = []api.ReadyCheck{api.TemporalCheck(temporal), api.KafkaCheck([]string{closedPort(t), broker})}
 			})
 			r := e.MustDo(http.StatusOK, "GET", "/healthz", "", nil)
@@ -81,7 +81,7 @@ func TestHealthAndReadiness(t *testing.T) {
 
 			// Kafka unreachable; the database closed.
 			temporal.err = nil
-			e2 := apitest.New(t, engine, func(d *api.Deps) {
+			e2 := apptest.New(t, engine, func(d *api.Deps) {
 				d.Ready = []api.ReadyCheck{api.KafkaCheck([]string{closedPort(t)})}
 			})
 			require.NoError(t, e2.DB.Close())
@@ -93,9 +93,9 @@ func TestHealthAndReadiness(t *testing.T) {
 }
 
 // stateSetup turns agent_state on with the shop-bot schema and returns an agent key.
-func stateSetup(e *apitest.Env) string {
+func stateSetup(e *apptest.Env) string {
 	e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
-	e.PutDocument("object-types", apitest.ShopBotTypes())
+	e.PutDocument("object-types", apptest.ShopBotTypes())
 	return e.AgentKey("shop-bot", "acme", "agent_state")
 }
 
@@ -109,7 +109,7 @@ func stateWriteBody(scope string, ifVersion *int64, body map[string]any) map[str
 }
 
 func TestMetricsEndpoint(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := stateSetup(e)
 		e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", key, stateWriteBody("conv-1", nil, map[string]any{"step": "cart"}))
 		e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", key, stateWriteBody("conv-1", nil, map[string]any{"step": "pay"}))
@@ -157,7 +157,7 @@ func TestMetricsEndpoint(t *testing.T) {
 }
 
 func TestMetricsOnOwnPort(t *testing.T) {
-	e := apitest.New(t, "sqlite", func(d *api.Deps) { d.MetricsOnOwnPort = true })
+	e := apptest.New(t, "sqlite", func(d *api.Deps) { d.MetricsOnOwnPort = true })
 	e.MustDo(http.StatusNotFound, "GET", "/metrics", "", nil)
 	// The same Metrics still records; cmd serves its Handler elsewhere.
 	e.MustDo(http.StatusOK, "GET", "/healthz", "", nil)
@@ -183,10 +183,10 @@ func (r *recorder) WriteHeader(s int)           { r.status = s }
 // same values, and scans every log line (debug level, JSON) for the scope id, the e-mail and
 // the keys; the space id, not a secret, is on every authenticated access line (QT-2).
 func TestLogsCarryNoPersonalData(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		sink := &logstest.Buffer{}
 		log := logs.New("json", "debug", sink)
-		e = apitest.New(t, e.Engine, func(d *api.Deps) { d.Logger = log; d.Metrics = metrics.New() })
+		e = apptest.New(t, e.Engine, func(d *api.Deps) { d.Logger = log; d.Metrics = metrics.New() })
 		key := stateSetup(e)
 		const scope = "+55 11 98765-4321"
 		const email = "ana.souza@example.com"
@@ -232,5 +232,5 @@ func TestLogsCarryNoPersonalData(t *testing.T) {
 	})
 }
 
-// Secret is the server secret of apitest environments.
-func Secret() string { return apitest.Secret }
+// Secret is the server secret of apptest environments.
+func Secret() string { return apptest.Secret }

@@ -9,14 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/internal/llm"
 	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
 )
 
 // selfKeyID is the key id GET /v1/keys/self answers for key.
-func selfKeyID(t *testing.T, e *apitest.Env, key string) string {
+func selfKeyID(t *testing.T, e *apptest.Env, key string) string {
 	t.Helper()
 	return e.MustDo(http.StatusOK, "GET", "/v1/keys/self", key, nil).JSON(t)["key_id"].(string)
 }
@@ -34,7 +34,7 @@ func requireProvenance(t *testing.T, m map[string]any, keyID, agentVersion, what
 func TestProvenanceOnEveryEntry(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
-			e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = anyWorkflows{} })
+			e := apptest.New(t, engine, func(d *api.Deps) { d.Workflows = anyWorkflows{} })
 			enableNotes(e, nil)
 			bot := e.AgentKey("shop-bot", "acme-ai", "agent_memory", "agent_memory:write", "context", "knowledge:write")
 			botID, adminID := selfKeyID(t, e, bot), selfKeyID(t, e, e.AdminKey)

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/knowledge"
@@ -22,12 +22,12 @@ import (
 )
 
 // quotaFeatures puts a features document with working memory and knowledge on and quotas q.
-func quotaFeatures(e *apitest.Env, q map[string]any) {
+func quotaFeatures(e *apptest.Env, q map[string]any) {
 	e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}, "knowledge": map[string]any{"enabled": true}, "quotas": q})
 }
 
 // usedOf reads a quota's count straight from the database.
-func usedOf(t *testing.T, e *apitest.Env, quota, key string) int64 {
+func usedOf(t *testing.T, e *apptest.Env, quota, key string) int64 {
 	t.Helper()
 	n, err := quotas.Used(context.Background(), e.DB, e.SpaceID, quota, key)
 	require.NoError(t, err)
@@ -35,7 +35,7 @@ func usedOf(t *testing.T, e *apitest.Env, quota, key string) int64 {
 }
 
 // requireQuotaExceeded checks a 409 quota_exceeded answer naming quota and limit.
-func requireQuotaExceeded(t *testing.T, r apitest.Response, quota string, limit int) {
+func requireQuotaExceeded(t *testing.T, r apptest.Response, quota string, limit int) {
 	t.Helper()
 	require.Equal(t, http.StatusConflict, r.Status, "got %d, want 409: %s", r.Status, r.Body)
 	e := r.JSON(t)["error"].(map[string]any)
@@ -44,7 +44,7 @@ func requireQuotaExceeded(t *testing.T, r apitest.Response, quota string, limit 
 	require.Equal(t, fmt.Sprint(limit), fmt.Sprint(e["limit"]))
 }
 
-func turnsCount(t *testing.T, e *apitest.Env) int64 {
+func turnsCount(t *testing.T, e *apptest.Env) int64 {
 	t.Helper()
 	var n int64
 	require.NoError(t, e.DB.NewRaw(`SELECT count(*) FROM turns WHERE space_id = ?`, e.SpaceID).Scan(context.Background(), &n))
@@ -55,7 +55,7 @@ func turnsCount(t *testing.T, e *apitest.Env) int64 {
 // turns_per_conversation and the space up to turns_per_space; the turn past either answers
 // 409 quota_exceeded naming it, and a batch crossing the limit stores none of its turns.
 func TestTurnQuotasAtTheBoundary(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		quotaFeatures(e, map[string]any{"turns_per_conversation": 3, "turns_per_space": 5})
 		bot := e.AgentKey("shop-bot", "acme", "context")
 		turn := func(conv, text string) map[string]any {
@@ -79,9 +79,9 @@ func TestTurnQuotasAtTheBoundary(t *testing.T) {
 // TestTurnQuotaExactAcrossReplicas (issue 34 §1): 20 turns of one conversation sent at once
 // through two replicas under turns_per_conversation 7 store exactly 7; the count equals the rows.
 func TestTurnQuotaExactAcrossReplicas(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		quotaFeatures(e, map[string]any{"turns_per_conversation": 7})
-		replica := &apitest.Env{T: t, Server: newReplica(e)}
+		replica := &apptest.Env{T: t, Server: newReplica(e)}
 		bot := e.AgentKey("shop-bot", "acme", "context")
 		got := make([]int, 20)
 		var wg sync.WaitGroup
@@ -110,11 +110,11 @@ func TestTurnQuotaExactAcrossReplicas(t *testing.T) {
 // TestStateOverQuotaAnswer (issue 34 §1, WM-8's rule over HTTP): a working-memory write past
 // a quota answers 200 stored:false reason over_quota with the quota and its limit.
 func TestStateOverQuotaAnswer(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		quotaFeatures(e, map[string]any{"states_per_space": 1})
-		e.PutDocument("object-types", apitest.ShopBotTypes())
+		e.PutDocument("object-types", apptest.ShopBotTypes())
 		bot := e.AgentKey("shop-bot", "acme", "agent_state")
-		put := func(conv string) apitest.Response {
+		put := func(conv string) apptest.Response {
 			return e.Do("PUT", "/v1/agent-state", bot, map[string]any{"scope": map[string]any{"kind": "conversation", "id": conv}, "body": map[string]any{"step": "cart"}})
 		}
 		require.Equal(t, true, put("c-1").JSON(t)["stored"])
@@ -136,13 +136,13 @@ func TestStateOverQuotaAnswer(t *testing.T) {
 func TestDocumentQuotaAtTheBoundary(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
-			e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = anyWorkflows{} })
+			e := apptest.New(t, engine, func(d *api.Deps) { d.Workflows = anyWorkflows{} })
 			documentQuota(t, e)
 		})
 	}
 }
 
-func documentQuota(t *testing.T, e *apitest.Env) {
+func documentQuota(t *testing.T, e *apptest.Env) {
 	{
 		ctx := context.Background()
 		emb, err := llm.New(llm.Config{Host: llmtest.NewEmbed(t).URL, Model: "unused"})
@@ -199,9 +199,9 @@ func TestDocumentQuotasExactAcrossReplicas(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			stub := func(d *api.Deps) { d.Workflows = anyWorkflows{} }
-			e := apitest.New(t, engine, stub)
+			e := apptest.New(t, engine, stub)
 			srv, ra := newReplicaApp(e, stub)
-			replica := &apitest.Env{T: t, Server: srv}
+			replica := &apptest.Env{T: t, Server: srv}
 			emb, err := llm.New(llm.Config{Host: llmtest.NewEmbed(t).URL, Model: "unused"})
 			require.NoError(t, err)
 			e.App.Knowledge.Embedder, ra.Knowledge.Embedder = emb, emb
@@ -242,7 +242,7 @@ func TestDocumentQuotasExactAcrossReplicas(t *testing.T) {
 }
 
 // adminPrincipal authenticates e's admin key.
-func adminPrincipal(t *testing.T, e *apitest.Env) auth.Principal {
+func adminPrincipal(t *testing.T, e *apptest.Env) auth.Principal {
 	t.Helper()
 	p, err := auth.Authenticate(context.Background(), e.DB, e.AdminKey)
 	require.NoError(t, err)
@@ -253,9 +253,9 @@ func adminPrincipal(t *testing.T, e *apitest.Env) auth.Principal {
 // sources, the first of them twice (once through each replica). It checks that each answer is
 // 202 or 409 quota_exceeded, that a duplicate names the document its twin stored, and returns
 // the ids of the documents stored.
-func submitAtOnce(t *testing.T, a, b *apitest.Env, kb, body string) []string {
+func submitAtOnce(t *testing.T, a, b *apptest.Env, kb, body string) []string {
 	t.Helper()
-	got := make([]apitest.Response, 40)
+	got := make([]apptest.Response, 40)
 	var wg sync.WaitGroup
 	for i := range got {
 		srv, src := a, i
@@ -339,7 +339,7 @@ func ingestAtOnce(t *testing.T, ids []string, a, b *knowledge.Service) map[strin
 
 // requireCountsExact checks base kb's document and chunk counters against the rows (docs
 // documents pending or ready), and that a recount finds nothing to fix in e's space.
-func requireCountsExact(t *testing.T, e *apitest.Env, kb string, docs int64) {
+func requireCountsExact(t *testing.T, e *apptest.Env, kb string, docs int64) {
 	t.Helper()
 	ctx := context.Background()
 	var rowsDocs, rowsChunks int64
@@ -357,7 +357,7 @@ func requireCountsExact(t *testing.T, e *apitest.Env, kb string, docs int64) {
 
 // requireOneEnding checks that each document of ids has exactly one terminal receipt
 // (document.index naming it, or document.failed / document.refused), however many ingests ran.
-func requireOneEnding(t *testing.T, e *apitest.Env, ids []string) {
+func requireOneEnding(t *testing.T, e *apptest.Env, ids []string) {
 	t.Helper()
 	rs, err := receipts.List(context.Background(), e.DB, e.SpaceID, 0, 10000)
 	require.NoError(t, err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // The README's boards walk-through runs as written against the real API: the grant holds
@@ -22,7 +22,7 @@ func TestReadmeBoardsWalkthrough(t *testing.T) {
 		t.Skip("needs curl")
 	}
 	block := readmeBlock(t, "walkthrough:boards")
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		srv := httptest.NewServer(e.Server)
 		defer srv.Close()
 		out, errs, _ := runWalkthrough(t, block, srv.URL, e.AdminKey, "")

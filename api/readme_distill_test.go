@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/skips"
 )
@@ -47,7 +47,7 @@ type distillRig struct {
 	onPoll func(id string)
 }
 
-func newDistillRig(t *testing.T, e *apitest.Env) *distillRig {
+func newDistillRig(t *testing.T, e *apptest.Env) *distillRig {
 	rig := &distillRig{onPoll: func(string) {}}
 	direct := e.Deps
 	direct.Workflows = nil
@@ -99,7 +99,7 @@ func TestReadmeDistillWalkthrough(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			t.Run("no model", func(t *testing.T) {
-				e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = anyWorkflows{} })
+				e := apptest.New(t, engine, func(d *api.Deps) { d.Workflows = anyWorkflows{} })
 				e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true}})
 				key := e.AgentKey("shop-bot", "acme-ai", "agent_memory")
 				rig := newDistillRig(t, e)
@@ -111,7 +111,7 @@ func TestReadmeDistillWalkthrough(t *testing.T) {
 				require.Zero(t, rig.blocks.Load(), "the block was asked for after a failed approval")
 			})
 			t.Run("drafted", func(t *testing.T) {
-				e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = anyWorkflows{} })
+				e := apptest.New(t, engine, func(d *api.Deps) { d.Workflows = anyWorkflows{} })
 				e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true}})
 				key := e.AgentKey("shop-bot", "acme-ai", "agent_memory")
 				rig := newDistillRig(t, e)

@@ -11,7 +11,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 )
@@ -22,7 +22,7 @@ import (
 // listed, verified or proved can be lost by a crash.
 func TestReceiptRoutesShowOnlyDurableChain(t *testing.T) {
 	dbtest.SkipPostgresShort(t)
-	e := apitest.New(t, "postgres")
+	e := apptest.New(t, "postgres")
 	e.Server = api.NewServer(withSigner(e.Deps, newTestSigner(t)))
 	ctx := context.Background()
 	at := time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // TestRefusedRequestsAppendNoReceipt (issue 27): a request refused with 400 or 404 (unknown
@@ -15,7 +15,7 @@ import (
 // and changes nothing (refusals are counted in metrics and logged with their code). The same
 // space's accepted requests still append theirs (the check can fail).
 func TestRefusedRequestsAppendNoReceipt(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		e.PutDocument("features", map[string]any{
 			"agent_memory": map[string]any{"enabled": true},
 			"agent_state":  map[string]any{"enabled": true},

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 )
@@ -47,7 +47,7 @@ func noteCost(t *testing.T, n map[string]any) int {
 }
 
 // lastReceipt is the newest receipt of action in e's space.
-func lastReceipt(t *testing.T, e *apitest.Env, action string) receipts.Receipt {
+func lastReceipt(t *testing.T, e *apptest.Env, action string) receipts.Receipt {
 	t.Helper()
 	var last *receipts.Receipt
 	for _, r := range spaceReceipts(t, e, e.AdminKey) {
@@ -68,7 +68,7 @@ func detailInt(t *testing.T, v any) int {
 }
 
 // runsRows counts the rows of agent_runs.
-func runsRows(t *testing.T, e *apitest.Env) int {
+func runsRows(t *testing.T, e *apptest.Env) int {
 	t.Helper()
 	n, err := e.DB.NewSelect().Table("agent_runs").Count(context.Background())
 	require.NoError(t, err)
@@ -79,7 +79,7 @@ func runsRows(t *testing.T, e *apitest.Env) int {
 // search, knowledge retrieval, context call) draws the tokens it delivers, counted by the real
 // tokenizer; receipts name the run and what it drew; a 304 draws nothing.
 func TestRunDrawsEveryRead(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		c := newContextEnv(t, e)
 		all := e.AgentKey("shop-bot", "acme-ai", "context", "agent_memory", "knowledge:read")
 		const budget = 100000
@@ -150,7 +150,7 @@ func TestRunDrawsEveryRead(t *testing.T) {
 // left than anything it would deliver answers 200 with an empty payload and budget_exhausted,
 // draws nothing and leaves no receipt.
 func TestRunCutAndExhausted(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		c := newContextEnv(t, e)
 		all := e.AgentKey("shop-bot", "acme-ai", "context", "agent_memory", "knowledge:read")
 		full := e.MustDo(http.StatusOK, "GET", blockPath, all, nil).JSON(t)
@@ -218,7 +218,7 @@ func TestRunCutAndExhausted(t *testing.T) {
 // the tokens all answers delivered sum to at most the budget, and to exactly what the run
 // reports used.
 func TestRunParallelNeverOverspends(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		for i := range 4 {
@@ -226,11 +226,11 @@ func TestRunParallelNeverOverspends(t *testing.T) {
 		}
 		ft := mustInt(t, e.MustDo(http.StatusOK, "GET", blockPath, bot, nil).JSON(t)["tokens"])
 		budget := 3*ft + ft/2
-		replica := &apitest.Env{T: t, Server: newReplica(e)}
-		envs := []*apitest.Env{e, replica}
+		replica := &apptest.Env{T: t, Server: newReplica(e)}
+		envs := []*apptest.Env{e, replica}
 
 		const calls = 12
-		answers := make([]apitest.Response, calls)
+		answers := make([]apptest.Response, calls)
 		var wg sync.WaitGroup
 		for i := range calls {
 			wg.Go(func() {
@@ -276,7 +276,7 @@ func TestRunParallelNeverOverspends(t *testing.T) {
 // expires after the space's run_ttl_hours (the id then begins a new run; without a budget it is
 // 400 run_budget_required); beginning a run deletes the space's expired ones.
 func TestRunOwnersMismatchAndExpiry(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, map[string]any{"run_ttl_hours": 2})
 		bot := writer(e, "shop-bot", "acme")
 		other := writer(e, "other-bot", "acme")
@@ -329,7 +329,7 @@ func TestRunOwnersMismatchAndExpiry(t *testing.T) {
 // CTX-3: a bad run is 400 naming the member (the header on a GET, run.* in a body), and draws
 // nothing: no run row is written.
 func TestRunBadInput(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		c := newContextEnv(t, e)
 		all := e.AgentKey("shop-bot", "acme-ai", "context", "agent_memory", "knowledge:read")
 		for _, tc := range []struct {

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/signing"
 	"github.com/agentmemory/agentmemory/internal/spaces"
@@ -38,7 +38,7 @@ const testCertificate = `{"type":"erasure_certificate","erasure_id":"%s","space_
 
 // insertErasure stores an erasure row of space with status and, when completed, a certificate
 // stored as Certify issues it: canonical, and signed by signer when there is one.
-func insertErasure(t testing.TB, e *apitest.Env, space, id, status string, signer *signing.Signer) string {
+func insertErasure(t testing.TB, e *apptest.Env, space, id, status string, signer *signing.Signer) string {
 	t.Helper()
 	cert, sigJSON := "", ""
 	if status == "completed" {
@@ -66,7 +66,7 @@ func fmtCert(id string) string {
 }
 
 // createSpace creates another space in e's database and returns its id.
-func createSpace(t testing.TB, e *apitest.Env) string {
+func createSpace(t testing.TB, e *apptest.Env) string {
 	t.Helper()
 	id, _, err := spaces.Create(context.Background(), e.DB, "other", time.Now())
 	require.NoError(t, err)
@@ -79,7 +79,7 @@ func TestSigningKeysRoute(t *testing.T) {
 	until := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	prev.ValidUntil = &until
 	signer := newTestSigner(t, prev)
-	e := apitest.New(t, "sqlite", func(d *api.Deps) { d.Signer = signer })
+	e := apptest.New(t, "sqlite", func(d *api.Deps) { d.Signer = signer })
 	// Public: no key needed.
 	r := e.MustDo(http.StatusOK, "GET", "/v1/signing-keys", "", nil)
 	var got struct {
@@ -94,7 +94,7 @@ func TestSigningKeysRoute(t *testing.T) {
 	require.Equal(t, until, *got.Keys[1].ValidUntil)
 
 	// Without a signing key every signed route answers 503 signing_unavailable.
-	bare := apitest.New(t, "sqlite")
+	bare := apptest.New(t, "sqlite")
 	r = bare.MustDo(http.StatusServiceUnavailable, "GET", "/v1/signing-keys", "", nil)
 	require.Equal(t, "signing_unavailable", r.ErrorCode(t))
 	r = bare.MustDo(http.StatusServiceUnavailable, "GET", "/v1/receipts/head", bare.AdminKey, nil)
@@ -110,7 +110,7 @@ func TestSigningKeysRoute(t *testing.T) {
 // other spaces' and unfinished erasures get 404 and 409 (both DBs).
 func TestErasureCertificateSigned(t *testing.T) {
 	signer := newTestSigner(t)
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		e.Server = api.NewServer(withSigner(e.Deps, signer))
 		stored := insertErasure(t, e, e.SpaceID, "er_done", "completed", signer)
 		insertErasure(t, e, e.SpaceID, "er_running", "running", signer)
@@ -163,7 +163,7 @@ func TestErasureCertificateSigned(t *testing.T) {
 // Another space's erasure id answers 404, exactly as GET /v1/erasures/{id} does.
 func TestErasureCertificateOtherSpace(t *testing.T) {
 	signer := newTestSigner(t)
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		e.Server = api.NewServer(withSigner(e.Deps, signer))
 		otherSpace := createSpace(t, e)
 		insertErasure(t, e, otherSpace, "er_theirs", "completed", signer)
@@ -176,7 +176,7 @@ func TestErasureCertificateOtherSpace(t *testing.T) {
 // GET /v1/receipts/head signs the chain head; the head moves with the chain (both DBs).
 func TestReceiptsHeadSigned(t *testing.T) {
 	signer := newTestSigner(t)
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 		deps := withSigner(e.Deps, signer)
 		deps.Now = func() time.Time { return now }

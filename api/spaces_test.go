@@ -8,13 +8,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/models"
 )
 
 // spaceCount is how many spaces the database holds.
-func spaceCount(t *testing.T, e *apitest.Env) int64 {
+func spaceCount(t *testing.T, e *apptest.Env) int64 {
 	t.Helper()
 	n, err := e.DB.NewSelect().Model((*models.Space)(nil)).Count(context.Background())
 	require.NoError(t, err)
@@ -26,7 +26,7 @@ func spaceCount(t *testing.T, e *apitest.Env) int64 {
 // too), no key, a revoked operator key and a bad body are refused with the error shape and
 // create nothing; the operator key itself reads no space.
 func TestCreateSpaceWithOperatorKey(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		opID, op, err := spaces.MintOperatorKey(ctx, e.DB, "conformance runner", time.Now())
 		require.NoError(t, err)

@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/proposals"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -36,14 +36,14 @@ func closedTemporal(t *testing.T) client.Client {
 func TestWorkflowStartFailsAtAClosedPort(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
-			startFailsAtAClosedPort(t, apitest.New(t, engine, func(d *api.Deps) { d.Workflows = closedTemporal(t) }))
+			startFailsAtAClosedPort(t, apptest.New(t, engine, func(d *api.Deps) { d.Workflows = closedTemporal(t) }))
 		})
 	}
 }
 
-func startFailsAtAClosedPort(t *testing.T, e *apitest.Env) {
+func startFailsAtAClosedPort(t *testing.T, e *apptest.Env) {
 	{
-		unavailable := func(t *testing.T, r apitest.Response) {
+		unavailable := func(t *testing.T, r apptest.Response) {
 			t.Helper()
 			require.Equal(t, http.StatusServiceUnavailable, r.Status, "got %d: %s", r.Status, r.Body)
 			require.Equal(t, "workflows_unavailable", r.ErrorCode(t))

@@ -6,14 +6,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // The agent scope kind (issue 31): one state for the agent instance, shared by all its runs.
 // A run of the instance (here a second key of the same agent, as a restarted process holds)
 // reads and extends what another run wrote; another instance has a state of its own.
 func TestAgentScopeSharedAcrossRuns(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
 		e.PutDocument("object-types", map[string]any{"types": []any{map[string]any{
 			"type": "planner", "ownership": "agent",

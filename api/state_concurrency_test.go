@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // result is one concurrent answer: status and decoded body.
@@ -24,7 +24,7 @@ type result struct {
 
 // concurrently sends every body as PUT /v1/agent-state at once (released together) and
 // returns the answers in order. Safe off the test goroutine: it never calls t.
-func concurrently(e *apitest.Env, key string, bodies []map[string]any) []result {
+func concurrently(e *apptest.Env, key string, bodies []map[string]any) []result {
 	out := make([]result, len(bodies))
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -54,7 +54,7 @@ func concurrently(e *apitest.Env, key string, bodies []map[string]any) []result 
 // WM-6: 50 parallel merge writers of 50 different fields on one state lose nothing: all 50
 // fields are there at version 50, and each writer got a distinct version.
 func TestWMConcurrentMergeWriters(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		const n = 50
 		fields := map[string]any{}
 		for i := range n {
@@ -91,7 +91,7 @@ func TestWMConcurrentMergeWriters(t *testing.T) {
 // with the winner's version, and the state is the winner's body. Covers the creation race
 // (if_version 0) and updates, several rounds.
 func TestWMConcurrentCASWriters(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		const writers, rounds = 16, 4
 		key := setupWM(e)
 		c := conv("c-cas-race")

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/erasure"
 	wm "github.com/agentmemory/agentmemory/internal/state"
 	"github.com/agentmemory/agentmemory/models"
@@ -18,7 +18,7 @@ import (
 const stateDeletePath = "/v1/agent-state/delete"
 
 // eventsOf returns the payloads of the space's outbox events of type typ, in order.
-func eventsOf(e *apitest.Env, typ string) []map[string]any {
+func eventsOf(e *apptest.Env, typ string) []map[string]any {
 	e.T.Helper()
 	r := e.MustDo(http.StatusOK, "GET", "/v1/events?after=0&limit=1000", e.AdminKey, nil)
 	var out []map[string]any
@@ -33,7 +33,7 @@ func eventsOf(e *apitest.Env, typ string) []map[string]any {
 
 // writeThree writes scope three times and requires versions 1, 2, 3... above from (the
 // version floor the scope's agent starts at, 0 for a fresh agent).
-func writeThree(e *apitest.Env, key string, scope map[string]any, from int64) {
+func writeThree(e *apptest.Env, key string, scope map[string]any, from int64) {
 	e.T.Helper()
 	for i, step := range []string{"greet", "sizes", "checkout"} {
 		require.Equal(e.T, from+int64(i)+1, mustStore(e, key, map[string]any{"scope": scope, "body": map[string]any{"step": step}}))
@@ -43,7 +43,7 @@ func writeThree(e *apitest.Env, key string, scope map[string]any, from int64) {
 // requireNoABA requires that scope, removed at version last (after writeThree), reads as
 // never written, that its next write lands above last, and that no compare-and-swap holding
 // a version of the removed state (last-2, last) matches the new one.
-func requireNoABA(e *apitest.Env, key string, scope map[string]any, last int64) {
+func requireNoABA(e *apptest.Env, key string, scope map[string]any, last int64) {
 	e.T.Helper()
 	got := read(e, key, scope, "")
 	require.Zero(e.T, got.Version, "a removed state reads as never written")
@@ -61,7 +61,7 @@ func requireNoABA(e *apitest.Env, key string, scope map[string]any, last int64) 
 // Issue 29 §3: an agent deletes its own state by scope; the delete is receipted and evented
 // with ids only; the versions never restart (ABA), and a scope never written still reads 0.
 func TestStateDeleteByScope(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setupWM(e)
 		c := conv("c-del")
 		writeThree(e, key, c, 0)
@@ -95,7 +95,7 @@ func TestStateDeleteByScope(t *testing.T) {
 }
 
 // stateRowID returns the id of the space's only stored state.
-func stateRowID(t *testing.T, e *apitest.Env) string {
+func stateRowID(t *testing.T, e *apptest.Env) string {
 	t.Helper()
 	var ids []string
 	require.NoError(t, e.DB.NewSelect().Model((*models.AgentState)(nil)).Column("id").Scan(context.Background(), &ids))
@@ -107,7 +107,7 @@ func stateRowID(t *testing.T, e *apitest.Env) string {
 // retention sweep of an expired state and a conversation erasure (the erasure registry's
 // state eraser), on both databases.
 func TestStateVersionsNeverRestart(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		clk := &clock{t: time.Date(2026, 1, 10, 10, 0, 0, 0, time.UTC)}
 		e.Deps.State.Now = clk.Now
@@ -140,7 +140,7 @@ func TestStateVersionsNeverRestart(t *testing.T) {
 // subject member, every agent's) in one receipted call; other keys may not, and bad input
 // is a 400 that changes nothing.
 func TestStateDeleteBySubject(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableWM(e, typesDoc(wmType("shop-bot", "conversation", 0, nil), wmType("care-bot", "subject", 0, nil)))
 		shop := e.AgentKey("shop-bot", "acme-ai", "agent_state")
 		care := e.AgentKey("care-bot", "acme-ai", "agent_state")

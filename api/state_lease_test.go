@@ -11,15 +11,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/app"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/config"
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 )
 
 // newReplicaAt is newReplica whose services read now (a test clock shared with e).
-func newReplicaAt(e *apitest.Env, now func() time.Time) *api.Server {
+func newReplicaAt(e *apptest.Env, now func() time.Time) *api.Server {
 	t := e.T
 	t.Helper()
 	d, err := db.Open(context.Background(), databaseURL(t, e), dbtest.Shipped())
@@ -27,7 +27,7 @@ func newReplicaAt(e *apitest.Env, now func() time.Time) *api.Server {
 	t.Cleanup(func() { db.Close(d) })
 	cfg, err := config.Load(func(string) string { return "" })
 	require.NoError(t, err)
-	cfg.Secret, cfg.DataDir = apitest.Secret, t.TempDir()
+	cfg.Secret, cfg.DataDir = apptest.Secret, t.TempDir()
 	a, err := app.Build(context.Background(), cfg, app.Overrides{DB: d, Keys: e.Keys, Now: now})
 	require.NoError(t, err)
 	t.Cleanup(a.Close)
@@ -74,7 +74,7 @@ func TestStateLeaseFencesAPausedHolder(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			clk := &leaseClock{at: time.Now().UTC()}
-			e := apitest.New(t, engine, func(d *api.Deps) { d.Now = clk.now })
+			e := apptest.New(t, engine, func(d *api.Deps) { d.Now = clk.now })
 			e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
 			e.PutDocument("object-types", plannerTypes())
 			a, b := e.Server, newReplicaAt(e, clk.now)
@@ -134,7 +134,7 @@ func TestStateLeaseFencesAPausedHolder(t *testing.T) {
 // Advisory leases (the type says so) still fence their holders, but writes without a lease
 // pass while one is held. Bad lease requests are 400 and take no lease.
 func TestStateLeaseAdvisoryAndBadInput(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
 		e.PutDocument("object-types", plannerTypes())
 		key := e.AgentKey("notifier", "acme", "agent_state")
@@ -174,7 +174,7 @@ func TestStateLeaseHoldsUnderConcurrentWriters(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			clk := &leaseClock{at: time.Now().UTC()}
-			e := apitest.New(t, engine, func(d *api.Deps) { d.Now = clk.now })
+			e := apptest.New(t, engine, func(d *api.Deps) { d.Now = clk.now })
 			e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
 			fields := map[string]any{}
 			for i := 0; i < 8; i++ {

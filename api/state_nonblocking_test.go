@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -15,7 +15,7 @@ import (
 // answers at once with the last committed version, and a write of that state waits, then
 // stores on top of what committed.
 func TestWMReadDoesNotWaitOnAnOpenWrite(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setupWM(e)
 		require.Equal(t, int64(1), mustStore(e, key, map[string]any{"scope": conv("c-1"), "body": map[string]any{"step": "greet"}}))
 
@@ -30,7 +30,7 @@ func TestWMReadDoesNotWaitOnAnOpenWrite(t *testing.T) {
 		require.Equal(t, int64(1), got.Version)
 		require.Equal(t, map[string]any{"step": "greet"}, got.Body)
 
-		done := make(chan apitest.Response, 1)
+		done := make(chan apptest.Response, 1)
 		go func() {
 			done <- write(e, key, map[string]any{"scope": conv("c-1"), "body": map[string]any{"offer": "x"}})
 		}()

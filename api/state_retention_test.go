@@ -10,12 +10,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/models"
 )
 
 // stateRow loads the only stored state, opened when it is sealed under its subject's key.
-func stateRow(t testing.TB, e *apitest.Env) models.AgentState {
+func stateRow(t testing.TB, e *apptest.Env) models.AgentState {
 	t.Helper()
 	var rows []models.AgentState
 	require.NoError(t, e.DB.NewSelect().Model(&rows).Scan(context.Background()))
@@ -31,7 +31,7 @@ func stateRow(t testing.TB, e *apitest.Env) models.AgentState {
 // the next write; an expired state reads as never written and a new write starts above
 // its last version (issue 29 §3).
 func TestWMRetention(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		clk := &clock{t: time.Date(2026, 1, 10, 10, 0, 0, 0, time.UTC)}
 		e.Deps.State.Now = clk.Now
 		t0 := clk.Now()
@@ -111,7 +111,7 @@ func TestWMRetentionAcrossDST(t *testing.T) {
 	time.Local = ny
 	t.Cleanup(func() { time.Local = saved })
 
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		t0 := time.Date(2026, 3, 7, 12, 0, 0, 0, ny) // 17:00 UTC, before the change
 		clk := &clock{t: t0}
 		e.Deps.State.Now = clk.Now

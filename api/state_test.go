@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/internal/subjects"
@@ -20,7 +20,7 @@ import (
 
 // WM-1: the feature is off by default; a write or read answers 403 feature_disabled.
 func TestWMFeatureOff(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		e.PutDocument("object-types", typesDoc(wmType("shop-bot", "conversation", 0, nil)))
 		key := e.AgentKey("shop-bot", "acme-ai", "agent_state")
 		r := write(e, key, map[string]any{"scope": conv("c-1"), "body": map[string]any{"step": "greet"}})
@@ -37,7 +37,7 @@ func TestWMFeatureOff(t *testing.T) {
 
 // WM-1: the key needs scope agent_state; a person needs role integration.
 func TestWMScopeRequired(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		setupWM(e)
 		noScope := e.AgentKey("shop-bot", "acme-ai", "agent_memory")
 		req := map[string]any{"scope": conv("c-1"), "body": map[string]any{"step": "greet"}}
@@ -56,7 +56,7 @@ func TestWMScopeRequired(t *testing.T) {
 // WM-4: an agent key writes only its own agent's state; a person with integration names any
 // agent (and must name one).
 func TestWMAgentIdentity(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setupWM(e)
 		r := write(e, key, map[string]any{"scope": conv("c-1"), "agent": "other-bot", "body": map[string]any{"step": "greet"}})
 		requireError(t, r, http.StatusForbidden, "agent_mismatch")
@@ -104,7 +104,7 @@ func TestWMSchemaResolution(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+			apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 				enableWM(e, tc.types)
 				key := e.AgentKey("shop-bot", "acme-ai", "agent_state")
 				r := e.MustDo(http.StatusOK, http.MethodPut, "/v1/agent-state", key,
@@ -129,7 +129,7 @@ func TestWMSchemaResolution(t *testing.T) {
 // WM-5: cas applies only at if_version (0: must not exist), 412 with the current version
 // otherwise and nothing changes; the body is the whole state.
 func TestWMCAS(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setupWM(e)
 		c := conv("c-cas")
 		r := write(e, key, map[string]any{"scope": c, "mode": "cas", "body": map[string]any{"step": "greet"}})
@@ -173,7 +173,7 @@ func TestWMCAS(t *testing.T) {
 
 // WM-2: agent_state.write restricts the modes.
 func TestWMWriteModeRestricted(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		typ := wmType("shop-bot", "conversation", 0, nil)
 		typ["agent_state"].(map[string]any)["write"] = "cas"
 		enableWM(e, typesDoc(typ))
@@ -188,7 +188,7 @@ func TestWMWriteModeRestricted(t *testing.T) {
 // WM-6: merge_by_key replaces each named field whole (no deep merge), keeps the others, and
 // removes a field given exactly as {"$delete": true}; with if_version it applies only there.
 func TestWMMerge(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setupWM(e)
 		c := conv("c-merge")
 		require.Equal(t, int64(1), mustStore(e, key, map[string]any{"scope": c,
@@ -247,7 +247,7 @@ func TestWMMerge(t *testing.T) {
 
 // WM-7: every stored write adds 1 to the version, from 1; refusals do not.
 func TestWMVersionIncrements(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setupWM(e)
 		c := conv("c-v")
 		for i := int64(1); i <= 5; i++ {
@@ -268,7 +268,7 @@ func TestWMVersionIncrements(t *testing.T) {
 // WM-7: an undeclared field refuses the whole write with stored:false, the fields named, the
 // version unchanged and the state kept.
 func TestWMUndeclaredField(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setupWM(e)
 		c := conv("c-u")
 		mustStore(e, key, map[string]any{"scope": c, "body": map[string]any{"step": "greet"}})
@@ -291,7 +291,7 @@ func TestWMUndeclaredField(t *testing.T) {
 // WM-8: over the cap is 200 stored:false over_cap with bytes and max_bytes; the previous
 // state stays. The cap counts the UTF-8 bytes of the stored state's canonical JSON.
 func TestWMOverCap(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableWM(e, typesDoc(wmType("shop-bot", "conversation", 64, nil)))
 		key := e.AgentKey("shop-bot", "acme-ai", "agent_state")
 		c := conv("c-cap")
@@ -332,7 +332,7 @@ func TestWMOverCap(t *testing.T) {
 
 // WM-8: the check order is version (412), declared fields, cap.
 func TestWMCheckOrder(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableWM(e, typesDoc(wmType("shop-bot", "conversation", 64, nil)))
 		key := e.AgentKey("shop-bot", "acme-ai", "agent_state")
 		c := conv("c-order")
@@ -351,7 +351,7 @@ func TestWMCheckOrder(t *testing.T) {
 
 // WM-9: a never-written state reads as an empty body, version 0, updated_at null.
 func TestWMReadNeverWritten(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setupWM(e)
 		r := e.MustDo(http.StatusOK, http.MethodPost, "/v1/agent-state/read", key, map[string]any{"scope": conv("never")})
 		require.Equal(t, `{"body":{},"version":0,"updated_at":null}`, strings.TrimSpace(string(r.Body)))
@@ -367,7 +367,7 @@ func TestWMReadNeverWritten(t *testing.T) {
 
 // WM-3: the scope kind must be the one the type declares, and one of the four kinds.
 func TestWMScopeKind(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setupWM(e)
 		for _, scope := range []map[string]any{
 			{"kind": "task", "id": "t-1"},
@@ -396,7 +396,7 @@ func TestWMScopeKind(t *testing.T) {
 
 // WM-3: an object scope id reads type:namespace:id.
 func TestWMObjectScope(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableWM(e, typesDoc(wmType("shop-bot", "object", 0, nil)))
 		key := e.AgentKey("shop-bot", "acme-ai", "agent_state")
 		obj := func(id string) map[string]any { return map[string]any{"kind": "object", "id": id} }
@@ -415,7 +415,7 @@ func TestWMObjectScope(t *testing.T) {
 // WM-3: a subject scope id is a handle, canonicalised before hashing: e-mail case and phone
 // formats name the same state.
 func TestWMSubjectScopeCanonical(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableWM(e, typesDoc(wmType("shop-bot", "subject", 0, nil)))
 		key := e.AgentKey("shop-bot", "acme-ai", "agent_state")
 		subj := func(id string) map[string]any { return map[string]any{"kind": "subject", "id": id} }
@@ -446,7 +446,7 @@ func TestWMSubjectScopeCanonical(t *testing.T) {
 // WM-3, WM-7: scope ids, subject handles, pii values and profile names never reach the
 // database in clear (every row of every table, and the SQLite file and WAL).
 func TestWMNoCleartextInDatabase(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableWM(e, typesDoc(
 			wmType("shop-bot", "conversation", 0, nil),
 			wmType("crm-bot", "subject", 0, nil),
@@ -485,7 +485,7 @@ func TestWMNoCleartextInDatabase(t *testing.T) {
 // WM-7: pii fields are masked at write with typed placeholders, at any depth; a known
 // profile's name is masked as <subject>; other fields are kept as written.
 func TestWMPIIMasked(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		typ := wmType("shop-bot", "conversation", 0, nil)
 		typ["fields"].(map[string]any)["contacts"] = map[string]any{"type": "array", "pii": true}
 		enableWM(e, typesDoc(typ))
@@ -513,7 +513,7 @@ func TestWMPIIMasked(t *testing.T) {
 // Strict JSON: 64-bit integers and number texts round-trip exactly; null, 0, false and "" are
 // values.
 func TestWMExactValues(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setupWM(e)
 		c := conv("c-exact")
 		body := `{"scope":{"kind":"conversation","id":"c-exact"},"body":{"count":9223372036854775807,"price":1.50,"cart":{"big":-9223372036854775808,"odd":9007199254740993}}}`
@@ -542,7 +542,7 @@ func TestWMExactValues(t *testing.T) {
 // Strict JSON: a duplicate key anywhere, malformed JSON, an unknown envelope member (a typo
 // such as if_verison must never turn a cas into a merge) are 400 and change nothing.
 func TestWMStrictEnvelope(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setupWM(e)
 		c := conv("c-strict")
 		mustStore(e, key, map[string]any{"scope": c, "body": map[string]any{"count": 1}})
@@ -583,7 +583,7 @@ func TestWMStrictEnvelope(t *testing.T) {
 
 // Security baseline: a body over the cap is 413 and changes nothing.
 func TestWMBodyCap(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setupWM(e)
 		big := `{"scope":{"kind":"conversation","id":"c-413"},"body":{"offer":"` + strings.Repeat("x", 1<<20) + `"}}`
 		r := e.Do(http.MethodPut, "/v1/agent-state", key, big)
@@ -594,7 +594,7 @@ func TestWMBodyCap(t *testing.T) {
 
 // MS-5: each state records the key id that last wrote it and the Agent-Version header.
 func TestWMProvenance(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		setupWM(e)
 		mint := func(spec map[string]any) (id, key string) {
 			m := e.MustDo(http.StatusCreated, http.MethodPost, "/v1/keys", e.AdminKey, spec).JSON(t)
@@ -630,7 +630,7 @@ func TestWMProvenance(t *testing.T) {
 // subject member names the customer) with agent, scope kind, size, version and dates, never
 // the content or the scope id.
 func TestWMProfileAgentState(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableWM(e, typesDoc(wmType("shop-bot", "conversation", 0, nil), wmType("crm-bot", "subject", 0, nil)))
 		integ := e.PersonKey("Ivo", "integration")
 		prof := e.MustDo(http.StatusCreated, http.MethodPost, "/v1/profiles", integ, map[string]any{
@@ -699,9 +699,9 @@ func TestWMProfileAgentState(t *testing.T) {
 // the second replica is wired on its own (newReplica: its own pool and services, sharing only
 // the database and the key store), and writes alternate between the two.
 func TestWMReadYourWrites(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setupWM(e)
-		replica := &apitest.Env{T: t, Server: newReplica(e)}
+		replica := &apptest.Env{T: t, Server: newReplica(e)}
 		c := conv("c-ryw")
 		for i := int64(1); i <= 20; i++ {
 			srv := e
@@ -710,7 +710,7 @@ func TestWMReadYourWrites(t *testing.T) {
 			}
 			v := mustStore(srv, key, map[string]any{"scope": c, "body": map[string]any{"count": i}})
 			require.Equal(t, i, v)
-			for _, r := range []*apitest.Env{e, replica} {
+			for _, r := range []*apptest.Env{e, replica} {
 				got := read(r, key, c, "")
 				require.GreaterOrEqual(t, got.Version, v)
 				require.Equal(t, json.Number(jsonInt(i)), got.Body["count"])
@@ -723,18 +723,18 @@ func TestWMReadYourWrites(t *testing.T) {
 // a revoked key is still refused on the very next request, on this replica and on a second
 // one wired on its own, and a document change is seen by the next request on either.
 func TestWMKeyAndDocumentsExactAcrossReplicas(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setupWM(e)
-		replica := &apitest.Env{T: t, Server: newReplica(e)}
+		replica := &apptest.Env{T: t, Server: newReplica(e)}
 		c := conv("c-revoke")
-		for _, srv := range []*apitest.Env{e, replica} {
+		for _, srv := range []*apptest.Env{e, replica} {
 			mustStore(srv, key, map[string]any{"scope": c, "body": map[string]any{"order_id": "A-1"}})
 			read(srv, key, c, "")
 		}
 
 		// Working memory turned off: the next request on either replica sees it.
 		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": false}})
-		for _, srv := range []*apitest.Env{e, replica} {
+		for _, srv := range []*apptest.Env{e, replica} {
 			requireError(t, write(srv, key, map[string]any{"scope": c, "body": map[string]any{"order_id": "A-2"}}), http.StatusForbidden, "feature_disabled")
 		}
 		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
@@ -743,7 +743,7 @@ func TestWMKeyAndDocumentsExactAcrossReplicas(t *testing.T) {
 		var keyID string
 		require.NoError(t, e.DB.NewRaw("SELECT id FROM api_keys WHERE hash = ?", auth.HashKey(key)).Scan(context.Background(), &keyID))
 		e.MustDo(http.StatusNoContent, http.MethodDelete, "/v1/keys/"+keyID, e.AdminKey, nil)
-		for _, srv := range []*apitest.Env{e, replica} {
+		for _, srv := range []*apptest.Env{e, replica} {
 			requireError(t, write(srv, key, map[string]any{"scope": c, "body": map[string]any{"order_id": "A-4"}}), http.StatusUnauthorized, "invalid_key")
 			requireError(t, srv.Do(http.MethodPost, "/v1/agent-state/read", key, map[string]any{"scope": c}), http.StatusUnauthorized, "invalid_key")
 		}
@@ -756,11 +756,11 @@ func TestWMKeyAndDocumentsExactAcrossReplicas(t *testing.T) {
 // note naming the customer is refused and its next pii write is masked. Once an erasure
 // deleted the profile, the name is no longer matched there either.
 func TestKnownSubjectsExactAcrossReplicas(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}, "agent_memory": map[string]any{"enabled": true}})
 		e.PutDocument("object-types", typesDoc(wmType("shop-bot", "conversation", 0, nil)))
 		key := e.AgentKey("shop-bot", "acme-ai", "agent_state", "agent_memory", "agent_memory:write")
-		replica := &apitest.Env{T: t, Server: newReplica(e)}
+		replica := &apptest.Env{T: t, Server: newReplica(e)}
 		const says = "call Ana Souza about the exchange"
 		// The replica loads (and caches) the space's known subjects: none yet.
 		replica.MustDo(http.StatusCreated, http.MethodPost, "/v1/agent-memory/notes", key, map[string]any{"kind": "procedure", "title": "Exchanges", "body": "Offer an exchange before a refund."})

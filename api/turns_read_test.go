@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/turns"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -22,7 +22,7 @@ type turnsPage struct {
 }
 
 // readAllTurns pages POST /v1/turns/read of conv with limit, following next_after.
-func readAllTurns(t *testing.T, e *apitest.Env, key, conv string, limit int) []turns.Turn {
+func readAllTurns(t *testing.T, e *apptest.Env, key, conv string, limit int) []turns.Turn {
 	t.Helper()
 	var out []turns.Turn
 	after := ""
@@ -46,7 +46,7 @@ func readAllTurns(t *testing.T, e *apitest.Env, key, conv string, limit int) []t
 // receipted (turns.read, the conversation named by its keyed hash, never its id); role and
 // scope are those of writing turns; a bad body is 400 and changes nothing.
 func TestTurnsReadPagesMaskedTurns(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctxKey := e.AgentKey("shop-bot", "acme", "context")
 		conv := "conv-read-1"
 		base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC).Add(time.Duration(time.Now().Unix()%1000) * time.Second)
@@ -105,7 +105,7 @@ func TestTurnsReadPagesMaskedTurns(t *testing.T) {
 // TestTurnsReadErasedConversationAnswersAsNeverExisted: once a conversation is erased, reading
 // it gives exactly the answer of a conversation that never existed.
 func TestTurnsReadErasedConversationAnswersAsNeverExisted(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctxKey := e.AgentKey("shop-bot", "acme", "context")
 		e.MustDo(http.StatusCreated, "POST", "/v1/turns", ctxKey, map[string]any{"conversation_id": "conv-gone", "speaker": "customer", "text": "my number is +55 11 98765-4321"})
 		got := e.MustDo(http.StatusOK, "POST", "/v1/turns/read", ctxKey, map[string]any{"conversation_id": "conv-gone"})

@@ -10,21 +10,21 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/turns"
 	"github.com/agentmemory/agentmemory/internal/turns/turnstest"
 	"github.com/agentmemory/agentmemory/models"
 )
 
 // countTurns returns how many turn rows the space has.
-func countTurns(t *testing.T, e *apitest.Env) int {
+func countTurns(t *testing.T, e *apptest.Env) int {
 	n, err := e.DB.NewSelect().Model((*models.Turn)(nil)).Where("space_id = ?", e.SpaceID).Count(context.Background())
 	require.NoError(t, err)
 	return int(n)
 }
 
 // storedBytes returns every turn's stored text bytes, joined.
-func storedBytes(t *testing.T, e *apitest.Env) string {
+func storedBytes(t *testing.T, e *apptest.Env) string {
 	var rows []models.Turn
 	require.NoError(t, e.DB.NewSelect().Model(&rows).Where("space_id = ?", e.SpaceID).Scan(context.Background()))
 	var b strings.Builder
@@ -36,7 +36,7 @@ func storedBytes(t *testing.T, e *apitest.Env) string {
 }
 
 func TestTurnsMaskedAtWrite(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		conv := turnstest.Load(t)[0]
 		ctxKey := e.AgentKey("shop-bot", "acme", "context")
 		r := e.MustDo(http.StatusCreated, "POST", "/v1/turns", ctxKey, map[string]any{"turns": conv.Turns})
@@ -71,7 +71,7 @@ func TestTurnsMaskedAtWrite(t *testing.T) {
 }
 
 func TestTurnsSealedUnderLinkedSubject(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		conv := turnstest.Load(t)[0]
 		integ := e.PersonKey("crm", "integration")
 		e.MustDo(http.StatusCreated, "POST", "/v1/profiles", integ, map[string]any{
@@ -119,7 +119,7 @@ func TestTurnsSealedUnderLinkedSubject(t *testing.T) {
 }
 
 func TestTurnsWindowAndSingle(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := e.PersonKey("crm", "integration")
 		old := time.Now().UTC().Add(-91 * 24 * time.Hour).Format(time.RFC3339)
 		e.MustDo(http.StatusCreated, "POST", "/v1/turns", key, map[string]any{"task_id": "t-1", "speaker": "agent", "text": "old", "at": old})
@@ -140,7 +140,7 @@ func TestTurnsWindowAndSingle(t *testing.T) {
 }
 
 func TestTurnsRefused(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := e.PersonKey("crm", "integration")
 		good := map[string]any{"conversation_id": "c-1", "speaker": "agent", "text": "hi"}
 		cases := []struct {
@@ -176,7 +176,7 @@ func TestTurnsRefused(t *testing.T) {
 }
 
 func TestIdentityLinks(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := e.AgentKey("shop-bot", "acme", "context")
 		body := map[string]any{"conversation_id": "c-9", "subject": "email:nobody@example.com", "status": "unconfirmed"}
 		r := e.MustDo(http.StatusCreated, "POST", "/v1/identity-links", key, body)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/changes"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 )
@@ -23,7 +23,7 @@ func viewsDoc(views ...any) map[string]any {
 // CTX-1: the views document is validated naming the member and written by role security or
 // admin only; a refused write changes nothing.
 func TestViewsDocumentRules(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		for _, c := range []struct {
 			name, member string
 			doc          any
@@ -68,7 +68,7 @@ func errCodeFor(name string) string {
 // view; changing the view's tags changes the ETag even where the text stays the same; the
 // block receipt names the notes delivered.
 func TestBlockOrderedByView(t *testing.T) {
-	eachClocked(t, func(t *testing.T, e *apitest.Env, clk *clock) {
+	eachClocked(t, func(t *testing.T, e *apptest.Env, clk *clock) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		plain := create(e, bot, note("Plain", "General advice."))
@@ -81,7 +81,7 @@ func TestBlockOrderedByView(t *testing.T) {
 		clk.Add(time.Second)
 		sched := create(e, bot, note("Schedule", "Book slots.", "tags", []string{"scheduling"}))
 
-		get := func(q string, headers ...string) apitest.Response {
+		get := func(q string, headers ...string) apptest.Response {
 			return e.Do("GET", blockPath+q, bot, nil, headers...)
 		}
 		// Without a views document a view is one more tag (the meaning before CTX-1).
@@ -138,7 +138,7 @@ func TestBlockOrderedByView(t *testing.T) {
 // CTX-1: where direct PUT is off the views document changes by a change request that a second
 // security person approves, and the block follows it.
 func TestViewsByChangeRequest(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		g := newGovSpace(e)
 		sec1, sec2 := g.person("Sol", "security"), g.person("Rui", "security")
 		requireError(t, e.Do("PUT", "/v1/documents/views", g.admin, viewsDoc("voice", []string{"refund"})), http.StatusConflict, "direct_put_disabled")
@@ -162,14 +162,14 @@ func TestViewsByChangeRequest(t *testing.T) {
 // operations and systems is stored and reported (unknown_tags) on create, version, duplicate,
 // proposal and MCP remember; all known or no vocabulary at all: no unknown_tags member.
 func TestUnknownTags(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		noVocabulary := e.MustDo(http.StatusCreated, "POST", notesPath, bot, note("A", "First.", "tags", []string{"whatever"})).JSON(t)
 		require.NotContains(t, noVocabulary, "unknown_tags", "a space without vocabulary checks nothing")
 
 		requireError(t, e.Do("PUT", "/v1/documents/object-types", e.AdminKey, map[string]any{"types": []any{}, "operations": []string{"Refund"}}), http.StatusBadRequest, "invalid_document")
-		types := apitest.ShopBotTypes()
+		types := apptest.ShopBotTypes()
 		types["operations"] = []string{"refund", "cancel"}
 		types["systems"] = []string{"sap"}
 		e.PutDocument("object-types", types)

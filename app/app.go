@@ -2,7 +2,7 @@
 // key store, the signer, the domain services and the metrics from a config.Config; Server
 // builds the Gin API over them, NewWorker and StartWorker the Temporal worker, StartRelay the
 // outbox relay, and ClientOptions the Temporal client's logger and metrics. cmd/agentmemory
-// and every test rig (api/apitest, the worker and compliance tests) build the graph here, so
+// and every test rig (apptest, the worker and compliance tests) build the graph here, so
 // what the tests run is what ships; a rig changes it only through Overrides and
 // WorkerOptions.
 //

@@ -61,7 +61,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
@@ -148,7 +148,7 @@ func pool(engine string) (string, db.Options) {
 func benchEngine(b *testing.B, engine string) {
 	n := *agents
 	dbEngine, opt := pool(engine)
-	e := apitest.NewWithPool(b, dbEngine, opt)
+	e := apptest.NewWithPool(b, dbEngine, opt)
 	ctx := context.Background()
 
 	// The limit's table: one row per writer plus one hot row (id -1).

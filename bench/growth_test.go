@@ -23,8 +23,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/app"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/receipts"
@@ -131,7 +131,7 @@ func benchGrowth(b *testing.B, engine string, tc client.Client) {
 	ctx := context.Background()
 	n := *agents
 	taskQueue := "growth-" + engine
-	e := apitest.New(b, engine, func(d *api.Deps) {
+	e := apptest.New(b, engine, func(d *api.Deps) {
 		if tc != nil {
 			d.Workflows, d.TaskQueue = tc, taskQueue
 		}
@@ -296,7 +296,7 @@ const (
 // times one erasure through the API: POST /v1/erasures, ErasureWorkflow on the worker, until
 // GET /v1/erasures/{id} answers completed. The space still holds every state, note and
 // receipt the figures before it wrote. It is one operation per engine, whatever b.N.
-func eraseOnce(b *testing.B, e *apitest.Env, base string, hc *http.Client, engine string) {
+func eraseOnce(b *testing.B, e *apptest.Env, base string, hc *http.Client, engine string) {
 	ctx := context.Background()
 	const subject = "email:ana@example.com"
 	shop := e.AgentKey("bench-shop", "bench", "agent_state")
@@ -420,7 +420,7 @@ func fillStates(b *testing.B, s *state.Service, p auth.Principal, from, count in
 
 // growChain appends receipts to e's space until its chain holds size, in transactions of
 // 1000 appends.
-func growChain(b *testing.B, e *apitest.Env, size int) {
+func growChain(b *testing.B, e *apptest.Env, size int) {
 	ctx := context.Background()
 	for {
 		head, err := receipts.CurrentHead(ctx, e.DB, e.SpaceID)

@@ -14,7 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/knowledge"
 	"github.com/agentmemory/agentmemory/internal/knowledge/knowledgetest"
@@ -116,7 +116,7 @@ func BenchmarkKnowledge(b *testing.B) {
 func benchKnowledge(b *testing.B, engine string) {
 	ctx := context.Background()
 	pg, forceExact := strings.CutSuffix(engine, "-exact")
-	e := apitest.New(b, pg)
+	e := apptest.New(b, pg)
 	embed := llmtest.NewEmbed(b)
 	emb, err := llm.New(llm.Config{Host: embed.URL, Model: "unused"})
 	if err != nil {

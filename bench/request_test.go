@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // BenchmarkRequest measures the CPU and allocations of one working-memory request through
@@ -28,7 +28,7 @@ func BenchmarkRequest(b *testing.B) {
 }
 
 func benchRequests(b *testing.B, engine string) {
-	e := apitest.New(b, engine)
+	e := apptest.New(b, engine)
 	fields := map[string]any{"count": map[string]any{"type": "integer"}, "step": map[string]any{"type": "string"}}
 	e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
 	e.PutDocument("object-types", map[string]any{"types": []any{map[string]any{

@@ -25,8 +25,8 @@ import (
 
 	"github.com/agentmemory/agentmemory/activities"
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/app"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/llm"
 	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
@@ -98,7 +98,7 @@ func (quietLogger) Error(string, ...any) {}
 
 // newWorker is e's worker (app.NewWorker) with o, on a client sharing the dev server's
 // connection with e's logger and metrics; it is not started.
-func newWorker(t *testing.T, e *apitest.Env, o app.WorkerOptions) sdkworker.Worker {
+func newWorker(t *testing.T, e *apptest.Env, o app.WorkerOptions) sdkworker.Worker {
 	t.Helper()
 	tc, err := e.App.ShareClient(temporalClient)
 	require.NoError(t, err)
@@ -108,11 +108,11 @@ func newWorker(t *testing.T, e *apitest.Env, o app.WorkerOptions) sdkworker.Work
 	return w
 }
 
-// rig is the API over one database with the real proposal store (apitest's wiring), a
+// rig is the API over one database with the real proposal store (apptest's wiring), a
 // worker on its own task queue whose activities use the same store, and a fake model
 // server. Agent memory is on and support-bot is an agent of the space.
 type rig struct {
-	*apitest.Env
+	*apptest.Env
 	model     *llmtest.Server
 	taskQueue string
 	admin     auth.Principal
@@ -124,7 +124,7 @@ func newRig(t *testing.T, engine string, answers ...llmtest.Answer) *rig {
 	}
 	r := &rig{model: llmtest.New(t, answers...),
 		taskQueue: fmt.Sprintf("test-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), time.Now().UnixNano())}
-	r.Env = apitest.New(t, engine, func(d *api.Deps) {
+	r.Env = apptest.New(t, engine, func(d *api.Deps) {
 		d.Workflows, d.TaskQueue = temporalClient, r.taskQueue
 	})
 	model, err := llm.New(llm.Config{Host: r.model.URL, Model: "distiller"})

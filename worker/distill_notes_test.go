@@ -13,8 +13,8 @@ import (
 
 	"github.com/agentmemory/agentmemory/activities"
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/app"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/llm"
 	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
 	"github.com/agentmemory/agentmemory/internal/proposals"
@@ -23,10 +23,10 @@ import (
 )
 
 // notesRig is the real product end to end: the API over one database with the proposal
-// store beside the notes service (apitest's wiring), a worker whose activities use the same
+// store beside the notes service (apptest's wiring), a worker whose activities use the same
 // proposal store, the package's Temporal dev server and a fake model.
 type notesRig struct {
-	*apitest.Env
+	*apptest.Env
 	model *llmtest.Server
 	bot   string
 }
@@ -40,7 +40,7 @@ func newNotesRig(t *testing.T, engine string, deps func(*api.Deps), answers ...l
 		t.Skip("needs the Temporal dev server")
 	}
 	tq := fmt.Sprintf("notes-%s-%d", engine, time.Now().UnixNano())
-	e := apitest.New(t, engine, func(d *api.Deps) {
+	e := apptest.New(t, engine, func(d *api.Deps) {
 		d.Workflows, d.TaskQueue = temporalClient, tq
 		// approve and reject answer 201/200 once the workflow has applied the decision, 202 if
 		// it has not within DecisionWait. The tests assert the applied answer, so the wait is
@@ -207,7 +207,7 @@ func TestDistillExpiresThroughNotesAPI(t *testing.T) {
 }
 
 // waitStatus polls GET /v1/agent-memory/proposals/{id} (bounded) until it shows want.
-func waitStatus(t *testing.T, e *apitest.Env, id, want string) map[string]any {
+func waitStatus(t *testing.T, e *apptest.Env, id, want string) map[string]any {
 	t.Helper()
 	return waitFor(t, e, id, func(p map[string]any) bool {
 		status, _ := p["status"].(string)
@@ -219,7 +219,7 @@ func waitStatus(t *testing.T, e *apitest.Env, id, want string) map[string]any {
 }
 
 // waitFor polls GET /v1/agent-memory/proposals/{id} (bounded) until ok holds.
-func waitFor(t *testing.T, e *apitest.Env, id string, ok func(map[string]any) bool) map[string]any {
+func waitFor(t *testing.T, e *apptest.Env, id string, ok func(map[string]any) bool) map[string]any {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -263,7 +263,7 @@ func TestDistillConcurrentApprovals(t *testing.T) {
 
 			titles := []string{"Returns: variant A", "Returns: variant B", "Returns: variant C"}
 			const callers = 6 // two callers per variant
-			answers := make([]apitest.Response, callers)
+			answers := make([]apptest.Response, callers)
 			start := make(chan struct{})
 			var wg sync.WaitGroup
 			for i := range callers {

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/app"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/knowledge"
 	"github.com/agentmemory/agentmemory/internal/llm"
 	"github.com/agentmemory/agentmemory/internal/llm/llmtest"
@@ -24,7 +24,7 @@ import (
 // knowledgeRig is the API over one database with a worker on its own task queue (the
 // package's Temporal dev server) and the knowledge store's embedder on a fake /api/embed.
 type knowledgeRig struct {
-	*apitest.Env
+	*apptest.Env
 	embed *llmtest.EmbedServer
 	kb    string
 }
@@ -35,7 +35,7 @@ func newKnowledgeRig(t *testing.T, engine string) *knowledgeRig {
 	}
 	tq := fmt.Sprintf("test-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), time.Now().UnixNano())
 	r := &knowledgeRig{embed: llmtest.NewEmbed(t)}
-	r.Env = apitest.New(t, engine, func(d *api.Deps) { d.Workflows, d.TaskQueue = temporalClient, tq })
+	r.Env = apptest.New(t, engine, func(d *api.Deps) { d.Workflows, d.TaskQueue = temporalClient, tq })
 	emb, err := llm.New(llm.Config{Host: r.embed.URL, Model: "unused"})
 	require.NoError(t, err)
 	r.App.Knowledge.Embedder = emb

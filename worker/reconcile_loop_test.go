@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/models"
@@ -39,7 +39,7 @@ func TestReconcileLoopStartsAnOrphanOnItsPeriod(t *testing.T) {
 // it starts it.
 func orphanStartsOnLoop(t *testing.T, engine, status string) {
 	ctx := context.Background()
-	e := apitest.New(t, engine) // no Workflows: the API tells Temporal nothing
+	e := apptest.New(t, engine) // no Workflows: the API tells Temporal nothing
 	officer := auth.Principal{SpaceID: e.SpaceID, KeyID: "key_officer", Kind: auth.KindPerson, Roles: []string{auth.RoleCompliance}}
 	erasureID, err := e.Deps.Compliance.RequestErasure(ctx, officer, compliance.ErasureRequest{ConversationID: "conv-orphan"})
 	require.NoError(t, err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // consoleBoardTypes declares the board type findings with a rule of each kind the screen shows.
@@ -31,7 +31,7 @@ var revokeGrantPattern = regexp.MustCompile(`/console/boards/findings/grants/(bg
 // grants (granted and revoked here, as POST/DELETE /v1/boards/{type}/grants) and each board's
 // size, version, writers and dates, never its content (WM-11).
 func TestConsoleBoardsScreen(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		e.PutDocument("object-types", consoleBoardTypes())
 		ada := signIn(t, e, e.PersonKey("Ada", "admin"))
 		s := ada.get("/console/boards")
@@ -97,7 +97,7 @@ var bridgeIDPattern = regexp.MustCompile(`<code>(br_[A-Za-z0-9_-]+)</code>`)
 // security person who approves it (never its proposer), shows the bridge awaiting the other
 // space until that side approves the same bridge, then active, and removes it.
 func TestConsoleBridgesScreen(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		e.PutDocument("object-types", consoleBoardTypes())
 		otherID, otherAdmin := e.NewSpace("partner", false)
 		sol := signIn(t, e, e.PersonKey("Sol", "security"))

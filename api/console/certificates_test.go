@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/signing"
@@ -28,10 +28,10 @@ func testSigner(t *testing.T) *signing.Signer {
 
 // completedErasure stores a subject's state, then requests and runs its erasure as the
 // workflow does, step by step, to its certificate; it returns the erasure's id.
-func completedErasure(t *testing.T, e *apitest.Env, officerKey string) string {
+func completedErasure(t *testing.T, e *apptest.Env, officerKey string) string {
 	t.Helper()
 	e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
-	e.PutDocument("object-types", apitest.ShopBotTypes())
+	e.PutDocument("object-types", apptest.ShopBotTypes())
 	shop := e.AgentKey("shop-bot", "acme", "agent_state")
 	e.MustDo(http.StatusOK, http.MethodPut, "/v1/agent-state", shop, map[string]any{
 		"scope": map[string]any{"kind": "conversation", "id": "c-1"}, "subject": "email:ana@example.com",
@@ -60,7 +60,7 @@ func TestConsoleCertificatePageAndDownload(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			signer := testSigner(t)
-			e := apitest.New(t, engine, func(d *api.Deps) { d.Signer = signer })
+			e := apptest.New(t, engine, func(d *api.Deps) { d.Signer = signer })
 			key := e.PersonKey("Cora", "compliance")
 			id := completedErasure(t, e, key)
 			b := signIn(t, e, key)
@@ -99,7 +99,7 @@ func TestConsoleCertificatePageAndDownload(t *testing.T) {
 // An unsigned certificate (a server without a signing key) reads the same, says it is
 // unsigned, and has no download: the route refuses with 409.
 func TestConsoleCertificateUnsigned(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		key := e.PersonKey("Cora", "compliance")
 		id := completedErasure(t, e, key)
 		b := signIn(t, e, key)

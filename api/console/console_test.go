@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/api/console"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // clock is a settable clock shared by the Env's services and the Console.
@@ -29,12 +29,12 @@ func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return 
 func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 // each runs fn per engine on an Env whose clock is clk's.
-func each(t *testing.T, fn func(t *testing.T, e *apitest.Env, clk *clock)) {
+func each(t *testing.T, fn func(t *testing.T, e *apptest.Env, clk *clock)) {
 	t.Helper()
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			clk := &clock{t: time.Now().UTC()}
-			e := apitest.New(t, engine, func(d *api.Deps) { d.Now = clk.Now })
+			e := apptest.New(t, engine, func(d *api.Deps) { d.Now = clk.Now })
 			fn(t, e, clk)
 		})
 	}
@@ -61,7 +61,7 @@ var csrfPattern = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 var formPattern = regexp.MustCompile(`name="form" value="([^"]+)"`)
 
-func newBrowser(t *testing.T, e *apitest.Env) *browser {
+func newBrowser(t *testing.T, e *apptest.Env) *browser {
 	srv := httptest.NewServer(e.Server)
 	t.Cleanup(srv.Close)
 	jar, _ := cookiejar.New(nil)
@@ -114,7 +114,7 @@ func (b *browser) post(path string, form url.Values) page {
 }
 
 // signIn signs in with key and requires success.
-func signIn(t *testing.T, e *apitest.Env, key string) *browser {
+func signIn(t *testing.T, e *apptest.Env, key string) *browser {
 	t.Helper()
 	b := newBrowser(t, e)
 	b.get("/console/login")
@@ -124,7 +124,7 @@ func signIn(t *testing.T, e *apitest.Env, key string) *browser {
 	return b
 }
 
-func enableNotes(e *apitest.Env, extra map[string]any) {
+func enableNotes(e *apptest.Env, extra map[string]any) {
 	am := map[string]any{"enabled": true}
 	for k, v := range extra {
 		am[k] = v
@@ -133,7 +133,7 @@ func enableNotes(e *apitest.Env, extra map[string]any) {
 }
 
 func TestConsoleSignIn(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		enableNotes(e, nil)
 		b := newBrowser(t, e)
 		p := b.get("/console/login")
@@ -205,7 +205,7 @@ func TestConsoleSignIn(t *testing.T) {
 }
 
 func TestConsoleSessionExpiryAndRevokedKey(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, clk *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, clk *clock) {
 		key := e.PersonKey("Ada", "admin")
 		b := signIn(t, e, key)
 		require.Equal(t, http.StatusOK, b.get("/console/keys").Status)
@@ -242,7 +242,7 @@ func TestConsoleSessionExpiryAndRevokedKey(t *testing.T) {
 }
 
 func TestConsoleRoles(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		enableNotes(e, nil)
 		e.AgentKey("shop-bot", "acme", "agent_memory")
 		reviewer := signIn(t, e, e.PersonKey("Rui", "reviewer"))
@@ -285,7 +285,7 @@ func TestConsoleRoles(t *testing.T) {
 }
 
 func TestConsoleNotesGateAndBlock(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		enableNotes(e, nil)
 		e.AgentKey("shop-bot", "acme", "agent_memory")
 		b := signIn(t, e, e.PersonKey("Ivo", "integration"))
@@ -340,7 +340,7 @@ func TestConsoleNotesGateAndBlock(t *testing.T) {
 }
 
 func TestConsoleProposalDecision(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		enableNotes(e, map[string]any{"writes": "human_only"})
 		bot := e.AgentKey("shop-bot", "acme", "agent_memory", "agent_memory:write")
 		r := e.MustDo(http.StatusAccepted, http.MethodPost, "/v1/agent-memory/notes", bot, map[string]any{
@@ -392,9 +392,9 @@ func TestConsoleProposalDecision(t *testing.T) {
 }
 
 func TestConsoleProfileShowsNoContent(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
-		e.PutDocument("object-types", apitest.ShopBotTypes())
+		e.PutDocument("object-types", apptest.ShopBotTypes())
 		shop := e.AgentKey("shop-bot", "acme", "agent_state")
 		e.MustDo(http.StatusOK, http.MethodPut, "/v1/agent-state", shop, map[string]any{
 			"scope": map[string]any{"kind": "conversation", "id": "c-77"}, "subject": "email:ana@example.com",
@@ -419,9 +419,9 @@ func TestConsoleProfileShowsNoContent(t *testing.T) {
 }
 
 func TestConsoleErasurePreviewAndKeys(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
-		e.PutDocument("object-types", apitest.ShopBotTypes())
+		e.PutDocument("object-types", apptest.ShopBotTypes())
 		shop := e.AgentKey("shop-bot", "acme", "agent_state")
 		e.MustDo(http.StatusOK, http.MethodPut, "/v1/agent-state", shop, map[string]any{
 			"scope": map[string]any{"kind": "conversation", "id": "c-1"}, "subject": "email:ana@example.com",

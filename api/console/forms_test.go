@@ -10,13 +10,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 var keyPattern = regexp.MustCompile(`am_[A-Za-z0-9_-]{43}`)
 
 // count counts the rows of table matching where (with args).
-func count(t *testing.T, e *apitest.Env, table, where string, args ...any) int {
+func count(t *testing.T, e *apptest.Env, table, where string, args ...any) int {
 	t.Helper()
 	n, err := e.DB.NewSelect().Table(table).Where(where, args...).Count(t.Context())
 	require.NoError(t, err)
@@ -27,7 +27,7 @@ func count(t *testing.T, e *apitest.Env, table, where string, args ...any) int {
 // redirect (post/redirect/get); the key is shown once on the GET after it; the same form sent
 // again (a reload of the POST, back and resubmit, a double click) mints nothing more.
 func TestConsoleMintKeyPostRedirectGetOnce(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		admin := signIn(t, e, e.AdminKey)
 		admin.get("/console/keys")
 		form := url.Values{"kind": {"person"}, "name": {"Nia"}, "roles": {"reviewer"}, "csrf": {admin.csrf}, "form": {admin.forms[1]}}
@@ -110,7 +110,7 @@ func TestConsoleMintKeyPostRedirectGetOnce(t *testing.T) {
 // Issue 27: every state-changing form answers a redirect and does nothing twice when sent
 // again; the resubmission returns to the screen it came from.
 func TestConsoleFormsDoNothingTwice(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		enableNotes(e, nil)
 		e.AgentKey("shop-bot", "acme", "agent_memory")
 		b := signIn(t, e, e.PersonKey("Ivo", "integration", "admin", "compliance"))
@@ -151,7 +151,7 @@ func TestConsoleFormsDoNothingTwice(t *testing.T) {
 // An agent key minted in the Console carries the purposes typed in (comma-separated), and the
 // Keys screen shows them (QT-2).
 func TestConsoleMintAgentKeyWithPurposes(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		admin := signIn(t, e, e.AdminKey)
 		admin.get("/console/keys")
 		form := url.Values{"kind": {"agent"}, "agent": {"shop-bot"}, "vendor": {"acme-ai"}, "scopes": {"agent_memory"},

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // wantHeaders are the security headers every Console answer carries (CON-1, issue 27).
@@ -22,7 +22,7 @@ var wantHeaders = map[string]string{
 // Issue 27: every Console answer, its 404 and 405 pages and not-found ids included, carries
 // the security headers; unknown Console paths answer an HTML page, not the API's JSON.
 func TestConsoleSecurityHeadersOnEveryAnswer(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		enableNotes(e, nil)
 		in := signIn(t, e, e.AdminKey)
 		out := newBrowser(t, e)
@@ -78,7 +78,7 @@ func TestConsoleSecurityHeadersOnEveryAnswer(t *testing.T) {
 
 // Issue 27: /favicon.ico was 404 on every page. The icon is served, and every page links it.
 func TestConsoleFavicon(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		b := newBrowser(t, e)
 		for _, path := range []string{"/favicon.ico", "/console/favicon.ico", "/console/static/favicon.ico"} {
 			p := b.get(path)

@@ -8,13 +8,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // GATE-3 in the Console: creating or editing a note that reads as an instruction is refused
 // (422) with the class named on the page, the form kept, and nothing stored.
 func TestConsoleRefusesInstruction(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		enableNotes(e, nil)
 		e.AgentKey("shop-bot", "acme", "agent_memory")
 		b := signIn(t, e, e.PersonKey("Ivo", "integration"))

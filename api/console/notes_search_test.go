@@ -6,14 +6,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // Issue 27: a notes search with the default "All agents" was refused and the page then said
 // "No notes match … write the first note" while notes existed. It searches across agents,
 // and a refusal shows the error, never an empty-state message.
 func TestConsoleNotesSearchAcrossAgents(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		enableNotes(e, nil)
 		shop := e.AgentKey("shop-bot", "acme", "agent_memory", "agent_memory:write")
 		desk := e.AgentKey("desk-bot", "globex", "agent_memory", "agent_memory:write")

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/knowledge"
 	"github.com/agentmemory/agentmemory/internal/llm"
@@ -22,12 +22,12 @@ import (
 // previewEnv is a space with agent memory and knowledge on, a vocabulary (types, operations,
 // systems), two views, notes of shop-bot tagged for them, and a base the vendor may read.
 type previewEnv struct {
-	e                               *apitest.Env
+	e                               *apptest.Env
 	kb                              string
 	plain, order, refund, sap, typo string
 }
 
-func newPreviewEnv(t *testing.T, e *apitest.Env) previewEnv {
+func newPreviewEnv(t *testing.T, e *apptest.Env) previewEnv {
 	emb, err := llm.New(llm.Config{Host: llmtest.NewEmbed(t).URL, Model: "unused"})
 	require.NoError(t, err)
 	e.App.Knowledge.Embedder = emb
@@ -103,7 +103,7 @@ func jsonInt(t *testing.T, v any) int {
 	return n
 }
 
-func contextReads(t *testing.T, e *apitest.Env) int {
+func contextReads(t *testing.T, e *apptest.Env) int {
 	t.Helper()
 	n, err := e.DB.NewSelect().Table("receipts").Where("space_id = ? AND action = ?", e.SpaceID, "context.read").Count(t.Context())
 	require.NoError(t, err)
@@ -116,7 +116,7 @@ func contextReads(t *testing.T, e *apitest.Env) int {
 // ETag are the context call's (POST /v1/context with source_id); each preview leaves one
 // context.read receipt naming the person.
 func TestConsoleContextPreview(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		enableNotes(e, nil)
 		e.AgentKey("shop-bot", "acme", "agent_memory")
 		person := e.PersonKey("Ivo", "integration")
@@ -191,7 +191,7 @@ func TestConsoleContextPreview(t *testing.T) {
 // Issue 28: bad input on the preview is a clear refusal naming the field, with the form kept,
 // never a 500, and no receipt; a reviewer may not preview; a POST without CSRF is 403.
 func TestConsoleContextPreviewRefusals(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		enableNotes(e, nil)
 		newPreviewEnv(t, e)
 		e.PutDocument("views", map[string]any{"views": []any{map[string]any{"name": "voice", "tags": []string{"refund"}}}})
@@ -241,7 +241,7 @@ func TestConsoleContextPreviewRefusals(t *testing.T) {
 // CTX-1 in the Console: a note's tags outside the space's vocabulary are marked on its page
 // (with what to do) and in the list; known tags are not.
 func TestConsoleUnknownTags(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		enableNotes(e, nil)
 		c := newPreviewEnv(t, e)
 		b := signIn(t, e, e.PersonKey("Ivo", "integration"))

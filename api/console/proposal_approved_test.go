@@ -7,13 +7,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // Issue 27: after approving a proposal with edits, its page still showed the proposed text.
 // It shows the approved note and the word diff against what was proposed.
 func TestConsoleProposalShowsWhatWasApproved(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		enableNotes(e, map[string]any{"writes": "human_only"})
 		bot := e.AgentKey("shop-bot", "acme", "agent_memory", "agent_memory:write")
 		propose := func(title, body string) string {

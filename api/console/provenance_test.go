@@ -6,13 +6,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // MS-5, QT-2 (issue 34 §2): the note and proposal pages show the writing key and the
 // Agent-Version the agent sent.
 func TestConsoleShowsProvenance(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		enableNotes(e, nil)
 		bot := e.AgentKey("shop-bot", "acme", "agent_memory", "agent_memory:write")
 		botID := e.MustDo(http.StatusOK, http.MethodGet, "/v1/keys/self", bot, nil).JSON(t)["key_id"].(string)

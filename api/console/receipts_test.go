@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 var (
@@ -43,7 +43,7 @@ func linkOf(t *testing.T, re *regexp.Regexp, body string) string {
 // Issue 27: receipts newest first, filters kept across pages, an agent's note labelled by
 // what happened and by whom (the spec's kind still shown).
 func TestConsoleReceiptsNewestFirstFiltersKept(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		enableNotes(e, nil)
 		bot := e.AgentKey("shop-bot", "acme", "agent_memory", "agent_memory:write")
 		e.MustDo(http.StatusCreated, http.MethodPost, "/v1/agent-memory/notes", bot, map[string]any{
@@ -97,7 +97,7 @@ func TestConsoleReceiptsNewestFirstFiltersKept(t *testing.T) {
 }
 
 // keyIDOf returns the id of the key of kind named name (a person's name or an agent's).
-func keyIDOf(t *testing.T, e *apitest.Env, kind, name string) string {
+func keyIDOf(t *testing.T, e *apptest.Env, kind, name string) string {
 	t.Helper()
 	col := "name"
 	if kind == "agent" {
@@ -111,7 +111,7 @@ func keyIDOf(t *testing.T, e *apitest.Env, kind, name string) string {
 // Issue 27: a receipt's detail view: what it names (notes linked, by kind), the actor, its
 // detail, and its inclusion proof checked; a changed receipt shows its proof failing.
 func TestConsoleReceiptDetail(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		enableNotes(e, nil)
 		bot := e.AgentKey("shop-bot", "acme", "agent_memory", "agent_memory:write")
 		noteID := e.MustDo(http.StatusCreated, http.MethodPost, "/v1/agent-memory/notes", bot, map[string]any{
@@ -155,7 +155,7 @@ func TestConsoleReceiptDetail(t *testing.T) {
 // notes the read delivered, linked; a manifest changed behind the service makes the page
 // say so instead of showing a verified proof.
 func TestConsoleBlockReadShowsItsManifest(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		enableNotes(e, nil)
 		bot := e.AgentKey("shop-bot", "acme", "agent_memory", "agent_memory:write")
 		noteID := e.MustDo(http.StatusCreated, http.MethodPost, "/v1/agent-memory/notes", bot, map[string]any{

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/feed"
 )
 
@@ -21,7 +21,7 @@ var sinkRow = regexp.MustCompile(`<tr><td><code>([a-z0-9_-]+)</code></td><td>([a
 // sink that never delivered: cursor 0, lag the whole feed, "not delivered yet"), and a
 // failing sink's last error.
 func TestConsoleSettingsShowsSinks(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		ctx := context.Background()
 		b := signIn(t, e, e.PersonKey("Ada", "admin"))
 		require.Contains(t, b.get("/console/settings").Body, "No export sinks")

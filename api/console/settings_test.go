@@ -8,20 +8,20 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 var approvePattern = regexp.MustCompile(`/console/settings/features/changes/(chg_[A-Za-z0-9_-]+)/approve`)
 
 // spaceKey mints a person key in the space of admin.
-func spaceKey(t *testing.T, e *apitest.Env, admin, name string, roles ...string) string {
+func spaceKey(t *testing.T, e *apptest.Env, admin, name string, roles ...string) string {
 	t.Helper()
 	r := e.MustDo(http.StatusCreated, http.MethodPost, "/v1/keys", admin, map[string]any{"kind": "person", "name": name, "roles": roles})
 	return r.JSON(t)["key"].(string)
 }
 
 // features returns the features document and its version, read through REST.
-func features(t *testing.T, e *apitest.Env, key string) (map[string]any, string) {
+func features(t *testing.T, e *apptest.Env, key string) (map[string]any, string) {
 	t.Helper()
 	r := e.MustDo(http.StatusOK, http.MethodGet, "/v1/documents/features", key, nil)
 	return r.JSON(t), r.Header.Get("X-Document-Version")
@@ -34,7 +34,7 @@ func stateEnabled(doc map[string]any) bool {
 }
 
 func TestConsoleSettingsChangeRequests(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		_, admin := e.NewSpace("governed", false)
 		sol := signIn(t, e, spaceKey(t, e, admin, "Sol", "security"))
 		rui := signIn(t, e, spaceKey(t, e, admin, "Rui", "security"))
@@ -130,7 +130,7 @@ func TestConsoleSettingsChangeRequests(t *testing.T) {
 }
 
 func TestConsoleSettingsDirectPutOffersBoth(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		b := signIn(t, e, e.PersonKey("Sol", "security"))
 		s := b.get("/console/settings")
 		require.Contains(t, s.Body, ">Save features</button>")
@@ -146,7 +146,7 @@ func TestConsoleSettingsDirectPutOffersBoth(t *testing.T) {
 // A new space's first screen after sign-in is Notes: with agent memory still off it says so
 // (200, with what to do), not a refusal.
 func TestConsoleNotesWhileAgentMemoryIsOff(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, _ *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, _ *clock) {
 		_, admin := e.NewSpace("fresh", false)
 		b := signIn(t, e, admin)
 		s := b.get("/console/notes")

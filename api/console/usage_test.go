@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/quotas"
 )
 
@@ -18,7 +18,7 @@ import (
 // series as inline SVG from the daily samples (today: the live count), with no script; it
 // is in the navigation of admin and security, and refused to other roles. Both databases.
 func TestConsoleUsagePage(t *testing.T) {
-	each(t, func(t *testing.T, e *apitest.Env, clk *clock) {
+	each(t, func(t *testing.T, e *apptest.Env, clk *clock) {
 		ctx := context.Background()
 		e.PutDocument("features", map[string]any{"quotas": map[string]any{"turns_per_space": 40}})
 		bot := e.AgentKey("shop-bot", "acme", "context")

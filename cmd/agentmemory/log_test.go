@@ -14,7 +14,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/receipts/receiptstest"
 )
@@ -42,7 +42,7 @@ func writeFile(t *testing.T, name string, data []byte) string {
 // --log` walks the log on the database; a reordered log, a changed receipt and a forked
 // checkpoint fail each check (both DBs).
 func TestReceiptsLogProofCommand(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		s := newSignedEnv(t, e)
 		for _, agent := range []string{"a", "b"} {
 			s.MustDo(http.StatusCreated, "POST", "/v1/keys", s.AdminKey, map[string]any{"kind": "agent", "agent": agent, "vendor": "v", "scopes": []string{"context"}})

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 const guidelinesPath = "../../testdata/abcd/guidelines.json"
@@ -39,7 +39,7 @@ func TestGuidelineNotes(t *testing.T) {
 // The guidelines import through the real API on both databases: all 55 subflows pass the
 // personal-data gate and become procedure notes; a rerun writes nothing twice.
 func TestNotesImportGuidelines(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true}})
 		e.AgentKey("support-bot", "abcd", "agent_memory")
 		key := e.PersonKey("loader", "integration")

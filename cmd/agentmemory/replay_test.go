@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/replay"
 	"github.com/agentmemory/agentmemory/models"
 )
@@ -23,7 +23,7 @@ var abcdSample = filepath.Join("..", "..", "testdata", "abcd", "abcd_sample.json
 // PostgreSQL: every ABCD conversation leaves one state, read back as written, the e-mail
 // masked; a second run reports the conflicts of the existing states and still succeeds.
 func TestReplayCommand(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		srv := httptest.NewServer(e.Server)
 		defer srv.Close()
 		e.PutDocument("features", replay.Features())
@@ -67,7 +67,7 @@ func TestReplayCommand(t *testing.T) {
 
 // Without a key the replay says what is missing; with a key the API refuses it fails.
 func TestReplayCommandErrors(t *testing.T) {
-	e := apitest.New(t, "sqlite")
+	e := apptest.New(t, "sqlite")
 	srv := httptest.NewServer(e.Server)
 	defer srv.Close()
 	var out bytes.Buffer
@@ -91,7 +91,7 @@ type readBack struct {
 	Version int64
 }
 
-func readState(t *testing.T, e *apitest.Env, key, id string) readBack {
+func readState(t *testing.T, e *apptest.Env, key, id string) readBack {
 	t.Helper()
 	r := e.MustDo(http.StatusOK, http.MethodPost, "/v1/agent-state/read", key, map[string]any{"scope": map[string]any{"kind": "conversation", "id": id}})
 	var rb readBack

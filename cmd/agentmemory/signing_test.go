@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/receipts/receiptstest"
@@ -24,12 +24,12 @@ import (
 
 // signedEnv is an API with a signing key behind a real HTTP server.
 type signedEnv struct {
-	*apitest.Env
+	*apptest.Env
 	signer *signing.Signer
 	srv    *httptest.Server
 }
 
-func newSignedEnv(t *testing.T, e *apitest.Env) signedEnv {
+func newSignedEnv(t *testing.T, e *apptest.Env) signedEnv {
 	t.Helper()
 	seed, _, err := signing.GenerateKey()
 	require.NoError(t, err)
@@ -63,7 +63,7 @@ func (s signedEnv) save(t *testing.T, path, name string) string {
 }
 
 func TestVerifyCertificateCommand(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		s := newSignedEnv(t, e)
 		// Stored as Certify issues it: canonical, signed then.
 		cert, err := signing.Canonical([]byte(`{"type":"erasure_certificate","erasure_id":"er_1","subject_hash":"5f1c",` +
@@ -138,7 +138,7 @@ func TestVerifyCertificateCommand(t *testing.T) {
 // A chain rewritten with recomputed hashes verifies alone but fails against the older signed
 // head, through the API and straight from the database (both DBs).
 func TestReceiptsVerifySinceHeadCommand(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		s := newSignedEnv(t, e)
 		for _, agent := range []string{"a", "b", "c"} {
 			s.MustDo(http.StatusCreated, "POST", "/v1/keys", s.AdminKey, map[string]any{"kind": "agent", "agent": agent, "vendor": "v", "scopes": []string{"context"}})
@@ -181,7 +181,7 @@ func TestReceiptsVerifySinceHeadCommand(t *testing.T) {
 // Issue 16: a receipt's inclusion proof, saved from GET /v1/receipts/{id}/proof, verifies
 // offline; a changed receipt in the file does not (both DBs).
 func TestReceiptsVerifyProofCommand(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		s := newSignedEnv(t, e)
 		s.MustDo(http.StatusCreated, "POST", "/v1/keys", s.AdminKey, map[string]any{"kind": "agent", "agent": "a", "vendor": "v", "scopes": []string{"context"}})
 		page := s.MustDo(http.StatusOK, "GET", "/v1/receipts?limit=1000", s.AdminKey, nil).JSON(t)
@@ -219,7 +219,7 @@ func dbURL(t *testing.T, s signedEnv) string {
 
 // rewriteChain changes the detail of receipt seq of the env's space and recomputes every later
 // hash and link and the head row: what write access to the database allows.
-func rewriteChain(t *testing.T, e *apitest.Env, seq int64) {
+func rewriteChain(t *testing.T, e *apptest.Env, seq int64) {
 	t.Helper()
 	require.NoError(t, receiptstest.Rewrite(context.Background(), e.DB, e.SpaceID, seq, map[string]any{"rewritten": true}))
 }
@@ -228,7 +228,7 @@ func rewriteChain(t *testing.T, e *apitest.Env, seq int64) {
 // receipt names a manifest that was changed afterwards: what the read delivered no longer
 // is what its receipt names (both DBs).
 func TestReceiptsVerifyCatchesChangedManifest(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		s := newSignedEnv(t, e)
 		m := receipts.NewManifest(receipts.ManifestBlock, "", nil, 800, []receipts.ManifestItem{{ID: "note_a", Version: 1}})
 		require.NoError(t, receipts.Record(t.Context(), nil, s.DB, s.SpaceID, receipts.Entry{Kind: receipts.KindAgentMemory,

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/boards"
 	"github.com/agentmemory/agentmemory/internal/compliance"
@@ -24,7 +24,7 @@ func TestErasureReachesBoards(t *testing.T) {
 		t.Run(engine, func(t *testing.T) {
 			e := newEnv(t, engine)
 			seedSpace(e)
-			types := apitest.ShopBotTypes()
+			types := apptest.ShopBotTypes()
 			types["types"] = append(types["types"].([]any), map[string]any{
 				"type": "cases", "ownership": "shared",
 				"fields": map[string]any{
@@ -71,10 +71,10 @@ func TestErasureReachesBoards(t *testing.T) {
 // reads as never written, and a write at version 0 replaces it whole (its old history and
 // links deleted first), on both databases.
 func TestBoardWithDestroyedKeyReadsAsNeverWritten(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
-		types := apitest.ShopBotTypes()
+		types := apptest.ShopBotTypes()
 		types["types"] = append(types["types"].([]any), map[string]any{
 			"type": "cases", "ownership": "shared",
 			"fields": map[string]any{

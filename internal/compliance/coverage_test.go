@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/erasure"
 )
@@ -15,7 +15,7 @@ import (
 // erasure.Personal, over a freshly migrated database) is covered by a registered eraser or
 // exempt with a reason.
 func TestErasureCoverage(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		cols, err := erasure.PersonalColumns(context.Background(), e.DB)
 		require.NoError(t, err)
 		require.Contains(t, cols, erasure.Column{Table: "agent_states", Column: "subject_hash"}, "the rule sees the migrations")
@@ -27,7 +27,7 @@ func TestErasureCoverage(t *testing.T) {
 // Issue 12 §2: a personal-data table added without registering an eraser fails the coverage
 // check, and names the table.
 func TestErasureCoverageCatchesUnregisteredStore(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		_, err := e.DB.ExecContext(ctx, "CREATE TABLE loyalty_cards (id TEXT PRIMARY KEY, space_id TEXT NOT NULL, subject_hash TEXT NOT NULL, sealed_note BYTEA)")
 		require.NoError(t, err)
@@ -42,7 +42,7 @@ func TestErasureCoverageCatchesUnregisteredStore(t *testing.T) {
 // hold text or bytes is erased by a registered eraser (or the agent-note eraser) or is on
 // erasure.AllowedTables with its reason; and every allowed table exists (no stale entry).
 func TestErasureCoversEveryTextTable(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		tables, err := erasure.TextTables(context.Background(), e.DB)
 		require.NoError(t, err)
 		require.Contains(t, tables, "notes", "the schema is read off the migrated database")
@@ -58,7 +58,7 @@ func TestErasureCoversEveryTextTable(t *testing.T) {
 // Issue 29 §4: a migration that adds a table with a text or blob column, and no eraser for
 // it, fails the check, which names the table; a table of numbers only passes.
 func TestErasureCoverageCatchesUncoveredTextTable(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		blob := "BLOB"
 		if e.Engine != "sqlite" {
@@ -83,7 +83,7 @@ func TestErasureCoverageCatchesUncoveredTextTable(t *testing.T) {
 // erasure itself vacuums nothing there), the knowledge store's pgvector tables included,
 // and is a single no-op batch on SQLite.
 func TestSweepVacuumPhaseBatches(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		if e.Engine != "sqlite" {
 			// A vector table of the knowledge store's (its name is what the phase looks for).
 			_, err := e.DB.ExecContext(context.Background(), "CREATE TABLE knowledge_vec_3 (chunk_id TEXT PRIMARY KEY)")

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/fault"
@@ -49,8 +49,8 @@ func (b *brokenDestroy) Destroy(ctx context.Context, id string) error {
 
 // stepEnv is the API over a fresh database whose workflow starts are acknowledged but not
 // run, with a subject (ana) holding a profile and a subject-scoped state.
-func stepEnv(t *testing.T, engine string) (*apitest.Env, string) {
-	e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = acceptsWorkflows{} })
+func stepEnv(t *testing.T, engine string) (*apptest.Env, string) {
+	e := apptest.New(t, engine, func(d *api.Deps) { d.Workflows = acceptsWorkflows{} })
 	seedSpace(e)
 	crm := e.AgentKey("crm-bot", "acme", auth.ScopeAgentState)
 	integ := e.PersonKey("integrator", auth.RoleIntegration)
@@ -62,7 +62,7 @@ func stepEnv(t *testing.T, engine string) (*apitest.Env, string) {
 }
 
 // existingKeys counts the subject keys that exist for ana: her profile's and her handles'.
-func existingKeys(t *testing.T, e *apitest.Env) int {
+func existingKeys(t *testing.T, e *apptest.Env) int {
 	ctx := context.Background()
 	var ids []string
 	require.NoError(t, e.DB.NewSelect().Table("profiles").Column("id").Scan(ctx, &ids))

@@ -25,8 +25,8 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/app"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/erasure"
@@ -87,13 +87,13 @@ func (f *flakyTurns) EraseSubject(ctx context.Context, tx bun.Tx, t erasure.Targ
 
 // env is the real API over a fresh database with a worker running the compliance workflows
 // on its own task queue.
-func newEnv(t *testing.T, engine string) *apitest.Env {
+func newEnv(t *testing.T, engine string) *apptest.Env {
 	t.Helper()
 	if temporalClient == nil {
 		t.Skip("integration test: needs the Temporal dev server (not in -short)")
 	}
 	tq := "compliance-" + auth.NewID("tq")
-	e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = temporalClient; d.TaskQueue = tq })
+	e := apptest.New(t, engine, func(d *api.Deps) { d.Workflows = temporalClient; d.TaskQueue = tq })
 	w := newWorker(t, e, app.WorkerOptions{TaskQueue: tq, NoReconcile: true})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
@@ -102,7 +102,7 @@ func newEnv(t *testing.T, engine string) *apitest.Env {
 
 // newWorker is e's worker (app.NewWorker, every workflow and activity) with o, on a client
 // sharing the dev server's connection with e's logger and metrics; it is not started.
-func newWorker(t *testing.T, e *apitest.Env, o app.WorkerOptions) sdkworker.Worker {
+func newWorker(t *testing.T, e *apptest.Env, o app.WorkerOptions) sdkworker.Worker {
 	t.Helper()
 	tc, err := e.App.ShareClient(temporalClient)
 	require.NoError(t, err)
@@ -112,14 +112,14 @@ func newWorker(t *testing.T, e *apitest.Env, o app.WorkerOptions) sdkworker.Work
 	return w
 }
 
-func seedSpace(e *apitest.Env) {
+func seedSpace(e *apptest.Env) {
 	e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
 	e.PutDocument("object-types", spaceTypes())
 }
 
 // spaceTypes is the object-types of seedSpace: shop-bot's and crm-bot's (scope subject).
 func spaceTypes() map[string]any {
-	types := apitest.ShopBotTypes()
+	types := apptest.ShopBotTypes()
 	types["types"] = append(types["types"].([]any), map[string]any{
 		"type": "crm-bot", "ownership": "agent",
 		"fields": map[string]any{
@@ -140,7 +140,7 @@ type subject struct {
 // seedSubject makes a profile, working states of the subject's scope and of the ABCD
 // conversation abcd (one naming the subject), ingests abcd's turns through POST /v1/turns
 // with a confirmed link by e-mail, and two turns of a task linked unconfirmed by phone.
-func seedSubject(e *apitest.Env, shop, crm, integ, name, email, phone string, abcd turnstest.Conversation) subject {
+func seedSubject(e *apptest.Env, shop, crm, integ, name, email, phone string, abcd turnstest.Conversation) subject {
 	r := e.MustDo(http.StatusCreated, "POST", "/v1/profiles", integ, map[string]any{"name": name, "handles": []string{"email:" + email, "phone:" + phone}})
 	id := r.JSON(e.T)["profile_id"].(string)
 	conv, task := abcd.ID, "t-"+abcd.ID
@@ -166,7 +166,7 @@ func seedSubject(e *apitest.Env, shop, crm, integ, name, email, phone string, ab
 
 // stored returns s's turn rows (id, sealed text, time) and identity links as stored, and
 // their masked turns as the distillation reads them.
-func stored(t *testing.T, e *apitest.Env, s subject) ([]models.Turn, []models.IdentityLink, []turns.Stored) {
+func stored(t *testing.T, e *apptest.Env, s subject) ([]models.Turn, []models.IdentityLink, []turns.Stored) {
 	t.Helper()
 	ctx := context.Background()
 	scopes := []string{e.Deps.Turns.ScopeHash(e.SpaceID, "conversation", s.conv), e.Deps.Turns.ScopeHash(e.SpaceID, "task", s.task)}
@@ -184,7 +184,7 @@ func stored(t *testing.T, e *apitest.Env, s subject) ([]models.Turn, []models.Id
 }
 
 // reads returns the raw answers of reading both states of s.
-func reads(e *apitest.Env, shop, crm string, s subject) []string {
+func reads(e *apptest.Env, shop, crm string, s subject) []string {
 	a := e.MustDo(http.StatusOK, "POST", "/v1/agent-state/read", crm, map[string]any{"scope": map[string]any{"kind": "subject", "id": "email:" + s.email}})
 	b := e.MustDo(http.StatusOK, "POST", "/v1/agent-state/read", shop, map[string]any{"scope": map[string]any{"kind": "conversation", "id": s.conv}})
 	return []string{string(a.Body), string(b.Body)}
@@ -202,7 +202,7 @@ func waitWorkflow(t *testing.T, id string) {
 	}
 }
 
-func export(t *testing.T, e *apitest.Env, key, handle string) (string, map[string]any) {
+func export(t *testing.T, e *apptest.Env, key, handle string) (string, map[string]any) {
 	t.Helper()
 	id := e.MustDo(http.StatusAccepted, "POST", "/v1/exports", key, map[string]any{"subject": handle}).JSON(t)["export_id"].(string)
 	waitWorkflow(t, workflows.ExportWorkflowID(id))
@@ -224,7 +224,7 @@ func comparable(pkg map[string]any) map[string]any {
 	return out
 }
 
-func sqliteFiles(t *testing.T, e *apitest.Env) []byte {
+func sqliteFiles(t *testing.T, e *apptest.Env) []byte {
 	t.Helper()
 	var seq int
 	var name, file string

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/db"
@@ -21,7 +21,7 @@ import (
 
 // knowledgeLeft counts what the database holds of documents docIDs: chunk rows, stored
 // vectors, and full-text entries matching word.
-func knowledgeLeft(t *testing.T, e *apitest.Env, docIDs []string, word string) (rows, vectors, fulltext int) {
+func knowledgeLeft(t *testing.T, e *apptest.Env, docIDs []string, word string) (rows, vectors, fulltext int) {
 	t.Helper()
 	ctx := context.Background()
 	for _, id := range docIDs {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 )
 
@@ -17,7 +17,7 @@ import (
 // retention), and takes them off the notes cap's count; a note revised since stays active,
 // and a space without retention.notes (the default) keeps its old notes. Both databases.
 func TestNotesRetention(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true}, "retention": map[string]any{"notes": "30d"}})
 		_, otherAdmin := e.NewSpace("no-retention", true)

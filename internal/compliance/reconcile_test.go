@@ -13,8 +13,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/app"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/proposals"
@@ -26,13 +26,13 @@ import (
 
 // reconcileEnv is an Env whose worker (on its own task queue) also reconciles: its
 // ComplianceActivities hold a worker.Starter and take rows of any age.
-func reconcileEnv(t *testing.T, engine string) (*apitest.Env, worker.Starter) {
+func reconcileEnv(t *testing.T, engine string) (*apptest.Env, worker.Starter) {
 	t.Helper()
 	if temporalClient == nil {
 		t.Skip("integration test: needs the Temporal dev server (not in -short)")
 	}
 	tq := "reconcile-" + auth.NewID("tq")
-	e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = temporalClient; d.TaskQueue = tq })
+	e := apptest.New(t, engine, func(d *api.Deps) { d.Workflows = temporalClient; d.TaskQueue = tq })
 	starter := e.App.Starter(temporalClient, tq)
 	w := newWorker(t, e, app.WorkerOptions{TaskQueue: tq, ReconcileMinAge: time.Nanosecond})
 	require.NoError(t, w.Start())
@@ -41,14 +41,14 @@ func reconcileEnv(t *testing.T, engine string) (*apitest.Env, worker.Starter) {
 }
 
 // compliancePrincipal is a person of e's space with role compliance.
-func compliancePrincipal(e *apitest.Env) auth.Principal {
+func compliancePrincipal(e *apptest.Env) auth.Principal {
 	return auth.Principal{SpaceID: e.SpaceID, KeyID: "key_officer", Kind: auth.KindPerson, Roles: []string{auth.RoleCompliance}}
 }
 
 // orphans records an export and an erasure through the service, as POST /v1/exports and
 // POST /v1/erasures do, without starting their workflows: the API process died between its
 // commit and the start.
-func orphans(t *testing.T, e *apitest.Env) (exportID, erasureID string) {
+func orphans(t *testing.T, e *apptest.Env) (exportID, erasureID string) {
 	t.Helper()
 	ctx := context.Background()
 	p := compliancePrincipal(e)
@@ -177,7 +177,7 @@ func TestReconcileStartsOrphanedDistillations(t *testing.T) {
 				t.Skip("integration test: needs the Temporal dev server (not in -short)")
 			}
 			tq := "reconcile-distill-" + auth.NewID("tq")
-			e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = temporalClient; d.TaskQueue = tq })
+			e := apptest.New(t, engine, func(d *api.Deps) { d.Workflows = temporalClient; d.TaskQueue = tq })
 			starter := e.App.Starter(temporalClient, tq)
 			w := newWorker(t, e, app.WorkerOptions{TaskQueue: tq})
 			require.NoError(t, w.Start())
@@ -239,7 +239,7 @@ func TestReconcileFailsRowsOfEndedWorkflows(t *testing.T) {
 				t.Skip("integration test: needs the Temporal dev server (not in -short)")
 			}
 			ctx := context.Background()
-			e := apitest.New(t, engine) // no Workflows: the API starts nothing
+			e := apptest.New(t, engine) // no Workflows: the API starts nothing
 			comp := e.Deps.Compliance
 			p := compliancePrincipal(e)
 			starter := worker.Starter{Client: temporalClient, TaskQueue: "no-worker-" + auth.NewID("tq")}
@@ -303,7 +303,7 @@ func TestReconcileFailsRowsOfEndedWorkflows(t *testing.T) {
 }
 
 // requireFailReceipt checks that erasure id has exactly one "erasure.fail" receipt, with reason.
-func requireFailReceipt(t *testing.T, e *apitest.Env, id, reason string) {
+func requireFailReceipt(t *testing.T, e *apptest.Env, id, reason string) {
 	t.Helper()
 	var rows []models.Receipt
 	require.NoError(t, e.DB.NewSelect().Model(&rows).

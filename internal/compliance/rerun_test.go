@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/erasure"
@@ -25,7 +25,7 @@ import (
 // for residue (the first `times` times), it writes the subject's working state through the
 // API, as an agent still in conversation would during the erasure. It stores nothing itself.
 type activeWriter struct {
-	e      *apitest.Env
+	e      *apptest.Env
 	key    string
 	handle string
 	times  int
@@ -69,7 +69,7 @@ func (w *activeWriter) Residue(_ context.Context, _ bun.IDB, t erasure.Target) (
 
 // rerunEnv is newEnv with a subject (a profile and a subject-scoped state) and w registered
 // first; it returns the compliance key.
-func rerunEnv(t *testing.T, engine string, times int) (*apitest.Env, *activeWriter, string) {
+func rerunEnv(t *testing.T, engine string, times int) (*apptest.Env, *activeWriter, string) {
 	e := newEnv(t, engine)
 	seedSpace(e)
 	crm := e.AgentKey("crm-bot", "acme", auth.ScopeAgentState)
@@ -90,7 +90,7 @@ func rerunEnv(t *testing.T, engine string, times int) (*apitest.Env, *activeWrit
 	return e, w, comp
 }
 
-func erase(t *testing.T, e *apitest.Env, comp, handle string) (compliance.ErasureView, models.Erasure) {
+func erase(t *testing.T, e *apptest.Env, comp, handle string) (compliance.ErasureView, models.Erasure) {
 	t.Helper()
 	id := e.MustDo(http.StatusAccepted, "POST", "/v1/erasures", comp, map[string]any{"subject": handle}).JSON(t)["erasure_id"].(string)
 	_ = temporalClient.GetWorkflow(context.Background(), workflows.ErasureWorkflowID(id), "").Get(context.Background(), nil) // the workflow may fail; the row says how

@@ -19,8 +19,8 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/app"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/keystore"
@@ -113,7 +113,7 @@ func TestRestoredBackupForgetsDeletedDocumentsAndErasedSubjects(t *testing.T) {
 			require.NoError(t, err)
 			t.Logf("restore: %+v", steps)
 
-			re := &apitest.Env{T: t, Engine: engine, App: ra, DB: restored, Deps: ra.APIDeps(nil), Hasher: e.Hasher, Keys: e.Keys, SpaceID: e.SpaceID, AdminKey: e.AdminKey}
+			re := &apptest.Env{T: t, Engine: engine, App: ra, DB: restored, Deps: ra.APIDeps(nil), Hasher: e.Hasher, Keys: e.Keys, SpaceID: e.SpaceID, AdminKey: e.AdminKey}
 			re.Server = api.NewServer(re.Deps)
 			require.Empty(t, scanTables(t, restored, needles), "a restored table still holds the deleted document or the erased subject")
 			requireForgotten(t, re, reader, []docProbe{gone, ana}, handbook, cases)
@@ -136,7 +136,7 @@ func TestRestoredBackupForgetsDeletedDocumentsAndErasedSubjects(t *testing.T) {
 
 // requireForgotten checks, on the restored env re, that no API, full-text index or vector
 // probe returns anything of docs.
-func requireForgotten(t *testing.T, re *apitest.Env, reader string, docs []docProbe, kbs ...string) {
+func requireForgotten(t *testing.T, re *apptest.Env, reader string, docs []docProbe, kbs ...string) {
 	t.Helper()
 	ctx := context.Background()
 	srv := httptest.NewServer(re.Server)
@@ -167,7 +167,7 @@ func requireForgotten(t *testing.T, re *apitest.Env, reader string, docs []docPr
 	}
 }
 
-func createBase(t *testing.T, e *apitest.Env, name string, settings map[string]any) string {
+func createBase(t *testing.T, e *apptest.Env, name string, settings map[string]any) string {
 	t.Helper()
 	if settings == nil {
 		settings = map[string]any{}
@@ -176,9 +176,9 @@ func createBase(t *testing.T, e *apitest.Env, name string, settings map[string]a
 	return e.MustDo(http.StatusCreated, "POST", "/v1/knowledge", e.AdminKey, map[string]any{"name": name, "settings": settings}).JSON(t)["id"].(string)
 }
 
-// ingestDoc submits a document through the store (apitest's Deps have no workflow engine) and
+// ingestDoc submits a document through the store (apptest's Deps have no workflow engine) and
 // indexes it as IngestWorkflow's activity does.
-func ingestDoc(t *testing.T, e *apitest.Env, kb string, body map[string]any) docProbe {
+func ingestDoc(t *testing.T, e *apptest.Env, kb string, body map[string]any) docProbe {
 	t.Helper()
 	ctx := context.Background()
 	admin, err := auth.Authenticate(ctx, e.DB, e.AdminKey)
@@ -199,7 +199,7 @@ func ingestDoc(t *testing.T, e *apitest.Env, kb string, body map[string]any) doc
 }
 
 // retrievedDocs returns the document ids POST /v1/knowledge/retrieve answers for query.
-func retrievedDocs(t *testing.T, e *apitest.Env, key, query string, kbs ...string) []string {
+func retrievedDocs(t *testing.T, e *apptest.Env, key, query string, kbs ...string) []string {
 	t.Helper()
 	got := e.MustDo(http.StatusOK, "POST", "/v1/knowledge/retrieve", key, map[string]any{"query": query, "kbs": kbs, "top_k": 50}).JSON(t)
 	var ids []string
@@ -242,7 +242,7 @@ func chunkTexts(t *testing.T, a *app.App, d *bun.DB, ids ...string) []string {
 }
 
 // copyKeyFile copies e's key store file (keys.json in the data dir) and returns the copy's path.
-func copyKeyFile(t *testing.T, e *apitest.Env) string {
+func copyKeyFile(t *testing.T, e *apptest.Env) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(e.App.Config.DataDir, "keys.json"))
 	require.NoError(t, err)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/app"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/erasure"
@@ -27,7 +27,7 @@ import (
 // A state stored in clear (by a version before these keys) is sealed at its next write.
 // Both databases.
 func TestRestoredBackupForgetsDeletedStates(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
 		step := map[string]any{"step": map[string]any{"type": "string"}}

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/app"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/boards"
 	"github.com/agentmemory/agentmemory/internal/db"
@@ -29,7 +29,7 @@ import (
 
 // backupDB copies e's database as it is now and returns the URL of the copy: SQLite's
 // VACUUM INTO a file; PostgreSQL's pg_dump of the test's schema loaded into a new schema.
-func backupDB(t *testing.T, e *apitest.Env, engine string) string {
+func backupDB(t *testing.T, e *apptest.Env, engine string) string {
 	t.Helper()
 	ctx := context.Background()
 	if engine == "sqlite" {
@@ -204,7 +204,7 @@ func TestRestoredBackupForgetsErasedSubjectsAndConversations(t *testing.T) {
 // three boards: case-1 naming the subject of email (twice, so its history holds two versions),
 // case-2 naming no one but mentioning her by name and e-mail (the content probe ties it to
 // her), case-3 naming someone else. It returns the writing agent's key.
-func seedBoards(e *apitest.Env, email string) string {
+func seedBoards(e *apptest.Env, email string) string {
 	types := spaceTypes()
 	types["types"] = append(types["types"].([]any), map[string]any{
 		"type": "cases", "ownership": "shared",

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/state"
@@ -40,11 +40,11 @@ func TestRetentionIsUTCAcrossDaylightSaving(t *testing.T) {
 
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
-			e := apitest.New(t, engine)
+			e := apptest.New(t, engine)
 			clk := &clock{t: time.Date(2026, 3, 29, 0, 30, 0, 0, time.UTC)}
 			e.Deps.State.Now, e.Deps.Compliance.Now = clk.Now, clk.Now
 			e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
-			types := apitest.ShopBotTypes()
+			types := apptest.ShopBotTypes()
 			types["types"].([]any)[0].(map[string]any)["retention"] = map[string]any{"state": "1d", "cart_note": "1h"}
 			e.PutDocument("object-types", types)
 			shop := e.AgentKey("shop-bot", "acme", auth.ScopeAgentState)
@@ -107,7 +107,7 @@ func TestTurnRetentionIsUTCAcrossDaylightSaving(t *testing.T) {
 
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
-			e := apitest.New(t, engine)
+			e := apptest.New(t, engine)
 			clk := &clock{t: time.Date(2026, 3, 29, 12, 0, 0, 0, time.UTC)}
 			e.Deps.Turns.Now, e.Deps.Compliance.Now = clk.Now, clk.Now
 			e.PutDocument("features", map[string]any{"turns": map[string]any{"retention_days": 2}})
@@ -167,7 +167,7 @@ func TestTurnRetentionIsUTCAcrossDaylightSaving(t *testing.T) {
 func TestExportPackagesExpire(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
-			e := apitest.New(t, engine)
+			e := apptest.New(t, engine)
 			clk := &clock{t: time.Date(2026, 10, 20, 12, 0, 0, 0, time.UTC)}
 			e.Deps.Compliance.Now = clk.Now
 			comp := e.PersonKey("dpo", auth.RoleCompliance)
@@ -195,7 +195,7 @@ func TestSweepEndpointRunsTheWorkflow(t *testing.T) {
 		t.Run(engine, func(t *testing.T) {
 			e := newEnv(t, engine)
 			e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
-			e.PutDocument("object-types", apitest.ShopBotTypes())
+			e.PutDocument("object-types", apptest.ShopBotTypes())
 			shop := e.AgentKey("shop-bot", "acme", auth.ScopeAgentState)
 			e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", shop, map[string]any{"scope": map[string]any{"kind": "conversation", "id": "c-old"}, "body": map[string]any{"step": "x"}})
 			past := time.Now().UTC().Add(-time.Minute)
@@ -238,7 +238,7 @@ func TestRetentionScheduleIsIdempotent(t *testing.T) {
 	require.Equal(t, time.Hour, d.Schedule.Spec.Intervals[0].Every)
 }
 
-func principalOf(t *testing.T, e *apitest.Env, key string) auth.Principal {
+func principalOf(t *testing.T, e *apptest.Env, key string) auth.Principal {
 	t.Helper()
 	p, err := auth.Authenticate(context.Background(), e.DB, key)
 	require.NoError(t, err)

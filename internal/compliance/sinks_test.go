@@ -18,8 +18,8 @@ import (
 	"gocloud.dev/blob/fileblob"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
 	"github.com/agentmemory/agentmemory/app"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/compliance"
 	"github.com/agentmemory/agentmemory/internal/feed"
@@ -31,13 +31,13 @@ import (
 // sinkEnv is newEnv with export sinks: directory sinks under dir, Kafka sinks on brokers, a
 // manifest signer, and the space's features naming sinks (agent state enabled). The sinks'
 // workflows run on the test's task queue, polling every 100 ms.
-func sinkEnv(t *testing.T, engine, dir string, brokers []string, sinks []map[string]any) *apitest.Env {
+func sinkEnv(t *testing.T, engine, dir string, brokers []string, sinks []map[string]any) *apptest.Env {
 	t.Helper()
 	if temporalClient == nil {
 		t.Skip("integration test: needs the Temporal dev server (not in -short)")
 	}
 	tq := "sinks-" + auth.NewID("tq")
-	e := apitest.New(t, engine, func(d *api.Deps) { d.Workflows = temporalClient; d.TaskQueue = tq })
+	e := apptest.New(t, engine, func(d *api.Deps) { d.Workflows = temporalClient; d.TaskQueue = tq })
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
 	e.App.Signer, err = signing.NewSigner(priv, time.Time{})
@@ -63,7 +63,7 @@ func sinkEnv(t *testing.T, engine, dir string, brokers []string, sinks []map[str
 
 // eraseSubjectState writes one subject-scoped state for the subject and starts her erasure;
 // it returns the state's id (its feed key) and the erasure's id.
-func eraseSubjectState(t *testing.T, e *apitest.Env, email string) (stateID, erasureID string) {
+func eraseSubjectState(t *testing.T, e *apptest.Env, email string) (stateID, erasureID string) {
 	t.Helper()
 	crm := e.AgentKey("crm-bot", "acme", auth.ScopeAgentState)
 	comp := e.PersonKey("dpo", auth.RoleCompliance)
@@ -77,7 +77,7 @@ func eraseSubjectState(t *testing.T, e *apitest.Env, email string) (stateID, era
 }
 
 // erasureView reads GET /v1/erasures/{id} as a compliance person.
-func erasureView(t *testing.T, e *apitest.Env, id string) compliance.ErasureView {
+func erasureView(t *testing.T, e *apptest.Env, id string) compliance.ErasureView {
 	t.Helper()
 	var v compliance.ErasureView
 	comp := e.PersonKey("dpo2", auth.RoleCompliance)
@@ -86,7 +86,7 @@ func erasureView(t *testing.T, e *apitest.Env, id string) compliance.ErasureView
 }
 
 // waitStatus polls the erasure until it shows status (a minute at most).
-func waitStatus(t *testing.T, e *apitest.Env, id, status string) compliance.ErasureView {
+func waitStatus(t *testing.T, e *apptest.Env, id, status string) compliance.ErasureView {
 	t.Helper()
 	var v compliance.ErasureView
 	require.Eventually(t, func() bool { v = erasureView(t, e, id); return v.Status == status }, time.Minute, 100*time.Millisecond,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/internal/events/eventstest"
 )
@@ -18,11 +18,11 @@ import (
 // real API each reach the topic exactly once, keyed by the space, with ids only; a note refused
 // for personal data and an over-cap state write publish nothing.
 func TestNotesThroughTheAPIReachKafka(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		addr := startBroker(t, 0)
 		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}, "agent_memory": map[string]any{"enabled": true}})
-		e.PutDocument("object-types", apitest.ShopBotTypes())
+		e.PutDocument("object-types", apptest.ShopBotTypes())
 		key := e.AgentKey("shop-bot", "acme-ai", "agent_state", "agent_memory", "agent_memory:write")
 
 		var noteIDs []string

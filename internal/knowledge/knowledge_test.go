@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/knowledge"
 	"github.com/agentmemory/agentmemory/internal/knowledge/knowledgetest"
@@ -19,12 +19,12 @@ import (
 	"github.com/agentmemory/agentmemory/internal/receipts"
 )
 
-// rig is the real API and store (apitest's app.Build graph) with knowledge on and the
+// rig is the real API and store (apptest's app.Build graph) with knowledge on and the
 // store's embedder pointed at a fake /api/embed server. Documents are ingested by calling
 // the store's Ingest directly (the workflow's activity); worker/knowledge_integration_test.go
 // runs the same through IngestWorkflow on a Temporal dev server.
 type rig struct {
-	*apitest.Env
+	*apptest.Env
 	embed *llmtest.EmbedServer
 	admin auth.Principal
 	ks    *knowledge.Service
@@ -37,7 +37,7 @@ type rig struct {
 // pgvector).
 func newRig(t *testing.T, engine string) *rig {
 	pg, forceExact := strings.CutSuffix(engine, "-exact")
-	r := &rig{Env: apitest.New(t, pg), embed: llmtest.NewEmbed(t)}
+	r := &rig{Env: apptest.New(t, pg), embed: llmtest.NewEmbed(t)}
 	c, err := llm.New(llm.Config{Host: r.embed.URL, Model: "unused"})
 	require.NoError(t, err)
 	r.ks = r.App.Knowledge

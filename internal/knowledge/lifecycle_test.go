@@ -356,7 +356,7 @@ func TestFreshnessAndMinScore(t *testing.T) {
 // workflow engine does not accept IngestWorkflow the answer is 503 and the new document is
 // failed (workflow_unavailable), so nothing is left pending for no one.
 func TestSubmitWithoutTheWorkflowEngine(t *testing.T) {
-	r := newRig(t, "sqlite") // apitest's Deps have no Workflows
+	r := newRig(t, "sqlite") // apptest's Deps have no Workflows
 	kb := r.base(t, "handbook", nil)
 	integ := r.PersonKey("loader", "integration")
 	resp := r.MustDo(http.StatusServiceUnavailable, "POST", "/v1/knowledge/"+kb+"/documents", integ, map[string]any{"text": "Gift cards never expire.", "source_uri": "kb://gift"})

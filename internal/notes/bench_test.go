@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // report adds p50/p99 latency (ms) and requests per second to b.
@@ -18,8 +18,8 @@ func report(b *testing.B, lat []time.Duration, elapsed time.Duration) {
 	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "req/s")
 }
 
-func benchEnv(b *testing.B, engine string) (*apitest.Env, string) {
-	e := apitest.New(b, engine)
+func benchEnv(b *testing.B, engine string) (*apptest.Env, string) {
+	e := apptest.New(b, engine)
 	e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true, "max_notes_per_source": 100000}})
 	e.AgentKey("bench-bot", "acme", "agent_memory")
 	return e, e.PersonKey("loader", "integration")

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/proposals"
@@ -25,7 +25,7 @@ func (f failing) InsertAgentProposal(ctx context.Context, tx bun.IDB, p notes.Ag
 	return errors.New("boom")
 }
 
-func count(t *testing.T, e *apitest.Env, model any) int {
+func count(t *testing.T, e *apptest.Env, model any) int {
 	t.Helper()
 	n, err := e.DB.NewSelect().Model(model).Count(context.Background())
 	require.NoError(t, err)
@@ -37,7 +37,7 @@ func count(t *testing.T, e *apitest.Env, model any) int {
 // decided by the same Decide as every other proposal. A failing proposal insert leaves
 // nothing: no receipt, no proposal, no event.
 func TestAgentWriteUnderHumanOnlyIsDecidedByDecide(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true, "writes": "human_only"}})
 		agent, err := auth.Authenticate(ctx, e.DB, e.AgentKey("shop-bot", "acme", "agent_memory", "agent_memory:write"))

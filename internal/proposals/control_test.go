@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/notes"
@@ -17,7 +17,7 @@ import (
 // every door shares (REST, MCP, distillation), as fault.Invalid naming the member, before
 // the database sees them; newline, carriage return and tab stay allowed in a body.
 func TestControlCharactersRefusedOnEveryWritePath(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		svc, admin, id := distilEnv(t, e)
 		agentKey := e.AgentKey("writer-bot", "acme", "agent_memory", "agent_memory:write")

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/notes"
@@ -17,7 +17,7 @@ import (
 
 // distilEnv is a space with agent memory on (cap 1), an agent support-bot and a distilled
 // proposal in drafting; it returns the service, the admin principal and the proposal id.
-func distilEnv(t *testing.T, e *apitest.Env) (*proposals.Service, auth.Principal, string) {
+func distilEnv(t *testing.T, e *apptest.Env) (*proposals.Service, auth.Principal, string) {
 	t.Helper()
 	e.PutDocument("features", map[string]any{"agent_memory": map[string]any{"enabled": true, "max_notes_per_source": 1}})
 	e.AgentKey("support-bot", "acme", "agent_memory")
@@ -56,7 +56,7 @@ func (w *workflow) Deliver(ctx context.Context, id, decision, byKey, decisionID 
 	}
 }
 
-func decisions(t *testing.T, e *apitest.Env) int {
+func decisions(t *testing.T, e *apptest.Env) int {
 	t.Helper()
 	n, err := e.DB.NewSelect().Model((*models.ProposalDecision)(nil)).Count(context.Background())
 	require.NoError(t, err)
@@ -72,7 +72,7 @@ func ptr(s string) *string { return &s }
 // approval is refused (not failed) when the cap or the gate says no. Decide stages the
 // decision (checked first) and hands it to the workflow.
 func TestDistilledProposalStoreIsIdempotent(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		store, admin, id := distilEnv(t, e)
 		wf := &workflow{svc: store}
@@ -176,7 +176,7 @@ func TestDistilledProposalStoreIsIdempotent(t *testing.T) {
 // (202); a distilled proposal whose workflow is gone is decided directly; without a
 // Workflow every proposal is decided directly.
 func TestDecideChoosesThePath(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		store, admin, id := distilEnv(t, e)
 		require.NoError(t, store.MarkPending(ctx, id, refundNote))

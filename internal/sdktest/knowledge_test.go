@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/knowledge"
 	"github.com/agentmemory/agentmemory/internal/llm"
@@ -22,7 +22,7 @@ import (
 // answers by full text (Mode says so) and a fail base is ErrUnavailable embedder_unavailable;
 // a reader's key cannot be used without knowledge:read.
 func TestRetrieve(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		embed := llmtest.NewEmbed(t)
 		emb, err := llm.New(llm.Config{Host: embed.URL, Model: "unused"})

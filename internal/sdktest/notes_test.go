@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/sdk"
 )
 
@@ -41,7 +41,7 @@ func (s *statuses) last() int {
 
 // notesClient turns agent memory on (with extra settings) and returns an SDK client for a
 // fresh agent key with read and write scopes, over a real HTTP server, and its recorder.
-func notesClient(t *testing.T, e *apitest.Env, extra map[string]any) (*sdk.Client, *statuses) {
+func notesClient(t *testing.T, e *apptest.Env, extra map[string]any) (*sdk.Client, *statuses) {
 	t.Helper()
 	am := map[string]any{"enabled": true}
 	for k, v := range extra {
@@ -57,7 +57,7 @@ func notesClient(t *testing.T, e *apitest.Env, extra map[string]any) (*sdk.Clien
 }
 
 func TestRememberNoteIdempotencyAndProposal(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		c, _ := notesClient(t, e, nil)
 		ctx := context.Background()
 		n := sdk.Note{Kind: "tool_note", Title: "Stock API pagination", Body: "The stock API pages at 50 items; follow next_cursor.", Tags: []string{"stock"}}
@@ -104,7 +104,7 @@ func TestRememberNoteIdempotencyAndProposal(t *testing.T) {
 }
 
 func TestRememberTypedErrors(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		c, _ := notesClient(t, e, nil)
 		ctx := context.Background()
 
@@ -146,7 +146,7 @@ func (downDetector) DetectKinds(ctx context.Context, _ string) ([]string, error)
 func TestRememberUnavailable(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
-			e := apitest.New(t, engine, func(d *api.Deps) {
+			e := apptest.New(t, engine, func(d *api.Deps) {
 				d.Notes.Detector = downDetector{}
 				d.Notes.DetectorTimeout = 50 * time.Millisecond
 			})
@@ -165,7 +165,7 @@ func TestRememberUnavailable(t *testing.T) {
 // every block call is revalidated with If-None-Match. The freshness period (no request at all
 // inside it, CTX-4) is tested against the real binary in sdk/cache_test.go.
 func TestBlockCachedAndRevalidated(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		c, rec := notesClient(t, e, map[string]any{"cache_seconds": 0})
 		ctx := context.Background()
 		first, err := c.Remember(ctx, sdk.Note{Kind: "procedure", Title: "Size chart first", Body: "Offer the size chart before the checkout.", Tags: []string{"order"}}, "")
@@ -208,7 +208,7 @@ func TestBlockCachedAndRevalidated(t *testing.T) {
 }
 
 func TestSearch(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		c, _ := notesClient(t, e, nil)
 		ctx := context.Background()
 		n, err := c.Remember(ctx, sdk.Note{Kind: "tool_note", Title: "Stock API pagination", Body: "Follow next_cursor until empty.", Tags: []string{"stock"}}, "")

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/models"
 	"github.com/agentmemory/agentmemory/sdk"
 )
@@ -57,14 +57,14 @@ func (s *server) restart() {
 
 func (s *server) url() string { return "http://" + s.addr }
 
-func setup(t *testing.T, e *apitest.Env) string {
+func setup(t *testing.T, e *apptest.Env) string {
 	e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
-	e.PutDocument("object-types", apitest.ShopBotTypes())
+	e.PutDocument("object-types", apptest.ShopBotTypes())
 	return e.AgentKey("shop-bot", "acme-ai", "agent_state")
 }
 
 func TestStateReadYourWritesAndDelete(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setup(t, e)
 		srv := startServer(t, e.Deps)
 		c, err := sdk.New(sdk.Options{BaseURL: srv.url(), Key: key, AgentVersion: "test/1"})
@@ -108,7 +108,7 @@ func TestStateReadYourWritesAndDelete(t *testing.T) {
 // the agent's process restarts too, the service comes back, and the write is resent with the
 // same if_version; a queued CAS that then conflicts is reported, never merged.
 func TestQueuedWriteSurvivesServerRestart(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setup(t, e)
 		srv := startServer(t, e.Deps)
 		queue := filepath.Join(t.TempDir(), "queue.json")
@@ -182,7 +182,7 @@ func mustJSON(t *testing.T, v any) string {
 // non-zero versions: the client serves the newer state it holds. Version 0 that persists
 // through the retries: the state is gone (erased, expired) and the client drops its copy.
 func TestNeverServesOlderThanSeen(t *testing.T) {
-	e := apitest.New(t, "sqlite")
+	e := apptest.New(t, "sqlite")
 	key := setup(t, e)
 	var lagging atomic.Int32
 	var stale atomic.Value
@@ -234,7 +234,7 @@ func TestNeverServesOlderThanSeen(t *testing.T) {
 // erased in the service (its row removed, as erasure does); the same client's next read
 // answers version 0 with an empty body, not its cached copy.
 func TestErasedStateIsNotServed(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key := setup(t, e)
 		c, err := sdk.New(sdk.Options{BaseURL: startServer(t, e.Deps).url(), Key: key})
 		require.NoError(t, err)

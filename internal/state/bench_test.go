@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/keystore"
 	"github.com/agentmemory/agentmemory/internal/state"
@@ -23,7 +23,7 @@ func BenchmarkObjectScopeState(b *testing.B) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		b.Run(engine, func(b *testing.B) {
 			ctx := context.Background()
-			e := apitest.New(b, engine)
+			e := apptest.New(b, engine)
 			e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
 			e.PutDocument("object-types", map[string]any{"types": []any{map[string]any{
 				"type": "bench-obj", "ownership": "agent",

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/keystore"
 	"github.com/agentmemory/agentmemory/internal/state"
@@ -36,7 +36,7 @@ func (c *countingStore) Generation(ctx context.Context) (uint64, error) {
 // the destroy-generation check, once per request (keystore.ForRequest), as for every sealed
 // state. Both databases.
 func TestObjectStateKeyCached(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
 		e.PutDocument("object-types", map[string]any{"types": []any{map[string]any{

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/erasure"
 	"github.com/agentmemory/agentmemory/internal/spaces"
 	"github.com/agentmemory/agentmemory/internal/turns"
@@ -27,7 +27,7 @@ type person struct {
 	ref          erasure.Target
 }
 
-func newPerson(t *testing.T, e *apitest.Env, key, name, email, phone string) person {
+func newPerson(t *testing.T, e *apptest.Env, key, name, email, phone string) person {
 	t.Helper()
 	handles := []string{"email:" + email, "phone:" + phone}
 	id := e.MustDo(http.StatusCreated, "POST", "/v1/profiles", key, map[string]any{"name": name, "handles": handles}).JSON(t)["profile_id"].(string)
@@ -42,7 +42,7 @@ func newPerson(t *testing.T, e *apitest.Env, key, name, email, phone string) per
 }
 
 // ingest posts turns through the API and returns their masked texts as answered.
-func ingest(t *testing.T, e *apitest.Env, key string, in []turns.Input) []string {
+func ingest(t *testing.T, e *apptest.Env, key string, in []turns.Input) []string {
 	t.Helper()
 	var ans struct {
 		Turns []turns.Turn `json:"turns"`
@@ -55,7 +55,7 @@ func ingest(t *testing.T, e *apitest.Env, key string, in []turns.Input) []string
 	return out
 }
 
-func link(t *testing.T, e *apitest.Env, key string, scope map[string]any, handle, status string) {
+func link(t *testing.T, e *apptest.Env, key string, scope map[string]any, handle, status string) {
 	t.Helper()
 	body := map[string]any{"subject": handle, "status": status}
 	for k, v := range scope {
@@ -64,12 +64,12 @@ func link(t *testing.T, e *apitest.Env, key string, scope map[string]any, handle
 	e.MustDo(http.StatusCreated, "POST", "/v1/identity-links", key, body)
 }
 
-func inTx(t *testing.T, e *apitest.Env, fn func(tx bun.Tx) error) {
+func inTx(t *testing.T, e *apptest.Env, fn func(tx bun.Tx) error) {
 	t.Helper()
 	require.NoError(t, e.DB.RunInTx(context.Background(), nil, func(_ context.Context, tx bun.Tx) error { return fn(tx) }))
 }
 
-func count(t *testing.T, e *apitest.Env, model any) int {
+func count(t *testing.T, e *apptest.Env, model any) int {
 	t.Helper()
 	n, err := e.DB.NewSelect().Model(model).Where("space_id = ?", e.SpaceID).Count(context.Background())
 	require.NoError(t, err)
@@ -84,7 +84,7 @@ func erasedCounts(r erasure.Reach) map[string]int {
 	return out
 }
 
-func recent(t *testing.T, e *apitest.Env, kind, id string) []turns.Stored {
+func recent(t *testing.T, e *apptest.Env, kind, id string) []turns.Stored {
 	t.Helper()
 	got, err := e.Deps.Turns.Recent(context.Background(), e.SpaceID, kind, id, time.Now().Add(-turns.Window))
 	require.NoError(t, err)
@@ -96,7 +96,7 @@ func recent(t *testing.T, e *apitest.Env, kind, id string) []turns.Stored {
 // with another subject included; the other subject keeps its own links and conversations, and
 // an unlinked conversation is untouched. A second erasure finds nothing.
 func TestEraseSubject(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		convs := turnstest.Load(t)
 		require.GreaterOrEqual(t, len(convs), 3)
@@ -172,7 +172,7 @@ func TestEraseSubject(t *testing.T) {
 // Erasing a conversation deletes its turns and links, not those of a task with the same id
 // nor of other conversations.
 func TestEraseConversation(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		conv := turnstest.Load(t)[0]
 		integ := e.PersonKey("crm", "integration")
@@ -210,7 +210,7 @@ func TestEraseConversation(t *testing.T) {
 // The export carries the subject's links and their conversations' turns, unsealed and
 // masked, in time order; once the subject's key is destroyed its sealed turns drop out.
 func TestExportSubject(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		conv := turnstest.Load(t)[0]
 		integ := e.PersonKey("crm", "integration")
@@ -266,7 +266,7 @@ func TestExportSubject(t *testing.T) {
 // The sweep removes turns older than each space's turns.retention_days (90 by default), in
 // batches of at most limit, across spaces.
 func TestSweepTurnsInBatches(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		now := time.Now().UTC().Truncate(time.Second)
 		at := func(d time.Duration) string { return now.Add(-d).Format(time.RFC3339) }

@@ -8,13 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/keystore"
 	"github.com/agentmemory/agentmemory/internal/turns"
 	"github.com/agentmemory/agentmemory/models"
 )
 
-func storedTurns(t *testing.T, e *apitest.Env, scopeHash string) []models.Turn {
+func storedTurns(t *testing.T, e *apptest.Env, scopeHash string) []models.Turn {
 	t.Helper()
 	var rows []models.Turn
 	require.NoError(t, e.DB.NewSelect().Model(&rows).Where("space_id = ? AND scope_hash = ?", e.SpaceID, scopeHash).Order("id").Scan(context.Background()))
@@ -26,7 +26,7 @@ func storedTurns(t *testing.T, e *apitest.Env, scopeHash string) []models.Turn {
 // profile's key; erasing the conversation destroys the key, so the rows of a backup taken
 // before the erasure, put back, no longer open.
 func TestUnlinkedTurnsSealedUnderConversationKey(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		integ := e.PersonKey("crm", "integration")
 		in := []turns.Input{
@@ -62,7 +62,7 @@ func TestUnlinkedTurnsSealedUnderConversationKey(t *testing.T) {
 // profile's key; a legacy turn stored in clear is re-sealed by SealLegacy under its
 // conversation's key, and reads the same.
 func TestLinkAndLegacyReseal(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		integ := e.PersonKey("crm", "integration")
 		ana := newPerson(t, e, integ, "Ana Souza", "ana.souza@example.com", "+55 11 98765-4321")

@@ -1,7 +1,7 @@
-// Package apitest runs the real API over a fresh database for tests: it builds the service
+// Package apptest runs the real API over a fresh database for tests: it builds the service
 // graph through the binary's composition root (app.Build), creates a space with an admin
 // key, and offers small helpers to call the API and decode its JSON.
-package apitest
+package apptest
 
 import (
 	"bytes"
