@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +32,7 @@ func advReceiptLogInputs(t *testing.T, e *apitest.Env) {
 	other := newGovSpace(e)
 	page := e.MustDo(http.StatusOK, "GET", "/v1/receipts?limit=5", e.AdminKey, nil).JSON(t)
 	mine := page["receipts"].([]any)[0].(map[string]any)["id"].(string)
+	requireError(t, e.Do("GET", "/v1/receipts/consistency?from=1", e.AdminKey, nil), http.StatusBadRequest, "invalid_tree_range") // no checkpoint yet
 	ns, err := e.Deps.Signer.NoteSigner(receipts.CheckpointName)
 	require.NoError(t, err)
 	_, err = receipts.CatchUpLog(t.Context(), e.DB, ns, time.Now())
@@ -39,6 +41,11 @@ func advReceiptLogInputs(t *testing.T, e *apitest.Env) {
 
 	nope := e.Do("GET", "/v1/receipts/rcpt_nope/proof", other.admin, nil)
 	requireError(t, nope, http.StatusNotFound, "receipt_not_found")
+	for _, id := range []string{strings.Repeat("r", 10000), "rcpt_%27%20OR%201=1--", "..%2F..%2Fverify"} {
+		r := e.Do("GET", "/v1/receipts/"+id+"/proof", other.admin, nil)
+		require.Equal(t, http.StatusNotFound, r.Status, "%.40s: %s", id, r.Body)
+	}
+	requireError(t, e.Do("GET", "/v1/receipts/%00/proof", other.admin, nil), http.StatusBadRequest, "invalid_request")
 	theirs := e.Do("GET", "/v1/receipts/"+mine+"/proof", other.admin, nil)
 	require.Equal(t, nope.Status, theirs.Status, "%s", theirs.Body)
 	require.Equal(t, string(nope.Body), string(theirs.Body))
