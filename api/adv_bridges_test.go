@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 )
 
 // Attacks on bridges (issue 31, SH-3) beyond TestBridgeNeedsBothSides: an active bridge from A
@@ -16,7 +16,7 @@ import (
 // change route to spaces the document's space is not a side of, and oversized terms are
 // refused; every refused read is byte for byte the answer to a board that does not exist.
 func TestAdvBridgeOneWay(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		be := newBridgeEnv(t, e)
 		id := approveBridge(t, e, be.secA1, be.secA2, be.terms("", "triage", "alice"))
 		approveBridge(t, e, be.secB1, be.secB2, be.terms(id, "triage", "alice"))

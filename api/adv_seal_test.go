@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -16,7 +16,7 @@ import (
 // and its Idempotency-Key replay is a clean 404 note_not_found (the note's key is gone), not
 // the erased note; without the old row, the same key writes the note again as new.
 func TestAdvSealNoteReplayAfterDelete(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableNotes(e, nil)
 		bot := writer(e, "shop-bot", "acme")
 		body := note("Stock", "Follow next_cursor.")
@@ -45,10 +45,10 @@ func TestAdvSealNoteReplayAfterDelete(t *testing.T) {
 // it with; the next write on that other replica, and on the first, reads back on both as
 // written (never sealed under the destroyed key), and the old sealed row no longer opens.
 func TestAdvSealStateWriteAfterDeleteAcrossReplicas(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		enableWM(e, typesDoc(wmType("shop-bot", "object", 0, nil)))
 		key := e.AgentKey("shop-bot", "acme-ai", "agent_state")
-		replica := &apitest.Env{T: t, Server: newReplica(e)}
+		replica := &apptest.Env{T: t, Server: newReplica(e)}
 		obj := map[string]any{"kind": "object", "id": "order:shop:Zx81"}
 		mustStore(e, key, map[string]any{"scope": obj, "body": map[string]any{"step": "greet", "offer": "erased-offer-9931"}})
 		require.Equal(t, "erased-offer-9931", read(replica, key, obj, "").Body["offer"])
@@ -59,13 +59,13 @@ func TestAdvSealStateWriteAfterDeleteAcrossReplicas(t *testing.T) {
 		e.MustDo(http.StatusOK, "POST", stateDeletePath, key, map[string]any{"scope": obj})
 		require.Zero(t, read(replica, key, obj, "").Version)
 		v := mustStore(replica, key, map[string]any{"scope": obj, "body": map[string]any{"step": "sizes"}})
-		for _, env := range []*apitest.Env{e, replica} {
+		for _, env := range []*apptest.Env{e, replica} {
 			got := read(env, key, obj, "")
 			require.Equal(t, v, got.Version)
 			require.Equal(t, map[string]any{"step": "sizes"}, got.Body)
 		}
 		v = mustStore(e, key, map[string]any{"scope": obj, "body": map[string]any{"step": "checkout"}})
-		for _, env := range []*apitest.Env{e, replica} {
+		for _, env := range []*apptest.Env{e, replica} {
 			got := read(env, key, obj, "")
 			require.Equal(t, v, got.Version)
 			require.Equal(t, map[string]any{"step": "checkout"}, got.Body)
@@ -76,7 +76,7 @@ func TestAdvSealStateWriteAfterDeleteAcrossReplicas(t *testing.T) {
 		require.NoError(t, err)
 		_, err = e.DB.NewInsert().Model(&old).Exec(t.Context())
 		require.NoError(t, err)
-		for _, env := range []*apitest.Env{e, replica} {
+		for _, env := range []*apptest.Env{e, replica} {
 			got := read(env, key, obj, "")
 			require.Zero(t, got.Version, "the erased state came back from the old row: %v", got.Body)
 			require.NotContains(t, got.Raw, "erased-offer-9931")

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentmemory/agentmemory/api"
-	"github.com/agentmemory/agentmemory/api/apitest"
+	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 )
 
@@ -21,14 +21,14 @@ import (
 func TestAdvReceiptLogInputs(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
-			e := apitest.New(t, engine, func(d *api.Deps) { d.Signer = newTestSigner(t) })
+			e := apptest.New(t, engine, func(d *api.Deps) { d.Signer = newTestSigner(t) })
 			advReceiptLogInputs(t, e)
 		})
 	}
 }
 
 // advReceiptLogInputs runs TestAdvReceiptLogInputs on e (a signer set).
-func advReceiptLogInputs(t *testing.T, e *apitest.Env) {
+func advReceiptLogInputs(t *testing.T, e *apptest.Env) {
 	other := newGovSpace(e)
 	page := e.MustDo(http.StatusOK, "GET", "/v1/receipts?limit=5", e.AdminKey, nil).JSON(t)
 	mine := page["receipts"].([]any)[0].(map[string]any)["id"].(string)
