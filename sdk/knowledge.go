@@ -22,6 +22,11 @@ type RetrieveRequest struct {
 	Filters map[string]any
 	// Run, when set, draws the retrieval on a run's budget (CTX-3).
 	Run *Run
+	// Space, when set, reads the bases of another space across a bridge (issue 31): KBs then
+	// names that space's bases by name, and only an active bridge approved by both spaces
+	// that lists this agent and those bases lets the read through; without one the answer
+	// is 404 knowledge_base_not_found, as for a base that does not exist. Not with Run.
+	Space string
 }
 
 // Run names the run a read belongs to (CTX-3): ID (1..200 printable characters) and, on the
@@ -107,6 +112,9 @@ func (c *Client) Retrieve(ctx context.Context, req RetrieveRequest) (Retrieval, 
 	}
 	if req.Run != nil {
 		body["run"] = req.Run
+	}
+	if req.Space != "" {
+		body["space"] = req.Space
 	}
 	var out Retrieval
 	if _, _, err := c.do(ctx, "POST", "/v1/knowledge/retrieve", body, &out); err != nil {

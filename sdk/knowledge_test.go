@@ -46,10 +46,14 @@ func TestRetrieveSendsAndDecodes(t *testing.T) {
 	if _, err := c.Retrieve(ctx, sdk.RetrieveRequest{Query: "refund", KBs: []string{"kb_1"}}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.Retrieve(ctx, sdk.RetrieveRequest{Query: "refund", KBs: []string{"refunds"}, Space: "sp_other"}); err != nil {
+		t.Fatal(err)
+	}
 	want := []map[string]any{
 		{"query": "refund to card?", "kbs": []any{"kb_1"}, "top_k": 3.0, "max_tokens": 500.0, "min_score": 0.2,
 			"filters": map[string]any{"source_uri": []any{"kb://refunds"}, "tags": map[string]any{"any": []any{"orders"}}}},
 		{"query": "refund", "kbs": []any{"kb_1"}},
+		{"query": "refund", "kbs": []any{"refunds"}, "space": "sp_other"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("requests\n got %v\nwant %v", got, want)

@@ -837,15 +837,18 @@ class Client:
     def retrieve(self, query: str, kbs: Sequence[str], *, top_k: Optional[int] = None,
                  max_tokens: Optional[int] = None, min_score: Optional[float] = None,
                  filters: Optional[Mapping[str, Any]] = None,
-                 run: Optional[Mapping[str, Any]] = None) -> Retrieval:
+                 run: Optional[Mapping[str, Any]] = None, space: Optional[str] = None) -> Retrieval:
         """Ranks the chunks of knowledge bases ``kbs`` (1-10 base ids of the key's space) for
         ``query`` (1-1000 characters) (POST /v1/knowledge/retrieve; the key needs scope
         ``knowledge:read``). ``top_k`` 1..50 and ``max_tokens`` 100..8000 (the context's budget)
         default to the first base's settings; with ``min_score`` (0..1) weaker vector candidates
         leave the vector ranking. ``filters`` is sent as the request's ``filters`` object as
         given; the service decides what it accepts (one without filters answers 400). ``run``
-        ({"id", "budget_tokens"}, CTX-3) draws the retrieval on a run's budget. The service
-        leaves a receipt naming the chunks delivered.
+        ({"id", "budget_tokens"}, CTX-3) draws the retrieval on a run's budget. ``space`` reads
+        another space's bases across a bridge (issue 31): ``kbs`` then names that space's bases
+        by name, and only an active bridge approved by both spaces that lists this agent and
+        those bases lets the read through (otherwise 404, as for a base that does not exist);
+        not with ``run``. The service leaves a receipt naming the chunks delivered.
 
         Raises AgentMemoryError: 400 ``invalid_member``, 403 ``scope_required`` or
         ``feature_disabled``, 404 ``knowledge_base_not_found`` (a base of another space looks
@@ -862,6 +865,8 @@ class Client:
             payload["filters"] = dict(filters)
         if run is not None:
             payload["run"] = dict(run)
+        if space:
+            payload["space"] = str(space)
         d = self._http.request("POST", "/v1/knowledge/retrieve", payload).data or {}
         return Retrieval(mode=str(d.get("mode", "")), chunks=[RetrievedChunk.from_wire(c) for c in d.get("chunks") or []],
                          context=str(d.get("context") or ""), context_tokens=int(d.get("context_tokens") or 0),

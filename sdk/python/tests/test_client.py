@@ -296,10 +296,12 @@ class ReplayAndAnswersTest(FakeTest):
         filters = {"source_uri": ["kb://refunds"], "tags": {"any": ["orders"]}}
         got = c.retrieve("refund to card?", ["kb_1"], top_k=3, max_tokens=500, min_score=0.2, filters=filters)
         c.retrieve("refund", ("kb_1",))
+        c.retrieve("refund", ["refunds"], space="sp_other")  # across a bridge: the other space's base by name
         self.assertEqual([(m, p, b) for m, p, _, b in f.requests], [
             ("POST", "/v1/knowledge/retrieve", {"query": "refund to card?", "kbs": ["kb_1"], "top_k": 3, "max_tokens": 500,
                                                 "min_score": 0.2, "filters": filters}),
-            ("POST", "/v1/knowledge/retrieve", {"query": "refund", "kbs": ["kb_1"]})])
+            ("POST", "/v1/knowledge/retrieve", {"query": "refund", "kbs": ["kb_1"]}),
+            ("POST", "/v1/knowledge/retrieve", {"query": "refund", "kbs": ["refunds"], "space": "sp_other"})])
         self.assertEqual((got.mode, got.context_tokens, got.context), ("hybrid", 42, "<knowledge_context>x</knowledge_context>"))
         ch = got.chunks[0]
         self.assertEqual((ch.document_id, ch.source_uri, ch.version, ch.start_byte, ch.end_byte, ch.in_context),

@@ -240,6 +240,12 @@ export interface RetrieveOptions {
   filters?: { [member: string]: JsonValue };
   /** The run the retrieval draws on (CTX-3). */
   run?: Run;
+  /**
+   * Another space whose bases `kbs` names by name, read across a bridge (issue 31): only an
+   * active bridge approved by both spaces that lists this agent and those bases lets it
+   * through; otherwise 404, as for a base that does not exist. Not with `run`.
+   */
+  space?: string;
 }
 
 interface Seen {
@@ -634,6 +640,7 @@ export class AgentMemoryClient {
     if (opts.min_score !== undefined) body.min_score = opts.min_score;
     if (opts.filters !== undefined) body.filters = opts.filters;
     if (opts.run !== undefined) body.run = opts.run;
+    if (opts.space !== undefined) body.space = opts.space;
     return (await this.transport().request<Retrieval>("POST", "/v1/knowledge/retrieve", { body })).data;
   }
 

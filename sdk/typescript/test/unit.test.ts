@@ -169,15 +169,17 @@ test("retrieve posts the request (filters as given, unset options left out) and 
         score: 0.032787, vector_score: 0.81, vector_rank: 1, lexical_rank: null, text: "Refunds go to store credit.", in_context: true },
     ],
   };
-  const c = new AgentMemoryClient({ baseUrl: "http://x", key: "k", fetch: fake([{ status: 200, body: answer }, { status: 200, body: answer }], seen) });
+  const c = new AgentMemoryClient({ baseUrl: "http://x", key: "k", fetch: fake([{ status: 200, body: answer }, { status: 200, body: answer }, { status: 200, body: answer }], seen) });
   const filters = { source_uri: ["kb://refunds"], tags: { any: ["orders"] } };
   const got = await c.retrieve("refund to card?", ["kb_1"], { top_k: 3, max_tokens: 500, min_score: 0.2, filters });
   await c.retrieve("refund", ["kb_1"]);
+  await c.retrieve("refund", ["refunds"], { space: "sp_other" }); // across a bridge: the other space's base by name
   assert.deepEqual(
     seen.map((s) => [s.method, s.url, JSON.parse(s.body)]),
     [
       ["POST", "http://x/v1/knowledge/retrieve", { query: "refund to card?", kbs: ["kb_1"], top_k: 3, max_tokens: 500, min_score: 0.2, filters }],
       ["POST", "http://x/v1/knowledge/retrieve", { query: "refund", kbs: ["kb_1"] }],
+      ["POST", "http://x/v1/knowledge/retrieve", { query: "refund", kbs: ["refunds"], space: "sp_other" }],
     ],
   );
   assert.deepEqual(got, answer);
