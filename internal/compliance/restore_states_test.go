@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -135,5 +136,59 @@ func TestRestoredBackupForgetsDeletedStates(t *testing.T) {
 		e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", chat, map[string]any{"scope": legacy, "body": map[string]any{"step": "resealed"}})
 		require.NoError(t, e.DB.NewSelect().Model(&row).Where("id = ?", row.ID).Scan(ctx))
 		require.True(t, bytes.HasPrefix(row.Body, []byte("\x00s2")), "its next write sealed it under both keys")
+	})
+}
+
+// TestRestoredBackupForgetsExpiredStates (issue 29 §1): a state that left the store because
+// its retention ended, swept or replaced by a write after its expiry, stays gone from a
+// backup taken before: the sweep and the replacement destroy its own key, so the old copy,
+// read with the current key store while its retention has not ended by the reader's clock,
+// reads as never written and the restore procedure drops it; both databases.
+func TestRestoredBackupForgetsExpiredStates(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		ctx := context.Background()
+		now := time.Now().UTC()
+		e.Deps.State.Now = func() time.Time { return now }
+		e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
+		e.PutDocument("object-types", map[string]any{"types": []any{map[string]any{"type": "order-bot", "ownership": "agent",
+			"fields": map[string]any{"step": map[string]any{"type": "string"}}, "agent_state": map[string]any{"scope": "object"},
+			"retention": map[string]any{"state": "2d"}}}})
+		order := e.AgentKey("order-bot", "acme", auth.ScopeAgentState)
+		put := func(id, text string) {
+			e.MustDo(http.StatusOK, "PUT", "/v1/agent-state", order, map[string]any{"scope": map[string]any{"kind": "object", "id": id},
+				"body": map[string]any{"step": text}})
+		}
+		put("order:shop:Swept1", "swept RS-7731")
+		now = now.Add(25 * time.Hour)
+		put("order:shop:Replaced2", "replaced RP-4402")
+		backup := backupDB(t, e, e.Engine)
+
+		now = now.Add(24 * time.Hour) // the first state's two days are over, the second's not
+		res, err := e.Deps.State.DeleteExpired(ctx, e.DB, e.SpaceID, 10, now)
+		require.NoError(t, err)
+		require.Equal(t, 1, res.States[e.SpaceID], "the sweep deletes the expired state")
+		now = now.Add(25 * time.Hour)
+		put("order:shop:Replaced2", "fresh RF-1150") // expired now too, and replaced by a write
+
+		restored, err := db.Open(ctx, backup, db.Options{})
+		require.NoError(t, err)
+		defer db.Close(restored)
+		ra, err := app.Build(ctx, e.App.Config, app.Overrides{DB: restored, Keys: e.Keys})
+		require.NoError(t, err)
+		po, err := auth.Authenticate(ctx, restored, order)
+		require.NoError(t, err)
+		for _, id := range []string{"order:shop:Swept1", "order:shop:Replaced2"} {
+			got, err := ra.State.Read(ctx, po, state.ReadRequest{Scope: &state.Scope{Kind: "object", ID: id}})
+			require.NoError(t, err)
+			require.Zero(t, got.Version, "%s: the old copy's state is within retention by the reader's clock, yet reads as never written", id)
+		}
+		_, err = ra.Restore(ctx)
+		require.NoError(t, err)
+		n, err := restored.NewSelect().Model((*models.AgentState)(nil)).Count(ctx)
+		require.NoError(t, err)
+		require.Zero(t, n, "the restore procedure drops both expired states")
+		require.Empty(t, scanTables(t, restored, []string{"RS-7731", "RP-4402"}))
+		cur := e.MustDo(http.StatusOK, "POST", "/v1/agent-state/read", order, map[string]any{"scope": map[string]any{"kind": "object", "id": "order:shop:Replaced2"}}).JSON(t)
+		require.Equal(t, "fresh RF-1150", cur["body"].(map[string]any)["step"], "the state written after the expiry reads under its fresh key")
 	})
 }

@@ -14,7 +14,7 @@ import (
 // store no longer holds (the subject was erased): the restore procedure's step for working
 // memory (issue 29 §1, ER-1). The agents' version floors stay, so a state written again never
 // restarts at version 1. It returns how many it deleted; with no key store it deletes nothing
-// (nothing was sealed). Existence only: a key is never opened.
+// (nothing was sealed).
 func (s *Service) DropUnreadable(ctx context.Context, idb bun.IDB) (int, error) {
 	if s.Keys == nil {
 		return 0, nil
@@ -47,26 +47,28 @@ func (s *Service) DropUnreadable(ctx context.Context, idb bun.IDB) (int, error) 
 	return n + c, err
 }
 
-// dropUnreadableConversations deletes, inside idb, the sealed states whose keys (keysOf) the
-// key store no longer holds: of a conversation or task scope naming no subject, the
-// conversation key (the conversation, or a subject linked to it, was erased); of any state
-// with a scope, its own key (it was deleted, or erased by its content). DropUnreadable's
-// second half. States still in clear (written before they were sealed) are kept.
+// dropUnreadableConversations deletes, inside idb, the sealed states that no longer open:
+// those whose keys (keysOf) the key store no longer holds (of a conversation or task scope
+// naming no subject, the conversation key: the conversation, or a subject linked to it, was
+// erased; of any state with a scope, its own key: it was deleted, or erased by its content),
+// and those whose keys exist but are newer than the row (its own key was destroyed and made
+// again: the state was deleted or expired, then written anew). DropUnreadable's second half.
+// States still in clear (written before they were sealed) are kept.
 func (s *Service) dropUnreadableConversations(ctx context.Context, idb bun.IDB) (int, error) {
 	var rows []models.AgentState
-	if err := idb.NewSelect().Model(&rows).Column("id", "scope_hash", "scope_kind", "agent", "subject_hash", "body").
+	if err := idb.NewSelect().Model(&rows).Column("id", "scope_hash", "scope_kind", "agent", "subject_hash", "body", "field_times").
 		Scan(ctx); err != nil {
 		return 0, fmt.Errorf("state: list sealed states: %w", err)
 	}
 	exists := map[string]bool{}
 	var ids []string
-	for _, r := range rows {
-		readable, err := s.keysExist(ctx, keysOf(&r), exists)
+	for i := range rows {
+		readable, err := s.opens(ctx, &rows[i], exists)
 		if err != nil {
 			return 0, err
 		}
 		if !readable {
-			ids = append(ids, r.ID)
+			ids = append(ids, rows[i].ID)
 		}
 	}
 	if len(ids) == 0 {
@@ -76,6 +78,21 @@ func (s *Service) dropUnreadableConversations(ctx context.Context, idb bun.IDB) 
 		return 0, fmt.Errorf("state: drop unreadable: %w", err)
 	}
 	return len(ids), nil
+}
+
+// opens reports whether stored row r still opens: in clear, or sealed under keys that exist
+// (keysExist, remembered in exists) and open it (Unseal, on a copy: r is left sealed).
+func (s *Service) opens(ctx context.Context, r *models.AgentState, exists map[string]bool) (bool, error) {
+	ids := keysOf(r)
+	if len(ids) == 0 {
+		return true, nil
+	}
+	ok, err := s.keysExist(ctx, ids, exists)
+	if err != nil || !ok {
+		return false, err
+	}
+	probe := *r
+	return s.Unseal(ctx, &probe)
 }
 
 // keysOf names the keys a stored row needs to open: none in clear, keyIDFor's one under

@@ -324,8 +324,9 @@ func (s *Service) SweepFields(ctx context.Context, idb bun.IDB, spaceID, after s
 }
 
 // DeleteExpired deletes up to limit states of spaceID (every space when empty) whose whole
-// retention ended at or before now (UTC), inside idb, and counts them per space; Done reports
-// that fewer than limit were left.
+// retention ended at or before now (UTC), inside idb, destroys the own key of each
+// (erasure.StateKeyID, as Delete does), and counts them per space; Done reports that fewer
+// than limit were left.
 func (s *Service) DeleteExpired(ctx context.Context, idb bun.IDB, spaceID string, limit int, now time.Time) (SweepResult, error) {
 	res := SweepResult{Fields: map[string]int{}, States: map[string]int{}}
 	var rows []models.AgentState
@@ -343,6 +344,13 @@ func (s *Service) DeleteExpired(ctx context.Context, idb bun.IDB, spaceID string
 		// starts above it.
 		gone, err := deleteStates(ctx, idb, "id = ? AND expires_at <= ?", row.ID, now.UTC())
 		if err != nil {
+			return res, fmt.Errorf("state: sweep states: %w", err)
+		}
+		// Its own key goes too, so a backup taken before the sweep holds only a row that no
+		// longer opens (issue 29 §1). Destroyed before the batch commits: were it to roll
+		// back, the row left is expired already, and an unopenable row reads as never
+		// written (openRow), which is what an expired one answers anyway.
+		if err := s.destroyOwnKeys(ctx, gone); err != nil {
 			return res, fmt.Errorf("state: sweep states: %w", err)
 		}
 		res.States[row.SpaceID] += len(gone)

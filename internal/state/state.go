@@ -593,7 +593,7 @@ func (s *Service) tryWrite(ctx context.Context, idb bun.IDB, lock bool, w *pendi
 	}
 	row := cur.row
 	if row != nil && cur.effective == 0 {
-		gone, err := replaceExpired(ctx, idb, row)
+		gone, err := s.replaceExpired(ctx, idb, row)
 		if err != nil || !gone {
 			return WriteResult{}, err == nil, err
 		}
@@ -741,10 +741,15 @@ func merged(mode string, current strictjson.Object, times map[string]time.Time, 
 // false when another writer changed it first. The state is gone for callers, so the write
 // starts a new state above the old one's version (floors.go: never at 1 again, so a CAS
 // holding an old version cannot match it), under a new id, so a writer holding the old row
-// can never apply its update to the new one.
-func replaceExpired(ctx context.Context, idb bun.IDB, row *models.AgentState) (gone bool, err error) {
+// can never apply its update to the new one. Its own key is destroyed with it (as the
+// retention sweep does), so the new state is sealed under a fresh key of the same id and a
+// backup holding the expired row cannot open it (issue 29 §1).
+func (s *Service) replaceExpired(ctx context.Context, idb bun.IDB, row *models.AgentState) (gone bool, err error) {
 	removed, err := deleteStates(ctx, idb, "id = ? AND version = ?", row.ID, row.Version)
 	if err != nil {
+		return false, err
+	}
+	if err := s.destroyOwnKeys(ctx, removed); err != nil {
 		return false, err
 	}
 	return len(removed) > 0, nil
