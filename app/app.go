@@ -291,7 +291,6 @@ func (a *App) wire() {
 	a.Runs = &runs.Store{DB: d, Docs: a.Docs, Now: now}         // the budgets of runs (CTX-3)
 	a.Notes = &notes.Service{DB: d, Docs: a.Docs, Subjects: a.Subjects, Hasher: h, Now: now, Receipts: a.Receipts, Runs: a.Runs, Keys: ks}
 	a.Proposals = &proposals.Service{DB: d, Docs: a.Docs, Hasher: h, Keys: ks, Notes: a.Notes, Now: now}
-	a.Notes.Proposals = a.Proposals   // human_only writes become proposals (AM-8)
 	a.Compliance.NoteSweeps = a.Notes // retention.notes (issue 34 §1)
 	a.Compliance.Notes = a.Proposals  // AM-12: agent-note erasure erases notes and proposals
 	// Knowledge documents pass the notes gate (refuse) or the space's masking (mask).

@@ -37,7 +37,9 @@ func TestOpenAppWiresNotes(t *testing.T) {
 	require.Same(t, a.Proposals, a.Compliance.Notes, "agent-note erasure erases notes and proposals")
 	require.Same(t, a.Proposals, a.Server(nil).Proposals)
 	require.Same(t, a.Notes, a.Proposals.Notes)
-	require.Same(t, a.Proposals, a.Notes.Proposals, "human_only writes become proposals")
+	// human_only writes become proposals sealed by notes (noterows.InsertProposal) and opened
+	// by proposals: one key store.
+	require.True(t, a.Notes.Keys == a.Proposals.Keys, "notes and proposals share the key store")
 
 	a = open(map[string]string{"OLLAMA_HOST": model.URL, "AGENTMEMORY_DETECTOR_MODEL": "detector"})
 	require.NotNil(t, a.Notes.Detector)

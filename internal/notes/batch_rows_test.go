@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/db/dbtest"
 	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/internal/fault"
+	"github.com/agentmemory/agentmemory/internal/keystore"
 	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/internal/receipts"
 	"github.com/agentmemory/agentmemory/internal/spaces"
@@ -260,7 +262,6 @@ func TestNoteBatchSideRowsFailureFailsBatch(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
 		ctx := context.Background()
 		s, agent := queueEnv(t, d, `{"agent_memory": {"enabled": true, "writes": "human_only"}}`)
-		s.Proposals = eventProposer{}
 		person := integrationKey(t, d, agent)
 		first, err := s.Create(ctx, person, "", "", Input{SourceID: agent.Agent, Kind: "procedure", Title: "Kept", Body: "Before.", Tags: []string{"kept"}})
 		require.NoError(t, err)
@@ -316,16 +317,19 @@ func TestNoteBatchSideRowsFailureFailsBatch(t *testing.T) {
 	})
 }
 
-// cancellingProposer is eventProposer that also ends a request's context (cancel) once a
-// batch runs the proposal: a member after it in the batch finds its request ended.
-type cancellingProposer struct {
-	eventProposer
+// cancellingKeys is a key store that ends a request's context (cancel) when a proposal's
+// title and body are sealed (noterows.InsertProposal asks for the proposal's key): a member
+// after the proposal in the batch finds its request ended. The key comes from the real store.
+type cancellingKeys struct {
+	keystore.Store
 	cancel context.CancelFunc
 }
 
-func (c cancellingProposer) InsertAgentProposal(ctx context.Context, tx bun.IDB, p AgentProposal) error {
-	c.cancel()
-	return c.eventProposer.InsertAgentProposal(ctx, tx, p)
+func (c cancellingKeys) DataKey(ctx context.Context, id string, create bool) ([]byte, error) {
+	if strings.HasPrefix(id, noterows.ProposalKeyID("")) {
+		c.cancel()
+	}
+	return c.Store.DataKey(ctx, id, create)
 }
 
 // Issue 16: a request that ends while its batch runs, before its turn, answers its context's
@@ -339,7 +343,9 @@ func TestNoteBatchMemberEndsMidBatch(t *testing.T) {
 		person := integrationKey(t, d, agent)
 		ended, cancel := context.WithCancel(ctx)
 		defer cancel()
-		s.Proposals = cancellingProposer{cancel: cancel}
+		ks, err := keystore.OpenFile(filepath.Join(t.TempDir(), "keys.json"), s.Hasher.Key("note-keys"))
+		require.NoError(t, err)
+		s.Keys = cancellingKeys{Store: ks, cancel: cancel}
 		receiptsBefore := countIn(t, d, agent.SpaceID, (*models.Receipt)(nil))
 		before := readBatchRows(t, d, agent.SpaceID)
 		in := func(title string, tags ...string) Input {

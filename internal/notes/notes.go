@@ -7,10 +7,11 @@
 // delivered.
 //
 // The proposal lifecycle (AM-8, AM-9) is internal/proposals, which imports this package;
-// this one reaches it only through the Proposer interface it owns. The row-level primitives
-// both share (codecs, sealing, the cap, idempotency records, the note insert) are
-// internal/noterows'. The package never imports gin, Temporal or internal/proposals; errors
-// are *fault.Error.
+// this one never reaches it: an agent's write under writes: human_only stores its pending
+// proposal through internal/noterows (InsertProposal), the row-level primitives both share
+// (codecs, sealing, the cap, idempotency records, the note and proposal inserts), and
+// proposals decides it from there. The package never imports gin, Temporal or
+// internal/proposals; errors are *fault.Error.
 package notes
 
 import (
@@ -98,9 +99,6 @@ type Service struct {
 	Detector        Detector
 	DetectorTimeout time.Duration
 	Now             func() time.Time
-	// Proposals stores agents' writes under writes: human_only as proposals (AM-8):
-	// internal/proposals.Service. Without it such a write fails (an internal error).
-	Proposals Proposer
 	// Receipts commits the receipts of block reads and searches in groups (issue 16); nil:
 	// each read commits its own receipt.
 	Receipts *receipts.Log

@@ -66,35 +66,6 @@ func (n ProposedNote) Edit(edits *Patch, ev *Evidence) (ProposedNote, *Evidence)
 // GateText is the text the personal-data gate (Check) reads of n with evidence ev (GateText).
 func (n ProposedNote) GateText(ev *Evidence) string { return GateText(n.Title, n.Body, n.Tags, ev) }
 
-// AgentProposal is an agent's write that became a proposal (AM-8: writes: human_only), as
-// Create and NewVersion hand it to the Proposer: its id, the space, source and vendor, the
-// proposed note (validated and gated), its evidence, the note an edit supersedes ("" for a
-// new note) and who wrote it.
-type AgentProposal struct {
-	ID               string
-	SpaceID          string
-	SourceID         string
-	Vendor           string
-	Origin           string
-	Note             ProposedNote
-	Evidence         *Evidence
-	SupersedesNoteID string
-	ActorKeyID       string
-	ActorKind        string
-	AgentVersion     string
-	Now              time.Time
-}
-
-// Proposer stores an agent's write as a proposal (AM-8) inside the write's transaction tx,
-// after its receipt and limits, with the proposal's note_created event (AM-13), so the write
-// commits whole or not at all. It appends no receipt: the write's batch appends its
-// receipt with the others' after the head it locked first (receipts.AppendGroup).
-// internal/proposals implements it; Service.Proposals must be set wherever a space may use
-// writes: human_only.
-type Proposer interface {
-	InsertAgentProposal(ctx context.Context, tx bun.IDB, p AgentProposal) error
-}
-
 // Approved is the note an approval writes (InsertApproved): the proposal's id, space,
 // source, vendor and origin ("agent" or "distilled"), the note it supersedes ("" for a new
 // note), the agent version it was proposed under, the deciding key, the content after the

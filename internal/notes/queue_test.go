@@ -356,15 +356,6 @@ func TestNoteBatchPanicFailsBatch(t *testing.T) {
 	})
 }
 
-// eventProposer stands in for internal/proposals: it enqueues a proposal's event in the
-// write's transaction, as the real store does.
-type eventProposer struct{}
-
-func (eventProposer) InsertAgentProposal(ctx context.Context, tx bun.IDB, p AgentProposal) error {
-	_, err := events.Enqueue(ctx, tx, events.Event{Type: "test.proposed", SpaceID: p.SpaceID, ProposalID: p.ID}, p.Now)
-	return err
-}
-
 // Issue 16, AM-13, GOV-4: a batch stores its notes' tags, search rows and note_created events
 // at its end, each kind in one statement, in the order of its writes: an agent's proposal
 // queued between a person's notes (writes: human_only) has its event between theirs, a
@@ -374,7 +365,6 @@ func TestNoteBatchStoresRowsInWriteOrder(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *bun.DB) {
 		ctx := context.Background()
 		s, agent := queueEnv(t, d, `{"agent_memory": {"enabled": true, "writes": "human_only"}}`)
-		s.Proposals = eventProposer{}
 		person := integrationKey(t, d, agent)
 
 		a := Input{Kind: "procedure", SourceID: agent.Agent, Title: "Alpha", Body: "Refund alpha.", Tags: []string{"refund", "orders"}}

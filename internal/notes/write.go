@@ -449,21 +449,24 @@ func (s *Service) remember(ctx context.Context, tx bun.Tx, w write, id string, r
 
 func reused() error { return noterows.Reused() }
 
-// propose hands agent write w to the Proposer as proposal id (AM-8), inside the write's
-// transaction tx.
+// propose stores agent write w as pending proposal id (AM-8: writes: human_only, or a gate
+// hit the space sends to review) inside the write's transaction tx, with its note_created
+// event (noterows.InsertProposal: sealed under the proposal's own key). Its receipt is the
+// write's (plan), appended with the batch's others; from here on the proposal is
+// internal/proposals' to decide.
 func (s *Service) propose(ctx context.Context, tx bun.IDB, w write, id string) error {
-	if s.Proposals == nil {
-		return errors.New("notes: no proposal store wired (Service.Proposals)")
-	}
-	p := AgentProposal{
+	ek, eid := noterows.EvidenceColumns(w.c.Evidence)
+	r := models.NoteProposal{
 		ID: id, SpaceID: w.a.p.SpaceID, SourceID: w.a.sourceID, Vendor: w.a.vendor, Origin: w.a.origin(),
-		Note: proposedOf(w.c), Evidence: w.c.Evidence, ActorKeyID: w.a.p.KeyID, ActorKind: w.a.kind(),
-		AgentVersion: w.agentVersion, Now: w.now,
+		Status: noterows.ProposalPending, Kind: w.c.Kind, Title: w.c.Title, Body: w.c.Body, Tags: noterows.EncodeTags(w.c.Tags),
+		Visibility: w.c.Visibility, EvidenceKind: ek, EvidenceID: eid, ValidUntil: w.c.ValidUntil,
+		ActorKeyID: w.a.p.KeyID, ActorKind: w.a.kind(), AgentVersion: w.agentVersion,
+		CreatedAt: w.now, UpdatedAt: w.now, Kinds: "[]",
 	}
 	if w.prev != nil {
-		p.SupersedesNoteID = w.prev.ID
+		r.SupersedesNoteID = w.prev.ID
 	}
-	return s.Proposals.InsertAgentProposal(ctx, tx, p)
+	return noterows.InsertProposal(ctx, tx, s.Keys, &r)
 }
 
 // insertNote retires the superseded version of an edit (compare-and-swap on its status) or

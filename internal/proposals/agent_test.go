@@ -2,27 +2,39 @@ package proposals_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/uptrace/bun"
-
 	"github.com/agentmemory/agentmemory/apptest"
 	"github.com/agentmemory/agentmemory/internal/auth"
+	"github.com/agentmemory/agentmemory/internal/db"
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/proposals"
 	"github.com/agentmemory/agentmemory/models"
 )
 
-// failing is a notes.Proposer whose insert fails after the real one wrote its rows.
-type failing struct{ real notes.Proposer }
-
-func (f failing) InsertAgentProposal(ctx context.Context, tx bun.IDB, p notes.AgentProposal) error {
-	if err := f.real.InsertAgentProposal(ctx, tx, p); err != nil {
-		return err
+// failEvents makes every insert into outbox fail in e's database ("boom", a
+// trigger) until the returned function drops the trigger: an agent's proposal then fails
+// after its row was written (noterows.InsertProposal writes the row, then its event).
+func failEvents(t *testing.T, e *apptest.Env) func() {
+	t.Helper()
+	ctx := context.Background()
+	if db.IsSQLite(e.DB) {
+		_, err := e.DB.DB.ExecContext(ctx, `CREATE TRIGGER events_boom BEFORE INSERT ON outbox BEGIN SELECT RAISE(ABORT, 'boom'); END`)
+		require.NoError(t, err)
+		return func() {
+			_, err := e.DB.DB.ExecContext(ctx, `DROP TRIGGER events_boom`)
+			require.NoError(t, err)
+		}
 	}
-	return errors.New("boom")
+	_, err := e.DB.DB.ExecContext(ctx, `CREATE FUNCTION events_boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'boom'; END $$`)
+	require.NoError(t, err)
+	_, err = e.DB.DB.ExecContext(ctx, `CREATE TRIGGER events_boom BEFORE INSERT ON outbox FOR EACH ROW EXECUTE FUNCTION events_boom()`)
+	require.NoError(t, err)
+	return func() {
+		_, err := e.DB.DB.ExecContext(ctx, `DROP TRIGGER events_boom ON outbox; DROP FUNCTION events_boom()`)
+		require.NoError(t, err)
+	}
 }
 
 func count(t *testing.T, e *apptest.Env, model any) int {
@@ -33,9 +45,9 @@ func count(t *testing.T, e *apptest.Env, model any) int {
 }
 
 // AM-8: an agent's write under writes: human_only becomes a proposal inside the write's one
-// transaction (receipt, proposal row, note_created event) through notes.Proposer, and is
-// decided by the same Decide as every other proposal. A failing proposal insert leaves
-// nothing: no receipt, no proposal, no event.
+// transaction (receipt, proposal row, note_created event) through noterows.InsertProposal,
+// and is decided by the same Decide as every other proposal. A proposal insert that fails
+// after its row was written leaves nothing: no receipt, no proposal, no event.
 func TestAgentWriteUnderHumanOnlyIsDecidedByDecide(t *testing.T) {
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
@@ -47,10 +59,10 @@ func TestAgentWriteUnderHumanOnlyIsDecidedByDecide(t *testing.T) {
 		in := notes.Input{Kind: "procedure", Title: "Refunds", Body: "Validate the purchase first.", Tags: []string{"refund"}}
 
 		receipts, events := count(t, e, (*models.Receipt)(nil)), count(t, e, (*models.OutboxEvent)(nil))
-		e.Deps.Notes.Proposals = failing{real: e.Deps.Proposals}
+		restore := failEvents(t, e)
 		_, err = e.Deps.Notes.Create(ctx, agent, "", "", in)
-		require.Error(t, err)
-		e.Deps.Notes.Proposals = e.Deps.Proposals
+		require.ErrorContains(t, err, "boom")
+		restore()
 		require.Equal(t, receipts, count(t, e, (*models.Receipt)(nil)), "the receipt rolled back with the proposal")
 		require.Equal(t, events, count(t, e, (*models.OutboxEvent)(nil)))
 		require.Zero(t, count(t, e, (*models.NoteProposal)(nil)))

@@ -10,7 +10,6 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/agentmemory/agentmemory/internal/auth"
-	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/internal/notes"
@@ -174,12 +173,7 @@ func (s *Service) draft(ctx context.Context, d DraftRequest) (string, bool, erro
 			Status: StatusDrafting, Tags: "[]", EvidenceKind: ek, EvidenceID: eid, ActorKeyID: d.ActorKey,
 			AgentVersion: d.AgentVersion, ActorKind: "workflow", CreatedAt: now, UpdatedAt: now, Kinds: "[]",
 		}
-		if _, err := tx.NewInsert().Model(&r).Exec(ctx); err != nil {
-			return fmt.Errorf("proposals: insert draft: %w", err)
-		}
-		if _, err := events.Enqueue(ctx, tx, events.Event{
-			Type: events.TypeNoteCreated, SpaceID: d.SpaceID, ProposalID: id, Origin: notes.OriginDistilled, SourceID: d.SourceID,
-		}, now); err != nil {
+		if err := noterows.InsertProposal(ctx, tx, s.Keys, &r); err != nil { // no text yet: nothing sealed
 			return err
 		}
 		if d.IdemKey != "" {

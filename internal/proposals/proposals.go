@@ -8,10 +8,11 @@
 // notes.Service.InsertApproved inside the approval's one transaction, with its receipt and
 // outbox event.
 //
-// proposals imports internal/notes, never the reverse: notes reaches it only through the
-// notes.Proposer interface (agents' writes under human_only). The row-level primitives both
-// need (column codecs, sealing, the cap, idempotency records) are internal/noterows'. An
-// approval crosses into notes twice (CheckApproval, then InsertApproved; TestApprovalSeam).
+// proposals imports internal/notes, never the reverse, and notes holds no hook into it: an
+// agent's write under writes: human_only stores its pending proposal through
+// internal/noterows (InsertProposal), which holds the row-level primitives both need (column
+// codecs, sealing, the cap, idempotency records, the note and proposal inserts). An approval
+// crosses into notes twice (CheckApproval, then InsertApproved; TestApprovalSeam).
 // The package never imports gin or Temporal; errors are *fault.Error.
 package proposals
 
@@ -28,7 +29,6 @@ import (
 
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/erasure"
-	"github.com/agentmemory/agentmemory/internal/events"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/keyed"
 	"github.com/agentmemory/agentmemory/internal/keystore"
@@ -39,16 +39,21 @@ import (
 	"github.com/agentmemory/agentmemory/models"
 )
 
-// Statuses of a proposal (AM-8, AM-9), defined here once. drafting: created by
-// distillation, content not yet there; pending: waiting for a person; approved/rejected:
-// decided; failed: distillation gave up (Reason says why); expired: nobody decided in time.
+// Statuses of a proposal (AM-8, AM-9): the one vocabulary every caller names (activities,
+// workflows and the API declare none of their own; TestOneStatusVocabulary). drafting:
+// created by distillation, content not yet there; pending: waiting for a person;
+// approved/rejected: decided; failed: distillation gave up (Reason says why); expired: nobody
+// decided in time. The strings are note_proposals.status's, spelled once beside the row in
+// internal/noterows, whose InsertProposal writes the first status of agents' proposals.
+// They are also carried in workflow history (DistillWorkflow's Draft result): never change
+// a value.
 const (
-	StatusDrafting = "drafting"
-	StatusPending  = "pending"
-	StatusApproved = "approved"
-	StatusRejected = "rejected"
-	StatusFailed   = "failed"
-	StatusExpired  = "expired"
+	StatusDrafting = noterows.ProposalDrafting
+	StatusPending  = noterows.ProposalPending
+	StatusApproved = noterows.ProposalApproved
+	StatusRejected = noterows.ProposalRejected
+	StatusFailed   = noterows.ProposalFailed
+	StatusExpired  = noterows.ProposalExpired
 )
 
 // Statuses lists every status, in lifecycle order.
@@ -84,10 +89,7 @@ type Service struct {
 	Now       func() time.Time
 }
 
-var (
-	_ notes.Proposer       = (*Service)(nil)
-	_ erasure.SourceEraser = (*Service)(nil)
-)
+var _ erasure.SourceEraser = (*Service)(nil)
 
 // WithWorkflow returns a copy of s whose distilled proposals are decided through w.
 func (s *Service) WithWorkflow(w Workflow) *Service {
@@ -178,31 +180,6 @@ func utcPtr(t *time.Time) *time.Time {
 	}
 	u := t.UTC()
 	return &u
-}
-
-// InsertAgentProposal stores agent write p as a pending proposal (AM-8, notes.Proposer)
-// inside tx, the write's transaction (which holds its receipt, limits and idempotency
-// record), with the proposal's note_created event (AM-13).
-func (s *Service) InsertAgentProposal(ctx context.Context, tx bun.IDB, p notes.AgentProposal) error {
-	ek, eid := noterows.EvidenceColumns(p.Evidence)
-	r := models.NoteProposal{
-		ID: p.ID, SpaceID: p.SpaceID, SourceID: p.SourceID, Vendor: p.Vendor, Origin: p.Origin,
-		Status: StatusPending, Kind: p.Note.Kind, Title: p.Note.Title, Body: p.Note.Body, Tags: noterows.EncodeTags(p.Note.Tags),
-		Visibility: p.Note.Visibility, EvidenceKind: ek, EvidenceID: eid, ValidUntil: p.Note.ValidUntil,
-		SupersedesNoteID: p.SupersedesNoteID, ActorKeyID: p.ActorKeyID, ActorKind: p.ActorKind, AgentVersion: p.AgentVersion,
-		CreatedAt: p.Now, UpdatedAt: p.Now, Kinds: "[]",
-	}
-	if err := s.seal(ctx, &r); err != nil {
-		return err
-	}
-	if _, err := tx.NewInsert().Model(&r).Exec(ctx); err != nil {
-		return fmt.Errorf("proposals: insert: %w", err)
-	}
-	_, err := events.Enqueue(ctx, tx, events.Event{
-		Type: events.TypeNoteCreated, SpaceID: p.SpaceID, ProposalID: p.ID, Kind: p.Note.Kind,
-		Origin: p.Origin, SourceID: p.SourceID,
-	}, p.Now)
-	return err
 }
 
 // seal seals r's title and body under its own key (noterows.ProposalKeyID; issue 29 §1) and
