@@ -33,19 +33,6 @@ const (
 	ReasonInstruction = "instruction"
 )
 
-// Decisions as internal/proposals defines them: workflows names them through these. Proposal
-// statuses are named as proposals.StatusDrafting etc. (one vocabulary, owned there).
-const (
-	DecisionApprove = proposals.DecisionApprove
-	DecisionReject  = proposals.DecisionReject
-)
-
-// Outcomes of Draft besides the failure reasons.
-const (
-	// OutcomePending: the proposed note passed the gate and the proposal is pending.
-	OutcomePending = proposals.StatusPending
-)
-
 // Error types of Draft's application errors (Temporal retries by these).
 const (
 	// ErrTypeModelUnavailable: the model server did not answer; retried until the workflow's
@@ -256,7 +243,7 @@ func (a *Activities) Draft(ctx context.Context, in ProposalRef) (DraftResult, er
 		}
 		return DraftResult{}, keep("activities: mark pending", storeError(err))
 	}
-	return DraftResult{Outcome: OutcomePending}, nil
+	return DraftResult{Outcome: proposals.StatusPending}, nil
 }
 
 // distill asks the model, heartbeating (ModelWait) right away and then every HeartbeatEvery

@@ -92,7 +92,7 @@ func TestDraftHeartbeatsWhileWaitingForTheModel(t *testing.T) {
 	require.NoError(t, err)
 	var res activities.DraftResult
 	require.NoError(t, val.Get(&res))
-	require.Equal(t, activities.OutcomePending, res.Outcome)
+	require.Equal(t, proposals.StatusPending, res.Outcome)
 	require.NoError(t, ctx.Err(), "the model was released by a heartbeat, not by the safety net")
 	mu.Lock()
 	defer mu.Unlock()

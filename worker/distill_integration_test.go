@@ -215,7 +215,7 @@ func TestDistillABCDApproved(t *testing.T) {
 			require.Contains(t, prompt, masked[len(masked)-1])
 
 			ctx := context.Background()
-			require.NoError(t, workflows.SendApproval(ctx, temporalClient, id, workflows.Approval{Decision: workflows.DecisionApprove, ByKeyID: "key_reviewer"}))
+			require.NoError(t, workflows.SendApproval(ctx, temporalClient, id, workflows.Approval{Decision: proposals.DecisionApprove, ByKeyID: "key_reviewer"}))
 			st, done, err := workflows.AwaitOutcome(ctx, temporalClient, id, 60*time.Second)
 			require.NoError(t, err)
 			require.True(t, done)
@@ -228,7 +228,7 @@ func TestDistillABCDApproved(t *testing.T) {
 			require.Equal(t, id, *n.ProposalID)
 
 			// A repeated approve finds the workflow closed; a repeated start is refused.
-			err = workflows.SendApproval(ctx, temporalClient, id, workflows.Approval{Decision: workflows.DecisionApprove, ByKeyID: "key_reviewer"})
+			err = workflows.SendApproval(ctx, temporalClient, id, workflows.Approval{Decision: proposals.DecisionApprove, ByKeyID: "key_reviewer"})
 			var nf *serviceerror.NotFound
 			require.ErrorAs(t, err, &nf, "got %v, want NotFound for a closed workflow", err)
 			err = workflows.StartDistill(ctx, temporalClient, r.taskQueue, workflows.DistillInput{ProposalID: id})

@@ -120,7 +120,7 @@ func (d *distill) run(ctx workflow.Context) (Status, error) {
 		}
 		return d.st, err
 	}
-	if draft.Outcome != activities.OutcomePending {
+	if draft.Outcome != proposals.StatusPending {
 		return d.fail(storeCtx, draft.Outcome, draft.Kinds)
 	}
 	d.st.Status = proposals.StatusPending
@@ -154,7 +154,7 @@ func (d *distill) await(ctx, storeCtx workflow.Context) (Status, error) {
 		}
 		in := activities.DecisionInput{ProposalID: d.in.ProposalID, EditsID: ap.EditsID, ByKeyID: ap.ByKeyID}
 		switch ap.Decision {
-		case DecisionApprove:
+		case proposals.DecisionApprove:
 			var out activities.ApproveOutcome
 			if err := workflow.ExecuteActivity(storeCtx, a.Approve, in).Get(ctx, &out); err != nil {
 				return d.st, err
@@ -165,7 +165,7 @@ func (d *distill) await(ctx, storeCtx workflow.Context) (Status, error) {
 			}
 			d.st = Status{Status: proposals.StatusApproved, NoteID: out.NoteID}
 			return d.st, nil
-		case DecisionReject:
+		case proposals.DecisionReject:
 			if err := workflow.ExecuteActivity(storeCtx, a.Reject, in).Get(ctx, nil); err != nil {
 				return d.st, err
 			}

@@ -48,7 +48,7 @@ func (e env) result(t *testing.T, in workflows.DistillInput) workflows.Status {
 
 func (e env) pending() {
 	e.OnActivity(a.CheckTurns, mock.Anything, ref).Return(activities.CheckResult{Turns: 12}, nil).Once()
-	e.OnActivity(a.Draft, mock.Anything, ref).Return(activities.DraftResult{Outcome: activities.OutcomePending}, nil).Once()
+	e.OnActivity(a.Draft, mock.Anything, ref).Return(activities.DraftResult{Outcome: proposals.StatusPending}, nil).Once()
 }
 
 func (e env) signal(after time.Duration, ap workflows.Approval) {
@@ -56,7 +56,7 @@ func (e env) signal(after time.Duration, ap workflows.Approval) {
 }
 
 func approve(edits string) workflows.Approval {
-	return workflows.Approval{Decision: workflows.DecisionApprove, ByKeyID: "key_rev", EditsID: edits}
+	return workflows.Approval{Decision: proposals.DecisionApprove, ByKeyID: "key_rev", EditsID: edits}
 }
 
 func TestDistillStopsBeforeTheModel(t *testing.T) {
@@ -110,9 +110,9 @@ func TestDistillWaitsForTheModelServer(t *testing.T) {
 	e.OnActivity(a.CheckTurns, mock.Anything, ref).Return(activities.CheckResult{Turns: 3}, nil).Once()
 	// Unreachable five times, then an answer: drafting lasts, the proposal ends pending.
 	e.OnActivity(a.Draft, mock.Anything, ref).Return(activities.DraftResult{}, temporal.NewApplicationError("down", activities.ErrTypeModelUnavailable)).Times(5)
-	e.OnActivity(a.Draft, mock.Anything, ref).Return(activities.DraftResult{Outcome: activities.OutcomePending}, nil).Once()
+	e.OnActivity(a.Draft, mock.Anything, ref).Return(activities.DraftResult{Outcome: proposals.StatusPending}, nil).Once()
 	e.OnActivity(a.Reject, mock.Anything, activities.DecisionInput{ProposalID: pid, ByKeyID: "key_rev"}).Return(nil).Once()
-	e.signal(time.Hour, workflows.Approval{Decision: workflows.DecisionReject, ByKeyID: "key_rev"})
+	e.signal(time.Hour, workflows.Approval{Decision: proposals.DecisionReject, ByKeyID: "key_rev"})
 	st := e.result(t, workflows.DistillInput{ProposalID: pid})
 	require.Equal(t, workflows.Status{Status: proposals.StatusRejected}, st)
 }
@@ -147,7 +147,7 @@ func TestDistillSignalBeforeTheWait(t *testing.T) {
 	e := newEnv(t)
 	e.OnActivity(a.CheckTurns, mock.Anything, ref).Return(activities.CheckResult{Turns: 3}, nil).Once()
 	// The model takes an hour; the approval arrives after a minute, while drafting.
-	e.OnActivity(a.Draft, mock.Anything, ref).After(time.Hour).Return(activities.DraftResult{Outcome: activities.OutcomePending}, nil).Once()
+	e.OnActivity(a.Draft, mock.Anything, ref).After(time.Hour).Return(activities.DraftResult{Outcome: proposals.StatusPending}, nil).Once()
 	e.OnActivity(a.Approve, mock.Anything, activities.DecisionInput{ProposalID: pid, ByKeyID: "key_rev"}).
 		Return(activities.ApproveOutcome{NoteID: "note_1"}, nil).Once()
 	e.signal(time.Minute, approve(""))
@@ -191,7 +191,7 @@ func TestDistillRejected(t *testing.T) {
 	e.pending()
 	e.OnActivity(a.Reject, mock.Anything, activities.DecisionInput{ProposalID: pid, ByKeyID: "key_rev"}).Return(nil).Once()
 	e.signal(time.Minute, workflows.Approval{Decision: "maybe", ByKeyID: "key_rev"})
-	e.signal(2*time.Minute, workflows.Approval{Decision: workflows.DecisionReject, ByKeyID: "key_rev"})
+	e.signal(2*time.Minute, workflows.Approval{Decision: proposals.DecisionReject, ByKeyID: "key_rev"})
 	st := e.result(t, workflows.DistillInput{ProposalID: pid})
 	require.Equal(t, workflows.Status{Status: proposals.StatusRejected}, st)
 }

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"github.com/agentmemory/agentmemory/activities"
+	"github.com/agentmemory/agentmemory/internal/proposals"
 )
 
 // DefaultTaskQueue is the task queue the worker polls unless AGENTMEMORY_TASK_QUEUE says
@@ -72,17 +72,12 @@ const RetentionScheduleID = "agentmemory-retention-sweep"
 // its payload is Approval.
 const ApprovalSignal = "approval"
 
-// Decisions of an Approval (internal/proposals' words, through activities).
-const (
-	DecisionApprove = activities.DecisionApprove
-	DecisionReject  = activities.DecisionReject
-)
-
 // Approval is ApprovalSignal's payload: ids only. The API checks the approver's role and the
 // proposal's state, gates and stores the edits itself, and sends their id here; never the
 // edited text.
 type Approval struct {
-	// Decision is DecisionApprove or DecisionReject.
+	// Decision is proposals.DecisionApprove or proposals.DecisionReject (internal/proposals'
+	// words, carried in workflow history as they are: "approve", "reject").
 	Decision string
 	// ByKeyID is the deciding key's id.
 	ByKeyID string
@@ -140,7 +135,7 @@ func StartDistill(ctx context.Context, c Starter, taskQueue string, in DistillIn
 // (already approved, rejected, expired or failed) is *serviceerror.NotFound: the caller
 // answers from the stored proposal (a repeated approve returns the same note).
 func SendApproval(ctx context.Context, c Signaler, proposalID string, a Approval) error {
-	if a.Decision != DecisionApprove && a.Decision != DecisionReject {
+	if a.Decision != proposals.DecisionApprove && a.Decision != proposals.DecisionReject {
 		return errors.New("workflows: decision must be approve or reject")
 	}
 	var err error

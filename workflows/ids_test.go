@@ -60,7 +60,7 @@ func (r fakeRun) GetWithOptions(ctx context.Context, ptr any, _ client.WorkflowR
 // distillations; an approval and an outcome reach a distillation an earlier release started
 // under "distill/" + id, and a proposal with neither answers NotFound after asking both.
 func TestDistillIDsFindLegacyWorkflows(t *testing.T) {
-	approve := Approval{Decision: DecisionApprove, ByKeyID: "key_1"}
+	approve := Approval{Decision: proposals.DecisionApprove, ByKeyID: "key_1"}
 	done := Status{Status: proposals.StatusApproved, NoteID: "note_1"}
 	cases := []struct {
 		name      string

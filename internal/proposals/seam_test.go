@@ -4,9 +4,15 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentmemory/agentmemory/internal/proposals"
 )
 
 // An approval crosses from proposals into notes twice (issue 30 §2): approvalContent calls
@@ -58,4 +64,47 @@ func notesCalls(t *testing.T, files ...string) map[string][]string {
 		}
 	}
 	return out
+}
+
+// One proposal vocabulary (issue 30 §2): proposals names the statuses and decisions
+// (StatusPending, DecisionApprove, ...; the status strings are noterows.Proposal*, beside the
+// row); the packages above it name them there and declare no constant or variable of their
+// own for them, neither an alias (OutcomePending = proposals.StatusPending) nor a second
+// spelling of the string.
+func TestOneStatusVocabulary(t *testing.T) {
+	words := map[string]bool{}
+	for _, s := range append(slices.Clone(proposals.Statuses), proposals.DecisionApprove, proposals.DecisionReject) {
+		words[strconv.Quote(s)] = true
+	}
+	fs := token.NewFileSet()
+	for _, dir := range []string{"../../activities", "../../workflows", "../../api", "../../api/console"} {
+		pkgs, err := parser.ParseDir(fs, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+		require.NoError(t, err)
+		require.NotEmpty(t, pkgs, dir)
+		for _, pkg := range pkgs {
+			for name, f := range pkg.Files {
+				for _, d := range f.Decls {
+					g, ok := d.(*ast.GenDecl)
+					if !ok || (g.Tok != token.CONST && g.Tok != token.VAR) {
+						continue
+					}
+					for _, spec := range g.Specs {
+						for _, v := range spec.(*ast.ValueSpec).Values {
+							switch v := v.(type) {
+							case *ast.SelectorExpr:
+								if x, ok := v.X.(*ast.Ident); ok && (x.Name == "proposals" || x.Name == "noterows") &&
+									(strings.HasPrefix(v.Sel.Name, "Status") || strings.HasPrefix(v.Sel.Name, "Decision") || strings.HasPrefix(v.Sel.Name, "Proposal")) {
+									t.Errorf("%s: %s.%s is aliased: name it where proposals defines it", name, x.Name, v.Sel.Name)
+								}
+							case *ast.BasicLit:
+								if words[v.Value] {
+									t.Errorf("%s: %s is spelled again: use proposals' name for it", name, v.Value)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
 }
