@@ -113,7 +113,7 @@ func TestNoteProposalLifecycle(t *testing.T) {
 		id2, err := svc.Draft(ctx, d)
 		require.NoError(t, err)
 		call := distilled("Call back", "Call +44 20 7123 4567.")
-		err = e.Deps.Notes.Check(ctx, e.SpaceID, call.GateText(&d.Evidence))
+		err = e.Deps.Notes.Check(ctx, e.SpaceID, notes.GateText(call.Title, call.Body, call.Tags, &d.Evidence))
 		require.Equal(t, notes.CodePersonalData, fault.As(err).Code, "got %v", err)
 		require.NoError(t, svc.MarkFailed(ctx, id2, "personal_data", fault.As(err).Details["kinds"].([]string)))
 		p = e.MustDo(http.StatusOK, "GET", proposalsPath+"/"+id2, reviewer, nil).JSON(t)

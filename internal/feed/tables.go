@@ -14,6 +14,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/changes"
 	"github.com/agentmemory/agentmemory/internal/keystore"
 	"github.com/agentmemory/agentmemory/internal/knowledge"
+	"github.com/agentmemory/agentmemory/internal/noterows"
 	"github.com/agentmemory/agentmemory/internal/notes"
 	"github.com/agentmemory/agentmemory/internal/proposals"
 	"github.com/agentmemory/agentmemory/models"
@@ -32,7 +33,7 @@ type Table struct {
 // only, captured by their own migration, when they land.
 var Tables = []Table{
 	{"notes", loadOpened(notes.OpenRows, func(r models.Note) (string, any) { return r.ID, notes.FeedView(r) }, "id")},
-	{"proposals", loadOpened(notes.OpenProposalRows, func(r models.NoteProposal) (string, any) { return r.ID, proposals.FeedView(r) }, "id")},
+	{"proposals", loadOpened(noterows.OpenProposals, func(r models.NoteProposal) (string, any) { return r.ID, proposals.FeedView(r) }, "id")},
 	{"decisions", loadBy(func(r models.ProposalDecision) (string, any) { return r.ID, decisionView(r) }, "id")},
 	{"receipts", loadBy(func(r models.Receipt) (string, any) { return r.ID, receiptView(r) }, "id")},
 	{"receipt_checkpoints", loadBy(func(r models.ReceiptBatch) (string, any) {

@@ -14,12 +14,22 @@ import (
 	"github.com/agentmemory/agentmemory/models"
 )
 
-// This file is the narrow API internal/proposals, which owns the proposal lifecycle (AM-8,
-// AM-9), has into agent memory: the one shape of a proposed note and its validation, the
-// approval's two calls (CheckApproval, then InsertApproved inside the approval's
-// transaction), the note an approval wrote (Stored), and the hook an agent's write under
-// writes: human_only becomes a proposal through (Proposer). The row-level primitives both
-// packages need (column codecs, sealing, the cap, idempotency records, the note insert) are
+// This file is the whole of the narrow API internal/proposals, which owns the proposal
+// lifecycle (AM-8, AM-9), has into agent memory for proposals' own sake: the one shape of a
+// proposed note and its validation (ProposedNote, Validate), the approval's two calls and
+// what the first hands the second (CheckApproval -> CheckedApproval -> InsertApproved, inside
+// the approval's transaction), and the note an approval wrote (Stored: a repeated approval's
+// answer, no write). An approval crosses the seam exactly twice, whichever path decides it
+// (Decide directly, or the distillation workflow's ApplyApproval):
+//
+//  1. proposals.approvalContent -> notes.Service.CheckApproval (edits, validation, gate);
+//  2. proposals.approve -> notes.Service.InsertApproved (the note, its tags, search row and
+//     event, in the approval's transaction).
+//
+// TestApprovalSeam (internal/proposals) pins it. notes holds no hook back into proposals:
+// an agent's write under writes: human_only stores its pending proposal through
+// noterows.InsertProposal. The row-level primitives both packages need (column codecs,
+// sealing, the cap, idempotency records, the note and proposal inserts) are
 // internal/noterows'. proposals imports notes, never the reverse.
 
 // ProposedNote is the one shape of a proposed note, whatever proposed it (an agent's write
@@ -56,34 +66,11 @@ func (n ProposedNote) Validate(ev *Evidence, now time.Time) (ProposedNote, error
 	return proposedOf(c), nil
 }
 
-// Edit returns n and its evidence ev with the members of edits applied (nil edits: both
+// edit returns n and its evidence ev with the members of edits applied (nil edits: both
 // unchanged); members left out keep their value.
-func (n ProposedNote) Edit(edits *Patch, ev *Evidence) (ProposedNote, *Evidence) {
+func (n ProposedNote) edit(edits *Patch, ev *Evidence) (ProposedNote, *Evidence) {
 	c := n.content(ev).apply(edits)
 	return proposedOf(c), c.Evidence
-}
-
-// GateText is the text the personal-data gate (Check) reads of n with evidence ev (GateText).
-func (n ProposedNote) GateText(ev *Evidence) string { return GateText(n.Title, n.Body, n.Tags, ev) }
-
-// Approved is the note an approval writes (InsertApproved): the proposal's id, space,
-// source, vendor and origin ("agent" or "distilled"), the note it supersedes ("" for a new
-// note), the agent version it was proposed under, the deciding key, the content after the
-// reviewer's edits (validated and gated by the caller) with its evidence, the space's
-// features (the cap) and the approval's time.
-type Approved struct {
-	ProposalID       string
-	SpaceID          string
-	SourceID         string
-	Vendor           string
-	Origin           string
-	SupersedesNoteID string
-	AgentVersion     string
-	ByKeyID          string
-	Note             ProposedNote
-	Evidence         *Evidence
-	Features         spaces.Features
-	Now              time.Time
 }
 
 // CheckedApproval is what CheckApproval found: the note an approval is to write (the edits
@@ -103,7 +90,7 @@ type CheckedApproval struct {
 // fault.Invalid, fault.Unprocessable personal_data_in_agent_memory or
 // instruction_in_agent_memory, fault.Unavailable detector_unavailable, the space documents'.
 func (s *Service) CheckApproval(ctx context.Context, spaceID string, n ProposedNote, ev *Evidence, edits *Patch, now time.Time) (CheckedApproval, error) {
-	n, ev = n.Edit(edits, ev)
+	n, ev = n.edit(edits, ev)
 	n, err := n.Validate(ev, now)
 	out := CheckedApproval{Note: n, Evidence: ev}
 	if err != nil {
@@ -116,23 +103,26 @@ func (s *Service) CheckApproval(ctx context.Context, spaceID string, n ProposedN
 	return out, err
 }
 
-// InsertApproved writes approved proposal a's note with id noteID inside tx, the approval's
-// transaction (internal/proposals), which has appended its receipt: the content is
-// validated again (fault.Invalid), the cap checked for a new note (fault.Conflict
-// note_cap_reached), the superseded version retired for an edit (fault.Conflict
-// note_not_active when it is no longer active), then the note, its tags, its search row and
-// its note_created event (AM-13). The note is written by a person (a.ByKeyID) and does not
-// count against the agent's hourly limit.
-func (s *Service) InsertApproved(ctx context.Context, tx bun.IDB, noteID string, a Approved) (Note, error) {
-	c := a.Note.content(a.Evidence)
-	if err := c.validate(a.Now); err != nil {
+// InsertApproved is the second and last of an approval's calls into notes: it writes the
+// note of proposal pr (its row as internal/proposals loaded it, whose id, space, source,
+// vendor, origin, superseded note and agent version the note keeps) with content c
+// (CheckApproval's answer, its features giving the cap) as note noteID, approved by key
+// byKey at now, inside tx, the approval's transaction, which has appended its receipt and
+// moved the proposal to approved. The content is validated again (fault.Invalid), the cap
+// checked for a new note (fault.Conflict note_cap_reached), the superseded version retired
+// for an edit (fault.Conflict note_not_active when it is no longer active), then the note,
+// its tags, its search row and its note_created event (AM-13). The note is written by a
+// person (byKey) and does not count against the agent's hourly limit.
+func (s *Service) InsertApproved(ctx context.Context, tx bun.IDB, noteID string, pr models.NoteProposal, c CheckedApproval, byKey string, now time.Time) (Note, error) {
+	content := c.Note.content(c.Evidence)
+	if err := content.validate(now); err != nil {
 		return Note{}, err
 	}
-	p := auth.Principal{SpaceID: a.SpaceID, KeyID: a.ByKeyID, Kind: auth.KindPerson}
-	w := write{a: actor{p: p, sourceID: a.SourceID, vendor: a.Vendor}, f: a.Features, c: c, agentVersion: a.AgentVersion, now: a.Now}
-	if a.SupersedesNoteID != "" {
+	p := auth.Principal{SpaceID: pr.SpaceID, KeyID: byKey, Kind: auth.KindPerson}
+	w := write{a: actor{p: p, sourceID: pr.SourceID, vendor: pr.Vendor}, f: c.Features, c: content, agentVersion: pr.AgentVersion, now: now}
+	if pr.SupersedesNoteID != "" {
 		var prev models.Note
-		if err := tx.NewSelect().Model(&prev).Where("id = ? AND space_id = ?", a.SupersedesNoteID, a.SpaceID).Scan(ctx); err != nil {
+		if err := tx.NewSelect().Model(&prev).Where("id = ? AND space_id = ?", pr.SupersedesNoteID, pr.SpaceID).Scan(ctx); err != nil {
 			return Note{}, fmt.Errorf("notes: load superseded: %w", err)
 		}
 		if err := s.openOne(ctx, &prev); err != nil {
@@ -140,7 +130,7 @@ func (s *Service) InsertApproved(ctx context.Context, tx bun.IDB, noteID string,
 		}
 		w.prev = &prev
 	}
-	return s.insertNote(ctx, tx, w, noteID, a.Origin, a.ProposalID, nil)
+	return s.insertNote(ctx, tx, w, noteID, pr.Origin, pr.ID, nil)
 }
 
 // Stored returns note noteID of space spaceID as it is now, whoever may see it (for the

@@ -82,8 +82,3 @@ func (s *Service) openOne(ctx context.Context, r *models.Note) error {
 func OpenRows(ctx context.Context, keys keystore.Store, rows []models.Note) ([]models.Note, error) {
 	return noterows.OpenNotes(ctx, keys, rows)
 }
-
-// OpenProposalRows is OpenRows for proposals (noterows.OpenProposals).
-func OpenProposalRows(ctx context.Context, keys keystore.Store, rows []models.NoteProposal) ([]models.NoteProposal, error) {
-	return noterows.OpenProposals(ctx, keys, rows)
-}

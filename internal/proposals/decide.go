@@ -236,11 +236,7 @@ func (s *Service) approve(ctx context.Context, pr models.NoteProposal, c notes.C
 		if k, _ := res.RowsAffected(); k == 0 {
 			return notPending("decided")
 		}
-		out, err = s.Notes.InsertApproved(ctx, tx, noteID, notes.Approved{
-			ProposalID: pr.ID, SpaceID: pr.SpaceID, SourceID: pr.SourceID, Vendor: pr.Vendor, Origin: pr.Origin,
-			SupersedesNoteID: pr.SupersedesNoteID, AgentVersion: pr.AgentVersion, ByKeyID: byKey,
-			Note: c.Note, Evidence: c.Evidence, Features: c.Features, Now: now,
-		})
+		out, err = s.Notes.InsertApproved(ctx, tx, noteID, pr, c, byKey, now)
 		if err != nil {
 			return err
 		}
