@@ -201,35 +201,19 @@ func invalid(member, format string, args ...any) error {
 	return noterows.Invalid(member, format, args...)
 }
 
-// validate checks c against AM-1's limits; errors are fault.Invalid naming the member. Text
-// is never truncated.
+// validate checks c against AM-1's limits, in order: kind, title, body, tags, visibility,
+// evidence, valid_until; errors are fault.Invalid naming the member. It fills the defaults
+// (no tags, VisibilitySource) and truncates ValidUntil to microseconds (UTC). Text is never
+// truncated.
 func (c *content) validate(now time.Time) error {
 	if !slices.Contains(kinds, c.Kind) {
 		return invalid("kind", "kind must be one of %s", strings.Join(kinds, ", "))
 	}
-	if strings.TrimSpace(c.Title) == "" {
-		return invalid("title", "title is required")
+	if err := validateTitle(c.Title); err != nil {
+		return err
 	}
-	if i := controlIndex(c.Title); i >= 0 {
-		return invalid("title", "a title is one line: no control characters or line separators (at byte %d)", i)
-	}
-	if hasFence(c.Title) {
-		return invalid("title", "a title may not contain the block's fence tags <agent_notes> or </agent_notes>")
-	}
-	if n := utf8.RuneCountInString(c.Title); n > MaxTitle {
-		return invalid("title", "title is %d characters (code points); at most %d", n, MaxTitle)
-	}
-	if strings.TrimSpace(c.Body) == "" {
-		return invalid("body", "body is required")
-	}
-	if i := bodyControlIndex(c.Body); i >= 0 {
-		return invalid("body", "a body may not contain control characters other than newline, carriage return and tab (at byte %d)", i)
-	}
-	if n := utf8.RuneCountInString(c.Body); n > MaxBody {
-		return invalid("body", "body is %d characters (code points); at most %d", n, MaxBody)
-	}
-	if hasFence(c.Body) {
-		return invalid("body", "a body may not contain the block's fence tags <agent_notes> or </agent_notes>")
+	if err := validateBody(c.Body); err != nil {
+		return err
 	}
 	if !utf8.ValidString(c.Title) || !utf8.ValidString(c.Body) {
 		return invalid("body", "title and body must be valid UTF-8")
@@ -237,19 +221,8 @@ func (c *content) validate(now time.Time) error {
 	if c.Tags == nil {
 		c.Tags = []string{}
 	}
-	if len(c.Tags) > MaxTags {
-		return invalid("tags", "at most %d tags, got %d", MaxTags, len(c.Tags))
-	}
-	for i, t := range c.Tags {
-		if controlIndex(t) >= 0 {
-			return invalid("tags", "tags[%d] contains a control character or line separator", i)
-		}
-		if len(t) == 0 || len(t) > MaxTagLen || !tagPattern.MatchString(t) {
-			return invalid("tags", "tags[%d] must be 1-%d characters of lower-case a-z, 0-9, _ . : -", i, MaxTagLen)
-		}
-		if slices.Contains(c.Tags[:i], t) {
-			return invalid("tags", "tags[%d] repeats a tag", i)
-		}
+	if err := validateTags(c.Tags); err != nil {
+		return err
 	}
 	if c.Visibility == "" {
 		c.Visibility = VisibilitySource
@@ -257,13 +230,8 @@ func (c *content) validate(now time.Time) error {
 	if !slices.Contains(visibilities, c.Visibility) {
 		return invalid("visibility", "visibility must be one of %s", strings.Join(visibilities, ", "))
 	}
-	if e := c.Evidence; e != nil {
-		switch {
-		case (e.ConversationID == "") == (e.TaskID == ""):
-			return invalid("evidence", "evidence names exactly one of conversation_id or task_id")
-		case len(e.ConversationID+e.TaskID) > MaxEvidenceLen || !idPattern.MatchString(e.ConversationID+e.TaskID):
-			return invalid("evidence", "an evidence id is 1-%d characters of letters, digits, _ . : -", MaxEvidenceLen)
-		}
+	if err := validateEvidence(c.Evidence); err != nil {
+		return err
 	}
 	if c.ValidUntil != nil {
 		v := c.ValidUntil.UTC().Truncate(time.Microsecond)
@@ -271,6 +239,77 @@ func (c *content) validate(now time.Time) error {
 			return invalid("valid_until", "valid_until must be in the future")
 		}
 		c.ValidUntil = &v
+	}
+	return nil
+}
+
+// validateTitle checks a note's title: present, one line, no fence tags, at most MaxTitle
+// code points (AM-1, MS-7).
+func validateTitle(title string) error {
+	if strings.TrimSpace(title) == "" {
+		return invalid("title", "title is required")
+	}
+	if i := controlIndex(title); i >= 0 {
+		return invalid("title", "a title is one line: no control characters or line separators (at byte %d)", i)
+	}
+	if hasFence(title) {
+		return invalid("title", "a title may not contain the block's fence tags <agent_notes> or </agent_notes>")
+	}
+	if n := utf8.RuneCountInString(title); n > MaxTitle {
+		return invalid("title", "title is %d characters (code points); at most %d", n, MaxTitle)
+	}
+	return nil
+}
+
+// validateBody checks a note's body: present, no control characters but newline, carriage
+// return and tab, at most MaxBody code points, no fence tags (AM-1).
+func validateBody(body string) error {
+	if strings.TrimSpace(body) == "" {
+		return invalid("body", "body is required")
+	}
+	if i := bodyControlIndex(body); i >= 0 {
+		return invalid("body", "a body may not contain control characters other than newline, carriage return and tab (at byte %d)", i)
+	}
+	if n := utf8.RuneCountInString(body); n > MaxBody {
+		return invalid("body", "body is %d characters (code points); at most %d", n, MaxBody)
+	}
+	if hasFence(body) {
+		return invalid("body", "a body may not contain the block's fence tags <agent_notes> or </agent_notes>")
+	}
+	return nil
+}
+
+// validateTags checks a note's tags: at most MaxTags, each one line of tagPattern and at most
+// MaxTagLen bytes, none repeated; errors name the first bad index.
+func validateTags(tags []string) error {
+	if len(tags) > MaxTags {
+		return invalid("tags", "at most %d tags, got %d", MaxTags, len(tags))
+	}
+	for i, t := range tags {
+		if controlIndex(t) >= 0 {
+			return invalid("tags", "tags[%d] contains a control character or line separator", i)
+		}
+		if len(t) == 0 || len(t) > MaxTagLen || !tagPattern.MatchString(t) {
+			return invalid("tags", "tags[%d] must be 1-%d characters of lower-case a-z, 0-9, _ . : -", i, MaxTagLen)
+		}
+		if slices.Contains(tags[:i], t) {
+			return invalid("tags", "tags[%d] repeats a tag", i)
+		}
+	}
+	return nil
+}
+
+// validateEvidence checks a note's evidence, when given: exactly one of conversation_id or
+// task_id, of idPattern and at most MaxEvidenceLen characters.
+func validateEvidence(e *Evidence) error {
+	if e == nil {
+		return nil
+	}
+	switch {
+	case (e.ConversationID == "") == (e.TaskID == ""):
+		return invalid("evidence", "evidence names exactly one of conversation_id or task_id")
+	case len(e.ConversationID+e.TaskID) > MaxEvidenceLen || !idPattern.MatchString(e.ConversationID+e.TaskID):
+		return invalid("evidence", "an evidence id is 1-%d characters of letters, digits, _ . : -", MaxEvidenceLen)
 	}
 	return nil
 }
