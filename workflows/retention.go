@@ -71,25 +71,10 @@ type RetentionSweepInput struct {
 func RetentionSweepWorkflow(ctx workflow.Context, in RetentionSweepInput) (SweepTotals, error) {
 	var a *activities.ComplianceActivities
 	if in.Phase == "" && workflow.GetVersion(ctx, reconcileChange, workflow.DefaultVersion, 1) == 1 {
-		rctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: time.Minute,
-			RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3},
-		})
-		var r activities.ReconcileResult
-		if err := workflow.ExecuteActivity(rctx, a.ReconcileWorkflows, activities.ReconcileInput{SpaceID: in.SpaceID}).Get(rctx, &r); err != nil {
-			workflow.GetLogger(ctx).Warn("reconcile of orphaned compliance workflows failed; the next sweep retries")
-		}
+		reconcileOrphans(ctx, in.SpaceID)
 	}
 	ctx = complianceActivityOptions(ctx)
-	if in.BatchSize <= 0 {
-		in.BatchSize = DefaultSweepBatch
-	}
-	if in.MaxBatches <= 0 {
-		in.MaxBatches = DefaultSweepMaxBatches
-	}
-	if in.Phase == "" {
-		in.Phase = sweepPhases[0]
-	}
+	in = withSweepDefaults(in)
 	for batches := 0; ; batches++ {
 		if batches >= in.MaxBatches || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 			return SweepTotals{}, workflow.NewContinueAsNewError(ctx, RetentionSweepWorkflow, in)
@@ -101,36 +86,78 @@ func RetentionSweepWorkflow(ctx workflow.Context, in RetentionSweepInput) (Sweep
 		if err != nil {
 			return in.Totals, err
 		}
-		switch in.Phase {
-		case "states":
-			in.Totals.States += out.Removed
-		case "fields":
-			in.Totals.Fields += out.Removed
-		case "turns":
-			in.Totals.Turns += out.Removed
-		case "exports":
-			in.Totals.Exports += out.Removed
-		case notesPhase:
-			in.Totals.Notes += out.Removed
-		}
+		in.Totals.add(in.Phase, out.Removed)
 		if !out.Done {
 			in.Cursor = out.Cursor
 			continue
 		}
-		next := nextPhase(in.Phase)
-		last := in.Phase == sweepPhases[len(sweepPhases)-1]
-		if next == "" && last && workflow.GetVersion(ctx, notesChange, workflow.DefaultVersion, 1) == 1 {
-			next = notesPhase
-		}
-		if next == "" && (last || in.Phase == notesPhase) &&
-			workflow.GetVersion(ctx, vacuumChange, workflow.DefaultVersion, 1) == 1 {
-			next = vacuumPhase
-		}
+		next := phaseAfter(ctx, in.Phase)
 		if next == "" {
 			return in.Totals, nil
 		}
 		in.Phase, in.Cursor = next, ""
 	}
+}
+
+// reconcileOrphans runs ReconcileWorkflows for spaceID (every space when empty: 1 min, 3
+// attempts); a failure is logged and does not stop the sweep (the next one tries again).
+func reconcileOrphans(ctx workflow.Context, spaceID string) {
+	var a *activities.ComplianceActivities
+	rctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3},
+	})
+	var r activities.ReconcileResult
+	if err := workflow.ExecuteActivity(rctx, a.ReconcileWorkflows, activities.ReconcileInput{SpaceID: spaceID}).Get(rctx, &r); err != nil {
+		workflow.GetLogger(ctx).Warn("reconcile of orphaned compliance workflows failed; the next sweep retries")
+	}
+}
+
+// withSweepDefaults is in with BatchSize, MaxBatches and Phase defaulted (DefaultSweepBatch,
+// DefaultSweepMaxBatches, the first phase) where not positive or empty.
+func withSweepDefaults(in RetentionSweepInput) RetentionSweepInput {
+	if in.BatchSize <= 0 {
+		in.BatchSize = DefaultSweepBatch
+	}
+	if in.MaxBatches <= 0 {
+		in.MaxBatches = DefaultSweepMaxBatches
+	}
+	if in.Phase == "" {
+		in.Phase = sweepPhases[0]
+	}
+	return in
+}
+
+// add counts n rows removed by phase (the vacuum phase removes none it counts).
+func (t *SweepTotals) add(phase string, n int) {
+	switch phase {
+	case "states":
+		t.States += n
+	case "fields":
+		t.Fields += n
+	case "turns":
+		t.Turns += n
+	case "exports":
+		t.Exports += n
+	case notesPhase:
+		t.Notes += n
+	}
+}
+
+// phaseAfter returns the phase that follows the finished phase, "" when the sweep is done:
+// the next of sweepPhases, then (for workflows past the GetVersion changes "notes-phase" and
+// "vacuum-phase", asked in that order and only when reached) notes, then vacuum.
+func phaseAfter(ctx workflow.Context, phase string) string {
+	next := nextPhase(phase)
+	last := phase == sweepPhases[len(sweepPhases)-1]
+	if next == "" && last && workflow.GetVersion(ctx, notesChange, workflow.DefaultVersion, 1) == 1 {
+		next = notesPhase
+	}
+	if next == "" && (last || phase == notesPhase) &&
+		workflow.GetVersion(ctx, vacuumChange, workflow.DefaultVersion, 1) == 1 {
+		next = vacuumPhase
+	}
+	return next
 }
 
 func nextPhase(p string) string {

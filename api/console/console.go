@@ -111,10 +111,11 @@ func New(d Deps) *Console {
 	return &Console{Deps: d, pages: parsePages()}
 }
 
-// Mount adds the Console's routes under /console to r.
+// Mount adds the Console's routes under /console to r: the public ones (assets, sign-in),
+// then, behind a session, the memory screens and the governance screens.
 func (h *Console) Mount(r gin.IRouter) {
 	g := r.Group("/console", h.headers())
-	static, _ := fs.Sub(assets, "static")
+	static, _ := fs.Sub(assets, "static") // cannot fail: "static" is a valid path of the embedded tree
 	g.GET("/static/*file", func(c *gin.Context) {
 		c.Header("Cache-Control", "public, max-age=3600")
 		c.FileFromFS(c.Param("file"), http.FS(static))
@@ -130,7 +131,13 @@ func (h *Console) Mount(r gin.IRouter) {
 	once := h.once()
 	a.GET("", h.home)
 	a.POST("/logout", h.logout)
+	h.mountMemory(a, once)
+	h.mountGovernance(a, once)
+}
 
+// mountMemory adds the signed-in screens of the space's memory and its configuration to a:
+// notes, proposals, settings, boards and bridges; once guards every state-changing form.
+func (h *Console) mountMemory(a *gin.RouterGroup, once gin.HandlerFunc) {
 	a.GET("/notes", h.notesPage)
 	a.GET("/notes/new", h.newNotePage)
 	a.POST("/notes", once, h.createNote)
@@ -160,7 +167,11 @@ func (h *Console) Mount(r gin.IRouter) {
 	a.POST("/bridges/changes/:id/approve", once, h.approveBridge)
 	a.POST("/bridges/changes/:id/reject", once, h.rejectBridge)
 	a.POST("/bridges/:id/revoke", once, h.revokeBridge)
+}
 
+// mountGovernance adds the signed-in governance screens to a: compliance, profiles,
+// receipts, keys and usage; once guards every state-changing form.
+func (h *Console) mountGovernance(a *gin.RouterGroup, once gin.HandlerFunc) {
 	a.GET("/compliance", h.compliancePage)
 	a.POST("/compliance/erasures/preview", h.previewErasure)
 	a.POST("/compliance/erasures", once, h.startErasure)

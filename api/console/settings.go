@@ -2,8 +2,10 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -109,54 +111,77 @@ func (h *Console) showSettings(c *gin.Context, p auth.Principal, status int, err
 	}
 	d.DirectPut, d.CanApprove = direct, p.HasRole(auth.RoleSecurity)
 	h.loadSinks(c, p, &d)
+	person := h.keyNamer(ctx, p.SpaceID)
+	d.Docs = nil
+	for _, n := range documents {
+		f, listErr := h.docFormOf(c, p, n, person)
+		if k, ok := kept[n]; ok {
+			f.Text, f.Error = k.Text, k.Error
+		}
+		if listErr != "" {
+			d.ListErr = listErr
+		}
+		d.Docs = append(d.Docs, f)
+	}
+	h.renderView(c, status, "settings", view{Title: "Settings", Error: errMsg, Data: d})
+}
+
+// keyNamer returns a function giving the name of the space's key id, or the id itself when
+// the key has no name or the keys cannot be read (the screen still shows who, by id).
+func (h *Console) keyNamer(ctx context.Context, spaceID string) func(id string) string {
 	names := map[string]string{}
-	if keys, err := auth.List(ctx, h.DB, p.SpaceID); err == nil {
+	if keys, err := auth.List(ctx, h.DB, spaceID); err == nil {
 		for _, k := range keys {
 			names[k.ID] = k.Name
 		}
 	}
-	person := func(id string) string {
+	return func(id string) string {
 		if n := names[id]; n != "" {
 			return n
 		}
 		return id
 	}
-	d.Docs = nil
-	for _, n := range documents {
-		f := docForm{Name: n, CanEdit: h.Docs.MayPut(p, n) == nil}
-		raw, version, err := h.Docs.Get(ctx, p.SpaceID, n)
-		if err == nil {
-			f.Text, f.Version = pretty(raw), version
-		} else {
-			f.Error = h.message(c, err)
-		}
-		if k, ok := kept[n]; ok {
-			f.Text, f.Error = k.Text, k.Error
-		}
-		list, err := h.Changes.List(ctx, p, n, "", 50)
-		if err != nil {
-			d.ListErr = h.message(c, err)
-		}
-		for _, ch := range list {
-			v := changeView{Change: ch, Proposer: person(ch.ProposedBy), Lines: diffLines(ch.Diff)}
-			v.Own = ch.ProposedBy == p.KeyID || (p.Name != "" && strings.EqualFold(strings.TrimSpace(p.Name), strings.TrimSpace(v.Proposer)))
-			if ch.DecidedBy != nil {
-				v.Decider = person(*ch.DecidedBy)
-			}
-			switch {
-			case ch.Status == changes.Pending:
-				f.Pending = append(f.Pending, v)
-			case len(f.Decided) < recentDecisions:
-				f.Decided = append(f.Decided, v)
-			}
-		}
-		// Oldest pending first: the queue order.
-		for i, j := 0, len(f.Pending)-1; i < j; i, j = i+1, j-1 {
-			f.Pending[i], f.Pending[j] = f.Pending[j], f.Pending[i]
-		}
-		d.Docs = append(d.Docs, f)
+}
+
+// docFormOf is document n's form for p: its current text and version (or the error reading
+// it) and its change requests (changeViews); listErr is the message of a failure listing
+// them, "" when none.
+func (h *Console) docFormOf(c *gin.Context, p auth.Principal, n string, person func(string) string) (f docForm, listErr string) {
+	ctx := c.Request.Context()
+	f = docForm{Name: n, CanEdit: h.Docs.MayPut(p, n) == nil}
+	raw, version, err := h.Docs.Get(ctx, p.SpaceID, n)
+	if err == nil {
+		f.Text, f.Version = pretty(raw), version
+	} else {
+		f.Error = h.message(c, err)
 	}
-	h.renderView(c, status, "settings", view{Title: "Settings", Error: errMsg, Data: d})
+	list, err := h.Changes.List(ctx, p, n, "", 50)
+	if err != nil {
+		listErr = h.message(c, err)
+	}
+	f.Pending, f.Decided = changeViews(list, p, person)
+	return f, listErr
+}
+
+// changeViews splits list (newest first) into the pending change requests, oldest first (the
+// queue order), and at most recentDecisions decided ones, newest first, each with its
+// proposer's and decider's names (person) and whether p proposed it (by key id or name).
+func changeViews(list []changes.Change, p auth.Principal, person func(string) string) (pending, decided []changeView) {
+	for _, ch := range list {
+		v := changeView{Change: ch, Proposer: person(ch.ProposedBy), Lines: diffLines(ch.Diff)}
+		v.Own = ch.ProposedBy == p.KeyID || (p.Name != "" && strings.EqualFold(strings.TrimSpace(p.Name), strings.TrimSpace(v.Proposer)))
+		if ch.DecidedBy != nil {
+			v.Decider = person(*ch.DecidedBy)
+		}
+		switch {
+		case ch.Status == changes.Pending:
+			pending = append(pending, v)
+		case len(decided) < recentDecisions:
+			decided = append(decided, v)
+		}
+	}
+	slices.Reverse(pending)
+	return pending, decided
 }
 
 func pretty(raw string) string {

@@ -46,84 +46,107 @@ func newRootCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Com
 	return root
 }
 
+// devFlags are dev's flags.
+type devFlags struct {
+	addr, dataDir string
+	fakeModel     bool
+	uiPort        int
+}
+
 func devCmd(load func() (config.Config, error), stdout, stderr io.Writer) *cobra.Command {
-	var addr, dataDir string
-	var fakeModel bool
-	var uiPort int
+	var f devFlags
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run everything in one process on the embedded default (SQLite, a Temporal dev server)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := load()
+			cfg, err := devConfig(cmd, load, f, stdout)
 			if err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("addr") || cfg.Addr == "" {
-				cfg.Addr = addr
-			}
-			if cmd.Flags().Changed("data-dir") {
-				cfg.DataDir = dataDir
-			}
-			if cfg.LogFormat == "json" && !cfg.IsSet("AGENTMEMORY_LOG_FORMAT") {
-				cfg.LogFormat = "text"
-			}
-			// dev keeps the file store in the data dir, whatever AGENTMEMORY_KEYSTORE_URL says.
-			if cfg.KeystoreURL != "" {
-				fmt.Fprintln(stdout, "agentmemory dev: subject keys stay in the data dir (AGENTMEMORY_KEYSTORE_URL is for serve and worker)")
-			}
-			cfg.KeystoreURL, cfg.KEK, cfg.KEKPrevious = "", "", nil
-			ctx := cmd.Context()
-			// The API port is bound before anything else starts: a busy port fails at once, and
-			// the Temporal dev server's own ports (chosen while it starts) can never take it.
-			ln, err := net.Listen("tcp", cfg.Addr)
-			if err != nil {
-				return fmt.Errorf("the API address %s: %w", cfg.Addr, err)
-			}
-			defer func() { _ = ln.Close() }() // Serve has closed it already on a clean stop
-			log := newLogger(cfg, stderr)
-			if fakeModel {
-				stopFake, err := startFakeModel(&cfg, log, stdout)
-				if err != nil {
-					return err
-				}
-				defer stopFake()
-			}
-			a, err := openApp(ctx, cfg, log, true)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			tc, stopTemporal, err := startTemporal(ctx, a, uiPort, cmd.Flags().Changed("temporal-ui-port"), stdout)
-			if err != nil {
-				return err
-			}
-			defer stopTemporal()
-			w, err := a.StartWorker(tc)
-			if err != nil {
-				return err
-			}
-			defer func() {
-				a.Log.Info("worker stopping: waiting for running activities", "timeout", a.Config.ShutdownTimeout.String())
-				w.Stop()
-				a.Log.Info("worker stopped")
-			}()
-			defer a.StartRelay(ctx)()
-			exe, _ := os.Executable()
-			fmt.Fprintf(stdout, "agentmemory dev: API on http://%s (data in %s)\n", cfg.Addr, cfg.DataDir)
-			if !fakeModel {
-				fmt.Fprintf(stdout, "distillations ask the model %s at %s; while none answers they stay drafting (last_error model_unreachable); --fake-model tries the flow without one\n", cfg.OllamaModel, cfg.OllamaHost)
-			}
-			if err := printSpaceHint(ctx, a.DB, stdout, exe, cfg.DataDir); err != nil {
-				return err
-			}
-			return serveHTTP(ctx, a, ln, tc)
+			return runDev(cmd, cfg, f, stdout, stderr)
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "listen address of the API")
-	cmd.Flags().StringVar(&dataDir, "data-dir", "./data", "directory of the durable files (database, Temporal, keys, secret)")
-	cmd.Flags().BoolVar(&fakeModel, "fake-model", false, "answer distillations with a built-in fake model (labelled as fake in every note it drafts) instead of OLLAMA_HOST, to try the flow without a model")
-	cmd.Flags().IntVar(&uiPort, "temporal-ui-port", defaultTemporalUIPort, "port of the Temporal web UI on 127.0.0.1 (0: any free port; ignored with TEMPORAL_ADDRESS)")
+	cmd.Flags().StringVar(&f.addr, "addr", "127.0.0.1:8080", "listen address of the API")
+	cmd.Flags().StringVar(&f.dataDir, "data-dir", "./data", "directory of the durable files (database, Temporal, keys, secret)")
+	cmd.Flags().BoolVar(&f.fakeModel, "fake-model", false, "answer distillations with a built-in fake model (labelled as fake in every note it drafts) instead of OLLAMA_HOST, to try the flow without a model")
+	cmd.Flags().IntVar(&f.uiPort, "temporal-ui-port", defaultTemporalUIPort, "port of the Temporal web UI on 127.0.0.1 (0: any free port; ignored with TEMPORAL_ADDRESS)")
 	return cmd
+}
+
+// devConfig is the configuration dev runs with: the environment's, with the flags given (and
+// --addr when the environment names none), text logs unless AGENTMEMORY_LOG_FORMAT is set,
+// and the file key store in the data dir whatever AGENTMEMORY_KEYSTORE_URL says (it says so
+// on stdout).
+func devConfig(cmd *cobra.Command, load func() (config.Config, error), f devFlags, stdout io.Writer) (config.Config, error) {
+	cfg, err := load()
+	if err != nil {
+		return config.Config{}, err
+	}
+	if cmd.Flags().Changed("addr") || cfg.Addr == "" {
+		cfg.Addr = f.addr
+	}
+	if cmd.Flags().Changed("data-dir") {
+		cfg.DataDir = f.dataDir
+	}
+	if cfg.LogFormat == "json" && !cfg.IsSet("AGENTMEMORY_LOG_FORMAT") {
+		cfg.LogFormat = "text"
+	}
+	if cfg.KeystoreURL != "" {
+		fmt.Fprintln(stdout, "agentmemory dev: subject keys stay in the data dir (AGENTMEMORY_KEYSTORE_URL is for serve and worker)")
+	}
+	cfg.KeystoreURL, cfg.KEK, cfg.KEKPrevious = "", "", nil
+	return cfg, nil
+}
+
+// runDev runs dev with cfg until cmd's context ends: the API port bound first, then the fake
+// model (with --fake-model), the app, the Temporal dev server, the worker, the outbox relay
+// and the API; each stops in the reverse order.
+func runDev(cmd *cobra.Command, cfg config.Config, f devFlags, stdout, stderr io.Writer) error {
+	ctx := cmd.Context()
+	// The API port is bound before anything else starts: a busy port fails at once, and
+	// the Temporal dev server's own ports (chosen while it starts) can never take it.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("the API address %s: %w", cfg.Addr, err)
+	}
+	defer func() { _ = ln.Close() }() // Serve has closed it already on a clean stop
+	log := newLogger(cfg, stderr)
+	if f.fakeModel {
+		stopFake, err := startFakeModel(&cfg, log, stdout)
+		if err != nil {
+			return err
+		}
+		defer stopFake()
+	}
+	a, err := openApp(ctx, cfg, log, true)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	tc, stopTemporal, err := startTemporal(ctx, a, f.uiPort, cmd.Flags().Changed("temporal-ui-port"), stdout)
+	if err != nil {
+		return err
+	}
+	defer stopTemporal()
+	w, err := a.StartWorker(tc)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		a.Log.Info("worker stopping: waiting for running activities", "timeout", a.Config.ShutdownTimeout.String())
+		w.Stop()
+		a.Log.Info("worker stopped")
+	}()
+	defer a.StartRelay(ctx)()
+	exe, _ := os.Executable() // "" when unknown: the hint then names no path, nothing else depends on it
+	fmt.Fprintf(stdout, "agentmemory dev: API on http://%s (data in %s)\n", cfg.Addr, cfg.DataDir)
+	if !f.fakeModel {
+		fmt.Fprintf(stdout, "distillations ask the model %s at %s; while none answers they stay drafting (last_error model_unreachable); --fake-model tries the flow without one\n", cfg.OllamaModel, cfg.OllamaHost)
+	}
+	if err := printSpaceHint(ctx, a.DB, stdout, exe, cfg.DataDir); err != nil {
+		return err
+	}
+	return serveHTTP(ctx, a, ln, tc)
 }
 
 // startFakeModel starts the built-in fake model (internal/llm/fakemodel) on a free local port

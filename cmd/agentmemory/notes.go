@@ -206,56 +206,71 @@ func importGuidelines(ctx context.Context, hc *http.Client, opt importOptions) (
 	sum := importSummary{Subflows: subflows}
 	split := map[string]bool{}
 	for _, n := range list {
-		body := map[string]any{"kind": "procedure", "title": n.Title, "body": n.Body, "tags": n.Tags, "visibility": opt.visibility}
-		if opt.sourceID != "" {
-			body["source_id"] = opt.sourceID
-		}
-		raw, _ := json.Marshal(body)
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimRight(opt.url, "/")+"/v1/agent-memory/notes", bytes.NewReader(raw))
+		a, err := postGuideline(ctx, hc, opt, n)
 		if err != nil {
-			cancel()
 			return sum, err
 		}
-		req.Header.Set("Authorization", "Bearer "+opt.key)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", n.IdemKey)
-		resp, err := hc.Do(req)
-		if err != nil {
-			cancel()
-			return sum, fmt.Errorf("notes import: %w", err)
-		}
-		answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		resp.Body.Close()
-		cancel()
-		var out struct {
-			ID         string `json:"id"`
-			ProposalID string `json:"proposal_id"`
-			Error      struct {
-				Code  string   `json:"code"`
-				Kinds []string `json:"kinds"`
-			} `json:"error"`
-		}
-		_ = json.Unmarshal(answer, &out) // a body that is not an error object leaves out empty: the status decides below
-		switch resp.StatusCode {
+		switch a.status {
 		case http.StatusCreated, http.StatusAccepted:
 		case http.StatusOK: // duplicate_of: the same note is already active (issue 17 §2)
 			sum.Replayed++
 		case http.StatusTooManyRequests:
 			return sum, fmt.Errorf("notes import: %q: rate limited (an agent writes 20 notes an hour); retry after %s s, or use a person key with integration and --source-id",
-				n.Title, resp.Header.Get("Retry-After"))
+				n.Title, a.header.Get("Retry-After"))
 		default:
-			return sum, fmt.Errorf("notes import: %q: %d %s %v", n.Title, resp.StatusCode, out.Error.Code, out.Error.Kinds)
+			return sum, fmt.Errorf("notes import: %q: %d %s %v", n.Title, a.status, a.Error.Code, a.Error.Kinds)
 		}
-		if resp.Header.Get("Idempotent-Replayed") == "true" {
+		if a.header.Get("Idempotent-Replayed") == "true" {
 			sum.Replayed++
 		}
 		sum.Notes++
-		sum.IDs = append(sum.IDs, out.ID+out.ProposalID)
+		sum.IDs = append(sum.IDs, a.ID+a.ProposalID)
 		if strings.Contains(n.Title, "(part ") {
 			split[n.IdemKey[:strings.LastIndex(n.IdemKey, ":")]] = true
 		}
 	}
 	sum.Split = len(split)
 	return sum, nil
+}
+
+// guidelineAnswer is the API's answer to one guideline note: its status and headers, and the
+// note's id or proposal id, or the error's code and kinds (empty when the body is not JSON).
+type guidelineAnswer struct {
+	status     int
+	header     http.Header
+	ID         string `json:"id"`
+	ProposalID string `json:"proposal_id"`
+	Error      struct {
+		Code  string   `json:"code"`
+		Kinds []string `json:"kinds"`
+	} `json:"error"`
+}
+
+// postGuideline writes the note n as a procedure (POST /v1/agent-memory/notes, with n's
+// idempotency key and opt's visibility and source id), within 30 seconds, and returns the
+// answer. Errors: the request's (the API's refusals are answers).
+func postGuideline(ctx context.Context, hc *http.Client, opt importOptions, n guidelineNote) (guidelineAnswer, error) {
+	body := map[string]any{"kind": "procedure", "title": n.Title, "body": n.Body, "tags": n.Tags, "visibility": opt.visibility}
+	if opt.sourceID != "" {
+		body["source_id"] = opt.sourceID
+	}
+	raw, _ := json.Marshal(body) // cannot fail: strings and string lists only
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimRight(opt.url, "/")+"/v1/agent-memory/notes", bytes.NewReader(raw))
+	if err != nil {
+		return guidelineAnswer{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+opt.key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", n.IdemKey)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return guidelineAnswer{}, fmt.Errorf("notes import: %w", err)
+	}
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20)) // a cut body leaves the answer partly empty: the status decides
+	resp.Body.Close()
+	a := guidelineAnswer{status: resp.StatusCode, header: resp.Header}
+	_ = json.Unmarshal(answer, &a) // a body that is not an error object leaves a empty: the status decides
+	return a, nil
 }

@@ -121,15 +121,8 @@ of the certificate, so any change of content fails; formatting does not matter.`
 	return cmd
 }
 
-// receiptsCmd: `agentmemory receipts verify [--since-head FILE]`.
-func receiptsCmd(load func() (config.Config, error), cl config.Client, stdout io.Writer) *cobra.Command {
-	cmd := &cobra.Command{Use: "receipts", Short: "The receipt chain (GOV-1)"}
-	var sinceFile, baseURL, key, keysFrom, dataDir, checkpointFile string
-	var wholeLog bool
-	verify := &cobra.Command{
-		Use:   "verify",
-		Short: "Recompute the receipt chain and check it extends an older signed head",
-		Long: `Recompute every hash and link of a space's receipt chain, as GET /v1/receipts/verify
+// receiptsVerifyLong is `agentmemory receipts verify`'s help.
+const receiptsVerifyLong = `Recompute every hash and link of a space's receipt chain, as GET /v1/receipts/verify
 does, here on this machine; with --since-head FILE (a signed head kept from
 GET /v1/receipts/head), also check the head's signature and that the chain still extends it:
 a chain rewritten with recomputed hashes, truncated or rolled back to an older copy fails.
@@ -143,56 +136,78 @@ With --log (an operator's check, on the database): walk the deployment's whole r
 each space's order, the tree's root at every stored checkpoint (signatures checked with
 --keys when given) and at --checkpoint FILE (one kept from GET /v1/receipts/checkpoint: a
 rewritten or forked log fails), and the stored tree hashes proofs come from.
-Exit status 1 when the chain (or the log) does not verify.`,
-		Args: cobra.NoArgs,
+Exit status 1 when the chain (or the log) does not verify.`
+
+// receiptsVerifyFlags are `agentmemory receipts verify`'s flags.
+type receiptsVerifyFlags struct {
+	sinceFile, baseURL, key, keysFrom, dataDir, checkpointFile string
+	wholeLog                                                   bool
+}
+
+// receiptsCmd: `agentmemory receipts verify [--since-head FILE]`.
+func receiptsCmd(load func() (config.Config, error), cl config.Client, stdout io.Writer) *cobra.Command {
+	cmd := &cobra.Command{Use: "receipts", Short: "The receipt chain (GOV-1)"}
+	var f receiptsVerifyFlags
+	verify := &cobra.Command{
+		Use:   "verify",
+		Short: "Recompute the receipt chain and check it extends an older signed head",
+		Long:  receiptsVerifyLong,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			if baseURL == "" {
-				baseURL = cl.URL
-			}
-			if key == "" {
-				key = cl.Key
-			}
-			if wholeLog {
-				return verifyLogCmd(ctx, stdout, load, dataDir, cmd.Flags().Changed("data-dir"), keysFrom, checkpointFile, cl)
-			}
-			var since *receipts.Head
-			if sinceFile != "" {
-				h, err := readSignedHead(ctx, sinceFile, keysFrom, baseURL, cl)
-				if err != nil {
-					return err
-				}
-				since = &h
-				fmt.Fprintf(stdout, "signed head: valid signature; space %s, seq %d, hash %s\n", h.SpaceID, h.Seq, h.Hash)
-			}
-			var v receipts.Verification
-			var err error
-			if baseURL != "" {
-				if key == "" {
-					return errors.New("receipts verify: --key (or AGENTMEMORY_KEY) is required with --url")
-				}
-				v, err = verifyThroughAPI(ctx, cliHTTP, baseURL, key, since)
-			} else {
-				if since == nil {
-					return errors.New("receipts verify: without --url, --since-head is required (it names the space)")
-				}
-				v, err = verifyInDatabase(ctx, load, dataDir, cmd.Flags().Changed("data-dir"), since)
-			}
-			if err != nil {
-				return err
-			}
-			return reportVerification(stdout, v, since)
+			return runReceiptsVerify(cmd, load, cl, stdout, f)
 		},
 	}
-	verify.Flags().StringVar(&sinceFile, "since-head", "", "a signed head (GET /v1/receipts/head's JSON) the chain must extend")
-	verify.Flags().StringVar(&baseURL, "url", "", "base URL of the API; default $AGENTMEMORY_URL; empty: read the database")
-	verify.Flags().StringVar(&key, "key", "", "API key (admin or compliance); default $AGENTMEMORY_KEY")
-	verify.Flags().StringVar(&keysFrom, "keys", "", "public keys for the head's signature: a file or URL; default <url>/v1/signing-keys")
-	verify.Flags().StringVar(&dataDir, "data-dir", "./data", "data dir of the SQLite database (without --url and DATABASE_URL)")
-	verify.Flags().BoolVar(&wholeLog, "log", false, "verify the deployment's whole receipt log in the database (issue 32)")
-	verify.Flags().StringVar(&checkpointFile, "checkpoint", "", "with --log: a checkpoint kept from GET /v1/receipts/checkpoint the log must still hold")
+	verify.Flags().StringVar(&f.sinceFile, "since-head", "", "a signed head (GET /v1/receipts/head's JSON) the chain must extend")
+	verify.Flags().StringVar(&f.baseURL, "url", "", "base URL of the API; default $AGENTMEMORY_URL; empty: read the database")
+	verify.Flags().StringVar(&f.key, "key", "", "API key (admin or compliance); default $AGENTMEMORY_KEY")
+	verify.Flags().StringVar(&f.keysFrom, "keys", "", "public keys for the head's signature: a file or URL; default <url>/v1/signing-keys")
+	verify.Flags().StringVar(&f.dataDir, "data-dir", "./data", "data dir of the SQLite database (without --url and DATABASE_URL)")
+	verify.Flags().BoolVar(&f.wholeLog, "log", false, "verify the deployment's whole receipt log in the database (issue 32)")
+	verify.Flags().StringVar(&f.checkpointFile, "checkpoint", "", "with --log: a checkpoint kept from GET /v1/receipts/checkpoint the log must still hold")
 	cmd.AddCommand(verify, verifyProofCmd(cl, stdout))
 	return cmd
+}
+
+// runReceiptsVerify runs `agentmemory receipts verify` with f (--url and --key defaulting to
+// cl's): the whole log with --log, else the chain through the API (--url) or in the database,
+// checked against the signed head of --since-head when given.
+func runReceiptsVerify(cmd *cobra.Command, load func() (config.Config, error), cl config.Client, stdout io.Writer, f receiptsVerifyFlags) error {
+	ctx := cmd.Context()
+	if f.baseURL == "" {
+		f.baseURL = cl.URL
+	}
+	if f.key == "" {
+		f.key = cl.Key
+	}
+	if f.wholeLog {
+		return verifyLogCmd(ctx, stdout, load, f.dataDir, cmd.Flags().Changed("data-dir"), f.keysFrom, f.checkpointFile, cl)
+	}
+	var since *receipts.Head
+	if f.sinceFile != "" {
+		h, err := readSignedHead(ctx, f.sinceFile, f.keysFrom, f.baseURL, cl)
+		if err != nil {
+			return err
+		}
+		since = &h
+		fmt.Fprintf(stdout, "signed head: valid signature; space %s, seq %d, hash %s\n", h.SpaceID, h.Seq, h.Hash)
+	}
+	var v receipts.Verification
+	var err error
+	if f.baseURL != "" {
+		if f.key == "" {
+			return errors.New("receipts verify: --key (or AGENTMEMORY_KEY) is required with --url")
+		}
+		v, err = verifyThroughAPI(ctx, cliHTTP, f.baseURL, f.key, since)
+	} else {
+		if since == nil {
+			return errors.New("receipts verify: without --url, --since-head is required (it names the space)")
+		}
+		v, err = verifyInDatabase(ctx, load, f.dataDir, cmd.Flags().Changed("data-dir"), since)
+	}
+	if err != nil {
+		return err
+	}
+	return reportVerification(stdout, v, since)
 }
 
 // verifyProofCmd: `agentmemory receipts verify-proof FILE [--keys K] [--checkpoint OLD]`.

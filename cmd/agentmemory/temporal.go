@@ -54,12 +54,31 @@ func startTemporal(ctx context.Context, a *app.App, uiPort int, explicit bool, s
 	if err != nil {
 		return nil, nil, err
 	}
+	stop, exited, err := startDevServer(path, cfg.DataDir, cfg.TemporalNamespace, port, uiPort)
+	if err != nil {
+		return nil, nil, err
+	}
+	hostPort := "127.0.0.1:" + strconv.Itoa(port)
+	c, err := dialUntilReady(ctx, a.ClientOptions(hostPort), exited)
+	if err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("the Temporal dev server did not come up (see %s): %w", filepath.Join(cfg.DataDir, "temporal.log"), err)
+	}
+	fmt.Fprintf(stdout, "Temporal dev server at %s, web UI at http://127.0.0.1:%d%s\n", hostPort, uiPort, uiNote)
+	return c, func() { c.Close(); stop() }, nil
+}
+
+// startDevServer starts the Temporal dev server at path, its frontend on 127.0.0.1:port and
+// its web UI on uiPort, with its database and log (temporal.db, temporal.log) in dataDir, as
+// a child that dies with this process. It returns stop (SIGTERM, then after 10 seconds a
+// kill; it returns once the server exited) and a channel closed when the server exits.
+func startDevServer(path, dataDir, namespace string, port, uiPort int) (func(), <-chan struct{}, error) {
 	cmd := exec.Command(path, "server", "start-dev",
 		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--ui-port", strconv.Itoa(uiPort),
-		"--db-filename", filepath.Join(cfg.DataDir, "temporal.db"),
-		"--namespace", cfg.TemporalNamespace, "--log-level", "error",
+		"--db-filename", filepath.Join(dataDir, "temporal.db"),
+		"--namespace", namespace, "--log-level", "error",
 		"--dynamic-config-value", "frontend.enableServerVersionCheck=false")
-	logFile, err := os.OpenFile(filepath.Join(cfg.DataDir, "temporal.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	logFile, err := os.OpenFile(filepath.Join(dataDir, "temporal.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -82,14 +101,7 @@ func startTemporal(ctx context.Context, a *app.App, uiPort int, explicit bool, s
 			<-exited
 		}
 	}
-	hostPort := "127.0.0.1:" + strconv.Itoa(port)
-	c, err := dialUntilReady(ctx, a.ClientOptions(hostPort), exited)
-	if err != nil {
-		stop()
-		return nil, nil, fmt.Errorf("the Temporal dev server did not come up (see %s): %w", filepath.Join(cfg.DataDir, "temporal.log"), err)
-	}
-	fmt.Fprintf(stdout, "Temporal dev server at %s, web UI at http://127.0.0.1:%d%s\n", hostPort, uiPort, uiNote)
-	return c, func() { c.Close(); stop() }, nil
+	return stop, exited, nil
 }
 
 // pickUIPort returns the web UI port to use and a note for the start message: port itself when

@@ -420,6 +420,26 @@ func (s *Service) EraseProfiles(ctx context.Context, spaceID, id string) (int, e
 // to the certificate's items once. Errors: "erasure_not_running", "corrupt_record", and the
 // key store's errors (retried).
 func (s *Service) DestroyKeys(ctx context.Context, spaceID, id string) (int, error) {
+	intended, subject, err := s.intendedKeys(ctx, spaceID, id)
+	if err != nil || !subject {
+		return 0, err
+	}
+	for _, k := range intended {
+		if err := s.Keys.Destroy(ctx, k); err != nil {
+			return 0, fmt.Errorf("compliance: destroy key: %w", err)
+		}
+	}
+	if err := s.recordKeysDestroyed(ctx, spaceID, id, intended); err != nil {
+		return 0, err
+	}
+	return len(intended), nil
+}
+
+// intendedKeys returns the ids of the keys DestroyKeys destroys for the running erasure id,
+// and whether it targets a subject (false: no key to destroy): those already recorded on the
+// erasure (key_ids), or, at the first attempt, those of the subject's profiles and handle
+// hashes that exist, recorded in the same transaction.
+func (s *Service) intendedKeys(ctx context.Context, spaceID, id string) ([]string, bool, error) {
 	var intended []string
 	subject := false
 	err := s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -437,45 +457,51 @@ func (s *Service) DestroyKeys(ctx context.Context, spaceID, id string) (int, err
 		if row.KeyIDs != "" {
 			return decodeRecord(row.ID, "key_ids", row.KeyIDs, &intended)
 		}
-		hashes, profileIDs, err := scopeOf(row)
-		if err != nil {
+		if intended, err = s.existingKeys(ctx, row); err != nil {
 			return err
-		}
-		candidates := append([]string{}, profileIDs...)
-		for _, h := range hashes {
-			candidates = append(candidates, state.SubjectKeyID(h))
-		}
-		intended = []string{}
-		// Existence only: a key is never opened to be destroyed, so a key wrapped by a KEK
-		// this process does not hold is still found, destroyed and counted.
-		for _, k := range candidates {
-			ok, err := s.Keys.Exists(ctx, k)
-			if err != nil {
-				return fmt.Errorf("compliance: data key: %w", err)
-			}
-			if ok {
-				intended = append(intended, k)
-			}
 		}
 		_, err = tx.NewUpdate().Model((*models.Erasure)(nil)).Set("key_ids = ?", mustJSON(intended)).Where("id = ?", id).Exec(ctx)
 		return err
 	})
-	if err != nil || !subject {
-		return 0, err
+	return intended, subject, err
+}
+
+// existingKeys returns, of the keys of the erasure's subject (each profile's, and
+// state.SubjectKeyID of each handle hash), those the key store holds, never nil.
+// Existence only: a key is never opened to be destroyed, so a key wrapped by a KEK this
+// process does not hold is still found, destroyed and counted.
+func (s *Service) existingKeys(ctx context.Context, row *models.Erasure) ([]string, error) {
+	hashes, profileIDs, err := scopeOf(row)
+	if err != nil {
+		return nil, err
 	}
-	for _, k := range intended {
-		if err := s.Keys.Destroy(ctx, k); err != nil {
-			return 0, fmt.Errorf("compliance: destroy key: %w", err)
+	candidates := append([]string{}, profileIDs...)
+	for _, h := range hashes {
+		candidates = append(candidates, state.SubjectKeyID(h))
+	}
+	intended := []string{}
+	for _, k := range candidates {
+		ok, err := s.Keys.Exists(ctx, k)
+		if err != nil {
+			return nil, fmt.Errorf("compliance: data key: %w", err)
+		}
+		if ok {
+			intended = append(intended, k)
 		}
 	}
-	_, err = s.step(ctx, spaceID, id, func(ctx context.Context, tx bun.Tx, row *models.Erasure, _, _ []string) ([]erased, error) {
+	return intended, nil
+}
+
+// recordKeysDestroyed adds the destroyed keys to the erasure's items once per round
+// (keys_round records it; a row from before rounds existed has keys_round 0 and its count in
+// items), as a step of the erasure.
+func (s *Service) recordKeysDestroyed(ctx context.Context, spaceID, id string, intended []string) error {
+	_, err := s.step(ctx, spaceID, id, func(ctx context.Context, tx bun.Tx, row *models.Erasure, _, _ []string) ([]erased, error) {
 		items := itemSet{}
 		if err := decodeRecord(row.ID, "items", row.Items, &items); err != nil {
 			return nil, err
 		}
 		round := roundOf(row)
-		// Counted once per round: keys_round records it (a row from before rounds existed
-		// has keys_round 0 and its count in items).
 		if row.KeysRound >= round || (round == 1 && items[KindSubjectKey] != nil) {
 			return nil, nil // recorded by an earlier attempt
 		}
@@ -487,10 +513,7 @@ func (s *Service) DestroyKeys(ctx context.Context, spaceID, id string) (int, err
 		}
 		return []erased{{Kind: KindSubjectKey, IDs: intended, Store: StoreKeys}}, nil
 	})
-	if err != nil {
-		return 0, err
-	}
-	return len(intended), nil
+	return err
 }
 
 // PurgeCaches drops this process's cached view of the space's subjects (MS-4). Other

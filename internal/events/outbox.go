@@ -79,24 +79,9 @@ func EnqueueAll(ctx context.Context, tx bun.IDB, es []Event, now time.Time) ([]E
 	if len(es) == 0 {
 		return nil, nil
 	}
-	out := make([]Event, len(es))
-	payloads := make([]string, len(es))
-	spaceID := es[0].SpaceID
-	for i, e := range es {
-		if e.SpaceID != spaceID {
-			return nil, fmt.Errorf("events: enqueue: events of spaces %s and %s in one call", spaceID, e.SpaceID)
-		}
-		if e.ID == "" {
-			e.ID = auth.NewID("evt")
-		}
-		if e.OccurredAt.IsZero() {
-			e.OccurredAt = now.UTC().Truncate(time.Microsecond)
-		}
-		payload, err := json.Marshal(e)
-		if err != nil {
-			return nil, fmt.Errorf("events: encode: %w", err)
-		}
-		out[i], payloads[i] = e, string(payload)
+	out, payloads, err := prepareEvents(es, now)
+	if err != nil {
+		return nil, err
 	}
 	d := tx.NewSelect().DB()
 	if !db.IsSQLite(tx) {
@@ -108,19 +93,55 @@ func EnqueueAll(ctx context.Context, tx bun.IDB, es []Event, now time.Time) ([]E
 		}
 		return out, nil
 	}
+	if err := enqueueSQLite(ctx, tx, d, out, payloads); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// prepareEvents returns es (non-empty) with each empty ID and OccurredAt filled (now in UTC,
+// to the microsecond), and their JSON payloads. Events of several spaces are an error.
+func prepareEvents(es []Event, now time.Time) ([]Event, []string, error) {
+	out := make([]Event, len(es))
+	payloads := make([]string, len(es))
+	spaceID := es[0].SpaceID
+	for i, e := range es {
+		if e.SpaceID != spaceID {
+			return nil, nil, fmt.Errorf("events: enqueue: events of spaces %s and %s in one call", spaceID, e.SpaceID)
+		}
+		if e.ID == "" {
+			e.ID = auth.NewID("evt")
+		}
+		if e.OccurredAt.IsZero() {
+			e.OccurredAt = now.UTC().Truncate(time.Microsecond)
+		}
+		payload, err := json.Marshal(e)
+		if err != nil {
+			return nil, nil, fmt.Errorf("events: encode: %w", err)
+		}
+		out[i], payloads[i] = e, string(payload)
+	}
+	return out, payloads, nil
+}
+
+// enqueueSQLite is EnqueueAll on SQLite for es (prepared, with their payloads, of one space):
+// the space's head moves by len(es), then multi-row inserts of at most maxRowsPerInsert
+// events take the positions below its new value, in the order of es.
+func enqueueSQLite(ctx context.Context, tx bun.IDB, d *bun.DB, es []Event, payloads []string) error {
+	spaceID := es[0].SpaceID
 	rows, err := db.Query(ctx, tx, `INSERT INTO event_heads (space_id, position) VALUES (?, ?)
 ON CONFLICT (space_id) DO UPDATE SET position = event_heads.position + excluded.position RETURNING position`,
-		spaceID, len(out))
+		spaceID, len(es))
 	var last int64
 	if err == nil {
 		err = db.ScanFirst(rows, &last)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("events: position: %w", err)
+		return fmt.Errorf("events: position: %w", err)
 	}
-	next := last - int64(len(out)) + 1
-	for from := 0; from < len(out); from += maxRowsPerInsert {
-		to := min(from+maxRowsPerInsert, len(out))
+	next := last - int64(len(es)) + 1
+	for from := 0; from < len(es); from += maxRowsPerInsert {
+		to := min(from+maxRowsPerInsert, len(es))
 		var q strings.Builder
 		q.WriteString("INSERT INTO outbox (id, space_id, position, type, payload, created_at, attempts, last_error) VALUES ")
 		args := make([]any, 0, 6*(to-from))
@@ -129,14 +150,14 @@ ON CONFLICT (space_id) DO UPDATE SET position = event_heads.position + excluded.
 				q.WriteString(", ")
 			}
 			q.WriteString("(?, ?, ?, ?, ?, ?, 0, '')")
-			e := out[i]
+			e := es[i]
 			args = append(args, e.ID, spaceID, next+int64(i), e.Type, payloads[i], db.TimeArg(d, e.OccurredAt))
 		}
 		if _, err := db.Exec(ctx, tx, q.String(), args...); err != nil {
-			return nil, fmt.Errorf("events: enqueue: %w", err)
+			return fmt.Errorf("events: enqueue: %w", err)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // enqueuePostgres is EnqueueAll's one statement on PostgreSQL for es (with their encoded

@@ -38,52 +38,9 @@ func ChunkID(docID, version string, start, end int) string {
 // after the previous chunk's start. A chunk never cuts a word that fits in a chunk, nor a UTF-8 sequence. Tokens is
 // the exact cl100k count of the chunk's text. A body without words has no chunks.
 func ChunkText(docID, version, body string, size, overlap int) ([]Chunk, error) {
-	type word struct{ start, end, tokens int }
-	var words []word
-	cache := map[string]int{}
-	for i := 0; i < len(body); {
-		r, n := utf8.DecodeRuneInString(body[i:])
-		if unicode.IsSpace(r) {
-			i += n
-			continue
-		}
-		j := i
-		for j < len(body) {
-			r, n := utf8.DecodeRuneInString(body[j:])
-			if unicode.IsSpace(r) {
-				break
-			}
-			j += n
-		}
-		w := body[i:j]
-		t, ok := cache[w]
-		if !ok {
-			c, err := notes.CountTokens(" " + w)
-			if err != nil {
-				return nil, err
-			}
-			t, cache[w] = c, c
-		}
-		if t <= size {
-			words = append(words, word{i, j, t})
-			i = j
-			continue
-		}
-		// A word longer than a chunk (a run of hundreds of kilobytes without white space) is cut
-		// at UTF-8 boundaries into pieces of at most size bytes: a token covers at least one
-		// byte, so a piece never exceeds size tokens.
-		for i < j {
-			k := min(i+max(size, utf8.UTFMax), j)
-			for k < j && !utf8.RuneStart(body[k]) {
-				k--
-			}
-			c, err := notes.CountTokens(" " + body[i:k])
-			if err != nil {
-				return nil, err
-			}
-			words = append(words, word{i, k, c})
-			i = k
-		}
+	words, err := chunkWords(body, size)
+	if err != nil {
+		return nil, err
 	}
 	var out []Chunk
 	for i := 0; i < len(words); {
@@ -108,6 +65,79 @@ func ChunkText(docID, version, body string, size, overlap int) ([]Chunk, error) 
 			back += words[next].tokens
 		}
 		i = next
+	}
+	return out, nil
+}
+
+// chunkWord is a word of a body ChunkText reads: [start, end) in bytes, and its cl100k token
+// count with a leading space.
+type chunkWord struct{ start, end, tokens int }
+
+// chunkWords reads body as ChunkText's words: runs without white space, in order, each with
+// its token count; a word of more than size tokens comes as pieces of at most size bytes
+// (cutWord).
+func chunkWords(body string, size int) ([]chunkWord, error) {
+	var words []chunkWord
+	cache := map[string]int{}
+	for i := 0; i < len(body); {
+		r, n := utf8.DecodeRuneInString(body[i:])
+		if unicode.IsSpace(r) {
+			i += n
+			continue
+		}
+		j := wordEnd(body, i)
+		w := body[i:j]
+		t, ok := cache[w]
+		if !ok {
+			c, err := notes.CountTokens(" " + w)
+			if err != nil {
+				return nil, err
+			}
+			t, cache[w] = c, c
+		}
+		if t <= size {
+			words = append(words, chunkWord{i, j, t})
+		} else {
+			pieces, err := cutWord(body, i, j, size)
+			if err != nil {
+				return nil, err
+			}
+			words = append(words, pieces...)
+		}
+		i = j
+	}
+	return words, nil
+}
+
+// wordEnd returns the byte offset of the first white space in body at or after i, or
+// len(body).
+func wordEnd(body string, i int) int {
+	for i < len(body) {
+		r, n := utf8.DecodeRuneInString(body[i:])
+		if unicode.IsSpace(r) {
+			break
+		}
+		i += n
+	}
+	return i
+}
+
+// cutWord cuts the word body[i:j], longer than a chunk (a run of hundreds of kilobytes without
+// white space), at UTF-8 boundaries into pieces of at most max(size, utf8.UTFMax) bytes: a
+// token covers at least one byte, so a piece never exceeds size tokens.
+func cutWord(body string, i, j, size int) ([]chunkWord, error) {
+	var out []chunkWord
+	for i < j {
+		k := min(i+max(size, utf8.UTFMax), j)
+		for k < j && !utf8.RuneStart(body[k]) {
+			k--
+		}
+		c, err := notes.CountTokens(" " + body[i:k])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, chunkWord{i, k, c})
+		i = k
 	}
 	return out, nil
 }

@@ -327,23 +327,11 @@ func backfillPgvector(ctx context.Context, d *bun.DB, vp VectorPath) error {
 		if err != nil {
 			return err
 		}
-		var rows []struct {
-			ID        string     `bun:"id"`
-			SpaceID   string     `bun:"space_id"`
-			KBID      string     `bun:"kb_id"`
-			Embedding []byte     `bun:"embedding"`
-			IndexedAt *time.Time `bun:"indexed_at"`
-		}
-		q := d.NewSelect().TableExpr("knowledge_chunks AS c").Join("JOIN knowledge_documents AS d ON d.id = c.document_id").
-			ColumnExpr("c.id, c.space_id, c.kb_id, c.embedding, d.indexed_at").
-			Where("c.embedding IS NOT NULL AND c.id > ?", after)
-		for _, t := range tables {
-			q = q.Where("NOT EXISTS (SELECT 1 FROM " + t + " AS v WHERE v.chunk_id = c.id)")
-		}
-		if err := q.OrderExpr("c.id").Limit(500).Scan(ctx, &rows); err != nil {
+		batch, err := unindexedChunks(ctx, d, tables, after)
+		if err != nil {
 			return fmt.Errorf("knowledge: pgvector backfill: %w", err)
 		}
-		if len(rows) == 0 {
+		if len(batch) == 0 {
 			if after == "" || len(tables) == 0 {
 				return nil
 			}
@@ -354,44 +342,72 @@ func backfillPgvector(ctx context.Context, d *bun.DB, vp VectorPath) error {
 			}
 			return nil
 		}
-		after = rows[len(rows)-1].ID
-		batch := make([]pgvectorRow, 0, len(rows))
-		for _, r := range rows {
-			at := time.Unix(0, 0).UTC()
-			if r.IndexedAt != nil {
-				at = *r.IndexedAt
-			}
-			batch = append(batch, pgvectorRow{ChunkID: r.ID, SpaceID: r.SpaceID, KBID: r.KBID, IndexedAt: at, Vector: decodeVector(r.Embedding)})
-		}
-		err = d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('agentmemory.knowledge_vec.' || current_schema(), 0))"); err != nil {
-				return err
-			}
-			// Only chunks still there: one deleted since the read above is not indexed.
-			var live []string
-			ids := make([]string, len(batch))
-			for i, r := range batch {
-				ids[i] = r.ChunkID
-			}
-			if err := tx.NewSelect().Model((*models.KnowledgeChunk)(nil)).Column("id").Where("id IN (?)", bun.In(ids)).For("SHARE").Scan(ctx, &live); err != nil {
-				return err
-			}
-			keep := map[string]bool{}
-			for _, id := range live {
-				keep[id] = true
-			}
-			kept := batch[:0]
-			for _, r := range batch {
-				if keep[r.ChunkID] {
-					kept = append(kept, r)
-				}
-			}
-			return insertPgvector(ctx, tx, vp, kept)
-		})
-		if err != nil {
+		after = batch[len(batch)-1].ChunkID
+		if err := d.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			return indexLiveChunks(ctx, tx, vp, batch)
+		}); err != nil {
 			return fmt.Errorf("knowledge: pgvector backfill: %w", err)
 		}
 	}
+}
+
+// unindexedChunks reads up to 500 chunks with a vector, id after after, in id order, that
+// none of the pgvector tables holds, as rows to index (a document never indexed gives the
+// Unix epoch as its time).
+func unindexedChunks(ctx context.Context, d *bun.DB, tables []string, after string) ([]pgvectorRow, error) {
+	var rows []struct {
+		ID        string     `bun:"id"`
+		SpaceID   string     `bun:"space_id"`
+		KBID      string     `bun:"kb_id"`
+		Embedding []byte     `bun:"embedding"`
+		IndexedAt *time.Time `bun:"indexed_at"`
+	}
+	q := d.NewSelect().TableExpr("knowledge_chunks AS c").Join("JOIN knowledge_documents AS d ON d.id = c.document_id").
+		ColumnExpr("c.id, c.space_id, c.kb_id, c.embedding, d.indexed_at").
+		Where("c.embedding IS NOT NULL AND c.id > ?", after)
+	for _, t := range tables {
+		q = q.Where("NOT EXISTS (SELECT 1 FROM " + t + " AS v WHERE v.chunk_id = c.id)")
+	}
+	if err := q.OrderExpr("c.id").Limit(500).Scan(ctx, &rows); err != nil {
+		return nil, err
+	}
+	batch := make([]pgvectorRow, 0, len(rows))
+	for _, r := range rows {
+		at := time.Unix(0, 0).UTC()
+		if r.IndexedAt != nil {
+			at = *r.IndexedAt
+		}
+		batch = append(batch, pgvectorRow{ChunkID: r.ID, SpaceID: r.SpaceID, KBID: r.KBID, IndexedAt: at, Vector: decodeVector(r.Embedding)})
+	}
+	return batch, nil
+}
+
+// indexLiveChunks inserts into the pgvector tables the rows of batch whose chunk is still
+// there (one deleted since unindexedChunks read it is not indexed), under the advisory lock
+// of a table's creation, in tx.
+func indexLiveChunks(ctx context.Context, tx bun.Tx, vp VectorPath, batch []pgvectorRow) error {
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('agentmemory.knowledge_vec.' || current_schema(), 0))"); err != nil {
+		return err
+	}
+	var live []string
+	ids := make([]string, len(batch))
+	for i, r := range batch {
+		ids[i] = r.ChunkID
+	}
+	if err := tx.NewSelect().Model((*models.KnowledgeChunk)(nil)).Column("id").Where("id IN (?)", bun.In(ids)).For("SHARE").Scan(ctx, &live); err != nil {
+		return err
+	}
+	keep := map[string]bool{}
+	for _, id := range live {
+		keep[id] = true
+	}
+	kept := batch[:0]
+	for _, r := range batch {
+		if keep[r.ChunkID] {
+			kept = append(kept, r)
+		}
+	}
+	return insertPgvector(ctx, tx, vp, kept)
 }
 
 // refreshStats runs ANALYZE on the tables a pgvector search joins (knowledge_chunks,

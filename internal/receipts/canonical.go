@@ -18,7 +18,23 @@ func leafCanonical(r Receipt, objs []string, detail map[string]any) ([]byte, boo
 	for _, id := range objs {
 		n += len(id) + 3
 	}
-	b := make([]byte, 0, n)
+	b, ok := appendLeafHead(make([]byte, 0, n), r)
+	if ok {
+		b, ok = appendLeafDetail(b, detail)
+	}
+	if ok {
+		b, ok = appendLeafTail(b, r, objs)
+	}
+	if !ok {
+		return nil, false
+	}
+	return b, true
+}
+
+// appendLeafHead appends the leaf document's members before the detail's content: the
+// opening brace, action, actor_key_id, at, and `"detail":{`. It reports false for a string
+// that is not valid UTF-8.
+func appendLeafHead(b []byte, r Receipt) ([]byte, bool) {
 	var ok bool
 	b = append(b, `{"action":`...)
 	if b, ok = appendJCSString(b, r.Action); !ok {
@@ -31,41 +47,66 @@ func leafCanonical(r Receipt, objs []string, detail map[string]any) ([]byte, boo
 	b = append(b, `,"at":"`...)
 	b = r.At.UTC().AppendFormat(b, timeFormat)
 	b = append(b, `","detail":{`...)
+	return b, true
+}
+
+// appendLeafDetail appends detail's members in JCS order and the closing brace. It reports
+// false for a key beyond ASCII (UTF-16 order differs from byte order only there) or a value
+// appendJCSScalar does not handle.
+func appendLeafDetail(b []byte, detail map[string]any) ([]byte, bool) {
 	keys := make([]string, 0, len(detail))
 	for k := range detail {
 		for i := 0; i < len(k); i++ {
 			if k[i] >= utf8.RuneSelf {
-				return nil, false // UTF-16 order differs from byte order only beyond ASCII
+				return nil, false
 			}
 		}
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	var ok bool
 	for i, k := range keys {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b, _ = appendJCSString(b, k)
+		if b, ok = appendJCSString(b, k); !ok {
+			return nil, false
+		}
 		b = append(b, ':')
-		switch v := detail[k].(type) {
-		case nil:
-			b = append(b, "null"...)
-		case bool:
-			b = strconv.AppendBool(b, v)
-		case string:
-			if b, ok = appendJCSString(b, v); !ok {
-				return nil, false
-			}
-		case float64:
-			if v != math.Trunc(v) || math.Abs(v) >= 1<<53 {
-				return nil, false
-			}
-			b = strconv.AppendInt(b, int64(v), 10)
-		default:
+		if b, ok = appendJCSScalar(b, detail[k]); !ok {
 			return nil, false
 		}
 	}
-	b = append(b, `},"id":`...)
+	return append(b, '}'), true
+}
+
+// appendJCSScalar appends v, a value of a receipt's detail, in JCS form: null, a boolean, a
+// string, or an integral float64 of magnitude below 2^53 written as an integer. It reports
+// false for anything else (the general path handles it).
+func appendJCSScalar(b []byte, v any) ([]byte, bool) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...), true
+	case bool:
+		return strconv.AppendBool(b, v), true
+	case string:
+		return appendJCSString(b, v)
+	case float64:
+		if v != math.Trunc(v) || math.Abs(v) >= 1<<53 {
+			return b, false
+		}
+		return strconv.AppendInt(b, int64(v), 10), true
+	default:
+		return b, false
+	}
+}
+
+// appendLeafTail appends the leaf document's members after the detail: id, kind, object_ids
+// (objs, in the given order), seq, space_id, type, and the closing brace. It reports false for
+// a string that is not valid UTF-8.
+func appendLeafTail(b []byte, r Receipt, objs []string) ([]byte, bool) {
+	var ok bool
+	b = append(b, `,"id":`...)
 	if b, ok = appendJCSString(b, r.ID); !ok {
 		return nil, false
 	}
@@ -88,8 +129,7 @@ func leafCanonical(r Receipt, objs []string, detail map[string]any) ([]byte, boo
 	if b, ok = appendJCSString(b, r.SpaceID); !ok {
 		return nil, false
 	}
-	b = append(b, `,"type":"receipt"}`...)
-	return b, true
+	return append(b, `,"type":"receipt"}`...), true
 }
 
 // appendJCSString appends s as a JCS (ECMAScript JSON.stringify) string: '"' and '\' and the

@@ -158,3 +158,30 @@ func TestNewReceiptStoresWhatJSONStores(t *testing.T) {
 		require.Equal(t, back, r.Detail)
 	}
 }
+
+// appendJCSScalar writes each detail value it handles in JCS form and declines the rest.
+func TestAppendJCSScalar(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want string
+		ok   bool
+	}{
+		{nil, "null", true},
+		{true, "true", true},
+		{false, "false", true},
+		{"a\"b", `"a\"b"`, true},
+		{float64(-42), "-42", true},
+		{float64(1<<53 - 1), "9007199254740991", true},
+		{float64(1 << 53), "", false},
+		{0.5, "", false},
+		{"bad\xff", "", false},
+		{int64(1), "", false},
+		{[]any{}, "", false},
+	} {
+		got, ok := appendJCSScalar(nil, c.v)
+		require.Equal(t, c.ok, ok, "%#v", c.v)
+		if ok {
+			require.Equal(t, c.want, string(got), "%#v", c.v)
+		}
+	}
+}

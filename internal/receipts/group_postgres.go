@@ -39,55 +39,70 @@ func (l *Log) commitPipelined(ctx context.Context, group []*pending, order []str
 		if !ok {
 			return nil
 		}
-		pc := c.Conn().PgConn()
-		ran = true
-		// Prepared before the transaction, so that a failed prepare leaves none open; pgx
-		// keeps the statement for the connection's life, by name (no round trip after the
-		// first).
-		sd, err := c.Conn().Prepare(ctx, sealStatementName, sealStatement)
-		if err != nil {
-			return fmt.Errorf("receipts: prepare seal: %w", err)
-		}
-		heads, current, err := l.lockAndRead(ctx, pc, group, order)
-		if err == nil && len(heads) < len(order) {
-			ran = false // a space without a head row
-		}
-		if err != nil || !ran {
-			rollback(ctx, pc)
-			return err
-		}
-		markStaleAgainst(group, current)
-		var batch pgconn.Batch
-		for _, s := range order {
-			var fresh []record
-			for _, p := range group {
-				if !p.stale && p.rec.r.SpaceID == s {
-					fresh = append(fresh, p.rec)
-				}
-			}
-			if len(fresh) == 0 {
-				continue
-			}
-			entry, err := nextEntry(heads[s], fresh)
-			if err != nil {
-				rollback(ctx, pc)
-				return err
-			}
-			values, err := sealValues(c.Conn().TypeMap(), sd, entry.Batch, fresh)
-			if err != nil {
-				rollback(ctx, pc)
-				return err
-			}
-			batch.ExecStatement(sd, values, binaryFormats[:len(values)], nil)
-		}
-		batch.ExecParams("COMMIT", nil, nil, nil, nil)
-		if _, err := pc.ExecBatch(ctx, &batch).ReadAll(); err != nil {
-			rollback(ctx, pc)
-			return fmt.Errorf("receipts: seal: %w", err)
-		}
-		return nil
+		ran, err = l.pipelineOn(ctx, c, group, order)
+		return err
 	})
 	return ran, err
+}
+
+// pipelineOn runs commitPipelined's two round trips on the pgx connection c; ran as there.
+func (l *Log) pipelineOn(ctx context.Context, c *stdlib.Conn, group []*pending, order []string) (bool, error) {
+	pc := c.Conn().PgConn()
+	// Prepared before the transaction, so that a failed prepare leaves none open; pgx keeps
+	// the statement for the connection's life, by name (no round trip after the first).
+	sd, err := c.Conn().Prepare(ctx, sealStatementName, sealStatement)
+	if err != nil {
+		return true, fmt.Errorf("receipts: prepare seal: %w", err)
+	}
+	heads, current, err := l.lockAndRead(ctx, pc, group, order)
+	if err != nil {
+		rollback(ctx, pc)
+		return true, err
+	}
+	if len(heads) < len(order) {
+		rollback(ctx, pc)
+		return false, nil // a space without a head row
+	}
+	markStaleAgainst(group, current)
+	batch, err := sealBatch(c.Conn().TypeMap(), sd, group, order, heads)
+	if err != nil {
+		rollback(ctx, pc)
+		return true, err
+	}
+	if _, err := pc.ExecBatch(ctx, batch).ReadAll(); err != nil {
+		rollback(ctx, pc)
+		return true, fmt.Errorf("receipts: seal: %w", err)
+	}
+	return true, nil
+}
+
+// sealBatch builds the second round trip: per space of order with fresh (not stale) receipts
+// in group, sd bound to the space's next chain entry (after heads[space]) and those receipts,
+// then COMMIT.
+func sealBatch(tm *pgtype.Map, sd *pgconn.StatementDescription, group []*pending, order []string, heads map[string]head) (*pgconn.Batch, error) {
+	var batch pgconn.Batch
+	for _, s := range order {
+		var fresh []record
+		for _, p := range group {
+			if !p.stale && p.rec.r.SpaceID == s {
+				fresh = append(fresh, p.rec)
+			}
+		}
+		if len(fresh) == 0 {
+			continue
+		}
+		entry, err := nextEntry(heads[s], fresh)
+		if err != nil {
+			return nil, err
+		}
+		values, err := sealValues(tm, sd, entry.Batch, fresh)
+		if err != nil {
+			return nil, err
+		}
+		batch.ExecStatement(sd, values, binaryFormats[:len(values)], nil)
+	}
+	batch.ExecParams("COMMIT", nil, nil, nil, nil)
+	return &batch, nil
 }
 
 // sealStatementName names sealStatement on each connection that prepared it.

@@ -89,75 +89,103 @@ func (w *Walker) Next(b Batch, receipts []Receipt) bool {
 	if w.prev == "" {
 		w.prev = Genesis
 	}
-	fail := func(reason string, r *Receipt) bool {
-		bb := b
+	reason, r := w.checkSequence(b, receipts)
+	if reason == "" {
+		reason, r = checkEntryHashes(b, receipts)
+	}
+	if reason == "" {
+		reason, r = w.checkManifests(receipts)
+	}
+	if reason == "" && w.Since != nil && w.Since.Seq >= b.FirstSeq && w.Since.Seq <= b.Seq {
+		if w.Since.Seq != b.Seq || w.Since.Hash != b.Hash {
+			reason = ReasonHeadRewritten
+		} else {
+			w.sinceFound = true
+		}
+	}
+	if reason != "" {
 		if r == nil && len(receipts) > 0 && receipts[len(receipts)-1].Seq == b.Seq {
 			r = &receipts[len(receipts)-1]
 		}
+		bb := b // a copy in this branch: b itself stays on the stack
 		w.failed = &Verification{Count: w.count, Batches: w.batches, Broken: r, BrokenBatch: &bb, Reason: reason}
 		return false
 	}
+	w.prev, w.after = b.Hash, b.Seq
+	w.count += int64(len(receipts))
+	w.batches++
+	return true
+}
+
+// checkSequence returns the reason ("" when none) and the receipt, if any, that breaks b's
+// place in the chain: b must follow the last entry walked, hold exactly the receipts
+// b.FirstSeq..b.Seq in order, and link to the previous entry's hash.
+func (w *Walker) checkSequence(b Batch, receipts []Receipt) (string, *Receipt) {
 	if b.FirstSeq != w.after+1 || b.Seq < b.FirstSeq {
-		var first *Receipt
 		if len(receipts) > 0 {
-			first = &receipts[0]
+			return ReasonMissingEntry, &receipts[0]
 		}
-		return fail(ReasonMissingEntry, first)
+		return ReasonMissingEntry, nil
 	}
 	for i := range receipts {
 		if receipts[i].Seq != b.FirstSeq+int64(i) {
-			return fail(ReasonMissingEntry, &receipts[i])
+			return ReasonMissingEntry, &receipts[i]
 		}
 	}
 	if int64(len(receipts)) != b.Seq-b.FirstSeq+1 {
-		return fail(ReasonMissingEntry, nil)
+		return ReasonMissingEntry, nil
 	}
 	if b.PrevHash != w.prev {
-		return fail(ReasonBrokenLink, nil)
+		return ReasonBrokenLink, nil
 	}
+	return "", nil
+}
+
+// checkEntryHashes returns the reason ("" when none) and the receipt, if any, where b's
+// hashes do not hold for its version: a chained entry's one receipt gives its link and hash;
+// a Merkle entry's receipts give their leaf hashes and its root, and its fields its hash.
+// receipts is b's full, ordered set (checkSequence held).
+func checkEntryHashes(b Batch, receipts []Receipt) (string, *Receipt) {
 	switch b.Version {
 	case VersionChained:
 		r := receipts[0]
 		switch {
 		case len(receipts) != 1:
-			return fail(ReasonMissingEntry, nil)
+			return ReasonMissingEntry, nil
 		case r.PrevHash != b.PrevHash:
-			return fail(ReasonBrokenLink, &r)
+			return ReasonBrokenLink, &r
 		case r.ComputeHash() != r.Hash || r.Hash != b.Hash:
-			return fail(ReasonHashMismatch, &r)
+			return ReasonHashMismatch, &r
 		}
 	case VersionMerkle:
 		leaves := make([]string, len(receipts))
 		for i := range receipts {
 			leaves[i] = receipts[i].LeafHash()
 			if receipts[i].Hash != leaves[i] {
-				return fail(ReasonHashMismatch, &receipts[i])
+				return ReasonHashMismatch, &receipts[i]
 			}
 		}
 		if root, err := MerkleRoot(leaves); err != nil || root != b.Root {
-			return fail(ReasonRootMismatch, nil)
+			return ReasonRootMismatch, nil
 		}
 		if b.ComputeHash() != b.Hash {
-			return fail(ReasonHashMismatch, nil)
+			return ReasonHashMismatch, nil
 		}
 	default:
-		return fail(ReasonHashMismatch, nil)
+		return ReasonHashMismatch, nil
 	}
+	return "", nil
+}
+
+// checkManifests returns ReasonManifestMismatch and the first receipt whose manifest does not
+// hold (manifestHolds), or "" and nil.
+func (w *Walker) checkManifests(receipts []Receipt) (string, *Receipt) {
 	for i := range receipts {
 		if !w.manifestHolds(receipts[i]) {
-			return fail(ReasonManifestMismatch, &receipts[i])
+			return ReasonManifestMismatch, &receipts[i]
 		}
 	}
-	if w.Since != nil && w.Since.Seq >= b.FirstSeq && w.Since.Seq <= b.Seq {
-		if w.Since.Seq != b.Seq || w.Since.Hash != b.Hash {
-			return fail(ReasonHeadRewritten, nil)
-		}
-		w.sinceFound = true
-	}
-	w.prev, w.after = b.Hash, b.Seq
-	w.count += int64(len(receipts))
-	w.batches++
-	return true
+	return "", nil
 }
 
 // manifestHolds reports whether the manifest r names, if any, is the one it carries: its
@@ -231,22 +259,37 @@ func VerifySince(ctx context.Context, idb bun.IDB, spaceID string, since *Head) 
 		return Verification{Reason: ReasonHeadOtherSpace}, nil
 	}
 	w := &Walker{Since: since, RequireManifests: true}
+	after, held, err := walkStored(ctx, idb, spaceID, w)
+	if err != nil {
+		return Verification{}, err
+	}
+	if !held {
+		return withUnsealed(ctx, idb, spaceID, w.Result(0, "", false))
+	}
+	v, err := verifyEnd(ctx, idb, spaceID, w, after)
+	if err != nil {
+		return Verification{}, err
+	}
+	return withUnsealed(ctx, idb, spaceID, v)
+}
+
+// walkStored feeds the space's stored chain to w, verifyPage entries at a time with their
+// receipts (and the manifests they name), and returns the last entry's seq (0 for none) and
+// whether every entry held (false: w.Result says where it broke).
+func walkStored(ctx context.Context, idb bun.IDB, spaceID string, w *Walker) (int64, bool, error) {
 	var after int64
 	for {
 		page, err := ListBatches(ctx, idb, spaceID, after, verifyPage)
-		if err != nil {
-			return Verification{}, err
-		}
-		if len(page) == 0 {
-			break
+		if err != nil || len(page) == 0 {
+			return after, true, err
 		}
 		// The receipts of the page's entries, in one range (a gap shows as a missing seq).
 		rs, err := listRange(ctx, idb, spaceID, page[0].FirstSeq, page[len(page)-1].Seq)
 		if err != nil {
-			return Verification{}, err
+			return 0, false, err
 		}
 		if err := storedManifestsOf(ctx, idb, spaceID, rs); err != nil {
-			return Verification{}, err
+			return 0, false, err
 		}
 		for _, b := range page {
 			var mine []Receipt
@@ -254,41 +297,45 @@ func VerifySince(ctx context.Context, idb bun.IDB, spaceID string, since *Head) 
 				mine, rs = append(mine, rs[0]), rs[1:]
 			}
 			if !w.Next(b, mine) {
-				return withUnsealed(ctx, idb, spaceID, w.Result(0, "", false))
+				return after, false, nil
 			}
 			after = b.Seq
 		}
 		if len(page) < verifyPage {
-			break
+			return after, true, nil
 		}
 	}
+}
+
+// verifyEnd ends a walk whose entries all held (the last at seq after): the stored head must
+// be its last entry, no sealed receipt may lie past it, and the space's leaves in the
+// deployment's log (issue 32) must be its receipts, in order.
+func verifyEnd(ctx context.Context, idb bun.IDB, spaceID string, w *Walker, after int64) (Verification, error) {
 	var h head
 	err := idb.NewSelect().Model(&h).Where("space_id = ?", spaceID).Scan(ctx)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Verification{}, fmt.Errorf("receipts: head: %w", err)
 	}
 	v := w.Result(h.Seq, h.Hash, err == nil)
-	if v.OK {
-		// Sealed receipts past the last entry: the entries holding them were removed.
-		past, err := List(ctx, idb, spaceID, after, 1)
-		if err != nil {
-			return Verification{}, err
-		}
-		if len(past) > 0 {
-			v = Verification{Count: v.Count, Batches: v.Batches, Broken: &past[0], Reason: ReasonTruncated}
-		}
+	if !v.OK {
+		return v, nil
 	}
-	if v.OK {
-		// The space's leaves in the deployment's log (issue 32) are its receipts, in order.
-		ok, err := verifySpaceLog(ctx, idb, spaceID)
-		if err != nil {
-			return Verification{}, err
-		}
-		if !ok {
-			v = Verification{Count: v.Count, Batches: v.Batches, Reason: ReasonLogMismatch}
-		}
+	// Sealed receipts past the last entry: the entries holding them were removed.
+	past, err := List(ctx, idb, spaceID, after, 1)
+	if err != nil {
+		return Verification{}, err
 	}
-	return withUnsealed(ctx, idb, spaceID, v)
+	if len(past) > 0 {
+		return Verification{Count: v.Count, Batches: v.Batches, Broken: &past[0], Reason: ReasonTruncated}, nil
+	}
+	ok, err := verifySpaceLog(ctx, idb, spaceID)
+	if err != nil {
+		return Verification{}, err
+	}
+	if !ok {
+		return Verification{Count: v.Count, Batches: v.Batches, Reason: ReasonLogMismatch}, nil
+	}
+	return v, nil
 }
 
 // withUnsealed sets v.Unsealed to the space's count of unsealed receipts.

@@ -94,12 +94,19 @@ func normalize(text string) *normText {
 		nt.s = text
 		return nt
 	}
-	// Step 1: remove ignorable characters; o1s/o1e map each kept byte to the
-	// original span of its rune (through the decoded escapes).
+	stripped, o1s, o1e := stripIgnorable(dec, d0s, d0e)
+	nfkcFold(nt, stripped, o1s, o1e)
+	return nt
+}
+
+// stripIgnorable is normalize's step 1: dec without its ignorable characters (so they cannot
+// block NFKC composition either), and for each kept byte the original span [o1s, o1e) of its
+// rune, through the decoded escapes' spans d0s/d0e (nil: dec is the original text).
+func stripIgnorable(dec string, d0s, d0e []int) (stripped string, o1s, o1e []int) {
 	var s1 strings.Builder
 	s1.Grow(len(dec))
-	o1s := make([]int, 0, len(dec)+1)
-	o1e := make([]int, 0, len(dec)+1)
+	o1s = make([]int, 0, len(dec)+1)
+	o1e = make([]int, 0, len(dec)+1)
 	for i, r := range dec {
 		n := utf8.RuneLen(r)
 		if r == utf8.RuneError {
@@ -118,8 +125,13 @@ func normalize(text string) *normText {
 			o1e = append(o1e, ob)
 		}
 	}
-	stripped := s1.String()
-	// Steps 2 and 3: NFKC by segment, then fold.
+	return s1.String(), o1s, o1e
+}
+
+// nfkcFold is normalize's steps 2 and 3: stripped NFKC-normalised segment by segment, then
+// digits, dashes and spaces folded to ASCII, into nt.s; each byte of the result gets in
+// nt.start/nt.end the original span of its segment (from o1s/o1e).
+func nfkcFold(nt *normText, stripped string, o1s, o1e []int) {
 	var b strings.Builder
 	b.Grow(len(stripped))
 	nt.start = make([]int, 0, len(stripped)+1)
@@ -154,7 +166,6 @@ func normalize(text string) *normText {
 		}
 	}
 	nt.s = b.String()
-	return nt
 }
 
 // origSpan maps the normalised span [a, b) back to the original text.

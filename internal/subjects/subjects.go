@@ -96,19 +96,9 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req ProfileReque
 	if len(req.Handles) == 0 || len(req.Handles) > 20 {
 		return "", fault.New(fault.Invalid, "invalid_member", "handles must list 1 to 20 handles").With("member", "handles")
 	}
-	var handles, hashes []string
-	seen := map[string]bool{}
-	for i, h := range req.Handles {
-		c, err := s.Canonical(ctx, p.SpaceID, h)
-		if err != nil {
-			return "", fault.New(fault.Invalid, "invalid_handle", "handles[%d] is not a valid handle (email:, phone:, document:, username:)", i).With("member", fmt.Sprintf("handles[%d]", i))
-		}
-		if seen[c] {
-			continue
-		}
-		seen[c] = true
-		handles = append(handles, c)
-		hashes = append(hashes, s.HandleHash(p.SpaceID, c))
+	handles, hashes, err := s.canonicalHandles(ctx, p.SpaceID, req.Handles)
+	if err != nil {
+		return "", err
 	}
 	now := s.Now().UTC()
 	id := auth.NewID("prof")
@@ -116,12 +106,44 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req ProfileReque
 	if err != nil {
 		return "", fmt.Errorf("subjects: data key: %w", err)
 	}
-	plain, _ := json.Marshal(sealedProfile{Name: name, Handles: handles})
+	plain, _ := json.Marshal(sealedProfile{Name: name, Handles: handles}) // cannot fail: strings only
 	sealed, err := keystore.Seal(key, plain, []byte(id))
 	if err != nil {
 		return "", fmt.Errorf("subjects: seal: %w", err)
 	}
-	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	if err := s.storeProfile(ctx, p, id, sealed, hashes, now); err != nil {
+		_ = s.Keys.Destroy(ctx, id) // best effort: a key whose profile was never stored seals nothing
+		return "", err
+	}
+	s.forget(p.SpaceID)
+	return id, nil
+}
+
+// canonicalHandles returns the canonical forms of handles, without repeats, in order, with
+// their handle hashes in the space. A malformed handle is fault.Invalid naming its member
+// (handles[i]).
+func (s *Service) canonicalHandles(ctx context.Context, spaceID string, in []string) (handles, hashes []string, err error) {
+	seen := map[string]bool{}
+	for i, h := range in {
+		c, err := s.Canonical(ctx, spaceID, h)
+		if err != nil {
+			return nil, nil, fault.New(fault.Invalid, "invalid_handle", "handles[%d] is not a valid handle (email:, phone:, document:, username:)", i).With("member", fmt.Sprintf("handles[%d]", i))
+		}
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		handles = append(handles, c)
+		hashes = append(hashes, s.HandleHash(spaceID, c))
+	}
+	return handles, hashes, nil
+}
+
+// storeProfile inserts the profile id (sealed) and its handle hashes, bumps the space's
+// profile revision and appends the admin receipt, in one transaction. A hash another profile
+// of the space holds is fault.Conflict "handle_taken", and nothing is stored.
+func (s *Service) storeProfile(ctx context.Context, p auth.Principal, id string, sealed []byte, hashes []string, now time.Time) error {
+	return s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		taken, err := tx.NewSelect().Model((*models.ProfileHandle)(nil)).
 			Where("space_id = ? AND handle_hash IN (?)", p.SpaceID, bun.In(hashes)).Count(ctx)
 		if err != nil {
@@ -148,12 +170,6 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req ProfileReque
 		}, now)
 		return err
 	})
-	if err != nil {
-		_ = s.Keys.Destroy(ctx, id) // best effort: a key whose profile was never stored seals nothing
-		return "", err
-	}
-	s.forget(p.SpaceID)
-	return id, nil
 }
 
 // Get returns the profile id of the space, unsealed. Missing (or erased) is fault.NotFound.

@@ -332,78 +332,103 @@ type LinkResult struct {
 // has a profile, the conversation's turns stored so far in clear are sealed under its key in
 // the same transaction. Errors: fault.Forbidden, fault.Invalid naming the member.
 func (s *Service) Link(ctx context.Context, p auth.Principal, req LinkRequest) (LinkResult, error) {
-	if err := authorize(p); err != nil {
-		return LinkResult{}, err
-	}
-	kind, id, err := req.Scope.KindID()
+	l, err := s.planLink(ctx, p, req)
 	if err != nil {
 		return LinkResult{}, err
 	}
-	if req.Status != LinkConfirmed && req.Status != LinkUnconfirmed {
-		return LinkResult{}, fault.New(fault.Invalid, "invalid_member", `status must be "confirmed" or "unconfirmed"`).With("member", "status")
-	}
-	canonical, err := s.Subjects.Canonical(ctx, p.SpaceID, req.Subject)
-	if err != nil {
-		if fe := fault.As(err); fe != nil {
-			return LinkResult{}, fe.With("member", "subject")
-		}
-		return LinkResult{}, err
-	}
-	handleHash := s.Subjects.HandleHash(p.SpaceID, canonical)
-	scopeHash := s.ScopeHash(p.SpaceID, kind, id)
 	now := s.Now().UTC()
 	var res LinkResult
 	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var ph []models.ProfileHandle
-		if err := tx.NewSelect().Model(&ph).Where("space_id = ? AND handle_hash = ?", p.SpaceID, handleHash).Scan(ctx); err != nil {
+		if err := tx.NewSelect().Model(&ph).Where("space_id = ? AND handle_hash = ?", p.SpaceID, l.handleHash).Scan(ctx); err != nil {
 			return fmt.Errorf("turns: find profile: %w", err)
 		}
 		profileID := ""
 		if len(ph) > 0 {
 			profileID = ph[0].ProfileID
 		}
-		var existing []models.IdentityLink
-		if err := tx.NewSelect().Model(&existing).
-			Where("space_id = ? AND scope_hash = ? AND handle_hash = ?", p.SpaceID, scopeHash, handleHash).Scan(ctx); err != nil {
-			return fmt.Errorf("turns: load link: %w", err)
+		r, action, err := upsertLink(ctx, tx, p, l, profileID, now)
+		if err != nil {
+			return err
 		}
-		action := "identity_link.create"
-		if len(existing) == 0 {
-			row := &models.IdentityLink{
-				ID: auth.NewID("link"), SpaceID: p.SpaceID, ScopeKind: kind, ScopeHash: scopeHash,
-				HandleHash: handleHash, ProfileID: profileID, Status: req.Status, KeyID: p.KeyID,
-				CreatedAt: now, UpdatedAt: now,
-			}
-			if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
-				return fmt.Errorf("turns: insert link: %w", err)
-			}
-			res = LinkResult{LinkID: row.ID, Status: row.Status, Created: true}
-		} else {
-			action = "identity_link.update"
-			if _, err := tx.NewUpdate().Model((*models.IdentityLink)(nil)).
-				Set("status = ?, profile_id = ?, updated_at = ?", req.Status, profileID, now).
-				Where("id = ?", existing[0].ID).Exec(ctx); err != nil {
-				return fmt.Errorf("turns: update link: %w", err)
-			}
-			res = LinkResult{LinkID: existing[0].ID, Status: req.Status}
-		}
+		res = r
 		sealed := 0
 		if profileID != "" {
-			owner, err := linkedProfile(ctx, tx, p.SpaceID, scopeHash)
+			owner, err := linkedProfile(ctx, tx, p.SpaceID, l.scopeHash)
 			if err != nil {
 				return err
 			}
-			if sealed, err = s.sealClear(ctx, tx, p.SpaceID, scopeHash, owner); err != nil {
+			if sealed, err = s.sealClear(ctx, tx, p.SpaceID, l.scopeHash, owner); err != nil {
 				return err
 			}
 		}
-		_, err := receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
+		_, err = receipts.Append(ctx, tx, p.SpaceID, receipts.Entry{
 			Kind: receipts.KindAdmin, Action: action, ActorKey: p.KeyID, ObjectIDs: []string{res.LinkID},
-			Detail: map[string]any{"status": req.Status, "scope_kind": kind, "turns_sealed": sealed},
+			Detail: map[string]any{"status": l.status, "scope_kind": l.kind, "turns_sealed": sealed},
 		}, now)
 		return err
 	})
 	return res, err
+}
+
+// linkPlan is a checked LinkRequest: the scope's kind and hash, the subject's handle hash and
+// the status to record.
+type linkPlan struct {
+	kind, scopeHash, handleHash, status string
+}
+
+// planLink checks p's right and req (scope, status, subject), before any write. Errors:
+// fault.Forbidden, fault.Invalid naming the member.
+func (s *Service) planLink(ctx context.Context, p auth.Principal, req LinkRequest) (linkPlan, error) {
+	if err := authorize(p); err != nil {
+		return linkPlan{}, err
+	}
+	kind, id, err := req.Scope.KindID()
+	if err != nil {
+		return linkPlan{}, err
+	}
+	if req.Status != LinkConfirmed && req.Status != LinkUnconfirmed {
+		return linkPlan{}, fault.New(fault.Invalid, "invalid_member", `status must be "confirmed" or "unconfirmed"`).With("member", "status")
+	}
+	canonical, err := s.Subjects.Canonical(ctx, p.SpaceID, req.Subject)
+	if err != nil {
+		if fe := fault.As(err); fe != nil {
+			return linkPlan{}, fe.With("member", "subject")
+		}
+		return linkPlan{}, err
+	}
+	return linkPlan{
+		kind: kind, scopeHash: s.ScopeHash(p.SpaceID, kind, id),
+		handleHash: s.Subjects.HandleHash(p.SpaceID, canonical), status: req.Status,
+	}, nil
+}
+
+// upsertLink inserts the link l describes, or updates the status and profile of the existing
+// one of the same scope and handle, and returns the answer and the receipt's action
+// (identity_link.create or .update).
+func upsertLink(ctx context.Context, tx bun.Tx, p auth.Principal, l linkPlan, profileID string, now time.Time) (LinkResult, string, error) {
+	var existing []models.IdentityLink
+	if err := tx.NewSelect().Model(&existing).
+		Where("space_id = ? AND scope_hash = ? AND handle_hash = ?", p.SpaceID, l.scopeHash, l.handleHash).Scan(ctx); err != nil {
+		return LinkResult{}, "", fmt.Errorf("turns: load link: %w", err)
+	}
+	if len(existing) > 0 {
+		if _, err := tx.NewUpdate().Model((*models.IdentityLink)(nil)).
+			Set("status = ?, profile_id = ?, updated_at = ?", l.status, profileID, now).
+			Where("id = ?", existing[0].ID).Exec(ctx); err != nil {
+			return LinkResult{}, "", fmt.Errorf("turns: update link: %w", err)
+		}
+		return LinkResult{LinkID: existing[0].ID, Status: l.status}, "identity_link.update", nil
+	}
+	row := &models.IdentityLink{
+		ID: auth.NewID("link"), SpaceID: p.SpaceID, ScopeKind: l.kind, ScopeHash: l.scopeHash,
+		HandleHash: l.handleHash, ProfileID: profileID, Status: l.status, KeyID: p.KeyID,
+		CreatedAt: now, UpdatedAt: now,
+	}
+	if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
+		return LinkResult{}, "", fmt.Errorf("turns: insert link: %w", err)
+	}
+	return LinkResult{LinkID: row.ID, Status: row.Status, Created: true}, "identity_link.create", nil
 }
 
 // sealClear moves the scope's turns not yet under a profile's key (sealed under the
