@@ -232,7 +232,7 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			// another security person decides (not the space's first admin key: every key
 			// descends from it, and a key the proposer minted never approves, issue 31).
 			sec := e.PersonKey("Sol", "security")
-			ada := e.PersonKey("Ada", "admin")
+			ada := e.PersonKey("Ada", "admin", "security")
 			chg := "/v1/documents/features/changes"
 			ch := id(c.do(201, "POST", chg, ada, map[string]any{"agent_state": map[string]any{"enabled": true}, "agent_memory": map[string]any{"enabled": true}, "turns": map[string]any{"retention_days": 30}}), "id")
 			c.do(400, "POST", chg, admin, map[string]any{"agent_memory": map[string]any{"writes": "everyone"}})
@@ -443,11 +443,11 @@ func TestOpenAPIMatchesTheServer(t *testing.T) {
 			bScout := agentOrPerson(t, e, bAdmin, "agent", "scout")
 			terms := map[string]any{"from": e.SpaceID, "to": bID, "agents": []string{"scout"}, "boards": []any{map[string]any{"type": "findings", "ids": "inc-*"}}}
 			c.do(400, "POST", "/v1/bridges", admin, map[string]any{"from": e.SpaceID, "to": e.SpaceID, "agents": []string{"scout"}, "boards": []any{}})
-			prop := c.do(202, "POST", "/v1/bridges", admin, terms).JSON(t)
+			prop := c.do(202, "POST", "/v1/bridges", ada, terms).JSON(t)
 			bridge := prop["bridge"].(map[string]any)["id"].(string)
 			e.MustDo(200, "POST", "/v1/documents/bridges/changes/"+prop["change_id"].(string)+"/approve", sec, nil)
 			terms["id"] = bridge
-			peer := e.MustDo(202, "POST", "/v1/bridges", bAdmin, terms).JSON(t)
+			peer := e.MustDo(202, "POST", "/v1/bridges", agentOrPerson(t, e, bAdmin, "person", "Bo"), terms).JSON(t)
 			e.MustDo(200, "POST", "/v1/documents/bridges/changes/"+peer["change_id"].(string)+"/approve", bSec, nil)
 			c.do(200, "GET", "/v1/bridges", admin, nil)
 			c.do(403, "GET", "/v1/bridges", scout, nil)
