@@ -105,10 +105,11 @@ func TestBridgeKnowledgeRetrieval(t *testing.T) {
 		requireAbsent(t, absent, bridgedRetrieve(e, k.triage, k.a.id, "handbook", "secrets"))
 		// B's own retrieval never reaches A's bases, bridge or not.
 		requireAbsent(t, absent, e.Do("POST", "/v1/knowledge/retrieve", k.triage, map[string]any{"query": "refunds", "kbs": []string{k.handbook}}))
-		// Bad input is the same 400 with or without a bridge; a run and a person key are refused.
+		// Bad input is the same 400 with or without a bridge (a malformed run included); a
+		// person key is refused.
 		requireError(t, e.Do("POST", "/v1/knowledge/retrieve", k.triage, map[string]any{"query": " ", "kbs": []string{"handbook"}, "space": k.a.id}), http.StatusBadRequest, "invalid_member")
 		requireError(t, e.Do("POST", "/v1/knowledge/retrieve", k.triage, map[string]any{"query": " ", "kbs": []string{"secrets"}, "space": k.a.id}), http.StatusBadRequest, "invalid_member")
-		requireError(t, e.Do("POST", "/v1/knowledge/retrieve", k.triage, map[string]any{"query": "refunds", "kbs": []string{"handbook"}, "space": k.a.id, "run": map[string]any{"id": "r1"}}), http.StatusBadRequest, "invalid_member")
+		requireError(t, e.Do("POST", "/v1/knowledge/retrieve", k.triage, map[string]any{"query": "refunds", "kbs": []string{"secrets"}, "space": k.a.id, "run": map[string]any{"id": ""}}), http.StatusBadRequest, "invalid_member")
 		requireError(t, e.Do("POST", "/v1/knowledge/retrieve", k.bPer, map[string]any{"query": "refunds", "kbs": []string{"handbook"}, "space": k.a.id}), http.StatusForbidden, "role_required")
 
 		// Read only: no route of documents takes a space, and A's base keeps its one document.
@@ -138,6 +139,54 @@ func TestBridgeKnowledgeRetrieval(t *testing.T) {
 		e.MustDo(http.StatusOK, "DELETE", "/v1/bridges/"+id, k.secA2, nil)
 		requireAbsent(t, absent, bridgedRetrieve(e, k.triage, k.a.id, "handbook"))
 		requireAbsent(t, absent, bridgedRetrieve(replica, k.triage, k.a.id, "handbook"))
+	})
+}
+
+// Issue 31: a bridged retrieval takes a run of the reader's space as the unbridged one does:
+// it draws the tokens it delivers from the run (the answer's run figures, a context cut to
+// what is left, nothing delivered once the run is spent), and the reader's receipt names the
+// run and its tokens; the source's receipt does not (the run is the reader's own).
+func TestBridgeKnowledgeRetrievalInRun(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		k := newKBBridgeEnv(t, e)
+		id := approveBridge(t, e, k.secA1, k.secA2, k.terms("", "triage"))
+		approveBridge(t, e, k.secB1, k.secB2, k.terms(id, "triage"))
+		inRun := func(budget int) map[string]any {
+			body := map[string]any{"query": "refunds", "kbs": []string{"handbook"}, "space": k.a.id, "run": map[string]any{"id": "r1", "budget_tokens": budget}}
+			return e.MustDo(http.StatusOK, "POST", "/v1/knowledge/retrieve", k.triage, body).JSON(t)
+		}
+		full := e.MustDo(http.StatusOK, "POST", "/v1/knowledge/retrieve", k.triage, map[string]any{"query": "refunds", "kbs": []string{"handbook"}, "space": k.a.id}).JSON(t)
+		tokens := int(num(t, full["context_tokens"]))
+		require.Positive(t, tokens)
+
+		budget := tokens + tokens/2
+		got := inRun(budget)
+		require.Len(t, got["chunks"], 1, "%v", got)
+		run := got["run"].(map[string]any)
+		require.Equal(t, "r1", run["id"])
+		require.Equal(t, int64(tokens), num(t, run["used_tokens"]))
+		require.Equal(t, int64(budget-tokens), num(t, run["remaining_tokens"]))
+		require.Equal(t, false, run["cut"])
+
+		// What is left no longer holds the chunk: nothing is delivered, the run is untouched.
+		spent := inRun(budget)
+		require.Empty(t, spent["chunks"], "%v", spent)
+		require.Equal(t, true, spent["budget_exhausted"], "%v", spent)
+		require.Equal(t, int64(tokens), num(t, spent["run"].(map[string]any)["used_tokens"]))
+
+		// The reader's chain names the run (one delivering retrieval in it); the source's never.
+		var named int
+		for _, rc := range spaceReceipts(t, e, k.b.admin) {
+			if rc.Kind == "knowledge" && rc.Action == "retrieve" && rc.Detail["run_id"] != nil {
+				require.Equal(t, "r1", rc.Detail["run_id"])
+				require.Equal(t, float64(tokens), rc.Detail["run_tokens"])
+				named++
+			}
+		}
+		require.Equal(t, 1, named)
+		for _, rc := range spaceReceipts(t, e, k.a.admin) {
+			require.Nil(t, rc.Detail["run_id"], "the source's chain never names the reader's run: %v", rc.Detail)
+		}
 	})
 }
 

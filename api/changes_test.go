@@ -161,6 +161,40 @@ func TestChangeRequestApprovedBySecondPerson(t *testing.T) {
 	})
 }
 
+// Issue 31 (the two-person rule): a key the proposer minted, directly or through a key it
+// minted, never approves the proposer's change (403 change_approver_minted_by_proposer), even
+// when it was minted before the proposal and carries another name; a key minted after it is
+// 403 change_approver_too_new; a key of a genuinely other person approves.
+func TestChangeApproverMintedByProposer(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		g := newGovSpace(e)
+		sol := g.person("Sol", "security", "admin")
+		other := g.person("Val", "security")
+		mint := func(by, name string, roles ...string) string {
+			r := e.MustDo(http.StatusCreated, "POST", "/v1/keys", by, map[string]any{"kind": "person", "name": name, "roles": roles})
+			return r.JSON(t)["key"].(string)
+		}
+		direct := mint(sol, "Rui", "security")
+		middle := mint(sol, "Kim", "admin")
+		transitive := mint(middle, "Lee", "security")
+
+		doc := map[string]any{"agent_state": map[string]any{"enabled": true}}
+		ch := change(t, e.MustDo(http.StatusCreated, "POST", "/v1/documents/features/changes", sol, doc))
+		approve := "/v1/documents/features/changes/" + ch.ID + "/approve"
+		requireError(t, e.Do("POST", approve, direct, nil), http.StatusForbidden, "change_approver_minted_by_proposer")
+		requireError(t, e.Do("POST", approve, transitive, nil), http.StatusForbidden, "change_approver_minted_by_proposer")
+		requireError(t, e.Do("POST", approve, mint(sol, "Max", "security"), nil), http.StatusForbidden, "change_approver_too_new")
+		v, _ := docVersion(t, e, g.admin, "features")
+		require.Equal(t, "0", v, "refused approvals change nothing")
+		require.Equal(t, changes.Pending, change(t, e.MustDo(http.StatusOK, "GET", "/v1/documents/features/changes/"+ch.ID, sol, nil)).Status)
+
+		applied := change(t, e.MustDo(http.StatusOK, "POST", approve, other, nil))
+		require.Equal(t, changes.Applied, applied.Status)
+		v, _ = docVersion(t, e, g.admin, "features")
+		require.Equal(t, "1", v)
+	})
+}
+
 // Issue 15: a change proposed against a version the document no longer has is stale: it
 // lists as stale, its approval is 409 change_stale and applies nothing.
 func TestChangeRequestStale(t *testing.T) {

@@ -71,3 +71,38 @@ func TestMCPSearchKnowledge(t *testing.T) {
 	require.True(t, isErr)
 	require.Equal(t, knowledge.CodeBaseNotFound, out["error"].(map[string]any)["code"])
 }
+
+// Issue 31: search_knowledge takes space (another space's id) and retrieves through a bridge as
+// POST /v1/knowledge/retrieve does: without an active bridge the answer is a base that does not
+// exist; with one, the bridged base's chunks, in a run when one is named; with space, kbs has
+// no default (the REST 400 naming kbs).
+func TestMCPSearchKnowledgeBridged(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		k := newKBBridgeEnv(t, e)
+		cs := mcpSession(t, serveAPI(t, e), k.triage)
+		args := map[string]any{"query": "refunds", "kbs": []string{"handbook"}, "space": k.a.id}
+		isErr, out := callTool(t, cs, api.ToolSearchKnowledge, args)
+		require.True(t, isErr, "%v", out)
+		require.Equal(t, knowledge.CodeBaseNotFound, out["error"].(map[string]any)["code"], "no bridge yet")
+
+		id := approveBridge(t, e, k.secA1, k.secA2, k.terms("", "triage"))
+		approveBridge(t, e, k.secB1, k.secB2, k.terms(id, "triage"))
+		isErr, out = callTool(t, cs, api.ToolSearchKnowledge, args)
+		require.False(t, isErr, "%v", out)
+		chunks := out["chunks"].([]any)
+		require.Len(t, chunks, 1, "%v", out)
+		require.Equal(t, k.handbook, chunks[0].(map[string]any)["kb_id"])
+
+		args["run"] = map[string]any{"id": "mcp-run", "budget_tokens": 5000}
+		isErr, out = callTool(t, cs, api.ToolSearchKnowledge, args)
+		require.False(t, isErr, "%v", out)
+		require.Equal(t, "mcp-run", out["run"].(map[string]any)["id"], "%v", out)
+
+		isErr, out = callTool(t, cs, api.ToolSearchKnowledge, map[string]any{"query": "refunds", "space": k.a.id})
+		require.True(t, isErr, "%v", out)
+		require.Equal(t, "invalid_member", out["error"].(map[string]any)["code"], "%v", out)
+		isErr, out = callTool(t, cs, api.ToolSearchKnowledge, map[string]any{"query": "refunds", "kbs": []string{"secrets"}, "space": k.a.id})
+		require.True(t, isErr)
+		require.Equal(t, knowledge.CodeBaseNotFound, out["error"].(map[string]any)["code"], "a base the bridge does not list")
+	})
+}

@@ -25,7 +25,8 @@ type RetrieveRequest struct {
 	// Space, when set, reads the bases of another space across a bridge (issue 31): KBs then
 	// names that space's bases by name, and only an active bridge approved by both spaces
 	// that lists this agent and those bases lets the read through; without one the answer
-	// is 404 knowledge_base_not_found, as for a base that does not exist. Not with Run.
+	// is 404 knowledge_base_not_found, as for a base that does not exist. With Run, the run
+	// is a run of the key's own space.
 	Space string
 }
 

@@ -78,9 +78,12 @@ func TestConsoleBoardsScreen(t *testing.T) {
 		// Where direct PUT is off, a grant from the screen is a change request of board-grants,
 		// which Settings lists for a second security person.
 		_, govAdmin := e.NewSpace("governed", false)
-		gov := signIn(t, e, spaceKey(t, e, govAdmin, "Gus", "admin", "security"))
+		gusKey := spaceKey(t, e, govAdmin, "Gus", "admin", "security")
+		gov := signIn(t, e, gusKey)
 		val := spaceKey(t, e, govAdmin, "Val", "security")
-		prop := e.MustDo(http.StatusCreated, "POST", "/v1/documents/object-types/changes", govAdmin, consoleBoardTypes()).JSON(t)
+		// Gus proposes: a change of the space's first admin key could only be approved by a key
+		// it did not mint (issue 31), and every key here descends from it.
+		prop := e.MustDo(http.StatusCreated, "POST", "/v1/documents/object-types/changes", gusKey, consoleBoardTypes()).JSON(t)
 		e.MustDo(http.StatusOK, "POST", "/v1/documents/object-types/changes/"+prop["id"].(string)+"/approve", val, nil)
 		require.Contains(t, gov.get("/console/boards").Body, "Approved grants.")
 		r = gov.post("/console/boards/findings/grants", url.Values{"who": {"vendor"}, "name": {"acme"}, "access": {"read"}})
@@ -107,7 +110,7 @@ func TestConsoleBridgesScreen(t *testing.T) {
 		s := sol.get("/console/bridges")
 		require.Equal(t, http.StatusOK, s.Status, s.Body)
 		require.Contains(t, s.Body, e.SpaceID, "the space's id, for the other side")
-		r := sol.post("/console/bridges", url.Values{"direction": {"out"}, "peer": {otherID}, "agents": {"triage"}, "boards": {"findings:incident-*"}})
+		r := sol.post("/console/bridges", url.Values{"direction": {"out"}, "peer": {otherID}, "agents": {"triage"}, "boards": {"findings:incident-*"}, "knowledge_bases": {"handbook, runbooks"}})
 		require.Equal(t, http.StatusSeeOther, r.Status, r.Body)
 		s = sol.get(r.Location)
 		require.Contains(t, s.Body, "Bridge proposed")
@@ -120,6 +123,7 @@ func TestConsoleBridgesScreen(t *testing.T) {
 		s = ana.get("/console/bridges")
 		require.Contains(t, s.Body, "Proposed by <strong>Sol</strong>")
 		require.Regexp(t, `<span class="add">&#43;\s+&#34;to&#34;: &#34;`+otherID+`&#34;`, s.Body)
+		require.Regexp(t, `<span class="add">&#43;\s+&#34;handbook&#34;`, s.Body, "the bases that may cross, in the diff")
 		r = ana.post("/console/bridges/changes/"+id+"/approve", nil)
 		require.Equal(t, http.StatusSeeOther, r.Status, r.Body)
 		s = ana.get(r.Location)
@@ -128,10 +132,11 @@ func TestConsoleBridgesScreen(t *testing.T) {
 
 		// The other side proposes and approves the same bridge (REST).
 		prop := e.MustDo(http.StatusAccepted, "POST", "/v1/bridges", rui, map[string]any{"id": bridge, "from": e.SpaceID, "to": otherID,
-			"agents": []string{"triage"}, "boards": []any{map[string]any{"type": "findings", "ids": "incident-*"}}}).JSON(t)
+			"agents": []string{"triage"}, "boards": []any{map[string]any{"type": "findings", "ids": "incident-*"}}, "knowledge_bases": []string{"runbooks", "handbook"}}).JSON(t)
 		e.MustDo(http.StatusOK, "POST", "/v1/documents/bridges/changes/"+prop["change_id"].(string)+"/approve", eva, nil)
 		s = ana.get("/console/bridges")
 		require.Contains(t, s.Body, `<span class="badge ok">active</span>`)
+		require.Contains(t, s.Body, `<td class="tags"><span class="tag">handbook</span><span class="tag">runbooks</span></td>`, "the bases that cross")
 		require.Contains(t, s.Body, "No proposals wait")
 
 		r = ana.post("/console/bridges/"+bridge+"/revoke", nil)

@@ -89,16 +89,17 @@ func (h *Console) personNames(ctx context.Context, spaceID string) func(string) 
 }
 
 // proposeBridge: boards.Service.ProposeBridge, as POST /v1/bridges. The form names the other
-// space, the direction (out: its agents read this space's boards; in: this space's agents read
-// its boards), the agents (comma-separated) and the boards ("type" or "type:pattern",
-// comma-separated), and the id when the other side proposed first.
+// space, the direction (out: its agents read this space's boards and bases; in: this space's
+// agents read its own), the agents (comma-separated), the boards ("type" or "type:pattern",
+// comma-separated) and the knowledge bases (base names of the source space, comma-separated;
+// issue 31), boards, bases or both, and the id when the other side proposed first.
 func (h *Console) proposeBridge(c *gin.Context) {
 	p, ok := h.allow(c, "Bridges")
 	if !ok || !h.boardsOn(c) {
 		return
 	}
 	req := boards.BridgeRequest{ID: strings.TrimSpace(c.PostForm("id")), From: p.SpaceID, To: strings.TrimSpace(c.PostForm("peer")),
-		Agents: splitList(c.PostForm("agents")), Boards: boardSets(c.PostForm("boards"))}
+		Agents: splitList(c.PostForm("agents")), Boards: boardSets(c.PostForm("boards")), KnowledgeBases: splitList(c.PostForm("knowledge_bases"))}
 	if c.PostForm("direction") == "in" {
 		req.From, req.To = req.To, p.SpaceID
 	}

@@ -253,17 +253,52 @@ func mintedAfter(ctx context.Context, tx bun.IDB, p auth.Principal, row models.D
 	return key.CreatedAt.After(row.CreatedAt), nil
 }
 
+// maxMintChain bounds the walk up an approving key's created_by chain (mintedByProposer): a
+// chain is as long as the keys minted one from another, far fewer in practice.
+const maxMintChain = 64
+
+// mintedByProposer reports whether the approving key p was minted by row's proposer, directly
+// or transitively: it walks p's api_keys.created_by chain in p's space (up to maxMintChain
+// keys; a created_by that is no key of the space, such as "cli" or an operator, ends it) and
+// answers true when a key on it is the proposing key or a person key of the proposer's name
+// (auth.SamePersonName), and also when the chain is longer than maxMintChain (it fails
+// closed). So a proposer cannot mint their own "second person", before or after proposing.
+// Errors: a key row cannot be read.
+func mintedByProposer(ctx context.Context, tx bun.IDB, p auth.Principal, row models.DocumentChange) (bool, error) {
+	id, seen := p.KeyID, map[string]bool{}
+	for range maxMintChain {
+		var key models.APIKey
+		err := tx.NewSelect().Model(&key).Column("id", "kind", "name", "created_by").
+			Where("id = ? AND space_id = ?", id, p.SpaceID).Scan(ctx)
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("changes: minting key: %w", err)
+		}
+		if id != p.KeyID && (key.ID == row.ProposedBy || (key.Kind == auth.KindPerson && auth.SamePersonName(key.Name, row.ProposerName))) {
+			return true, nil
+		}
+		seen[id] = true
+		if key.CreatedBy == "" || seen[key.CreatedBy] {
+			return false, nil
+		}
+		id = key.CreatedBy
+	}
+	return true, nil
+}
+
 // Approve applies change request id of document name: in one transaction the document is
 // written as a direct PUT writes it (spaces.Documents.Write: the "document.put" receipt, with
 // change_id and proposed_by), the change becomes applied and an EventApplied event is
 // enqueued; it returns the applied change. p must hold role security (fault.Forbidden
-// "role_required") and be another person than the proposer: another key and another key name
-// (fault.Forbidden "change_own_proposal"). An unknown id is fault.NotFound "change_not_found";
-// a change that is not pending is fault.Conflict "change_not_pending". When the document
-// changed since the change was proposed, the change is recorded stale and the answer is
-// fault.Conflict "change_stale"; the document is not touched. The proposed document is
-// validated again (fault.Invalid naming the member; the change stays pending). Approval works
-// whether direct PUT is allowed or not.
+// "role_required") and be another person than the proposer (checkApprover: fault.Forbidden
+// "change_own_proposal", "change_approver_too_new" or "change_approver_minted_by_proposer").
+// An unknown id is fault.NotFound "change_not_found"; a change that is not pending is
+// fault.Conflict "change_not_pending". When the document changed since the change was
+// proposed, the change is recorded stale and the answer is fault.Conflict "change_stale"; the
+// document is not touched. The proposed document is validated again (fault.Invalid naming the
+// member; the change stays pending). Approval works whether direct PUT is allowed or not.
 func (s *Service) Approve(ctx context.Context, p auth.Principal, name, id string, now time.Time) (Change, error) {
 	if err := p.RequireRole(auth.RoleSecurity); err != nil {
 		return Change{}, err
@@ -279,44 +314,13 @@ func (s *Service) Approve(ctx context.Context, p auth.Principal, name, id string
 		if row, err = load(ctx, tx, p.SpaceID, name, id, true); err != nil {
 			return err
 		}
-		if samePerson(p, row) {
-			return fault.New(fault.Forbidden, "change_own_proposal", "a change request is approved by another person than its proposer")
-		}
-		if after, err := mintedAfter(ctx, tx, p, row); err != nil {
+		if err := checkApprover(ctx, tx, p, row); err != nil {
 			return err
-		} else if after {
-			return fault.New(fault.Forbidden, "change_approver_too_new", "a change request is approved by a key that existed before it was proposed")
 		}
 		if row.Status != Pending {
 			return fault.New(fault.Conflict, "change_not_pending", "the change request is %s", row.Status)
 		}
-		_, cur, err := s.Docs.Current(ctx, tx, p.SpaceID, name)
-		if err != nil {
-			return err
-		}
-		if cur != row.BaseVersion {
-			stale = true
-			return markStale(ctx, tx, &row, now)
-		}
-		text, err := s.Docs.Normalize(ctx, tx, p.SpaceID, name, []byte(row.Body))
-		if err != nil {
-			return err
-		}
-		version, err := s.Docs.Write(ctx, tx, p, name, text, row.BaseVersion, now,
-			map[string]any{"change_id": row.ID, "proposed_by": row.ProposedBy})
-		if fe := fault.As(err); fe != nil && fe.Code == "document_conflict" {
-			stale = true
-			return markStale(ctx, tx, &row, now)
-		}
-		if err != nil {
-			return err
-		}
-		decider := p.KeyID
-		row.Status, row.DecidedBy, row.DecidedAt, row.AppliedVersion, row.Body = Applied, &decider, &now, &version, text
-		if _, err := tx.NewUpdate().Model(&row).Column("status", "decided_by", "decided_at", "applied_version", "body").WherePK().Exec(ctx); err != nil {
-			return fmt.Errorf("changes: apply: %w", err)
-		}
-		_, err = events.Enqueue(ctx, tx, events.Event{Type: EventApplied, SpaceID: p.SpaceID, ChangeID: row.ID, Document: name, Version: version}, now)
+		stale, err = s.apply(ctx, tx, p, &row, now)
 		return err
 	})
 	if err != nil {
@@ -326,6 +330,60 @@ func (s *Service) Approve(ctx context.Context, p auth.Principal, name, id string
 		return Change{}, fault.New(fault.Conflict, "change_stale", "the document changed since this change was proposed; propose it again against the current document")
 	}
 	return changeOf(row, row.BaseVersion), nil
+}
+
+// checkApprover refuses an approver p of row who is, or may be, the proposer (the two-person
+// rule): the same key or person name (samePerson: fault.Forbidden "change_own_proposal"), a
+// key minted after the proposal (fault.Forbidden "change_approver_too_new") or a key minted,
+// directly or through other keys, by the proposer (mintedByProposer: fault.Forbidden
+// "change_approver_minted_by_proposer"). Errors reading the keys are returned as they are.
+func checkApprover(ctx context.Context, tx bun.IDB, p auth.Principal, row models.DocumentChange) error {
+	if samePerson(p, row) {
+		return fault.New(fault.Forbidden, "change_own_proposal", "a change request is approved by another person than its proposer")
+	}
+	if after, err := mintedAfter(ctx, tx, p, row); err != nil {
+		return err
+	} else if after {
+		return fault.New(fault.Forbidden, "change_approver_too_new", "a change request is approved by a key that existed before it was proposed")
+	}
+	if minted, err := mintedByProposer(ctx, tx, p, row); err != nil {
+		return err
+	} else if minted {
+		return fault.New(fault.Forbidden, "change_approver_minted_by_proposer", "a change request is not approved by a key its proposer minted, directly or through other keys")
+	}
+	return nil
+}
+
+// apply writes row's document for approver p (the change is pending) and records the change
+// applied with its EventApplied event; when the document moved on since the proposal it
+// records the change stale instead and reports stale = true, the document untouched.
+func (s *Service) apply(ctx context.Context, tx bun.Tx, p auth.Principal, row *models.DocumentChange, now time.Time) (stale bool, err error) {
+	_, cur, err := s.Docs.Current(ctx, tx, p.SpaceID, row.Name)
+	if err != nil {
+		return false, err
+	}
+	if cur != row.BaseVersion {
+		return true, markStale(ctx, tx, row, now)
+	}
+	text, err := s.Docs.Normalize(ctx, tx, p.SpaceID, row.Name, []byte(row.Body))
+	if err != nil {
+		return false, err
+	}
+	version, err := s.Docs.Write(ctx, tx, p, row.Name, text, row.BaseVersion, now,
+		map[string]any{"change_id": row.ID, "proposed_by": row.ProposedBy})
+	if fe := fault.As(err); fe != nil && fe.Code == "document_conflict" {
+		return true, markStale(ctx, tx, row, now)
+	}
+	if err != nil {
+		return false, err
+	}
+	decider := p.KeyID
+	row.Status, row.DecidedBy, row.DecidedAt, row.AppliedVersion, row.Body = Applied, &decider, &now, &version, text
+	if _, err := tx.NewUpdate().Model(row).Column("status", "decided_by", "decided_at", "applied_version", "body").WherePK().Exec(ctx); err != nil {
+		return false, fmt.Errorf("changes: apply: %w", err)
+	}
+	_, err = events.Enqueue(ctx, tx, events.Event{Type: EventApplied, SpaceID: p.SpaceID, ChangeID: row.ID, Document: row.Name, Version: version}, now)
+	return false, err
 }
 
 // markStale records row as stale (a refused approval: the document moved on).

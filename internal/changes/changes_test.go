@@ -2,6 +2,7 @@ package changes_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -128,5 +129,45 @@ func TestConcurrentApprovals(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, list, 1)
 		require.JSONEq(t, string(list[0].Document), text)
+	})
+}
+
+// mintedBy mints a person key named name in r's space with created_by parent (a key id) and
+// returns its principal.
+func (r rig) mintedBy(t *testing.T, parent, name string, roles ...string) auth.Principal {
+	t.Helper()
+	keyID, _, err := auth.Mint(context.Background(), r.db, r.spaceID, parent, auth.KeySpec{Kind: auth.KindPerson, Name: name, Roles: roles}, time.Now())
+	require.NoError(t, err, name)
+	return auth.Principal{SpaceID: r.spaceID, KeyID: keyID, Kind: auth.KindPerson, Name: name, Roles: roles}
+}
+
+// The created_by chain of an approving key (issue 31): a key minted through another key of the
+// proposer's name is refused like one the proposing key minted; a chain longer than the walk's
+// bound is refused (it fails closed); a key of a chain that never meets the proposer approves.
+func TestApproverMintChain(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := context.Background()
+		r := newRig(t, db)
+		sol := r.person(t, "key_sol", "Sol", auth.RoleSecurity, auth.RoleAdmin)
+		solAgain := r.person(t, "key_sol2", "SOL", auth.RoleAdmin)
+		viaOtherKey := r.mintedBy(t, solAgain.KeyID, "Rui", auth.RoleSecurity)
+		long := r.person(t, "key_root", "Root", auth.RoleAdmin)
+		for i := range 70 {
+			long = r.mintedBy(t, long.KeyID, fmt.Sprintf("Link %d", i), auth.RoleAdmin, auth.RoleSecurity)
+		}
+		short := r.person(t, "key_top", "Top", auth.RoleAdmin)
+		for i := range 3 {
+			short = r.mintedBy(t, short.KeyID, fmt.Sprintf("Step %d", i), auth.RoleAdmin, auth.RoleSecurity)
+		}
+		ch, err := r.svc.Propose(ctx, sol, spaces.DocFeatures, []byte(`{"agent_state": {"enabled": true}}`), time.Now())
+		require.NoError(t, err)
+
+		_, err = r.svc.Approve(ctx, viaOtherKey, spaces.DocFeatures, ch.ID, time.Now())
+		require.Equal(t, "change_approver_minted_by_proposer", code(err), "%v", err)
+		_, err = r.svc.Approve(ctx, long, spaces.DocFeatures, ch.ID, time.Now())
+		require.Equal(t, "change_approver_minted_by_proposer", code(err), "%v", err)
+		applied, err := r.svc.Approve(ctx, short, spaces.DocFeatures, ch.ID, time.Now())
+		require.NoError(t, err)
+		require.Equal(t, changes.Applied, applied.Status)
 	})
 }

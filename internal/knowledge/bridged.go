@@ -12,6 +12,7 @@ import (
 	"github.com/agentmemory/agentmemory/internal/auth"
 	"github.com/agentmemory/agentmemory/internal/fault"
 	"github.com/agentmemory/agentmemory/internal/receipts"
+	"github.com/agentmemory/agentmemory/internal/runs"
 	"github.com/agentmemory/agentmemory/models"
 )
 
@@ -38,11 +39,12 @@ type crossing struct {
 // (spaces.Documents.ActiveKnowledgeBridge, read on every call). The other space's reader
 // grants name its own agents and do not apply; the bridge's bases take their place, and the
 // retrieval runs as retrieve does with the other space as tenant and those base ids only
-// (chunkScope keeps every query to them). Receipted in both chains (ActionRetrieveBridged in
-// the other's, "retrieve" in p's). No bridge, a base it does not list or the other space
-// does not have, the other space's knowledge off: the one errBaseNotFound. A person key is
-// fault.Forbidden "role_required"; a run is fault.Invalid naming "run" (a bridged retrieval
-// draws on no run).
+// (chunkScope keeps every query to them). A run (req.Run) is the reader's: a run of p's
+// space, drawn on as an unbridged retrieval draws (inRun: the context cut to what the run has
+// left, the answer's run figures), and named in the reader's receipt only. Receipted in both
+// chains (ActionRetrieveBridged in the other's, "retrieve" in p's). No bridge, a base it does
+// not list or the other space does not have, the other space's knowledge off: the one
+// errBaseNotFound. A person key is fault.Forbidden "role_required".
 func (s *Service) retrieveBridged(ctx context.Context, p auth.Principal, req RetrieveRequest) (Retrieval, error) {
 	if !p.IsAgent() {
 		return Retrieval{}, fault.New(fault.Forbidden, "role_required", "another space's knowledge bases are retrieved with agent keys, through a bridge")
@@ -58,7 +60,7 @@ func (s *Service) retrieveBridged(ctx context.Context, p auth.Principal, req Ret
 		return Retrieval{}, err
 	}
 	inner := req
-	inner.Space, inner.KBs = "", cr.kbIDs
+	inner.Space, inner.KBs, inner.Run = "", cr.kbIDs, nil
 	// The other space as tenant, without an agent: its reader grants (of its own agents) do
 	// not apply, the bridge's bases (inner.KBs, in every query's chunkScope) do.
 	src := auth.Principal{SpaceID: req.Space, KeyID: p.KeyID}
@@ -66,15 +68,32 @@ func (s *Service) retrieveBridged(ctx context.Context, p auth.Principal, req Ret
 	if err != nil {
 		return Retrieval{}, err
 	}
-	return out, s.receiptBridged(ctx, p, req.Space, cr, out, order, req.MaxTokens, now)
+	var d *runs.Draw
+	full := out.ContextTokens
+	if req.Run != nil {
+		if out, d, err = s.inRun(ctx, p, req.Run, out); err != nil {
+			return Retrieval{}, err
+		}
+		if out.BudgetExhausted {
+			return s.settle(ctx, d, out, full)
+		}
+	}
+	if err := s.receiptBridged(ctx, p, req.Space, cr, d, out, order, req.MaxTokens, now); err != nil {
+		d.Abandon(ctx)
+		return Retrieval{}, err
+	}
+	if d != nil {
+		return s.settle(ctx, d, out, full)
+	}
+	return out, nil
 }
 
-// checkBridged checks what a bridged retrieval refuses before it reads anything: no run,
-// kbs 1..MaxBasesPerQuery, and the members retrieve checks (query, min_score, filters), so a
-// bad request is the same 400 with or without a bridge.
+// checkBridged checks what a bridged retrieval refuses before it reads anything: the run
+// (runs.Run.Validate), kbs 1..MaxBasesPerQuery, and the members retrieve checks (query,
+// min_score, filters), so a bad request is the same 400 with or without a bridge.
 func checkBridged(req RetrieveRequest) error {
-	if req.Run != nil {
-		return invalid("run", "a retrieval through a bridge draws on no run (leave run out)")
+	if err := req.Run.Validate(); err != nil {
+		return err
 	}
 	if strings.TrimSpace(req.Query) == "" || len([]rune(req.Query)) > MaxQueryRunes {
 		return invalid("query", "query is 1-%d characters", MaxQueryRunes)
@@ -132,8 +151,10 @@ func (s *Service) crossingBases(ctx context.Context, p auth.Principal, req Retri
 
 // receiptBridged records a bridged retrieval in both spaces' chains before it is answered:
 // ActionRetrieveBridged in from's naming the bridges, the reading space and the chunks, then
-// "retrieve" in p's naming the bridges, from and the chunks (never the query).
-func (s *Service) receiptBridged(ctx context.Context, p auth.Principal, from string, cr crossing, out Retrieval, order []string, maxTokens int, now time.Time) error {
+// "retrieve" in p's naming the bridges, from, the chunks and the run d draws on (run_id and
+// run_tokens, runs.Draw.Detail; nil: none), never the query. The run is the reader's own and
+// is not named in from's chain.
+func (s *Service) receiptBridged(ctx context.Context, p auth.Principal, from string, cr crossing, d *runs.Draw, out Retrieval, order []string, maxTokens int, now time.Time) error {
 	items := make([]receipts.ManifestItem, 0, len(out.Chunks))
 	inContext := 0
 	for _, c := range out.Chunks {
@@ -154,8 +175,10 @@ func (s *Service) receiptBridged(ctx context.Context, p auth.Principal, from str
 	if err != nil {
 		return err
 	}
+	mine := detail("from_space", from)
+	d.Detail(mine, out.ContextTokens)
 	return receipts.Record(ctx, s.Receipts, s.DB, p.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "retrieve", ActorKey: p.KeyID,
-		ObjectIDs: cr.bridges, Manifest: manifest(), Detail: detail("from_space", from)}, now)
+		ObjectIDs: cr.bridges, Manifest: manifest(), Detail: mine}, now)
 }
 
 // errBaseNotFound is the one answer to a bridged retrieval that finds nothing it may read:

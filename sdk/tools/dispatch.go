@@ -34,6 +34,7 @@ type knowledgeArgs struct {
 	MaxTokens int            `json:"max_tokens"`
 	Filters   map[string]any `json:"filters"`
 	Run       *sdk.Run       `json:"run"`
+	Space     string         `json:"space"`
 }
 
 // toolNote is a note as the tools show it (the MCP server's mcpNote).
@@ -179,17 +180,19 @@ func (k *Kit) remember(ctx context.Context, data []byte) (any, error) {
 
 // searchKnowledge retrieves through POST /v1/knowledge/retrieve with the model's kbs, else
 // Options.KnowledgeBases; with neither, it asks the MCP server's search_knowledge, which
-// searches every base the key may read (what the tool's description promises).
+// searches every base the key may read (what the tool's description promises). With space
+// (issue 31) it is a retrieval through a bridge: the model's kbs (names of that space's
+// bases) only, never Options.KnowledgeBases.
 func (k *Kit) searchKnowledge(ctx context.Context, data []byte) (string, error) {
 	var a knowledgeArgs
 	if err := decodeArgs(data, &a, map[string]bool{"query": true}); err != nil {
 		return "", err
 	}
 	kbs := a.KBs
-	if len(kbs) == 0 {
+	if len(kbs) == 0 && a.Space == "" { // another space's bases are named by the model, never defaulted
 		kbs = k.opt.KnowledgeBases
 	}
-	if len(kbs) == 0 {
+	if len(kbs) == 0 && a.Space == "" {
 		text, isError, err := k.client.MCPCallTool(ctx, SearchKnowledge, data)
 		if err != nil {
 			return "", err
@@ -199,7 +202,7 @@ func (k *Kit) searchKnowledge(ctx context.Context, data []byte) (string, error) 
 		}
 		return text, nil
 	}
-	res, err := k.client.Retrieve(ctx, sdk.RetrieveRequest{Query: *a.Query, KBs: kbs, TopK: a.TopK, MaxTokens: a.MaxTokens, Filters: a.Filters, Run: a.Run})
+	res, err := k.client.Retrieve(ctx, sdk.RetrieveRequest{Query: *a.Query, KBs: kbs, TopK: a.TopK, MaxTokens: a.MaxTokens, Filters: a.Filters, Run: a.Run, Space: a.Space})
 	if err != nil {
 		return "", err
 	}

@@ -213,6 +213,37 @@ func TestDispatch(t *testing.T) {
 	}
 }
 
+// TestDispatchBridged: search_knowledge with space retrieves another space's base named in
+// kbs through a bridge both spaces approved (issue 31), never the kit's own KnowledgeBases;
+// before the bridge the result is knowledge_base_not_found, as a base that does not exist.
+func TestDispatchBridged(t *testing.T) {
+	srv := devserver.Shared(t)
+	from := srv.NewSpace(t, "dispatch-bridge-from")
+	srv.MustDo(t, "PUT", "/v1/documents/features", from.Admin, map[string]any{"knowledge": map[string]any{"enabled": true}}, nil)
+	_, name := srv.KnowledgeBaseIn(t, from.Admin, "dispatch-partner", devserver.Document{SourceURI: "kb://partner/returns", Title: "Returns",
+		Format: "markdown", Text: "# Returns\n\nPartner returns are collected by courier within two days."})
+	to := srv.SharedSpace(t)
+	agent := name + "-bot"
+	var key struct {
+		Key string `json:"key"`
+	}
+	srv.MustDo(t, "POST", "/v1/keys", to.Admin, map[string]any{"kind": "agent", "agent": agent, "vendor": "sdk-vendor", "scopes": []string{"knowledge:read"}}, &key)
+	own := srv.KnowledgeBase(t, "dispatch-own", docs...)
+	kit := newKit(t, client(t, srv.URL, key.Key), tools.Options{Knowledge: tools.KnowledgeTool, KnowledgeBases: []string{own}})
+	args := `{"query":"partner returns courier","kbs":["` + name + `"],"space":"` + from.ID + `"}`
+	if got := result(t, kit, tools.SearchKnowledge, args); errorCode(got) != "knowledge_base_not_found" {
+		t.Fatalf("before the bridge: %v, want knowledge_base_not_found", got)
+	}
+	srv.OpenBridgeTerms(t, from, to, map[string]any{"agents": []string{agent}, "knowledge_bases": []string{name}})
+	evidence := result(t, kit, tools.SearchKnowledge, args)
+	if ctx, _ := evidence["context"].(string); !strings.Contains(ctx, "collected by courier") || strings.Contains(ctx, "original card") {
+		t.Fatalf("search_knowledge through the bridge: %v", evidence)
+	}
+	if got := result(t, kit, tools.SearchKnowledge, `{"query":"partner returns","space":"`+from.ID+`"}`); errorCode(got) != "invalid_member" {
+		t.Fatalf("space without kbs: %v, want invalid_member (the kit's own bases never cross)", got)
+	}
+}
+
 // TestDispatchUnreachable: when the service cannot be reached the run cannot go on: an error,
 // not a result. (A stand-in MCP server lists the tool, then goes away.)
 func TestDispatchUnreachable(t *testing.T) {

@@ -159,6 +159,7 @@ try {
   await page.getByLabel("Other space's id").fill(partner.space_id);
   await page.getByLabel(/^Agents of the reading space/).fill("triage");
   await page.getByLabel(/^Boards that may cross/).fill("findings:incident-*");
+  await page.getByLabel(/^Knowledge bases that may cross/).fill("handbook");
   await page.getByRole("button", { name: "Propose bridge" }).click();
   await page.getByText("Bridge proposed").waitFor();
   await page.getByText("You proposed this bridge").waitFor();
@@ -178,10 +179,11 @@ try {
   const read = () => fetch(base + "/v1/boards/read", { method: "POST", headers: { Authorization: "Bearer " + triage, "Content-Type": "application/json" },
     body: JSON.stringify({ type: "findings", id: "incident-42", space: ops.space_id }) });
   assert.equal((await read()).status, 404, "one side only: no bridge");
-  const prop = await api("POST", "/v1/bridges", { id: bridge, from: ops.space_id, to: partner.space_id, agents: ["triage"], boards: [{ type: "findings", ids: "incident-*" }] }, rui);
+  const prop = await api("POST", "/v1/bridges", { id: bridge, from: ops.space_id, to: partner.space_id, agents: ["triage"], boards: [{ type: "findings", ids: "incident-*" }], knowledge_bases: ["handbook"] }, rui);
   await api("POST", `/v1/documents/bridges/changes/${prop.change_id}/approve`, null, eva);
   await page.goto(base + "/console/bridges");
   await page.getByText("active", { exact: true }).waitFor();
+  assert.match(await page.getByRole("table", { name: "Bridges" }).textContent(), /handbook/, "the knowledge bases that cross");
   const crossed = await read();
   assert.equal(crossed.status, 200, "both sides: the partner's triage reads");
   assert.equal((await crossed.json()).body.title, "disk full on db-7");

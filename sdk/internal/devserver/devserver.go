@@ -280,22 +280,30 @@ type Document struct {
 // space, submits docs and waits (60 s at most) until each is ready; it returns the base's id.
 func (s *Server) KnowledgeBase(t testing.TB, name string, docs ...Document) string {
 	t.Helper()
+	id, _ := s.KnowledgeBaseIn(t, s.Admin, name, docs...)
+	return id
+}
+
+// KnowledgeBaseIn is KnowledgeBase in the space of admin (a key with role admin, of a space
+// whose knowledge is on); it returns the base's id and its name (name plus the number).
+func (s *Server) KnowledgeBaseIn(t testing.TB, admin, name string, docs ...Document) (id, baseName string) {
+	t.Helper()
 	name = fmt.Sprintf("%s-%d", name, unique.Add(1))
 	var base struct {
 		ID string `json:"id"`
 	}
 	settings := map[string]any{"embedding_model": "sdk-embed", "top_k": 3, "max_tokens": 600, "readers": map[string]any{"space": true}}
-	s.MustDo(t, "POST", "/v1/knowledge", s.Admin, map[string]any{"name": name, "settings": settings}, &base)
+	s.MustDo(t, "POST", "/v1/knowledge", admin, map[string]any{"name": name, "settings": settings}, &base)
 	for _, d := range docs {
 		var sub struct {
 			DocumentID string `json:"document_id"`
 		}
-		s.MustDo(t, "POST", "/v1/knowledge/"+base.ID+"/documents", s.Admin, d, &sub)
+		s.MustDo(t, "POST", "/v1/knowledge/"+base.ID+"/documents", admin, d, &sub)
 		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 			var doc struct {
 				Status string `json:"status"`
 			}
-			s.MustDo(t, "GET", "/v1/knowledge/"+base.ID+"/documents/"+sub.DocumentID, s.Admin, nil, &doc)
+			s.MustDo(t, "GET", "/v1/knowledge/"+base.ID+"/documents/"+sub.DocumentID, admin, nil, &doc)
 			if doc.Status == "ready" {
 				break
 			}
@@ -304,7 +312,7 @@ func (s *Server) KnowledgeBase(t testing.TB, name string, docs ...Document) stri
 			}
 		}
 	}
-	return base.ID
+	return base.ID, name
 }
 
 // Note is a note as GET /v1/agent-memory/notes/{id} answers it (the members tests read).
@@ -429,7 +437,17 @@ func (s *Server) SharedSpace(t testing.TB) SpaceRef {
 // agents of to read the boards listed ({"type", "ids"}). It returns the bridge's id.
 func (s *Server) OpenBridge(t testing.TB, from, to SpaceRef, agents []string, boards []map[string]any) string {
 	t.Helper()
-	terms := map[string]any{"from": from.ID, "to": to.ID, "agents": agents, "boards": boards}
+	return s.OpenBridgeTerms(t, from, to, map[string]any{"agents": agents, "boards": boards})
+}
+
+// OpenBridgeTerms is OpenBridge with the bridge's terms other than its id, from and to
+// (agents, and boards or knowledge_bases or both, as POST /v1/bridges takes them).
+func (s *Server) OpenBridgeTerms(t testing.TB, from, to SpaceRef, extra map[string]any) string {
+	t.Helper()
+	terms := map[string]any{"from": from.ID, "to": to.ID}
+	for k, v := range extra {
+		terms[k] = v
+	}
 	for _, side := range []SpaceRef{from, to} {
 		var keys [2]string
 		for i := range keys {

@@ -847,8 +847,9 @@ class Client:
         ({"id", "budget_tokens"}, CTX-3) draws the retrieval on a run's budget. ``space`` reads
         another space's bases across a bridge (issue 31): ``kbs`` then names that space's bases
         by name, and only an active bridge approved by both spaces that lists this agent and
-        those bases lets the read through (otherwise 404, as for a base that does not exist);
-        not with ``run``. The service leaves a receipt naming the chunks delivered.
+        those bases lets the read through (otherwise 404, as for a base that does not exist); a
+        ``run`` is then a run of the key's own space. The service leaves a receipt naming the
+        chunks delivered.
 
         Raises AgentMemoryError: 400 ``invalid_member``, 403 ``scope_required`` or
         ``feature_disabled``, 404 ``knowledge_base_not_found`` (a base of another space looks

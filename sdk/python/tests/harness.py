@@ -140,10 +140,16 @@ class DevServer:
                              env=self._env(), check=True, capture_output=True, text=True).stdout
         return json.loads(out.strip().splitlines()[-1])
 
-    def open_bridge(self, source: Dict[str, str], reader: Dict[str, str], agents: List[str], boards: List[Dict[str, str]]) -> str:
+    def open_bridge(self, source: Dict[str, str], reader: Dict[str, str], agents: List[str], boards: List[Dict[str, str]],
+                    knowledge_bases: Optional[List[str]] = None) -> str:
         """Opens a bridge from space source to space reader (docs/boards.md "Bridges"): on each
-        side a security person proposes it and a second one approves; returns its id."""
-        terms: Dict[str, Any] = {"from": source["space_id"], "to": reader["space_id"], "agents": agents, "boards": boards}
+        side a security person proposes it and a second one approves; returns its id. The
+        bridge lists boards and, when given, knowledge_bases (base names of source)."""
+        terms: Dict[str, Any] = {"from": source["space_id"], "to": reader["space_id"], "agents": agents}
+        if boards:
+            terms["boards"] = boards
+        if knowledge_bases:
+            terms["knowledge_bases"] = knowledge_bases
         for n, side in enumerate((source, reader)):
             keys = [http_json("POST", self.url + "/v1/keys", side["admin_key"],
                               {"kind": "person", "name": "security-%d-%d" % (n, i), "roles": ["security"]})["key"] for i in range(2)]
@@ -177,20 +183,26 @@ def setup_space(server: DevServer, knowledge: bool = False) -> Dict[str, Any]:
         server.put_document(doc["name"], doc["body"])
     setup["bases"] = {}
     for kb in setup.get("knowledge", []) if knowledge else []:
-        base = http_json("POST", server.url + "/v1/knowledge", server.admin_key, {"name": kb["name"], "settings": kb["settings"]})
-        setup["bases"][kb["name"]] = base["id"]
-        for d in kb["documents"]:
-            sub = http_json("POST", server.url + "/v1/knowledge/%s/documents" % base["id"], server.admin_key, d)
-            deadline = time.time() + 60
-            while True:
-                got = http_json("GET", server.url + "/v1/knowledge/%s/documents/%s" % (base["id"], sub["document_id"]),
-                                server.admin_key)
-                if got["status"] == "ready":
-                    break
-                if got["status"] != "pending" or time.time() > deadline:
-                    raise RuntimeError("knowledge document of %s: status %s, want ready" % (kb["name"], got["status"]))
-                time.sleep(0.1)
+        setup["bases"][kb["name"]] = knowledge_base(server, server.admin_key, kb)
     return setup
+
+
+def knowledge_base(server: DevServer, admin_key: str, kb: Dict[str, Any]) -> str:
+    """Creates base kb ({"name", "settings", "documents"}) in the space of admin_key (its
+    knowledge on), submits its documents and waits (60 s at most) until each is ready; returns
+    the base's id."""
+    base = http_json("POST", server.url + "/v1/knowledge", admin_key, {"name": kb["name"], "settings": kb["settings"]})
+    for d in kb["documents"]:
+        sub = http_json("POST", server.url + "/v1/knowledge/%s/documents" % base["id"], admin_key, d)
+        deadline = time.time() + 60
+        while True:
+            got = http_json("GET", server.url + "/v1/knowledge/%s/documents/%s" % (base["id"], sub["document_id"]), admin_key)
+            if got["status"] == "ready":
+                break
+            if got["status"] != "pending" or time.time() > deadline:
+                raise RuntimeError("knowledge document of %s: status %s, want ready" % (kb["name"], got["status"]))
+            time.sleep(0.1)
+    return base["id"]
 
 
 class Seen(NamedTuple):

@@ -43,6 +43,39 @@ class ToolsTest(unittest.TestCase):
     def tearDownClass(cls) -> None:
         cls.server.close()
 
+    def test_bridged_retrieval_reads_only_through_an_approved_bridge(self) -> None:
+        """Issue 31: retrieve(space=...) and the kit's search_knowledge with space read another
+        space's base through a bridge both spaces approved, in a run of the reader's space;
+        before it, 404 knowledge_base_not_found, as a base that does not exist."""
+        source = self.server.new_space("kb-bridge-source")
+        harness.http_json("PUT", self.server.url + "/v1/documents/features", source["admin_key"], {"knowledge": {"enabled": True}})
+        harness.knowledge_base(self.server, source["admin_key"], {
+            "name": "partner", "settings": {"embedding_model": "conformance-embed", "readers": {"space": True}},
+            "documents": [{"source_uri": "kb://partner/returns", "title": "Returns", "format": "markdown",
+                           "text": "# Returns\n\nPartner returns are collected by courier within two days."}]})
+        key = self.server.mint_key({"kind": "agent", "agent": "kb-bridge-reader", "vendor": "py", "scopes": ["knowledge:read"]})
+        client = agentmemory.Client(self.server.url, key)
+        kit = client.tools(knowledge=True, knowledge_bases=[self.kb])
+        with self.assertRaises(agentmemory.AgentMemoryError) as before:
+            client.retrieve("partner returns courier", ["partner"], space=source["space_id"])
+        self.assertEqual((before.exception.status, before.exception.code), (404, "knowledge_base_not_found"))
+        args = {"query": "partner returns courier", "kbs": ["partner"], "space": source["space_id"]}
+        self.assertEqual(kit.dispatch("search_knowledge", args)["error"]["code"], "knowledge_base_not_found")
+
+        mine = harness.http_json("GET", self.server.url + "/v1/keys/self", self.server.admin_key)
+        self.server.open_bridge(source, {"space_id": mine["space_id"], "admin_key": self.server.admin_key},
+                                ["kb-bridge-reader"], [], knowledge_bases=["partner"])
+        got = client.retrieve("partner returns courier", ["partner"], space=source["space_id"],
+                              run={"id": "py-bridged", "budget_tokens": 5000})
+        self.assertEqual([c.source_uri for c in got.chunks], ["kb://partner/returns"])
+        self.assertEqual(got.run["id"], "py-bridged")
+        self.assertEqual(got.run["used_tokens"], got.context_tokens)
+        found = kit.dispatch("search_knowledge", args)
+        self.assertIn("collected by courier", found["context"])
+        self.assertNotIn("original card", found["context"], "the kit's own bases never cross")
+        self.assertEqual(kit.dispatch("search_knowledge", {"query": "partner", "space": source["space_id"]})["error"]["code"],
+                         "invalid_member", "with space, kbs is the model's, never defaulted")
+
     def test_definitions_equal_the_mcp_servers(self) -> None:
         served = {t["name"]: t for t in mcp_tools(self.server.url, self.writer)}
         # get_context (the context call as a tool) is the server's only: no kit carries it.

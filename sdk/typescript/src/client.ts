@@ -243,7 +243,8 @@ export interface RetrieveOptions {
   /**
    * Another space whose bases `kbs` names by name, read across a bridge (issue 31): only an
    * active bridge approved by both spaces that lists this agent and those bases lets it
-   * through; otherwise 404, as for a base that does not exist. Not with `run`.
+   * through; otherwise 404, as for a base that does not exist. A `run` is then a run of the
+   * key's own space.
    */
   space?: string;
 }

@@ -196,9 +196,11 @@ export class Server {
     return json;
   }
 
-  /** Opens a bridge from source to reader (docs/boards.md "Bridges"): on each side a security person proposes it and a second approves; returns its id. */
-  async openBridge(source: SpaceRef, reader: SpaceRef, agents: string[], boards: { type: string; ids?: string }[]): Promise<string> {
-    const terms: { [k: string]: unknown } = { from: source.spaceId, to: reader.spaceId, agents, boards };
+  /** Opens a bridge from source to reader (docs/boards.md "Bridges"): on each side a security person proposes it and a second approves; returns its id. It lists boards and, when given, knowledgeBases (base names of source). */
+  async openBridge(source: SpaceRef, reader: SpaceRef, agents: string[], boards: { type: string; ids?: string }[], knowledgeBases?: string[]): Promise<string> {
+    const terms: { [k: string]: unknown } = { from: source.spaceId, to: reader.spaceId, agents };
+    if (boards.length > 0) terms.boards = boards;
+    if (knowledgeBases && knowledgeBases.length > 0) terms.knowledge_bases = knowledgeBases;
     let n = 0;
     for (const side of [source, reader]) {
       const keys: string[] = [];
