@@ -132,6 +132,7 @@ bench:
 	$(GO) test -run '^$$' -bench Request -benchmem -benchtime 5000x -timeout 30m ./bench
 	$(GO) test -run '^$$' -bench Knowledge -benchtime 200x -timeout 30m ./bench
 	$(GO) test -run '^$$' -bench Growth -benchtime 500x -timeout 60m ./bench
+	$(GO) test -run '^$$' -bench ProofAvailability -benchtime 4000x ./internal/receipts
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./internal/notes
 	$(GO) test -run '^$$' -bench VectorSearch -benchtime 10x -timeout 30m ./internal/knowledge
 

@@ -267,6 +267,7 @@ func warnAsyncCommit(ctx context.Context, d *bun.DB, log *slog.Logger) error {
 func (a *App) wire() {
 	d, h, ks, now := a.DB, a.Hasher, a.Keys, a.Now
 	a.Receipts = receipts.NewLog(d, a.Log, 0)
+	a.Receipts.SetCheckpointRetention(a.Config.ReceiptCheckpointRetention)
 	a.KeyUsage = auth.NewUsage()
 	a.Docs = spaces.Documents{DB: d, AllowPrivateWebhooks: a.Config.WebhookAllowPrivate}
 	a.Changes = &changes.Service{DB: d, Docs: a.Docs}

@@ -60,6 +60,12 @@ type Config struct {
 	// retention sweep prunes older ones and a reader below the pruned range gets 410
 	// cursor_expired. 0 keeps every record.
 	ExportFeedRetention time.Duration `env:"AGENTMEMORY_EXPORT_FEED_RETENTION" envDefault:"0s"`
+	// ReceiptCheckpointRetention is how long the receipt log keeps a signed checkpoint
+	// (issue 32): older ones are pruned, at most once a minute, except the latest, which is
+	// always kept. Inclusion proofs are given in the latest checkpoint and consistency
+	// proofs need no stored checkpoint, so pruning loses only the stored copies of old tree
+	// heads. 0 keeps every checkpoint.
+	ReceiptCheckpointRetention time.Duration `env:"AGENTMEMORY_RECEIPT_CHECKPOINT_RETENTION" envDefault:"0s"`
 	// KafkaTopic receives the events.
 	KafkaTopic string `env:"KAFKA_TOPIC" envDefault:"agentmemory.events"`
 	// OllamaHost is the base URL of the Ollama-API server that distils notes (and, with
@@ -373,6 +379,9 @@ func (c Config) validateWaits(p *problems) {
 	}
 	if c.ExportFeedRetention < 0 {
 		p.bad("AGENTMEMORY_EXPORT_FEED_RETENTION must not be negative (0 keeps every record), got %s", c.ExportFeedRetention)
+	}
+	if c.ReceiptCheckpointRetention < 0 {
+		p.bad("AGENTMEMORY_RECEIPT_CHECKPOINT_RETENTION must not be negative (0 keeps every checkpoint), got %s", c.ReceiptCheckpointRetention)
 	}
 }
 

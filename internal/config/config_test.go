@@ -114,6 +114,7 @@ func TestBadConfigurationNamesTheVariable(t *testing.T) {
 		{"AGENTMEMORY_KNOWLEDGE_QUERY_TIMEOUT", "0s"},
 		{"AGENTMEMORY_KNOWLEDGE_QUERY_TIMEOUT", "1m"},
 		{"AGENTMEMORY_EXPORT_FEED_RETENTION", "-1h"},
+		{"AGENTMEMORY_RECEIPT_CHECKPOINT_RETENTION", "-1s"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
@@ -126,7 +127,7 @@ func TestBadConfigurationNamesTheVariable(t *testing.T) {
 
 func TestVariablesListsEveryField(t *testing.T) {
 	vars := config.Variables()
-	require.Len(t, vars, 37)
+	require.Len(t, vars, 38)
 	names := map[string]string{}
 	for _, v := range vars {
 		names[v.Name] = v.Default

@@ -47,7 +47,8 @@ type Log struct {
 	flush   func(ctx context.Context) error // Flush of db
 	flushes chan struct{}                   // a token per group awaiting its flush
 
-	signer note.Signer // signs the log's checkpoints (SetCheckpointSigner); nil: unsigned
+	signer          note.Signer   // signs the log's checkpoints (SetCheckpointSigner); nil: unsigned
+	keepCheckpoints time.Duration // how long checkpoints are kept (SetCheckpointRetention); <= 0: all
 
 	mu      sync.Mutex
 	queue   []*pending
@@ -189,19 +190,23 @@ func (l *Log) Run(ctx context.Context) {
 }
 
 // runAppender appends to the log every half interval until ctx ends (CatchUpLog: a backlog,
-// such as the receipts sealed before the log existed, goes in passes of logPass leaves).
+// such as the receipts sealed before the log existed, goes in passes of logPass leaves), and
+// prunes old checkpoints when a retention is set (pruneDue).
 func (l *Log) runAppender(ctx context.Context) {
 	t := time.NewTicker(max(l.every/2, time.Millisecond))
 	defer t.Stop()
+	var pruned time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if _, err := CatchUpLog(ctx, l.db, l.signer, time.Now()); err != nil && ctx.Err() == nil {
+		now := time.Now()
+		if _, err := CatchUpLog(ctx, l.db, l.signer, now); err != nil && ctx.Err() == nil {
 			l.logger.Warn("receipts: appending to the receipt log failed; the next pass retries", "error", err)
 		}
+		pruned = l.pruneDue(ctx, pruned, now)
 	}
 }
 
