@@ -29,6 +29,8 @@ import type {
   TurnsPage,
   TurnsReadRequest,
   WriteMode,
+  ExportFeedRequest,
+  FeedPage,
 } from "./types.js";
 import type { ToolKit, ToolKitOptions } from "./tooltypes.js";
 
@@ -621,6 +623,24 @@ export class AgentMemoryClient {
   async readTurns(req: TurnsReadRequest): Promise<TurnsPage> {
     const body: TurnsReadRequest = { ...req };
     return (await this.transport().request<TurnsPage>("POST", "/v1/turns/read", { body })).data;
+  }
+
+  /**
+   * Reads a page of the space's continuous export feed, oldest first (`GET /v1/export/feed`,
+   * issue 33; the key needs scope `export`, a person key role `admin`): `req.after` is the
+   * previous page's `next_after`. Throws {@link AgentMemoryError}: 400 `invalid_query` (an
+   * unknown table), 410 `cursor_expired` (`after` below what retention pruned; resume after
+   * the error's `oldest_cursor`), 403 `scope_required` or `role_required`; or
+   * {@link UnreachableError}.
+   */
+  async exportFeed(req: ExportFeedRequest = {}): Promise<FeedPage> {
+    const q = new URLSearchParams();
+    if (req.tables && req.tables.length > 0) q.set("tables", req.tables.join(","));
+    if (req.after) q.set("after", String(req.after));
+    if (req.limit !== undefined) q.set("limit", String(req.limit));
+    const qs = q.toString();
+    const path = "/v1/export/feed" + (qs ? "?" + qs : "");
+    return (await this.transport().request<FeedPage>("GET", path)).data;
   }
 
   /**

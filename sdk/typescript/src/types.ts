@@ -398,3 +398,20 @@ export interface FeedRecord {
   row?: { [member: string]: JsonValue };
   changed_at: string;
 }
+
+/**
+ * A page of the export feed, oldest first (the answer of `GET /v1/export/feed`):
+ * `next_after` is the `after` of the next page (the last cursor returned, or the request's
+ * `after` when the page is empty).
+ */
+export interface FeedPage {
+  records: FeedRecord[];
+  next_after: number;
+}
+
+/** What {@link AgentMemoryClient.exportFeed} asks for: feed tables (none: every table), a cursor (0 from the start), a page size 1..1000 (default 100). */
+export interface ExportFeedRequest {
+  tables?: FeedTable[];
+  after?: number;
+  limit?: number;
+}
