@@ -68,3 +68,56 @@ func (c *Client) ExportFeed(ctx context.Context, req ExportFeedRequest) (FeedPag
 	}
 	return out, nil
 }
+
+// AgentMemoryExportStatus is the state of an agent-memory export file (GET
+// /v1/agent-memory/exports/{id}): Status is "running", "completed" or "failed"; CreatedAt,
+// CompletedAt ("" until completed) and ExpiresAt are RFC 3339 UTC; Counts ({"notes",
+// "proposals"}) is nil until completed.
+type AgentMemoryExportStatus struct {
+	ExportID    string         `json:"export_id"`
+	SourceID    string         `json:"source_id"`
+	Status      string         `json:"status"`
+	CreatedAt   string         `json:"created_at"`
+	CompletedAt string         `json:"completed_at"`
+	ExpiresAt   string         `json:"expires_at"`
+	Counts      map[string]int `json:"counts"`
+}
+
+// RequestAgentMemoryExport asks for agent sourceID's export file (POST
+// /v1/agent-memory/exports, issue 33 §4; a person key with role admin): the service's
+// AgentMemoryExportWorkflow builds it (every note version and proposal, sealed, expiring
+// after 7 days). It returns the export's id; poll AgentMemoryExport until Status is
+// "completed", then read AgentMemoryExportFile. Errors are *Error: 400 invalid_member, 403
+// role_required.
+func (c *Client) RequestAgentMemoryExport(ctx context.Context, sourceID string) (string, error) {
+	var out struct {
+		ExportID string `json:"export_id"`
+	}
+	if _, _, err := c.do(ctx, "POST", "/v1/agent-memory/exports", map[string]string{"source_id": sourceID}, &out); err != nil {
+		return "", err
+	}
+	return out.ExportID, nil
+}
+
+// AgentMemoryExport reads the state of export file id (GET /v1/agent-memory/exports/{id}).
+// Errors are *Error: 404 (an unknown or expired file), 403 role_required.
+func (c *Client) AgentMemoryExport(ctx context.Context, id string) (AgentMemoryExportStatus, error) {
+	var out AgentMemoryExportStatus
+	if _, _, err := c.do(ctx, "GET", "/v1/agent-memory/exports/"+url.PathEscape(id), nil, &out); err != nil {
+		return AgentMemoryExportStatus{}, err
+	}
+	return out, nil
+}
+
+// AgentMemoryExportFile downloads completed export file id (GET
+// /v1/agent-memory/exports/{id}/file): the JSON document {"export_id", "source_id",
+// "space_id", "exported_at", "expires_at", "notes", "proposals"} as the service sent it (the
+// download leaves a receipt). Errors are *Error: 409 export_not_ready (running or failed),
+// 404 (unknown or expired), 403 role_required.
+func (c *Client) AgentMemoryExportFile(ctx context.Context, id string) (json.RawMessage, error) {
+	var out json.RawMessage
+	if _, _, err := c.do(ctx, "GET", "/v1/agent-memory/exports/"+url.PathEscape(id)+"/file", nil, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentmemory/agentmemory/sdk"
 	"github.com/agentmemory/agentmemory/sdk/internal/devserver"
@@ -59,5 +61,47 @@ func TestExportFeed(t *testing.T) {
 	other := directClient(t, srv, srv.Key(t, "feed-less-bot", devserver.AllScopes...))
 	if _, err := other.ExportFeed(ctx, sdk.ExportFeedRequest{}); !errors.As(err, &ae) || ae.Status != 403 {
 		t.Fatalf("a key without scope export: got %v, want 403", err)
+	}
+}
+
+// TestAgentMemoryExportFile: against the real binary (its worker runs
+// AgentMemoryExportWorkflow), an admin requests an agent's export file, polls it to completed
+// with its counts, and downloads it with the agent's note; an agent key is refused (403), a
+// file still unknown is 404.
+func TestAgentMemoryExportFile(t *testing.T) {
+	srv := devserver.Shared(t)
+	key := srv.Key(t, "export-file-bot", devserver.AllScopes...)
+	var note map[string]any
+	srv.MustDo(t, "POST", "/v1/agent-memory/notes", key, map[string]any{
+		"kind": "procedure", "title": fmt.Sprintf("Export note %p", t), "body": "Goes out in the file."}, &note)
+	source, _ := note["source_id"].(string)
+	if source == "" {
+		t.Fatalf("the note names no source_id: %v", note)
+	}
+	ctx := context.Background()
+	var ae *sdk.Error
+	if _, err := directClient(t, srv, key).RequestAgentMemoryExport(ctx, source); !errors.As(err, &ae) || ae.Status != 403 {
+		t.Fatalf("an agent key: got %v, want 403", err)
+	}
+	admin := directClient(t, srv, srv.Admin)
+	id, err := admin.RequestAgentMemoryExport(ctx, source)
+	if err != nil || id == "" {
+		t.Fatalf("request: %q %v", id, err)
+	}
+	var st sdk.AgentMemoryExportStatus
+	for deadline := time.Now().Add(time.Minute); st.Status != "completed"; time.Sleep(50 * time.Millisecond) {
+		if st, err = admin.AgentMemoryExport(ctx, id); err != nil || st.Status == "failed" || time.Now().After(deadline) {
+			t.Fatalf("export %s: %+v %v", id, st, err)
+		}
+	}
+	if st.SourceID != source || st.Counts["notes"] != 1 || st.ExpiresAt == "" {
+		t.Fatalf("completed export: %+v", st)
+	}
+	file, err := admin.AgentMemoryExportFile(ctx, id)
+	if err != nil || !strings.Contains(string(file), note["id"].(string)) {
+		t.Fatalf("file: %v %s", err, file)
+	}
+	if _, err := admin.AgentMemoryExport(ctx, "amx_unknown"); !errors.As(err, &ae) || ae.Status != 404 {
+		t.Fatalf("an unknown export: got %v, want 404", err)
 	}
 }
