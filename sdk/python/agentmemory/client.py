@@ -948,6 +948,33 @@ class Client:
         return FeedPage(records=[FeedRecord.from_wire(r) for r in d.get("records") or [] if isinstance(r, dict)],
                         next_after=int(d.get("next_after") or 0))
 
+    def request_agent_memory_export(self, source_id: str) -> str:
+        """Asks for agent ``source_id``'s export file (POST /v1/agent-memory/exports, issue 33;
+        a person key with role ``admin``); the service's workflow builds it (every note version
+        and proposal, sealed, expiring after 7 days). Returns the export id: poll
+        ``agent_memory_export`` until ``status`` is ``completed``, then
+        ``agent_memory_export_file``. Raises AgentMemoryError (400 ``invalid_member``, 403
+        ``role_required``), UnreachableError."""
+        d = self._http.request("POST", "/v1/agent-memory/exports", {"source_id": source_id}).data or {}
+        return str(d.get("export_id") or "")
+
+    def agent_memory_export(self, export_id: str) -> Dict[str, Any]:
+        """The state of export file ``export_id`` (GET /v1/agent-memory/exports/{id}) as the
+        service sends it: ``export_id``, ``source_id``, ``status`` (``running``, ``completed``,
+        ``failed``), ``created_at``, ``completed_at``, ``expires_at`` (RFC 3339 UTC) and
+        ``counts`` ({notes, proposals} once completed). Raises AgentMemoryError (404 unknown or
+        expired, 403 ``role_required``)."""
+        path = "/v1/agent-memory/exports/" + urllib.parse.quote(export_id, safe="")
+        return dict(self._http.request("GET", path).data or {})
+
+    def agent_memory_export_file(self, export_id: str) -> Dict[str, Any]:
+        """Downloads completed export file ``export_id`` (GET /v1/agent-memory/exports/{id}/file;
+        the download leaves a receipt): {export_id, source_id, space_id, exported_at,
+        expires_at, notes, proposals}. Raises AgentMemoryError (409 ``export_not_ready``, 404,
+        403 ``role_required``)."""
+        path = "/v1/agent-memory/exports/" + urllib.parse.quote(export_id, safe="") + "/file"
+        return dict(self._http.request("GET", path).data or {})
+
     def knowledge_base_ids(self, limit: int = 10) -> List[str]:
         """The ids of the knowledge bases this key may read, by name, at most ``limit`` (GET
         /v1/knowledge: an agent key sees the bases whose readers grant it; the MCP server's

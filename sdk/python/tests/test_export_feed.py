@@ -6,6 +6,8 @@ invalid_query; a key without scope export is refused; the async client gives the
 from __future__ import annotations
 
 import asyncio
+import json
+import time
 import unittest
 
 import agentmemory
@@ -61,6 +63,24 @@ class ExportFeedTest(unittest.TestCase):
         with self.assertRaises(agentmemory.AgentMemoryError) as cm:
             agentmemory.Client(self.server.url, other).export_feed()
         self.assertEqual(cm.exception.status, 403)
+
+    def test_agent_memory_export_file(self) -> None:
+        source = harness.http_json("GET", self.server.url + "/v1/agent-memory/notes/" + self.note, self.key)["source_id"]
+        with self.assertRaises(agentmemory.AgentMemoryError) as cm:
+            self.client.request_agent_memory_export(source)
+        self.assertEqual(cm.exception.status, 403)
+        admin = agentmemory.Client(self.server.url, self.server.admin_key)
+        export_id = admin.request_agent_memory_export(source)
+        deadline = time.monotonic() + 60
+        st = admin.agent_memory_export(export_id)
+        while st["status"] == "running" and time.monotonic() < deadline:
+            time.sleep(0.05)
+            st = admin.agent_memory_export(export_id)
+        self.assertEqual(st["status"], "completed", st)
+        self.assertEqual(st["counts"]["notes"], 1)
+        f = admin.agent_memory_export_file(export_id)
+        self.assertEqual(f["source_id"], source)
+        self.assertIn(self.note, json.dumps(f))
 
 
 if __name__ == "__main__":
