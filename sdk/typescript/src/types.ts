@@ -400,6 +400,21 @@ export interface FeedRecord {
 }
 
 /**
+ * The state of an agent-memory export file, `GET /v1/agent-memory/exports/{export_id}`
+ * (schema `AgentMemoryExportStatus`, issue 33): dates are RFC 3339 UTC; `completed_at` and
+ * `counts` are null until the file is completed.
+ */
+export interface AgentMemoryExportStatus {
+  export_id: string;
+  source_id: string;
+  status: "running" | "completed" | "failed";
+  created_at: string;
+  completed_at: string | null;
+  expires_at: string;
+  counts: { notes?: number; proposals?: number } | null;
+}
+
+/**
  * A page of the export feed, oldest first (the answer of `GET /v1/export/feed`):
  * `next_after` is the `after` of the next page (the last cursor returned, or the request's
  * `after` when the page is empty).

@@ -67,3 +67,27 @@ test("exportFeed pages the notes table", async () => {
   });
   assert.deepEqual(checkExchanges(exchanges), []);
 });
+
+test("an admin requests, polls and downloads an agent's export file", async () => {
+  const n = await (await fetch(server.url + "/v1/agent-memory/notes/" + noteId, { headers: { Authorization: "Bearer " + key } })).json();
+  const source = (n as { source_id: string }).source_id;
+  await assert.rejects(new AgentMemoryClient({ baseUrl: server.url, key }).requestAgentMemoryExport(source), (e: unknown) => {
+    assert.ok(e instanceof AgentMemoryError);
+    assert.equal(e.status, 403);
+    return true;
+  });
+  const admin = new AgentMemoryClient({ baseUrl: server.url, key: server.adminKey, fetch: recordingFetch(exchanges) });
+  const id = await admin.requestAgentMemoryExport(source);
+  const deadline = Date.now() + 60_000;
+  let st = await admin.agentMemoryExport(id);
+  while (st.status === "running" && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+    st = await admin.agentMemoryExport(id);
+  }
+  assert.equal(st.status, "completed");
+  assert.equal(st.counts?.notes, 1);
+  const file = await admin.agentMemoryExportFile(id);
+  assert.equal(file.source_id, source);
+  assert.ok(JSON.stringify(file).includes(noteId));
+  assert.deepEqual(checkExchanges(exchanges), []);
+});
