@@ -97,3 +97,15 @@ func TestSinkReplay(t *testing.T) {
 	r.RegisterWorkflow(workflows.SinkWorkflow)
 	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", "sink_removed.json")))
 }
+
+// TestAgentMemoryExportReplay replays an AgentMemoryExportWorkflow history recorded on a real
+// Temporal dev server: one agent's export file built and sealed by BuildExportFile (2 notes,
+// 1 proposal; re-record with AGENTMEMORY_RECORD_AGENT_EXPORT=agent_memory_export.json go test
+// ./internal/compliance -run '^TestAgentMemoryExportFile$/sqlite'). A change to
+// AgentMemoryExportWorkflow that breaks determinism fails here: guard such changes with
+// workflow.GetVersion.
+func TestAgentMemoryExportReplay(t *testing.T) {
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflow(workflows.AgentMemoryExportWorkflow)
+	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", "agent_memory_export.json")))
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,6 +21,8 @@ import (
 // version of its notes and its proposals (not another agent's), sealed at rest, receipted at
 // request, completion and download; the file expires (404 after expiry, removed by the
 // sweep) and goes with the agent's notes when they are erased. Only role admin asks.
+// Re-record the replay fixture with AGENTMEMORY_RECORD_AGENT_EXPORT=agent_memory_export.json
+// go test ./internal/compliance -run '^TestAgentMemoryExportFile$/sqlite'.
 func TestAgentMemoryExportFile(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
@@ -46,6 +50,9 @@ func TestAgentMemoryExportFile(t *testing.T) {
 			wctx, cancel := context.WithTimeout(ctx, time.Minute)
 			defer cancel()
 			require.NoError(t, temporalClient.GetWorkflow(wctx, workflows.AgentMemoryExportWorkflowID(id), "").Get(wctx, nil))
+			if name := os.Getenv("AGENTMEMORY_RECORD_AGENT_EXPORT"); name != "" && engine == "sqlite" {
+				recordHistory(t, workflows.AgentMemoryExportWorkflowID(id), filepath.Join("..", "..", "workflows", "testdata", name))
+			}
 
 			view := e.MustDo(http.StatusOK, "GET", "/v1/agent-memory/exports/"+id, e.AdminKey, nil).JSON(t)
 			require.Equal(t, "completed", view["status"])

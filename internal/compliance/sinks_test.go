@@ -14,6 +14,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"gocloud.dev/blob/fileblob"
 
@@ -260,10 +261,12 @@ func TestSinkWorkflowEndsWhenItsSinkIsRemoved(t *testing.T) {
 			recs, err := feed.VerifyParts(ctx, b, m)
 			require.NoError(t, err)
 			require.GreaterOrEqual(t, int64(len(recs)), head, "every record up to the head is in the parts")
-			time.Sleep(300 * time.Millisecond) // a few empty rounds: the workflow sleeps its poll
+			id := workflows.SinkWorkflowID(e.SpaceID, "lake")
+			slept := timersFired(t, id)
+			require.Eventually(t, func() bool { return timersFired(t, id) >= slept+2 }, time.Minute, 50*time.Millisecond,
+				"with nothing new the workflow sleeps its poll (a few empty rounds)")
 
 			e.PutDocument("features", map[string]any{"agent_state": map[string]any{"enabled": true}})
-			id := workflows.SinkWorkflowID(e.SpaceID, "lake")
 			wctx, cancel := context.WithTimeout(ctx, time.Minute)
 			defer cancel()
 			require.NoError(t, temporalClient.GetWorkflow(wctx, id, "").Get(wctx, nil), "the workflow completes once its sink is removed")
@@ -272,4 +275,20 @@ func TestSinkWorkflowEndsWhenItsSinkIsRemoved(t *testing.T) {
 			}
 		})
 	}
+}
+
+// timersFired counts the TimerFired events in the history of workflow id's current run (its
+// empty rounds' poll sleeps): the test waits on the workflow's own progress, not a clock.
+func timersFired(t *testing.T, id string) int {
+	t.Helper()
+	it := temporalClient.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	n := 0
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		if ev.GetEventType() == enumspb.EVENT_TYPE_TIMER_FIRED {
+			n++
+		}
+	}
+	return n
 }

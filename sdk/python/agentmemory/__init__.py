@@ -19,7 +19,8 @@ See docs/sdk/python.md for every behaviour, the cache and the framework integrat
 
 from .boards import Board, BoardPutResult, BoardState, BridgedBoard, Lease, Settled
 from .aio import AsyncAgentState, AsyncClient, AsyncSession, AsyncToolkit
-from .client import (DELETE, AgentState, Block, Client, Conflict, Context, ContextTokens, Note, Retrieval,
+from .client import (DELETE, AgentState, Block, Client, Conflict, Context, ContextTokens, FeedPage, FeedRecord, Note,
+                     Retrieval,
                      RetrievedChunk, Saved, Scope, Session, State, StateLease, Turn, TurnsPage, WriteResult, max_age,
                      system_prompt)
 from .errors import (AgentMemoryError, AnswerError, ConflictError, PersonalDataError, RateLimitedError,
@@ -31,7 +32,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Client", "AsyncClient", "Session", "AsyncSession", "AgentState", "AsyncAgentState", "Toolkit", "AsyncToolkit",
     "DELETE", "Scope", "State", "WriteResult", "Conflict", "Block", "Context", "ContextTokens", "Note", "Saved",
-    "Retrieval", "RetrievedChunk", "Turn", "TurnsPage", "system_prompt", "max_age",
+    "Retrieval", "RetrievedChunk", "Turn", "TurnsPage", "FeedRecord", "FeedPage", "system_prompt", "max_age",
     "ToolDefinition", "DEFINITIONS", "SEARCH_SCHEMA", "REMEMBER_SCHEMA", "SEARCH_KNOWLEDGE_SCHEMA",
     "AgentMemoryError", "ConflictError", "PersonalDataError", "RateLimitedError", "UnavailableError",
     "UnreachableError", "AnswerError",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from .client import Block, Client, Conflict, Context, Note, Retrieval, Saved, Scope, Session, State, TurnsPage, WriteResult
+from .client import Block, Client, Conflict, Context, FeedPage, Note, Retrieval, Saved, Scope, Session, State, TurnsPage, WriteResult
 from .tools import Toolkit
 
 
@@ -122,6 +122,10 @@ class AsyncClient:
     async def read_turns(self, conversation_id: str = "", **kw: Any) -> TurnsPage:
         """See :meth:`agentmemory.Client.read_turns`."""
         return await asyncio.to_thread(lambda: self.sync.read_turns(conversation_id, **kw))
+
+    async def export_feed(self, tables: Optional[List[str]] = None, **kw: Any) -> FeedPage:
+        """See :meth:`agentmemory.Client.export_feed`."""
+        return await asyncio.to_thread(lambda: self.sync.export_feed(tables, **kw))
 
     async def knowledge_base_ids(self, limit: int = 10) -> List[str]:
         """See :meth:`agentmemory.Client.knowledge_base_ids`."""

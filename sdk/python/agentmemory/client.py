@@ -322,6 +322,37 @@ class TurnsPage:
     next_after: str = ""
 
 
+@dataclass(frozen=True)
+class FeedRecord:
+    """One change of the continuous export feed (issue 33): ``cursor`` is 1, 2, 3... per
+    space, never skipping or repeating a committed change; ``key`` the row's primary key;
+    ``op`` is ``upsert`` (``row`` is the row as the API shows it) or ``delete`` (a tombstone:
+    ``row`` is None). ``changed_at`` is RFC 3339 UTC."""
+
+    cursor: int
+    table: str
+    key: str
+    op: str
+    row: Optional[Dict[str, Any]] = None
+    changed_at: str = ""
+
+    @classmethod
+    def from_wire(cls, d: Dict[str, Any]) -> "FeedRecord":
+        row = d.get("row")
+        return cls(cursor=int(d.get("cursor") or 0), table=str(d.get("table") or ""), key=str(d.get("key") or ""),
+                   op=str(d.get("op") or ""), row=row if isinstance(row, dict) else None,
+                   changed_at=str(d.get("changed_at") or ""))
+
+
+@dataclass(frozen=True)
+class FeedPage:
+    """A page of ``export_feed``, oldest first; ``next_after`` is the ``after`` of the next
+    page (the last cursor returned, or the request's ``after`` when the page is empty)."""
+
+    records: List[FeedRecord] = field(default_factory=list)
+    next_after: int = 0
+
+
 @dataclass
 class Retrieval:
     """The answer of ``retrieve``: ``mode`` is ``hybrid`` (vector and full-text rankings fused)
@@ -895,6 +926,55 @@ class Client:
         d = self._http.request("POST", "/v1/turns/read", payload).data or {}
         return TurnsPage(turns=[Turn.from_wire(t) for t in d.get("turns") or [] if isinstance(t, dict)],
                          next_after=str(d.get("next_after") or ""))
+
+    def export_feed(self, tables: Optional[List[str]] = None, *, after: int = 0,
+                    limit: Optional[int] = None) -> FeedPage:
+        """Reads a page of the space's continuous export feed (GET /v1/export/feed, issue 33;
+        the key needs scope ``export``, a person key role ``admin``): ``tables`` are feed table
+        names (``notes``, ``agent_states``...; None: every table), ``after`` the previous
+        page's ``next_after`` (0 from the start), ``limit`` 1..1000 (default 100).
+
+        Raises AgentMemoryError: 400 ``invalid_query`` (an unknown table), 410
+        ``cursor_expired`` (``after`` below what retention pruned; resume after the error's
+        ``oldest_cursor``), 403 ``scope_required`` or ``role_required``, UnreachableError."""
+        q: Dict[str, str] = {}
+        if tables:
+            q["tables"] = ",".join(tables)
+        if after:
+            q["after"] = str(int(after))
+        if limit is not None:
+            q["limit"] = str(int(limit))
+        path = "/v1/export/feed" + ("?" + urllib.parse.urlencode(q) if q else "")
+        d = self._http.request("GET", path).data or {}
+        return FeedPage(records=[FeedRecord.from_wire(r) for r in d.get("records") or [] if isinstance(r, dict)],
+                        next_after=int(d.get("next_after") or 0))
+
+    def request_agent_memory_export(self, source_id: str) -> str:
+        """Asks for agent ``source_id``'s export file (POST /v1/agent-memory/exports, issue 33;
+        a person key with role ``admin``); the service's workflow builds it (every note version
+        and proposal, sealed, expiring after 7 days). Returns the export id: poll
+        ``agent_memory_export`` until ``status`` is ``completed``, then
+        ``agent_memory_export_file``. Raises AgentMemoryError (400 ``invalid_member``, 403
+        ``role_required``), UnreachableError."""
+        d = self._http.request("POST", "/v1/agent-memory/exports", {"source_id": source_id}).data or {}
+        return str(d.get("export_id") or "")
+
+    def agent_memory_export(self, export_id: str) -> Dict[str, Any]:
+        """The state of export file ``export_id`` (GET /v1/agent-memory/exports/{id}) as the
+        service sends it: ``export_id``, ``source_id``, ``status`` (``running``, ``completed``,
+        ``failed``), ``created_at``, ``completed_at``, ``expires_at`` (RFC 3339 UTC) and
+        ``counts`` ({notes, proposals} once completed). Raises AgentMemoryError (404 unknown or
+        expired, 403 ``role_required``)."""
+        path = "/v1/agent-memory/exports/" + urllib.parse.quote(export_id, safe="")
+        return dict(self._http.request("GET", path).data or {})
+
+    def agent_memory_export_file(self, export_id: str) -> Dict[str, Any]:
+        """Downloads completed export file ``export_id`` (GET /v1/agent-memory/exports/{id}/file;
+        the download leaves a receipt): {export_id, source_id, space_id, exported_at,
+        expires_at, notes, proposals}. Raises AgentMemoryError (409 ``export_not_ready``, 404,
+        403 ``role_required``)."""
+        path = "/v1/agent-memory/exports/" + urllib.parse.quote(export_id, safe="") + "/file"
+        return dict(self._http.request("GET", path).data or {})
 
     def knowledge_base_ids(self, limit: int = 10) -> List[str]:
         """The ids of the knowledge bases this key may read, by name, at most ``limit`` (GET

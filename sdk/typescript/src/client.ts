@@ -29,6 +29,9 @@ import type {
   TurnsPage,
   TurnsReadRequest,
   WriteMode,
+  ExportFeedRequest,
+  FeedPage,
+  AgentMemoryExportStatus,
 } from "./types.js";
 import type { ToolKit, ToolKitOptions } from "./tooltypes.js";
 
@@ -623,6 +626,52 @@ export class AgentMemoryClient {
     const body: TurnsReadRequest = { ...req };
     return (await this.transport().request<TurnsPage>("POST", "/v1/turns/read", { body })).data;
   }
+
+  /**
+   * Reads a page of the space's continuous export feed, oldest first (`GET /v1/export/feed`,
+   * issue 33; the key needs scope `export`, a person key role `admin`): `req.after` is the
+   * previous page's `next_after`. Throws {@link AgentMemoryError}: 400 `invalid_query` (an
+   * unknown table), 410 `cursor_expired` (`after` below what retention pruned; resume after
+   * the error's `oldest_cursor`), 403 `scope_required` or `role_required`; or
+   * {@link UnreachableError}.
+   */
+  async exportFeed(req: ExportFeedRequest = {}): Promise<FeedPage> {
+    const q = new URLSearchParams();
+    if (req.tables && req.tables.length > 0) q.set("tables", req.tables.join(","));
+    if (req.after) q.set("after", String(req.after));
+    if (req.limit !== undefined) q.set("limit", String(req.limit));
+    const qs = q.toString();
+    const path = "/v1/export/feed" + (qs ? "?" + qs : "");
+    return (await this.transport().request<FeedPage>("GET", path)).data;
+  }
+  /**
+   * Asks for agent `sourceId`'s export file (`POST /v1/agent-memory/exports`, issue 33; a
+   * person key with role `admin`); the service's workflow builds it (every note version and
+   * proposal, sealed, expiring after 7 days). Resolves to the export id: poll
+   * {@link agentMemoryExport} until `status` is `completed`, then
+   * {@link agentMemoryExportFile}. Throws {@link AgentMemoryError}: 400 `invalid_member`, 403
+   * `role_required`; or {@link UnreachableError}.
+   */
+  async requestAgentMemoryExport(sourceId: string): Promise<string> {
+    const r = await this.transport().request<{ export_id: string }>("POST", "/v1/agent-memory/exports", { body: { source_id: sourceId } });
+    return r.data.export_id;
+  }
+
+  /** The state of export file `id` (`GET /v1/agent-memory/exports/{id}`). Throws {@link AgentMemoryError}: 404 (unknown or expired), 403 `role_required`. */
+  async agentMemoryExport(id: string): Promise<AgentMemoryExportStatus> {
+    return (await this.transport().request<AgentMemoryExportStatus>("GET", "/v1/agent-memory/exports/" + encodeURIComponent(id))).data;
+  }
+
+  /**
+   * Downloads completed export file `id` (`GET /v1/agent-memory/exports/{id}/file`; the
+   * download leaves a receipt): `{export_id, source_id, space_id, exported_at, expires_at,
+   * notes, proposals}`. Throws {@link AgentMemoryError}: 409 `export_not_ready`, 404, 403
+   * `role_required`.
+   */
+  async agentMemoryExportFile(id: string): Promise<{ [member: string]: JsonValue }> {
+    return (await this.transport().request<{ [member: string]: JsonValue }>("GET", "/v1/agent-memory/exports/" + encodeURIComponent(id) + "/file")).data;
+  }
+
 
   /**
    * Ranks the chunks of knowledge bases `kbs` (1-10 base ids of the key's space) for `query`

@@ -398,3 +398,35 @@ export interface FeedRecord {
   row?: { [member: string]: JsonValue };
   changed_at: string;
 }
+
+/**
+ * The state of an agent-memory export file, `GET /v1/agent-memory/exports/{export_id}`
+ * (schema `AgentMemoryExportStatus`, issue 33): dates are RFC 3339 UTC; `completed_at` and
+ * `counts` are null until the file is completed.
+ */
+export interface AgentMemoryExportStatus {
+  export_id: string;
+  source_id: string;
+  status: "running" | "completed" | "failed";
+  created_at: string;
+  completed_at: string | null;
+  expires_at: string;
+  counts: { notes?: number; proposals?: number } | null;
+}
+
+/**
+ * A page of the export feed, oldest first (the answer of `GET /v1/export/feed`):
+ * `next_after` is the `after` of the next page (the last cursor returned, or the request's
+ * `after` when the page is empty).
+ */
+export interface FeedPage {
+  records: FeedRecord[];
+  next_after: number;
+}
+
+/** What {@link AgentMemoryClient.exportFeed} asks for: feed tables (none: every table), a cursor (0 from the start), a page size 1..1000 (default 100). */
+export interface ExportFeedRequest {
+  tables?: FeedTable[];
+  after?: number;
+  limit?: number;
+}

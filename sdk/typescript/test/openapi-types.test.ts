@@ -73,6 +73,7 @@ const PAIRS: [string, string, boolean?][] = [
   ["Run", "Run"],
   ["RunReport", "RunReport"],
   ["FeedRecord", "FeedRecord"],
+  ["AgentMemoryExportStatus", "AgentMemoryExportStatus"],
   ["Turn", "Turn"],
   ["TurnsReadRequest", "TurnsReadRequest"],
   ["TurnsPage", "TurnsPage"],
