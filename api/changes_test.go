@@ -318,16 +318,19 @@ func TestDirectPutSetting(t *testing.T) {
 		require.Equal(t, map[string]any{"direct_put": false}, mapOf(t, kept.Document)["documents"])
 		require.NotContains(t, kept.Diff, "direct_put")
 		e.MustDo(http.StatusOK, "POST", "/v1/documents/features/changes/"+kept.ID+"/reject", e.AdminKey, map[string]any{"reason": "withdrawn"})
+		// Ana proposes with her own key: the space's first admin key minted every other key, so
+		// nothing it proposes can be approved (the two-person rule, issue 31).
+		ana := e.PersonKey("Ana", "admin", "security")
 		rui := e.PersonKey("Rui", "security") // minted before the proposal it approves
-		on := change(t, e.MustDo(http.StatusCreated, "POST", "/v1/documents/features/changes", e.AdminKey,
+		on := change(t, e.MustDo(http.StatusCreated, "POST", "/v1/documents/features/changes", ana,
 			map[string]any{"agent_state": map[string]any{"enabled": true}, "documents": map[string]any{"direct_put": true}}))
 		require.Contains(t, on.Diff, "-    \"direct_put\": false\n+    \"direct_put\": true\n")
-		requireError(t, e.Do("POST", "/v1/documents/features/changes/"+on.ID+"/approve", e.AdminKey, nil), http.StatusForbidden, "change_own_proposal")
+		requireError(t, e.Do("POST", "/v1/documents/features/changes/"+on.ID+"/approve", ana, nil), http.StatusForbidden, "change_own_proposal")
 		e.MustDo(http.StatusOK, "POST", "/v1/documents/features/changes/"+on.ID+"/approve", rui, nil)
 		e.PutDocument("object-types", apptest.ShopBotTypes())
 
 		// A direct PUT makes the pending changes of its document stale.
-		p := change(t, e.MustDo(http.StatusCreated, "POST", "/v1/documents/object-types/changes", e.AdminKey, map[string]any{"types": []any{}}))
+		p := change(t, e.MustDo(http.StatusCreated, "POST", "/v1/documents/object-types/changes", ana, map[string]any{"types": []any{}}))
 		e.PutDocument("object-types", apptest.ShopBotTypes())
 		requireError(t, e.Do("POST", "/v1/documents/object-types/changes/"+p.ID+"/approve", rui, nil), http.StatusConflict, "change_stale")
 	})
