@@ -68,24 +68,9 @@ func (s *Service) retrieveBridged(ctx context.Context, p auth.Principal, req Ret
 	if err != nil {
 		return Retrieval{}, err
 	}
-	var d *runs.Draw
-	full := out.ContextTokens
-	if req.Run != nil {
-		if out, d, err = s.inRun(ctx, p, req.Run, out); err != nil {
-			return Retrieval{}, err
-		}
-		if out.BudgetExhausted {
-			return s.settle(ctx, d, out, full)
-		}
-	}
-	if err := s.receiptBridged(ctx, p, req.Space, cr, d, out, order, req.MaxTokens, now); err != nil {
-		d.Abandon(ctx)
-		return Retrieval{}, err
-	}
-	if d != nil {
-		return s.settle(ctx, d, out, full)
-	}
-	return out, nil
+	return s.answerInRun(ctx, p, req.Run, out, func(d *runs.Draw, out Retrieval) error {
+		return s.receiptBridged(ctx, p, req.Space, cr, d, out, order, req.MaxTokens, now)
+	})
 }
 
 // checkBridged checks what a bridged retrieval refuses before it reads anything: the run

@@ -210,38 +210,27 @@ func (s *Service) Retrieve(ctx context.Context, p auth.Principal, req RetrieveRe
 	if err != nil {
 		return Retrieval{}, err
 	}
-	var d *runs.Draw
-	full := out.ContextTokens
-	if req.Run != nil {
-		if out, d, err = s.inRun(ctx, p, req.Run, out); err != nil {
-			return Retrieval{}, err
-		}
-		if out.BudgetExhausted {
-			return s.settle(ctx, d, out, full)
-		}
-	}
-	ids := make([]string, 0, len(out.Chunks))
+	return s.answerInRun(ctx, p, req.Run, out, func(d *runs.Draw, out Retrieval) error {
+		return s.receiptRetrieve(ctx, p, d, out, order, req.MaxTokens, now)
+	})
+}
+
+// receiptRetrieve writes the "knowledge retrieve" receipt of out for p: the bases read (order),
+// the mode, the chunk counts and the context's tokens (with the run's draw d, when there is
+// one), and the manifest of the chunk set (issue 32).
+func (s *Service) receiptRetrieve(ctx context.Context, p auth.Principal, d *runs.Draw, out Retrieval, order []string, maxTokens int, now time.Time) error {
 	items := make([]receipts.ManifestItem, 0, len(out.Chunks)) // the chunk set (issue 32)
 	inContext := 0
 	for _, c := range out.Chunks {
-		ids = append(ids, c.ChunkID)
 		items = append(items, receipts.ManifestItem{ID: c.ChunkID})
 		if c.InContext {
 			inContext++
 		}
 	}
-	detail := map[string]any{"kbs": order, "mode": out.Mode, "chunks": len(ids), "in_context": inContext, "context_tokens": out.ContextTokens}
+	detail := map[string]any{"kbs": order, "mode": out.Mode, "chunks": len(items), "in_context": inContext, "context_tokens": out.ContextTokens}
 	d.Detail(detail, out.ContextTokens)
-	err = receipts.Record(ctx, s.Receipts, s.DB, p.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "retrieve", ActorKey: p.KeyID,
-		Manifest: receipts.NewManifest(receipts.ManifestChunks, "", nil, req.MaxTokens, items), Detail: detail}, now)
-	if err != nil {
-		d.Abandon(ctx)
-		return Retrieval{}, err
-	}
-	if d != nil {
-		return s.settle(ctx, d, out, full)
-	}
-	return out, nil
+	return receipts.Record(ctx, s.Receipts, s.DB, p.SpaceID, receipts.Entry{Kind: receipts.KindKnowledge, Action: "retrieve", ActorKey: p.KeyID,
+		Manifest: receipts.NewManifest(receipts.ManifestChunks, "", nil, maxTokens, items), Detail: detail}, now)
 }
 
 // retrieve is Retrieve without the read check and the receipt: it returns the retrieval, the

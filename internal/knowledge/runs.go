@@ -54,3 +54,30 @@ func (s *Service) settle(ctx context.Context, d *runs.Draw, out Retrieval, full 
 	out.Run = &rep
 	return out, nil
 }
+
+// answerInRun finishes a retrieval out of principal p: drawn on run when one is named (inRun:
+// the context cut to what the run has left), then receipted by record (given the run's draw,
+// nil without a run, and the retrieval as answered), then settled on the run. A run whose
+// budget is spent settles at once, with nothing receipted; a record that fails abandons the
+// draw. Retrieve and the bridged retrieval both end here.
+func (s *Service) answerInRun(ctx context.Context, p auth.Principal, run *runs.Run, out Retrieval, record func(d *runs.Draw, out Retrieval) error) (Retrieval, error) {
+	var d *runs.Draw
+	full := out.ContextTokens
+	if run != nil {
+		var err error
+		if out, d, err = s.inRun(ctx, p, run, out); err != nil {
+			return Retrieval{}, err
+		}
+		if out.BudgetExhausted {
+			return s.settle(ctx, d, out, full)
+		}
+	}
+	if err := record(d, out); err != nil {
+		d.Abandon(ctx)
+		return Retrieval{}, err
+	}
+	if d != nil {
+		return s.settle(ctx, d, out, full)
+	}
+	return out, nil
+}
