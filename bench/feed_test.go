@@ -76,14 +76,7 @@ func benchFeedWrites(b *testing.B, engine string, withFeed bool) {
 		name string
 		op   func(int)
 	}{{"api_merge", merge}, {"sql_update", update}} {
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			start := cpuTime(b)
-			for i := range b.N {
-				c.op(i)
-			}
-			b.ReportMetric(float64((cpuTime(b)-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
-		})
+		runWithCPU(b, c.name, c.op)
 	}
 }
 

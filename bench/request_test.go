@@ -78,14 +78,7 @@ func benchRequests(b *testing.B, engine string) {
 		}},
 	}
 	for _, c := range cases {
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			start := cpuTime(b)
-			for i := range b.N {
-				c.op(i)
-			}
-			b.ReportMetric(float64((cpuTime(b)-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
-		})
+		runWithCPU(b, c.name, c.op)
 	}
 }
 
@@ -142,4 +135,17 @@ func (s *sink) Write(p []byte) (int, error) {
 		s.status = http.StatusOK
 	}
 	return s.body.Write(p)
+}
+
+// runWithCPU runs op b.N times (op(i) for i in 0..b.N-1) as the sub-benchmark name, reporting
+// allocations and this process's CPU time per op (cpu-ns/op, cpuTime).
+func runWithCPU(b *testing.B, name string, op func(int)) {
+	b.Run(name, func(b *testing.B) {
+		b.ReportAllocs()
+		start := cpuTime(b)
+		for i := range b.N {
+			op(i)
+		}
+		b.ReportMetric(float64((cpuTime(b)-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	})
 }
